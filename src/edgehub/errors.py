@@ -1,0 +1,114 @@
+"""One tree of errors. Each message says what is wrong and what to do about it.
+
+The CLI maps the classes to exit codes (see ``exit_code``) and prints the message on one line.
+"""
+
+from __future__ import annotations
+
+
+class EdgehubError(Exception):
+    """Base of every error edgehub raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UsageError(EdgehubError):
+    """The user asked for something that cannot work as asked (bad argument, bad file)."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """hub.toml is missing, malformed or names something that does not exist."""
+
+
+class ModelError(UsageError):
+    """A model file is missing or is not a model of the expected format."""
+
+
+class InputDataError(UsageError):
+    """Input tensors do not match the model (names, dtypes or shapes)."""
+
+
+class DeviceError(UsageError, ValueError):
+    """A device is unknown, or no device fits the component being run."""
+
+
+class ProviderError(UsageError, ValueError):
+    """No provider is registered for the device's provider type."""
+
+
+class EnvironmentProblem(EdgehubError):
+    """Something outside edgehub is not ready: the Docker daemon, an image, a device."""
+
+    exit_code = 3
+
+
+class DockerUnavailableError(EnvironmentProblem):
+    """The Docker daemon cannot be reached."""
+
+
+class ImageNotBuiltError(EnvironmentProblem):
+    """A toolchain image has not been built yet."""
+
+
+class RunnerError(EnvironmentProblem):
+    """A transport (local, Docker, SSH) failed to run a command or move a file."""
+
+
+class CommandError(RunnerError):
+    """A command ran and exited non-zero."""
+
+    def __init__(self, message: str, *, returncode: int, stdout: str = "", stderr: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class CommandTimeout(RunnerError):
+    """A command ran longer than its timeout and was stopped."""
+
+
+class CommandCancelled(RunnerError):
+    """A command was cancelled from another thread (e.g. Ctrl-C in the TUI)."""
+
+
+class SSHConnectionError(RunnerError):
+    """Connecting or authenticating to an SSH device failed."""
+
+
+class HostKeyError(SSHConnectionError):
+    """The SSH host key is unknown or does not match known_hosts."""
+
+
+class UnsafeArchiveError(RunnerError):
+    """An archive from a device tried to write outside its target directory."""
+
+
+class ToolchainError(EdgehubError, RuntimeError):
+    """A toolchain step (compile, profile, invoke) failed."""
+
+    exit_code = 4
+
+
+class CompileError(ToolchainError):
+    """Compilation failed."""
+
+
+class ProfileError(ToolchainError):
+    """Profiling failed."""
+
+
+class InvokeError(ToolchainError):
+    """Inference failed."""
+
+
+class StoreError(EdgehubError):
+    """The local run store cannot be read or written, or a run id is unknown."""
+
+
+class RunNotFoundError(StoreError, UsageError):
+    """A run id (or prefix) matches no run, or more than one."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""Transports: the only code that imports docker or paramiko (at the point of use)."""
