@@ -42,7 +42,7 @@ class EventSink:
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []
         self._lock = threading.Lock()
-        self._run_id: str | None = None
+        self._local = threading.local()
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
         """Add a subscriber; returns a function that removes it again."""
@@ -58,12 +58,13 @@ class EventSink:
 
     @property
     def run_id(self) -> str | None:
-        """The run events are tagged with when the emitter does not name one."""
-        return self._run_id
+        """The run this thread's events are tagged with when the emitter does not name one."""
+        value: str | None = getattr(self._local, "run_id", None)
+        return value
 
     @run_id.setter
     def run_id(self, value: str | None) -> None:
-        self._run_id = value
+        self._local.run_id = value
 
     def emit(self, event: LogEvent) -> None:
         """Deliver an event to every subscriber; a failing subscriber does not stop the others."""
@@ -71,7 +72,7 @@ class EventSink:
             event = LogEvent(
                 kind=event.kind,
                 message=event.message,
-                run_id=event.run_id or self._run_id,
+                run_id=event.run_id or self.run_id,
                 time=event.time or time.time(),
                 done=event.done,
                 total=event.total,
@@ -84,9 +85,9 @@ class EventSink:
             except Exception:  # noqa: BLE001 - a broken subscriber must not break a run
                 pass
 
-    def line(self, kind: str, message: str) -> None:
+    def line(self, kind: str, message: str, run_id: str | None = None) -> None:
         """Publish one line of a tool's output (``kind`` is ``stdout`` or ``stderr``)."""
-        self.emit(LogEvent(kind=kind, message=message.rstrip("\n")))
+        self.emit(LogEvent(kind=kind, message=message.rstrip("\n"), run_id=run_id))
 
     def info(self, message: str) -> None:
         self.emit(LogEvent(kind="info", message=message))

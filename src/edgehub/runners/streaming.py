@@ -17,13 +17,14 @@ class LineCollector:
     def __init__(self, kind: str, sink: EventSink | None) -> None:
         self.kind = kind
         self.sink = sink
+        self.run_id = sink.run_id if sink is not None else None
         self.lines: list[str] = []
         self._partial = ""
 
     def feed_line(self, line: str) -> None:
         self.lines.append(line)
         if self.sink is not None:
-            self.sink.line(self.kind, line)
+            self.sink.line(self.kind, line, self.run_id)
 
     def feed_text(self, text: str) -> None:
         """Accept a chunk that may hold several or partial lines."""

@@ -1,0 +1,144 @@
+"""`Component`: the base of every compiler, profiler and invoker.
+
+Subclasses declare ``run_type``, ``__init__`` and ``run``; the metaclass checks them when the
+class is created and replaces ``run`` with a dispatcher to the provider registered for the
+device's provider type (`Component.provider`).
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABCMeta
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, TypeVar
+
+from edgehub.core.component.registry import register_component
+from edgehub.core.component.signature import (
+    ProviderSignature,
+    RunSignature,
+    check_init,
+    check_provider,
+    read_run,
+)
+from edgehub.tracking.run_type import RunType
+
+__all__ = ["Component", "ComponentMeta", "NoProviderError"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class NoProviderError(NotImplementedError):
+    """The placeholder body of ``run``; the dispatcher replaces it and never raises it."""
+
+
+class ComponentMeta(ABCMeta):
+    """Checks a component's declaration at class creation and installs the dispatcher."""
+
+    def __new__(
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> ComponentMeta:
+        cls = super().__new__(mcs, name, bases, namespace, **kwargs)
+        if not bases or "run" not in namespace:
+            return cls  # the base class itself, or a mixin / intermediate class
+        if "run_type" not in namespace:
+            raise TypeError(
+                f"{name} must set run_type (a RunType member such as RunType.COMPILE, or a string)"
+            )
+        run_type = namespace["run_type"]
+        if not isinstance(run_type, (RunType, str)) or (
+            isinstance(run_type, Enum) and not isinstance(run_type, RunType)
+        ):
+            raise TypeError(
+                f"{name}.run_type must be a RunType member or a string, got {run_type!r}"
+            )
+        if "__init__" not in namespace:
+            raise TypeError(
+                f"{name} must define __init__(self, *, name=None, <the options of run>)"
+            )
+        signature = read_run(name, namespace["run"])
+        check_init(name, namespace["__init__"], signature)
+        original = namespace["run"]
+        cls._run_signature = signature  # type: ignore[attr-defined]
+        cls._positional_params = list(signature.positional)  # type: ignore[attr-defined]
+        cls._keyword_params = dict(signature.options)  # type: ignore[attr-defined]
+        cls._call_interface = original  # type: ignore[attr-defined]
+        cls._providers = {}  # type: ignore[attr-defined]
+
+        @functools.wraps(original)
+        def run(self: Component, ctx: Any, *args: Any, **kwargs: Any) -> Any:
+            from edgehub.core.component.dispatch import dispatch
+
+            return dispatch(self, ctx, args, kwargs)
+
+        cls.run = run  # type: ignore[attr-defined]
+        abstract = set(getattr(cls, "__abstractmethods__", ()))
+        abstract.discard("run")
+        cls.__abstractmethods__ = frozenset(abstract)
+        register_component(cls)  # type: ignore[arg-type]
+        return cls
+
+
+class Component(metaclass=ComponentMeta):
+    """Base class of toolchain components. See the module docstring."""
+
+    run_type: RunType | str
+    _run_signature: RunSignature
+    _positional_params: list[str]
+    _keyword_params: dict[str, Any]
+    _call_interface: Callable[..., Any]
+    _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]
+
+    def __init__(self, **kwargs: Any) -> None:
+        name = kwargs.pop("name", None)
+        self._name = name if name is not None else type(self).__name__
+        known = getattr(type(self), "_keyword_params", {})
+        unknown = set(kwargs) - set(known)
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}() got unexpected keyword arguments: "
+                f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
+            )
+        self._defaults = {**known, **kwargs}
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in self._defaults.items() if v is not None)
+        return f"{type(self).__name__}(name={self._name!r}{', ' if options else ''}{options})"
+
+    @classmethod
+    def providers(cls) -> list[str]:
+        """The provider types registered on this class, in registration order."""
+        return list(getattr(cls, "_providers", {}))
+
+    @classmethod
+    def provider(cls, provider_type: str) -> Callable[[F], F]:
+        """Register the decorated function as this component's provider for ``provider_type``.
+
+        The function's signature is checked against ``run``: the same positional inputs by
+        name and order, and only options ``run`` declares (it may leave some out, or take
+        ``**kwargs``). A second provider for the same type is refused.
+        """
+        if "_providers" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
+        key = str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
+        if not key:
+            raise ValueError("provider type must be a non-empty string")
+
+        def decorator(fn: F) -> F:
+            if key in cls._providers:
+                existing = cls._providers[key][0]
+                raise ValueError(
+                    f"Duplicate provider type {key!r} for {cls.__name__}: already served by "
+                    f"{getattr(existing, '__qualname__', existing)!r}"
+                )
+            signature = check_provider(cls.__name__, key, fn, cls._run_signature)
+            cls._providers[key] = (fn, signature)
+            return fn
+
+        return decorator

@@ -1,0 +1,157 @@
+"""What ``component.run(ctx, ...)`` does: resolve options and device, open a run, call the
+provider."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.outputs import ComponentOutput
+from edgehub.errors import DeviceError, ProviderError
+from edgehub.tracking.run_log import RunLog
+
+if TYPE_CHECKING:
+    from edgehub.core.component.base import Component
+    from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import Device
+
+__all__ = ["dispatch", "resolve_device"]
+
+
+def _describe_devices(ctx: HubContext) -> str:
+    listed = [f"{name} ({dev.provider_type})" for name, dev in ctx.devices.items()]
+    return ", ".join(listed) or "none"
+
+
+def resolve_device(component: type[Component], ctx: HubContext, name: Any) -> Device:
+    """The named device, else the first supported one in the context, else ``local``."""
+    providers = component.providers()
+    if name is not None:
+        if not isinstance(name, str):
+            raise TypeError(f"device must be a device name (str), got {type(name).__name__}")
+        if name not in ctx.devices:
+            raise DeviceError(
+                f"device {name!r} not in {ctx.device_source}; known: "
+                f"{', '.join(ctx.devices) or 'none'}"
+            )
+        return ctx.devices[name]
+    for dev in ctx.devices.values():  # the implicit `local` device comes last
+        if dev.provider_type in providers:
+            return dev
+    raise DeviceError(
+        f"no device in {ctx.device_source} fits {component.__name__}: it supports provider "
+        f"types {', '.join(providers) or 'none'}; devices: {_describe_devices(ctx)}"
+    )
+
+
+def _bind_inputs(cls_name: str, positional: list[str], args: tuple[Any, ...]) -> None:
+    if len(args) != len(positional):
+        raise TypeError(
+            f"{cls_name}.run takes {len(positional)} input(s) after ctx "
+            f"({', '.join(positional) or 'none'}), got {len(args)}"
+        )
+
+
+def _parent_run_id(values: list[Any]) -> str | None:
+    for value in values:
+        if isinstance(value, ComponentOutput) and value.run_log is not None:
+            return value.run_log.run_id
+        if isinstance(value, RunLog):
+            return value.run_id
+    return None
+
+
+def _select_provider(
+    component: Component, device: Device
+) -> tuple[Callable[..., Any], frozenset[str], bool]:
+    cls = type(component)
+    if device.provider_type is None:
+        raise ProviderError(
+            f"device {device.name!r} has no provider type, so {cls.__name__} cannot run on "
+            "it; give it one, or wrap your own code with @hub_run"
+        )
+    entry = cls._providers.get(device.provider_type)
+    if entry is None:
+        raise ProviderError(
+            f"{cls.__name__} has no provider for {device.provider_type!r} (device "
+            f"{device.name!r}); available providers: {', '.join(cls.providers()) or 'none'}"
+        )
+    fn, signature = entry
+    return fn, signature.accepts, signature.var_keyword
+
+
+def dispatch(component: Component, ctx: HubContext, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    from edgehub.core.context import HubContext
+
+    cls = type(component)
+    if not isinstance(ctx, HubContext) or not ctx.is_active:
+        raise RuntimeError(
+            f"Cannot call '{cls.__name__}' outside of an active HubContext: use "
+            "`with HubContext(...) as ctx:` and pass ctx"
+        )
+    signature = cls._run_signature
+    _bind_inputs(cls.__name__, list(signature.positional), args)
+    unknown = set(kwargs) - set(signature.options)
+    if unknown:
+        raise TypeError(
+            f"'{cls.__name__}' got unexpected keyword arguments: {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(signature.options))}"
+        )
+    resolved = {
+        key: kwargs[key] if key in kwargs else component._defaults.get(key, default)
+        for key, default in signature.options.items()
+    }
+    if signature.device_param == "device":
+        device = resolve_device(cls, ctx, resolved["device"])
+        resolved["device"] = device.name
+        selected = [device]
+    else:
+        selected = _resolve_many(cls, ctx, resolved["devices"])
+        resolved["devices"] = [dev.name for dev in selected]
+    fn, accepts, var_keyword = _select_provider(component, selected[0])
+    call_kwargs: dict[str, Any] = {}
+    for key, value in resolved.items():
+        if var_keyword or key in accepts:
+            call_kwargs[key] = value
+        elif key not in ("device", "devices") and value != signature.options[key]:
+            raise ProviderError(
+                f"option {key!r}={value!r} is not supported by {cls.__name__}'s "
+                f"{selected[0].provider_type!r} provider (device {selected[0].name!r}), which "
+                f"serves only its default {signature.options[key]!r}"
+            )
+    parent = _parent_run_id([*args, *kwargs.values()])
+    with ctx.open_run(
+        cls.run_type,
+        component.name,
+        component=cls.__name__,
+        parent_run_id=parent,
+        devices=selected,
+    ) as run:
+        ctx.client.log_param("device", selected[0].name)
+        ctx.client.log_param("device_provider_type", selected[0].provider_type)
+        for key, value in resolved.items():
+            if key not in ("device", "devices") and _loggable(value):
+                ctx.client.log_param(f"option.{key}", value)
+        result = fn(ctx, *args, **call_kwargs)
+        run.output_type = type(result).__name__ if result is not None else None
+        return result
+
+
+def _loggable(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, tuple, list))
+
+
+def _resolve_many(component: type[Component], ctx: HubContext, names: Any) -> list[Device]:
+    if names is None:
+        first = resolve_device(component, ctx, None)
+        return [d for d in ctx.devices.values() if d.provider_type == first.provider_type]
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise TypeError("devices must be a list of device names")
+    devices = [resolve_device(component, ctx, n) for n in names]
+    kinds = {d.provider_type for d in devices}
+    if len(kinds) != 1:
+        raise DeviceError(
+            f"devices {', '.join(names)} mix provider types {', '.join(map(str, kinds))}; "
+            "one run serves one provider type"
+        )
+    return devices

@@ -1,0 +1,38 @@
+"""Every component class by name (for hub.toml overrides and the CLI)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edgehub.core.component.base import Component
+
+__all__ = ["all_components", "component_class", "register_component"]
+
+_COMPONENTS: dict[str, type[Component]] = {}
+
+
+def register_component(cls: type[Component]) -> None:
+    _COMPONENTS.setdefault(cls.__name__, cls)
+
+
+def _load_builtins() -> None:
+    import edgehub.core.compile
+    import edgehub.core.invoke
+    import edgehub.core.profile  # noqa: F401
+
+
+def all_components() -> dict[str, type[Component]]:
+    _load_builtins()
+    return dict(_COMPONENTS)
+
+
+def component_class(name: str) -> type[Component]:
+    """The component class called ``name``; a `KeyError` names the nearest known one."""
+    components = all_components()
+    if name in components:
+        return components[name]
+    close = difflib.get_close_matches(name, components, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(components))}"
+    raise KeyError(f"unknown component {name!r}{hint}")

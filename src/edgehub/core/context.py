@@ -1,0 +1,279 @@
+"""`HubContext`: the devices, the run store and the event sink that components run in."""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.device.spec import Device, DeviceSpec
+from edgehub.core.events import EventSink, use_sink
+from edgehub.errors import DeviceError
+from edgehub.tracking.client import Client
+from edgehub.tracking.run_log import RunLog
+from edgehub.tracking.run_type import RunType
+from edgehub.tracking.store import RunStore
+
+if TYPE_CHECKING:
+    from edgehub.runners.docker import DockerCommandRunner
+
+__all__ = ["HubContext", "default_store_dir", "host_description"]
+
+
+def default_store_dir(start: Path | None = None) -> Path:
+    """``$EDGEHUB_STORE``, else ``.hub`` beside the nearest hub.toml, else ``./.hub``."""
+    env = os.environ.get("EDGEHUB_STORE")
+    if env:
+        return Path(env).expanduser()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "hub.toml").is_file():
+            return folder / ".hub"
+    return here / ".hub"
+
+
+def host_description() -> str:
+    return f"{platform.node()} ({platform.system()} {platform.machine()}, {os.cpu_count()} CPUs)"
+
+
+def _local_device() -> Device:
+    from edgehub.runners.local import LocalCommandRunner
+
+    return Device(
+        name="local",
+        runner=LocalCommandRunner(),
+        spec=DeviceSpec(device_name=host_description()),
+        provider_type="local",
+    )
+
+
+class HubContext:
+    """Where components run: devices by name, the local run store, and a live event sink.
+
+    Use it as a context manager. Runs are recorded under ``artifact_base_dir`` (default:
+    ``.hub`` beside hub.toml, see `default_store_dir`); no account and no network are needed.
+    A ``local`` device (this host) is always available after the given devices.
+    """
+
+    def __init__(
+        self,
+        project_name: str = "default",
+        artifact_base_dir: Path | str | None = None,
+        devices: Sequence[Device] | None = None,
+        download_artifacts: bool = False,
+        auto_connect: bool = True,
+        log_remote_artifacts: bool = True,
+        *,
+        tags: dict[str, str] | None = None,
+        events: EventSink | None = None,
+        device_source: str = "the HubContext",
+    ) -> None:
+        if not isinstance(project_name, str) or not project_name.strip():
+            raise ValueError("project_name must be a non-empty string")
+        self.project_name = project_name
+        self.download_artifacts = download_artifacts
+        self.auto_connect = auto_connect
+        self.log_remote_artifacts = log_remote_artifacts
+        self.device_source = device_source
+        self.events = events or EventSink()
+        self._base_dir = Path(artifact_base_dir).expanduser() if artifact_base_dir else None
+        self._devices: dict[str, Device] = {}
+        for device in devices or ():
+            if not isinstance(device, Device):
+                raise TypeError(f"devices must be Device objects, got {type(device).__name__}")
+            if device.name in self._devices:
+                raise ValueError(f"duplicate device name {device.name!r} in HubContext")
+            self._devices[device.name] = device
+        if "local" not in self._devices:
+            self._devices["local"] = _local_device()
+        self._tags = dict(tags or {})
+        self._active = False
+        self._id = uuid.uuid4().hex[:10]
+        self._stack: ExitStack | None = None
+        self._store: RunStore | None = None
+        self._client: Client | None = None
+        self._docker: dict[tuple[Any, ...], DockerCommandRunner] = {}
+        self._workspaces: dict[str, PurePosixPath] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> HubContext:
+        if self._active:
+            raise RuntimeError("this HubContext is already active")
+        stack = ExitStack()
+        try:
+            self._store = RunStore(self._base_dir or default_store_dir())
+            stack.callback(self._store.close)
+            self._client = Client(self._store, self.project_name, self.events)
+            stack.enter_context(use_sink(self.events))
+            stack.callback(self._close_resources)
+            if self.auto_connect:
+                for device in self._devices.values():
+                    if device.runner is not None and device.name != "local":
+                        stack.enter_context(device.runner)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+        self._active = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._active = False
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+    def _close_resources(self) -> None:
+        """Remove containers and device workspaces this context created."""
+        with self._lock:
+            runners, self._docker = list(self._docker.values()), {}
+            workspaces, self._workspaces = dict(self._workspaces), {}
+        for runner in runners:
+            try:
+                runner.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001 - cleanup goes on for the others
+                self.events.warning(f"could not remove container of {runner.image}")
+        for name, path in workspaces.items():
+            device = self._devices.get(name)
+            if device is not None and device.runner is not None:
+                try:
+                    device.runner.run(["rm", "-rf", str(path)], hide=True, check=False)
+                except Exception:  # noqa: BLE001
+                    self.events.warning(f"could not remove {path} on device {name!r}")
+
+    # -- properties --------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self._active
+
+    @property
+    def devices(self) -> dict[str, Device]:
+        return self._devices
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
+        return self._client
+
+    @property
+    def store(self) -> RunStore:
+        if self._store is None:
+            raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
+        return self._store
+
+    @property
+    def run_log(self) -> RunLog | None:
+        return self._client.current_run_log if self._client is not None else None
+
+    @property
+    def artifact_dir(self) -> Path:
+        """The current run's own directory (only while a component or @hub_run runs)."""
+        run = self.run_log
+        if run is None or run.artifact_dir is None:
+            raise RuntimeError("ctx.artifact_dir exists only while a component run is active")
+        return run.artifact_dir
+
+    @property
+    def project_dir(self) -> Path:
+        return self.store.root
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return dict(self._tags)
+
+    def set_tags(self, **tags: str) -> None:
+        for key, value in tags.items():
+            if not isinstance(value, str):
+                raise TypeError(f"tag {key!r} must be a string, got {type(value).__name__}")
+        self._tags = dict(tags)
+
+    def device(self, name: str) -> Device:
+        try:
+            return self._devices[name]
+        except KeyError:
+            raise DeviceError(
+                f"device {name!r} not in {self.device_source}; known: {', '.join(self._devices)}"
+            ) from None
+
+    # -- runs --------------------------------------------------------------------------------
+    @contextmanager
+    def open_run(
+        self,
+        run_type: RunType | str,
+        name: str,
+        *,
+        component: str | None = None,
+        parent_run_id: str | None = None,
+        devices: Sequence[Device] = (),
+    ) -> Iterator[RunLog]:
+        """Open a tracked run; it ends FINISHED, FAILED (exception) or KILLED (Ctrl-C)."""
+        if not self._active:
+            raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
+        with self.client.start_run(
+            run_type, name, component=component, parent_run_id=parent_run_id, tags=self._tags
+        ) as run:
+            from edgehub import __version__
+
+            env = {"host": host_description(), "python": platform.python_version()}
+            env["edgehub"] = __version__
+            for device in devices:
+                run.devices[device.name] = {
+                    "provider_type": device.provider_type,
+                    "device_name": device.spec.device_name,
+                }
+                env[f"device.{device.name}"] = device.spec.device_name or device.name
+            self.client.log_environment(env)
+            yield run
+
+    # -- shared resources for providers -------------------------------------------------------
+    def docker_runner(
+        self, image: str, *, cpus: float | None = None, memory: str | None = None
+    ) -> DockerCommandRunner:
+        """The context's long-lived container of ``image`` (started on first use)."""
+        from edgehub.runners.docker import DockerCommandRunner
+
+        key = (image, cpus, memory)
+        with self._lock:
+            runner = self._docker.get(key)
+            if runner is None:
+                runner = DockerCommandRunner(image, cpus=cpus, memory=memory)
+                runner.__enter__()
+                self._docker[key] = runner
+        return runner
+
+    def device_workspace(self, device_name: str) -> PurePosixPath:
+        """This context's scratch directory on a device (removed when the context exits)."""
+        device = self.device(device_name)
+        if device.runner is None:
+            raise DeviceError(f"device {device_name!r} has no runner to hold files")
+        with self._lock:
+            path = self._workspaces.get(device_name)
+        if path is None:
+            path = PurePosixPath(f"/tmp/edgehub-{self._id}")
+            device.runner.run(["mkdir", "-p", str(path)], hide=True)
+            with self._lock:
+                self._workspaces[device_name] = path
+        return path
+
+    def device_run_dir(self, device_name: str) -> PurePosixPath:
+        """The current run's directory on a device (created on first use)."""
+        base = self.device_workspace(device_name)
+        path = base / self.artifact_dir.name
+        runner = self.device(device_name).runner
+        assert runner is not None
+        runner.run(["mkdir", "-p", str(path)], hide=True)
+        return path

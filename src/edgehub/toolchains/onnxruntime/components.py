@@ -1,0 +1,169 @@
+"""ONNX Runtime components: ONNX → (quantized) ONNX, profile, invoke."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from edgehub.core.component.base import Component, NoProviderError
+from edgehub.toolchains.outputs import (
+    CompiledWithNames,
+    InvocationResult,
+    ProfilingMethod,
+    ProfilingResult,
+)
+from edgehub.tracking.run_type import RunType
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__ = [
+    "ONNXRuntimeCompiledModel",
+    "ONNXRuntimeCompiler",
+    "ONNXRuntimeInvocationResult",
+    "ONNXRuntimeInvoker",
+    "ONNXRuntimeProfiler",
+    "ONNXRuntimeProfilingResult",
+]
+
+CalibrationMethod = Literal["minmax", "entropy"]
+Quantization = Literal["static", "dynamic", "none"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ONNXRuntimeCompiledModel(CompiledWithNames):
+    """An ONNX model prepared for ONNX Runtime (INT8 QDQ, dynamic INT8, or optimized FP32)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ONNXRuntimeProfilingResult(ProfilingResult):
+    """Profile of an ONNX model in ONNX Runtime."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ONNXRuntimeInvocationResult(InvocationResult):
+    """Outputs of an ONNX model run in ONNX Runtime."""
+
+
+class ONNXRuntimeCompiler(Component):
+    """Prepares an ONNX model for ONNX Runtime.
+
+    ``quantization``: ``"static"`` (QDQ INT8, calibrated with ``calibration_data`` — an
+    ``.npz``, a directory of samples, or a dict of arrays; random data with a warning when
+    none), ``"dynamic"`` (INT8 weights) or ``"none"`` (validate and optimize only).
+    ``input_shape`` fixes dynamic dimensions; ``quantize_io`` makes the model take and return
+    quantized tensors.
+    """
+
+    run_type = RunType.COMPILE
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        calibration_data: Path | dict[str, np.ndarray] | None = None,
+        calibration_method: CalibrationMethod | None = None,
+        per_channel: bool = False,
+        quantize_io: bool = False,
+        quantization: Quantization = "static",
+    ) -> None:
+        super().__init__(
+            name=name,
+            device=device,
+            input_shape=input_shape,
+            calibration_data=calibration_data,
+            calibration_method=calibration_method,
+            per_channel=per_channel,
+            quantize_io=quantize_io,
+            quantization=quantization,
+        )
+
+    def run(
+        self,
+        ctx: HubContext,
+        onnx_path: Path,
+        *,
+        device: str | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        calibration_data: Path | dict[str, np.ndarray] | None = None,
+        calibration_method: CalibrationMethod | None = None,
+        per_channel: bool = False,
+        quantize_io: bool = False,
+        quantization: Quantization = "static",
+    ) -> ONNXRuntimeCompiledModel:
+        """Compile ``onnx_path``; options override the constructor's."""
+        raise NoProviderError
+
+
+class ONNXRuntimeProfiler(Component):
+    """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` warm-up runs, ``runs``
+    timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``."""
+
+    run_type = RunType.PROFILE
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        runs: int = 100,
+        burn_ins: int = 10,
+        cold_starts: int = 1,
+        profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    ) -> None:
+        super().__init__(
+            name=name,
+            device=device,
+            runs=runs,
+            burn_ins=burn_ins,
+            cold_starts=cold_starts,
+            profiling_method=profiling_method,
+        )
+
+    def run(
+        self,
+        ctx: HubContext,
+        model: ONNXRuntimeCompiledModel,
+        *,
+        device: str | None = None,
+        runs: int = 100,
+        burn_ins: int = 10,
+        cold_starts: int = 1,
+        profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    ) -> ONNXRuntimeProfilingResult:
+        """Profile ``model``; options override the constructor's."""
+        raise NoProviderError
+
+
+class ONNXRuntimeInvoker(Component):
+    """Runs an ONNX model on input tensors and returns the outputs by name."""
+
+    run_type = RunType.INFERENCE
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        use_compiled_names: bool = False,
+    ) -> None:
+        super().__init__(name=name, device=device, use_compiled_names=use_compiled_names)
+
+    def run(
+        self,
+        ctx: HubContext,
+        model: ONNXRuntimeCompiledModel,
+        input_data: dict[str, np.ndarray],
+        *,
+        device: str | None = None,
+        use_compiled_names: bool = False,
+    ) -> ONNXRuntimeInvocationResult:
+        """Run ``model`` on ``input_data`` (input name → array)."""
+        raise NoProviderError
+
+

@@ -1,0 +1,1 @@
+"""The tensorrt toolchain."""

@@ -1,0 +1,16 @@
+"""Local run tracking: a SQLite store, content-addressed artifacts and the logging client."""
+
+from edgehub.tracking.client import Client
+from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
+from edgehub.tracking.run_type import RunType
+from edgehub.tracking.store import RunStore
+
+__all__ = [
+    "Client",
+    "LoggedArtifact",
+    "LoggedMetric",
+    "LoggedParam",
+    "RunLog",
+    "RunStore",
+    "RunType",
+]

@@ -1,0 +1,264 @@
+"""`Client`: what providers log through (``ctx.client``), written to the store as it happens."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.events import EventSink, LogEvent
+from edgehub.core.types import is_remote
+from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
+from edgehub.tracking.run_type import RunType
+from edgehub.tracking.store import RunStore
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__ = ["Client"]
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Client:
+    """Logs params, metrics, artifacts and tags of the current run of this thread."""
+
+    def __init__(self, store: RunStore, project: str, events: EventSink) -> None:
+        self.store = store
+        self.project = project
+        self.events = events
+        self._local = threading.local()
+        self.run_history: list[RunLog] = []
+
+    # -- the current run -----------------------------------------------------------------
+    @property
+    def current_run_log(self) -> RunLog | None:
+        stack: list[RunLog] = getattr(self._local, "stack", [])
+        return stack[-1] if stack else None
+
+    @property
+    def latest_run_log(self) -> RunLog | None:
+        return self.run_history[-1] if self.run_history else None
+
+    def _run(self) -> RunLog:
+        run = self.current_run_log
+        if run is None:
+            raise RuntimeError(
+                "no active run: log inside a component's provider or a @hub_run function"
+            )
+        return run
+
+    @contextmanager
+    def start_run(
+        self,
+        run_type: RunType | str,
+        name: str,
+        *,
+        component: str | None = None,
+        parent_run_id: str | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> Iterator[RunLog]:
+        """Open a run with its own directory; close it FINISHED, FAILED or KILLED."""
+        run_id = new_run_id()
+        started = time.time()
+        stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S-%f")
+        safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
+        run_dir = self.store.root / "runs" / f"{safe_name}_{stamp}_{run_id[:8]}"
+        run_dir.mkdir(parents=True)
+        kind = RunType.coerce(run_type)
+        run = RunLog(
+            run_id=run_id,
+            name=name,
+            run_type=str(kind),
+            project=self.project,
+            component=component,
+            parent_run_id=parent_run_id,
+            started_at=started,
+            artifact_dir=run_dir,
+        )
+        self.store.create_run(
+            run_id=run_id,
+            project=self.project,
+            name=name,
+            run_type=str(kind),
+            component=component,
+            parent_id=parent_run_id,
+            artifact_dir=run_dir,
+            started_at=started,
+        )
+        for key, value in (tags or {}).items():
+            self.log_tag_for(run, key, value)
+        stack: list[RunLog] = getattr(self._local, "stack", [])
+        self._local.stack = [*stack, run]
+        previous_run_id = self.events.run_id
+        self.events.run_id = run_id
+        log_path = run_dir / "run.log"
+        log_file = log_path.open("a", encoding="utf-8")
+        lock = threading.Lock()
+
+        def record(event: LogEvent) -> None:
+            if event.run_id != run_id or event.kind == "progress":
+                return
+            with lock:
+                if not log_file.closed:
+                    log_file.write(f"[{event.kind}] {event.message}\n")
+                    log_file.flush()
+
+        unsubscribe = self.events.subscribe(record)
+        status, error = "FINISHED", None
+        try:
+            yield run
+        except KeyboardInterrupt:
+            status, error = "KILLED", "interrupted"
+            raise
+        except BaseException as exc:
+            status, error = "FAILED", f"{type(exc).__name__}: {exc}"
+            self.events.emit(LogEvent(kind="error", message=str(exc), run_id=run_id))
+            raise
+        finally:
+            unsubscribe()
+            with lock:
+                log_file.close()
+            if log_path.stat().st_size:
+                try:
+                    self._store_artifact(run, log_path, name="log")
+                except OSError:
+                    pass
+            run.status, run.error, run.ended_at = status, error, time.time()
+            self.store.end_run(
+                run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error
+            )
+            self._local.stack = stack
+            self.events.run_id = previous_run_id
+            self.run_history.append(run)
+
+    # -- logging -------------------------------------------------------------------------
+    def log_param(self, name: str, value: Any) -> None:
+        run = self._run()
+        now = time.time()
+        run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
+        self.store.log_param(run.run_id, name, value, now)
+
+    def log_params(self, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            self.log_param(name, value)
+
+    def log_metric(self, name: str, value: float, step: int | None = None) -> None:
+        run = self._run()
+        now = time.time()
+        metric = LoggedMetric(name=name, value=float(value), step=step, logged_at=now)
+        run.metrics[name] = metric
+        run.metric_history.setdefault(name, []).append(metric)
+        self.store.log_metric(run.run_id, name, float(value), step, now)
+
+    def log_metrics(self, values: dict[str, float]) -> None:
+        run = self._run()
+        now = time.time()
+        for name, value in values.items():
+            metric = LoggedMetric(name=name, value=float(value), logged_at=now)
+            run.metrics[name] = metric
+            run.metric_history.setdefault(name, []).append(metric)
+        self.store.log_metrics(run.run_id, values, now)
+
+    def log_tag(self, name: str, value: str) -> None:
+        self.log_tag_for(self._run(), name, value)
+
+    def log_tag_for(self, run: RunLog, name: str, value: str) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"tag {name!r} must be a string, got {type(value).__name__}")
+        run.tags[name] = value
+        self.store.log_tag(run.run_id, name, value)
+
+    def log_environment(self, values: dict[str, Any]) -> None:
+        """What the run ran on: image digest, toolchain versions, host or device description."""
+        run = self._run()
+        clean = {key: str(value) for key, value in values.items() if value is not None}
+        run.environment.update(clean)
+        self.store.log_environment(run.run_id, clean)
+
+    def log_artifact(
+        self,
+        file_path: Path | PurePosixPath | str | LoggedArtifact,
+        name: str | None = None,
+        file_name: str | None = None,
+        run_id: str | None = None,
+        *,
+        ctx: HubContext | None = None,
+        device_name: str | None = None,
+    ) -> LoggedArtifact:
+        """Record a file or directory. Local files are stored by content; remote ones by path."""
+        run = self._run()
+        if run_id is not None and run_id != run.run_id:
+            raise ValueError("log_artifact can only log to the current run")
+        if isinstance(file_path, LoggedArtifact):
+            if file_path.is_remote:
+                return self._record_remote(
+                    run, file_path.remote(), name, file_name, file_path.device
+                )
+            file_path = file_path.local()
+        if is_remote(file_path):
+            return self._record_remote(
+                run, PurePosixPath(file_path), name, file_name, device_name
+            )
+        return self._store_artifact(run, Path(file_path), name=name, file_name=file_name)
+
+    def _store_artifact(
+        self, run: RunLog, path: Path, *, name: str | None, file_name: str | None = None
+    ) -> LoggedArtifact:
+        stored, sha, size = self.store.artifacts.add(path, file_name)
+        artifact = LoggedArtifact(
+            id=uuid.uuid4().hex,
+            file_name=stored.name,
+            file_size=size,
+            logged_at=time.time(),
+            file_path=stored,
+            name=name,
+            artifact_dir=stored.parent,
+            sha256=sha,
+        )
+        self._remember(run, artifact)
+        return artifact
+
+    def _record_remote(
+        self,
+        run: RunLog,
+        path: PurePosixPath,
+        name: str | None,
+        file_name: str | None,
+        device: str | None,
+    ) -> LoggedArtifact:
+        artifact = LoggedArtifact(
+            id=uuid.uuid4().hex,
+            file_name=file_name or path.name,
+            file_size=0,
+            logged_at=time.time(),
+            file_path=path,
+            name=name,
+            device=device,
+        )
+        self._remember(run, artifact)
+        return artifact
+
+    def _remember(self, run: RunLog, artifact: LoggedArtifact) -> None:
+        if artifact.name:
+            run.artifacts[artifact.name] = artifact
+        else:
+            run.unnamed_artifacts.append(artifact)
+        self.store.log_artifact(
+            artifact_id=artifact.id,
+            run_id=run.run_id,
+            name=artifact.name,
+            file_name=artifact.file_name,
+            sha256=artifact.sha256,
+            size=artifact.file_size,
+            path=str(artifact.file_path),
+            device=artifact.device,
+            logged_at=artifact.logged_at,
+        )
