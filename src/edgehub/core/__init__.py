@@ -2,7 +2,7 @@
 
 from edgehub.core.context import HubContext
 from edgehub.core.hub_run import hub_run
-from edgehub.core.types import LocalPath, RemotePath
+from edgehub.paths import LocalPath, RemotePath
 from edgehub.tracking.run_type import RunType
 
 __all__ = ["HubContext", "LocalPath", "RemotePath", "RunType", "hub_run"]

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.spec import Device, DeviceSpec
-from edgehub.core.events import EventSink, use_sink
+from edgehub.events import EventSink, use_sink
 from edgehub.errors import DeviceError
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import RunLog

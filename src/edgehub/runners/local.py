@@ -13,7 +13,7 @@ from pathlib import Path, PurePath
 from types import TracebackType
 
 from edgehub.core.device.runner import CommandResult
-from edgehub.core.events import current_sink
+from edgehub.events import current_sink
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
 from edgehub.runners.streaming import LineCollector, pump
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
-from edgehub.core.events import EventSink
+from edgehub.events import EventSink
 
 __all__ = ["LineCollector"]
 

@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from edgehub.core.events import EventSink, LogEvent
-from edgehub.core.types import is_remote
+from edgehub.events import EventSink, LogEvent
+from edgehub.paths import is_remote
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore

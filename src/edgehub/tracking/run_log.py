@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from edgehub.core.types import LocalPath, RemotePath, is_remote
+from edgehub.paths import LocalPath, RemotePath, is_remote
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from edgehub.core.types import LocalPath, is_remote
+from edgehub.paths import LocalPath, is_remote
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from edgehub.core.device.spec import ProviderConfig
-from edgehub.core.types import RemotePath
+from edgehub.paths import RemotePath
 
 __all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "TrtexecConfig"]
 

@@ -1,0 +1,1 @@
+"""Model-transformation support: backends of pattern lists (seed 002)."""

@@ -1,0 +1,34 @@
+"""Dependency rules, checked in a fresh interpreter (`sys.modules`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ["docker", "paramiko", "textual", "qai_hub", "onnxruntime", "onnx", "tensorflow"]
+
+
+def _loaded(statement: str) -> list[str]:
+    code = (
+        f"{statement}\nimport sys, json\n"
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import edgehub.core",
+        "import edgehub.core.component, edgehub.core.device",
+        "import edgehub.core.compile, edgehub.core.profile, edgehub.core.invoke",
+        "import edgehub.tracking",
+        "import edgehub.config",
+    ],
+)
+def test_core_loads_no_heavy_module(statement: str) -> None:
+    assert _loaded(statement) == []
