@@ -19,6 +19,7 @@ from typing import Any
 
 from edgehub.errors import RunNotFoundError, StoreError
 from edgehub.tracking.artifacts import ArtifactStore
+from edgehub.tracking.run_log import RunLog
 
 __all__ = ["RunStore"]
 
@@ -316,6 +317,52 @@ class RunStore:
             for r in self._query("SELECT key, value FROM environment WHERE run_id = ?", (full,))
         }
         return run
+
+    def run_log(self, run_id: str) -> RunLog:
+        """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``)."""
+        from pathlib import PurePosixPath
+
+        from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam
+
+        record = self.get_run(run_id)
+        log = RunLog(
+            run_id=record["id"],
+            name=record["name"],
+            run_type=record["type"],
+            status=record["status"],
+            project=record["project"],
+            component=record["component"],
+            parent_run_id=record["parent_id"],
+            started_at=record["started_at"],
+            ended_at=record["ended_at"],
+            artifact_dir=Path(record["artifact_dir"]) if record["artifact_dir"] else None,
+            output_type=record["output_type"],
+            error=record["error"],
+        )
+        log.params = {k: LoggedParam(k, v) for k, v in record["params"].items()}
+        log.metrics = {k: LoggedMetric(k, v) for k, v in record["metrics"].items()}
+        log.tags = dict(record["tags"])
+        log.environment = dict(record["environment"])
+        for row in record["artifacts"]:
+            path: Path | PurePosixPath = (
+                PurePosixPath(row["path"]) if row["device"] else Path(row["path"])
+            )
+            artifact = LoggedArtifact(
+                id=row["id"],
+                file_name=row["file_name"],
+                file_size=row["size"],
+                logged_at=row["logged_at"],
+                file_path=path,
+                name=row["name"],
+                device=row["device"],
+                artifact_dir=path.parent if isinstance(path, Path) else None,
+                sha256=row["sha256"],
+            )
+            if artifact.name:
+                log.artifacts[artifact.name] = artifact
+            else:
+                log.unnamed_artifacts.append(artifact)
+        return log
 
     def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
         """Side-by-side params, metrics and environment of two runs, with metric ratios."""

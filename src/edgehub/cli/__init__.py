@@ -1,0 +1,1 @@
+"""The `hub` command line: headless runs for scripts and CI. Imports no Textual."""

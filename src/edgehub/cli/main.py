@@ -1,0 +1,88 @@
+"""`hub`: the entry point. Parses arguments, runs a command, maps errors to exit codes.
+
+Exit codes: 0 success; 1 internal error (a bug: run with --debug for the traceback);
+2 bad usage, hub.toml, model or input; 3 environment not ready (Docker daemon, image, device
+connection); 4 a toolchain step failed; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from edgehub import __version__
+from edgehub.errors import EdgehubError
+
+EXIT_INTERNAL = 1
+EXIT_INTERRUPTED = 130
+
+EPILOG = """exit codes:
+  0  success
+  1  internal error (run with --debug for the traceback)
+  2  bad usage: arguments, hub.toml, model file or input data
+  3  environment not ready: Docker daemon, image not built, device unreachable
+  4  a toolchain step (compile, profile, invoke) failed
+  130 interrupted (Ctrl-C)"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from edgehub.cli import devices_cmd, exec_cmd, images_cmd, runs_cmd
+
+    parser = argparse.ArgumentParser(
+        prog="hub",
+        description="Compile, profile and run ML models on the hardware they ship on.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"edgehub {__version__}")
+    parser.add_argument("--config", metavar="HUB_TOML", help="hub.toml to use (default: nearest)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no logs on stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    exec_cmd.add_parser(commands)
+    images_cmd.add_parser(commands)
+    runs_cmd.add_parser(commands)
+    devices_cmd.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.handler(args)
+        return code
+    except EdgehubError as error:
+        if args.debug:
+            raise
+        _print_error(str(error))
+        return error.exit_code
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # noqa: BLE001 - the last line of defence, no traceback
+        if args.debug:
+            raise
+        first = str(error).splitlines()[0] if str(error) else ""
+        _print_error(
+            f"internal error: {type(error).__name__}: {first} (rerun with --debug for the "
+            "traceback and report it)"
+        )
+        return EXIT_INTERNAL
+
+
+def _print_error(message: str) -> None:
+    text = " ".join(message.split())  # one line, always
+    print(f"hub: error: {text}", file=sys.stderr)
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

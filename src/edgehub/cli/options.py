@@ -1,0 +1,86 @@
+"""`--set KEY=VALUE` options, checked against a component's declared options."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from edgehub.core.component.base import Component
+from edgehub.errors import UsageError
+
+__all__ = ["component_options", "parse_sets", "parse_value"]
+
+
+def component_options(component: type[Component]) -> dict[str, Any]:
+    """The options ``--set`` may give (every keyword option of ``run`` but the device)."""
+    return {
+        k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")
+    }
+
+
+def parse_value(raw: str, default: Any) -> Any:
+    """JSON where it parses (numbers, true/false, null, lists), ``1,3,224,224`` as a tuple of
+    ints, enums by value, paths for ``*_data``/``*_path`` options, else the string."""
+    text = raw.strip()
+    if isinstance(default, Enum):
+        try:
+            return type(default)(text.lower())
+        except ValueError:
+            choices = ", ".join(str(m.value) for m in type(default))
+            raise UsageError(f"{text!r} is not one of: {choices}") from None
+    if "," in text and not text.startswith(("[", "{")):
+        try:
+            return tuple(int(part) for part in text.split(","))
+        except ValueError:
+            pass
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = text
+    if isinstance(value, list):
+        value = tuple(value)
+    if isinstance(value, str) and text.lower() in ("none", "null"):
+        return None
+    return value
+
+
+def parse_sets(
+    pairs: list[str], components: dict[str, type[Component]]
+) -> dict[str, dict[str, Any]]:
+    """Split ``KEY=VALUE`` pairs among components (``step.KEY`` targets one step).
+
+    ``components`` maps a step name (compile/profile/invoke) to its component class. A key
+    without a step goes to every step that declares it. Unknown keys name the nearest one.
+    """
+    result: dict[str, dict[str, Any]] = {step: {} for step in components}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"--set needs KEY=VALUE, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        key = key.strip().replace("-", "_")
+        step, _, option = key.rpartition(".")
+        steps = [step] if step else list(components)
+        if step and step not in components:
+            raise UsageError(
+                f"--set {key}: unknown step {step!r}; steps here: {', '.join(components)}"
+            )
+        matched = False
+        for name in steps:
+            options = component_options(components[name])
+            if option in options:
+                value = parse_value(raw, options[option])
+                if option.endswith(("_data", "_path")) and isinstance(value, str):
+                    value = Path(value)
+                result[name][option] = value
+                matched = True
+        if not matched:
+            known = sorted({o for n in steps for o in component_options(components[n])})
+            close = difflib.get_close_matches(option, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UsageError(
+                f"--set {key}: unknown option {option!r}{hint} (options: {', '.join(known)})"
+            )
+    return result

@@ -1,0 +1,88 @@
+"""What every `local` provider needs: the runtime's pinned container and an agent in it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.device.configs import DockerConfig
+from edgehub.toolchains.agent_call import AgentCall, AgentResult
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.runners.docker import DockerCommandRunner
+
+__all__ = ["local_agent", "record_agent_result"]
+
+CONTAINER_WORK = PurePosixPath("/work")
+
+
+def _container(
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+) -> DockerCommandRunner:
+    from edgehub import images
+
+    dev = ctx.device(device or "local")
+    config = dev.get_provider_config(DockerConfig, component) or DockerConfig()
+    image = config.image or images.require_image(runtime).tag
+    return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory)
+
+
+def local_agent(
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+) -> AgentCall:
+    """An agent in the runtime's container, working in this run's own directory there.
+
+    Records the image tag and digest in the run's environment.
+    """
+    runner = _container(ctx, runtime, device, component)
+    workdir = CONTAINER_WORK / ctx.artifact_dir.name
+    runner.run(["mkdir", "-p", str(workdir)], hide=True)
+    ctx.client.log_environment(
+        {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
+    )
+    return AgentCall(runner, workdir, ctx.artifact_dir)
+
+
+def scratch_agent(
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+) -> AgentCall:
+    """An agent for a quick look outside any run (e.g. reading a model's inputs)."""
+    runner = _container(ctx, runtime, device, component)
+    local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
+    workdir = CONTAINER_WORK / local.name
+    runner.run(["mkdir", "-p", str(workdir)], hide=True)
+    return AgentCall(runner, workdir, local)
+
+
+def record_agent_result(
+    ctx: HubContext, result: AgentResult, *, skip: frozenset[str] = frozenset()
+) -> None:
+    """Log the agent's params, numeric metrics, warnings and environment on the current run."""
+    for key, value in result.params.items():
+        if key not in skip:
+            ctx.client.log_param(key, value)
+    numeric = {
+        k: float(v)
+        for k, v in result.metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in skip
+    }
+    if numeric:
+        ctx.client.log_metrics(numeric)
+    for warning in result.warnings:
+        ctx.events.warning(warning)
+    env = result.env
+    providers = env.get("ort_providers")
+    flat = {
+        "device_python": env.get("python"),
+        "onnxruntime": env.get("onnxruntime"),
+        "onnx": env.get("onnx"),
+        "numpy": env.get("numpy"),
+        "device_platform": env.get("platform"),
+        "device_cpu": env.get("cpu_model"),
+        "device_cpus": env.get("cpu_affinity_count") or env.get("cpu_count"),
+        "agent": env.get("agent_hash"),
+        "ort_providers": ",".join(providers) if isinstance(providers, list) else providers,
+    }
+    ctx.client.log_environment({k: v for k, v in flat.items() if v})

@@ -1,0 +1,186 @@
+"""The ``local`` providers of the ONNX Runtime components: the pinned ORT image + the agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
+from edgehub.errors import UsageError
+from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
+from edgehub.toolchains.onnxruntime.components import (
+    ONNXRuntimeCompiledModel,
+    ONNXRuntimeCompiler,
+    ONNXRuntimeInvocationResult,
+    ONNXRuntimeInvoker,
+    ONNXRuntimeProfiler,
+    ONNXRuntimeProfilingResult,
+)
+from edgehub.toolchains.outputs import ProfilingMethod
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__ = ["inspect_model"]
+
+RUNTIME = "onnxruntime"
+MODES = {"static": "quantize-static", "dynamic": "quantize-dynamic", "none": "optimize"}
+
+
+def _model_file(path: Path | str) -> Path:
+    model = Path(path).expanduser()
+    if not model.exists():
+        raise ModelError(f"model {model} not found; check the path")
+    return model
+
+
+def _shape(value: Any) -> Any:
+    if value is None or isinstance(value, dict):
+        return None if value is None else {k: list(v) for k, v in value.items()}
+    return [int(d) for d in value]
+
+
+@ONNXRuntimeCompiler.provider(ProviderType.LOCAL)
+def _compile_local(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    input_shape: Any = None,
+    calibration_data: Any = None,
+    calibration_method: str | None = None,
+    per_channel: bool = False,
+    quantize_io: bool = False,
+    quantization: str = "static",
+) -> ONNXRuntimeCompiledModel:
+    model = _model_file(onnx_path)
+    if quantization not in MODES:
+        raise UsageError(
+            f"quantization must be one of {', '.join(MODES)}, got {quantization!r}"
+        )
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(model, name="input")
+    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeCompiler)
+    output = agent.workdir / f"compiled_{model.stem}.onnx"
+    request: dict[str, Any] = {
+        "model": str(agent.put(model)),
+        "output": str(output),
+        "mode": MODES[quantization],
+        "input_shape": _shape(input_shape),
+    }
+    if quantization == "static":
+        request["calibration_method"] = calibration_method or "minmax"
+        request["per_channel"] = bool(per_channel)
+        request["quantize_io"] = bool(quantize_io)
+        calibration = _calibration_file(ctx, calibration_data)
+        if calibration is not None:
+            request["calibration"] = str(agent.put(calibration))
+    elif calibration_data is not None or quantize_io or per_channel:
+        ctx.events.warning(
+            f"calibration_data, per_channel and quantize_io apply to static quantization "
+            f"only; ignored with quantization={quantization!r}"
+        )
+    result = agent.call("ort.compile", request, failure=CompileError)
+    local = agent.get(output, ctx.artifact_dir / output.name)
+    record_agent_result(ctx, result)
+    ctx.client.log_artifact(local, name="path")
+    return ONNXRuntimeCompiledModel.from_current_run(ctx)
+
+
+def _calibration_file(ctx: HubContext, data: Any) -> Path | None:
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        from edgehub.toolchains.tensors import save_npz
+
+        return save_npz(ctx.artifact_dir / "calibration.npz", data)
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise InputDataError(
+            f"calibration data {path} not found; pass an .npz, a directory of samples, or a "
+            "dict of arrays"
+        )
+    return path
+
+
+@ONNXRuntimeProfiler.provider(ProviderType.LOCAL)
+def _profile_local(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    *,
+    device: str | None = None,
+    runs: int = 100,
+    burn_ins: int = 10,
+    cold_starts: int = 1,
+    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+) -> ONNXRuntimeProfilingResult:
+    model_path = _model_file(model.path.to_local(ctx).local())
+    method = ProfilingMethod(profiling_method)
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(model_path, name="input")
+    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeProfiler)
+    profile_json = agent.workdir / "profile.json"
+    request = {
+        "model": str(agent.put(model_path)),
+        "runs": int(runs),
+        "warmup": int(burn_ins),
+        "cold_starts": int(cold_starts),
+        "method": method.value,
+        "profile_json": str(profile_json),
+    }
+    result = agent.call("ort.profile", request, failure=ProfileError)
+    record_agent_result(ctx, result)
+    metrics = result.metrics
+    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
+    if "peak_rss_mb" in metrics:
+        ctx.client.log_metric("$peak_memory_usage", float(metrics["peak_rss_mb"]))
+    if "session_create_ms" in metrics:
+        ctx.client.log_metric("$load_time", float(metrics["session_create_ms"]))
+    if "fps" not in metrics:
+        ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    local = agent.get(profile_json, ctx.artifact_dir / "profile.json")
+    ctx.client.log_artifact(local, name="output_file")
+    return ONNXRuntimeProfilingResult.from_current_run(ctx)
+
+
+@ONNXRuntimeInvoker.provider(ProviderType.LOCAL)
+def _invoke_local(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    input_data: dict[str, np.ndarray],
+    *,
+    device: str | None = None,
+    use_compiled_names: bool = False,
+) -> ONNXRuntimeInvocationResult:
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    if not isinstance(input_data, dict) or not input_data:
+        raise InputDataError("input_data must be a non-empty dict of input name -> array")
+    model_path = _model_file(model.path.to_local(ctx).local())
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(model_path, name="input")
+    inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
+    ctx.client.log_artifact(inputs, name="input_data")
+    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
+    output = agent.workdir / "output.npz"
+    request = {
+        "model": str(agent.put(model_path)),
+        "input": str(agent.put(inputs)),
+        "output": str(output),
+    }
+    result = agent.call("ort.invoke", request, failure=InvokeError)
+    record_agent_result(ctx, result)
+    local = agent.get(output, ctx.artifact_dir / "output.npz")
+    ctx.client.log_artifact(local, name="output_file")
+    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=load_npz(local))
+
+
+def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
+    """A model's inputs and outputs (name, dtype, shape) read in the runtime's container."""
+    path = _model_file(model)
+    agent = scratch_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
+    result = agent.call("ort.inspect", {"model": str(agent.put(path))}, failure=InvokeError)
+    return result.data
