@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Run the test suite on this machine: set up what it needs (scripts/setup.sh), then pytest.
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/unit -x`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${EDGEHUB_VENV:-.venv}
+bash scripts/setup.sh
+export EDGEHUB_BASE_IMAGE=${EDGEHUB_BASE_IMAGE:-edgehub-base:bookworm}
+set +e
+"$VENV/bin/python" -m pytest "$@"
+code=$?
+set -e
+if [ "$code" -eq 5 ]; then
+  echo "test: pytest collected no tests" >&2
+fi
+exit "$code"

@@ -1,0 +1,79 @@
+"""hub.toml: its schema (`schema`), checks (`check`), loading (`load`), the devices it declares
+(`devices`) and comment-preserving edits (`save`). The format is documented in
+`edgehub.config.schema`.
+
+This package imports no docker, paramiko, qai_hub or textual; SSH runners are built (not
+connected) only when `to_devices` meets an ``ssh`` table. `to_devices` and `ConfigDocument`
+load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from edgehub.config.load import default_config, find_config, load_config, parse_config
+from edgehub.config.schema import (
+    CONFIG_FILENAME,
+    DeviceSection,
+    DockerSection,
+    EmbedlONNXRuntimeSection,
+    HubConfig,
+    ImagesSection,
+    ProjectSection,
+    ProviderSection,
+    SchemaError,
+    SSHSection,
+    TrtexecSection,
+)
+
+if TYPE_CHECKING:
+    from edgehub.config.devices import (
+        ComponentLookup,
+        default_component_lookup,
+        to_device,
+        to_devices,
+    )
+    from edgehub.config.save import ConfigDocument, atomic_write
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "ComponentLookup",
+    "ConfigDocument",
+    "DeviceSection",
+    "DockerSection",
+    "EmbedlONNXRuntimeSection",
+    "HubConfig",
+    "ImagesSection",
+    "ProjectSection",
+    "ProviderSection",
+    "SSHSection",
+    "SchemaError",
+    "TrtexecSection",
+    "atomic_write",
+    "default_component_lookup",
+    "default_config",
+    "find_config",
+    "load_config",
+    "parse_config",
+    "to_device",
+    "to_devices",
+]
+
+# `devices` (which imports the device classes) and `save` (tomlkit) load on first use, so that
+# reading hub.toml stays fast for `hub --help` and friends.
+_LAZY = {
+    "ComponentLookup": "edgehub.config.devices",
+    "default_component_lookup": "edgehub.config.devices",
+    "to_device": "edgehub.config.devices",
+    "to_devices": "edgehub.config.devices",
+    "ConfigDocument": "edgehub.config.save",
+    "atomic_write": "edgehub.config.save",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,309 @@
+"""Checking parsed hub.toml data against the schema, and building the typed `HubConfig`.
+
+Each check raises `SchemaError` naming the offending key; `edgehub.config.load` adds the file
+and line. See `edgehub.config.schema` for the format.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from edgehub.config.schema import (
+    BUILTIN_COMPONENTS,
+    CLOUD_PROVIDERS,
+    DEVICE_NAME_PATTERN,
+    PROVIDER_SETTINGS,
+    RUNTIMES,
+    DeviceSection,
+    DockerSection,
+    EmbedlONNXRuntimeSection,
+    HubConfig,
+    ImagesSection,
+    KeyPath,
+    ProjectSection,
+    ProviderSection,
+    SchemaError,
+    SSHSection,
+    TrtexecSection,
+    format_key,
+)
+
+__all__ = ["build_config"]
+
+_SETTINGS_TABLES = ("docker", "embedl_onnxruntime", "trtexec")
+_DEVICE_KEYS = ("provider", "spec", "ssh", *_SETTINGS_TABLES, "overrides")
+_SSH_KEYS = (
+    "host",
+    "user",
+    "port",
+    "key",
+    "known_hosts",
+    "password_env",
+    "connect_timeout",
+    "keepalive",
+)
+_SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?[bkmg]?", re.IGNORECASE)
+
+# --- checking parsed TOML -------------------------------------------------------------------
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, list):
+        text = json.dumps(value, default=str)
+        return text if len(text) <= 40 else "an array"
+    return str(value)
+
+
+def _suggest(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; valid: {', '.join(choices)}" if choices else ""
+
+
+class _Table:
+    """Checked, typed access to one TOML table at ``key``; unknown keys are refused."""
+
+    def __init__(self, data: object, key: KeyPath, allowed: Sequence[str]) -> None:
+        if not isinstance(data, Mapping):
+            raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
+        self.data: Mapping[str, Any] = data
+        self.key = key
+        for name in data:
+            if name in allowed:
+                continue
+            full = (*key, name)
+            if name.lower() in _SECRET_KEYS:
+                raise SchemaError(full, _secret_message(key, name))
+            raise SchemaError(full, f"unknown key {format_key(full)!r}{_suggest(name, allowed)}")
+
+    def wrong(self, name: str, expected: str, value: object, hint: str = "") -> SchemaError:
+        full = (*self.key, name)
+        return SchemaError(full, f"{format_key(full)} must be {expected}, got {_show(value)}{hint}")
+
+    def required(self, name: str) -> str:
+        value = self.string(name)
+        if value is None:
+            raise SchemaError(self.key, f"[{format_key(self.key)}] needs {name!r}")
+        return value
+
+    def string(self, name: str) -> str | None:
+        value = self.data.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise self.wrong(name, "a non-empty string", value)
+        return value
+
+    def integer(self, name: str, low: int, high: int) -> int | None:
+        value = self.data.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.wrong(name, "an integer", value)
+        if not low <= value <= high:
+            raise self.wrong(name, f"between {low} and {high}", value)
+        return value
+
+    def number(self, name: str, *, positive: bool) -> float | None:
+        value = self.data.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.wrong(name, "a number", value)
+        if value < 0 or (positive and value == 0):
+            raise self.wrong(name, "greater than 0" if positive else "0 or more", value)
+        return float(value)
+
+    def strings(self, name: str) -> tuple[str, ...] | None:
+        value = self.data.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            raise self.wrong(name, "an array of strings", value, f" (write [{json.dumps(value)}])")
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            raise self.wrong(name, "an array of strings", value)
+        return tuple(value)
+
+
+def _secret_message(table: KeyPath, name: str) -> str:
+    full = format_key((*table, name))
+    if table[-1:] == ("ssh",) and name.lower() in ("password", "passphrase"):
+        return (
+            f"{full}: passwords are never stored in hub.toml; use a key file "
+            f'(key = "~/.ssh/id_ed25519") or the SSH agent, or name an environment variable '
+            f'that holds it (password_env = "MY_DEVICE_PASSWORD")'
+        )
+    return f"{full}: secrets are never stored in hub.toml; set them in the environment instead"
+
+
+def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> HubConfig:
+    """Check parsed TOML against the schema and build the typed config.
+
+    Raises `SchemaError` (a `ConfigError` whose ``key`` names the offending key) on the first
+    problem found. Adds the implicit ``local`` device when none is declared.
+    """
+    top = _Table(data, (), ("project", "images", "devices"))
+    project = _project(top.data.get("project", {}), root)
+    images = _images(top.data.get("images", {}))
+    raw_devices = top.data.get("devices", {})
+    if not isinstance(raw_devices, Mapping):
+        raise SchemaError(("devices",), f"devices must be a table, got {_show(raw_devices)}")
+    devices = {name: _device(name, table) for name, table in raw_devices.items()}
+    if "local" not in devices:
+        devices["local"] = DeviceSection(name="local", provider="local", implicit=True)
+    return HubConfig(path=path, project=project, images=images, devices=devices, root=root)
+
+
+def _project(data: object, root: Path) -> ProjectSection:
+    table = _Table(data, ("project",), ("name", "store"))
+    name = table.string("name") or root.name or "edgehub"
+    return ProjectSection(name=name, store=table.string("store") or ".hub")
+
+
+def _images(data: object) -> ImagesSection:
+    table = _Table(data, ("images",), ("base", *RUNTIMES))
+    tags = {runtime: tag for runtime in RUNTIMES if (tag := table.string(runtime)) is not None}
+    return ImagesSection(base=table.string("base"), tags=tags)
+
+
+def _device(name: str, data: object) -> DeviceSection:
+    key: KeyPath = ("devices", name)
+    if not re.fullmatch(DEVICE_NAME_PATTERN, name):
+        raise SchemaError(
+            key,
+            f"device name {name!r} is not allowed: use letters, digits, '_' and '-', "
+            "starting with a letter or digit",
+        )
+    table = _Table(data, key, _DEVICE_KEYS)
+    provider = table.string("provider")
+    if provider is None and name == "local":
+        provider = "local"
+    spec = table.string("spec")
+    expected = PROVIDER_SETTINGS.get(provider or "")
+    for settings in _SETTINGS_TABLES:
+        if settings in table.data and settings != expected:
+            raise SchemaError((*key, settings), _misplaced(key, settings, provider, expected))
+    ssh = _ssh(table.data["ssh"], (*key, "ssh")) if "ssh" in table.data else None
+    if ssh is not None and (provider == "local" or provider in CLOUD_PROVIDERS):
+        where = "on this host" if provider == "local" else "in the cloud"
+        raise SchemaError(
+            (*key, "ssh"),
+            f"[{format_key((*key, 'ssh'))}] does not apply to provider {provider!r}, which runs "
+            f"{where}; remove it or change the provider",
+        )
+    if provider in CLOUD_PROVIDERS and spec is None:
+        raise SchemaError(
+            key, f'[{format_key(key)}] needs spec = "<catalog device name>" for {provider!r}'
+        )
+    sections = {
+        settings: _settings(settings, table.data[settings], (*key, settings))
+        for settings in _SETTINGS_TABLES
+        if settings in table.data
+    }
+    docker = sections.get("docker")
+    ort = sections.get("embedl_onnxruntime")
+    trt = sections.get("trtexec")
+    return DeviceSection(
+        name=name,
+        provider=provider,
+        spec=spec,
+        ssh=ssh,
+        docker=docker if isinstance(docker, DockerSection) else None,
+        embedl_onnxruntime=ort if isinstance(ort, EmbedlONNXRuntimeSection) else None,
+        trtexec=trt if isinstance(trt, TrtexecSection) else None,
+        overrides=_overrides(table.data.get("overrides"), (*key, "overrides"), provider),
+    )
+
+
+def _misplaced(device: KeyPath, settings: str, provider: str | None, expected: str | None) -> str:
+    header = f"[{format_key((*device, settings))}]"
+    owner = next(name for name, table in PROVIDER_SETTINGS.items() if table == settings)
+    if provider is None:
+        return f'{header} holds settings of provider {owner!r}; add provider = "{owner}"'
+    if expected is None:
+        return (
+            f"{header} does not apply to provider {provider!r}, which takes no settings "
+            "table in hub.toml"
+        )
+    return (
+        f"{header} does not apply to provider {provider!r}; its settings go in "
+        f"[{format_key((*device, expected))}]"
+    )
+
+
+def _ssh(data: object, key: KeyPath) -> SSHSection:
+    table = _Table(data, key, _SSH_KEYS)
+    password_env = table.string("password_env")
+    if password_env is not None and not _ENV_NAME.fullmatch(password_env):
+        raise table.wrong("password_env", "the name of an environment variable", password_env)
+    connect_timeout = table.number("connect_timeout", positive=True)
+    keepalive = table.number("keepalive", positive=False)
+    return SSHSection(
+        host=table.required("host"),
+        user=table.required("user"),
+        port=table.integer("port", 1, 65535) or 22,
+        key=table.string("key"),
+        known_hosts=table.string("known_hosts"),
+        password_env=password_env,
+        connect_timeout=10.0 if connect_timeout is None else connect_timeout,
+        keepalive=15.0 if keepalive is None else keepalive,
+    )
+
+
+def _settings(name: str, data: object, key: KeyPath) -> ProviderSection:
+    if name == "docker":
+        table = _Table(data, key, ("cpus", "memory", "image"))
+        memory = table.string("memory")
+        if memory is not None and not _MEMORY.fullmatch(memory):
+            raise table.wrong("memory", 'a size like "4g" or "512m"', memory)
+        return DockerSection(
+            cpus=table.number("cpus", positive=True), memory=memory, image=table.string("image")
+        )
+    table = _Table(data, key, ("path", "cli_args"))
+    if name == "embedl_onnxruntime":
+        return EmbedlONNXRuntimeSection(
+            path=table.string("path"), cli_args=table.strings("cli_args")
+        )
+    return TrtexecSection(path=table.string("path"), cli_args=table.strings("cli_args"))
+
+
+def _overrides(data: object, key: KeyPath, provider: str | None) -> dict[str, ProviderSection]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
+    expected = PROVIDER_SETTINGS.get(provider or "")
+    result: dict[str, ProviderSection] = {}
+    for component, inner in data.items():
+        ckey = (*key, component)
+        if component not in BUILTIN_COMPONENTS and "." not in component:
+            close = difflib.get_close_matches(component, BUILTIN_COMPONENTS, n=1, cutoff=0.6)
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else f"; built-in: {', '.join(BUILTIN_COMPONENTS)} (name your own components "
+                'by their qualified name in quotes: "mypkg.module.MyCompiler")'
+            )
+            raise SchemaError(ckey, f"unknown component {component!r} in {format_key(key)}{hint}")
+        table = _Table(inner, ckey, _SETTINGS_TABLES)
+        if not table.data:
+            raise SchemaError(ckey, f"[{format_key(ckey)}] names no settings table")
+        for settings, value in table.data.items():
+            if settings != expected:
+                raise SchemaError((*ckey, settings), _misplaced(ckey, settings, provider, expected))
+            result[component] = _settings(settings, value, (*ckey, settings))
+    return result

@@ -1,0 +1,398 @@
+"""Editing hub.toml without losing its comments, order or formatting.
+
+`ConfigDocument` wraps a tomlkit document. Each edit is checked against what the edit should do
+to the plain data (so a tomlkit quirk can never silently change other keys), and `save`
+validates the whole file with the loader before it writes it atomically: a temporary file in
+the same directory, fsync, then `os.replace`, keeping the file's mode. An invalid edit raises
+`ConfigError` and leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, overload
+
+import tomlkit
+from tomlkit.container import Container
+from tomlkit.exceptions import ParseError
+from tomlkit.items import AoT, Table
+from tomlkit.toml_document import TOMLDocument
+
+from edgehub.config.load import parse_config, parse_toml
+from edgehub.config.schema import (
+    CONFIG_FILENAME,
+    DEVICE_NAME_PATTERN,
+    HubConfig,
+    KeyPath,
+    format_key,
+    location,
+    parse_key,
+)
+from edgehub.errors import ConfigError
+
+__all__ = ["ConfigDocument", "atomic_write"]
+
+Key = str | Sequence[str]
+
+
+class ConfigDocument:
+    """An editable hub.toml. Edits change the document in memory; `save` writes it."""
+
+    def __init__(self, path: Path, text: str = "", *, disk_digest: str | None = None) -> None:
+        self.path = path
+        try:
+            self._doc: TOMLDocument = tomlkit.parse(text)
+        except ParseError as error:
+            where = location(path, error.line, error.col)
+            raise ConfigError(f"{where}: invalid TOML ({_reason(error)})") from None
+        self._disk_digest = disk_digest
+
+    @classmethod
+    def open(cls, path: Path | str, *, missing_ok: bool = False) -> ConfigDocument:
+        """Read hub.toml at ``path`` (a file or its directory). With ``missing_ok`` a missing
+        file gives an empty document that `save` creates."""
+        file = Path(path).expanduser().absolute()
+        if file.is_dir():
+            file = file / CONFIG_FILENAME
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            if missing_ok:
+                return cls(file)
+            raise ConfigError(
+                f"{file}: no such file; create one with 'hub init', or copy the example "
+                f"{CONFIG_FILENAME} from the edgehub repository"
+            ) from None
+        except OSError as error:
+            raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ConfigError(f"{file}: not UTF-8 text; save it as UTF-8") from None
+        return cls(file, text, disk_digest=_digest(data))
+
+    # --- reading --------------------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The document as it would be saved."""
+        return tomlkit.dumps(self._doc)
+
+    def get(self, key: Key, default: Any = None) -> Any:
+        """The plain value at ``key`` (``"devices.rpi.ssh.host"`` or a tuple of parts)."""
+        node: Any = self._doc
+        for part in _parts(key):
+            if not isinstance(node, Mapping) or part not in node:
+                return default
+            node = node[part]
+        return node.unwrap() if hasattr(node, "unwrap") else node
+
+    def device_names(self) -> list[str]:
+        """The devices declared in the document, in order (without the implicit ``local``)."""
+        devices = self._doc.get("devices")
+        return list(devices) if isinstance(devices, Mapping) else []
+
+    def validate(self) -> HubConfig:
+        """Check the document with the loader; raises `ConfigError` naming line and key."""
+        return parse_config(self.text, self.path)
+
+    # --- editing --------------------------------------------------------------------------
+
+    def set(self, key: Key, value: Any) -> None:
+        """Set ``key`` to ``value``, creating tables on the way; ``None`` removes the key.
+
+        A mapping becomes a ``[table]``. Comments on the line of a replaced value are kept.
+        """
+        parts = _parts(key)
+        if value is None:
+            self.unset(parts)
+            return
+        plain = _plain(value)
+
+        def apply(data: dict[str, Any]) -> None:
+            _plain_parent(data, parts, create=True)[parts[-1]] = copy.deepcopy(plain)
+
+        with self._edit(apply):
+            parent = self._container(parts[:-1], create=True)
+            if isinstance(plain, dict):
+                parent[parts[-1]] = _table(plain, parts)
+            else:
+                _set_value(parent, parts[-1], plain)
+
+    def unset(self, key: Key) -> bool:
+        """Remove ``key``; returns whether it was there."""
+        parts = _parts(key)
+        parent = self._container(parts[:-1], create=False)
+        if parent is None or parts[-1] not in parent:
+            return False
+
+        def apply(data: dict[str, Any]) -> None:
+            del _plain_parent(data, parts, create=False)[parts[-1]]
+
+        with self._edit(apply):
+            del parent[parts[-1]]
+        return True
+
+    def add_device(
+        self, name: str, provider: str | None = None, *, spec: str | None = None, **tables: Any
+    ) -> None:
+        """Append ``[devices.<name>]`` with ``provider``, ``spec`` and the given tables, e.g.
+        ``add_device("rpi", "embedl_onnxruntime", ssh={"host": ..., "user": "pi"})``."""
+        if name in self.device_names():
+            raise ConfigError(f"device {name!r} is already in {self._name}; pick another name")
+        _check_device_name(name)
+        values: dict[str, Any] = {}
+        if provider is not None:
+            values["provider"] = provider
+        if spec is not None:
+            values["spec"] = spec
+        values.update({table: _plain(content) for table, content in tables.items()})
+        self.set(("devices", name), values)
+
+    def remove_device(self, name: str) -> None:
+        """Delete ``[devices.<name>]`` and all its sub-tables."""
+        self._known_device(name)
+        self.unset(("devices", name))
+
+    def rename_device(self, old: str, new: str) -> None:
+        """Rename a device in place (its position and the comments around it stay)."""
+        self._known_device(old)
+        if old == new:
+            return
+        if new in self.device_names():
+            raise ConfigError(f"device {new!r} is already in {self._name}; pick another name")
+        _check_device_name(new)
+
+        def apply(data: dict[str, Any]) -> None:
+            devices = data["devices"]
+            data["devices"] = {
+                (new if key == old else key): value for key, value in devices.items()
+            }
+
+        with self._edit(apply):
+            devices = self._container(("devices",), create=False)
+            assert devices is not None
+            names = list(devices)
+            moved = [(key, devices[key]) for key in names[names.index(old) :]]
+            indents = [_indent(item) for _, item in moved]
+            for key, _ in moved:
+                del devices[key]
+            for (key, item), indent in zip(moved, indents, strict=True):
+                devices[new if key == old else key] = item
+                if indent is not None:  # re-adding a table would add a blank line before it
+                    item.trivia.indent = indent
+
+    # --- saving ---------------------------------------------------------------------------
+
+    def save(self, *, force: bool = False) -> HubConfig:
+        """Validate, then write atomically. Returns the loaded config of the saved text.
+
+        Refuses (`ConfigError`) an invalid document, and a file changed on disk since it was
+        opened unless ``force``; in both cases the file is left untouched.
+        """
+        text = self.text
+        config = parse_config(text, self.path)
+        if not force:
+            self._check_disk()
+        data = text.encode("utf-8")
+        atomic_write(self.path, data)
+        self._disk_digest = _digest(data)
+        return config
+
+    # --- internals ------------------------------------------------------------------------
+
+    @property
+    def _name(self) -> str:
+        return location(self.path, None)
+
+    def _known_device(self, name: str) -> None:
+        names = self.device_names()
+        if name not in names:
+            known = ", ".join(names) or "none"
+            raise ConfigError(f"device {name!r} is not in {self._name}; declared: {known}")
+
+    def _check_disk(self) -> None:
+        try:
+            current: str | None = _digest(self.path.read_bytes())
+        except FileNotFoundError:
+            current = None
+        except OSError as error:
+            raise ConfigError(f"{self._name}: cannot read: {error.strerror or error}") from None
+        if current != self._disk_digest:
+            raise ConfigError(
+                f"{self._name} changed on disk since it was opened; open it again and redo the "
+                "change (or save with force=True to overwrite)"
+            )
+
+    @overload
+    def _container(self, parts: KeyPath, *, create: Literal[True]) -> MutableMapping[str, Any]: ...
+
+    @overload
+    def _container(self, parts: KeyPath, *, create: bool) -> MutableMapping[str, Any] | None: ...
+
+    def _container(self, parts: KeyPath, *, create: bool) -> MutableMapping[str, Any] | None:
+        node: MutableMapping[str, Any] = self._doc
+        for depth, part in enumerate(parts, start=1):
+            child = node.get(part)
+            if child is None:
+                if not create:
+                    return None
+                child = tomlkit.table(is_super_table=_is_super(parts[:depth]))
+                node[part] = child
+            if not isinstance(child, MutableMapping):
+                raise ConfigError(
+                    f"{self._name}: {format_key(parts[:depth])} is a value, not a table"
+                )
+            node = child
+        return node
+
+    @contextlib.contextmanager
+    def _edit(self, apply: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+        """Run one edit; check that the result parses to ``apply(old data)``, else roll back."""
+        before = self.text
+        expected = parse_toml(before)
+        apply(expected)
+        try:
+            yield
+            after = parse_toml(self.text)
+        except BaseException:
+            self._doc = tomlkit.parse(before)
+            raise
+        if after != expected:
+            self._doc = tomlkit.parse(before)
+            raise ConfigError(
+                f"{self._name}: this edit cannot be made without changing other settings "
+                "(unusual table layout); make it by hand"
+            )
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically, keeping its mode (new files get 0644).
+
+    A symlink is followed, so the file it points to is replaced, not the link.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    _fsync_directory(target.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    if not hasattr(os, "O_DIRECTORY"):
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _reason(error: ParseError) -> str:
+    message = str(error)
+    return message.split(" at line ")[0] if " at line " in message else message
+
+
+def _parts(key: Key) -> KeyPath:
+    parts = parse_key(key) if isinstance(key, str) else tuple(key)
+    if not parts or not all(isinstance(part, str) and part for part in parts):
+        raise ValueError(f"not a key: {key!r}")
+    return parts
+
+
+def _check_device_name(name: str) -> None:
+    if re.fullmatch(DEVICE_NAME_PATTERN, name):
+        return
+    raise ConfigError(
+        f"device name {name!r} is not allowed: use letters, digits, '_' and '-', starting with "
+        "a letter or digit"
+    )
+
+
+def _indent(item: object) -> str | None:
+    return item.trivia.indent if isinstance(item, Table) else None
+
+
+def _set_value(parent: MutableMapping[str, Any], key: str, value: Any) -> None:
+    """Set a plain value; a new key goes right after the table's last key, so it lands above
+    the comments and blank lines that trail the table (tomlkit would append it after them)."""
+    container = parent.value if isinstance(parent, Table) else parent
+    body = container.body if isinstance(container, Container) else None
+    if key in parent or body is None or not hasattr(container, "_insert_at"):
+        parent[key] = value
+        return
+    last = -1
+    for index, (name, item) in enumerate(body):
+        if isinstance(item, (Table, AoT)):
+            break
+        if name is not None:
+            last = index
+    if last + 1 >= len(body) or isinstance(body[last + 1][1], (Table, AoT)):
+        parent[key] = value
+    else:
+        container._insert_at(last + 1, key, value)
+
+
+def _is_super(parts: KeyPath) -> bool:
+    """Tables that only hold tables get no header of their own: ``[devices]``,
+    ``[devices.x.overrides]`` and ``[devices.x.overrides.<Component>]``."""
+    return parts == ("devices",) or (len(parts) in (3, 4) and parts[2] == "overrides")
+
+
+def _table(values: Mapping[str, Any], parts: KeyPath) -> Table:
+    table = tomlkit.table(is_super_table=_is_super(parts))
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            table[key] = _table(value, (*parts, key))
+        else:
+            table[key] = value
+    return table
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as plain TOML-able data: mappings to dicts, tuples to lists, paths to text."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def _plain_parent(data: dict[str, Any], parts: KeyPath, *, create: bool) -> dict[str, Any]:
+    node = data
+    for part in parts[:-1]:
+        if part not in node and create:
+            node[part] = {}
+        child = node[part]
+        if not isinstance(child, dict):
+            raise ConfigError(f"{format_key(parts)}: {part!r} is a value, not a table")
+        node = child
+    return node

@@ -1,0 +1,282 @@
+"""The typed schema of ``hub.toml`` and the checks that turn parsed TOML into it.
+
+``hub.toml`` sits at the root of a project; edgehub finds it in the current directory or one of
+its parents. Every table and key is optional unless marked *required*::
+
+    [project]
+    name = "my-project"        # default: the name of the directory holding hub.toml
+    store = ".hub"             # the local run store, relative to hub.toml
+
+    [images]
+    base = "edgehub-base:bookworm"              # base image for `hub images build`
+    onnxruntime = "edgehub-onnxruntime:custom"  # tag override for one runtime
+                                                # (tflite, onnxruntime, tensorrt)
+
+    [devices.<name>]           # <name>: letters, digits, '_' and '-'
+    provider = "embedl_onnxruntime"   # any string; built-in meanings below
+    spec = "Raspberry Pi 5"           # DeviceSpec.device_name (a catalog name or description)
+
+    [devices.<name>.ssh]       # reach the device over SSH (SSHCommandRunner)
+    host = "192.168.1.20"      # required
+    user = "pi"                # required
+    port = 22
+    key = "~/.ssh/id_ed25519"  # private key; '~' and paths relative to hub.toml are resolved
+    known_hosts = "~/.ssh/known_hosts"
+    password_env = "RPI_PASSWORD"   # read the password from this environment variable
+    connect_timeout = 10.0     # seconds
+    keepalive = 15.0           # seconds between keepalives; 0 turns them off
+
+    [devices.<name>.<settings>]       # the provider's settings table, see below
+
+    [devices.<name>.overrides.<Component>.<settings>]
+    cli_args = ["--exec-providers", "CPUExecutionProvider"]
+
+Providers and their settings tables:
+
+=======================  ======================  ==========================================
+provider                 settings table          keys
+=======================  ======================  ==========================================
+``local``                ``docker``              ``cpus`` (number), ``memory`` ("4g"),
+                                                 ``image`` (tag override)
+``embedl_onnxruntime``   ``embedl_onnxruntime``  ``path``, ``cli_args`` (array of strings)
+``trtexec``              ``trtexec``             ``path``, ``cli_args`` (array of strings)
+``qai_hub``, ``aws``     none                    ``spec`` is required (the catalog name)
+any other string         none                    (configure custom providers in Python)
+=======================  ======================  ==========================================
+
+A settings table that does not belong to the device's provider is an error. ``ssh`` is refused
+for ``local`` (it runs on this host) and for the cloud providers. A device with another
+provider and no ``ssh`` table runs its tools on this host.
+
+``overrides`` gives one component its own settings on this device. ``<Component>`` is a built-in
+component class name (``ONNXRuntimeProfiler``, ...) or, for your own components, a qualified
+name in quotes (``"mypkg.components.MyCompiler"``). An override table starts from the device's
+settings table: keys it leaves out keep the device's values.
+
+Secrets are never stored in hub.toml: a ``password`` (or token) key is refused. Use a key file
+or the SSH agent, or name an environment variable with ``password_env``.
+
+If no device is named ``local``, an implicit one (``provider = "local"``, no limits) is added
+after the declared devices. A device named ``local`` without a ``provider`` gets ``"local"``;
+any other device without one has no provider type (usable with ``@hub_run`` only).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from edgehub.errors import ConfigError
+
+__all__ = [
+    "BUILTIN_COMPONENTS",
+    "CLOUD_PROVIDERS",
+    "CONFIG_FILENAME",
+    "DEVICE_NAME_PATTERN",
+    "DOTTED_KEY_PATTERN",
+    "PROVIDER_SETTINGS",
+    "RUNTIMES",
+    "DeviceSection",
+    "DockerSection",
+    "EmbedlONNXRuntimeSection",
+    "HubConfig",
+    "ImagesSection",
+    "KeyPath",
+    "ProjectSection",
+    "ProviderSection",
+    "SSHSection",
+    "SchemaError",
+    "TrtexecSection",
+    "format_key",
+    "location",
+    "nearest_line",
+    "parse_key",
+]
+
+CONFIG_FILENAME = "hub.toml"
+RUNTIMES = ("tflite", "onnxruntime", "tensorrt")
+CLOUD_PROVIDERS = ("qai_hub", "aws")
+PROVIDER_SETTINGS: Mapping[str, str] = {
+    "local": "docker",
+    "embedl_onnxruntime": "embedl_onnxruntime",
+    "trtexec": "trtexec",
+}
+BUILTIN_COMPONENTS = tuple(
+    f"{runtime}{kind}"
+    for kind in ("Compiler", "Profiler", "Invoker")
+    for runtime in ("TFLite", "ONNXRuntime", "TensorRT")
+)
+
+KeyPath = tuple[str, ...]
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+DEVICE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]*"
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+DOTTED_KEY_PATTERN = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
+_KEY_PART_RE = re.compile(_KEY_PART)
+
+
+class SchemaError(ConfigError):
+    """A value in hub.toml breaks the schema. ``key`` is the offending key path and ``line`` its
+    line, when known (the loader fills it in and prefixes the message with ``file:line:``)."""
+
+    def __init__(self, key: KeyPath, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
+        self.line = line
+
+
+# --- the typed sections ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectSection:
+    name: str
+    store: str = ".hub"
+
+
+@dataclass(frozen=True)
+class ImagesSection:
+    base: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    def tag_for(self, runtime: str) -> str | None:
+        """The tag configured for ``runtime``, or ``None`` to use the derived one."""
+        return self.tags.get(runtime)
+
+
+@dataclass(frozen=True)
+class SSHSection:
+    host: str
+    user: str
+    port: int = 22
+    key: str | None = None
+    known_hosts: str | None = None
+    password_env: str | None = None
+    connect_timeout: float = 10.0
+    keepalive: float = 15.0
+
+
+@dataclass(frozen=True)
+class DockerSection:
+    cpus: float | None = None
+    memory: str | None = None
+    image: str | None = None
+
+
+@dataclass(frozen=True)
+class EmbedlONNXRuntimeSection:
+    path: str | None = None
+    cli_args: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class TrtexecSection:
+    path: str | None = None
+    cli_args: tuple[str, ...] | None = None
+
+
+ProviderSection = DockerSection | EmbedlONNXRuntimeSection | TrtexecSection
+
+
+@dataclass(frozen=True)
+class DeviceSection:
+    """One ``[devices.<name>]`` table. ``implicit`` marks the ``local`` device added by default."""
+
+    name: str
+    provider: str | None = None
+    spec: str | None = None
+    ssh: SSHSection | None = None
+    docker: DockerSection | None = None
+    embedl_onnxruntime: EmbedlONNXRuntimeSection | None = None
+    trtexec: TrtexecSection | None = None
+    overrides: Mapping[str, ProviderSection] = field(default_factory=dict)
+    implicit: bool = False
+
+    @property
+    def settings(self) -> ProviderSection | None:
+        """The settings table of this device's provider, if the file has one."""
+        table = PROVIDER_SETTINGS.get(self.provider or "")
+        section: ProviderSection | None = getattr(self, table) if table else None
+        return section
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """A loaded hub.toml. ``path`` is ``None`` for the default config (no file found);
+    ``root`` is the directory relative paths resolve against (hub.toml's, else the cwd)."""
+
+    path: Path | None
+    project: ProjectSection
+    images: ImagesSection
+    devices: Mapping[str, DeviceSection]
+    root: Path
+    lines: Mapping[KeyPath, int] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def store_dir(self) -> Path:
+        """The run store directory (``project.store`` resolved against ``root``)."""
+        return self.root / Path(self.project.store).expanduser()
+
+    def line_of(self, key: KeyPath) -> int | None:
+        """The line defining ``key`` (or its nearest enclosing table), if known."""
+        return nearest_line(self.lines, key)
+
+    def where(self, key: KeyPath) -> str:
+        """``hub.toml:14`` for ``key``: the prefix of an error message about it."""
+        return location(self.path, self.line_of(key))
+
+
+def nearest_line(lines: Mapping[KeyPath, int], key: KeyPath) -> int | None:
+    """The line of ``key``, else of the nearest enclosing table found in ``lines``."""
+    for end in range(len(key), 0, -1):
+        line = lines.get(key[:end])
+        if line is not None:
+            return line
+    return None
+
+
+def location(path: Path | None, line: int | None, column: int | None = None) -> str:
+    """``file:line[:column]``, the file shown relative to the cwd when it lies below it."""
+    if path is None:
+        shown = CONFIG_FILENAME
+    else:
+        try:
+            shown = str(path.resolve().relative_to(Path.cwd().resolve()))
+        except (ValueError, OSError):
+            shown = str(path)
+    parts = [shown]
+    if line is not None:
+        parts.append(str(line))
+        if column is not None:
+            parts.append(str(column))
+    return ":".join(parts)
+
+
+def format_key(key: Sequence[str]) -> str:
+    """A dotted key as TOML writes it (segments that are not bare keys are quoted)."""
+    return ".".join(part if _BARE_KEY.fullmatch(part) else json.dumps(part) for part in key)
+
+
+def parse_key(dotted: str) -> KeyPath:
+    """The parts of a TOML dotted key: ``'a."b.c"'`` -> ``('a', 'b.c')``.
+
+    The inverse of `format_key`; a string that is not a dotted key is a `ValueError`.
+    """
+    if not re.fullmatch(DOTTED_KEY_PATTERN, dotted.strip()):
+        raise ValueError(f"not a TOML dotted key: {dotted!r}")
+    parts: list[str] = []
+    for match in _KEY_PART_RE.finditer(dotted):
+        part = match.group()
+        if part.startswith('"'):
+            try:
+                part = str(json.loads(part))
+            except ValueError:
+                part = part[1:-1]
+        elif part.startswith("'"):
+            part = part[1:-1]
+        parts.append(part)
+    return tuple(parts)
