@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,3 +17,73 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     monkeypatch.chdir(work)
     monkeypatch.delenv("EDGEHUB_STORE", raising=False)
     yield work
+
+
+def _docker_client():  # type: ignore[no-untyped-def]
+    try:
+        from edgehub.images import docker_client
+
+        return docker_client(timeout=10)
+    except Exception:  # noqa: BLE001 - no daemon: docker tests skip, naming it
+        return None
+
+
+@pytest.fixture(scope="session")
+def docker_daemon():  # type: ignore[no-untyped-def]
+    """A reachable Docker daemon, or a skip that names what is missing."""
+    client = _docker_client()
+    if client is None:
+        pytest.skip("needs a running Docker daemon (start one: bash scripts/ci-docker.sh start)")
+    return client
+
+
+@pytest.fixture(scope="session")
+def ort_image(docker_daemon) -> str:  # type: ignore[no-untyped-def]
+    """The pinned ONNX Runtime image, built from the base image if it is not built yet."""
+    import os
+
+    from edgehub import images
+
+    status = images.image_status("onnxruntime", client=docker_daemon)
+    if not status.built:
+        base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
+        if images._inspect(docker_daemon, base) is None:
+            pytest.skip(f"needs the base image {base} (make it: bash scripts/make-base-image.sh)")
+        images.build_image("onnxruntime", base=base)
+    return images.image_tag("onnxruntime")
+
+
+_BEFORE: set[str] = set()
+
+
+def _managed(client):  # type: ignore[no-untyped-def]
+    return client.containers.list(all=True, filters={"label": "org.edgehub.managed=1"})
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    client = _docker_client()
+    if client is not None:
+        _BEFORE.update(c.id for c in _managed(client))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if a test (or a `hub` process it started) left a container behind."""
+    client = _docker_client()
+    if client is None:
+        return
+    from edgehub.runners.docker import OWNER_PID, OWNER_STARTED, _owner_alive
+
+    def leaked(container) -> bool:  # type: ignore[no-untyped-def]
+        labels = container.labels
+        if container.id in _BEFORE or labels.get("org.edgehub.warm") == "1":
+            return False
+        pid = int(labels.get(OWNER_PID, "0") or 0)
+        return pid == os.getpid() or not _owner_alive(pid, labels.get(OWNER_STARTED))
+
+    own = [c for c in _managed(client) if leaked(c)]
+    if own:
+        names = ", ".join(c.name for c in own)
+        for container in own:
+            container.remove(force=True)
+        session.exitstatus = 1
+        print(f"\nERROR: tests left containers behind: {names}")

@@ -266,12 +266,15 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
 
 def _settings(name: str, data: object, key: KeyPath) -> ProviderSection:
     if name == "docker":
-        table = _Table(data, key, ("cpus", "memory", "image"))
+        table = _Table(data, key, ("cpus", "memory", "image", "keep_warm"))
         memory = table.string("memory")
         if memory is not None and not _MEMORY.fullmatch(memory):
             raise table.wrong("memory", 'a size like "4g" or "512m"', memory)
         return DockerSection(
-            cpus=table.number("cpus", positive=True), memory=memory, image=table.string("image")
+            cpus=table.number("cpus", positive=True),
+            memory=memory,
+            image=table.string("image"),
+            keep_warm=table.number("keep_warm", positive=True),
         )
     table = _Table(data, key, ("path", "cli_args"))
     if name == "embedl_onnxruntime":

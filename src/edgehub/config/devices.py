@@ -182,7 +182,12 @@ def _default_config(
 
 def _provider_config(config: HubConfig, section: ProviderSection, *, local: bool) -> ProviderConfig:
     if isinstance(section, DockerSection):
-        return DockerConfig(cpus=section.cpus, memory=section.memory, image=section.image)
+        return DockerConfig(
+            cpus=section.cpus,
+            memory=section.memory,
+            image=section.image,
+            keep_warm=section.keep_warm,
+        )
     if isinstance(section, EmbedlONNXRuntimeSection):
         return EmbedlONNXRuntimeConfig(
             embedl_onnxruntime_path=_tool_path(

@@ -37,6 +37,8 @@ Providers and their settings tables:
 provider                 settings table          keys
 =======================  ======================  ==========================================
 ``local``                ``docker``              ``cpus`` (number), ``memory`` ("4g"),
+                                                 ``keep_warm`` (seconds a container
+                                                 stays up idle for the next job),
                                                  ``image`` (tag override)
 ``embedl_onnxruntime``   ``embedl_onnxruntime``  ``path``, ``cli_args`` (array of strings)
 ``trtexec``              ``trtexec``             ``path``, ``cli_args`` (array of strings)
@@ -164,6 +166,7 @@ class SSHSection:
 class DockerSection:
     cpus: float | None = None
     memory: str | None = None
+    keep_warm: float | None = None
     image: str | None = None
 
 

@@ -241,16 +241,24 @@ class HubContext:
 
     # -- shared resources for providers -------------------------------------------------------
     def docker_runner(
-        self, image: str, *, cpus: float | None = None, memory: str | None = None
+        self,
+        image: str,
+        *,
+        cpus: float | None = None,
+        memory: str | None = None,
+        keep_warm: float | None = None,
     ) -> DockerCommandRunner:
-        """The context's long-lived container of ``image`` (started on first use)."""
+        """The context's long-lived container of ``image`` (started on first use, removed on
+        exit unless ``keep_warm`` leaves it running for the next process)."""
         from edgehub.runners.docker import DockerCommandRunner
 
-        key = (image, cpus, memory)
+        key = (image, cpus, memory, keep_warm)
         with self._lock:
             runner = self._docker.get(key)
             if runner is None:
-                runner = DockerCommandRunner(image, cpus=cpus, memory=memory)
+                runner = DockerCommandRunner(
+                    image, cpus=cpus, memory=memory, keep_warm=keep_warm
+                )
                 runner.__enter__()
                 self._docker[key] = runner
         return runner

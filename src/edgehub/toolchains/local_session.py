@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,8 @@ def _container(
     dev = ctx.device(device or "local")
     config = dev.get_provider_config(DockerConfig, component) or DockerConfig()
     image = config.image or images.require_image(runtime).tag
-    return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory)
+    keep_warm = config.keep_warm or float(os.environ.get("EDGEHUB_KEEP_WARM") or 0) or None
+    return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm)
 
 
 def local_agent(

@@ -31,9 +31,12 @@ class DockerConfig(ProviderConfig):
     """Settings of the ``local`` provider's toolchain containers.
 
     ``cpus`` and ``memory`` ("4g") limit the container; ``image`` overrides the pinned image
-    tag (for experiments; the run records what was used).
+    tag (for experiments; the run records what was used). ``keep_warm`` (seconds) leaves the
+    container running after the context ends, for the next process to reuse, until it has been
+    idle that long (also set by ``$EDGEHUB_KEEP_WARM``); by default containers are removed.
     """
 
     cpus: float | None = None
     memory: str | None = None
     image: str | None = None
+    keep_warm: float | None = None

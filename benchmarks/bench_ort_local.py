@@ -1,0 +1,120 @@
+"""Benchmark the local ONNX Runtime path (run on demand, not in CI).
+
+(a) Profiler fidelity: edgehub's reported median latency divided by the median of a bare
+    `session.run` loop timed in the same image, on the same model, in the same run.
+(b) Per-job overhead: wall time of a warm `hub exec profile` (the toolchain container already
+    running: EDGEHUB_KEEP_WARM) divided by `docker run --rm IMAGE python bare.py` doing the
+    same work (session creation, warm-up, timed runs).
+
+    python benchmarks/bench_ort_local.py [--rounds 5] [--runs 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+BARE = r"""
+import sys, time, json
+import numpy as np
+import onnxruntime as ort
+runs, warmup = int(sys.argv[2]), int(sys.argv[3])
+sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+inp = sess.get_inputs()[0]
+x = np.random.default_rng(0).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape]).astype(np.float32)
+feed = {inp.name: x}
+for _ in range(warmup):
+    sess.run(None, feed)
+samples = []
+for _ in range(runs):
+    t = time.perf_counter_ns(); sess.run(None, feed); samples.append(time.perf_counter_ns() - t)
+samples.sort()
+print(json.dumps({"median_ms": samples[len(samples) // 2] / 1e6 if len(samples) % 2 else
+                  (samples[len(samples)//2 - 1] + samples[len(samples)//2]) / 2e6}))
+"""
+
+
+def make_model(path: Path) -> None:
+    """A mid-sized CNN (a few ms per run on a laptop core): stable enough to time."""
+    rng = np.random.default_rng(0)
+    inits, nodes, prev, ch = [], [], "x", 3
+    for i, out in enumerate([32, 64, 64, 128]):
+        w = numpy_helper.from_array((rng.standard_normal((out, ch, 3, 3)) * 0.1).astype(np.float32), f"w{i}")
+        inits.append(w)
+        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                                      strides=[2, 2] if i else [1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
+        prev, ch = f"r{i}", out
+    nodes.append(helper.make_node("GlobalAveragePool", [prev], ["y"]))
+    graph = helper.make_graph(
+        nodes, "bench", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, ch, 1, 1])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
+    exe = str(Path(sys.executable).with_name("hub"))
+    start = time.perf_counter()
+    out = subprocess.run([exe, "-q", *args, "--json"], capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - start, json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args()
+
+    from edgehub import images
+
+    image = images.require_image("onnxruntime").tag
+    work = Path(tempfile.mkdtemp(prefix="edgehub-bench-"))
+    model = work / "bench.onnx"
+    make_model(model)
+    (work / "bare.py").write_text(BARE)
+    env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
+    profile_args = ["exec", "profile", "onnxruntime", str(model), "--set", f"runs={args.runs}",
+                    "--set", f"burn_ins={args.warmup}", "--set", "profiling_method=python"]
+    hub(*profile_args, env=env)  # warm: image, agent zipapp, container
+    bare_cmd = ["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/bench:ro", image,
+                "python3", "/bench/bare.py", "/bench/bench.onnx", str(args.runs), str(args.warmup)]
+
+    hub_medians, bare_medians, hub_walls, bare_walls = [], [], [], []
+    for _ in range(args.rounds):
+        wall, report = hub(*profile_args, env=env)
+        hub_walls.append(wall)
+        hub_medians.append(report["latency_ms"]["median"])
+        start = time.perf_counter()
+        out = subprocess.run(bare_cmd, capture_output=True, text=True, check=True)
+        bare_walls.append(time.perf_counter() - start)
+        bare_medians.append(json.loads(out.stdout)["median_ms"])
+
+    fidelity = statistics.median(hub_medians) / statistics.median(bare_medians)
+    overhead = statistics.median(hub_walls) / statistics.median(bare_walls)
+    print(f"model: {model.name} (1x3x96x96 CNN), runs={args.runs}, warmup={args.warmup}, "
+          f"rounds={args.rounds}, image={image}")
+    print(f"(a) median latency  edgehub {statistics.median(hub_medians):.4f} ms  "
+          f"bare loop {statistics.median(bare_medians):.4f} ms  ratio {fidelity:.4f}")
+    print(f"(b) job wall time   warm hub exec profile {statistics.median(hub_walls):.3f} s  "
+          f"docker run --rm bare {statistics.median(bare_walls):.3f} s  ratio {overhead:.3f}")
+    subprocess.run(["docker", "rm", "-f", *subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=org.edgehub.warm=1"],
+        capture_output=True, text=True).stdout.split()], capture_output=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""edgehub's device-side agent.
+
+Runs where the model runs (inside a toolchain container, on an SSH device) with only the standard
+library, numpy, onnxruntime and (for compiling and inspecting) onnx. It is shipped as a zipapp built
+by :mod:`edgehub.agent.bundle`, so every import inside this package is relative and nothing here
+imports ``edgehub`` outside ``edgehub.agent``. It must keep working on Python 3.8.
+
+Invocation::
+
+    python edgehub-agent.pyz COMMAND --request REQUEST.json --result RESULT.json
+
+See :mod:`edgehub.agent.protocol` for the request and result formats and ``docs`` in the
+command modules for each command's fields. Importing this package imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+AGENT_VERSION = "0.1.0"
+PROTOCOL_VERSION = 1
+
+__all__ = ["AGENT_VERSION", "PROTOCOL_VERSION"]

@@ -1,0 +1,187 @@
+"""Calibration samples for static quantization: from files, or random (with a warning).
+
+Accepted ``calibration`` values:
+
+- an ``.npz`` file: arrays keyed by input name whose leading axis counts samples. An array of the
+  input's rank + 1 is split into ``arr[i]``; an array of the input's rank (batch-first, the first
+  dim dynamic or 1) is split into ``arr[i:i+1]``. Every input must have the same sample count.
+- a directory of ``.npz`` files, one sample per file, keyed by input name; or, for a single-input
+  model, of ``.npy`` files (one array per file). Files are read in sorted name order.
+
+Every sample is checked against the model's inputs (names, dtypes, shapes); a float64 array for a
+float32 input is cast (with a warning), anything else that differs is a CalibrationDataError
+listing the expected inputs. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .protocol import CalibrationDataError, InputDataError
+from .report import Report
+from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_arrays, random_inputs
+
+
+def _expected(specs: Sequence[TensorSpec]) -> str:
+    return f"expected inputs: {describe_specs(specs)}"
+
+
+def _cast_floats(sample: Arrays, specs: Sequence[TensorSpec], casts: list[str]) -> Arrays:
+    out = dict(sample)
+    for spec in specs:
+        array = out.get(spec.name)
+        if array is None or array.dtype.name == spec.dtype:
+            continue
+        if array.dtype.kind == "f" and spec.dtype in ("float16", "float32", "float64"):
+            out[spec.name] = array.astype(spec.dtype)
+            if spec.name not in casts:
+                casts.append(spec.name)
+    return out
+
+
+def _check(sample: Arrays, specs: Sequence[TensorSpec], where: str) -> None:
+    try:
+        check_arrays(sample, specs, what=f"calibration sample {where}")
+    except InputDataError as exc:
+        raise CalibrationDataError(str(exc)) from exc
+
+
+def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list[Arrays]:
+    names = [s.name for s in specs]
+    if sorted(arrays) != sorted(names):
+        raise CalibrationDataError(
+            f"calibration file '{source}' has arrays {sorted(arrays)}, not the model's inputs; "
+            f"{_expected(specs)} (leading axis = samples)"
+        )
+    per_input: dict[str, list[np.ndarray]] = {}
+    for spec in specs:
+        array = arrays[spec.name]
+        rank = len(spec.shape) if spec.shape is not None else None
+        if rank is not None and array.ndim == rank + 1:
+            per_input[spec.name] = [array[i] for i in range(array.shape[0])]
+        elif rank is not None and array.ndim == rank and rank > 0:
+            per_input[spec.name] = [array[i : i + 1] for i in range(array.shape[0])]
+        else:
+            raise CalibrationDataError(
+                f"calibration array '{spec.name}' in '{source}' has shape "
+                f"{list(array.shape)}; it needs the input's shape with a leading samples axis; "
+                f"{_expected(specs)}"
+            )
+    counts = {name: len(samples) for name, samples in per_input.items()}
+    if len(set(counts.values())) > 1:
+        raise CalibrationDataError(
+            f"calibration file '{source}' has different sample counts per input {counts}: "
+            "every input needs the same number of samples along the leading axis"
+        )
+    count = next(iter(counts.values())) if counts else 0
+    return [{name: per_input[name][i] for name in per_input} for i in range(count)]
+
+
+def _from_directory(directory: Path, specs: Sequence[TensorSpec]) -> list[Arrays]:
+    npz = sorted(p for p in directory.iterdir() if p.suffix == ".npz" and p.is_file())
+    npy = sorted(p for p in directory.iterdir() if p.suffix == ".npy" and p.is_file())
+    if npz:
+        samples = []
+        for path in npz:
+            loaded = load_arrays(path, "calibration")
+            if not isinstance(loaded, dict):
+                raise CalibrationDataError(f"calibration file '{path}' is not an .npz archive")
+            samples.append(loaded)
+        return samples
+    if npy:
+        if len(specs) != 1:
+            raise CalibrationDataError(
+                f"calibration directory '{directory}' holds .npy files but the model has "
+                f"{len(specs)} inputs: use one .npz per sample keyed by input name; "
+                f"{_expected(specs)}"
+            )
+        samples = []
+        for path in npy:
+            loaded = load_arrays(path, "calibration")
+            if isinstance(loaded, dict):
+                raise CalibrationDataError(f"calibration file '{path}' is not a .npy array")
+            samples.append({specs[0].name: loaded})
+        return samples
+    raise CalibrationDataError(
+        f"calibration directory '{directory}' holds no .npz or .npy files; {_expected(specs)}"
+    )
+
+
+def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report) -> list[Arrays]:
+    """Calibration samples from an .npz file or a directory, checked against ``specs``."""
+    path = Path(path_arg)
+    if not path.exists():
+        raise CalibrationDataError(f"calibration data '{path_arg}' does not exist: check the path")
+    if path.is_dir():
+        samples = _from_directory(path, specs)
+    else:
+        loaded = load_arrays(path, "calibration")
+        if not isinstance(loaded, dict):
+            if len(specs) != 1:
+                raise CalibrationDataError(
+                    f"calibration file '{path_arg}' is one .npy array but the model has "
+                    f"{len(specs)} inputs: use an .npz keyed by input name; {_expected(specs)}"
+                )
+            loaded = {specs[0].name: loaded}
+        samples = _split_npz(loaded, specs, path_arg)
+    if not samples:
+        raise CalibrationDataError(f"calibration data '{path_arg}' holds no samples")
+    casts: list[str] = []
+    checked = []
+    for index, sample in enumerate(samples):
+        sample = _cast_floats(sample, specs, casts)
+        _check(sample, specs, f"#{index}")
+        checked.append(sample)
+    if casts:
+        report.warn(f"calibration data for {', '.join(casts)} was cast to the model's float dtype")
+    return checked
+
+
+def random_calibration(
+    specs: Sequence[TensorSpec], count: int, seed: int, report: Report
+) -> list[Arrays]:
+    rng_seed = seed
+    samples = []
+    for i in range(count):
+        sample, _ = random_inputs(specs, seed=rng_seed + i)
+        samples.append(sample)
+    report.warn(
+        f"no calibration data: calibrated on {count} random samples (dynamic dims set to 1), so "
+        "the int8 accuracy will be poor; pass calibration (an .npz keyed by input name with a "
+        "leading samples axis, or a directory of one .npz per sample) drawn from real inputs"
+    )
+    return samples
+
+
+class SampleReader:
+    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
+
+    def __init__(self, samples: list[Arrays]) -> None:
+        self.samples = samples
+        self.index = 0
+
+    def get_next(self) -> dict[str, Any] | None:
+        if self.index >= len(self.samples):
+            return None
+        sample = self.samples[self.index]
+        self.index += 1
+        return sample
+
+    def rewind(self) -> None:
+        self.index = 0
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+def make_reader(samples: list[Arrays]) -> Any:
+    """A SampleReader that is also an instance of ORT's CalibrationDataReader."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(SampleReader, CalibrationDataReader):  # type: ignore[misc]
+        pass
+
+    return Reader(samples)

@@ -1,0 +1,121 @@
+"""The ``env`` block of every result: interpreter, packages, execution providers, machine.
+
+Collecting it never raises: anything unreadable is reported as ``None``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+import sys
+from typing import Any
+
+from . import AGENT_VERSION, PROTOCOL_VERSION
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        from importlib import metadata
+
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def _module_version(name: str) -> str | None:
+    try:
+        module = importlib.import_module(name)
+    except Exception:
+        return None
+    version = getattr(module, "__version__", None)
+    return str(version) if version is not None else None
+
+
+def _ort_info() -> dict[str, Any]:
+    try:
+        import onnxruntime as ort
+    except Exception as exc:
+        return {"onnxruntime": None, "ort_providers": [], "ort_error": str(exc)}
+    providers: list[str] = []
+    device: str | None = None
+    try:
+        providers = list(ort.get_available_providers())
+        device = str(ort.get_device())
+    except Exception:
+        pass
+    return {"onnxruntime": str(ort.__version__), "ort_providers": providers, "ort_device": device}
+
+
+def _read_key_values(path: str, keys: list[str]) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in keys and value.strip():
+                    return value.strip()
+    except OSError:
+        return None
+    return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name, from /proc/cpuinfo (x86 and Arm variants) or the platform."""
+    name = _read_key_values("/proc/cpuinfo", ["model name", "Model", "Hardware", "cpu model"])
+    if name:
+        return name
+    processor = platform.processor()
+    return processor or None
+
+
+def memory_total_mb() -> float | None:
+    value = _read_key_values("/proc/meminfo", ["MemTotal"])
+    if not value:
+        return None
+    try:
+        return round(int(value.split()[0]) / 1024.0, 1)
+    except (ValueError, IndexError):
+        return None
+
+
+def agent_hash() -> str | None:
+    """The source hash recorded in the zipapp at build time; ``None`` when run from source."""
+    try:
+        info = importlib.import_module(f"{__package__}._build_info")
+    except Exception:
+        return None
+    value = getattr(info, "AGENT_HASH", None)
+    return str(value) if value else None
+
+
+def collect_env() -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "agent_version": AGENT_VERSION,
+        "agent_hash": agent_hash(),
+        "protocol": PROTOCOL_VERSION,
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "numpy": _module_version("numpy"),
+        "onnx": _dist_version("onnx"),
+    }
+    env.update(_ort_info())
+    affinity: int | None = None
+    sched_getaffinity = getattr(os, "sched_getaffinity", None)
+    if sched_getaffinity is not None:
+        try:
+            affinity = len(sched_getaffinity(0))
+        except OSError:
+            affinity = None
+    env.update(
+        {
+            "platform": platform.platform(),
+            "system": platform.system(),
+            "machine": platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "cpu_affinity_count": affinity,
+            "cpu_model": cpu_model(),
+            "memory_total_mb": memory_total_mb(),
+        }
+    )
+    return env

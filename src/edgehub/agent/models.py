@@ -1,0 +1,214 @@
+"""Finding, loading, describing and saving ONNX model files (onnx is imported lazily).
+
+A model is a ``.onnx`` file (its external data, if any, beside it) or a directory holding exactly
+one ``.onnx`` file and its external data.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .protocol import MissingDependencyError, ModelError, one_line
+from .tensors import ONNX_ELEM_TYPES, Dim, Shape, TensorSpec
+
+# Above this many bytes of initializers a model is saved with external data (protobuf's limit
+# for one message is 2 GiB).
+EXTERNAL_DATA_THRESHOLD = 1_800_000_000
+
+
+def import_onnx() -> Any:
+    try:
+        import onnx
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"this command needs the 'onnx' package, which cannot be imported here ({exc}): "
+            "install onnx next to onnxruntime (pip install onnx)"
+        ) from exc
+    return onnx
+
+
+def resolve_model_path(path: str) -> Path:
+    """The .onnx file for ``path`` (a file, or a directory with exactly one .onnx)."""
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(
+            f"model '{path}' does not exist: check the path "
+            f"(relative paths are resolved from {os.getcwd()})"
+        )
+    if p.is_dir():
+        found = sorted(c for c in p.iterdir() if c.suffix == ".onnx" and c.is_file())
+        if len(found) != 1:
+            listed = ", ".join(c.name for c in found) or "none"
+            raise ModelError(
+                f"model directory '{path}' holds {len(found)} .onnx files ({listed}): a model "
+                "directory must hold exactly one .onnx file (its external data beside it)"
+            )
+        return found[0]
+    return p
+
+
+def not_onnx_error(path: Path) -> ModelError:
+    return ModelError(
+        f"'{path.name}' is not an ONNX model (protobuf parse failed): export the model to .onnx "
+        "first"
+    )
+
+
+def load_model(path: Path, load_external_data: bool = True) -> Any:
+    """Parse ``path`` into a ModelProto; a file that is not ONNX is a ModelError."""
+    onnx = import_onnx()
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise not_onnx_error(path) from exc
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        raise not_onnx_error(path)
+    if load_external_data and uses_external_data(model):
+        try:
+            from onnx.external_data_helper import load_external_data_for_model
+
+            load_external_data_for_model(model, str(path.parent))
+        except Exception as exc:
+            raise ModelError(
+                f"'{path.name}' references external data that cannot be read "
+                f"({one_line(str(exc))}): keep the .data file(s) beside the .onnx file"
+            ) from exc
+    return model
+
+
+def _initializers(model: Any) -> list[Any]:
+    found = list(model.graph.initializer)
+    stack = list(model.graph.node)
+    while stack:  # initializers of subgraphs (If/Loop/Scan bodies)
+        node = stack.pop()
+        for attr in node.attribute:
+            graphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
+            for graph in graphs:
+                found.extend(graph.initializer)
+                stack.extend(graph.node)
+    return found
+
+
+def external_locations(model: Any) -> list[str]:
+    """The external data files the model's tensors point to (unique, in order)."""
+    locations: list[str] = []
+    for tensor in _initializers(model):
+        if tensor.data_location == 1:  # TensorProto.EXTERNAL
+            for entry in tensor.external_data:
+                if entry.key == "location" and entry.value not in locations:
+                    locations.append(entry.value)
+    return locations
+
+
+def uses_external_data(model: Any) -> bool:
+    return bool(external_locations(model))
+
+
+def model_size_bytes(path: Path, model: Any | None = None) -> int:
+    """Size on disk of the .onnx file plus its external data files."""
+    if model is None:
+        try:
+            model = load_model(path, load_external_data=False)
+        except Exception:
+            return path.stat().st_size
+    total = path.stat().st_size
+    for location in external_locations(model):
+        data = path.parent / location
+        if data.is_file():
+            total += data.stat().st_size
+    return total
+
+
+def initializer_bytes(model: Any) -> int:
+    return sum(len(t.raw_data) for t in _initializers(model))
+
+
+def save_model(model: Any, path: Path) -> None:
+    """Save ``model``; with external data (``<name>.data``) when it is too big for one file."""
+    onnx = import_onnx()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if initializer_bytes(model) > EXTERNAL_DATA_THRESHOLD:
+        onnx.save(
+            model,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{path.name}.data",
+            size_threshold=1024,
+        )
+    else:
+        onnx.save(model, str(path))
+
+
+def _dims(value_info: Any) -> tuple[str, Shape]:
+    if not value_info.type.HasField("tensor_type"):
+        return str(value_info.type.WhichOneof("value") or "unknown"), None
+    tensor_type = value_info.type.tensor_type
+    dtype = ONNX_ELEM_TYPES.get(tensor_type.elem_type, f"elem_type_{tensor_type.elem_type}")
+    if not tensor_type.HasField("shape"):
+        return dtype, None
+    dims: list[Dim] = []
+    for dim in tensor_type.shape.dim:
+        if dim.HasField("dim_value") and dim.dim_value >= 0:
+            dims.append(int(dim.dim_value))
+        elif dim.HasField("dim_param") and dim.dim_param:
+            dims.append(str(dim.dim_param))
+        else:
+            dims.append(None)
+    return dtype, dims
+
+
+def graph_inputs(model: Any) -> list[TensorSpec]:
+    """The model's real inputs (graph inputs that are not initializers)."""
+    initializers = {t.name for t in model.graph.initializer}
+    specs = []
+    for value_info in model.graph.input:
+        if value_info.name in initializers:
+            continue
+        dtype, shape = _dims(value_info)
+        specs.append(TensorSpec(value_info.name, dtype, shape))
+    return specs
+
+
+def graph_outputs(model: Any) -> list[TensorSpec]:
+    specs = []
+    for value_info in model.graph.output:
+        dtype, shape = _dims(value_info)
+        specs.append(TensorSpec(value_info.name, dtype, shape))
+    return specs
+
+
+def default_opset(model: Any) -> int | None:
+    for entry in model.opset_import:
+        if entry.domain in ("", "ai.onnx"):
+            return int(entry.version)
+    return None
+
+
+def describe_model(model: Any) -> dict[str, Any]:
+    """The ``inspect`` data for a loaded ModelProto."""
+    producer = " ".join(p for p in (model.producer_name, model.producer_version) if p) or None
+    return {
+        "inputs": [s.to_json() for s in graph_inputs(model)],
+        "outputs": [s.to_json() for s in graph_outputs(model)],
+        "opset": default_opset(model),
+        "opsets": {(e.domain or "ai.onnx"): int(e.version) for e in model.opset_import},
+        "ir_version": int(model.ir_version),
+        "producer": producer,
+        "graph_name": model.graph.name or None,
+        "num_nodes": len(model.graph.node),
+        "external_data": external_locations(model),
+    }
+
+
+def self_contained(src: Path, tmp: Path) -> Path:
+    """A copy of ``src`` without external data (quant_pre_process cannot follow it) when the
+    model fits in one file; otherwise ``src`` itself."""
+    model = load_model(src, load_external_data=False)
+    if not uses_external_data(model) or model_size_bytes(src, model) > EXTERNAL_DATA_THRESHOLD:
+        return src
+    inline = tmp / f"inline_{src.name}"
+    save_model(load_model(src), inline)
+    return inline

@@ -1,0 +1,270 @@
+"""``ort.profile``: cold starts, warm latency statistics and (optionally) a per-node profile.
+
+Request::
+
+    {"model": PATH, "runs": 100, "warmup": 10, "cold_starts": 1,
+     "method": "python" | "layerwise" | "model", "input": null | NPZ,
+     "intra_op_threads": null | int, "inter_op_threads": null | int,
+     "profile_json": null | PATH, "providers": null | [names], "seed": 0,
+     "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
+     "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs)}
+
+How it measures:
+
+1. Cold starts: each creates a new session (timed: ``session_create_ms``) and runs it once
+   (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
+2. The last cold-start session runs ``warmup`` untimed runs, then ``runs`` timed runs with
+   ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
+   numbers are those of a bare ``session.run`` loop.
+3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT profiling on
+   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.ort_trace`) into
+   per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
+
+Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
+fps (1000 / mean), session_create_ms, first_run_ms, peak_rss_mb (MiB, the process's high-water
+resident set: VmHWM, else ru_maxrss), runs, warmup, cold_starts; with a trace also
+model_run_mean_ms, profiled_runs and (layerwise) num_layers.
+``profile_json`` (if given) receives ``{samples_us, cold_starts, stats, layers, trace, env,
+settings}``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .env import collect_env
+from .models import resolve_model_path
+from .ort_trace import TraceSummary, parse_trace
+from .protocol import CommandOutput, Params, RuntimeFailure, one_line, write_json_atomic
+from .report import Report
+from .sessions import (
+    OPTIMIZATION_LEVELS,
+    create_session,
+    input_specs,
+    resolve_providers,
+    session_options,
+)
+from .shapes import parse_input_shape
+from .stats import latency_stats, mean, ms
+from .tensors import Arrays, load_inputs, random_inputs
+
+MAX_PROFILED_RUNS = 20
+# Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
+# which on a tiny model would make the coefficient of variation alone alarm every time).
+UNSTABLE_P90_RATIO = 1.25
+
+
+def peak_rss_mb() -> float | None:
+    """High-water resident set size of this process in MiB (VmHWM, else ru_maxrss)."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        divisor = 1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0  # bytes vs KiB
+        return round(peak / divisor, 1)
+    except (ImportError, OSError, ValueError):
+        return None
+
+
+def _run_once(session: Any, feeds: Arrays) -> None:
+    try:
+        session.run(None, feeds)
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+
+
+def timed_runs(session: Any, feeds: Arrays, runs: int) -> list[int]:
+    """``runs`` samples in ns, perf_counter_ns tightly around each session.run."""
+    run = session.run
+    clock = time.perf_counter_ns
+    samples = [0] * runs
+    for i in range(runs):
+        start = clock()
+        run(None, feeds)
+        samples[i] = clock() - start
+    return samples
+
+
+def trace_profile(
+    path: Path, options_args: dict[str, Any], providers: list[str], feeds: Arrays, runs: int
+) -> TraceSummary:
+    """Run a separate profiling session and parse (then delete) its trace."""
+    tmp = tempfile.mkdtemp(prefix="edgehub-agent-trace-")
+    try:
+        options = session_options(**options_args)
+        options.enable_profiling = True
+        options.profile_file_prefix = os.path.join(tmp, "ort_profile")
+        session = create_session(path, options, providers)
+        _run_once(session, feeds)  # first run of a new session: dropped from the summary
+        for _ in range(runs):
+            _run_once(session, feeds)
+        trace_file = session.end_profiling()
+        del session
+        return parse_trace(trace_file, skip_runs=1)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prepare_inputs(
+    session: Any, input_path: str | None, shapes: dict[str, list[int]], seed: int, report: Report
+) -> Arrays:
+    specs = input_specs(session)
+    if input_path is not None:
+        report.info(f"inputs: {input_path}")
+        return load_inputs(input_path, specs)
+    feeds, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
+    shown = ", ".join(
+        f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in feeds.items()
+    )
+    report.info(f"inputs: random ({shown})")
+    if defaulted:
+        report.warn(
+            "no input data given: random inputs with dynamic dimensions set to 1 for "
+            f"{', '.join(defaulted)}; pass input (an .npz) or input_shape to profile other shapes"
+        )
+    return feeds
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    runs = params.integer("runs", 100, minimum=1)
+    warmup = params.integer("warmup", 10, minimum=0)
+    cold_starts = params.integer("cold_starts", 1, minimum=1)
+    method = params.choice("method", ("python", "layerwise", "model"), "python")
+    input_path = params.path("input", required=False)
+    intra = params.integer("intra_op_threads", None, minimum=0)
+    inter = params.integer("inter_op_threads", None, minimum=0)
+    profile_json = params.path("profile_json", required=False)
+    providers = resolve_providers(params.string_list("providers"))
+    params.resolved["providers"] = providers
+    seed = params.integer("seed", 0)
+    level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
+    raw_shape = params.raw_value("input_shape")
+    params.finish()
+    assert model_arg is not None
+    path = resolve_model_path(model_arg)
+    options_args = {
+        "intra_op_threads": intra,
+        "inter_op_threads": inter,
+        "optimization_level": level,
+    }
+
+    cold: list[dict[str, float]] = []
+    session: Any = None
+    feeds: Arrays = {}
+    for index in range(cold_starts):
+        session = None
+        gc.collect()
+        options = session_options(**options_args)
+        start = time.perf_counter_ns()
+        session = create_session(path, options, providers)
+        created = time.perf_counter_ns() - start
+        if index == 0:
+            shapes = parse_input_shape(raw_shape, input_specs(session)) if raw_shape else {}
+            feeds = prepare_inputs(session, input_path, shapes, seed, report)
+        start = time.perf_counter_ns()
+        _run_once(session, feeds)
+        first = time.perf_counter_ns() - start
+        cold.append({"session_create_ms": ms(created), "first_run_ms": ms(first)})
+        report.info(
+            f"cold start {index + 1}/{cold_starts}: session {ms(created):.3f} ms, "
+            f"first run {ms(first):.3f} ms"
+        )
+
+    report.info(f"warmup: {warmup} runs")
+    for _ in range(warmup):
+        _run_once(session, feeds)
+    report.info(f"timing: {runs} runs")
+    gc.collect()
+    try:
+        samples = timed_runs(session, feeds, runs)
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+    session = None
+
+    metrics: dict[str, Any] = latency_stats(samples)
+    report.info(
+        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
+        f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"
+    )
+    median = metrics["latency_median_ms"]
+    if runs >= 20 and median > 0 and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median:
+        report.warn(
+            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
+            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
+            "fix intra_op_threads, or raise warmup/runs"
+        )
+    metrics.update(
+        {
+            "session_create_ms": round(mean([c["session_create_ms"] for c in cold]), 3),
+            "first_run_ms": round(mean([c["first_run_ms"] for c in cold]), 3),
+            "runs": runs,
+            "warmup": warmup,
+            "cold_starts": cold_starts,
+        }
+    )
+
+    trace: TraceSummary | None = None
+    if method in ("layerwise", "model"):
+        profiled = min(runs, MAX_PROFILED_RUNS)
+        report.info(f"{method}: {profiled} runs with onnxruntime profiling")
+        trace = trace_profile(path, options_args, providers, feeds, profiled)
+        metrics["model_run_mean_ms"] = trace.model_run_mean_ms
+        metrics["profiled_runs"] = trace.model_runs
+        if trace.truncated:
+            report.warn("the onnxruntime trace was truncated; the per-node numbers are partial")
+        if method == "layerwise":
+            metrics["num_layers"] = len(trace.layers)
+            for row in trace.layers[:5]:
+                report.info(
+                    f"  {row['name']} ({row['op_type']}, {row['provider']}): "
+                    f"{row['mean_us']:.1f} us, {100 * row['share']:.1f}%"
+                )
+    metrics["peak_rss_mb"] = peak_rss_mb()
+
+    settings = dict(params.resolved)
+    settings["model_path"] = str(path)
+    settings["input_source"] = "npz" if input_path else "random"
+    settings["input_shapes"] = {k: [int(d) for d in v.shape] for k, v in feeds.items()}
+    settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
+    data: dict[str, Any] = {
+        "cold_starts": cold,
+        "input_shapes": settings["input_shapes"],
+        "input_source": settings["input_source"],
+    }
+    layers = trace.layers if (trace is not None and method == "layerwise") else []
+    if method == "layerwise":
+        data["layers"] = layers
+    if trace is not None:
+        data["model_run_mean_ms"] = trace.model_run_mean_ms
+    if profile_json:
+        document: dict[str, Any] = {
+            "samples_us": [round(s / 1000.0, 3) for s in samples],
+            "cold_starts": cold,
+            "stats": metrics,
+            "env": collect_env(),
+            "settings": settings,
+        }
+        if trace is not None:
+            document["layers"] = layers
+            summary = trace.to_json()
+            summary.pop("layers")
+            document["trace"] = summary
+        write_json_atomic(profile_json, document)
+        data["profile_json"] = profile_json
+        report.info(f"profile written to {profile_json}")
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)

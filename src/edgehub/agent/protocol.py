@@ -1,0 +1,290 @@
+"""The agent's wire format: errors, request parameters, result files. Pure standard library.
+
+The host imports this module too (``load_result``), so it must never import numpy or onnxruntime.
+
+Request: a JSON object of parameters for one command (``{"model": "m.onnx", "runs": 100}``).
+Unknown keys are rejected, so a typo on the host is an error rather than a silent default.
+Relative paths are resolved against the agent's working directory.
+
+Result (written atomically to ``--result``)::
+
+    {"ok": true, "command": "ort.profile", "params": {...}, "metrics": {...}, "data": {...},
+     "warnings": ["..."], "env": {...}, "agent_version": "0.1.0", "protocol": 1, "elapsed_s": 1.2}
+
+    {"ok": false, "command": "ort.invoke", "error": {"kind": "InputDataError", "message": "...",
+     "exit_code": 2, "user_error": true}, "detail": "<traceback, unexpected errors only>",
+     "warnings": [...], "env": {...}, ...}
+
+Exit codes: 0 success, 2 user error (bad model, bad inputs, bad options), 1 unexpected error,
+130 cancelled. The error message is one line saying what is wrong and what to do; it is also the
+last line the agent writes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Mapping, Sequence
+
+EXIT_OK = 0
+EXIT_UNEXPECTED = 1
+EXIT_USER = 2
+EXIT_CANCELLED = 130
+
+JSONDict = Dict[str, Any]
+
+
+class AgentError(Exception):
+    """An error the agent raises on purpose; ``kind`` in the result is the class name."""
+
+    exit_code = EXIT_UNEXPECTED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+    @property
+    def kind(self) -> str:
+        return type(self).__name__
+
+
+class UserError(AgentError):
+    """The request cannot work as asked: the user (or the host) has to change something."""
+
+    exit_code = EXIT_USER
+
+
+class UsageError(UserError):
+    """A bad request: unknown command, unknown or malformed parameter, impossible option."""
+
+
+class ModelError(UserError):
+    """The model file is missing, not an ONNX model, or cannot be loaded by the runtime."""
+
+
+class InputDataError(UserError):
+    """Input tensors do not match the model (names, dtypes, shapes) or cannot be read."""
+
+
+class CalibrationDataError(InputDataError):
+    """Calibration data is missing, unreadable or does not match the model's inputs."""
+
+
+class MissingDependencyError(AgentError):
+    """A package the command needs is not installed where the agent runs."""
+
+
+class RuntimeFailure(AgentError):
+    """The runtime failed while running a model that it had loaded."""
+
+
+class Cancelled(AgentError):
+    """The agent was interrupted (SIGINT/SIGTERM)."""
+
+    exit_code = EXIT_CANCELLED
+
+
+USER_ERROR_KINDS = frozenset(
+    {"UserError", "UsageError", "ModelError", "InputDataError", "CalibrationDataError"}
+)
+
+
+def one_line(message: str) -> str:
+    """Collapse a (possibly multi-line) message into one line."""
+    parts = [p.strip() for p in str(message).splitlines() if p.strip()]
+    return " | ".join(parts) if parts else "(no message)"
+
+
+@dataclass
+class CommandOutput:
+    """What a command returns; the CLI adds ok/command/warnings/env around it."""
+
+    params: JSONDict = field(default_factory=dict)
+    metrics: JSONDict = field(default_factory=dict)
+    data: JSONDict = field(default_factory=dict)
+
+
+_MISSING: Any = object()
+
+
+class Params:
+    """Typed, validated access to a request's parameters.
+
+    Each getter records the resolved value (defaults included) so that ``resolved`` is exactly
+    what the command ran with; ``finish`` rejects keys no getter asked for.
+    """
+
+    def __init__(self, raw: Mapping[str, Any], command: str) -> None:
+        if not isinstance(raw, Mapping):
+            raise UsageError(f"{command}: the request must be a JSON object of parameters")
+        self.raw: dict[str, Any] = dict(raw)
+        self.command = command
+        self.resolved: dict[str, Any] = {}
+
+    def _get(self, key: str, default: Any) -> Any:
+        if key in self.raw and self.raw[key] is not None:
+            return self.raw[key]
+        if default is _MISSING:
+            raise UsageError(f"{self.command}: parameter '{key}' is required")
+        return default
+
+    def _bad(self, key: str, expected: str, value: Any) -> UsageError:
+        return UsageError(
+            f"{self.command}: parameter '{key}' must be {expected}, got {json.dumps(value)}"
+        )
+
+    def string(self, key: str, default: Any = _MISSING) -> Any:
+        value = self._get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(key, "a string", value)
+        self.resolved[key] = value
+        return value
+
+    def path(self, key: str, required: bool = True) -> str | None:
+        value = self._get(key, _MISSING if required else None)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise self._bad(key, "a non-empty path string", value)
+        self.resolved[key] = value
+        return value
+
+    def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
+        value = self._get(key, default)
+        if value is None:
+            self.resolved[key] = None
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer", value)
+        if minimum is not None and value < minimum:
+            raise self._bad(key, f"an integer >= {minimum}", value)
+        self.resolved[key] = value
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self._get(key, default)
+        if not isinstance(value, bool):
+            raise self._bad(key, "true or false", value)
+        self.resolved[key] = value
+        return value
+
+    def choice(self, key: str, choices: Sequence[str], default: Any = _MISSING) -> str:
+        value = self._get(key, default)
+        if value not in choices:
+            raise self._bad(key, "one of " + ", ".join(repr(c) for c in choices), value)
+        self.resolved[key] = value
+        return str(value)
+
+    def string_list(self, key: str) -> list[str] | None:
+        value = self._get(key, None)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            raise self._bad(key, "a list of strings", value)
+        self.resolved[key] = value
+        return value
+
+    def raw_value(self, key: str, default: Any = None) -> Any:
+        value = self._get(key, default)
+        self.resolved[key] = value
+        return value
+
+    def finish(self) -> None:
+        unknown = sorted(set(self.raw) - set(self.resolved))
+        if unknown:
+            raise UsageError(
+                f"{self.command}: unknown parameter(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(self.resolved))}"
+            )
+
+
+def json_safe(value: Any) -> Any:
+    """Make ``value`` strict-JSON serializable (NaN/inf become null, tuples become lists)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item):
+        return json_safe(item())
+    return str(value)
+
+
+def write_json_atomic(path: str | Path, payload: Any) -> None:
+    """Write strict JSON to ``path`` through a temporary file and a rename."""
+    target = Path(path)
+    if target.parent and not target.parent.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent or "."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(json_safe(payload), fh, indent=1, allow_nan=False)
+            fh.write("\n")
+        os.replace(tmp, str(target))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class ResultFileError(ValueError):
+    """A result file is missing or is not an agent result."""
+
+
+def load_result(path: str | Path) -> JSONDict:
+    """Read and sanity-check an agent result file (for the host; standard library only).
+
+    Returns the parsed dict. On success it has ``params``, ``metrics``, ``data``, ``warnings``
+    and ``env``; on failure ``error`` = ``{kind, message, exit_code, user_error}``.
+    Raises :class:`ResultFileError` if the file is missing, is not JSON or lacks ``ok``.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultFileError(f"agent result '{p}' cannot be read: {exc}") from exc
+    try:
+        result = json.loads(text)
+    except ValueError as exc:
+        raise ResultFileError(f"agent result '{p}' is not JSON: {exc}") from exc
+    if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
+        raise ResultFileError(f"agent result '{p}' has no boolean 'ok' field")
+    if result["ok"]:
+        for key in ("params", "metrics", "data", "env"):
+            result.setdefault(key, {})
+        result.setdefault("warnings", [])
+    else:
+        error = result.get("error")
+        if not isinstance(error, dict) or "message" not in error:
+            raise ResultFileError(f"agent result '{p}' failed without an error message")
+        error.setdefault("kind", "AgentError")
+        error.setdefault("user_error", error["kind"] in USER_ERROR_KINDS)
+    return result
+
+
+def error_payload(exc: BaseException, command: str | None) -> JSONDict:
+    """The ``error`` block of a failed result for ``exc``."""
+    if isinstance(exc, AgentError):
+        kind, message, code = exc.kind, str(exc), exc.exit_code
+    elif isinstance(exc, KeyboardInterrupt):
+        kind, message, code = "Cancelled", "interrupted", EXIT_CANCELLED
+    else:
+        kind = type(exc).__name__
+        what = f"{command} failed" if command else "the agent failed"
+        message = one_line(f"{what} unexpectedly: {kind}: {exc}")
+        code = EXIT_UNEXPECTED
+    return {
+        "kind": kind,
+        "message": message,
+        "exit_code": code,
+        "user_error": code == EXIT_USER,
+    }

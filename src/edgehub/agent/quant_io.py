@@ -1,0 +1,143 @@
+"""``quantize_io``: make a QDQ model take and return quantized tensors.
+
+For each graph input consumed only by a QuantizeLinear, that node is removed and the input takes
+the quantized type; for each graph output produced by a DequantizeLinear, that node is removed and
+the output carries the quantized tensor. Each one's scale and zero point are returned so the
+caller can (de)quantize: ``real = (q - zero_point) * scale``. Tensors that are not quantized this
+way (per-axis scales, several consumers, no Q/DQ) stay float, with a warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import Report
+from .tensors import ONNX_ELEM_TYPES
+
+_ELEM_TYPE_OF = {name: code for code, name in ONNX_ELEM_TYPES.items()}
+
+
+def _constants(graph: Any) -> dict[str, Any]:
+    """Constant tensors (TensorProtos, not converted) by name: initializers and Constant nodes."""
+    tensors = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value":
+                    tensors[node.output[0]] = attr.t
+    return tensors
+
+
+def _qparams(node: Any, constants: dict[str, Any]) -> tuple[float, int, int] | None:
+    """(scale, zero_point, onnx elem type) of a per-tensor Q/DQ node, else None."""
+    if len(node.input) < 3 or node.input[1] not in constants or node.input[2] not in constants:
+        return None
+    from onnx import numpy_helper
+
+    scale = numpy_helper.to_array(constants[node.input[1]])
+    zero_point = numpy_helper.to_array(constants[node.input[2]])
+    if scale.size != 1 or zero_point.size != 1:
+        return None
+    elem_type = _ELEM_TYPE_OF.get(zero_point.dtype.name)
+    if elem_type is None:
+        return None
+    return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0]), elem_type
+
+
+def _rename_input(graph: Any, old: str, new: str) -> None:
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name == old:
+                node.input[i] = new
+
+
+def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, Any]]]:
+    """Edit ``model`` in place; returns ``{"inputs": {name: qparams}, "outputs": {...}}``."""
+    graph = model.graph
+    constants = _constants(graph)
+    initializers = {t.name for t in graph.initializer}
+    result: dict[str, dict[str, dict[str, Any]]] = {"inputs": {}, "outputs": {}}
+    skipped: list[str] = []
+    removed_params: list[str] = []
+
+    def consumers(name: str) -> list[Any]:
+        return [n for n in graph.node if name in n.input]
+
+    for value_info in graph.input:
+        if value_info.name in initializers:
+            continue
+        users = consumers(value_info.name)
+        node = users[0] if len(users) == 1 else None
+        params = _qparams(node, constants) if node is not None else None
+        if node is None or node.op_type != "QuantizeLinear" or params is None:
+            skipped.append(f"input '{value_info.name}'")
+            continue
+        scale, zero_point, elem_type = params
+        _rename_input(graph, node.output[0], value_info.name)
+        removed_params.extend(node.input[1:])
+        graph.node.remove(node)
+        value_info.type.tensor_type.elem_type = elem_type
+        result["inputs"][value_info.name] = {
+            "dtype": ONNX_ELEM_TYPES.get(elem_type, str(elem_type)),
+            "scale": scale,
+            "zero_point": zero_point,
+        }
+
+    graph_inputs = {v.name for v in graph.input}
+    for value_info in graph.output:
+        producers = [n for n in graph.node if value_info.name in n.output]
+        node = producers[0] if len(producers) == 1 else None
+        params = _qparams(node, constants) if node is not None else None
+        if (
+            node is None
+            or node.op_type != "DequantizeLinear"
+            or params is None
+            or consumers(value_info.name)
+            or node.input[0] in graph_inputs
+            or node.input[0] in initializers
+        ):
+            skipped.append(f"output '{value_info.name}'")
+            continue
+        scale, zero_point, elem_type = params
+        quantized = node.input[0]
+        removed_params.extend(node.input[1:])
+        graph.node.remove(node)
+        for other in graph.node:
+            for i, name in enumerate(other.output):
+                if name == quantized:
+                    other.output[i] = value_info.name
+        _rename_input(graph, quantized, value_info.name)
+        value_info.type.tensor_type.elem_type = elem_type
+        result["outputs"][value_info.name] = {
+            "dtype": ONNX_ELEM_TYPES.get(elem_type, str(elem_type)),
+            "scale": scale,
+            "zero_point": zero_point,
+        }
+
+    _drop_unused(graph, removed_params)
+    if skipped:
+        report.warn(
+            f"quantize_io: {', '.join(skipped)} stay float (not a single per-tensor "
+            "QuantizeLinear/DequantizeLinear at the graph boundary)"
+        )
+    return result
+
+
+def _used_names(graph: Any) -> list[str]:
+    """Every tensor name read by a node of ``graph`` or of its subgraphs, and its outputs."""
+    used = [v.name for v in graph.output] + [v.name for v in graph.input]
+    for node in graph.node:
+        used.extend(node.input)
+        for attr in node.attribute:
+            subgraphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
+            for subgraph in subgraphs:
+                used.extend(_used_names(subgraph))
+    return used
+
+
+def _drop_unused(graph: Any, candidates: list[str]) -> None:
+    """Remove the Q/DQ parameter initializers that no longer have a reader."""
+    used = set(_used_names(graph))
+    for tensor in list(graph.initializer):
+        if tensor.name in candidates and tensor.name not in used:
+            graph.initializer.remove(tensor)

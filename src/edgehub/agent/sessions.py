@@ -1,0 +1,92 @@
+"""Creating onnxruntime sessions with clear errors, and reading their signatures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .protocol import MissingDependencyError, ModelError, UsageError, one_line
+from .tensors import TensorSpec
+
+OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
+
+
+def import_ort() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"onnxruntime cannot be imported here ({exc}): install onnxruntime"
+        ) from exc
+    return onnxruntime
+
+
+def session_options(
+    intra_op_threads: int | None = None,
+    inter_op_threads: int | None = None,
+    optimization_level: str = "all",
+) -> Any:
+    ort = import_ort()
+    options = ort.SessionOptions()
+    if intra_op_threads is not None:
+        options.intra_op_num_threads = intra_op_threads
+    if inter_op_threads is not None:
+        options.inter_op_num_threads = inter_op_threads
+    levels = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }
+    options.graph_optimization_level = levels[optimization_level]
+    return options
+
+
+def resolve_providers(requested: Sequence[str] | None) -> list[str]:
+    """``None`` means CPU only (reproducible); otherwise every name must be available here."""
+    ort = import_ort()
+    available = list(ort.get_available_providers())
+    if not requested:
+        return ["CPUExecutionProvider"]
+    unknown = [p for p in requested if p not in available]
+    if unknown:
+        raise UsageError(
+            f"execution provider(s) {', '.join(unknown)} not available in this onnxruntime "
+            f"build; available: {', '.join(available)}"
+        )
+    return list(requested)
+
+
+def create_session(path: Path, options: Any = None, providers: list[str] | None = None) -> Any:
+    """An InferenceSession for ``path``; load failures are ModelErrors saying what to do."""
+    ort = import_ort()
+    try:
+        return ort.InferenceSession(
+            str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"]
+        )
+    except Exception as exc:
+        message = one_line(str(exc))
+        if "INVALID_PROTOBUF" in message or "Protobuf parsing failed" in message:
+            raise ModelError(
+                f"'{path.name}' is not an ONNX model (protobuf parse failed): export the model "
+                "to .onnx first"
+            ) from exc
+        raise ModelError(
+            f"onnxruntime {ort.__version__} cannot load '{path.name}': {message}: check the "
+            "model's opset/operators against this runtime version, or re-export it"
+        ) from exc
+
+
+def input_specs(session: Any) -> list[TensorSpec]:
+    return [TensorSpec.from_ort(arg) for arg in session.get_inputs()]
+
+
+def output_specs(session: Any) -> list[TensorSpec]:
+    return [TensorSpec.from_ort(arg) for arg in session.get_outputs()]
+
+
+def session_signature(session: Any) -> dict[str, Any]:
+    return {
+        "inputs": [s.to_json() for s in input_specs(session)],
+        "outputs": [s.to_json() for s in output_specs(session)],
+    }

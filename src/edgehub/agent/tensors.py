@@ -1,0 +1,330 @@
+"""Tensor signatures, .npz I/O (never with pickle) and input checks against a model signature.
+
+A dimension is an ``int`` (fixed), a ``str`` (a symbolic dimension such as ``"N"``) or ``None``
+(dynamic without a name; written ``"?"`` in JSON and messages). A shape of ``None`` means the
+rank is unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .protocol import InputDataError, UsageError
+
+Dim = Union[int, str, None]
+Shape = Optional[List[Dim]]
+Arrays = Dict[str, np.ndarray]
+
+# ORT NodeArg.type strings -> numpy dtype names. Strings are "str" (unicode or object arrays).
+_ORT_TYPES = {
+    "tensor(float)": "float32",
+    "tensor(float16)": "float16",
+    "tensor(double)": "float64",
+    "tensor(bfloat16)": "bfloat16",
+    "tensor(int8)": "int8",
+    "tensor(int16)": "int16",
+    "tensor(int32)": "int32",
+    "tensor(int64)": "int64",
+    "tensor(uint8)": "uint8",
+    "tensor(uint16)": "uint16",
+    "tensor(uint32)": "uint32",
+    "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+    "tensor(string)": "str",
+    "tensor(complex64)": "complex64",
+    "tensor(complex128)": "complex128",
+}
+
+# ONNX TensorProto.DataType values -> numpy dtype names.
+ONNX_ELEM_TYPES = {
+    1: "float32",
+    2: "uint8",
+    3: "int8",
+    4: "uint16",
+    5: "int16",
+    6: "int32",
+    7: "int64",
+    8: "str",
+    9: "bool",
+    10: "float16",
+    11: "float64",
+    12: "uint32",
+    13: "uint64",
+    14: "complex64",
+    15: "complex128",
+    16: "bfloat16",
+}
+
+
+def dtype_from_ort(type_string: str) -> str:
+    """``"tensor(float)"`` -> ``"float32"``; unknown types keep their ORT spelling."""
+    if type_string in _ORT_TYPES:
+        return _ORT_TYPES[type_string]
+    if type_string.startswith("tensor(") and type_string.endswith(")"):
+        return type_string[len("tensor(") : -1]
+    return type_string
+
+
+def normalize_dim(dim: Any) -> Dim:
+    if isinstance(dim, bool):
+        return None
+    if isinstance(dim, int):
+        return dim if dim >= 0 else None
+    if isinstance(dim, str) and dim and dim != "?":
+        return dim
+    return None
+
+
+def format_dim(dim: Dim) -> int | str:
+    return "?" if dim is None else dim
+
+
+@dataclass
+class TensorSpec:
+    name: str
+    dtype: str
+    shape: Shape
+
+    @classmethod
+    def from_ort(cls, node_arg: Any) -> TensorSpec:
+        raw_shape = getattr(node_arg, "shape", None)
+        shape: Shape = None
+        if isinstance(raw_shape, (list, tuple)):
+            shape = [normalize_dim(d) for d in raw_shape]
+        return cls(str(node_arg.name), dtype_from_ort(str(node_arg.type)), shape)
+
+    def to_json(self) -> dict[str, Any]:
+        shape = None if self.shape is None else [format_dim(d) for d in self.shape]
+        return {"name": self.name, "dtype": self.dtype, "shape": shape}
+
+    def describe(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype}[<unknown rank>]"
+        return f"{self.name}: {self.dtype}[{','.join(str(format_dim(d)) for d in self.shape)}]"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.shape is None or any(not isinstance(d, int) for d in self.shape)
+
+
+def describe_specs(specs: Sequence[TensorSpec]) -> str:
+    return ", ".join(s.describe() for s in specs)
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def dtype_matches(array: np.ndarray, dtype: str) -> bool:
+    if dtype == "str":
+        return array.dtype.kind in ("U", "S", "O")
+    return bool(array.dtype.name == dtype)
+
+
+def shape_problems(
+    name: str, shape: Sequence[int], spec: TensorSpec, bindings: dict[str, tuple[int, str]]
+) -> list[str]:
+    """Why ``shape`` does not fit ``spec`` (symbolic dims bound consistently across inputs)."""
+    if spec.shape is None:
+        return []
+    if len(shape) != len(spec.shape):
+        return [
+            f"'{name}' has shape {_shape_str(shape)} (rank {len(shape)}), "
+            f"expected rank {len(spec.shape)}"
+        ]
+    problems = []
+    for axis, (got, want) in enumerate(zip(shape, spec.shape)):
+        if isinstance(want, int):
+            if got != want:
+                problems.append(
+                    f"'{name}' has shape {_shape_str(shape)}, dim {axis} must be {want}"
+                )
+        elif isinstance(want, str):
+            bound = bindings.get(want)
+            if bound is None:
+                bindings[want] = (got, name)
+            elif bound[0] != got:
+                problems.append(
+                    f"'{name}' dim {axis} is {got} but '{want}' is {bound[0]} in '{bound[1]}'"
+                )
+    return problems
+
+
+def check_arrays(
+    arrays: Mapping[str, np.ndarray], specs: Sequence[TensorSpec], what: str = "input"
+) -> None:
+    """Raise InputDataError naming every mismatch and listing the expected inputs."""
+    names = [s.name for s in specs]
+    problems: list[str] = []
+    missing = [n for n in names if n not in arrays]
+    unexpected = [k for k in arrays if k not in names]
+    if missing:
+        problems.append("missing " + ", ".join(f"'{n}'" for n in missing))
+    if unexpected:
+        problems.append("unexpected " + ", ".join(f"'{n}'" for n in unexpected))
+    bindings: dict[str, tuple[int, str]] = {}
+    for spec in specs:
+        if spec.name not in arrays:
+            continue
+        array = arrays[spec.name]
+        if not dtype_matches(array, spec.dtype):
+            problems.append(f"'{spec.name}' has dtype {array.dtype.name}, expected {spec.dtype}")
+        problems.extend(shape_problems(spec.name, array.shape, spec, bindings))
+    if problems:
+        raise InputDataError(
+            f"{what} data does not match the model: {'; '.join(problems)}. "
+            f"Expected inputs: {describe_specs(specs)}"
+        )
+
+
+def concrete_shape(
+    spec: TensorSpec,
+    override: Sequence[int] | None = None,
+    symbols: Mapping[str, int] | None = None,
+) -> list[int]:
+    """A shape for generated data: ``override`` if given, else symbolic dims from ``symbols``
+    (values other inputs' shapes gave them), else dynamic dims set to 1."""
+    if override is not None:
+        return [int(d) for d in override]
+    if spec.shape is None:
+        raise UsageError(
+            f"input '{spec.name}' has an unknown rank, so random data cannot be generated: "
+            "pass input data (an .npz keyed by input name) or an input_shape"
+        )
+    symbols = symbols or {}
+    return [
+        d if isinstance(d, int) else (symbols.get(d, 1) if isinstance(d, str) else 1)
+        for d in spec.shape
+    ]
+
+
+def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
+    """Random data of the spec's dtype: normal floats, small non-negative ints, full-range 8-bit."""
+    dtype = spec.dtype
+    size = tuple(int(d) for d in shape)
+    if dtype in ("float16", "float32", "float64"):
+        return rng.standard_normal(size).astype(dtype)
+    if dtype in ("int8", "uint8"):
+        info = np.iinfo(dtype)
+        return rng.integers(int(info.min), int(info.max) + 1, size=size).astype(dtype)
+    if dtype in ("int16", "int32", "int64", "uint16", "uint32", "uint64"):
+        return rng.integers(0, 10, size=size).astype(dtype)
+    if dtype == "bool":
+        return rng.random(size) < 0.5
+    if dtype == "str":
+        return np.full(size, "a", dtype=object)
+    raise UsageError(
+        f"cannot generate random data for input '{spec.name}' of type {dtype}: "
+        "pass input data (an .npz keyed by input name)"
+    )
+
+
+def random_inputs(
+    specs: Sequence[TensorSpec],
+    seed: int = 0,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+) -> tuple[Arrays, list[str]]:
+    """Random feeds for ``specs``; also returns the inputs whose dynamic dims were set to 1."""
+    rng = np.random.default_rng(seed)
+    shapes = shapes or {}
+    symbols: dict[str, int] = {}
+    for spec in specs:  # a symbol fixed through one input's shape applies to every input
+        override = shapes.get(spec.name)
+        if override is not None and spec.shape is not None:
+            for dim, size in zip(spec.shape, override):
+                if isinstance(dim, str):
+                    symbols.setdefault(dim, int(size))
+    feeds: Arrays = {}
+    defaulted: list[str] = []
+    for spec in specs:
+        override = shapes.get(spec.name)
+        shape = concrete_shape(spec, override, symbols)
+        if override is None and spec.shape is not None:
+            if any(d is None or (isinstance(d, str) and d not in symbols) for d in spec.shape):
+                defaulted.append(spec.name)
+        elif override is None:
+            defaulted.append(spec.name)
+        feeds[spec.name] = random_array(spec, shape, rng)
+    return feeds, defaulted
+
+
+def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
+    """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputDataError(f"{what} file '{p}' does not exist: check the path")
+    try:
+        loaded = np.load(str(p), allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise InputDataError(
+                f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to "
+                "load: save plain numeric arrays with numpy.savez"
+            ) from exc
+        raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
+    if isinstance(loaded, np.ndarray):
+        return loaded
+    try:
+        with loaded:
+            return {key: loaded[key] for key in loaded.files}
+    except ValueError as exc:
+        raise InputDataError(
+            f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to load: "
+            "save plain numeric arrays with numpy.savez"
+        ) from exc
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputDataError(f"{what} file '{p}' is damaged: {exc}") from exc
+
+
+def load_inputs(path: str | Path, specs: Sequence[TensorSpec], what: str = "input") -> Arrays:
+    """Load model inputs from a .npz keyed by input name (a bare .npy for a one-input model)."""
+    loaded = load_arrays(path, what)
+    if isinstance(loaded, np.ndarray):
+        if len(specs) != 1:
+            raise InputDataError(
+                f"{what} file '{path}' is a single .npy array but the model has {len(specs)} "
+                f"inputs: save an .npz keyed by input name ({describe_specs(specs)})"
+            )
+        loaded = {specs[0].name: loaded}
+    check_arrays(loaded, specs, what)
+    return loaded
+
+
+def _storable(array: Any) -> np.ndarray:
+    out = np.asarray(array)
+    if out.dtype.kind == "O":
+        out = out.astype(str)
+    return out
+
+
+def save_npz(path: str | Path, arrays: Mapping[str, Any]) -> None:
+    """Write a compressed .npz keyed by name (any name, even ``file``), atomically."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
+    os.close(fd)
+    try:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+            for name, array in arrays.items():
+                with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, _storable(array), allow_pickle=False)
+        os.replace(tmp, str(target))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def array_info(name: str, array: np.ndarray) -> dict[str, Any]:
+    return {"name": name, "dtype": array.dtype.name, "shape": [int(d) for d in array.shape]}

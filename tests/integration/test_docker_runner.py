@@ -1,0 +1,420 @@
+"""`DockerCommandRunner` against a real daemon and a small image made from the local base.
+
+Skipped only when the daemon is unreachable or the base image (``EDGEHUB_BASE_IMAGE``, default
+``edgehub-base:bookworm``, made by scripts/make-base-image.sh) is missing; the reason says which.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgehub.core.device.runner import CommandRunner
+from edgehub.core.events import EventSink, LogEvent, use_sink
+from edgehub.errors import (
+    CommandCancelled,
+    CommandError,
+    CommandTimeout,
+    DockerUnavailableError,
+    ImageNotBuiltError,
+    RunnerError,
+    UnsafeArchiveError,
+)
+from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
+
+pytestmark = pytest.mark.docker
+
+RUNNER_DOCKERFILE = """\
+ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+RUN useradd --uid 1000 --user-group --create-home --shell /bin/bash edgehub \\
+    && mkdir -p /work && chown edgehub:edgehub /work
+WORKDIR /work
+USER edgehub
+"""
+
+LIST_PROCESSES = ["sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"]
+
+
+@pytest.fixture(scope="session")
+def client() -> Iterator[Any]:
+    from edgehub.images import docker_client
+
+    try:
+        found = docker_client()
+    except DockerUnavailableError:
+        pytest.skip("needs a running Docker daemon")
+    yield found
+    found.close()
+
+
+@pytest.fixture(scope="session")
+def runner_image(client: Any) -> str:
+    """A tiny image (non-root user ``edgehub``, ``/work``) built FROM the local base once."""
+    import docker.errors
+
+    base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
+    try:
+        base_id = client.api.inspect_image(base)["Id"]
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"needs the base image {base}; make it with scripts/make-base-image.sh")
+    digest = hashlib.sha256((RUNNER_DOCKERFILE + base_id).encode()).hexdigest()[:12]
+    tag = f"edgehub-test-runner:{digest}"
+    try:
+        client.api.inspect_image(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as context:
+        Path(context, "Dockerfile").write_text(RUNNER_DOCKERFILE)
+        errors = [
+            chunk["error"]
+            for chunk in client.api.build(
+                path=context, tag=tag, buildargs={"BASE_IMAGE": base}, decode=True, rm=True
+            )
+            if "error" in chunk
+        ]
+    assert not errors, errors
+    return tag
+
+
+@pytest.fixture(scope="module")
+def runner(runner_image: str) -> Iterator[DockerCommandRunner]:
+    with DockerCommandRunner(runner_image) as opened:
+        yield opened
+
+
+def _container_exists(client: Any, container_id: str) -> bool:
+    import docker.errors
+
+    try:
+        client.api.inspect_container(container_id)
+    except docker.errors.NotFound:
+        return False
+    return True
+
+
+def _processes(runner: DockerCommandRunner) -> list[str]:
+    return runner.run(LIST_PROCESSES, hide=True).stdout.splitlines()
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def test_satisfies_the_runner_protocol(runner: DockerCommandRunner) -> None:
+    assert isinstance(runner, CommandRunner)
+    assert runner.container_id
+    assert runner.image_id and runner.image_id.startswith("sha256:")
+    assert runner.image_digest and runner.image_digest.startswith("sha256:")
+
+
+def test_lines_stream_to_the_sink_while_the_command_runs(runner: DockerCommandRunner) -> None:
+    events: list[tuple[float, LogEvent]] = []
+    sink = EventSink()
+    sink.subscribe(lambda event: events.append((time.monotonic(), event)))
+    script = "echo one; echo two >&2; sleep 0.5; printf 'thr\\303\\251e\\nno newline'"
+    with use_sink(sink):
+        result = runner.run(["sh", "-c", script])
+    ended = time.monotonic()
+    lines = [(event.kind, event.message) for _, event in events]
+    assert ("stdout", "one") in lines and ("stderr", "two") in lines
+    assert [m for k, m in lines if k == "stdout"] == ["one", "thrée", "no newline"]
+    first = next(at for at, event in events if event.message == "one")
+    assert ended - first > 0.3, "the first line arrived only when the command ended"
+    assert result.stdout == "one\nthrée\nno newline\n"
+    assert result.stderr == "two\n"
+
+
+def test_hide_keeps_lines_off_the_sink(runner: DockerCommandRunner) -> None:
+    events: list[LogEvent] = []
+    sink = EventSink()
+    sink.subscribe(events.append)
+    with use_sink(sink):
+        result = runner.run(["echo", "secret"], hide=True)
+    assert result.stdout == "secret\n"
+    assert events == []
+
+
+def test_exit_codes_and_command_error(runner: DockerCommandRunner) -> None:
+    result = runner.run(["sh", "-c", "echo out; echo last words >&2; exit 3"], check=False)
+    assert (result.returncode, result.ok) == (3, False)
+    with pytest.raises(CommandError) as raised:
+        runner.run(["sh", "-c", "echo first >&2; echo last words >&2; exit 5"])
+    assert raised.value.returncode == 5
+    assert "exited with code 5" in str(raised.value)
+    assert "last words" in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_missing_command_and_cwd_are_runner_errors(runner: DockerCommandRunner) -> None:
+    with pytest.raises(RunnerError, match="not found"):
+        runner.run(["no-such-tool", "--version"])
+    with pytest.raises(RunnerError, match="does not exist"):
+        runner.run(["true"], cwd="/no/such/dir")
+
+
+def test_env_and_cwd(runner: DockerCommandRunner) -> None:
+    runner.run(["mkdir", "-p", "sub/dir"])
+    result = runner.run(
+        ["sh", "-c", 'echo "$GREETING|$EMPTY|$HOME"; pwd'],
+        cwd="sub/dir",
+        env={"GREETING": "hello world", "EMPTY": ""},
+    )
+    assert result.stdout.splitlines() == ["hello world||/home/edgehub", "/work/sub/dir"]
+    assert runner.run(["pwd"], cwd="/tmp").stdout == "/tmp\n"
+    assert runner.run(["pwd"]).stdout == "/work\n"
+
+
+def test_argv_words_are_not_interpreted_by_a_shell(runner: DockerCommandRunner) -> None:
+    words = ["a b", "$(id)", "*", "'q'", "two\nlines", ""]
+    result = runner.run(["printf", "[%s]\\n", *words])
+    assert result.stdout == "".join(f"[{word}]\n" for word in words)
+
+
+def test_runs_as_non_root_without_network(runner: DockerCommandRunner) -> None:
+    assert runner.run(["id", "-u"]).stdout.strip() == "1000"
+    assert runner.run(["ls", "/sys/class/net"]).stdout.split() == ["lo"]
+
+
+def test_timeout_stops_the_process(runner: DockerCommandRunner) -> None:
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout, match="longer than 1"):
+        runner.run(["sh", "-c", "sleep 30 & sleep 31; echo never"], timeout=1)
+    assert time.monotonic() - started < 5
+    left = _processes(runner)
+    assert not any("sleep 3" in line for line in left), left
+
+
+def test_cancel_from_another_thread_stops_the_process(runner: DockerCommandRunner) -> None:
+    timer = threading.Timer(0.5, runner.cancel)
+    started = time.monotonic()
+    timer.start()
+    with pytest.raises(CommandCancelled):
+        runner.run(["sleep", "30"])
+    assert time.monotonic() - started < 5
+    assert not any(line.startswith("sleep 30") for line in _processes(runner))
+    assert runner.run(["echo", "still usable"]).stdout == "still usable\n"
+
+
+def test_a_quiet_command_outlives_the_client_read_timeout(runner_image: str) -> None:
+    with DockerCommandRunner(runner_image) as short:
+        short._client.api.timeout = 1  # the stream must not depend on the socket timeout
+        assert short.run(["sh", "-c", "sleep 2; echo done"]).stdout == "done\n"
+
+
+# -- files -------------------------------------------------------------------------------------
+
+
+def test_put_and_get_a_file(runner: DockerCommandRunner, tmp_path: Path) -> None:
+    source = tmp_path / "model.bin"
+    source.write_bytes(os.urandom(100_000))
+    runner.put(source, "deep/er/model-in.bin")
+    assert runner.run(["stat", "-c", "%s %u", "/work/deep/er/model-in.bin"]).stdout == (
+        "100000 1000\n"
+    )
+    runner.run(["sh", "-c", "echo more >> deep/er/model-in.bin"])
+    back = tmp_path / "out" / "fetched.bin"
+    runner.get("/work/deep/er/model-in.bin", back)
+    assert back.read_bytes() == source.read_bytes() + b"more\n"
+    assert sorted(p.name for p in back.parent.iterdir()) == ["fetched.bin"]
+
+
+def test_put_and_get_a_directory(runner: DockerCommandRunner, tmp_path: Path) -> None:
+    tree = tmp_path / "inputs"
+    (tree / "nested" / "deeper").mkdir(parents=True)
+    (tree / "a.txt").write_text("alpha")
+    (tree / "nested" / "b.npz").write_bytes(bytes(range(256)))
+    script = tree / "nested" / "deeper" / "run.sh"
+    script.write_text("#!/bin/sh\necho ran\n")
+    script.chmod(0o755)
+    runner.put(tree, "/work/in/data")
+    assert runner.run(["/work/in/data/nested/deeper/run.sh"]).stdout == "ran\n"
+    runner.run(["touch", "/work/in/data/made-inside"])
+    back = tmp_path / "returned"
+    runner.get("in/data", back)
+    files = sorted(str(p.relative_to(back)) for p in back.rglob("*") if p.is_file())
+    assert files == ["a.txt", "made-inside", "nested/b.npz", "nested/deeper/run.sh"]
+    assert (back / "nested" / "b.npz").read_bytes() == bytes(range(256))
+    assert os.access(back / "nested" / "deeper" / "run.sh", os.X_OK)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".edgehub-get-")]
+
+
+def test_get_of_a_missing_path_is_a_runner_error(
+    runner: DockerCommandRunner, tmp_path: Path
+) -> None:
+    with pytest.raises(RunnerError, match="no such file"):
+        runner.get("/work/not-there", tmp_path / "x")
+    with pytest.raises(RunnerError, match="no such file"):
+        runner.put(tmp_path / "not-here", "/work/x")
+
+
+@pytest.mark.parametrize(
+    "setup",
+    [
+        "ln -s /etc evil",
+        "mkdir -p evil && ln -s /etc/passwd evil/passwd",
+        "mkdir -p evil/a && ln -s ../../../../../../etc evil/a/up",
+    ],
+)
+def test_get_refuses_archives_that_escape(
+    runner: DockerCommandRunner, tmp_path: Path, setup: str
+) -> None:
+    runner.run(["sh", "-c", f"rm -rf /tmp/trap && mkdir /tmp/trap && cd /tmp/trap && {setup}"])
+    target = tmp_path / "fetched"
+    with pytest.raises(UnsafeArchiveError):
+        runner.get("/tmp/trap/evil", target)
+    assert not target.exists() and not target.is_symlink()
+
+
+def test_safe_extract_refuses_dot_dot_entries(tmp_path: Path) -> None:
+    from edgehub.runners.archive import safe_extract
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("evil/../../escaped")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(UnsafeArchiveError):
+        safe_extract(buffer.getvalue(), tmp_path / "t")
+    assert not (tmp_path / "escaped").exists()
+
+
+# -- lifecycle ---------------------------------------------------------------------------------
+
+
+def test_nothing_touches_docker_before_enter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    runner = DockerCommandRunner("whatever:latest")
+    assert runner.container_id is None
+    with pytest.raises(DockerUnavailableError, match=r"nonexistent/docker\.sock"), runner:
+        pass
+
+
+def test_missing_image_is_image_not_built(client: Any) -> None:
+    with pytest.raises(ImageNotBuiltError, match="hub images build onnxruntime"):
+        DockerCommandRunner("edgehub-onnxruntime:000000000000").__enter__()
+    with pytest.raises(ImageNotBuiltError, match="not present"):
+        DockerCommandRunner("edgehub-no-such-image:1").__enter__()
+
+
+def test_limits_and_labels_reach_the_container(client: Any, runner_image: str) -> None:
+    with DockerCommandRunner(
+        runner_image, cpus=0.5, memory="256m", labels={"org.example.job": "42"}
+    ) as limited:
+        assert limited.container_id is not None
+        attrs = client.api.inspect_container(limited.container_id)
+    host = attrs["HostConfig"]
+    assert host["NanoCpus"] == 500_000_000
+    assert host["Memory"] == 256 * 1024 * 1024
+    assert host["NetworkMode"] == "none"
+    assert host["Init"] is True
+    labels = attrs["Config"]["Labels"]
+    assert labels[MANAGED] == "1"
+    assert labels["org.edgehub.owner-pid"] == str(os.getpid())
+    assert labels["org.edgehub.owner-host"] == socket.gethostname()
+    assert labels["org.example.job"] == "42"
+
+
+def test_a_container_that_cannot_start_leaves_nothing_behind(
+    client: Any, runner_image: str
+) -> None:
+    before = {c["Id"] for c in client.api.containers(all=True, filters={"label": f"{MANAGED}=1"})}
+    with pytest.raises(RunnerError, match="nosuchuser"):
+        DockerCommandRunner(runner_image, user="nosuchuser").__enter__()
+    with pytest.raises(RunnerError, match="memory"):
+        DockerCommandRunner(runner_image, memory="1k").__enter__()
+    after = {c["Id"] for c in client.api.containers(all=True, filters={"label": f"{MANAGED}=1"})}
+    assert after <= before
+
+
+def test_network_can_be_enabled(client: Any, runner_image: str) -> None:
+    with DockerCommandRunner(runner_image, network=True) as networked:
+        assert networked.container_id is not None
+        mode = client.api.inspect_container(networked.container_id)["HostConfig"]["NetworkMode"]
+    assert mode != "none"
+
+
+def test_lazy_start_and_close(client: Any, runner_image: str) -> None:
+    lazy = DockerCommandRunner(runner_image)
+    assert lazy.container_id is None
+    assert lazy.run(["echo", "hi"]).stdout == "hi\n"
+    container_id = lazy.container_id
+    assert container_id and _container_exists(client, container_id)
+    lazy.close()
+    lazy.close()
+    assert lazy.container_id is None
+    assert not _container_exists(client, container_id)
+
+
+def test_container_is_removed_after_the_block(client: Any, runner_image: str) -> None:
+    with DockerCommandRunner(runner_image) as scoped:
+        container_id = scoped.container_id
+        assert container_id and _container_exists(client, container_id)
+    assert not _container_exists(client, container_id)
+
+
+@pytest.mark.parametrize("error", [ValueError("boom"), KeyboardInterrupt()])
+def test_container_is_removed_after_an_exception(
+    client: Any, runner_image: str, error: BaseException
+) -> None:
+    seen: list[str] = []
+    with pytest.raises(type(error)), DockerCommandRunner(runner_image) as failing:
+        seen.append(str(failing.container_id))
+        raise error
+    assert seen and not _container_exists(client, seen[0])
+
+
+def _child(code: str) -> str:
+    """Run Python code in a fresh interpreter; returns the container id it prints."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_atexit_removes_containers_left_open(client: Any, runner_image: str) -> None:
+    container_id = _child(
+        f"""
+        from edgehub.runners.docker import DockerCommandRunner
+        runner = DockerCommandRunner({runner_image!r}).__enter__()
+        print(runner.container_id)
+        """
+    )
+    assert not _container_exists(client, container_id)
+
+
+def test_reap_orphans_removes_containers_of_dead_owners(client: Any, runner_image: str) -> None:
+    container_id = _child(
+        f"""
+        import os, sys
+        from edgehub.runners.docker import DockerCommandRunner
+        runner = DockerCommandRunner({runner_image!r}).__enter__()
+        print(runner.container_id)
+        sys.stdout.flush()
+        os._exit(0)  # no atexit: the container is orphaned
+        """
+    )
+    assert _container_exists(client, container_id)
+    with DockerCommandRunner(runner_image) as alive:
+        assert alive.container_id is not None
+        assert not _container_exists(client, container_id)  # reaped on __enter__
+        assert alive.container_id not in reap_orphans()  # a live owner's container stays
+        assert _container_exists(client, alive.container_id)

@@ -1,0 +1,98 @@
+"""The onnx package's backend node tests through `ONNXRuntimeInvoker` (local provider).
+
+Every node test that bare onnxruntime passes in the pinned image must also pass through the
+invoker, with the same tolerance. Tests whose tensors cannot travel as a pickle-free `.npz`
+(string tensors) are counted and reported, not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from edgehub.core import HubContext
+from edgehub.core.compile import ONNXRuntimeCompiledModel
+from edgehub.core.invoke import ONNXRuntimeInvoker
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+DATA = Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
+HERE = Path(__file__).parent
+
+
+def _tensors(folder: Path, prefix: str) -> list[np.ndarray]:
+    paths = sorted(folder.glob(f"{prefix}_*.pb"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    arrays = []
+    for path in paths:
+        tensor = onnx.TensorProto()
+        tensor.ParseFromString(path.read_bytes())
+        arrays.append(numpy_helper.to_array(tensor))
+    return arrays
+
+
+def _bare_passes(ort_image: str, tmp_path: Path) -> list[str]:
+    from edgehub.runners.docker import DockerCommandRunner
+
+    with DockerCommandRunner(ort_image) as runner:
+        runner.put(HERE / "node_tests_bare.py", PurePosixPath("/work/node_tests_bare.py"))
+        runner.run(["python3", "/work/node_tests_bare.py", "/work/bare.json"], hide=True)
+        runner.get(PurePosixPath("/work/bare.json"), tmp_path / "bare.json")
+    passed: list[str] = json.loads((tmp_path / "bare.json").read_text())["passed"]
+    return passed
+
+
+def test_every_node_test_bare_onnxruntime_passes_also_passes_through_the_invoker(
+    ort_image: str, tmp_path: Path
+) -> None:
+    if not DATA.is_dir():
+        pytest.skip("needs onnx <= 1.22 (its wheel ships the backend node test data)")
+    bare = _bare_passes(ort_image, tmp_path)
+    limit = int(os.environ.get("EDGEHUB_NODE_TEST_LIMIT", "0"))
+    cases = bare[:limit] if limit else bare
+    skipped_strings: list[str] = []
+    failures: dict[str, str] = {}
+    runnable = []
+    for case in cases:
+        inputs = _tensors(DATA / case / "test_data_set_0", "input")
+        if any(a.dtype == object for a in inputs):
+            skipped_strings.append(case)
+            continue
+        runnable.append((case, inputs))
+
+    with HubContext(project_name="node-tests", artifact_base_dir=tmp_path / "store") as ctx:
+        invoker = ONNXRuntimeInvoker()
+
+        def check(item: tuple[str, list[np.ndarray]]) -> None:
+            case, inputs = item
+            model_path = DATA / case / "model.onnx"
+            model = onnx.load(str(model_path), load_external_data=False)
+            initializers = {i.name for i in model.graph.initializer}
+            names = [i.name for i in model.graph.input if i.name not in initializers]
+            expected = _tensors(DATA / case / "test_data_set_0", "output")
+            out_names = [o.name for o in model.graph.output]
+            try:
+                result = invoker.run(
+                    ctx, ONNXRuntimeCompiledModel.from_path(model_path), dict(zip(names, inputs))
+                )
+                for name, want in zip(out_names, expected):
+                    np.testing.assert_allclose(result.output[name], want, rtol=1e-3, atol=1e-7)
+            except Exception as error:  # noqa: BLE001 - collected and reported below
+                failures[case] = f"{type(error).__name__}: {str(error)[:200]}"
+
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            list(pool.map(check, runnable))
+
+    print(
+        f"\nonnx node tests: {len(bare)} pass with bare onnxruntime; {len(runnable)} run through "
+        f"ONNXRuntimeInvoker, {len(runnable) - len(failures)} passed, {len(failures)} failed; "
+        f"{len(skipped_strings)} not run (string tensors cannot travel in a pickle-free .npz)"
+    )
+    assert not failures, dict(list(failures.items())[:10])
+    assert len(runnable) > 0.9 * len(cases)

@@ -1,0 +1,156 @@
+"""The agent zipapp: hashing, caching, determinism, the CLI contract and portability rules."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_models import run_agent
+
+from edgehub.agent import bundle
+from edgehub.agent.bundle import agent_hash, build_agent_zipapp
+
+AGENT_DIR = Path(bundle.__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_agent_zipapp(tmp_path_factory.getbasetemp() / "agent-cache")
+
+
+def test_same_sources_reuse_the_cached_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = build_agent_zipapp(cache)
+    mtime = first.stat().st_mtime_ns
+    second = build_agent_zipapp(cache)
+    assert first == second
+    assert second.stat().st_mtime_ns == mtime
+    assert first.name == f"edgehub-agent-{agent_hash()[:12]}.pyz"
+    assert [p.name for p in cache.iterdir()] == [first.name]  # no temp files left
+
+
+def test_builds_are_byte_identical(tmp_path: Path) -> None:
+    a = build_agent_zipapp(tmp_path / "a")
+    b = build_agent_zipapp(tmp_path / "b")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_changed_source_gives_a_new_hash_and_file(tmp_path: Path) -> None:
+    copy = tmp_path / "src"
+    shutil.copytree(AGENT_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert agent_hash(copy) == agent_hash()
+    (copy / "stats.py").write_text((copy / "stats.py").read_text() + "\n# changed\n")
+    assert agent_hash(copy) != agent_hash()
+    original = build_agent_zipapp(tmp_path / "cache")
+    changed = build_agent_zipapp(tmp_path / "cache", source_dir=copy)
+    assert changed != original and changed.is_file() and original.is_file()
+
+
+def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EDGEHUB_CACHE_DIR", str(tmp_path))
+    built = build_agent_zipapp()
+    assert built.parent == tmp_path / "agent"
+
+
+def test_archive_layout(pyz: Path) -> None:
+    with zipfile.ZipFile(pyz) as zf:
+        names = zf.namelist()
+        info = zf.read("edgehub_agent/_build_info.py").decode()
+    assert "__main__.py" in names
+    assert "edgehub_agent/cli.py" in names
+    assert "edgehub_agent/bundle.py" not in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert agent_hash() in info
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+
+
+def test_env_command(pyz: Path, tmp_path: Path) -> None:
+    run = run_agent(pyz, "env", None, tmp_path)
+    assert run.returncode == 0, run.stderr
+    env = run.result["env"]
+    assert run.result["ok"] is True and run.result["command"] == "env"
+    for key in (
+        "python",
+        "numpy",
+        "onnxruntime",
+        "onnx",
+        "ort_providers",
+        "platform",
+        "machine",
+        "cpu_count",
+        "cpu_model",
+    ):
+        assert key in env
+    assert "CPUExecutionProvider" in env["ort_providers"]
+    assert env["agent_hash"] == agent_hash()
+    assert run.stdout == ""
+
+
+def test_result_on_stdout_without_result_flag(pyz: Path) -> None:
+    proc = subprocess.run([sys.executable, str(pyz), "env"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["ok"] is True
+
+
+def test_unknown_command_and_bad_request(pyz: Path, tmp_path: Path) -> None:
+    run = run_agent(pyz, "ort.nope", {}, tmp_path)
+    assert run.returncode == 2
+    assert run.result["error"]["kind"] == "UsageError"
+    assert "ort.inspect" in run.message
+    assert run.lines[-1] == f"error: {run.message}"
+
+    run = run_agent(pyz, "ort.inspect", {"model": "m.onnx", "modle": 1}, tmp_path)
+    assert run.returncode == 2 and "unknown parameter(s) modle" in run.message
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = tmp_path / "bad.result.json"
+    proc = subprocess.run(
+        [sys.executable, str(pyz), "ort.inspect", "--request", str(bad), "--result", str(result)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert "not valid JSON" in json.loads(result.read_text())["error"]["message"]
+
+
+def _agent_sources() -> list[Path]:
+    return [p for p in bundle.agent_sources() if p.name != "bundle.py"]
+
+
+def test_sources_parse_as_python_3_8() -> None:
+    for path in _agent_sources():
+        ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
+
+
+def test_agent_imports_only_stdlib_numpy_onnx_onnxruntime() -> None:
+    allowed = {"numpy", "onnx", "onnxruntime"}
+    stdlib = set(sys.stdlib_module_names)
+    for path in _agent_sources():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            for root in roots:
+                assert root in stdlib or root in allowed or root == "__future__", (path, root)
+
+
+def test_host_modules_stay_light() -> None:
+    code = (
+        "import sys; import edgehub.agent.bundle, edgehub.agent.protocol; "
+        "print(sorted(m for m in ('numpy', 'onnx', 'onnxruntime') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
