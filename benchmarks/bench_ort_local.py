@@ -32,7 +32,8 @@ import onnxruntime as ort
 runs, warmup = int(sys.argv[2]), int(sys.argv[3])
 sess = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
 inp = sess.get_inputs()[0]
-x = np.random.default_rng(0).standard_normal([d if isinstance(d, int) else 1 for d in inp.shape]).astype(np.float32)
+shape = [d if isinstance(d, int) else 1 for d in inp.shape]
+x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
 feed = {inp.name: x}
 for _ in range(warmup):
     sess.run(None, feed)
@@ -50,16 +51,30 @@ def make_model(path: Path) -> None:
     rng = np.random.default_rng(0)
     inits, nodes, prev, ch = [], [], "x", 3
     for i, out in enumerate([32, 64, 64, 128]):
-        w = numpy_helper.from_array((rng.standard_normal((out, ch, 3, 3)) * 0.1).astype(np.float32), f"w{i}")
+        w = numpy_helper.from_array(
+            (rng.standard_normal((out, ch, 3, 3)) * 0.1).astype(np.float32), f"w{i}"
+        )
         inits.append(w)
-        nodes.append(helper.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
-                                      strides=[2, 2] if i else [1, 1]))
+        nodes.append(
+            helper.make_node(
+                "Conv",
+                [prev, f"w{i}"],
+                [f"c{i}"],
+                kernel_shape=[3, 3],
+                pads=[1, 1, 1, 1],
+                strides=[2, 2] if i else [1, 1],
+            )
+        )
         nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
         prev, ch = f"r{i}", out
     nodes.append(helper.make_node("GlobalAveragePool", [prev], ["y"]))
     graph = helper.make_graph(
-        nodes, "bench", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, ch, 1, 1])], inits)
+        nodes,
+        "bench",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, ch, 1, 1])],
+        inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.save(model, path)
@@ -68,7 +83,9 @@ def make_model(path: Path) -> None:
 def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
     exe = str(Path(sys.executable).with_name("hub"))
     start = time.perf_counter()
-    out = subprocess.run([exe, "-q", *args, "--json"], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [exe, "-q", *args, "--json"], capture_output=True, text=True, env=env, check=True
+    )
     return time.perf_counter() - start, json.loads(out.stdout)
 
 
@@ -87,11 +104,34 @@ def main() -> None:
     make_model(model)
     (work / "bare.py").write_text(BARE)
     env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
-    profile_args = ["exec", "profile", "onnxruntime", str(model), "--set", f"runs={args.runs}",
-                    "--set", f"burn_ins={args.warmup}", "--set", "profiling_method=python"]
+    profile_args = [
+        "exec",
+        "profile",
+        "onnxruntime",
+        str(model),
+        "--set",
+        f"runs={args.runs}",
+        "--set",
+        f"burn_ins={args.warmup}",
+        "--set",
+        "profiling_method=python",
+    ]
     hub(*profile_args, env=env)  # warm: image, agent zipapp, container
-    bare_cmd = ["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/bench:ro", image,
-                "python3", "/bench/bare.py", "/bench/bench.onnx", str(args.runs), str(args.warmup)]
+    bare_cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-v",
+        f"{work}:/bench:ro",
+        image,
+        "python3",
+        "/bench/bare.py",
+        "/bench/bench.onnx",
+        str(args.runs),
+        str(args.warmup),
+    ]
 
     hub_medians, bare_medians, hub_walls, bare_walls = [], [], [], []
     for _ in range(args.rounds):
@@ -105,15 +145,31 @@ def main() -> None:
 
     fidelity = statistics.median(hub_medians) / statistics.median(bare_medians)
     overhead = statistics.median(hub_walls) / statistics.median(bare_walls)
-    print(f"model: {model.name} (1x3x96x96 CNN), runs={args.runs}, warmup={args.warmup}, "
-          f"rounds={args.rounds}, image={image}")
-    print(f"(a) median latency  edgehub {statistics.median(hub_medians):.4f} ms  "
-          f"bare loop {statistics.median(bare_medians):.4f} ms  ratio {fidelity:.4f}")
-    print(f"(b) job wall time   warm hub exec profile {statistics.median(hub_walls):.3f} s  "
-          f"docker run --rm bare {statistics.median(bare_walls):.3f} s  ratio {overhead:.3f}")
-    subprocess.run(["docker", "rm", "-f", *subprocess.run(
-        ["docker", "ps", "-aq", "--filter", "label=org.edgehub.warm=1"],
-        capture_output=True, text=True).stdout.split()], capture_output=True)
+    print(
+        f"model: {model.name} (1x3x96x96 CNN), runs={args.runs}, warmup={args.warmup}, "
+        f"rounds={args.rounds}, image={image}"
+    )
+    print(
+        f"(a) median latency  edgehub {statistics.median(hub_medians):.4f} ms  "
+        f"bare loop {statistics.median(bare_medians):.4f} ms  ratio {fidelity:.4f}"
+    )
+    print(
+        f"(b) job wall time   warm hub exec profile {statistics.median(hub_walls):.3f} s  "
+        f"docker run --rm bare {statistics.median(bare_walls):.3f} s  ratio {overhead:.3f}"
+    )
+    subprocess.run(
+        [
+            "docker",
+            "rm",
+            "-f",
+            *subprocess.run(
+                ["docker", "ps", "-aq", "--filter", "label=org.edgehub.warm=1"],
+                capture_output=True,
+                text=True,
+            ).stdout.split(),
+        ],
+        capture_output=True,
+    )
 
 
 if __name__ == "__main__":

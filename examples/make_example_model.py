@@ -15,7 +15,9 @@ def build(seed: int = 0) -> onnx.ModelProto:
     rng = np.random.default_rng(seed)
 
     def weight(name: str, *shape: int, scale: float = 0.2) -> onnx.TensorProto:
-        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) * scale).astype(np.float32), name
+        )
 
     inits = [
         weight("conv1_w", 8, 3, 3, 3),
@@ -26,13 +28,26 @@ def build(seed: int = 0) -> onnx.ModelProto:
         weight("fc_b", 10, scale=0.05),
     ]
     nodes = [
-        helper.make_node("Conv", ["image", "conv1_w", "conv1_b"], ["c1"], name="conv1",
-                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "Conv",
+            ["image", "conv1_w", "conv1_b"],
+            ["c1"],
+            name="conv1",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
-        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2],
-                         strides=[2, 2]),
-        helper.make_node("Conv", ["p1", "conv2_w", "conv2_b"], ["c2"], name="conv2",
-                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node(
+            "MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]
+        ),
+        helper.make_node(
+            "Conv",
+            ["p1", "conv2_w", "conv2_b"],
+            ["c2"],
+            name="conv2",
+            kernel_shape=[3, 3],
+            pads=[1, 1, 1, 1],
+        ),
         helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
         helper.make_node("GlobalAveragePool", ["r2"], ["gap"], name="gap"),
         helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1),

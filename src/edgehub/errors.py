@@ -59,7 +59,9 @@ class RunnerError(EnvironmentProblem):
 class CommandError(RunnerError):
     """A command ran and exited non-zero."""
 
-    def __init__(self, message: str, *, returncode: int, stdout: str = "", stderr: str = "") -> None:
+    def __init__(
+        self, message: str, *, returncode: int, stdout: str = "", stderr: str = ""
+    ) -> None:
         super().__init__(message)
         self.returncode = returncode
         self.stdout = stdout

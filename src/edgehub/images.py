@@ -299,8 +299,17 @@ def _docker_host() -> str:
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (the default socket)"
 
 
+def _defer_paramiko() -> None:
+    """The docker SDK imports its SSH transport (and paramiko, ~0.3 s) even for local daemons.
+    Unless DOCKER_HOST is ``ssh://``, mark that optional module absent, which the SDK allows."""
+    if "docker" in sys.modules or os.environ.get("DOCKER_HOST", "").startswith("ssh://"):
+        return
+    sys.modules.setdefault("docker.transport.sshconn", None)  # type: ignore[arg-type]
+
+
 def docker_client(timeout: int = 120) -> Any:
     """A connected ``docker.DockerClient``; `DockerUnavailableError` if there is no daemon."""
+    _defer_paramiko()
     try:
         import docker
     except ImportError as error:  # pragma: no cover - docker is a dependency

@@ -20,8 +20,10 @@ DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "
 
 def load_tensors(folder, prefix):
     arrays = []
-    for path in sorted(glob.glob(os.path.join(folder, prefix + "_*.pb")),
-                       key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0])):
+    for path in sorted(
+        glob.glob(os.path.join(folder, prefix + "_*.pb")),
+        key=lambda p: int(p.rsplit("_", 1)[1].split(".")[0]),
+    ):
         tensor = onnx.TensorProto()
         with open(path, "rb") as handle:
             tensor.ParseFromString(handle.read())
@@ -39,16 +41,17 @@ def main():
         try:
             inputs = load_tensors(data, "input")
             expected = load_tensors(data, "output")
-            session = ort.InferenceSession(os.path.join(folder, "model.onnx"),
-                                           providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(
+                os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"]
+            )
             names = [i.name for i in session.get_inputs()]
-            outputs = session.run(None, dict(zip(names, inputs)))
-            for got, want in zip(outputs, expected):
+            outputs = session.run(None, dict(zip(names, inputs, strict=False)))
+            for got, want in zip(outputs, expected, strict=False):
                 np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-7)
             if len(outputs) != len(expected):
                 raise AssertionError("output count differs")
             result["passed"].append(case)
-        except Exception as error:  # noqa: BLE001 - any failure means 'bare ORT does not pass'
+        except Exception as error:
             result["failed"][case] = type(error).__name__
     with open(sys.argv[1], "w") as handle:
         json.dump(result, handle)

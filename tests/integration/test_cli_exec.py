@@ -22,7 +22,9 @@ MODEL = REPO / "examples" / "tiny_cnn.onnx"
 HUB = str(Path(sys.executable).with_name("hub"))
 
 
-def hub(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def hub(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [HUB, *args], cwd=cwd, capture_output=True, text=True, env=full_env, timeout=300
@@ -45,7 +47,9 @@ def runs(project: Path) -> list[dict[str, Any]]:
     return RunStore(project / ".hub").list_runs(limit=None)
 
 
-def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+def assert_one_line_error(
+    result: subprocess.CompletedProcess[str], code: int, *needles: str
+) -> str:
     assert result.returncode == code, result.stderr
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("hub: error:")]
@@ -75,23 +79,60 @@ def test_pipeline_json(project: Path) -> None:
 
 
 def test_compile_then_profile_and_invoke_from_run(project: Path, tmp_path: Path) -> None:
-    compiled = hub("exec", "compile", "onnxruntime", "model.onnx", "--set", "quantization=dynamic",
-                   "--json", cwd=project)
+    compiled = hub(
+        "exec",
+        "compile",
+        "onnxruntime",
+        "model.onnx",
+        "--set",
+        "quantization=dynamic",
+        "--json",
+        cwd=project,
+    )
     assert compiled.returncode == 0, compiled.stderr
     run_id = json.loads(compiled.stdout)["run_id"]
-    profile = hub("exec", "profile", "onnxruntime", "--from-run", run_id[:8], "--set", "runs=20",
-                  "--set", "profiling_method=python", "--json", cwd=project)
+    profile = hub(
+        "exec",
+        "profile",
+        "onnxruntime",
+        "--from-run",
+        run_id[:8],
+        "--set",
+        "runs=20",
+        "--set",
+        "profiling_method=python",
+        "--json",
+        cwd=project,
+    )
     assert profile.returncode == 0, profile.stderr
     report = json.loads(profile.stdout)
     assert report["metrics"]["runs"] == 20
     inputs = tmp_path / "in.npz"
     np.savez(inputs, image=np.ones((1, 3, 32, 32), np.float32))
-    invoked = hub("exec", "invoke", "onnxruntime", "--from-run", "latest", "--input", str(inputs),
-                  "--json", cwd=project)
+    invoked = hub(
+        "exec",
+        "invoke",
+        "onnxruntime",
+        "--from-run",
+        "latest",
+        "--input",
+        str(inputs),
+        "--json",
+        cwd=project,
+    )
     assert invoked.returncode == 2  # 'latest' is now the profile run: it produced no model
     assert "produced no model" in invoked.stderr
-    invoked = hub("exec", "invoke", "onnxruntime", "--from-run", run_id, "--input", str(inputs),
-                  "--json", cwd=project)
+    invoked = hub(
+        "exec",
+        "invoke",
+        "onnxruntime",
+        "--from-run",
+        run_id,
+        "--input",
+        str(inputs),
+        "--json",
+        cwd=project,
+    )
     assert invoked.returncode == 0, invoked.stderr
     assert json.loads(invoked.stdout)["outputs"]["probabilities"]["shape"] == [1, 10]
     store = RunStore(project / ".hub")
@@ -127,8 +168,7 @@ def test_wrong_input_names_or_shapes(
 ) -> None:
     inputs = tmp_path / "bad.npz"
     np.savez(inputs, **arrays)
-    result = hub("exec", "invoke", "onnxruntime", "model.onnx", "--input", str(inputs),
-                 cwd=project)
+    result = hub("exec", "invoke", "onnxruntime", "model.onnx", "--input", str(inputs), cwd=project)
     assert_one_line_error(result, 2, needle)
     assert [r["status"] for r in runs(project)] == ["FAILED"]
 
@@ -140,13 +180,17 @@ def test_unknown_device(project: Path) -> None:
 
 def test_device_without_a_provider_for_the_component(project: Path) -> None:
     result = hub("exec", "profile", "onnxruntime", "model.onnx", "--device", "board", cwd=project)
-    assert_one_line_error(result, 2, "no provider for 'embedl_onnxruntime'", "available providers: local")
+    assert_one_line_error(
+        result, 2, "no provider for 'embedl_onnxruntime'", "available providers: local"
+    )
 
 
 def test_unknown_and_unavailable_runtimes(project: Path) -> None:
     assert_one_line_error(
-        hub("exec", "compile", "onnx", "model.onnx", cwd=project), 2,
-        "unknown runtime 'onnx'", "did you mean 'onnxruntime'",
+        hub("exec", "compile", "onnx", "model.onnx", cwd=project),
+        2,
+        "unknown runtime 'onnx'",
+        "did you mean 'onnxruntime'",
     )
     assert_one_line_error(
         hub("exec", "compile", "tflite", "model.onnx", cwd=project), 2, "not available yet"
@@ -154,20 +198,29 @@ def test_unknown_and_unavailable_runtimes(project: Path) -> None:
 
 
 def test_unknown_option(project: Path) -> None:
-    result = hub("exec", "compile", "onnxruntime", "model.onnx", "--set", "per_chanel=true",
-                 cwd=project)
+    result = hub(
+        "exec", "compile", "onnxruntime", "model.onnx", "--set", "per_chanel=true", cwd=project
+    )
     assert_one_line_error(result, 2, "unknown option 'per_chanel'", "did you mean 'per_channel'")
 
 
 def test_malformed_hub_toml(project: Path) -> None:
-    (project / "hub.toml").write_text('[project]\nname = "x"\n\n[devices.local]\nprovidr = "local"\n')
+    (project / "hub.toml").write_text(
+        '[project]\nname = "x"\n\n[devices.local]\nprovidr = "local"\n'
+    )
     result = hub("exec", "compile", "onnxruntime", "model.onnx", cwd=project)
     assert_one_line_error(result, 2, "hub.toml:5", "providr", "did you mean 'provider'")
 
 
 def test_daemon_not_running(project: Path) -> None:
-    result = hub("exec", "profile", "onnxruntime", "model.onnx", cwd=project,
-                 env={"DOCKER_HOST": f"unix://{project}/no-docker.sock"})
+    result = hub(
+        "exec",
+        "profile",
+        "onnxruntime",
+        "model.onnx",
+        cwd=project,
+        env={"DOCKER_HOST": f"unix://{project}/no-docker.sock"},
+    )
     assert_one_line_error(result, 3, "Docker daemon")
     assert [r["status"] for r in runs(project)] == ["FAILED"]
 
@@ -177,7 +230,13 @@ def test_image_not_built(project: Path, tmp_path: Path) -> None:
     shutil.copytree(REPO / "images", images)
     lock = images / "onnxruntime" / "requirements.lock"
     lock.write_text(lock.read_text() + "\n# changed: a tag that was never built\n")
-    result = hub("exec", "profile", "onnxruntime", "model.onnx", cwd=project,
-                 env={"EDGEHUB_IMAGES_DIR": str(images)})
+    result = hub(
+        "exec",
+        "profile",
+        "onnxruntime",
+        "model.onnx",
+        cwd=project,
+        env={"EDGEHUB_IMAGES_DIR": str(images)},
+    )
     assert_one_line_error(result, 3, "not built", "hub images build onnxruntime")
     assert [r["status"] for r in runs(project)] == ["FAILED"]

@@ -79,11 +79,13 @@ def test_every_node_test_bare_onnxruntime_passes_also_passes_through_the_invoker
             out_names = [o.name for o in model.graph.output]
             try:
                 result = invoker.run(
-                    ctx, ONNXRuntimeCompiledModel.from_path(model_path), dict(zip(names, inputs))
+                    ctx,
+                    ONNXRuntimeCompiledModel.from_path(model_path),
+                    dict(zip(names, inputs, strict=False)),
                 )
-                for name, want in zip(out_names, expected):
+                for name, want in zip(out_names, expected, strict=False):
                     np.testing.assert_allclose(result.output[name], want, rtol=1e-3, atol=1e-7)
-            except Exception as error:  # noqa: BLE001 - collected and reported below
+            except Exception as error:
                 failures[case] = f"{type(error).__name__}: {str(error)[:200]}"
 
         with ThreadPoolExecutor(max_workers=3) as pool:

@@ -10,10 +10,10 @@ from edgehub.deploy.backend import (
     Backend,
     discover_backends,
     get_backend,
+    register_backend,
     reset_backends,
     set_backend,
 )
-from edgehub.deploy.backend import register_backend
 
 
 class FuseConvBn:
@@ -32,7 +32,9 @@ def _reset() -> Iterator[None]:
 
 
 def test_single_backend_is_auto_selected() -> None:
-    register_backend(Backend("tensorrt", conversion_patterns=[ToNhwc], fusion_patterns=[FuseConvBn]))
+    register_backend(
+        Backend("tensorrt", conversion_patterns=[ToNhwc], fusion_patterns=[FuseConvBn])
+    )
     assert get_backend().name == "tensorrt"
 
 
@@ -57,5 +59,7 @@ def test_no_backend_is_an_error_and_reset_clears() -> None:
 
 
 def test_pattern_phase_must_match_its_field() -> None:
-    with pytest.raises(ValueError, match=r"FuseConvBn has phase 'fusion' but is listed in conversion_patterns"):
+    with pytest.raises(
+        ValueError, match=r"FuseConvBn has phase 'fusion' but is listed in conversion_patterns"
+    ):
         Backend("bad", conversion_patterns=[FuseConvBn])

@@ -50,7 +50,9 @@ def test_run_needs_a_hubcontext_parameter() -> None:
     def run(self, ctx: int, model, *, device=None, level=1):  # type: ignore[no-untyped-def]
         raise NoProviderError
 
-    with pytest.raises(TypeError, match=r"Widget.run: its second parameter 'ctx' must be annotated HubContext"):
+    with pytest.raises(
+        TypeError, match=r"Widget.run: its second parameter 'ctx' must be annotated HubContext"
+    ):
         _make(run=run)
 
     def bare(self):  # type: ignore[no-untyped-def]
@@ -109,7 +111,9 @@ def test_init_keywords_must_match_run_and_name_them() -> None:
 
 def test_provider_positional_inputs_must_match_by_name_and_order() -> None:
     cls = _make()
-    with pytest.raises(TypeError, match=r"positional inputs \['model'\] in that order, got \['path'\]"):
+    with pytest.raises(
+        TypeError, match=r"positional inputs \['model'\] in that order, got \['path'\]"
+    ):
         cls.provider("x")(lambda ctx, path, *, device=None, level=1: None)  # type: ignore[attr-defined]
     with pytest.raises(TypeError, match=r"must not take \*args"):
         cls.provider("x")(lambda ctx, *models, device=None: None)  # type: ignore[attr-defined]

@@ -63,7 +63,9 @@ def _clear() -> None:
 
 def test_run_outside_an_active_context_is_refused() -> None:
     ctx = HubContext(project_name="p")
-    with pytest.raises(RuntimeError, match=r"Cannot call 'Shrinker' outside of an active HubContext"):
+    with pytest.raises(
+        RuntimeError, match=r"Cannot call 'Shrinker' outside of an active HubContext"
+    ):
         Shrinker().run(ctx, Path("m"))
 
 
@@ -78,7 +80,9 @@ def test_unknown_options_and_wrong_input_count_are_type_errors() -> None:
     with HubContext(project_name="p") as ctx:
         with pytest.raises(TypeError, match=r"'Shrinker' got unexpected keyword arguments: speed"):
             Shrinker().run(ctx, Path("m"), speed=2)
-        with pytest.raises(TypeError, match=r"Shrinker.run takes 1 input\(s\) after ctx \(model\), got 2"):
+        with pytest.raises(
+            TypeError, match=r"Shrinker.run takes 1 input\(s\) after ctx \(model\), got 2"
+        ):
             Shrinker().run(ctx, Path("m"), Path("n"))
 
 
@@ -103,26 +107,33 @@ def test_local_is_the_fallback_when_no_device_fits() -> None:
 
 
 def test_unknown_device_lists_the_known_ones() -> None:
-    with HubContext(project_name="p", devices=[board()]) as ctx:
-        with pytest.raises(DeviceError, match=r"device 'jetson' not in the HubContext; known: rpi, local"):
-            Shrinker(device="jetson").run(ctx, Path("m"))
+    with (
+        HubContext(project_name="p", devices=[board()]) as ctx,
+        pytest.raises(
+            DeviceError, match=r"device 'jetson' not in the HubContext; known: rpi, local"
+        ),
+    ):
+        Shrinker(device="jetson").run(ctx, Path("m"))
 
 
 def test_no_compatible_device_lists_supported_types_and_devices() -> None:
-    with HubContext(project_name="p", devices=[board("s24", "qai_hub")]) as ctx:
-        with pytest.raises(
+    with (
+        HubContext(project_name="p", devices=[board("s24", "qai_hub")]) as ctx,
+        pytest.raises(
             DeviceError,
             match=r"no device in the HubContext fits RemoteOnly: it supports provider types "
             r"board; devices: s24 \(qai_hub\), local \(local\)",
-        ):
-            RemoteOnly().run(ctx, Path("m"))
+        ),
+    ):
+        RemoteOnly().run(ctx, Path("m"))
 
 
 def test_device_without_a_provider_says_which_providers_exist() -> None:
     with HubContext(project_name="p", devices=[board("s24", "qai_hub")]) as ctx:
         with pytest.raises(
             ProviderError,
-            match=r"Shrinker has no provider for 'qai_hub' \(device 's24'\); available providers: local, board",
+            match=r"Shrinker has no provider for 'qai_hub' \(device 's24'\); "
+            r"available providers: local, board",
         ):
             Shrinker(device="s24").run(ctx, Path("m"))
         with pytest.raises(ProviderError, match=r"RemoteOnly has no provider for 'local'"):
@@ -130,9 +141,11 @@ def test_device_without_a_provider_says_which_providers_exist() -> None:
 
 
 def test_device_with_no_provider_type_suggests_hub_run() -> None:
-    with HubContext(project_name="p", devices=[board("raw", None)]) as ctx:
-        with pytest.raises(ProviderError, match=r"device 'raw' has no provider type.*@hub_run"):
-            Shrinker(device="raw").run(ctx, Path("m"))
+    with (
+        HubContext(project_name="p", devices=[board("raw", None)]) as ctx,
+        pytest.raises(ProviderError, match=r"device 'raw' has no provider type.*@hub_run"),
+    ):
+        Shrinker(device="raw").run(ctx, Path("m"))
 
 
 def test_option_a_provider_left_out_is_served_only_at_its_default() -> None:
@@ -140,16 +153,19 @@ def test_option_a_provider_left_out_is_served_only_at_its_default() -> None:
         Shrinker(device="rpi", fast=False).run(ctx, Path("m"))
         with pytest.raises(
             ProviderError,
-            match=r"option 'fast'=True is not supported by Shrinker's 'board' provider \(device 'rpi'\)",
+            match=r"option 'fast'=True is not supported by Shrinker's 'board' provider "
+            r"\(device 'rpi'\)",
         ):
             Shrinker(device="rpi").run(ctx, Path("m"), fast=True)
     assert len(CALLS) == 1
 
 
 def test_device_must_be_a_name() -> None:
-    with HubContext(project_name="p") as ctx:
-        with pytest.raises(TypeError, match=r"device must be a device name \(str\), got int"):
-            Shrinker(device=3).run(ctx, Path("m"))
+    with (
+        HubContext(project_name="p") as ctx,
+        pytest.raises(TypeError, match=r"device must be a device name \(str\), got int"),
+    ):
+        Shrinker(device=3).run(ctx, Path("m"))
 
 
 def test_duplicate_device_names_are_refused() -> None:
@@ -179,6 +195,6 @@ def test_failed_provider_marks_the_run_failed_and_keeps_its_log() -> None:
         record = ctx.store.get_run(run["id"])
     assert record["status"] == "FAILED"
     assert "tool crashed" in record["error"]
-    log = [a for a in record["artifacts"] if a["name"] == "log"][0]
+    log = next(a for a in record["artifacts"] if a["name"] == "log")
     text = Path(log["path"]).read_text()
     assert "[stdout] about to fail" in text and "[stderr] oops" in text

@@ -5,12 +5,12 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from edgehub.core import HubContext, hub_run
 from edgehub.core.events import EventSink, LogEvent, use_sink
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
 from edgehub.runners.local import LocalCommandRunner
-
-import pytest
 
 
 def test_lines_stream_to_every_subscriber_tagged_with_the_run() -> None:

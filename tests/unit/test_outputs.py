@@ -53,7 +53,10 @@ def test_fields_fill_by_name_and_dollar_name() -> None:
 
 
 def test_both_name_and_dollar_name_is_ambiguous() -> None:
-    with HubContext(project_name="p") as ctx, pytest.raises(ValueError, match=r"ambiguous output field 'runtime'"):
+    with (
+        HubContext(project_name="p") as ctx,
+        pytest.raises(ValueError, match=r"ambiguous output field 'runtime'"),
+    ):
         produce(ctx, with_table=False, both=True)
 
 
@@ -62,7 +65,10 @@ def test_missing_required_field_names_it() -> None:
     def nothing(ctx: HubContext) -> Report:
         return Report.from_current_run(ctx)
 
-    with HubContext(project_name="p") as ctx, pytest.raises(MissingOutputError, match=r"'latency' \(LoggedMetric\)"):
+    with (
+        HubContext(project_name="p") as ctx,
+        pytest.raises(MissingOutputError, match=r"'latency' \(LoggedMetric\)"),
+    ):
         nothing(ctx)
 
 
@@ -127,8 +133,13 @@ def _evil_tar(name: str, *, link: str | None = None) -> bytes:
 
 @pytest.mark.parametrize(
     ("name", "link"),
-    [("../escape.txt", None), ("/abs.txt", None), ("a/../../up.txt", None), ("lnk", "/etc"),
-     ("lnk", "../../outside")],
+    [
+        ("../escape.txt", None),
+        ("/abs.txt", None),
+        ("a/../../up.txt", None),
+        ("lnk", "/etc"),
+        ("lnk", "../../outside"),
+    ],
 )
 def test_safe_extract_refuses_paths_leaving_the_target(
     tmp_path: Path, name: str, link: str | None

@@ -39,7 +39,7 @@ def test_hub_run_records_params_metrics_artifacts_and_history(tmp_path: Path) ->
     assert record["params"] == {"value": 2.5}
     assert record["metrics"]["double"] == 5.0 and record["metrics"]["series"] == 2.0
     assert [m["step"] for m in record["metric_history"]["series"]] == [0, 1]
-    note = [a for a in record["artifacts"] if a["name"] == "note"][0]
+    note = next(a for a in record["artifacts"] if a["name"] == "note")
     assert Path(note["path"]).read_text() == "value=2.5"
     assert record["environment"]["python"]
 

@@ -162,13 +162,15 @@ def _pipeline(
     ctx.events.info("step 2/4: profile the compiled model")
     profile = runtime.profiler(**device, **options["profile"]).run(ctx, compiled)
     ctx.events.info("step 3/4: invoke the compiled model")
-    invoker = runtime.invoker(**device, **options["invoke"])
-    result = invoker.run(ctx, compiled, inputs)
+    result = runtime.invoker(**device, **options["invoke"]).run(ctx, compiled, inputs)
     ctx.events.info("step 4/4: invoke the original model in ONNX Runtime (reference)")
+    from edgehub.core.compile import ONNXRuntimeCompiledModel
     from edgehub.core.invoke import ONNXRuntimeInvoker
 
-    reference = ONNXRuntimeInvoker(name="reference", **device).run(ctx, original, inputs)
-    accuracy = compare_outputs(result.output, reference.output)  # type: ignore[attr-defined]
+    onnx_model = ONNXRuntimeCompiledModel.from_path(args.model.resolve())
+    invoker = ONNXRuntimeInvoker(name="reference", device=device.get("device"))
+    reference = invoker.run(ctx, onnx_model, inputs)
+    accuracy = compare_outputs(result.output, reference.output)
     return {
         "compile": summarize(compiled),
         "profile": summarize(profile),

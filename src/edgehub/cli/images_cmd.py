@@ -15,8 +15,10 @@ def add_parser(commands: Any) -> None:
     sub.required = True
     build = sub.add_parser("build", help="build toolchain images (wheels fetched on the host)")
     build.add_argument("runtimes", nargs="*", help="default: every available runtime")
-    build.add_argument("--base", help="base image (default: [images] base in hub.toml, else "
-                       "the Dockerfile's pinned Debian)")
+    build.add_argument(
+        "--base",
+        help="base image (default: [images] base in hub.toml, else the Dockerfile's pinned Debian)",
+    )
     build.add_argument("--offline", action="store_true", help="use only the wheel cache")
     build.set_defaults(handler=_build)
     listing = sub.add_parser("list", help="each runtime's image tag, whether built, size")
@@ -36,12 +38,11 @@ def _build(args: argparse.Namespace) -> int:
     runtimes = args.runtimes or images.available_runtimes()
     unknown = [r for r in runtimes if r not in images.available_runtimes()]
     if unknown:
-        raise UsageError(
-            f"no image for {', '.join(unknown)}; buildable: {', '.join(images.available_runtimes())}"
-        )
+        buildable = ", ".join(images.available_runtimes())
+        raise UsageError(f"no image for {', '.join(unknown)}; buildable: {buildable}")
     bar = ProgressBar()
+    step = re.compile(r"^Step (\d+)/(\d+)")
     for runtime in runtimes:
-        step = re.compile(r"^Step (\d+)/(\d+)")
 
         def progress(line: str, runtime: str = runtime) -> None:
             match = step.match(line)

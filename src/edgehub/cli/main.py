@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
-    except Exception as error:  # noqa: BLE001 - the last line of defence, no traceback
+    except Exception as error:
         if args.debug:
             raise
         first = str(error).splitlines()[0] if str(error) else ""

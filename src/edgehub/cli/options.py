@@ -16,9 +16,7 @@ __all__ = ["component_options", "parse_sets", "parse_value"]
 
 def component_options(component: type[Component]) -> dict[str, Any]:
     """The options ``--set`` may give (every keyword option of ``run`` but the device)."""
-    return {
-        k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")
-    }
+    return {k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")}
 
 
 def parse_value(raw: str, default: Any) -> Any:

@@ -95,14 +95,16 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], stream: TextIO | None = None) -> None:
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Any]], stream: TextIO | None = None
+) -> None:
     """Print an aligned plain-text table."""
     out = stream or sys.stdout
     cells = [[_cell(v) for v in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row)]
-    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip() + "\n")
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip() + "\n")
     out.write("  ".join("-" * w for w in widths) + "\n")
     for row in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() + "\n")

@@ -81,8 +81,12 @@ def _show(args: argparse.Namespace) -> int:
     if run["error"]:
         print(f"  error   {run['error']}")
     print(f"  dir     {run['artifact_dir']}")
-    for title, section in (("params", run["params"]), ("metrics", run["metrics"]),
-                           ("environment", run["environment"]), ("tags", run["tags"])):
+    for title, section in (
+        ("params", run["params"]),
+        ("metrics", run["metrics"]),
+        ("environment", run["environment"]),
+        ("tags", run["tags"]),
+    ):
         if section:
             print(f"\n{title}:")
             table(["name", "value"], sorted(section.items()))

@@ -13,8 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.spec import Device, DeviceSpec
-from edgehub.events import EventSink, use_sink
 from edgehub.errors import DeviceError
+from edgehub.events import EventSink, use_sink
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
@@ -144,14 +144,14 @@ class HubContext:
         for runner in runners:
             try:
                 runner.__exit__(None, None, None)
-            except Exception:  # noqa: BLE001 - cleanup goes on for the others
+            except Exception:
                 self.events.warning(f"could not remove container of {runner.image}")
         for name, path in workspaces.items():
             device = self._devices.get(name)
             if device is not None and device.runner is not None:
                 try:
                     device.runner.run(["rm", "-rf", str(path)], hide=True, check=False)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     self.events.warning(f"could not remove {path} on device {name!r}")
 
     # -- properties --------------------------------------------------------------------------
@@ -256,9 +256,7 @@ class HubContext:
         with self._lock:
             runner = self._docker.get(key)
             if runner is None:
-                runner = DockerCommandRunner(
-                    image, cpus=cpus, memory=memory, keep_warm=keep_warm
-                )
+                runner = DockerCommandRunner(image, cpus=cpus, memory=memory, keep_warm=keep_warm)
                 runner.__enter__()
                 self._docker[key] = runner
         return runner

@@ -29,9 +29,7 @@ def hub_run(
         @functools.wraps(fn)
         def wrapper(ctx: HubContext, *args: Any, **kwargs: Any) -> R:
             if not getattr(ctx, "is_active", False):
-                raise RuntimeError(
-                    f"Cannot call {run_name!r} outside of an active HubContext"
-                )
+                raise RuntimeError(f"Cannot call {run_name!r} outside of an active HubContext")
             parent = None
             for value in (*args, *kwargs.values()):
                 if isinstance(value, ComponentOutput) and value.run_log is not None:

@@ -29,8 +29,8 @@ def _check_member(member: tarfile.TarInfo, target: Path) -> None:
         )
     if member.issym() or member.islnk():
         link = PurePosixPath(member.linkname)
-        if member.linkname.startswith("/") or ".." in link.parts and not _inside(
-            target, target / PurePosixPath(name).parent / link
+        if member.linkname.startswith("/") or (
+            ".." in link.parts and not _inside(target, target / PurePosixPath(name).parent / link)
         ):
             raise UnsafeArchiveError(
                 f"refusing archive link {name!r} -> {member.linkname!r}: it leaves the target"

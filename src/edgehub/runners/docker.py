@@ -46,6 +46,8 @@ MANAGED = "org.edgehub.managed"
 OWNER_PID = "org.edgehub.owner-pid"
 OWNER_HOST = "org.edgehub.owner-host"
 OWNER_STARTED = "org.edgehub.owner-started"
+UID_LABEL = "org.edgehub.uid"  # the image's user, so uploads need not ask the container
+GID_LABEL = "org.edgehub.gid"
 WARM = "org.edgehub.warm"
 WARM_KEY = "org.edgehub.warm-key"
 _ALIVE = "/tmp/.edgehub-alive"
@@ -298,8 +300,14 @@ class DockerCommandRunner:
         import hashlib
 
         settings = [
-            self._image_attrs.get("Id"), self._cpus, self._memory, self._network, self._user,
-            self._workdir, sorted(self._labels.items()), os.getuid(),
+            self._image_attrs.get("Id"),
+            self._cpus,
+            self._memory,
+            self._network,
+            self._user,
+            self._workdir,
+            sorted(self._labels.items()),
+            os.getuid(),
         ]
         return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
 
@@ -524,6 +532,9 @@ class DockerCommandRunner:
         return str(remote if remote.is_absolute() else PurePosixPath(self._workdir) / remote)
 
     def _container_owner(self) -> tuple[int, int]:
+        labels = (self._image_attrs.get("Config") or {}).get("Labels") or {}
+        if self._owner is None and labels.get(UID_LABEL, "").isdigit():
+            self._owner = (int(labels[UID_LABEL]), int(labels.get(GID_LABEL, labels[UID_LABEL])))
         if self._owner is None:
             code, out, _ = self._exec_quiet(["sh", "-c", "id -u; id -g"])
             numbers = out.split()
@@ -543,17 +554,26 @@ class DockerCommandRunner:
         target = PurePosixPath(self._remote(remote))
         if target.name in ("", ".", ".."):
             raise RunnerError(f"cannot copy to {remote!s}: name a file or directory to create")
-        code, _, err = self._exec_quiet(["mkdir", "-p", "--", str(target.parent)])
-        if code != 0:
-            raise RunnerError(f"cannot create {target.parent} in the container: {err.strip()}")
         uid, gid = self._container_owner()
         data = _owned_by(pack(local, arcname=target.name), uid, gid)
         import docker.errors
 
-        try:
-            self._client.api.put_archive(container_id, str(target.parent), data)
-        except docker.errors.APIError as error:
-            raise RunnerError(f"cannot copy {local} to {target}: {_explain(error)}") from error
+        for attempt in (1, 2):
+            try:
+                self._client.api.put_archive(container_id, str(target.parent), data)
+                return
+            except docker.errors.NotFound:
+                if attempt == 2:
+                    raise RunnerError(
+                        f"cannot copy {local} to {target}: no such directory"
+                    ) from None
+                code, _, err = self._exec_quiet(["mkdir", "-p", "--", str(target.parent)])
+                if code != 0:
+                    raise RunnerError(
+                        f"cannot create {target.parent} in the container: {err.strip()}"
+                    ) from None
+            except docker.errors.APIError as error:
+                raise RunnerError(f"cannot copy {local} to {target}: {_explain(error)}") from error
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Copy ``remote`` (file or directory) out of the container to exactly ``local``."""

@@ -13,8 +13,8 @@ from pathlib import Path, PurePath
 from types import TracebackType
 
 from edgehub.core.device.runner import CommandResult
-from edgehub.events import current_sink
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
+from edgehub.events import current_sink
 from edgehub.runners.streaming import LineCollector, pump
 
 __all__ = ["LocalCommandRunner"]
@@ -109,7 +109,9 @@ class LocalCommandRunner:
             duration_s=time.monotonic() - started,
         )
         if timed_out:
-            raise CommandTimeout(f"command {words[0]!r} ran longer than {timeout} s and was stopped")
+            raise CommandTimeout(
+                f"command {words[0]!r} ran longer than {timeout} s and was stopped"
+            )
         if cancelled:
             raise CommandCancelled(f"command {words[0]!r} was cancelled")
         if check and result.returncode != 0:

@@ -1,10 +1,17 @@
-"""Calling the device-side agent through any runner: ship it once, send a request, read the
-result, and turn agent errors into edgehub errors."""
+"""Calling the device-side agent through any runner, in one round trip per command.
+
+Each call stages a directory (the agent zipapp, the request and the input files), uploads it
+with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
+output files) with one ``get``. Agent errors become edgehub errors.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -21,6 +28,7 @@ from edgehub.errors import (
 
 __all__ = ["AgentCall", "AgentResult"]
 
+AGENT_NAME = "edgehub-agent.pyz"
 _USER_ERRORS: dict[str, type[EdgehubError]] = {
     "ModelError": ModelError,
     "InputDataError": InputDataError,
@@ -32,6 +40,9 @@ _USER_ERRORS: dict[str, type[EdgehubError]] = {
 
 @dataclass
 class AgentResult:
+    """What the agent reported; ``files`` is the local ``out/`` directory it filled."""
+
+    files: Path
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
@@ -39,97 +50,88 @@ class AgentResult:
     env: dict[str, Any] = field(default_factory=dict)
 
 
-class AgentCall:
-    """Runs agent commands on one runner, with files under ``workdir`` on its side.
+def _link_tree(source: Path, target: Path) -> None:
+    """Hard-link (or copy) a file or directory to ``target``."""
 
-    ``python`` is the interpreter on the runner's side. The zipapp is uploaded once per runner
-    and hash (kept in ``/tmp/edgehub-agent/``), then reused by every run.
-    """
+    def link(src: str, dst: str) -> str:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+        return dst
+
+    if source.is_dir():
+        shutil.copytree(source, target, copy_function=link)
+    else:
+        link(str(source), str(target))
+
+
+class AgentCall:
+    """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>``
+    on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there."""
 
     def __init__(
-        self, runner: CommandRunner, workdir: PurePosixPath, local_dir: Path, python: str = "python3"
+        self,
+        runner: CommandRunner,
+        workdir: PurePosixPath,
+        local_dir: Path,
+        python: str = "python3",
     ) -> None:
         self.runner = runner
         self.workdir = workdir
         self.local_dir = local_dir
         self.python = python
-        self._agent: PurePosixPath | None = None
-
-    def agent_path(self) -> PurePosixPath:
-        """The zipapp on the runner's side, uploaded if this runner does not have it yet."""
-        if self._agent is not None:
-            return self._agent
-        from edgehub.agent.bundle import build_agent_zipapp
-
-        local = build_agent_zipapp()
-        remote = PurePosixPath("/tmp/edgehub-agent") / local.name
-        shipped: set[str] = getattr(self.runner, "_edgehub_agents", set())
-        if str(remote) not in shipped:
-            probe = self.runner.run(["test", "-f", str(remote)], hide=True, check=False)
-            if probe.returncode != 0:
-                self.runner.run(["mkdir", "-p", str(remote.parent)], hide=True)
-                self.runner.put(local, remote)
-            shipped.add(str(remote))
-            try:
-                self.runner._edgehub_agents = shipped  # type: ignore[attr-defined]
-            except AttributeError:
-                pass
-        self._agent = remote
-        return remote
-
-    def put(self, local: Path, name: str | None = None) -> PurePosixPath:
-        """Upload a file or directory into the workdir; returns its path there."""
-        remote = self.workdir / (name or local.name)
-        self.runner.put(local, remote)
-        return remote
-
-    def get(self, remote: PurePosixPath, local: Path) -> Path:
-        self.runner.get(remote, local)
-        return local
+        self._calls = 0
 
     def call(
         self,
         command: str,
-        request: dict[str, Any],
+        request: Mapping[str, Any],
         *,
+        inputs: Mapping[str, Path] | None = None,
         failure: type[ToolchainError],
         timeout: float | None = None,
     ) -> AgentResult:
-        """Run ``command`` with ``request``; raise a user error or ``failure`` if it fails."""
+        """Run ``command``. ``inputs`` maps a name to a local file or directory; the request
+        refers to it as ``in/<name>`` and writes outputs under ``out/``."""
+        from edgehub.agent.bundle import build_agent_zipapp
         from edgehub.agent.protocol import ResultFileError, load_result
 
-        agent = self.agent_path()
-        stem = command.replace(".", "_")
-        request_local = self.local_dir / f"{stem}_request.json"
-        request_local.write_text(json.dumps(request, indent=1, default=str))
-        request_remote = self.put(request_local)
-        result_remote = self.workdir / f"{stem}_result.json"
-        argv = [
-            self.python,
-            str(agent),
-            command,
-            "--request",
-            str(request_remote),
-            "--result",
-            str(result_remote),
-        ]
-        outcome = self.runner.run(argv, cwd=self.workdir, timeout=timeout, check=False)
-        result_local = self.local_dir / f"{stem}_result.json"
+        self._calls += 1
+        slot = f"{self._calls}-{command.replace('.', '_')}"
+        remote = self.workdir / slot
+        local = self.local_dir / slot
+        stage = local / "stage"
+        (stage / "in").mkdir(parents=True)
+        (stage / "out").mkdir()
+        _link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+        for name, path in (inputs or {}).items():
+            _link_tree(path, stage / "in" / name)
+        (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
         try:
-            self.runner.get(result_remote, result_local)
-            result = load_result(result_local)
+            self.runner.put(stage, remote)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        argv = [self.python, AGENT_NAME, command, "--request", "request.json",
+                "--result", "out/result.json"]  # fmt: skip
+        outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
+        files = local / "out"
+        try:
+            self.runner.get(remote / "out", files)
+            result = load_result(files / "result.json")
         except (RunnerError, ResultFileError) as error:
             tail = (outcome.stderr.strip() or outcome.stdout.strip()).splitlines()
             last = tail[-1] if tail else str(error)
             raise failure(
                 f"{command} failed (exit {outcome.returncode}) without a result: {last}; "
-                f"command: {shlex.join(argv)}"
+                f"command: {shlex.join(argv)} in {remote}"
             ) from None
         if not result["ok"]:
-            error = result["error"]
-            cls = _USER_ERRORS.get(error["kind"]) if error.get("user_error") else None
-            raise (cls or failure)(str(error["message"]))
+            problem = result["error"]
+            cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
+            raise (cls or failure)(str(problem["message"]))
         return AgentResult(
+            files=files,
             params=dict(result["params"]),
             metrics=dict(result["metrics"]),
             data=dict(result["data"]),

@@ -40,7 +40,6 @@ def local_agent(
     """
     runner = _container(ctx, runtime, device, component)
     workdir = CONTAINER_WORK / ctx.artifact_dir.name
-    runner.run(["mkdir", "-p", str(workdir)], hide=True)
     ctx.client.log_environment(
         {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
     )
@@ -53,9 +52,7 @@ def scratch_agent(
     """An agent for a quick look outside any run (e.g. reading a model's inputs)."""
     runner = _container(ctx, runtime, device, component)
     local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
-    workdir = CONTAINER_WORK / local.name
-    runner.run(["mkdir", "-p", str(workdir)], hide=True)
-    return AgentCall(runner, workdir, local)
+    return AgentCall(runner, CONTAINER_WORK / local.name, local)
 
 
 def record_agent_result(
@@ -72,8 +69,8 @@ def record_agent_result(
     }
     if numeric:
         ctx.client.log_metrics(numeric)
-    for warning in result.warnings:
-        ctx.events.warning(warning)
+    if result.warnings:  # the agent printed them live; keep them with the run
+        ctx.client.log_param("warnings", result.warnings)
     env = result.env
     providers = env.get("ort_providers")
     flat = {

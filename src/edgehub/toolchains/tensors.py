@@ -35,7 +35,8 @@ def save_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
     import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, **{name: np.asarray(value) for name, value in arrays.items()})
+    save: Any = np.savez  # numpy's stubs reserve the keyword 'allow_pickle'
+    save(path, **{name: np.asarray(value) for name, value in arrays.items()})
     return path
 
 

@@ -204,9 +204,7 @@ class Client:
                 )
             file_path = file_path.local()
         if is_remote(file_path):
-            return self._record_remote(
-                run, PurePosixPath(file_path), name, file_name, device_name
-            )
+            return self._record_remote(run, PurePosixPath(file_path), name, file_name, device_name)
         return self._store_artifact(run, Path(file_path), name=name, file_name=file_name)
 
     def _store_artifact(

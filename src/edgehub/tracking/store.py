@@ -236,9 +236,9 @@ class RunStore:
     def effective_status(self, row: sqlite3.Row) -> str:
         """``RUNNING`` runs whose process died on this host read as ``KILLED``."""
         status = str(row["status"])
-        if status == "RUNNING" and row["host"] == HOSTNAME and row["pid"] is not None:
-            if not _pid_alive(int(row["pid"])):
-                return "KILLED"
+        mine = row["host"] == HOSTNAME and row["pid"] is not None
+        if status == "RUNNING" and mine and not _pid_alive(int(row["pid"])):
+            return "KILLED"
         return status
 
     def list_runs(
@@ -280,9 +280,7 @@ class RunStore:
         if not rows:
             raise RunNotFoundError(f"no run matches {run_id!r}; see `hub runs list`")
         if len(rows) > 1:
-            raise RunNotFoundError(
-                f"run id prefix {run_id!r} is ambiguous; give more characters"
-            )
+            raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
         return str(rows[0]["id"])
 
     def get_run(self, run_id: str) -> dict[str, Any]:
@@ -371,8 +369,11 @@ class RunStore:
         for section in ("params", "environment"):
             keys = sorted(set(a[section]) | set(b[section]))
             out[section] = {
-                k: {"a": a[section].get(k), "b": b[section].get(k), "same": a[section].get(k)
-                    == b[section].get(k)}
+                k: {
+                    "a": a[section].get(k),
+                    "b": b[section].get(k),
+                    "same": a[section].get(k) == b[section].get(k),
+                }
                 for k in keys
             }
         metrics: dict[str, dict[str, Any]] = {}

@@ -11,7 +11,7 @@ import functools
 from abc import ABCMeta
 from collections.abc import Callable
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from edgehub.core.component.registry import register_component
 from edgehub.core.component.signature import (
@@ -106,6 +106,10 @@ class Component(metaclass=ComponentMeta):
     @property
     def name(self) -> str:
         return self._name
+
+    if TYPE_CHECKING:  # the metaclass installs the real dispatcher on each component
+
+        def run(self, ctx: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     def __repr__(self) -> str:
         options = ", ".join(f"{k}={v!r}" for k, v in self._defaults.items() if v is not None)

@@ -80,7 +80,9 @@ def _select_provider(
     return fn, signature.accepts, signature.var_keyword
 
 
-def dispatch(component: Component, ctx: HubContext, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def dispatch(
+    component: Component, ctx: HubContext, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     from edgehub.core.context import HubContext
 
     cls = type(component)

@@ -149,4 +149,4 @@ class CompiledModel(ComponentOutput):
             device=extra.pop("device", None),
             artifact_dir=target.parent if isinstance(target, Path) else None,
         )
-        return cls(path=artifact, **extra)
+        return cls(path=artifact, **extra)  # type: ignore[call-arg]

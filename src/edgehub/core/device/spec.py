@@ -64,7 +64,7 @@ class Device:
                 )
         if self.runner is not None and hasattr(self.runner, "device_name"):
             try:
-                self.runner.device_name = self.name  # type: ignore[attr-defined]
+                self.runner.device_name = self.name
             except AttributeError:
                 pass
 

@@ -165,5 +165,3 @@ class ONNXRuntimeInvoker(Component):
     ) -> ONNXRuntimeInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array)."""
         raise NoProviderError
-
-

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
-from edgehub.errors import UsageError
+from edgehub.errors import (
+    CompileError,
+    InputDataError,
+    InvokeError,
+    ModelError,
+    ProfileError,
+    UsageError,
+)
 from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
@@ -58,16 +65,15 @@ def _compile_local(
 ) -> ONNXRuntimeCompiledModel:
     model = _model_file(onnx_path)
     if quantization not in MODES:
-        raise UsageError(
-            f"quantization must be one of {', '.join(MODES)}, got {quantization!r}"
-        )
+        raise UsageError(f"quantization must be one of {', '.join(MODES)}, got {quantization!r}")
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model, name="input")
     agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeCompiler)
-    output = agent.workdir / f"compiled_{model.stem}.onnx"
+    output = f"compiled_{model.stem}.onnx"
+    inputs = {model.name: model}
     request: dict[str, Any] = {
-        "model": str(agent.put(model)),
-        "output": str(output),
+        "model": f"in/{model.name}",
+        "output": f"out/{output}",
         "mode": MODES[quantization],
         "input_shape": _shape(input_shape),
     }
@@ -77,16 +83,16 @@ def _compile_local(
         request["quantize_io"] = bool(quantize_io)
         calibration = _calibration_file(ctx, calibration_data)
         if calibration is not None:
-            request["calibration"] = str(agent.put(calibration))
+            inputs[f"calibration{calibration.suffix}"] = calibration
+            request["calibration"] = f"in/calibration{calibration.suffix}"
     elif calibration_data is not None or quantize_io or per_channel:
         ctx.events.warning(
             f"calibration_data, per_channel and quantize_io apply to static quantization "
             f"only; ignored with quantization={quantization!r}"
         )
-    result = agent.call("ort.compile", request, failure=CompileError)
-    local = agent.get(output, ctx.artifact_dir / output.name)
+    result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
     record_agent_result(ctx, result)
-    ctx.client.log_artifact(local, name="path")
+    ctx.client.log_artifact(result.files / output, name="path")
     return ONNXRuntimeCompiledModel.from_current_run(ctx)
 
 
@@ -122,16 +128,17 @@ def _profile_local(
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
     agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeProfiler)
-    profile_json = agent.workdir / "profile.json"
     request = {
-        "model": str(agent.put(model_path)),
+        "model": f"in/{model_path.name}",
         "runs": int(runs),
         "warmup": int(burn_ins),
         "cold_starts": int(cold_starts),
         "method": method.value,
-        "profile_json": str(profile_json),
+        "profile_json": "out/profile.json",
     }
-    result = agent.call("ort.profile", request, failure=ProfileError)
+    result = agent.call(
+        "ort.profile", request, inputs={model_path.name: model_path}, failure=ProfileError
+    )
     record_agent_result(ctx, result)
     metrics = result.metrics
     ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
@@ -141,8 +148,7 @@ def _profile_local(
         ctx.client.log_metric("$load_time", float(metrics["session_create_ms"]))
     if "fps" not in metrics:
         ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
-    local = agent.get(profile_json, ctx.artifact_dir / "profile.json")
-    ctx.client.log_artifact(local, name="output_file")
+    ctx.client.log_artifact(result.files / "profile.json", name="output_file")
     return ONNXRuntimeProfilingResult.from_current_run(ctx)
 
 
@@ -165,15 +171,15 @@ def _invoke_local(
     inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
     ctx.client.log_artifact(inputs, name="input_data")
     agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
-    output = agent.workdir / "output.npz"
     request = {
-        "model": str(agent.put(model_path)),
-        "input": str(agent.put(inputs)),
-        "output": str(output),
+        "model": f"in/{model_path.name}",
+        "input": "in/input.npz",
+        "output": "out/output.npz",
     }
-    result = agent.call("ort.invoke", request, failure=InvokeError)
+    files = {model_path.name: model_path, "input.npz": inputs}
+    result = agent.call("ort.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result)
-    local = agent.get(output, ctx.artifact_dir / "output.npz")
+    local = result.files / "output.npz"
     ctx.client.log_artifact(local, name="output_file")
     return ONNXRuntimeInvocationResult.from_current_run(ctx, output=load_npz(local))
 
@@ -182,5 +188,13 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     """A model's inputs and outputs (name, dtype, shape) read in the runtime's container."""
     path = _model_file(model)
     agent = scratch_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
-    result = agent.call("ort.inspect", {"model": str(agent.put(path))}, failure=InvokeError)
+    try:
+        result = agent.call(
+            "ort.inspect",
+            {"model": f"in/{path.name}"},
+            inputs={path.name: path},
+            failure=InvokeError,
+        )
+    finally:
+        shutil.rmtree(agent.local_dir, ignore_errors=True)
     return result.data

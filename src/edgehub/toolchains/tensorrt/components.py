@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.component.outputs import CompiledModel
 from edgehub.toolchains.outputs import (
     InvocationResult,
     ProfilingMethod,
     ProfilingResult,
 )
-from edgehub.core.component.outputs import CompiledModel
 from edgehub.tracking.run_type import RunType
 
 if TYPE_CHECKING:
