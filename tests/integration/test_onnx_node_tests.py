@@ -21,7 +21,7 @@ from edgehub.core import HubContext
 from edgehub.core.compile import ONNXRuntimeCompiledModel
 from edgehub.core.invoke import ONNXRuntimeInvoker
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timeout(3000)]
 
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data" / "node"
 HERE = Path(__file__).parent

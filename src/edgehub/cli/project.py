@@ -36,6 +36,7 @@ class Project:
             auto_connect=False,
             tags=tags,
             device_source=source,
+            image_tags=dict(self.config.images.tags),
         )
         printer.attach(ctx.events)
         return ctx

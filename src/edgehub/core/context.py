@@ -73,6 +73,7 @@ class HubContext:
         tags: dict[str, str] | None = None,
         events: EventSink | None = None,
         device_source: str = "the HubContext",
+        image_tags: dict[str, str] | None = None,
     ) -> None:
         if not isinstance(project_name, str) or not project_name.strip():
             raise ValueError("project_name must be a non-empty string")
@@ -81,6 +82,7 @@ class HubContext:
         self.auto_connect = auto_connect
         self.log_remote_artifacts = log_remote_artifacts
         self.device_source = device_source
+        self.image_tags = dict(image_tags or {})  # runtime -> image tag ([images] in hub.toml)
         self.events = events or EventSink()
         self._base_dir = Path(artifact_base_dir).expanduser() if artifact_base_dir else None
         self._devices: dict[str, Device] = {}

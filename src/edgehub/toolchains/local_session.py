@@ -26,7 +26,7 @@ def _container(
 
     dev = ctx.device(device or "local")
     config = dev.get_provider_config(DockerConfig, component) or DockerConfig()
-    image = config.image or images.require_image(runtime).tag
+    image = config.image or ctx.image_tags.get(runtime) or images.require_image(runtime).tag
     keep_warm = config.keep_warm or float(os.environ.get("EDGEHUB_KEEP_WARM") or 0) or None
     return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm)
 

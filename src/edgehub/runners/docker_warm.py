@@ -1,0 +1,110 @@
+"""Warm containers: one per settings, shared by processes, gone after ``keep_warm`` idle seconds.
+
+The container's main process exits (and auto-remove deletes the container) once no command has
+started or ended for that long; every command touches a file to say it did.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from edgehub.errors import RunnerError
+from edgehub.runners.docker_cleanup import MANAGED
+from edgehub.runners.docker_exec import exec_quiet, explain
+
+__all__ = ["TOUCH_WRAPPER", "WARM", "WARM_KEY", "WarmContainer"]
+
+WARM = "org.edgehub.warm"
+WARM_KEY = "org.edgehub.warm-key"
+_ALIVE = "/tmp/.edgehub-alive"
+# A warm container's main process: exit (and so, with auto-remove, vanish) once no command has
+# started or ended for IDLE seconds.
+_IDLE_LOOP = (
+    f"touch {_ALIVE}; while [ $(( $(date +%s) - $(stat -c %Y {_ALIVE}) )) -lt $0 ]; "
+    "do sleep 1; done"
+)
+TOUCH_WRAPPER = f'touch {_ALIVE} 2>/dev/null; "$@"; rc=$?; touch {_ALIVE} 2>/dev/null; exit $rc'
+
+
+class WarmContainer:
+    """Starts or adopts the warm container of a `DockerCommandRunner` with ``keep_warm``."""
+
+    _image: str
+    _image_attrs: dict[str, Any]
+    _cpus: float | None
+    _memory: str | None
+    _network: bool
+    _user: str | None
+    _workdir: str
+    _labels: dict[str, str]
+    _keep_warm: float | None
+    _container_id: str | None
+
+    def _warm_key(self) -> str:
+        import hashlib
+
+        settings = [
+            self._image_attrs.get("Id"),
+            self._cpus,
+            self._memory,
+            self._network,
+            self._user,
+            self._workdir,
+            sorted(self._labels.items()),
+            os.getuid(),
+        ]
+        return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
+
+    def _start_warm(self, client: Any) -> str:
+        """Reuse the running warm container with these settings, or start one that removes
+        itself after ``keep_warm`` idle seconds."""
+        import docker.errors
+
+        key = self._warm_key()
+        name = f"edgehub-warm-{key}"
+        for _ in range(3):
+            try:
+                info = client.api.inspect_container(name)
+                if info["State"]["Running"]:
+                    self._container_id = str(info["Id"])
+                    exec_quiet(client, self._container_id, ["touch", _ALIVE])
+                    return self._container_id
+                client.api.remove_container(name, force=True)
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError:
+                time.sleep(0.2)  # being removed by its idle exit, or by a racing process
+                continue
+            options: dict[str, Any] = {
+                "init": True,
+                "auto_remove": True,
+                "working_dir": self._workdir,
+                "labels": {**self._labels, MANAGED: "1", WARM: "1", WARM_KEY: key},
+            }
+            if not self._network:
+                options["network_mode"] = "none"
+            if self._cpus is not None:
+                options["nano_cpus"] = int(self._cpus * 1e9)
+            if self._memory is not None:
+                options["mem_limit"] = self._memory
+            if self._user is not None:
+                options["user"] = self._user
+            try:
+                container = client.containers.create(
+                    self._image,
+                    ["sh", "-c", _IDLE_LOOP, str(int(self._keep_warm or 0))],
+                    name=name,
+                    **options,
+                )
+                container.start()
+                self._container_id = str(container.id)
+                return self._container_id
+            except docker.errors.APIError as error:
+                if getattr(error, "status_code", None) == 409:
+                    continue  # another process created it first: adopt it
+                raise RunnerError(
+                    f"cannot start a warm container of {self._image}: {explain(error)}"
+                ) from error
+        raise RunnerError(f"cannot start or reuse the warm container {name}; try again")

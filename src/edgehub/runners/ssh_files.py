@@ -1,0 +1,358 @@
+"""Files over SSH: SFTP for single files, tar over a channel for directories.
+
+An upload is skipped when the remote file is known to match (same sha256, size and mtime as
+when this connection sent it, or a matching ``sha256sum`` on the device); files are written to
+a temporary name and renamed into place. Directories come back as a tar stream, safely extracted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import secrets
+import shlex
+import stat
+import tarfile
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import IO, TYPE_CHECKING, Any, cast
+
+from edgehub.errors import RunnerError, SSHConnectionError
+from edgehub.runners.archive import safe_extract
+from edgehub.runners.ssh_connect import MAX_PACKET_SIZE, WINDOW_SIZE
+from edgehub.runners.ssh_shell import start_command
+
+if TYPE_CHECKING:
+    from edgehub.runners.ssh import SSHConfig
+
+__all__ = ["SSHFiles", "TransferStats"]
+
+SFTP_REQUEST_SIZE = 128 * 1024
+PREFETCH_REQUESTS = 64
+REMOTE_HASH_MIN_BYTES = 256 * 1024
+
+
+@dataclass
+class TransferStats:
+    """What ``put``/``get`` moved on the current connection (for tests and benchmarks)."""
+
+    uploads: int = 0
+    upload_bytes: int = 0
+    cache_hits: int = 0
+    downloads: int = 0
+    download_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class _Uploaded:
+    sha256: str
+    size: int
+    mtime: int
+
+
+class SSHFiles:
+    """``put`` and ``get`` of `SSHCommandRunner`, which provides the connection."""
+
+    config: SSHConfig
+    transfer_stats: TransferStats
+    _lock: threading.RLock
+    _xfer_lock: threading.Lock
+    _sftp: Any
+    _home: str | None
+    _uploaded: dict[str, _Uploaded]
+
+    if TYPE_CHECKING:
+
+        def _ensure(self) -> Any: ...
+
+        def _open_channel(self) -> Any: ...
+
+        def _exec(self, command: str, timeout: float = ...) -> tuple[int, bytes, bytes]: ...
+
+    def put(self, local: Path, remote: str | PurePath) -> None:
+        """Upload a file or directory; an unchanged file is not sent again to the same path."""
+        local = Path(local)
+        if not local.exists():
+            raise RunnerError(f"cannot upload {local}: no such file or directory")
+        with self._xfer_lock:
+            sftp = self._sftp_client()
+            target = self._remote_path(remote)
+            if local.is_dir():
+                self._put_dir(local, target)
+            else:
+                self._put_file(sftp, local, target)
+
+    def get(self, remote: str | PurePath, local: Path) -> None:
+        """Download a file or directory (directories come as a tar stream, safely extracted)."""
+        local = Path(local)
+        with self._xfer_lock:
+            sftp = self._sftp_client()
+            source = self._remote_path(remote)
+            info = self._remote_stat(sftp, source)
+            if info is None:
+                raise RunnerError(
+                    f"cannot download {source} from {self.config.host}: no such file or directory"
+                )
+            if stat.S_ISDIR(info.st_mode or 0):
+                self._get_dir(source, local)
+            elif stat.S_ISREG(info.st_mode or 0):
+                self._get_file(sftp, source, int(info.st_size or 0), local)
+            else:
+                raise RunnerError(f"cannot download {source}: not a regular file or directory")
+
+    def _sftp_client(self) -> Any:
+        import paramiko
+
+        with self._lock:
+            transport = self._ensure()
+            if self._sftp is None or self._sftp.get_channel().closed:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(
+                        transport, window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE
+                    )
+                    self._home = self._sftp.normalize(".")
+                except (paramiko.SSHException, OSError) as error:
+                    raise SSHConnectionError(
+                        f"cannot start SFTP on {self.config.address}: {error}; "
+                        "check that the device's sshd enables the sftp subsystem"
+                    ) from error
+            return self._sftp
+
+    def _remote_path(self, remote: str | PurePath) -> str:
+        path = str(remote)
+        home = self._home or "/"
+        if path == "~" or path.startswith("~/"):
+            path = home + path[1:]
+        elif not path.startswith("/"):
+            path = posixpath.join(home, path)
+        return posixpath.normpath(path)
+
+    @staticmethod
+    def _remote_stat(sftp: Any, path: str) -> Any:
+        try:
+            return sftp.stat(path)
+        except FileNotFoundError:
+            return None
+
+    def _mkdirs(self, sftp: Any, path: str) -> None:
+        missing: list[str] = []
+        while path not in ("", "/"):
+            info = self._remote_stat(sftp, path)
+            if info is not None:
+                if not stat.S_ISDIR(info.st_mode or 0):
+                    raise RunnerError(f"{path} exists on {self.config.host} and is not a directory")
+                break
+            missing.append(path)
+            path = posixpath.dirname(path)
+        for directory in reversed(missing):
+            try:
+                sftp.mkdir(directory)
+            except OSError as error:
+                info = self._remote_stat(sftp, directory)
+                if info is None or not stat.S_ISDIR(info.st_mode or 0):
+                    raise RunnerError(
+                        f"cannot create {directory} on {self.config.host}: {error}"
+                    ) from error
+
+    def _remote_sha256(self, path: str) -> str | None:
+        try:
+            status, stdout, _ = self._exec(f"sha256sum -- {shlex.quote(path)}")
+        except Exception:  # no sha256sum on the device: just upload
+            return None
+        words = stdout.decode("ascii", "replace").split()
+        return words[0].lower() if status == 0 and words else None
+
+    def _put_file(self, sftp: Any, local: Path, target: str) -> None:
+        before = local.stat()
+        size = before.st_size
+        info = self._remote_stat(sftp, target)
+        if info is not None and stat.S_ISDIR(info.st_mode or 0):
+            target = posixpath.join(target, local.name)
+            info = self._remote_stat(sftp, target)
+        digest = _remembered_sha256(local, before)
+        if info is not None and info.st_size == size:
+            digest = digest or _local_sha256(local)
+            known = self._uploaded.get(target)
+            same = known == _Uploaded(digest, size, int(info.st_mtime or 0))
+            if not same and known is None and size >= REMOTE_HASH_MIN_BYTES:
+                same = self._remote_sha256(target) == digest
+            if same:
+                self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
+                self.transfer_stats.cache_hits += 1
+                return
+        self._uploaded.pop(target, None)
+        directory, name = posixpath.split(target)
+        self._mkdirs(sftp, directory)
+        partial = posixpath.join(directory, f".{name}.{secrets.token_hex(4)}.edgehub-part")
+        hasher = hashlib.sha256()
+        try:
+            with local.open("rb") as source, sftp.open(partial, "wb") as sink:
+                sink.MAX_REQUEST_SIZE = SFTP_REQUEST_SIZE
+                sink.set_pipelined(True)
+                for block in iter(lambda: source.read(SFTP_REQUEST_SIZE), b""):
+                    if digest is None:
+                        hasher.update(block)
+                    sink.write(block)
+            sftp.chmod(partial, stat.S_IMODE(local.stat().st_mode))
+            try:
+                sftp.posix_rename(partial, target)
+            except OSError:
+                if self._remote_stat(sftp, target) is not None:
+                    sftp.remove(target)
+                sftp.rename(partial, target)
+        except OSError as error:
+            try:
+                sftp.remove(partial)
+            except OSError:
+                pass
+            raise RunnerError(
+                f"cannot upload {local} to {target} on {self.config.host}: {error}"
+            ) from error
+        info = sftp.stat(target)
+        if info.st_size != size:
+            raise RunnerError(f"upload of {local} to {target} is incomplete ({info.st_size} bytes)")
+        self.transfer_stats.uploads += 1
+        self.transfer_stats.upload_bytes += size
+        if digest is None:
+            digest = hasher.hexdigest()
+            if not _remember_sha256(local, before, digest):
+                return  # the file changed while it was sent: do not cache this upload
+        self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
+
+    def _put_dir(self, local: Path, target: str) -> None:
+        prefix = target.rstrip("/") + "/"
+        for cached in [path for path in self._uploaded if path.startswith(prefix)]:
+            del self._uploaded[cached]
+        quoted = shlex.quote(target)
+        channel = self._open_channel()
+        try:
+            channel.exec_command(f"mkdir -p -- {quoted} && tar -x -o -f - -C {quoted}")
+            try:
+                writer = cast(IO[bytes], _ChannelWriter(channel))
+                with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
+                    tar.add(str(local), arcname=".")
+            except _RemoteClosed:
+                pass  # the remote side stopped reading; its exit status says why
+            channel.shutdown_write()
+            status = channel.recv_exit_status()
+            errors = channel.makefile_stderr("rb").read().decode("utf-8", "replace")
+        finally:
+            channel.close()
+        if status != 0:
+            raise RunnerError(
+                f"cannot unpack {local} into {target} on {self.config.host}: "
+                f"{_last_line(errors) or f'exit code {status}'}"
+            )
+        self.transfer_stats.uploads += 1
+
+    def _get_file(self, sftp: Any, source: str, size: int, local: Path) -> None:
+        destination = local / posixpath.basename(source) if local.is_dir() else local
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        partial = destination.with_name(f".{destination.name}.{secrets.token_hex(4)}.part")
+        try:
+            with sftp.open(source, "rb") as remote_file, partial.open("wb") as sink:
+                remote_file.MAX_REQUEST_SIZE = SFTP_REQUEST_SIZE
+                if size:
+                    remote_file.prefetch(size, PREFETCH_REQUESTS)
+                for block in iter(lambda: remote_file.read(SFTP_REQUEST_SIZE), b""):
+                    sink.write(block)
+            if partial.stat().st_size != size:
+                raise RunnerError(f"download of {source} is incomplete; try again")
+            os.replace(partial, destination)
+        except OSError as error:
+            raise RunnerError(
+                f"cannot download {source} from {self.config.host} to {destination}: {error}"
+            ) from error
+        finally:
+            partial.unlink(missing_ok=True)
+        self.transfer_stats.downloads += 1
+        self.transfer_stats.download_bytes += size
+
+    def _get_dir(self, source: str, local: Path) -> None:
+        if local.exists() and not local.is_dir():
+            raise RunnerError(f"cannot download directory {source} onto file {local}")
+        channel = self._open_channel()
+        with tempfile.TemporaryFile() as spool:
+            try:
+                start_command(channel, f"tar -c -f - -C {shlex.quote(source)} .", self.config)
+                received = 0
+                for block in iter(lambda: channel.recv(1024 * 1024), b""):
+                    spool.write(block)
+                    received += len(block)
+                status = channel.recv_exit_status()
+                errors = channel.makefile_stderr("rb").read().decode("utf-8", "replace")
+            finally:
+                channel.close()
+            if status != 0:
+                raise RunnerError(
+                    f"cannot pack {source} on {self.config.host}: "
+                    f"{_last_line(errors) or f'exit code {status}'}"
+                )
+            spool.seek(0)
+            safe_extract(spool, local)
+        self.transfer_stats.downloads += 1
+        self.transfer_stats.download_bytes += received
+
+
+class _RemoteClosed(Exception):
+    """The device stopped reading a stream we were sending."""
+
+
+class _ChannelWriter:
+    """The write side of a channel as the minimal file object `tarfile` streams into."""
+
+    def __init__(self, channel: Any) -> None:
+        self._channel = channel
+
+    def write(self, data: bytes) -> int:
+        try:
+            self._channel.sendall(data)
+        except OSError as error:
+            raise _RemoteClosed(str(error)) from error
+        return len(data)
+
+    def close(self) -> None:
+        pass
+
+
+_HASHES: dict[str, tuple[int, int, int, str]] = {}
+_HASHES_LOCK = threading.Lock()
+
+
+def _remembered_sha256(path: Path, info: os.stat_result) -> str | None:
+    """The sha256 of a local file hashed before in this process, if it has not changed since."""
+    with _HASHES_LOCK:
+        known = _HASHES.get(str(path.resolve()))
+    if known and known[:3] == (info.st_size, info.st_mtime_ns, info.st_ino):
+        return known[3]
+    return None
+
+
+def _remember_sha256(path: Path, before: os.stat_result, digest: str) -> bool:
+    """Remember a digest taken while reading the file; False if the file changed meanwhile."""
+    after = path.stat()
+    stamp = (before.st_size, before.st_mtime_ns, before.st_ino)
+    if (after.st_size, after.st_mtime_ns, after.st_ino) != stamp:
+        return False
+    with _HASHES_LOCK:
+        _HASHES[str(path.resolve())] = (*stamp, digest)
+    return True
+
+
+def _local_sha256(path: Path) -> str:
+    before = path.stat()
+    hasher = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1024 * 1024), b""):
+            hasher.update(block)
+    digest = hasher.hexdigest()
+    _remember_sha256(path, before, digest)
+    return digest
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
