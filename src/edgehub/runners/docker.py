@@ -24,9 +24,6 @@ from typing import Any
 from edgehub.core.device.runner import CommandResult
 from edgehub.core.events import current_sink
 from edgehub.errors import (
-    CommandCancelled,
-    CommandError,
-    CommandTimeout,
     ImageNotBuiltError,
     RunnerError,
 )
@@ -54,7 +51,7 @@ from edgehub.runners.docker_exec import (
 )
 from edgehub.runners.docker_files import GID_LABEL, UID_LABEL, DockerFiles
 from edgehub.runners.docker_warm import TOUCH_WRAPPER, WARM, WARM_KEY, WarmContainer
-from edgehub.runners.local import describe_failure
+from edgehub.runners.outcome import command_result, raise_for_outcome
 from edgehub.runners.streaming import LineCollector
 
 __all__ = [
@@ -308,29 +305,11 @@ class DockerCommandRunner(WarmContainer, DockerFiles):
             with self._execs_lock:
                 self._execs.discard(handle)
         returncode = exit_code(self._client, handle.exec_id)
-        result = CommandResult(
-            argv=tuple(words),
-            returncode=returncode,
-            stdout=out.text,
-            stderr=err.text,
-            duration_s=time.monotonic() - started,
-        )
-        if handle.stopped == "timeout":
-            raise CommandTimeout(
-                f"command {words[0]!r} ran longer than {timeout} s and was stopped"
-            )
-        if handle.stopped == "cancel":
-            raise CommandCancelled(f"command {words[0]!r} was cancelled")
-        if returncode == 126 and result.stdout.startswith(OCI_FAILURE):
+        result = command_result(words, returncode, out, err, started)
+        oci = returncode == 126 and result.stdout.startswith(OCI_FAILURE)
+        if handle.stopped is None and oci:
             raise RunnerError(self._start_failure(words, cwd, result.stdout))
-        if check and returncode != 0:
-            raise CommandError(
-                describe_failure(words, result),
-                returncode=returncode,
-                stdout=result.stdout,
-                stderr=result.stderr,
-            )
-        return result
+        return raise_for_outcome(result, stopped=handle.stopped, timeout=timeout, check=check)
 
     def cancel(self) -> None:
         """Stop every command this runner has in flight (callable from any thread)."""

@@ -13,18 +13,12 @@ from pathlib import Path, PurePath
 from types import TracebackType
 
 from edgehub.core.device.runner import CommandResult
-from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
+from edgehub.errors import RunnerError
 from edgehub.events import current_sink
+from edgehub.runners.outcome import command_result, raise_for_outcome
 from edgehub.runners.streaming import LineCollector, pump
 
 __all__ = ["LocalCommandRunner"]
-
-
-def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
-    """A one-line message for a failed command, with the last line it printed."""
-    tail = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    last = f": {tail[-1]}" if tail else ""
-    return f"command {argv[0]!r} exited with code {result.returncode}{last}"
 
 
 class LocalCommandRunner:
@@ -101,27 +95,9 @@ class LocalCommandRunner:
                 self._procs.discard(proc)
                 cancelled = proc.pid in self._cancelled
                 self._cancelled.discard(proc.pid)
-        result = CommandResult(
-            argv=tuple(words),
-            returncode=proc.returncode,
-            stdout=out.text,
-            stderr=err.text,
-            duration_s=time.monotonic() - started,
-        )
-        if timed_out:
-            raise CommandTimeout(
-                f"command {words[0]!r} ran longer than {timeout} s and was stopped"
-            )
-        if cancelled:
-            raise CommandCancelled(f"command {words[0]!r} was cancelled")
-        if check and result.returncode != 0:
-            raise CommandError(
-                describe_failure(words, result),
-                returncode=result.returncode,
-                stdout=result.stdout,
-                stderr=result.stderr,
-            )
-        return result
+        result = command_result(words, proc.returncode, out, err, started)
+        stopped = "timeout" if timed_out else "cancel" if cancelled else None
+        return raise_for_outcome(result, stopped=stopped, timeout=timeout, check=check)
 
     def put(self, local: Path, remote: str | PurePath) -> None:
         _copy(Path(local), Path(str(remote)))

@@ -23,13 +23,10 @@ from typing import Any
 from edgehub.core.device.runner import CommandResult
 from edgehub.core.events import current_sink
 from edgehub.errors import (
-    CommandCancelled,
-    CommandError,
-    CommandTimeout,
     ConfigError,
     SSHConnectionError,
 )
-from edgehub.runners.local import describe_failure
+from edgehub.runners.outcome import command_result, raise_for_outcome
 from edgehub.runners.ssh_connect import MAX_PACKET_SIZE, WINDOW_SIZE, open_transport
 from edgehub.runners.ssh_files import SSHFiles, TransferStats
 from edgehub.runners.ssh_shell import PidMarker, build_command, kill_script, start_command
@@ -214,33 +211,14 @@ class SSHCommandRunner(SSHFiles):
             with self._jobs_lock:
                 self._jobs.discard(job)
             channel.close()
-        result = CommandResult(
-            argv=tuple(words),
-            returncode=returncode,
-            stdout=out.text,
-            stderr=err.text,
-            duration_s=time.monotonic() - started,
-        )
-        if reason == "timeout":
-            raise CommandTimeout(
-                f"command {words[0]!r} ran longer than {timeout} s on {self.config.host} "
-                "and was stopped"
-            )
-        if reason == "cancel":
-            raise CommandCancelled(f"command {words[0]!r} on {self.config.host} was cancelled")
-        if lost:
+        result = command_result(words, returncode, out, err, started)
+        if lost and reason is None:
             raise SSHConnectionError(
                 f"connection to {self.config.address} was lost while {words[0]!r} ran; "
                 "check the network and the device"
             )
-        if check and result.returncode != 0:
-            raise CommandError(
-                describe_failure(words, result),
-                returncode=result.returncode,
-                stdout=result.stdout,
-                stderr=result.stderr,
-            )
-        return result
+        where = f" on {self.config.host}"
+        return raise_for_outcome(result, stopped=reason, timeout=timeout, check=check, where=where)
 
     def _pump(
         self,

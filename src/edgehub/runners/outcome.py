@@ -1,0 +1,59 @@
+"""Turning a finished command into a `CommandResult`, or the error every runner raises."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from edgehub.core.device.runner import CommandResult
+from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
+from edgehub.runners.streaming import LineCollector
+
+__all__ = ["command_result", "describe_failure", "raise_for_outcome"]
+
+
+def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
+    """A one-line message for a failed command, with the last line it printed."""
+    tail = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    last = f": {tail[-1]}" if tail else ""
+    return f"command {argv[0]!r} exited with code {result.returncode}{last}"
+
+
+def command_result(
+    words: Sequence[str], returncode: int, out: LineCollector, err: LineCollector, started: float
+) -> CommandResult:
+    """``started`` is the `time.monotonic` reading taken when the command began."""
+    return CommandResult(
+        argv=tuple(words),
+        returncode=returncode,
+        stdout=out.text,
+        stderr=err.text,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def raise_for_outcome(
+    result: CommandResult,
+    *,
+    stopped: str | None,
+    timeout: float | None,
+    check: bool,
+    where: str = "",
+) -> CommandResult:
+    """Raise for a timeout, a cancel (``stopped``) or, with ``check``, a non-zero exit.
+
+    ``where`` (" on HOST") names the machine in the messages.
+    """
+    name = result.argv[0]
+    if stopped == "timeout":
+        raise CommandTimeout(f"command {name!r} ran longer than {timeout} s{where} and was stopped")
+    if stopped == "cancel":
+        raise CommandCancelled(f"command {name!r}{where} was cancelled")
+    if check and result.returncode != 0:
+        raise CommandError(
+            describe_failure(result.argv, result),
+            returncode=result.returncode,
+            stdout=result.stdout,
+            stderr=result.stderr,
+        )
+    return result
