@@ -181,15 +181,7 @@ class DockerCommandRunner(WarmContainer, DockerFiles):
         started = start_ticks(os.getpid())
         if started:
             labels[OWNER_STARTED] = started
-        options: dict[str, Any] = {"init": True, "labels": labels, "working_dir": self._workdir}
-        if not self._network:
-            options["network_mode"] = "none"
-        if self._cpus is not None:
-            options["nano_cpus"] = int(self._cpus * 1e9)
-        if self._memory is not None:
-            options["mem_limit"] = self._memory
-        if self._user is not None:
-            options["user"] = self._user
+        options = self._container_options(labels)
         # Known by name before it exists, so close() and atexit can remove a container whose
         # creation was interrupted.
         self._pending_name = f"edgehub-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -208,6 +200,24 @@ class DockerCommandRunner(WarmContainer, DockerFiles):
             ) from error
         self._pending_name = None
         return self._container_id
+
+    def _container_options(self, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+        """Create options: no network unless asked, the CPU/memory limits, the user."""
+        options: dict[str, Any] = {
+            "init": True,
+            "labels": labels,
+            "working_dir": self._workdir,
+            **extra,
+        }
+        if not self._network:
+            options["network_mode"] = "none"
+        if self._cpus is not None:
+            options["nano_cpus"] = int(self._cpus * 1e9)
+        if self._memory is not None:
+            options["mem_limit"] = self._memory
+        if self._user is not None:
+            options["user"] = self._user
+        return options
 
     def close(self) -> None:
         """Stop commands in flight and remove the container (idempotent); a warm container is

@@ -42,6 +42,9 @@ class WarmContainer:
     _keep_warm: float | None
     _container_id: str | None
 
+    def _container_options(self, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
+        raise NotImplementedError  # provided by DockerCommandRunner
+
     def _warm_key(self) -> str:
         import hashlib
 
@@ -77,20 +80,8 @@ class WarmContainer:
             except docker.errors.APIError:
                 time.sleep(0.2)  # being removed by its idle exit, or by a racing process
                 continue
-            options: dict[str, Any] = {
-                "init": True,
-                "auto_remove": True,
-                "working_dir": self._workdir,
-                "labels": {**self._labels, MANAGED: "1", WARM: "1", WARM_KEY: key},
-            }
-            if not self._network:
-                options["network_mode"] = "none"
-            if self._cpus is not None:
-                options["nano_cpus"] = int(self._cpus * 1e9)
-            if self._memory is not None:
-                options["mem_limit"] = self._memory
-            if self._user is not None:
-                options["user"] = self._user
+            labels = {**self._labels, MANAGED: "1", WARM: "1", WARM_KEY: key}
+            options = self._container_options(labels, auto_remove=True)
             try:
                 container = client.containers.create(
                     self._image,

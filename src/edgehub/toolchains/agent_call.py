@@ -8,7 +8,6 @@ output files) with one ``get``. Agent errors become edgehub errors.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from edgehub.errors import (
     ToolchainError,
     UsageError,
 )
+from edgehub.fsutil import link_tree
 
 __all__ = ["AgentCall", "AgentResult"]
 
@@ -48,22 +48,6 @@ class AgentResult:
     data: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
-
-
-def _link_tree(source: Path, target: Path) -> None:
-    """Hard-link (or copy) a file or directory to ``target``."""
-
-    def link(src: str, dst: str) -> str:
-        try:
-            os.link(src, dst)
-        except OSError:
-            shutil.copy2(src, dst)
-        return dst
-
-    if source.is_dir():
-        shutil.copytree(source, target, copy_function=link)
-    else:
-        link(str(source), str(target))
 
 
 class AgentCall:
@@ -104,9 +88,9 @@ class AgentCall:
         stage = local / "stage"
         (stage / "in").mkdir(parents=True)
         (stage / "out").mkdir()
-        _link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+        link_tree(build_agent_zipapp(), stage / AGENT_NAME)
         for name, path in (inputs or {}).items():
-            _link_tree(path, stage / "in" / name)
+            link_tree(path, stage / "in" / name)
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
         try:
             self.runner.put(stage, remote)

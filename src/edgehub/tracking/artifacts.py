@@ -12,6 +12,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from edgehub.fsutil import link_or_copy
+
 __all__ = ["ArtifactStore", "hash_path"]
 
 _CHUNK = 1 << 20
@@ -63,9 +65,9 @@ class ArtifactStore:
         try:
             staged = staging / name
             if source.is_dir():
-                shutil.copytree(source, staged, copy_function=_link_or_copy)
+                shutil.copytree(source, staged, copy_function=link_or_copy)
             else:
-                _link_or_copy(str(source), str(staged))
+                link_or_copy(str(source), str(staged))
             try:
                 os.replace(staged, final)
             except OSError:
@@ -74,11 +76,3 @@ class ArtifactStore:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
-
-
-def _link_or_copy(src: str, dst: str) -> str:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    return dst
