@@ -35,8 +35,12 @@ def save_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
     import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    def storable(value: Any) -> np.ndarray:
+        array = np.asarray(value)
+        return array.astype(str) if array.dtype.kind == "O" else array  # strings, no pickle
+
     save: Any = np.savez  # numpy's stubs reserve the keyword 'allow_pickle'
-    save(path, **{name: np.asarray(value) for name, value in arrays.items()})
+    save(path, **{name: storable(value) for name, value in arrays.items()})
     return path
 
 

@@ -163,8 +163,10 @@ def _invoke_local(
 ) -> ONNXRuntimeInvocationResult:
     from edgehub.toolchains.tensors import load_npz, save_npz
 
-    if not isinstance(input_data, dict) or not input_data:
-        raise InputDataError("input_data must be a non-empty dict of input name -> array")
+    if not isinstance(input_data, dict):
+        raise InputDataError(
+            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
+        )
     model_path = _model_file(model.path.to_local(ctx).local())
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
