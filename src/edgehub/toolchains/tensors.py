@@ -35,6 +35,7 @@ def save_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
     import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
+
     def storable(value: Any) -> np.ndarray:
         array = np.asarray(value)
         return array.astype(str) if array.dtype.kind == "O" else array  # strings, no pickle
