@@ -103,6 +103,7 @@ def main() -> None:
     model = work / "bench.onnx"
     make_model(model)
     (work / "bare.py").write_text(BARE)
+    work.chmod(0o755)  # the image's non-root user reads the bind mount
     env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
     profile_args = [
         "exec",

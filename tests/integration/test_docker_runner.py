@@ -418,3 +418,36 @@ def test_reap_orphans_removes_containers_of_dead_owners(client: Any, runner_imag
         assert not _container_exists(client, container_id)  # reaped on __enter__
         assert alive.container_id not in reap_orphans()  # a live owner's container stays
         assert _container_exists(client, alive.container_id)
+
+
+def test_exchange_uploads_runs_and_fetches_in_one_exec(
+    runner: DockerCommandRunner, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    (stage / "in").mkdir(parents=True)
+    (stage / "in" / "data.txt").write_text("hello")
+    sink, seen = EventSink(), []
+    sink.subscribe(seen.append)
+    with use_sink(sink):
+        result = runner.exchange(
+            stage,
+            "/work/exchange-job",
+            ["sh", "-c", "mkdir out && tr a-z A-Z < in/data.txt > out/up.txt; echo done"],
+            fetch="out",
+            local=tmp_path / "back",
+        )
+    assert result.returncode == 0
+    assert (tmp_path / "back" / "up.txt").read_text() == "HELLO"
+    assert "done" in [e.message for e in seen]  # the command's output streamed live
+
+
+def test_exchange_timeout_stops_the_command(runner: DockerCommandRunner, tmp_path: Path) -> None:
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    start = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        runner.exchange(
+            stage, "/work/slow-job", ["sleep", "30"], fetch="out", local=tmp_path / "b", timeout=0.5
+        )
+    assert time.monotonic() - start < 10
+    assert not [p for p in _processes(runner) if "sleep 30" in p]

@@ -38,6 +38,7 @@ from edgehub.runners.docker_cleanup import (
     start_ticks,
 )
 from edgehub.runners.docker_cleanup import _owner_alive as _owner_alive  # for tests
+from edgehub.runners.docker_exchange import DockerExchange
 from edgehub.runners.docker_exec import (
     EXEC_MARKER,
     KILL_SCRIPT,
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 
-class DockerCommandRunner(WarmContainer, DockerFiles):
+class DockerCommandRunner(WarmContainer, DockerFiles, DockerExchange):
     """Runs argv lists in a container of ``image``; ``put``/``get`` use the archive API.
 
     Nothing touches Docker until ``__enter__`` or the first use; the container is removed by

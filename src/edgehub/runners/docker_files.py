@@ -1,8 +1,8 @@
-"""Files in and out of a runner's container through Docker's archive API.
+"""Files in and out of a runner's container: tar streams through ``docker exec``, or Docker's
+archive API for images without ``tar``.
 
-``put_archive``/``get_archive`` work on a remote daemon (``DOCKER_HOST=ssh://...``) as well as
-the local one. Uploads are owned by the image's user (named by its uid/gid labels, or asked of
-the container); downloads are extracted safely and moved into place.
+Both work on a remote daemon (``DOCKER_HOST=ssh://...``) as well as the local one. Uploads are
+owned by the container's user; downloads are extracted safely and moved into place.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from edgehub.errors import RunnerError
 from edgehub.runners.archive import pack, safe_extract
 from edgehub.runners.docker_exec import exec_quiet, explain
+from edgehub.runners.docker_tar import NO_TAR, exec_read, exec_write
 
 __all__ = ["GID_LABEL", "UID_LABEL", "DockerFiles"]
 
@@ -69,8 +70,14 @@ class DockerFiles:
         target = PurePosixPath(self._remote(remote))
         if target.name in ("", ".", ".."):
             raise RunnerError(f"cannot copy to {remote!s}: name a file or directory to create")
-        uid, gid = self._container_owner()
-        data = _owned_by(pack(local, arcname=target.name), uid, gid)
+        data = pack(local, arcname=target.name)
+        code, err = exec_write(self._client, container_id, str(target.parent), data)
+        if code == 0:
+            return
+        if code not in NO_TAR:
+            raise RunnerError(f"cannot copy {local} to {target}: {_tar_error(err)}")
+        uid, gid = self._container_owner()  # no tar in the image: the archive API
+        data = _owned_by(data, uid, gid)
         import docker.errors
 
         for attempt in (1, 2):
@@ -100,11 +107,18 @@ class DockerFiles:
         local.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".edgehub-get-", dir=local.parent) as scratch:
             archive = Path(scratch) / "archive.tar"
+            parent, name = str(PurePosixPath(source).parent), PurePosixPath(source).name
+            stat: dict[str, Any] = {"name": name}
             try:
-                chunks, stat = self._client.api.get_archive(container_id, source)
                 with archive.open("wb") as stream:
-                    for chunk in chunks:
-                        stream.write(chunk)
+                    code, err = exec_read(self._client, container_id, parent, [name], stream)
+                if code in NO_TAR:  # no tar in the image: the archive API
+                    chunks, stat = self._client.api.get_archive(container_id, source)
+                    with archive.open("wb") as stream:
+                        for chunk in chunks:
+                            stream.write(chunk)
+                elif code != 0:
+                    raise RunnerError(f"cannot copy {source} from the container: {_tar_error(err)}")
             except docker.errors.NotFound:
                 raise RunnerError(
                     f"cannot copy {source} from the container: no such file or directory"
@@ -119,6 +133,14 @@ class DockerFiles:
             if not top or not (item.exists() or item.is_symlink()):
                 raise RunnerError(f"cannot copy {source}: the container sent an empty archive")
             _move_into_place(item, local)
+
+
+def _tar_error(stderr: str) -> str:
+    """The useful line of tar's complaint (its first; the last is a generic summary)."""
+    if "No such file or directory" in stderr:
+        return "no such file or directory"
+    lines = stderr.strip().splitlines()
+    return lines[0] if lines else "tar failed"
 
 
 def _owned_by(data: bytes, uid: int, gid: int) -> bytes:

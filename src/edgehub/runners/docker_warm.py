@@ -12,7 +12,7 @@ from typing import Any
 
 from edgehub.errors import RunnerError
 from edgehub.runners.docker_cleanup import MANAGED
-from edgehub.runners.docker_exec import exec_quiet, explain
+from edgehub.runners.docker_exec import explain
 
 __all__ = ["TOUCH_WRAPPER", "WARM", "WARM_KEY", "WarmContainer"]
 
@@ -72,7 +72,6 @@ class WarmContainer:
                 info = client.api.inspect_container(name)
                 if info["State"]["Running"]:
                     self._container_id = str(info["Id"])
-                    exec_quiet(client, self._container_id, ["touch", _ALIVE])
                     return self._container_id
                 client.api.remove_container(name, force=True)
             except docker.errors.NotFound:

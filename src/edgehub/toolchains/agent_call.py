@@ -92,16 +92,21 @@ class AgentCall:
         for name, path in (inputs or {}).items():
             link_tree(path, stage / "in" / name)
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
-        try:
-            self.runner.put(stage, remote)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
         argv = [self.python, AGENT_NAME, command, "--request", "request.json",
                 "--result", "out/result.json"]  # fmt: skip
-        outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
         files = local / "out"
+        exchange = getattr(self.runner, "exchange", None)
         try:
-            self.runner.get(remote / "out", files)
+            if exchange is not None:  # one round trip where the runner offers it
+                outcome = exchange(stage, remote, argv, fetch="out", local=files, timeout=timeout)
+            else:
+                self.runner.put(stage, remote)
+                outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+        try:
+            if exchange is None:
+                self.runner.get(remote / "out", files)
             result = load_result(files / "result.json")
         except (RunnerError, ResultFileError) as error:
             tail = (outcome.stderr.strip() or outcome.stdout.strip()).splitlines()
