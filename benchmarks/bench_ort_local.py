@@ -1,7 +1,8 @@
 """Benchmark the local ONNX Runtime path (run on demand, not in CI).
 
 (a) Profiler fidelity: edgehub's reported median latency divided by the median of a bare
-    `session.run` loop timed in the same image, on the same model, in the same run.
+    `session.run` loop timed in the same image (in the same warm container, so both see the
+    same CPU placement), on the same model, rounds interleaved.
 (b) Per-job overhead: wall time of a warm `hub exec profile` (the toolchain container already
     running: EDGEHUB_KEEP_WARM) divided by `docker run --rm IMAGE python bare.py` doing the
     same work (session creation, warm-up, timed runs).
@@ -134,15 +135,29 @@ def main() -> None:
         str(args.warmup),
     ]
 
+    warm = subprocess.run(
+        ["docker", "ps", "-q", "--filter", "label=org.edgehub.warm=1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0]
+    for name in ("bare.py", "bench.onnx"):
+        subprocess.run(["docker", "cp", str(work / name), f"{warm}:/tmp/{name}"], check=True)
+    subprocess.run(["docker", "exec", "-u", "0", warm, "chmod", "644", "/tmp/bare.py",
+                    "/tmp/bench.onnx"], check=True)  # fmt: skip
+    bare_in_warm = ["docker", "exec", warm, "python3", "/tmp/bare.py", "/tmp/bench.onnx",
+                    str(args.runs), str(args.warmup)]  # fmt: skip
+
     hub_medians, bare_medians, hub_walls, bare_walls = [], [], [], []
     for _ in range(args.rounds):
         wall, report = hub(*profile_args, env=env)
         hub_walls.append(wall)
         hub_medians.append(report["latency_ms"]["median"])
-        start = time.perf_counter()
-        out = subprocess.run(bare_cmd, capture_output=True, text=True, check=True)
-        bare_walls.append(time.perf_counter() - start)
+        out = subprocess.run(bare_in_warm, capture_output=True, text=True, check=True)
         bare_medians.append(json.loads(out.stdout)["median_ms"])
+        start = time.perf_counter()
+        subprocess.run(bare_cmd, capture_output=True, text=True, check=True)
+        bare_walls.append(time.perf_counter() - start)
 
     fidelity = statistics.median(hub_medians) / statistics.median(bare_medians)
     overhead = statistics.median(hub_walls) / statistics.median(bare_walls)

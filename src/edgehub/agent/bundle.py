@@ -24,7 +24,7 @@ EXCLUDED = frozenset({"bundle.py", "_build_info.py"})
 MAIN = """\
 import sys
 
-from edgehub_agent.cli import main
+from edgehub_agent.entry import main
 
 sys.exit(main())
 """

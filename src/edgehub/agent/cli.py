@@ -1,8 +1,13 @@
-"""Command-line entry: ``edgehub-agent COMMAND [--request REQUEST.json] [--result RESULT.json]``.
+"""Command-line entry: ``edgehub-agent [--server SOCKET] COMMAND [--request R] [--result O]``.
 
 Progress goes to stderr (one flushed line at a time); stdout stays quiet while a command runs
 (even output written by libraries goes to stderr). Without ``--result`` the result JSON is printed
 on stdout at the end. See :mod:`.protocol` for the result format and exit codes.
+
+``--server PATH`` (anywhere on the line) runs the command on a warm agent server listening on the
+Unix socket PATH, or here when none answers, then starts one for next time; :mod:`.entry` sends
+such calls to :mod:`.server_client` without loading this module. ``edgehub-agent serve --socket
+PATH [--idle SECONDS]`` is that server (:mod:`.server`).
 """
 
 from __future__ import annotations
@@ -42,11 +47,15 @@ COMMANDS: dict[str, str | None] = {
 }
 
 USAGE = (
-    "usage: edgehub-agent COMMAND [--request REQUEST.json] [--result RESULT.json]\n"
+    "usage: edgehub-agent [--server PATH] COMMAND [--request REQUEST.json] [--result RESULT.json]\n"
+    "       edgehub-agent serve --socket PATH [--idle SECONDS]\n"
     f"commands: {', '.join(COMMANDS)}\n"
     "progress goes to stderr; the result (JSON) to --result, or to stdout without it;\n"
-    "exit codes: 0 ok, 2 user error, 1 unexpected error, 130 cancelled"
+    "exit codes: 0 ok, 2 user error, 1 unexpected error, 130 cancelled\n"
+    "--server PATH: run on the agent server listening on the Unix socket PATH; without one,\n"
+    "run here and start one in the background for next time"
 )
+SERVE_COMMAND = "serve"
 
 Handler = Callable[[Params, Report], CommandOutput]
 
@@ -54,7 +63,8 @@ Handler = Callable[[Params, Report], CommandOutput]
 def parse_args(argv: list[str]) -> tuple[str | None, str | None, str | None]:
     """(command, request path, result path); raises UsageError on anything else."""
     command: str | None = None
-    values: dict[str, str | None] = {"--request": None, "--result": None}
+    # a valid --server PATH is taken out before this (entry.py); one left here has no value
+    values: dict[str, str | None] = {"--request": None, "--result": None, "--server": None}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -76,6 +86,10 @@ def parse_args(argv: list[str]) -> tuple[str | None, str | None, str | None]:
         command = arg
         i += 1
     return command, values["--request"], values["--result"]
+
+
+def handler_modules() -> list[str]:
+    return [f"{__package__}.{name}" for name in COMMANDS.values() if name]
 
 
 def prescan_result(argv: list[str]) -> str | None:
@@ -212,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     if "--version" in args:
         print(f"edgehub-agent {AGENT_VERSION} (protocol {PROTOCOL_VERSION})")
         return EXIT_OK
+    if args[:1] == [SERVE_COMMAND]:
+        from .server import serve_main
+
+        return serve_main(args[1:], main, handler_modules())
     reconfigure = getattr(sys.stderr, "reconfigure", None)
     if reconfigure is not None:
         try:

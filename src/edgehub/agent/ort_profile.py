@@ -41,7 +41,14 @@ from typing import Any
 from .env import collect_env
 from .models import resolve_model_path
 from .ort_trace import TraceSummary, parse_trace
-from .protocol import CommandOutput, Params, RuntimeFailure, one_line, write_json_atomic
+from .protocol import (
+    Cancelled,
+    CommandOutput,
+    Params,
+    RuntimeFailure,
+    one_line,
+    write_json_atomic,
+)
 from .report import Report
 from .sessions import (
     OPTIMIZATION_LEVELS,
@@ -192,6 +199,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     gc.collect()
     try:
         samples = timed_runs(session, feeds, runs)
+    except Cancelled:
+        raise
     except Exception as exc:
         raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
     session = None

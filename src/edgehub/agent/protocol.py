@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Sequence
 
-EXIT_OK = 0
-EXIT_UNEXPECTED = 1
-EXIT_USER = 2
-EXIT_CANCELLED = 130
+from .exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
+from .exit_codes import EXIT_OK as EXIT_OK
+from .exit_codes import EXIT_UNEXPECTED as EXIT_UNEXPECTED
+from .exit_codes import EXIT_USER as EXIT_USER
 
 JSONDict = Dict[str, Any]
 

@@ -114,6 +114,11 @@ class DockerCommandRunner(WarmContainer, DockerFiles, DockerExchange):
         return self._image
 
     @property
+    def keep_warm(self) -> float | None:
+        """Idle seconds the container outlives its runner (``None``: removed on close)."""
+        return self._keep_warm
+
+    @property
     def container_id(self) -> str | None:
         return self._container_id
 
@@ -164,15 +169,15 @@ class DockerCommandRunner(WarmContainer, DockerFiles, DockerExchange):
         import docker.errors
 
         try:
-            reap_orphans(client)
-        except docker.errors.APIError:
-            pass  # tidying up after others must not stop this runner
-        try:
             self._image_attrs = client.api.inspect_image(self._image)
         except docker.errors.ImageNotFound:
             raise ImageNotBuiltError(_missing_image_message(self._image)) from None
         if self._keep_warm is not None:
-            return self._start_warm(client)
+            return self._start_warm(client)  # warm containers expire by themselves
+        try:
+            reap_orphans(client)
+        except docker.errors.APIError:
+            pass  # tidying up after others must not stop this runner
         labels = {
             **self._labels,
             MANAGED: "1",

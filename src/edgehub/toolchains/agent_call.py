@@ -52,7 +52,12 @@ class AgentResult:
 
 class AgentCall:
     """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>``
-    on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there."""
+    on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
+
+    With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
+    container) the agent hands each job to a resident agent that has the runtime loaded
+    already, starting one on first use.
+    """
 
     def __init__(
         self,
@@ -60,11 +65,13 @@ class AgentCall:
         workdir: PurePosixPath,
         local_dir: Path,
         python: str = "python3",
+        server: str | None = None,
     ) -> None:
         self.runner = runner
         self.workdir = workdir
         self.local_dir = local_dir
         self.python = python
+        self.server = server
         self._calls = 0
 
     def call(
@@ -94,6 +101,8 @@ class AgentCall:
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
         argv = [self.python, AGENT_NAME, command, "--request", "request.json",
                 "--result", "out/result.json"]  # fmt: skip
+        if self.server:
+            argv[2:2] = ["--server", self.server]
         files = local / "out"
         exchange = getattr(self.runner, "exchange", None)
         try:

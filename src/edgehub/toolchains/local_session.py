@@ -26,7 +26,8 @@ def _container(
 
     dev = ctx.device(device or "local")
     config = dev.get_provider_config(DockerConfig, component) or DockerConfig()
-    image = config.image or ctx.image_tags.get(runtime) or images.require_image(runtime).tag
+    # The runner itself says "not built; run: hub images build RUNTIME" when the tag is absent.
+    image = config.image or ctx.image_tags.get(runtime) or images.image_tag(runtime)
     keep_warm = config.keep_warm or float(os.environ.get("EDGEHUB_KEEP_WARM") or 0) or None
     return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm)
 
@@ -43,7 +44,16 @@ def local_agent(
     ctx.client.log_environment(
         {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
     )
-    return AgentCall(runner, workdir, ctx.artifact_dir)
+    return AgentCall(runner, workdir, ctx.artifact_dir, server=_server_socket(runner))
+
+
+def _server_socket(runner: DockerCommandRunner) -> str | None:
+    """A warm container keeps a resident agent (one per agent version) for the next jobs."""
+    if not runner.keep_warm:
+        return None
+    from edgehub.agent.bundle import agent_hash
+
+    return f"/tmp/edgehub-agent-{agent_hash()[:12]}.sock"
 
 
 def scratch_agent(

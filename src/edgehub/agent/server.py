@@ -1,0 +1,568 @@
+"""``edgehub-agent serve --socket PATH [--idle SECONDS]``: a warm agent that forks one job per call.
+
+The server imports numpy, onnxruntime (and onnx, and the command modules) once, then listens on
+a Unix socket (mode 0600) and, for each connection, reads one request (see :mod:`.server_wire`)
+and forks a process that runs the ordinary command line on it (:mod:`.server_job`), so a job
+skips the interpreter's and the libraries' start-up. It runs jobs side by side; one event loop
+(no threads, so forking is safe) accepts connections, reads requests, passes signals on, kills a
+job whose client went away, reaps finished jobs (SIGCHLD wakes the loop) and writes their exit
+codes. It exits, removing the socket, after ``--idle`` seconds (default 600) without a job or on
+SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for them).
+
+Only one server runs per socket path: it holds ``PATH.lock`` (flock) while it lives, and refuses
+to start when another one holds it or answers on the socket. Messages go to stderr (the
+background server's log, ``PATH.log``, when a client started it).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import gc
+import importlib
+import os
+import selectors
+import signal
+import socket
+import stat
+import sys
+import time
+import warnings
+from types import FrameType
+from typing import Any, Sequence
+
+from .env import collect_env
+from .protocol import EXIT_OK, EXIT_USER
+from .server_job import load_libc, run_job
+from .server_wire import (
+    EXIT,
+    FORWARDED_SIGNALS,
+    MAX_LINE_BYTES,
+    MAX_REQUEST_BYTES,
+    REFUSED,
+    CliMain,
+    decode_request,
+    marker,
+    python_identity,
+    socket_address,
+)
+
+SERVE_USAGE = "usage: edgehub-agent serve --socket PATH [--idle SECONDS]"
+DEFAULT_IDLE_S = 600.0
+REQUEST_TIMEOUT_S = 10.0  # a connection must send its request within this
+CANCEL_GRACE_S = 5.0  # after a forwarded signal, SIGKILL a job still running this much later
+SEND_TIMEOUT_S = 2.0
+PRELOAD = ("numpy", "onnxruntime", "onnx")
+# Environment variables that the interpreter or the preloaded libraries read when they start: a
+# client whose values differ would not get what a fresh process gives it, so it is refused.
+IMPORT_TIME_ENV = (
+    "PYTHON",
+    "LD_",
+    "LANG",
+    "LC_",
+    "OMP_",
+    "KMP_",
+    "GOMP_",
+    "OPENBLAS_",
+    "GOTO",
+    "MKL_",
+    "BLIS_",
+    "VECLIB_",
+    "NUMEXPR_",
+    "NPY_",
+    "ORT_",
+    "ONNXRUNTIME",
+)
+
+
+class ServeUsageError(ValueError):
+    pass
+
+
+def parse_serve_args(argv: Sequence[str]) -> tuple[str, float]:
+    values: dict[str, str | None] = {"--socket": None, "--idle": None}
+    i = 0
+    while i < len(argv):
+        name, eq, inline = argv[i].partition("=")
+        if name not in values:
+            raise ServeUsageError(f"unexpected argument {argv[i]!r}")
+        if eq:
+            values[name] = inline
+            i += 1
+        elif i + 1 < len(argv):
+            values[name] = argv[i + 1]
+            i += 2
+        else:
+            raise ServeUsageError(f"{name} needs a value")
+    if not values["--socket"]:
+        raise ServeUsageError("--socket PATH is required")
+    idle = DEFAULT_IDLE_S
+    if values["--idle"] is not None:
+        try:
+            idle = float(values["--idle"])
+        except ValueError:
+            idle = -1.0
+        if not idle > 0:
+            raise ServeUsageError(f"--idle must be a number of seconds > 0, got {values['--idle']}")
+    return os.path.abspath(values["--socket"]), idle
+
+
+def log(message: str) -> None:
+    try:
+        sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} agent server: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def preload(modules: Sequence[str]) -> None:
+    """Import what jobs will need, and fill the caches ``collect_env`` uses; failures are left to
+    the jobs, which meet them exactly as a fresh process would. Then freeze what is loaded out of
+    the garbage collector's reach, so that a job's ``gc.collect()`` neither walks the libraries'
+    objects nor copies their memory pages (copy-on-write) to do so."""
+    for name in (*PRELOAD, *modules):
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    try:
+        collect_env()
+    except Exception:
+        pass
+    gc.collect()
+    gc.freeze()
+
+
+def answers(path: str) -> bool:
+    """Whether something accepts connections on the Unix socket ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        with socket_address(path) as address:
+            probe.connect(address)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def exit_code(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return 1
+
+
+def signal_group(pid: int, signum: int) -> None:
+    """Signal a job's process group (or the job alone, before it has made its group)."""
+    try:
+        os.killpg(pid, signum)
+        return
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def send_and_close(conn: socket.socket, data: bytes) -> None:
+    try:
+        conn.settimeout(SEND_TIMEOUT_S)
+        conn.sendall(data)
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+class Job:
+    def __init__(self, pid: int, conn: socket.socket) -> None:
+        self.pid = pid
+        self.conn: socket.socket | None = conn  # None once the client has gone
+        self.buffer = b""
+        self.kill_at: float | None = None
+
+
+class Pending:
+    def __init__(self, deadline: float) -> None:
+        self.buffer = b""
+        self.deadline = deadline
+
+
+class Server:
+    def __init__(self, path: str, idle: float, cli_main: CliMain, lock_fd: int) -> None:
+        self.path = path
+        self.idle = idle
+        self.cli_main = cli_main
+        self.lock_fd = lock_fd
+        self.selector = selectors.DefaultSelector()
+        self.listener: socket.socket | None = None
+        self.bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we made
+        self.wakeup_r, self.wakeup_w = os.pipe()
+        self.jobs: dict[int, Job] = {}
+        self.pending: dict[socket.socket, Pending] = {}
+        self.idle_since = time.monotonic()
+        self.stop_signal: int | None = None
+        self.stopping = False
+        self.identity = python_identity()
+        self.start_env = dict(os.environ)
+
+    # --- set-up and tear-down ---------------------------------------------------------------
+
+    def bind(self) -> None:
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            pass
+        else:
+            if not stat.S_ISSOCK(mode):
+                raise OSError(f"{self.path} exists and is not a socket; not replacing it")
+            os.unlink(self.path)  # stale: its server is gone (we hold the lock)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)  # created 0600: only this user may run jobs
+        try:
+            with socket_address(self.path) as address:
+                listener.bind(address)
+        except OSError:
+            listener.close()
+            raise
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        info = os.stat(self.path)
+        self.bound = (info.st_dev, info.st_ino)
+        listener.listen(128)
+        listener.setblocking(False)
+        self.listener = listener
+        self.selector.register(listener, selectors.EVENT_READ, self.accept)
+
+    def install_signals(self) -> None:
+        for fd in (self.wakeup_r, self.wakeup_w):
+            os.set_blocking(fd, False)
+        signal.set_wakeup_fd(self.wakeup_w, warn_on_full_buffer=False)
+        signal.signal(signal.SIGCHLD, self.on_child)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self.on_stop)
+        self.selector.register(self.wakeup_r, selectors.EVENT_READ, self.drain_wakeup)
+
+    def on_child(self, signum: int, frame: FrameType | None) -> None:
+        pass  # the wakeup fd ends the select; the loop reaps
+
+    def on_stop(self, signum: int, frame: FrameType | None) -> None:
+        self.stop_signal = signum
+
+    def drain_wakeup(self, fileobj: Any) -> None:
+        try:
+            while os.read(self.wakeup_r, 512):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def close_listener(self) -> None:
+        if self.listener is None:
+            return
+        self.selector.unregister(self.listener)
+        try:
+            info = os.stat(self.path)
+            if (info.st_dev, info.st_ino) == self.bound:
+                os.unlink(self.path)
+        except OSError:
+            pass
+        self.listener.close()
+        self.listener = None
+
+    def stop(self) -> None:
+        """Stop accepting; pass SIGTERM to the running jobs (SIGKILL after the grace period)."""
+        self.stopping = True
+        self.close_listener()
+        for conn in list(self.pending):
+            self.drop_pending(conn)
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        for job in self.jobs.values():
+            signal_group(job.pid, signal.SIGTERM)
+            job.kill_at = min(job.kill_at or deadline, deadline)
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        while True:
+            if self.stop_signal is not None and not self.stopping:
+                log(f"signal {self.stop_signal}: stopping")
+                self.stop()
+            if self.stopping and not self.jobs:
+                return
+            now = time.monotonic()
+            if not self.jobs and not self.pending and now - self.idle_since >= self.idle:
+                log(f"idle for {self.idle:g} s: exiting")
+                return
+            for key, _ in self.selector.select(self.timeout(now)):
+                key.data(key.fileobj)
+            self.reap()
+            self.enforce_deadlines()
+
+    def timeout(self, now: float) -> float:
+        deadlines = [p.deadline for p in self.pending.values()]
+        deadlines += [j.kill_at for j in self.jobs.values() if j.kill_at is not None]
+        if not self.jobs and not self.pending:
+            deadlines.append(self.idle_since + self.idle)
+        return max(0.0, min(deadlines) - now) if deadlines else 3600.0
+
+    def enforce_deadlines(self) -> None:
+        now = time.monotonic()
+        for conn, pending in list(self.pending.items()):
+            if now >= pending.deadline:
+                self.drop_pending(conn)
+        for job in self.jobs.values():
+            if job.kill_at is not None and now >= job.kill_at:
+                signal_group(job.pid, signal.SIGKILL)
+                job.kill_at = None
+
+    def became_idle(self) -> None:
+        if not self.jobs and not self.pending:
+            self.idle_since = time.monotonic()
+
+    # --- connections and requests ------------------------------------------------------------
+
+    def accept(self, listener: Any) -> None:
+        while self.listener is not None:
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # e.g. out of file descriptors: try again on the next call
+                log(f"accept failed: {exc}")
+                time.sleep(0.1)  # the listener stays readable: do not spin
+                return
+            # Blocking: a job's process shares this file description, and O_NONBLOCK would be
+            # shared with it; the server's own reads pass MSG_DONTWAIT instead.
+            conn.setblocking(True)
+            self.pending[conn] = Pending(time.monotonic() + REQUEST_TIMEOUT_S)
+            self.selector.register(conn, selectors.EVENT_READ, self.read_request)
+
+    def drop_pending(self, conn: socket.socket) -> None:
+        self.pending.pop(conn, None)
+        self.selector.unregister(conn)
+        conn.close()
+        self.became_idle()
+
+    def refuse(self, conn: socket.socket, reason: str) -> None:
+        self.pending.pop(conn, None)
+        self.selector.unregister(conn)
+        send_and_close(conn, marker(REFUSED, reason))
+        self.became_idle()
+
+    def read_request(self, conn: Any) -> None:
+        pending = self.pending.get(conn)
+        if pending is None:  # dropped earlier in the same round of events
+            return
+        data = receive(conn)
+        if data is None:
+            return
+        if not data:
+            self.drop_pending(conn)
+            return
+        pending.buffer += data
+        line, newline, rest = pending.buffer.partition(b"\n")
+        if not newline:
+            if len(pending.buffer) > MAX_REQUEST_BYTES:
+                self.refuse(conn, "request too large")
+            return
+        try:
+            request = decode_request(line)
+        except ValueError as exc:
+            self.refuse(conn, f"bad request: {exc}")
+            return
+        reason = self.mismatch(request)
+        if reason:
+            self.refuse(conn, reason)
+            return
+        self.pending.pop(conn)
+        self.selector.unregister(conn)
+        self.start(conn, request, rest)
+
+    def mismatch(self, request: dict[str, Any]) -> str | None:
+        """Why this server cannot run the request as a fresh process would, if it cannot."""
+        theirs = request.get("python")
+        if theirs is not None and theirs != self.identity:
+            return "the client runs another Python installation"
+        env = request.get("env")
+        if env is None:
+            return None
+        keys = {k for k in (*env, *self.start_env) if k.startswith(IMPORT_TIME_ENV)}
+        differ = sorted(k for k in keys if env.get(k) != self.start_env.get(k))
+        if differ:
+            return "environment differs from the server's in " + ", ".join(differ[:8])
+        return None
+
+    def start(self, conn: socket.socket, request: dict[str, Any], rest: bytes) -> None:
+        inherited = [self.wakeup_r, self.wakeup_w, self.lock_fd]
+        inherited += [c.fileno() for c in self.pending]
+        inherited += [j.conn.fileno() for j in self.jobs.values() if j.conn is not None]
+        if self.listener is not None:
+            inherited.append(self.listener.fileno())
+        selector_fd = getattr(self.selector, "fileno", None)
+        if callable(selector_fd):
+            inherited.append(selector_fd())
+        for stream in (sys.stdout, sys.stderr):  # or the child would repeat what is buffered
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        server_pid = os.getpid()
+        try:
+            with warnings.catch_warnings():  # 3.12+ frowns on forking with threads (BLAS's)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError as exc:
+            send_and_close(conn, marker(REFUSED, f"cannot fork: {exc}"))
+            self.became_idle()
+            return
+        if pid == 0:
+            run_job(conn, request, self.cli_main, server_pid, inherited)
+        try:
+            os.setpgid(pid, pid)  # also here, so the group exists before any kill
+        except OSError:
+            pass
+        job = Job(pid, conn)
+        self.jobs[pid] = job
+        self.selector.register(conn, selectors.EVENT_READ, lambda c: self.read_control(job))
+        if self.stopping:
+            signal_group(pid, signal.SIGTERM)
+            job.kill_at = time.monotonic() + CANCEL_GRACE_S
+        if rest:
+            self.control(job, rest)
+
+    def read_control(self, job: Job) -> None:
+        if job.conn is None:
+            return
+        data = receive(job.conn)
+        if data is None:
+            return
+        if not data:  # the client closed or died: the job goes with it
+            self.client_gone(job)
+            return
+        self.control(job, data)
+
+    def control(self, job: Job, data: bytes) -> None:
+        job.buffer += data
+        while b"\n" in job.buffer:
+            line, _, job.buffer = job.buffer.partition(b"\n")
+            word, _, value = line.decode("ascii", "replace").partition(" ")
+            if word == "signal" and value.strip().isdigit():
+                signum = int(value)
+                if signum in FORWARDED_SIGNALS:
+                    signal_group(job.pid, signum)
+                    if job.kill_at is None:
+                        job.kill_at = time.monotonic() + CANCEL_GRACE_S
+        if len(job.buffer) > MAX_LINE_BYTES:
+            self.client_gone(job)
+
+    def client_gone(self, job: Job) -> None:
+        signal_group(job.pid, signal.SIGKILL)
+        if job.conn is not None:
+            self.selector.unregister(job.conn)
+            job.conn.close()
+            job.conn = None
+
+    # --- finished jobs ------------------------------------------------------------------------
+
+    def reap(self) -> None:
+        while self.jobs:
+            pid = exited_child()
+            if pid is None:
+                return
+            job = self.jobs.get(pid)
+            if job is not None:
+                # Before reaping (the pid stays reserved): end anything the job left running,
+                # so that nothing writes to the connection after the exit line.
+                signal_group(pid, signal.SIGKILL)
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = 1 << 8
+            if job is None:
+                continue
+            del self.jobs[pid]
+            if job.conn is not None:
+                self.selector.unregister(job.conn)
+                send_and_close(job.conn, marker(EXIT, exit_code(status)))
+                job.conn = None
+            self.became_idle()
+
+
+def receive(conn: socket.socket) -> bytes | None:
+    """Bytes available now; b"" at end of stream or on error; None when nothing is there yet."""
+    try:
+        return conn.recv(65536, socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return b""
+
+
+def exited_child() -> int | None:
+    """The pid of a child that has exited, without reaping it (None when there is none)."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:  # no waitid: reap straight away (a stray grandchild may outlive the job)
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return None
+        return pid or None
+    try:
+        info = waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return None
+    return None if info is None else int(info.si_pid)
+
+
+def acquire_lock(path: str) -> int | None:
+    """Hold ``PATH.lock`` for the server's life; None when another server holds it."""
+    fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd
+
+
+def serve_main(argv: list[str], cli_main: CliMain, modules: Sequence[str]) -> int:
+    """Entry point of ``serve``; returns the exit code."""
+    try:
+        path, idle = parse_serve_args(argv)
+    except ServeUsageError as exc:
+        sys.stderr.write(f"error: {exc}\n{SERVE_USAGE}\n")
+        return EXIT_USER
+    if not hasattr(socket, "AF_UNIX"):
+        sys.stderr.write("error: this platform has no Unix sockets\n")
+        return EXIT_USER
+    try:
+        lock = acquire_lock(path)
+    except OSError as exc:
+        log(f"cannot create the lock file for {path}: {exc}")
+        return EXIT_USER
+    if lock is None or answers(path):
+        log(f"another server already runs on {path}")
+        return EXIT_USER
+    preload(modules)
+    load_libc()
+    server = Server(path, idle, cli_main, lock)
+    try:
+        server.bind()
+    except OSError as exc:
+        log(f"cannot listen on {path}: {exc}")
+        return EXIT_USER
+    server.install_signals()
+    log(f"serving on {path} (pid {os.getpid()}, idle timeout {idle:g} s)")
+    try:
+        server.run()
+    finally:
+        server.close_listener()
+        os.close(lock)
+    return EXIT_OK

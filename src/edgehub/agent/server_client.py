@@ -1,0 +1,268 @@
+"""``edgehub-agent --server PATH COMMAND ...``: run a command on a warm agent server.
+
+When a server answers on PATH the command runs there (see :mod:`.server_wire`): its progress
+comes back on this process's stderr as it is written, its result goes to the same ``--result``
+file, and this process exits with the job's exit code. SIGINT/SIGTERM are passed on to the job
+(which then ends as a cancelled run would, or is killed after a grace period); a second signal, or
+this process dying, closes the connection and the server kills the job. Without ``--result`` the
+job writes to a temporary file that is printed on stdout, as a local run would print it.
+
+When no server takes the job it runs here, exactly as without ``--server``, and afterwards a
+server is started in the background for the next call (:mod:`.server_spawn`).
+
+This module must stay light: the point is to start fast, so nothing here imports numpy or
+onnxruntime.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import sys
+from types import FrameType
+
+from .exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
+from .server_wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
+
+CONNECT_TIMEOUT_S = 2.0
+START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
+EXIT_LINE = re.compile(rb"\0EDGEHUB-EXIT (-?\d+)\n")
+EXIT_LINE_PREFIX = re.compile(rb"-?\d*\n?")
+
+
+class Abandoned(Exception):
+    """A second signal: stop waiting for the job (the server then kills it)."""
+
+
+def split_server_option(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(the --server PATH, None when empty; the other arguments). A ``--server`` with no value
+    stays among them, for the command line to report."""
+    server: str | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--server="):
+            server = arg.split("=", 1)[1]
+            i += 1
+        elif arg == "--server" and i + 1 < len(argv):
+            server = argv[i + 1]
+            i += 2
+        else:
+            rest.append(arg)
+            i += 1
+    return server or None, rest
+
+
+def client_main(argv: list[str]) -> int:
+    """``edgehub-agent --server PATH ...``; returns the exit code."""
+    server, rest = split_server_option(argv)
+    if server is None or rest[:1] == ["serve"]:
+        return run_here(rest)
+    return run_with_server(server, rest, run_here)
+
+
+def run_here(argv: list[str]) -> int:
+    from .cli import main
+
+    return main(argv)
+
+
+def run_with_server(path: str, argv: list[str], run_local: CliMain) -> int:
+    """Run ``argv`` on the server at ``path``, or here (then start a server for next time)."""
+    code, start_one = call_server(path, argv)
+    if code is not None:
+        return code
+    code = run_local(argv)
+    if start_one and code != EXIT_CANCELLED:
+        from .server_spawn import start_server
+
+        start_server(path)
+    return code
+
+
+def call_server(path: str, argv: list[str]) -> tuple[int | None, bool]:
+    """(exit code, or None when no server ran the job; whether to start a server)."""
+    conn = connect(path)
+    if conn is None:
+        return None, True
+    capture: str | None = None
+    if not any(a == "--result" or a.startswith("--result=") for a in argv):
+        import tempfile
+
+        fd, capture = tempfile.mkstemp(prefix="edgehub-agent-", suffix=".result.json")
+        os.close(fd)
+        argv = [*argv, "--result", capture]
+    try:
+        code, start_one = exchange(conn, path, argv)
+        if capture is not None and code is not None:
+            print_file(capture)
+        return code, start_one
+    finally:
+        conn.close()
+        if capture is not None:
+            try:
+                os.unlink(capture)
+            except OSError:
+                pass
+
+
+def connect(path: str) -> socket.socket | None:
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(CONNECT_TIMEOUT_S)
+    try:
+        with socket_address(path) as address:
+            conn.connect(address)
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def exchange(conn: socket.socket, path: str, argv: list[str]) -> tuple[int | None, bool]:
+    try:
+        request = encode_request(argv, os.getcwd(), dict(os.environ), current_umask())
+        conn.sendall(request)
+        first, rest = read_line(conn, START_TIMEOUT_S)
+    except OSError:  # refused, reset, timed out, or a server going away: nothing ran
+        return None, True
+    if first.startswith(REFUSED):
+        reason = first[len(REFUSED) :].decode("utf-8", "replace").strip()
+        write_stderr(
+            f"note: the agent server on {path} refused the job ({reason}); running it here\n"
+        )
+        return None, False
+    if not first.startswith(START):
+        return None, True
+    conn.settimeout(None)
+    return relay(conn, rest, path), False
+
+
+def read_line(conn: socket.socket, timeout: float) -> tuple[bytes, bytes]:
+    """The first line (b"" if the server closed first) and whatever came after it."""
+    conn.settimeout(timeout)
+    data = b""
+    while b"\n" not in data:
+        chunk = conn.recv(4096)
+        if not chunk:
+            return b"", b""
+        data += chunk
+    line, _, rest = data.partition(b"\n")
+    return line + b"\n", rest
+
+
+class Output:
+    """Copies the job's output to stderr, holding back what may be the final exit line."""
+
+    def __init__(self) -> None:
+        self.tail = b""
+
+    def feed(self, data: bytes) -> None:
+        self.tail += data
+        cut = self.safe_end()
+        if cut:
+            write_stderr_bytes(self.tail[:cut])
+            self.tail = self.tail[cut:]
+
+    def safe_end(self) -> int:
+        start = 0
+        while True:
+            nul = self.tail.find(b"\0", start)
+            if nul < 0:
+                return len(self.tail)
+            if may_be_exit_line(self.tail[nul:]):
+                return nul
+            start = nul + 1
+
+    def finish(self) -> int | None:
+        """The exit code from the exit line at the very end; None when there is none."""
+        match = EXIT_LINE.fullmatch(self.tail)
+        if match:
+            return int(match.group(1))
+        write_stderr_bytes(self.tail)
+        return None
+
+
+def may_be_exit_line(data: bytes) -> bool:
+    if len(data) <= len(EXIT):
+        return EXIT.startswith(data)
+    return data.startswith(EXIT) and EXIT_LINE_PREFIX.fullmatch(data[len(EXIT) :]) is not None
+
+
+def relay(conn: socket.socket, first: bytes, path: str) -> int:
+    """Stream the job's output until the server closes; returns the job's exit code."""
+    signalled: list[int] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signalled:
+            raise Abandoned
+        signalled.append(signum)
+        try:
+            conn.sendall(b"signal %d\n" % signum)
+        except OSError as exc:
+            raise Abandoned from exc
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[signum] = signal.signal(signum, on_signal)
+        except (ValueError, OSError):  # not the main thread
+            pass
+    output = Output()
+    try:
+        output.feed(first)
+        while True:
+            try:
+                data = conn.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            output.feed(data)
+        code = output.finish()
+    except Abandoned:
+        return EXIT_CANCELLED
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if code is None:
+        write_stderr(f"error: the agent server on {path} ended the job without an exit status\n")
+        return EXIT_CANCELLED if signalled else EXIT_UNEXPECTED
+    return code
+
+
+def write_stderr(text: str) -> None:
+    write_stderr_bytes(text.encode("utf-8", "replace"))
+
+
+def write_stderr_bytes(data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(2, view)
+        except InterruptedError:
+            continue
+        except OSError:  # stderr closed: progress is best effort
+            return
+        view = view[written:]
+
+
+def print_file(path: str) -> None:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,0 +1,94 @@
+"""Start an agent server in the background, for the next ``--server PATH`` call. Best effort.
+
+The running zipapp is copied next to the socket (``PATH.pyz``, written to a temporary name and
+renamed, left alone when it already holds the same bytes) and started with this interpreter as
+``python PATH.pyz serve --socket PATH`` in a new session, with stdin from /dev/null and its
+messages appended to ``PATH.log``, so that it outlives this process. If another server starts at
+the same time, one of the two refuses to run (see :mod:`.server`). Run from sources rather than
+from a zipapp, nothing is started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+MAX_LOG_BYTES = 1 << 20
+
+
+def running_archive() -> str | None:
+    """The zipapp this module was loaded from (``.../agent.pyz/edgehub_agent/...``), if any."""
+    here = os.path.abspath(__file__)
+    parent = os.path.dirname(here)
+    while parent and parent != os.path.dirname(parent):
+        if os.path.isfile(parent):
+            return parent
+        parent = os.path.dirname(parent)
+    return None
+
+
+def copy_archive(source: str, target: str) -> None:
+    with open(source, "rb") as fh:
+        data = fh.read()
+    try:
+        with open(target, "rb") as fh:
+            if fh.read() == data:
+                return
+    except OSError:
+        pass
+    directory = os.path.dirname(target) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".edgehub-agent-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def open_log(path: str) -> int:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        if os.path.getsize(path) > MAX_LOG_BYTES:
+            flags |= os.O_TRUNC
+    except OSError:
+        pass
+    return os.open(path, flags, 0o600)
+
+
+def start_server(socket_path: str) -> bool:
+    """Start a detached server for ``socket_path``; whether one was launched."""
+    archive = running_archive()
+    if archive is None or not sys.executable:
+        return False
+    socket_path = os.path.abspath(socket_path)
+    target = socket_path + ".pyz"
+    try:
+        import subprocess
+
+        os.makedirs(os.path.dirname(socket_path), mode=0o700, exist_ok=True)
+        if os.path.abspath(archive) != target:
+            copy_archive(archive, target)
+        log = open_log(socket_path + ".log")
+        try:
+            subprocess.Popen(
+                [sys.executable, target, "serve", "--socket", socket_path],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd="/",
+                # not the spawning command's kill marker: stopping that job must spare us
+                env={k: v for k, v in os.environ.items() if k != "EDGEHUB_EXEC_ID"},
+                close_fds=True,
+                start_new_session=True,
+            )
+        finally:
+            os.close(log)
+    except (OSError, ValueError):
+        return False
+    return True

@@ -1,0 +1,118 @@
+"""What the agent server and its clients say to each other over the Unix socket. Standard library.
+
+The client connects and sends one JSON line::
+
+    {"argv": ["ort.profile", "--request", "r.json", "--result", "o.json"], "cwd": "/abs/dir",
+     "env": {...}, "umask": 18, "python": {"version": "...", "prefix": "..."}}
+
+(``argv`` and ``cwd`` are required; ``env`` replaces the job's environment; ``python`` lets the
+server refuse a client of another interpreter). The client then keeps its side of the connection
+open: closing it, or dying, tells the server to kill the job. While the job runs the client may
+send ``signal N`` lines (N = SIGINT or SIGTERM) to pass a signal on to the job.
+
+The server answers with, first, one of
+
+- ``\\0EDGEHUB-START <pid>\\n``, written by the job's own process before anything else, or
+- ``\\0EDGEHUB-REFUSED <reason>\\n``, after which it closes: nothing ran, the client runs the
+  command itself;
+
+then everything the job writes to its stdout and stderr, unchanged and as it is written, and last
+``\\0EDGEHUB-EXIT <code>\\n``, written by the server once the job's process has exited (so after all
+of its output), before the server closes the connection. A connection that closes before a start
+line means that nothing ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from typing import Any, Callable, Iterator, List
+
+# the command line's main(argv) -> exit code, which a job runs
+CliMain = Callable[[List[str]], int]
+
+START = b"\0EDGEHUB-START "
+REFUSED = b"\0EDGEHUB-REFUSED "
+EXIT = b"\0EDGEHUB-EXIT "
+
+MAX_REQUEST_BYTES = 4 << 20
+MAX_LINE_BYTES = 4096
+FORWARDED_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
+
+# sun_path holds 108 bytes on Linux (104 on BSDs) including the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 100
+
+
+def marker(prefix: bytes, value: object) -> bytes:
+    """One framing line: ``prefix`` + ``value`` (newlines and NULs removed) + newline."""
+    text = str(value).replace("\n", " ").replace("\0", " ")
+    return prefix + text.encode("utf-8", "replace") + b"\n"
+
+
+def encode_request(
+    argv: list[str], cwd: str, env: dict[str, str] | None, umask: int | None
+) -> bytes:
+    request: dict[str, Any] = {"argv": argv, "cwd": cwd, "python": python_identity()}
+    if env is not None:
+        request["env"] = env
+    if umask is not None:
+        request["umask"] = umask
+    return json.dumps(request).encode("utf-8") + b"\n"
+
+
+def decode_request(line: bytes) -> dict[str, Any]:
+    """Parse and check one request line; raises ValueError saying what is wrong."""
+    request = json.loads(line.decode("utf-8"))
+    if not isinstance(request, dict):
+        raise ValueError("the request must be a JSON object")
+    argv = request.get("argv")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise ValueError("'argv' must be a list of strings")
+    cwd = request.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise ValueError("'cwd' must be an absolute path")
+    env = request.get("env")
+    if env is not None and (
+        not isinstance(env, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise ValueError("'env' must map strings to strings")
+    umask = request.get("umask")
+    if umask is not None and (isinstance(umask, bool) or not isinstance(umask, int)):
+        raise ValueError("'umask' must be an integer")
+    return request
+
+
+def python_identity() -> dict[str, str]:
+    """What makes two interpreters interchangeable for a job: version and installation."""
+    import sys
+
+    return {"version": sys.version, "prefix": sys.prefix}
+
+
+@contextlib.contextmanager
+def socket_address(path: str) -> Iterator[str]:
+    """An address to bind or connect ``path`` with, also when the path is too long for sun_path.
+
+    A long path is reached through its open directory (``/proc/self/fd/N/NAME``, Linux only).
+    """
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES:
+        yield path
+        return
+    directory, name = os.path.split(path)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        dir_fd = os.open(directory or ".", flags)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot open the socket's directory: {exc.strerror}") from exc
+    try:
+        address = f"/proc/self/fd/{dir_fd}/{name}"
+        if len(os.fsencode(address)) > MAX_SOCKET_PATH_BYTES or not os.path.isdir(
+            f"/proc/self/fd/{dir_fd}"
+        ):
+            raise OSError(f"socket path too long for a Unix socket: {path}")
+        yield address
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,434 @@
+"""The warm agent server (``serve``) and ``--server`` clients: real processes, the built zipapp.
+
+Whether a call ran through the server is told by running the client with ``-X importtime``: a
+client that ran the job itself imported onnxruntime, one that went through the server did not
+(the server's jobs are forked from a process started without that flag).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from agent_models import AgentRun, make_cnn, make_two_input, run_agent
+
+from edgehub.agent.bundle import build_agent_zipapp
+from edgehub.agent.protocol import load_result
+
+PYTHON = os.environ.get("EDGEHUB_AGENT_TEST_PYTHON") or sys.executable
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgrp, session) of a process, None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _alive(pid: int) -> bool:
+    info = _stat(pid)
+    return info is not None and info[0] != "Z"
+
+
+def _pids_with(text: str) -> list[int]:
+    """Live processes whose command line contains ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _server_pid(sock: Path) -> int:
+    """The server on ``sock``: a ``serve`` process leading its own session (jobs share its
+    command line, being forks of it, but not its session leadership)."""
+    pids = [p for p in _pids_with(f"serve --socket {sock}") if (_stat(p) or ("", 0, 0, 0))[3] == p]
+    assert len(pids) == 1, pids
+    return pids[0]
+
+
+def _children(pid: int) -> list[int]:
+    return [p for p in _pids_with("serve") if (_stat(p) or ("", 0, 0, 0))[1] == pid]
+
+
+def _kill_everything_on(sock: Path) -> None:
+    for pid in _pids_with(str(sock)):
+        info = _stat(pid)
+        try:
+            if info is not None and info[2] == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _answers(sock: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(sock))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def _wait_until(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _start_server(pyz: Path, sock: Path, *extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [PYTHON, str(pyz), "serve", "--socket", str(sock), *extra],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+# --- calls ----------------------------------------------------------------------------------
+
+
+class Call(AgentRun):
+    """A finished ``--server`` client: the AgentRun plus the modules the client imported."""
+
+    def __init__(self, proc: subprocess.CompletedProcess[str], result_path: Path) -> None:
+        lines = proc.stderr.splitlines(keepends=True)
+        self.imported = {
+            line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time:")
+        }
+        stderr = "".join(line for line in lines if not line.startswith("import time:"))
+        result = load_result(result_path) if result_path.exists() else {}
+        super().__init__(proc.returncode, result, stderr, proc.stdout)
+
+    @property
+    def ran_here(self) -> bool:
+        return "onnxruntime" in self.imported
+
+
+def _paths(workdir: Path, command: str) -> tuple[Path, Path]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    n = 0
+    while (workdir / f"{command}_{n}.request.json").exists():
+        n += 1
+    return workdir / f"{command}_{n}.request.json", workdir / f"{command}_{n}.result.json"
+
+
+def call(
+    pyz: Path,
+    sock: Path,
+    command: str,
+    request: dict[str, Any],
+    workdir: Path,
+    env: dict[str, str] | None = None,
+) -> Call:
+    request_path, result_path = _paths(workdir, command)
+    request_path.write_text(json.dumps(request))
+    argv = [PYTHON, "-X", "importtime", str(pyz), "--server", str(sock), command]
+    argv += ["--request", str(request_path), "--result", str(result_path)]
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=workdir,
+        env=dict(os.environ, **(env or {})),
+    )
+    return Call(proc, result_path)
+
+
+def _popen_call(
+    pyz: Path, sock: Path, command: str, request: dict[str, Any], workdir: Path
+) -> tuple[subprocess.Popen[bytes], Path]:
+    request_path, result_path = _paths(workdir, command)
+    request_path.write_text(json.dumps(request))
+    argv = [PYTHON, str(pyz), "--server", str(sock), command]
+    argv += ["--request", str(request_path), "--result", str(result_path)]
+    proc = subprocess.Popen(argv, cwd=workdir, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    return proc, result_path
+
+
+def _read_until(proc: subprocess.Popen[bytes], text: str, timeout: float) -> str:
+    """Read the process's stderr until ``text`` shows up; returns what was read."""
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    seen = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while text.encode() not in seen:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no {text!r} in {seen.decode(errors='replace')!r}"
+            if selector.select(left):
+                chunk = os.read(fd, 65536)
+                assert chunk, f"stderr closed before {text!r}: {seen.decode(errors='replace')!r}"
+                seen += chunk
+    return seen.decode(errors="replace")
+
+
+# --- fixtures -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_agent_zipapp(tmp_path_factory.getbasetemp() / "agent-cache")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("models")
+    return {"cnn": make_cnn(root / "cnn.onnx"), "two": make_two_input(root / "two.onnx")}
+
+
+@pytest.fixture(scope="module")
+def warm(pyz: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A server started with ``serve`` on a socket path that holds a stale socket file."""
+    sock = tmp_path_factory.mktemp("warm") / "agent.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(sock))
+    stale.close()  # the file stays, nobody listens: connections are refused
+    assert sock.exists() and not _answers(sock)
+    server = _start_server(pyz, sock)
+    try:
+        _wait_until(lambda: _answers(sock), 30, "the server to answer")
+        yield sock
+    finally:
+        _kill_everything_on(sock)
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def stop_servers() -> Iterator[list[Path]]:
+    """Socket paths whose servers (and jobs) are killed after the test."""
+    paths: list[Path] = []
+    yield paths
+    for path in paths:
+        _kill_everything_on(path)
+
+
+def _two_input_request(root: Path, model: Path) -> dict[str, Any]:
+    inputs = root / "inputs.npz"
+    rng = np.random.default_rng(7)
+    np.savez(
+        inputs,
+        a=rng.standard_normal((2, 4)).astype(np.float32),
+        b=rng.standard_normal((2, 4)).astype(np.float32),
+    )
+    return {"model": str(model), "input": str(inputs), "output": "outputs.npz"}
+
+
+# --- tests ----------------------------------------------------------------------------------
+
+
+def test_first_call_runs_here_then_a_server_takes_the_next(
+    pyz: Path, models: dict[str, Path], tmp_path: Path, stop_servers: list[Path]
+) -> None:
+    sock = tmp_path / "sockets" / "agent.sock"  # the directory does not exist yet
+    stop_servers.append(sock)
+    request = _two_input_request(tmp_path, models["two"])
+
+    first = call(pyz, sock, "ort.invoke", request, tmp_path / "first")
+    assert first.returncode == 0, first.stderr
+    assert first.ran_here and first.result["ok"]
+    _wait_until(lambda: _answers(sock), 20, "the server started by the first call")
+    assert (sock.stat().st_mode & 0o777) == 0o600
+    assert Path(f"{sock}.pyz").read_bytes() == pyz.read_bytes()
+
+    second = call(pyz, sock, "ort.invoke", request, tmp_path / "second")
+    assert second.returncode == 0, second.stderr
+    assert not second.ran_here, sorted(second.imported)
+    assert "numpy" not in second.imported
+    # the same progress (less timings), streamed back to the client
+    assert [line.split("(")[0] for line in second.lines] == [
+        line.split("(")[0] for line in first.lines
+    ]
+    assert second.data["outputs"] == first.data["outputs"]
+    a = np.load(tmp_path / "first" / "outputs.npz")
+    b = np.load(tmp_path / "second" / "outputs.npz")  # relative paths: the client's directory
+    for name in ("sum", "prod"):
+        np.testing.assert_array_equal(a[name], b[name])
+
+
+def test_results_match_a_local_run(
+    pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    request = {"model": str(models["cnn"]), "runs": 20, "warmup": 2, "intra_op_threads": 1}
+    served = call(pyz, warm, "ort.profile", request, tmp_path / "served")
+    local = run_agent(pyz, "ort.profile", request, tmp_path / "local")
+    assert served.returncode == local.returncode == 0, served.stderr
+    assert not served.ran_here
+    assert served.result.keys() == local.result.keys()
+    assert served.metrics.keys() == local.metrics.keys()
+    assert served.result["params"] == local.result["params"]
+    assert served.result["env"] == local.result["env"]
+    assert served.result["warnings"][0] == local.result["warnings"][0]  # random inputs
+    assert [line.split(":")[0] for line in served.lines[:5]] == [
+        line.split(":")[0] for line in local.lines[:5]
+    ]
+
+
+def test_user_errors_keep_their_exit_code_and_result(
+    pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    run = call(pyz, warm, "ort.profile", {"model": "missing.onnx"}, tmp_path)
+    assert run.returncode == 2 and not run.ran_here
+    assert run.result["error"]["kind"] == "ModelError"
+    assert run.lines[-1] == f"error: {run.message}"
+
+    run = call(pyz, warm, "ort.inspect", {"model": str(models["cnn"]), "modle": 1}, tmp_path)
+    assert run.returncode == 2 and "unknown parameter(s) modle" in run.message
+
+    run = call(pyz, warm, "ort.nope", {}, tmp_path)
+    assert run.returncode == 2 and run.result["error"]["kind"] == "UsageError"
+
+
+def test_result_on_stdout_without_result_flag(pyz: Path, warm: Path, tmp_path: Path) -> None:
+    before = sorted(tmp_path.rglob("*"))
+    proc = subprocess.run(
+        [PYTHON, str(pyz), "env", "--server", str(warm)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ok"] is True
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_concurrent_calls(pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path) -> None:
+    request = {"model": str(models["cnn"]), "runs": 300, "warmup": 5, "intra_op_threads": 1}
+    started = [_popen_call(pyz, warm, "ort.profile", request, tmp_path) for _ in range(3)]
+    for proc, result_path in started:
+        _, stderr = proc.communicate(timeout=60)
+        assert proc.returncode == 0, stderr.decode()
+        result = load_result(result_path)
+        assert result["ok"] and result["metrics"]["runs"] == 300
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_client_takes_its_job_along(
+    pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path, how: int
+) -> None:
+    server = _server_pid(warm)
+    request = {"model": str(models["cnn"]), "runs": 10_000_000, "warmup": 0}
+    proc, result_path = _popen_call(pyz, warm, "ort.profile", request, tmp_path)
+    try:
+        _read_until(proc, "timing:", 30)
+        jobs = _children(server)
+        assert len(jobs) == 1, jobs
+        job = jobs[0]
+        proc.send_signal(how)
+        proc.wait(timeout=10)
+        _wait_until(lambda: not _alive(job), 5, "the job to end")
+    finally:
+        proc.kill()
+        proc.wait()
+    if how == signal.SIGKILL:
+        assert not result_path.exists()  # killed outright
+    else:  # passed on to the job, which ends as a signalled run does and says so
+        assert proc.returncode != 0
+        result = load_result(result_path)
+        assert result["ok"] is False and "signal 15" in result["error"]["message"]
+    assert _server_pid(warm) == server and _answers(warm)
+
+
+def test_env_that_libraries_read_at_start_is_not_served(
+    pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    request = {"model": str(models["cnn"])}
+    run = call(pyz, warm, "ort.inspect", request, tmp_path, env={"OMP_NUM_THREADS": "3"})
+    assert run.returncode == 0, run.stderr
+    assert run.ran_here
+    assert "refused the job (environment differs from the server's in OMP_NUM_THREADS)" in (
+        run.stderr
+    )
+
+
+def test_one_server_per_socket(pyz: Path, warm: Path) -> None:
+    second = _start_server(pyz, warm)
+    _, stderr = second.communicate(timeout=30)
+    assert second.returncode == 2
+    assert b"another server already runs" in stderr
+    assert _answers(warm)
+
+
+def test_idle_server_exits_and_removes_its_socket(pyz: Path, tmp_path: Path) -> None:
+    # deeper than a Unix socket address can hold: reached through the open directory
+    directory = tmp_path / ("d" * 60) / ("e" * 60)
+    directory.mkdir(parents=True)
+    sock = directory / "agent.sock"
+    assert len(str(sock)) > 110
+    server = _start_server(pyz, sock, "--idle", "1")
+    try:
+        _wait_until(sock.exists, 30, "the socket")
+        started = time.monotonic()
+        assert server.wait(timeout=15) == 0
+        assert time.monotonic() - started < 5
+        assert not sock.exists()
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def test_server_option_without_a_path_is_a_usage_error(pyz: Path, tmp_path: Path) -> None:
+    result = tmp_path / "r.json"
+    proc = subprocess.run(
+        [PYTHON, str(pyz), "env", "--result", str(result), "--server"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--server needs a path" in load_result(result)["error"]["message"]
+
+
+def test_output_framing_holds_back_only_a_possible_exit_line(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    from edgehub.agent.server_client import Output
+
+    output = Output()
+    for chunk in (b"progress 1\n", b"odd \0 byte\n\0EDGEHUB-EXIT 3\nmore\n", b"\0EDGE", b"HUB-EX"):
+        output.feed(chunk)
+    assert capfd.readouterr().err == "progress 1\nodd \0 byte\n\0EDGEHUB-EXIT 3\nmore\n"
+    output.feed(b"IT 2")
+    output.feed(b"\n")
+    assert output.finish() == 2
+    assert capfd.readouterr().err == ""
+
+    output = Output()
+    output.feed(b"last words\n\0EDGEHUB-EX")
+    assert output.finish() is None  # the server went away: what was held back is shown
+    assert capfd.readouterr().err == "last words\n\0EDGEHUB-EX"
