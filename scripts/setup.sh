@@ -20,6 +20,10 @@ fi
 
 bash scripts/ci-docker.sh start >&2
 if ! docker image inspect "$BASE" >/dev/null 2>&1; then
+  if ! command -v debootstrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing debootstrap" >&2
+    apt-get update -qq </dev/null >&2 && apt-get install -y -qq debootstrap </dev/null >&2
+  fi
   echo "setup: making the base image $BASE with debootstrap" >&2
   bash scripts/make-base-image.sh "$BASE" >&2
 fi
