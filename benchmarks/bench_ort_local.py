@@ -150,11 +150,13 @@ def main() -> None:
 
     hub_medians, bare_medians, hub_walls, bare_walls = [], [], [], []
     for _ in range(args.rounds):
+        time.sleep(0.5)  # each measurement starts on a settled machine (container teardown)
         wall, report = hub(*profile_args, env=env)
         hub_walls.append(wall)
         hub_medians.append(report["latency_ms"]["median"])
         out = subprocess.run(bare_in_warm, capture_output=True, text=True, check=True)
         bare_medians.append(json.loads(out.stdout)["median_ms"])
+        time.sleep(0.5)
         start = time.perf_counter()
         subprocess.run(bare_cmd, capture_output=True, text=True, check=True)
         bare_walls.append(time.perf_counter() - start)

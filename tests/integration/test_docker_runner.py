@@ -451,3 +451,30 @@ def test_exchange_timeout_stops_the_command(runner: DockerCommandRunner, tmp_pat
         )
     assert time.monotonic() - start < 10
     assert not [p for p in _processes(runner) if "sleep 30" in p]
+
+
+def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
+    runner_image: str, client: Any, tmp_path: Path
+) -> None:
+    first = DockerCommandRunner(runner_image, keep_warm=3)
+    with first:
+        first.run(["sh", "-c", "echo warm > /tmp/marker"])
+        container_id = first.container_id
+    assert container_id is not None and _container_exists(client, container_id)
+    second = DockerCommandRunner(runner_image, keep_warm=3)
+    with second:  # adopted without the docker SDK (the lite client), same container
+        assert second.container_id == container_id
+        assert type(second._client).__name__ == "LiteClient"
+        assert second.run(["cat", "/tmp/marker"]).stdout == "warm\n"
+        stage = tmp_path / "stage"
+        stage.mkdir()
+        (stage / "x.txt").write_text("x")
+        result = second.exchange(
+            stage, "/work/warm-job", ["sh", "-c", "mkdir out && cp x.txt out/"],
+            fetch="out", local=tmp_path / "back",
+        )  # fmt: skip
+        assert result.returncode == 0 and (tmp_path / "back" / "x.txt").read_text() == "x"
+    deadline = time.monotonic() + 30
+    while _container_exists(client, container_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _container_exists(client, container_id), "an idle warm container removes itself"

@@ -156,6 +156,10 @@ class DockerCommandRunner(WarmContainer, DockerFiles, DockerExchange):
         with self._lock:
             if self._container_id is not None:
                 return self._container_id
+            if self._keep_warm is not None and self._client is None:
+                adopted = self._adopt_warm_lite()
+                if adopted is not None:
+                    return adopted
             from edgehub.images import docker_client
 
             self._client = self._client or docker_client()

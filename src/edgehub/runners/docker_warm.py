@@ -41,6 +41,7 @@ class WarmContainer:
     _labels: dict[str, str]
     _keep_warm: float | None
     _container_id: str | None
+    _client: Any
 
     def _container_options(self, labels: dict[str, str], **extra: Any) -> dict[str, Any]:
         raise NotImplementedError  # provided by DockerCommandRunner
@@ -59,6 +60,28 @@ class WarmContainer:
             os.getuid(),
         ]
         return hashlib.sha256(repr(settings).encode()).hexdigest()[:16]
+
+    def _adopt_warm_lite(self) -> str | None:
+        """Adopt the running warm container through `LiteClient` (no docker SDK import);
+        ``None`` when there is none, or anything else than a plain local daemon."""
+        from edgehub.runners.docker_lite import LiteClient, LiteError, local_socket
+
+        path = local_socket()
+        if path is None:
+            return None
+        client = LiteClient(path)
+        try:
+            self._image_attrs = client.api.inspect_image(self._image)
+            info = client.api.inspect_container(f"edgehub-warm-{self._warm_key()}")
+        except (LiteError, OSError, ValueError):
+            self._image_attrs = {}
+            return None
+        if not (info.get("State") or {}).get("Running"):
+            self._image_attrs = {}
+            return None
+        self._client = client
+        self._container_id = str(info["Id"])
+        return self._container_id
 
     def _start_warm(self, client: Any) -> str:
         """Reuse the running warm container with these settings, or start one that removes
