@@ -76,6 +76,38 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+@contextmanager
+def _init_lock(path: Path) -> Iterator[None]:
+    """Serialize opening the store across processes (the WAL switch and the schema)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: _set_up's retries have to do
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _set_up(conn: sqlite3.Connection, patience_s: float = 30.0) -> None:
+    """Switch to WAL and create the tables. Two processes opening a new store at once can get
+    "database is locked" here even with a busy timeout (the journal-mode switch does not wait),
+    so this retries for a while."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class RunStore:
     """Reads and writes runs under ``root`` (``runs.db`` + ``artifacts/`` + ``runs/``)."""
 
@@ -96,13 +128,13 @@ class RunStore:
     def _connect(self) -> sqlite3.Connection:
         path = self.root / "runs.db"
         try:
-            conn = sqlite3.connect(
-                str(path), timeout=30.0, check_same_thread=False, isolation_level=None
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
+            with _init_lock(self.root / ".init.lock"):
+                conn = sqlite3.connect(
+                    str(path), timeout=30.0, check_same_thread=False, isolation_level=None
+                )
+                conn.execute("PRAGMA busy_timeout=30000")
+                _set_up(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
-            conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as error:
             raise StoreError(
                 f"run store {path} cannot be opened ({error}); move it aside to start afresh"
