@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import socket
-import struct
 import tempfile
 import threading
 import time
@@ -23,6 +21,7 @@ from edgehub.errors import RunnerError
 from edgehub.events import current_sink
 from edgehub.runners.archive import pack, safe_extract
 from edgehub.runners.docker_exec import EXEC_MARKER, Exec, exit_code
+from edgehub.runners.docker_frames import frames, send_and_close_write
 from edgehub.runners.docker_warm import TOUCH_WRAPPER
 from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.streaming import LineCollector
@@ -37,23 +36,10 @@ _SCRIPT = (
 )
 
 
-def _frames(raw: Any, stdout: io.BytesIO, err: LineCollector, done: threading.Event) -> None:
-    """Split Docker's multiplexed stream: stdout bytes to a buffer, stderr lines to ``err``."""
-    buffer = b""
+def _collect(raw: Any, stdout: io.BytesIO, err: LineCollector, done: threading.Event) -> None:
+    """Stdout bytes to a buffer, stderr lines to ``err`` (streamed), until the exec ends."""
     try:
-        while True:
-            while len(buffer) < 8:
-                chunk = raw.recv(1 << 16)
-                if not chunk:
-                    return
-                buffer += chunk
-            kind, size = buffer[0], struct.unpack(">I", buffer[4:8])[0]
-            while len(buffer) < 8 + size:
-                chunk = raw.recv(1 << 16)
-                if not chunk:
-                    return
-                buffer += chunk
-            payload, buffer = buffer[8 : 8 + size], buffer[8 + size :]
+        for kind, payload in frames(raw):
             if kind == 1:
                 stdout.write(payload)
             else:
@@ -110,16 +96,12 @@ class DockerExchange:
         raw = getattr(sock, "_sock", sock)
         stdout, err = io.BytesIO(), LineCollector("stderr", None if hide else current_sink())
         done = threading.Event()
-        reader = threading.Thread(target=_frames, args=(raw, stdout, err, done), daemon=True)
+        reader = threading.Thread(target=_collect, args=(raw, stdout, err, done), daemon=True)
         reader.start()
         with self._execs_lock:
             self._execs.add(handle)
         try:
-            raw.sendall(pack(stage, arcname=target.name))
-            try:
-                raw.shutdown(socket.SHUT_WR)
-            except (AttributeError, OSError):
-                raw.shutdown_write()  # a paramiko channel (DOCKER_HOST=ssh://...)
+            send_and_close_write(raw, pack(stage, arcname=target.name))
             if not done.wait(timeout):
                 handle.stopped = handle.stopped or "timeout"
                 self._kill(handle)

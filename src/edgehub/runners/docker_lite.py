@@ -13,10 +13,11 @@ import http.client
 import json
 import os
 import socket
-import struct
 from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import quote
+
+from edgehub.runners.docker_frames import frames
 
 __all__ = ["LiteClient", "LiteError", "local_socket"]
 
@@ -80,25 +81,6 @@ class _Hijacked:
 
     def close(self) -> None:
         self._raw.close()
-
-
-def _frames(stream: _Hijacked) -> Iterator[tuple[int, bytes]]:
-    """Docker's multiplexed frames: (1 stdout | 2 stderr, payload)."""
-    buffer = b""
-    while True:
-        while len(buffer) < 8:
-            chunk = stream.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        kind, size = buffer[0], struct.unpack(">I", buffer[4:8])[0]
-        while len(buffer) < 8 + size:
-            chunk = stream.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        yield kind, buffer[8 : 8 + size]
-        buffer = buffer[8 + size :]
 
 
 class LiteAPI:
@@ -200,7 +182,7 @@ class LiteAPI:
             return self._stream(hijacked)
         out, err = bytearray(), bytearray()
         try:
-            for kind, payload in _frames(hijacked):
+            for kind, payload in frames(hijacked):
                 (out if kind == 1 else err).extend(payload)
         finally:
             hijacked.close()
@@ -209,7 +191,7 @@ class LiteAPI:
     @staticmethod
     def _stream(hijacked: _Hijacked) -> Iterator[tuple[bytes | None, bytes | None]]:
         try:
-            for kind, payload in _frames(hijacked):
+            for kind, payload in frames(hijacked):
                 yield (payload, None) if kind == 1 else (None, payload)
         finally:
             hijacked.close()

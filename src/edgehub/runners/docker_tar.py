@@ -8,28 +8,16 @@ no ``tar`` (exit 126/127).
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Sequence
 from typing import IO, Any
 
 from edgehub.runners.docker_exec import exit_code
+from edgehub.runners.docker_frames import frames, send_and_close_write
 
 __all__ = ["NO_TAR", "exec_read", "exec_write"]
 
 NO_TAR = (126, 127)  # exit codes of a shell that cannot find or run the command
 _PUT_SCRIPT = 'mkdir -p -- "$1" && exec tar -x -f - -C "$1"'
-
-
-def _read_exact(raw: Any, size: int) -> bytes:
-    chunks, left = [], size
-    while left:
-        chunk = raw.recv(min(left, 1 << 16))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
 
 
 def exec_write(client: Any, container_id: str, directory: str, data: bytes) -> tuple[int, str]:
@@ -41,17 +29,8 @@ def exec_write(client: Any, container_id: str, directory: str, data: bytes) -> t
     raw = getattr(sock, "_sock", sock)
     errors = bytearray()
     try:
-        raw.sendall(data)
-        try:
-            raw.shutdown(socket.SHUT_WR)
-        except (AttributeError, OSError):
-            raw.shutdown_write()  # a paramiko channel (DOCKER_HOST=ssh://...)
-        while True:  # multiplexed frames: 1 byte stream, 3 padding, 4 bytes big-endian size
-            header = _read_exact(raw, 8)
-            if len(header) < 8:
-                break
-            kind, size = header[0], struct.unpack(">I", header[4:])[0]
-            payload = _read_exact(raw, size)
+        send_and_close_write(raw, data)
+        for kind, payload in frames(raw):
             if kind == 2:
                 errors += payload
     finally:
