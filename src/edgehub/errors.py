@@ -72,8 +72,16 @@ class CommandTimeout(RunnerError):
     """A command ran longer than its timeout and was stopped."""
 
 
-class CommandCancelled(RunnerError):
+class OperationCancelled(EdgehubError):
+    """The user stopped an operation (Ctrl-C, a signal, the TUI's cancel); its run is KILLED."""
+
+    exit_code = 130
+
+
+class CommandCancelled(RunnerError, OperationCancelled):
     """A command was cancelled from another thread (e.g. Ctrl-C in the TUI)."""
+
+    exit_code = 130
 
 
 class SSHConnectionError(RunnerError):

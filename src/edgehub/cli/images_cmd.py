@@ -27,40 +27,44 @@ def add_parser(commands: Any) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    import re
+    from edgehub.ops.images import BuildFailed, build_images
+    from edgehub.ops.project import open_project
 
-    from edgehub import images
-    from edgehub.cli.project import open_project
-    from edgehub.errors import UsageError
-
-    config = open_project(args.config).config
-    base = args.base or config.images.base
-    runtimes = args.runtimes or images.available_runtimes()
-    unknown = [r for r in runtimes if r not in images.available_runtimes()]
-    if unknown:
-        buildable = ", ".join(images.available_runtimes())
-        raise UsageError(f"no image for {', '.join(unknown)}; buildable: {buildable}")
     bar = ProgressBar()
-    step = re.compile(r"^Step (\d+)/(\d+)")
-    for runtime in runtimes:
 
-        def progress(line: str, runtime: str = runtime) -> None:
-            match = step.match(line)
-            if match:
-                bar.update(f"{runtime}: {line.strip()}", int(match[1]), int(match[2]))
-            elif not args.quiet and line.strip() and not bar.tty:
-                print(f"  | {line.rstrip()}", file=sys.stderr)
+    def progress(runtime: str, label: str, step: int, steps: int) -> None:
+        if steps:
+            bar.update(f"{runtime}: step {step}/{steps} {label}", step, steps)
+        elif bar.tty:
+            bar.update(f"{runtime}: {label}", 0, None)
+        else:
+            print(f"{runtime}: {label}", file=sys.stderr)
 
-        tag = images.build_image(runtime, base=base, progress=progress, offline=args.offline)
+    try:
+        built = build_images(
+            open_project(args.config),
+            args.runtimes,
+            base=args.base,
+            offline=args.offline,
+            progress=None if args.quiet else progress,
+        )
+    except BuildFailed as failure:
         bar.clear()
-        print(f"built {runtime}: {tag}")
+        if not args.quiet:
+            print(f"last lines of {failure.log_path}:", file=sys.stderr)
+            for line in failure.log_tail:
+                print(f"  | {line}", file=sys.stderr)
+        raise
+    bar.clear()
+    for image in built:
+        print(f"built {image.runtime}: {image.tag} ({image.seconds:.0f} s; log: {image.log_path})")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from edgehub import images
+    from edgehub.ops.images import list_images
 
-    rows = images.list_images()
+    rows = list_images()
     if args.json:
         print_json([row.__dict__ for row in rows])
         return 0

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 internal error (a bug: run with --debug for the traceback);
 2 bad usage, hub.toml, model or input; 3 environment not ready (Docker daemon, image, device
-connection); 4 a toolchain step failed; 130 interrupted.
+connection, run store); 4 a toolchain step failed; 130 interrupted (Ctrl-C); 129 / 143 stopped
+by SIGHUP / SIGTERM (the run is recorded KILLED and its containers are removed, as for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ EPILOG = """exit codes:
   0  success
   1  internal error (run with --debug for the traceback)
   2  bad usage: arguments, hub.toml, model file or input data
-  3  environment not ready: Docker daemon, image not built, device unreachable
+  3  environment not ready: Docker daemon, image not built, device unreachable,
+     run store not writable
   4  a toolchain step (compile, profile, invoke) failed
-  130 interrupted (Ctrl-C)"""
+  130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,8 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from edgehub.cli import signals
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    signals.install()
     try:
         code: int = args.handler(args)
         return code
@@ -59,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _print_error(str(error))
         return error.exit_code
+    except signals.Stopped as stop:
+        _print_error(f"stopped by {signal_name(stop.signum)}")
+        return 128 + stop.signum
     except KeyboardInterrupt:
         _print_error("interrupted")
         return EXIT_INTERRUPTED
@@ -73,6 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "traceback and report it)"
         )
         return EXIT_INTERNAL
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
 
 
 def _print_error(message: str) -> None:

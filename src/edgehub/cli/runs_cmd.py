@@ -31,7 +31,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from edgehub.cli.project import open_project
+    from edgehub.ops.project import open_project
 
     return open_project(args.config).store()
 

@@ -104,6 +104,7 @@ class HubContext:
         self._workspaces: dict[str, PurePosixPath] = {}
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._cancelled = False
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> HubContext:
@@ -155,6 +156,28 @@ class HubContext:
                     device.runner.run(["rm", "-rf", str(path)], hide=True, check=False)
                 except Exception:
                     self.events.warning(f"could not remove {path} on device {name!r}")
+
+    def cancel(self) -> None:
+        """Stop every command this context's runners are running (from any thread).
+
+        The component running now fails with a cancellation, and its run ends KILLED; the
+        context stays usable for clean-up.
+        """
+        with self._lock:
+            self._cancelled = True
+            runners: list[Any] = list(self._docker.values())
+        runners += [d.runner for d in self._devices.values() if d.runner is not None]
+        for runner in runners:
+            cancel = getattr(runner, "cancel", None)
+            if cancel is not None:
+                try:
+                    cancel()
+                except Exception as error:  # cancelling must never raise into the canceller
+                    self.events.warning(f"could not cancel a command: {error}")
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
 
     # -- properties --------------------------------------------------------------------------
     @property

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from edgehub.core.component.base import Component
 from edgehub.core.component.outputs import CompiledModel
@@ -21,6 +23,7 @@ class Runtime:
     compiled_model: type[CompiledModel]
     available: bool
     issue: str = ""
+    inspect: Callable[..., dict[str, Any]] | None = None
 
 
 def _runtimes() -> dict[str, Runtime]:
@@ -36,6 +39,7 @@ def _runtimes() -> dict[str, Runtime]:
             i.ONNXRuntimeInvoker,
             c.ONNXRuntimeCompiledModel,
             available=True,
+            inspect=_ort_inspect,
         ),
         "tflite": Runtime(
             "tflite",
@@ -56,6 +60,12 @@ def _runtimes() -> dict[str, Runtime]:
             issue="the TensorRT toolchain",
         ),
     }
+
+
+def _ort_inspect(ctx: Any, model: Any, device: str | None) -> dict[str, Any]:
+    from edgehub.toolchains.onnxruntime.local import inspect_model
+
+    return inspect_model(ctx, model, device)
 
 
 def runtime_names() -> list[str]:

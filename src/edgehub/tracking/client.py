@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from edgehub.errors import OperationCancelled
 from edgehub.events import EventSink, LogEvent
 from edgehub.paths import is_remote
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
@@ -115,7 +116,7 @@ class Client:
         status, error = "FINISHED", None
         try:
             yield run
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, OperationCancelled):
             status, error = "KILLED", "interrupted"
             raise
         except BaseException as exc:

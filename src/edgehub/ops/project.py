@@ -1,30 +1,37 @@
-"""Opening the project for a command: hub.toml, its devices, and a HubContext."""
+"""Opening a project: its hub.toml, its devices, its run store and a context to run in."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgehub.cli.output import LogPrinter
-
 if TYPE_CHECKING:
     from edgehub.config.schema import HubConfig
     from edgehub.core.context import HubContext
+    from edgehub.events import LogEvent
     from edgehub.tracking.store import RunStore
 
-__all__ = ["Project", "open_project"]
+__all__ = ["Project", "Subscriber", "open_project"]
+
+Subscriber = Callable[["LogEvent"], None]
 
 
 @dataclass
 class Project:
+    """A loaded hub.toml (or the defaults when there is none)."""
+
     config: HubConfig
 
     @property
     def store_dir(self) -> Path:
         return self.config.store_dir
 
-    def context(self, printer: LogPrinter, tags: dict[str, str] | None = None) -> HubContext:
+    def context(
+        self, subscriber: Subscriber | None = None, tags: dict[str, str] | None = None
+    ) -> HubContext:
+        """A `HubContext` with hub.toml's devices; ``subscriber`` receives its events."""
         from edgehub.config import to_devices
         from edgehub.core.context import HubContext
 
@@ -38,7 +45,8 @@ class Project:
             device_source=source,
             image_tags=dict(self.config.images.tags),
         )
-        printer.attach(ctx.events)
+        if subscriber is not None:
+            ctx.events.subscribe(subscriber)
         return ctx
 
     def store(self) -> RunStore:
@@ -47,7 +55,8 @@ class Project:
         return RunStore(self.store_dir)
 
 
-def open_project(config_path: str | None) -> Project:
+def open_project(config_path: str | Path | None = None) -> Project:
+    """The project of ``config_path``, else of the nearest hub.toml, else the defaults."""
     from edgehub.config import load_config
 
     return Project(load_config(config_path))

@@ -1,0 +1,51 @@
+"""SIGTERM and SIGHUP stop `hub` the way Ctrl-C does: runs end KILLED, containers go.
+
+`timeout`, CI runners and systemd stop processes with SIGTERM, and a closed terminal (a
+dropped SSH session) sends SIGHUP. Both raise `Stopped` (a `KeyboardInterrupt`) in the main
+thread, so the same clean-up path as Ctrl-C runs. After SIGHUP the terminal is gone, so
+stdout and stderr are pointed at /dev/null first. A second signal during clean-up is ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from types import FrameType
+
+__all__ = ["Stopped", "install"]
+
+_SIGNALS = tuple(
+    s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s
+)
+
+
+class Stopped(KeyboardInterrupt):
+    """`hub` received SIGTERM or SIGHUP."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _silence_terminal() -> None:
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
+    for other in _SIGNALS:
+        signal.signal(other, signal.SIG_IGN)
+    if signum == getattr(signal, "SIGHUP", None):
+        _silence_terminal()
+    raise Stopped(signum)
+
+
+def install() -> None:
+    """Turn SIGTERM and SIGHUP into `Stopped` (call once, from the main thread)."""
+    for signum in _SIGNALS:
+        signal.signal(signum, _handle)

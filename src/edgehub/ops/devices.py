@@ -1,0 +1,52 @@
+"""The project's devices, and writing a starter hub.toml."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from edgehub.errors import UsageError
+from edgehub.ops.project import Project
+
+__all__ = ["DeviceRow", "init_project", "list_devices"]
+
+STARTER = """# edgehub project: devices and provider settings. See `hub devices`.
+[project]
+name = "{name}"
+
+[devices.local]
+provider = "local"
+"""
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    name: str
+    provider: str | None
+    spec: str | None
+    ssh: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def list_devices(project: Project) -> list[DeviceRow]:
+    """The devices hub.toml defines, in file order."""
+    rows = []
+    for name, section in project.config.devices.items():
+        ssh = getattr(section, "ssh", None)
+        where = f"{ssh.user}@{ssh.host}:{ssh.port}" if ssh is not None else None
+        rows.append(DeviceRow(name, section.provider, section.spec, where))
+    return rows
+
+
+def init_project(directory: Path, name: str | None = None) -> Path:
+    """Write a starter hub.toml in ``directory``; refuses to overwrite one."""
+    from edgehub.config.save import atomic_write
+
+    path = directory / "hub.toml"
+    if path.exists():
+        raise UsageError(f"{path} already exists; edit it, or remove it first")
+    atomic_write(path, STARTER.format(name=name or directory.resolve().name).encode())
+    return path

@@ -1,0 +1,206 @@
+"""Running one component, or the compile → profile → invoke pipeline, on any runtime.
+
+`execute` is what `hub exec` and the TUI's Run screen call. It opens a context on the
+project, runs what the `ExecRequest` asks for, and returns a `RunReport` (one step) or a
+`PipelineReport`. A `Cancellation` stops it from another thread: the running commands are
+stopped, the run ends KILLED and `OperationCancelled` is raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import ModelError, UsageError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.project import Project, Subscriber
+from edgehub.ops.reports import PipelineReport, RunReport, summarize
+
+if TYPE_CHECKING:
+    from edgehub.core.component.base import Component
+    from edgehub.core.component.outputs import CompiledModel
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.registry import Runtime
+
+__all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
+
+STEPS = ("compile", "profile", "invoke", "pipeline")
+
+
+@dataclass
+class ExecRequest:
+    """What to run: ``step`` of ``runtime`` on ``model`` (or the model of run ``from_run``).
+
+    ``options`` maps a step (compile/profile/invoke) to that component's options; ``inputs``
+    is an `.npz` of input tensors (profile, invoke and pipeline).
+    """
+
+    step: str
+    runtime: str
+    model: Path | None = None
+    device: str | None = None
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    inputs: Path | None = None
+    from_run: str | None = None
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
+    """The component class of each step that ``step`` runs."""
+    if step not in STEPS:
+        raise UsageError(f"unknown step {step!r}; steps: {', '.join(STEPS)}")
+    every = {"compile": runtime.compiler, "profile": runtime.profiler, "invoke": runtime.invoker}
+    return every if step == "pipeline" else {step: every[step]}
+
+
+def _check(request: ExecRequest, runtime: Runtime) -> None:
+    step = request.step
+    if step in ("compile", "pipeline") and request.from_run:
+        raise UsageError(f"--from-run does not apply to {step}; give the ONNX model path")
+    if request.model is None and not request.from_run:
+        raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
+    if request.model is not None and request.from_run:
+        raise UsageError("give either MODEL or --from-run, not both")
+    if request.model is not None and not request.model.exists():
+        raise ModelError(f"model {request.model} not found; check the path")
+    if request.inputs is not None:
+        if step == "compile":
+            raise UsageError(
+                "--input does not apply to compile; give calibration data with "
+                "--set calibration_data=FILE.npz"
+            )
+        if not request.inputs.is_file():
+            raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
+        if step in ("profile", "pipeline") and "input_data" not in _options(runtime.profiler):
+            raise UsageError(
+                f"the {runtime.name} profiler takes no input data; drop --input to profile "
+                "on random inputs"
+            )
+
+
+def _options(component: type[Component]) -> dict[str, Any]:
+    return dict(component._keyword_params)
+
+
+@contextmanager
+def _context(
+    project: Project, request: ExecRequest, subscriber: Subscriber | None, cancel: Cancellation
+) -> Iterator[HubContext]:
+    with project.context(subscriber, tags=request.tags) as ctx:
+        cancel.bind(ctx)
+        try:
+            yield ctx
+        finally:
+            cancel.release(ctx)
+
+
+def execute(
+    project: Project,
+    request: ExecRequest,
+    *,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+) -> RunReport | PipelineReport:
+    """Run ``request`` on ``project``; every run it starts is recorded in the project's store."""
+    from edgehub.toolchains.registry import get_runtime
+
+    runtime = get_runtime(request.runtime)
+    step_components(runtime, request.step)
+    _check(request, runtime)
+    cancel = cancel or Cancellation()
+    with _context(project, request, subscriber, cancel) as ctx:
+        if request.step == "pipeline":
+            return _pipeline(ctx, request, runtime, cancel)
+        return _one_step(ctx, request, runtime)
+
+
+def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:
+    kwargs = dict(request.options.get(step, {}))
+    if request.device:
+        kwargs["device"] = request.device
+    if named and request.name:
+        kwargs["name"] = request.name
+    return kwargs
+
+
+def _profile_inputs(request: ExecRequest, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if request.inputs is not None:
+        kwargs.setdefault("input_data", request.inputs.resolve())
+    return kwargs
+
+
+def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunReport:
+    step = request.step
+    kwargs = _common(request, step)
+    if step == "compile":
+        assert request.model is not None
+        return summarize(runtime.compiler(**kwargs).run(ctx, request.model))
+    model = _model(ctx, request, runtime)
+    if step == "profile":
+        profiler = runtime.profiler(**_profile_inputs(request, kwargs))
+        return summarize(profiler.run(ctx, model))
+    inputs = _invoke_inputs(ctx, request, runtime, model)
+    return summarize(runtime.invoker(**kwargs).run(ctx, model, inputs))
+
+
+def _invoke_inputs(
+    ctx: HubContext, request: ExecRequest, runtime: Runtime, model: CompiledModel
+) -> dict[str, Any]:
+    from edgehub.ops.inputs import model_inputs
+
+    path = model.path.to_local(ctx).local()
+    return model_inputs(ctx, runtime, Path(path), request.device, request.inputs)
+
+
+def _model(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> CompiledModel:
+    if request.model is not None:
+        return runtime.compiled_model.from_path(request.model.resolve())
+    assert request.from_run is not None
+    log = ctx.store.run_log(request.from_run)
+    if "path" not in log.artifacts and "$path" not in log.artifacts:
+        raise UsageError(
+            f"run {log.run_id[:8]} ({log.name}, {log.run_type}) produced no model; "
+            "pass the id of a compile run"
+        )
+    return runtime.compiled_model.from_run_log(log)
+
+
+def _pipeline(
+    ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
+) -> PipelineReport:
+    from edgehub.toolchains.accuracy import compare_outputs
+
+    assert request.model is not None
+    model = request.model.resolve()
+    original = runtime.compiled_model.from_path(model)
+    inputs = _invoke_inputs(ctx, request, runtime, original)
+    ctx.events.info("step 1/4: compile")
+    compiled = runtime.compiler(**_common(request, "compile", named=False)).run(ctx, model)
+    cancel.check()
+    ctx.events.info("step 2/4: profile the compiled model")
+    profile_options = _profile_inputs(request, _common(request, "profile", named=False))
+    profiler = runtime.profiler(**profile_options)
+    profile = profiler.run(ctx, compiled)
+    cancel.check()
+    ctx.events.info("step 3/4: invoke the compiled model")
+    invoker = runtime.invoker(**_common(request, "invoke", named=False))
+    result = invoker.run(ctx, compiled, inputs)
+    cancel.check()
+    ctx.events.info("step 4/4: invoke the original model in ONNX Runtime (reference)")
+    from edgehub.core.compile import ONNXRuntimeCompiledModel
+    from edgehub.core.invoke import ONNXRuntimeInvoker
+
+    reference_invoker = ONNXRuntimeInvoker(name="reference", device=request.device)
+    reference = reference_invoker.run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
+    accuracy = compare_outputs(result.output, reference.output)
+    return PipelineReport(
+        compile=summarize(compiled),
+        profile=summarize(profile),
+        invoke=summarize(result),
+        reference=summarize(reference),
+        accuracy=accuracy,
+    )

@@ -1,0 +1,37 @@
+"""Input tensors for a run: read from an `.npz`, or random ones from the model's signature."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.registry import Runtime
+
+__all__ = ["model_inputs"]
+
+
+def model_inputs(
+    ctx: HubContext,
+    runtime: Runtime,
+    model_path: Path,
+    device: str | None,
+    input_path: Path | None,
+) -> dict[str, Any]:
+    """The arrays of ``input_path``, else random inputs (seed 0) shaped by the runtime's own
+    inspection of the model."""
+    from edgehub.toolchains.tensors import load_npz, random_inputs
+
+    if input_path is not None:
+        return load_npz(input_path)
+    inspect = getattr(runtime, "inspect", None)
+    if inspect is None:
+        raise UsageError(
+            f"runtime {runtime.name!r} cannot make random inputs for a model; pass --input FILE.npz"
+        )
+    signature = inspect(ctx, model_path, device)
+    ctx.events.warning("no --input given: using random inputs (seed 0)")
+    return random_inputs(signature["inputs"], seed=0)

@@ -1,0 +1,122 @@
+"""What a run produced, as the front ends show it: `RunReport` and `PipelineReport`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edgehub.core.component.outputs import ComponentOutput
+    from edgehub.toolchains.accuracy import OutputAccuracy
+
+__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "summarize"]
+
+LATENCY_KEYS = ("mean", "median", "min", "max", "p90", "p95", "p99", "std")
+
+
+@dataclass
+class RunReport:
+    """One run's result: ids, status, metrics, params, artifacts and environment."""
+
+    run_id: str
+    name: str
+    type: str
+    status: str
+    device: str | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    artifacts: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict)
+    outputs: dict[str, dict[str, Any]] | None = None
+    shapes: dict[str, Any] | None = None
+
+    @property
+    def latency_ms(self) -> dict[str, Any] | None:
+        """Latency statistics in ms, for profile runs."""
+        if not any(f"latency_{k}_ms" in self.metrics for k in LATENCY_KEYS):
+            return None
+        return {k: self.metrics.get(f"latency_{k}_ms") for k in LATENCY_KEYS}
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "run_id": self.run_id,
+            "name": self.name,
+            "type": self.type,
+            "status": self.status,
+            "device": self.device,
+            "metrics": self.metrics,
+            "params": self.params,
+            "artifacts": self.artifacts,
+            "environment": self.environment,
+        }
+        latency = self.latency_ms
+        if latency is not None:
+            data["latency_ms"] = latency
+        if self.shapes is not None:
+            data["shapes"] = self.shapes
+        if self.outputs is not None:
+            data["outputs"] = self.outputs
+        return data
+
+
+@dataclass
+class PipelineReport:
+    """compile → profile → invoke → reference, and the compiled model's accuracy."""
+
+    compile: RunReport
+    profile: RunReport
+    invoke: RunReport
+    reference: RunReport
+    accuracy: list[OutputAccuracy]
+
+    def steps(self) -> dict[str, RunReport]:
+        return {
+            "compile": self.compile,
+            "profile": self.profile,
+            "invoke": self.invoke,
+            "reference": self.reference,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {key: report.to_dict() for key, report in self.steps().items()}
+        data["accuracy"] = [row.to_dict() for row in self.accuracy]
+        return data
+
+
+def _shapes(params: dict[str, Any]) -> dict[str, Any] | None:
+    """The input shapes a run recorded (``shapes`` or ``input_shapes`` params)."""
+    for key in ("shapes", "input_shapes"):
+        if key in params:
+            return params[key] if isinstance(params[key], dict) else {"inputs": params[key]}
+    return None
+
+
+def summarize(output: ComponentOutput) -> RunReport:
+    """The report of the run that produced ``output``."""
+    log = output.run_log
+    if log is None:
+        raise RuntimeError("this output was not produced by a run")
+    params = {k.lstrip("$"): p.value for k, p in log.params.items() if not k.startswith("option.")}
+    outputs = getattr(output, "output", None)
+    return RunReport(
+        run_id=log.run_id,
+        name=log.name,
+        type=str(log.run_type),
+        status=log.status if log.status != "RUNNING" else "FINISHED",
+        device=params.get("device"),
+        metrics={k.lstrip("$"): m.value for k, m in log.metrics.items()},
+        params=params,
+        artifacts={
+            (a.name or a.file_name).lstrip("$"): str(a.file_path) for a in log.artifacts.values()
+        },
+        environment=dict(log.environment),
+        outputs=(
+            {
+                name: {"dtype": str(array.dtype), "shape": list(array.shape)}
+                for name, array in outputs.items()
+            }
+            if isinstance(outputs, dict)
+            else None
+        ),
+        shapes=_shapes(params),
+    )
