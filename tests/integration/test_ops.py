@@ -35,7 +35,10 @@ def project(tmp_path: Path, ort_image: str) -> Path:
     return folder
 
 
-def _shape_of_runs(store_dir: Path, ids: list[str]) -> list[tuple[str, str, str, dict[str, object]]]:
+RunShape = tuple[str, str, str, dict[str, object]]
+
+
+def _shape_of_runs(store_dir: Path, ids: list[str]) -> list[RunShape]:
     """(type, name, status, params) of each run, in order, leaving out paths and the
     measurement's own warnings (latency stability differs between any two runs)."""
     store = RunStore(store_dir)
@@ -89,7 +92,7 @@ def test_pipeline_from_cli_and_from_python_record_the_same_runs(project: Path) -
     store_dir = project / ".hub"
     assert _shape_of_runs(store_dir, cli_ids) == _shape_of_runs(store_dir, py_ids)
     assert [r["name"] for r in from_cli["accuracy"]] == [r["name"] for r in from_python["accuracy"]]
-    for a, b in zip(from_cli["accuracy"], from_python["accuracy"]):
+    for a, b in zip(from_cli["accuracy"], from_python["accuracy"], strict=True):
         assert a["max_abs_error"] == pytest.approx(b["max_abs_error"], rel=1e-6, abs=1e-9)
 
 
@@ -119,7 +122,7 @@ def test_cancellation_from_another_thread_ends_the_run_killed(
     def work() -> None:
         try:
             execute(open_project(), request, subscriber=subscriber, cancel=cancel)
-        except BaseException as error:  # noqa: BLE001 - the test inspects it
+        except BaseException as error:
             errors.append(error)
 
     thread = threading.Thread(target=work)
