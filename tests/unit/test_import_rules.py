@@ -28,6 +28,8 @@ def _loaded(statement: str) -> list[str]:
         "import edgehub.core.compile, edgehub.core.profile, edgehub.core.invoke",
         "import edgehub.tracking",
         "import edgehub.config",
+        "import edgehub.ops.execute, edgehub.ops.doctor, edgehub.ops.images, edgehub.ops.devices",
+        "import edgehub.cli.main; edgehub.cli.main.build_parser()",
     ],
 )
 def test_core_loads_no_heavy_module(statement: str) -> None:
