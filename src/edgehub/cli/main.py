@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from edgehub import __version__
 from edgehub.errors import EdgehubError
@@ -28,10 +29,18 @@ EPILOG = """exit codes:
   130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM"""
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (no usage dump), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        _print_error(f"{self.prog}: {message}; see '{self.prog} --help'")
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from edgehub.cli import devices_cmd, exec_cmd, images_cmd, runs_cmd
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="hub",
         description="Compile, profile and run ML models on the hardware they ship on.",
         epilog=EPILOG,
@@ -47,14 +56,29 @@ def build_parser() -> argparse.ArgumentParser:
     images_cmd.add_parser(commands)
     runs_cmd.add_parser(commands)
     devices_cmd.add_parser(commands)
+    _name_leaf_parsers(parser)
     return parser
+
+
+def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
+    """Give every (sub)command's namespace its own ``prog``, for errors about extra words."""
+    parser.set_defaults(command_prog=parser.prog)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _name_leaf_parsers(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from edgehub.cli import signals
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        prog = getattr(args, "command_prog", parser.prog)
+        word = "argument" if len(extra) == 1 else "arguments"
+        _print_error(f"{prog}: unrecognized {word}: {' '.join(extra)}; see '{prog} --help'")
+        return 2
     signals.install()
     try:
         code: int = args.handler(args)

@@ -58,28 +58,29 @@ def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
 
 
 def _check(request: ExecRequest, runtime: Runtime) -> None:
+    """Flags the step cannot use first, then the files."""
     step = request.step
     if step in ("compile", "pipeline") and request.from_run:
         raise UsageError(f"--from-run does not apply to {step}; give the ONNX model path")
+    if request.inputs is not None and step == "compile":
+        raise UsageError(
+            "--input does not apply to compile; give calibration data with "
+            "--set calibration_data=FILE.npz"
+        )
+    takes_inputs = "input_data" in _options(runtime.profiler)
+    if request.inputs is not None and step in ("profile", "pipeline") and not takes_inputs:
+        raise UsageError(
+            f"the {runtime.name} profiler takes no input data; drop --input to profile "
+            "on random inputs"
+        )
     if request.model is None and not request.from_run:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:
         raise UsageError("give either MODEL or --from-run, not both")
     if request.model is not None and not request.model.exists():
         raise ModelError(f"model {request.model} not found; check the path")
-    if request.inputs is not None:
-        if step == "compile":
-            raise UsageError(
-                "--input does not apply to compile; give calibration data with "
-                "--set calibration_data=FILE.npz"
-            )
-        if not request.inputs.is_file():
-            raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
-        if step in ("profile", "pipeline") and "input_data" not in _options(runtime.profiler):
-            raise UsageError(
-                f"the {runtime.name} profiler takes no input data; drop --input to profile "
-                "on random inputs"
-            )
+    if request.inputs is not None and not request.inputs.is_file():
+        raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
 
 
 def _options(component: type[Component]) -> dict[str, Any]:
