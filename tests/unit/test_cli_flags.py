@@ -54,9 +54,8 @@ def test_every_command_is_covered() -> None:
 
 @pytest.mark.parametrize("command", LEAVES, ids=" ".join)
 def test_unknown_flag_is_a_one_line_usage_error(command: tuple[str, ...], tmp_path: Path) -> None:
-    _one_line_usage_error(
-        [*command, "--no-such-flag"], tmp_path, "--no-such-flag", " ".join(command)
-    )
+    argv = [*command, *POSITIONALS.get(command, []), "--no-such-flag"]
+    _one_line_usage_error(argv, tmp_path, "--no-such-flag", " ".join(command))
 
 
 @pytest.mark.parametrize(
