@@ -551,3 +551,12 @@ def test_service_errors_and_bad_options_are_one_line(tmp_path: Path, service: QA
             ONNXRuntimeCompiler().run(ctx, one_input(tmp_path), device="a", quantization="dynamic")
     with pytest.raises(EdgehubError, match="compute_unit 'tpu' is not valid"):
         QAIHubConfig(compute_unit="tpu")
+
+
+def test_device_os_and_attributes_narrow_the_device(tmp_path: Path, service: QAIHubDouble) -> None:
+    attributes = ("chipset:qualcomm-snapdragon-8gen3",)
+    device = hub_device(device_os="[14,15)", device_attributes=attributes)
+    with context(tmp_path, device) as ctx:
+        ONNXRuntimeProfiler().run(ctx, ONNXRuntimeCompiledModel.from_path(one_input(tmp_path)))
+    (call,) = service.called("submit_inference_job")
+    assert call["device"] == real.Device("Samsung Galaxy S24", "[14,15)", list(attributes))
