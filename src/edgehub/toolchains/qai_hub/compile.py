@@ -1,0 +1,258 @@
+"""The ``qai_hub`` providers of `ONNXRuntimeCompiler` and `TFLiteCompiler`.
+
+With calibration data a quantize job (INT8 QDQ by default) runs first and its model is
+compiled; without, the float model is compiled as it is. Input specs come from the model's
+own inputs; the compiled model's tensor names are read from the service's model spec and
+recorded as name mappings (original -> compiled, by position).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import CompileError, UsageError
+from edgehub.toolchains.onnxruntime.components import ONNXRuntimeCompiledModel, ONNXRuntimeCompiler
+from edgehub.toolchains.outputs import CompiledWithNames
+from edgehub.toolchains.qai_hub.assets import remember_download, uploaded_dataset, uploaded_model
+from edgehub.toolchains.qai_hub.client import hub_call
+from edgehub.toolchains.qai_hub.config import QAIHubConfig
+from edgehub.toolchains.qai_hub.datasets import calibration_entries
+from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
+from edgehub.toolchains.qai_hub.input_specs import format_specs, onnx_file, onnx_input_specs
+from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.session import current_plan, session_for
+from edgehub.toolchains.qai_hub.uploads import dataset_hash
+from edgehub.toolchains.tflite.components import TFLiteCompiledModel, TFLiteCompiler
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__: list[str] = []
+
+
+def _output_names(path: Path) -> list[str]:
+    import onnx
+
+    model = onnx.load(str(onnx_file(path)), load_external_data=False)
+    return [value.name for value in model.graph.output]
+
+
+def _spec_names(model: Any, side: str) -> list[str] | None:
+    """The compiled model's input or output names from the service's spec of it."""
+    try:
+        io_spec = getattr(model, f"{side}_spec", None)
+    except Exception:  # an older service without specs: no mapping
+        return None
+    if not io_spec:
+        return None
+    graph = io_spec.get(None) if None in io_spec else next(iter(io_spec.values()))
+    return [spec.name for spec in graph]
+
+
+def _mapping(
+    ctx: HubContext, what: str, original: list[str], compiled: list[str] | None
+) -> dict[str, str] | None:
+    if compiled is None or original == compiled:
+        return None
+    if len(original) != len(compiled):
+        ctx.events.warning(
+            f"the compiled model has {len(compiled)} {what}s, the original {len(original)}; "
+            f"no {what} name mapping (compiled names: {', '.join(compiled)})"
+        )
+        return None
+    mapping = dict(zip(original, compiled, strict=True))
+    ctx.client.log_param(
+        f"{what}_name_mapping", ", ".join(f"{a} -> {b}" for a, b in mapping.items())
+    )
+    return mapping
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def _quantized_source(
+    ctx: HubContext,
+    source: Path,
+    entries: dict[str, list[Any]],
+    config: QAIHubConfig,
+    component: type[Any],
+) -> Any:
+    """Run the quantize job; returns the quantized model on the service."""
+    hub = session_for(ctx).hub
+    weights = getattr(hub.QuantizeDtype, config.weights_dtype.upper())
+    activations = getattr(hub.QuantizeDtype, config.activations_dtype.upper())
+    ctx.client.log_param("num_calibration_samples", len(next(iter(entries.values()))))
+    ctx.client.log_param("quantize_dtypes", f"w{config.weights_dtype} a{config.activations_dtype}")
+
+    def submit(_: list[str]) -> Any:
+        return hub_call(
+            hub,
+            CompileError,
+            "submitting the quantize job",
+            hub.submit_quantize_job,
+            model=uploaded_model(ctx, source, CompileError),
+            calibration_data=uploaded_dataset(ctx, entries, CompileError, "calibration data"),
+            weights_dtype=weights,
+            activations_dtype=activations,
+            name=f"{source.stem} quantize",
+        )
+
+    key = _key(str(source), dataset_hash(entries), config.weights_dtype, config.activations_dtype)
+    job = obtain_job(ctx, "quantize", key, None, submit)
+    record_job(ctx, "quantize", job)
+    wait_for_job(ctx, "quantize", job, config, CompileError)
+    target = ctx.artifact_dir / f"quantized_{source.stem}.onnx"
+    saved = hub_call(
+        hub, CompileError, "downloading the quantized model", job.download_target_model, str(target)
+    )
+    if saved:
+        ctx.client.log_artifact(Path(saved), name="quantized")
+    return hub_call(hub, CompileError, "reading the quantized model", job.get_target_model)
+
+
+def compile_on_hub(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None,
+    component: type[Any],
+    output_type: type[CompiledWithNames],
+    target_runtime: str,
+    suffix: str,
+    input_shape: Any,
+    calibration_data: Any,
+    quantize_io: bool,
+) -> Any:
+    source = Path(onnx_path).expanduser()
+    onnx_file(source)
+    _, config = start_on_device(ctx, device, component, CompileError)
+    hub = session_for(ctx).hub
+    ctx.client.log_param("$runtime", target_runtime)
+    ctx.client.log_artifact(source, name="input")
+    specs = onnx_input_specs(source, input_shape)
+    ctx.client.log_param("input_specs", format_specs(specs))
+    options = config.job_options("compile", target_runtime=target_runtime, quantize_io=quantize_io)
+    ctx.client.log_param("qai_hub_compile_options", options)
+    plan = current_plan()
+    resuming_compile = plan is not None and "compile" in plan.resume
+    if calibration_data is not None and not resuming_compile:
+        entries = calibration_entries(calibration_data, specs)
+        quantized = _quantized_source(ctx, source, entries, config, component)
+
+        def model() -> Any:
+            return quantized
+
+    else:
+        ctx.events.info("no calibration data: compiling the float model as it is")
+
+        def model() -> Any:
+            return uploaded_model(ctx, source, CompileError)
+
+    def submit(names: list[str]) -> Any:
+        return hub_call(
+            hub,
+            CompileError,
+            "submitting the compile job",
+            hub.submit_compile_job,
+            model=model(),
+            device=hub_devices(ctx, names, component, CompileError),
+            name=f"{source.stem} {target_runtime}",
+            input_specs=specs,
+            options=options,
+        )
+
+    key = _key(str(source), options, sorted(specs.items()), calibration_data is not None)
+    job = obtain_job(ctx, "compile", key, device, submit)
+    record_job(ctx, "compile", job)
+    wait_for_job(ctx, "compile", job, config, CompileError)
+    compiled = hub_call(hub, CompileError, "reading the compiled model", job.get_target_model)
+    wanted = ctx.artifact_dir / f"compiled_{source.stem}{suffix}"
+    saved = hub_call(
+        hub, CompileError, "downloading the compiled model", job.download_target_model, str(wanted)
+    )
+    if not saved or not Path(saved).exists():
+        raise CompileError(
+            f"qai_hub compile job {job.job_id} finished without a model to download ({job.url})"
+        )
+    remember_download(ctx, Path(saved), compiled)
+    record_qairt(ctx, compiled, config)
+    ctx.client.log_artifact(Path(saved), name="path")
+    return output_type.from_current_run(
+        ctx,
+        input_name_mapping=_mapping(ctx, "input", list(specs), _spec_names(compiled, "input")),
+        output_name_mapping=_mapping(
+            ctx,
+            "output",
+            _output_names(source),
+            _spec_names(compiled, "output"),
+        ),
+    )
+
+
+@ONNXRuntimeCompiler.provider(ProviderType.QAI_HUB)
+def _compile_ort_qai_hub(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    input_shape: Any = None,
+    calibration_data: Any = None,
+    calibration_method: str | None = None,
+    per_channel: bool = False,
+    quantize_io: bool = False,
+    quantization: str = "static",
+) -> ONNXRuntimeCompiledModel:
+    """ONNX -> ONNX Runtime model compiled on AI Hub (``--target_runtime onnx``)."""
+    if quantization == "dynamic":
+        raise UsageError(
+            "Qualcomm AI Hub offers no dynamic quantization; use quantization='static' with "
+            "calibration_data, or 'none'"
+        )
+    if quantization == "none" and calibration_data is not None:
+        ctx.events.warning("quantization='none': calibration_data is ignored")
+        calibration_data = None
+    if calibration_method is not None or per_channel:
+        ctx.events.warning("calibration_method and per_channel are chosen by AI Hub; ignored")
+    result: ONNXRuntimeCompiledModel = compile_on_hub(
+        ctx,
+        onnx_path,
+        device=device,
+        component=ONNXRuntimeCompiler,
+        output_type=ONNXRuntimeCompiledModel,
+        target_runtime="onnx",
+        suffix=".onnx",
+        input_shape=input_shape,
+        calibration_data=calibration_data,
+        quantize_io=quantize_io,
+    )
+    return result
+
+
+@TFLiteCompiler.provider(ProviderType.QAI_HUB)
+def _compile_tflite_qai_hub(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    input_shape: Any = None,
+    calibration_data: Any = None,
+    quantize_io: bool = False,
+) -> TFLiteCompiledModel:
+    """ONNX -> ``.tflite`` compiled on AI Hub (``--target_runtime tflite``)."""
+    result: TFLiteCompiledModel = compile_on_hub(
+        ctx,
+        onnx_path,
+        device=device,
+        component=TFLiteCompiler,
+        output_type=TFLiteCompiledModel,
+        target_runtime="tflite",
+        suffix=".tflite",
+        input_shape=input_shape,
+        calibration_data=calibration_data,
+        quantize_io=quantize_io,
+    )
+    return result

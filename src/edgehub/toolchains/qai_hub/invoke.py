@@ -1,0 +1,183 @@
+"""The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on
+one sample, with tensor names remapped both ways unless ``use_compiled_names``.
+
+Input names: original names are replaced by the compiled model's (``input_name_mapping``);
+names that already are compiled names pass through; any other name is an `InvokeError`
+listing both. Outputs come back under their original names, each flattened to its first (and
+only) sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import InputDataError, InvokeError
+from edgehub.toolchains.onnxruntime.components import (
+    ONNXRuntimeCompiledModel,
+    ONNXRuntimeInvocationResult,
+    ONNXRuntimeInvoker,
+)
+from edgehub.toolchains.outputs import InvocationResult
+from edgehub.toolchains.qai_hub.assets import uploaded_dataset, uploaded_model
+from edgehub.toolchains.qai_hub.client import hub_call
+from edgehub.toolchains.qai_hub.datasets import sample_entries
+from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
+from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.profile import local_model
+from edgehub.toolchains.qai_hub.session import session_for
+from edgehub.toolchains.qai_hub.uploads import dataset_hash
+from edgehub.toolchains.tflite.components import (
+    TFLiteCompiledModel,
+    TFLiteInvocationResult,
+    TFLiteInvoker,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__ = ["flatten_outputs", "remap_input_names"]
+
+
+def remap_input_names(
+    input_data: Mapping[str, Any], name_mapping: Mapping[str, str]
+) -> dict[str, Any]:
+    """Input keys from original to compiled names (compiled names pass through)."""
+    compiled_names = set(name_mapping.values())
+    remapped: dict[str, Any] = {}
+    for name, array in input_data.items():
+        if name in name_mapping:
+            remapped[name_mapping[name]] = array
+        elif name in compiled_names:
+            remapped[name] = array
+        else:
+            raise InvokeError(
+                f"input name {name!r} is neither an original input name "
+                f"({', '.join(sorted(name_mapping))}) nor a compiled one "
+                f"({', '.join(sorted(compiled_names))})"
+            )
+    return remapped
+
+
+def flatten_outputs(dataset: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """``{name: [sample]}`` from the service as ``{name: array}`` (the first sample)."""
+    import numpy as np
+
+    outputs: dict[str, np.ndarray] = {}
+    for name, arrays in dataset.items():
+        if isinstance(arrays, list) and arrays:
+            outputs[name] = arrays[0]
+        else:
+            outputs[name] = np.asarray(arrays)
+    return outputs
+
+
+def invoke_on_hub(
+    ctx: HubContext,
+    model: Any,
+    input_data: dict[str, Any],
+    *,
+    device: str | None,
+    use_compiled_names: bool,
+    component: type[Any],
+    output_type: type[InvocationResult],
+    runtime: str,
+) -> Any:
+    from edgehub.toolchains.tensors import save_npz
+
+    if not isinstance(input_data, Mapping):
+        raise InputDataError(
+            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
+        )
+    path = local_model(ctx, model, InvokeError)
+    _, config = start_on_device(ctx, device, component, InvokeError)
+    hub = session_for(ctx).hub
+    input_mapping = getattr(model, "input_name_mapping", None)
+    output_mapping = getattr(model, "output_name_mapping", None)
+    if not use_compiled_names and input_mapping:
+        input_data = remap_input_names(input_data, input_mapping)
+    ctx.client.log_param("$runtime", runtime)
+    ctx.client.log_artifact(path, name="input")
+    ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), name="input_data")
+    entries = sample_entries(input_data)
+    options = config.job_options("inference")
+    ctx.client.log_param("qai_hub_inference_options", options)
+
+    def submit(names: list[str]) -> Any:
+        return hub_call(
+            hub,
+            InvokeError,
+            "submitting the inference job",
+            hub.submit_inference_job,
+            model=uploaded_model(ctx, path, InvokeError),
+            device=hub_devices(ctx, names, component, InvokeError),
+            inputs=uploaded_dataset(ctx, entries, InvokeError, "inputs"),
+            name=f"{path.stem} inference",
+            options=options,
+            profile=False,
+        )
+
+    key = f"{path}|{options}|{dataset_hash(entries)}"
+    job = obtain_job(ctx, "inference", key, device, submit)
+    record_job(ctx, "inference", job)
+    wait_for_job(ctx, "inference", job, config, InvokeError)
+    dataset = hub_call(hub, InvokeError, "downloading the outputs", job.download_output_data)
+    if dataset is None:
+        raise InvokeError(f"qai_hub inference job {job.job_id} returned no outputs ({job.url})")
+    record_qairt(ctx, getattr(job, "model", None), config)
+    outputs = flatten_outputs(dataset)
+    if not use_compiled_names and output_mapping:
+        original = {compiled: name for name, compiled in output_mapping.items()}
+        outputs = {original.get(name, name): array for name, array in outputs.items()}
+    saved = save_npz(ctx.artifact_dir / "output.npz", outputs)
+    ctx.client.log_artifact(saved, name="output_file")
+    return output_type.from_current_run(ctx, output=outputs)
+
+
+@ONNXRuntimeInvoker.provider(ProviderType.QAI_HUB)
+def _invoke_ort_qai_hub(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    input_data: dict[str, np.ndarray],
+    *,
+    device: str | None = None,
+    use_compiled_names: bool = False,
+) -> ONNXRuntimeInvocationResult:
+    """Run an ONNX Runtime model on AI Hub on one sample."""
+    result: ONNXRuntimeInvocationResult = invoke_on_hub(
+        ctx,
+        model,
+        input_data,
+        device=device,
+        use_compiled_names=use_compiled_names,
+        component=ONNXRuntimeInvoker,
+        output_type=ONNXRuntimeInvocationResult,
+        runtime="onnx",
+    )
+    return result
+
+
+@TFLiteInvoker.provider(ProviderType.QAI_HUB)
+def _invoke_tflite_qai_hub(
+    ctx: HubContext,
+    model: TFLiteCompiledModel,
+    input_data: dict[str, np.ndarray],
+    *,
+    device: str | None = None,
+    use_compiled_names: bool = False,
+) -> TFLiteInvocationResult:
+    """Run a ``.tflite`` model on AI Hub on one sample."""
+    result: TFLiteInvocationResult = invoke_on_hub(
+        ctx,
+        model,
+        input_data,
+        device=device,
+        use_compiled_names=use_compiled_names,
+        component=TFLiteInvoker,
+        output_type=TFLiteInvocationResult,
+        runtime="tflite",
+    )
+    return result

@@ -1,0 +1,144 @@
+"""AI Hub jobs on a run: submitting (or attaching to a resumed or fanned-out job), recording
+each job's id and URL, and waiting with a timeout while every status change goes to the run's
+event stream."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import ToolchainError
+from edgehub.toolchains.qai_hub.client import hub_call, one_line
+from edgehub.toolchains.qai_hub.config import JobKind, QAIHubConfig
+from edgehub.toolchains.qai_hub.session import current_plan, session_for
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__ = ["obtain_job", "record_job", "wait_for_job"]
+
+STATE_WORDS = {
+    "CREATED": "created, waiting in the queue",
+    "OPTIMIZING_MODEL": "optimizing the model",
+    "QUANTIZING_MODEL": "quantizing the model",
+    "PROVISIONING_DEVICE": "provisioning a device",
+    "MEASURING_PERFORMANCE": "measuring performance",
+    "RUNNING_INFERENCE": "running inference",
+    "LINKING_MODELS": "linking models",
+    "SUCCESS": "success",
+    "FAILED": "failed",
+}
+Submit = Callable[[list[str]], Any]
+
+
+def obtain_job(ctx: HubContext, kind: JobKind, key: str, device: str | None, submit: Submit) -> Any:
+    """The job of ``kind`` for context device ``device`` (None: a device-less quantize job).
+
+    A job given to `resume_job` is attached to; in a fan-out the first call submits the job
+    for every fan-out device at once (the client's multi-device submission) and later calls
+    take theirs. ``submit(device_names)`` returns one job, or a list in device order.
+    """
+    plan = current_plan()
+    if plan is not None and kind in plan.resume:
+        job = plan.resume.pop(kind)
+        ctx.events.info(f"resuming qai_hub {kind} job {job.job_id} instead of submitting anew")
+        ctx.client.log_param("qai_hub_resumed_job_id", job.job_id)
+        return job
+    if plan is None or not plan.devices or (device is not None and device not in plan.devices):
+        return _single(submit([device] if device else []))
+    jobs = plan.submitted.get((kind, key))
+    if jobs is None:
+        names: list[str | None] = list(plan.devices) if device is not None else [None]
+        made = submit([n for n in names if n is not None])
+        made_list = made if isinstance(made, list) else [made]
+        jobs = dict(zip(names, made_list, strict=True))
+        plan.submitted[(kind, key)] = jobs
+    return jobs[device]
+
+
+def _single(made: Any) -> Any:
+    return made[0] if isinstance(made, list) else made
+
+
+def record_job(ctx: HubContext, kind: JobKind, job: Any) -> None:
+    """Log the job's id and URL on the run (they stay there if the run fails)."""
+    ctx.client.log_param(f"qai_hub_{kind}_job_id", job.job_id)
+    ctx.client.log_param(f"qai_hub_{kind}_job_url", job.url)
+    ctx.client.log_tag(f"qai_hub_{kind}_job", str(job.job_id))
+    hub_version = getattr(job, "hub_version", None)
+    if hub_version:
+        ctx.client.log_environment({"qai_hub_service": hub_version})
+    ctx.events.info(f"qai_hub {kind} job {job.job_id}: {job.url}")
+
+
+def describe(status: Any) -> str:
+    words = STATE_WORDS.get(status.code, status.code.lower().replace("_", " "))
+    message = one_line(status.message or "")
+    return f"{words}: {message}" if message else words
+
+
+def wait_for_job(
+    ctx: HubContext,
+    kind: JobKind,
+    job: Any,
+    config: QAIHubConfig,
+    failure: type[ToolchainError],
+) -> Any:
+    """Wait until ``job`` finishes; each status change is an event on the run.
+
+    A job that fails on the service, or does not finish within ``config.timeout`` seconds, is a
+    ``failure`` error naming the job and its URL. Ctrl-C stops waiting (not the job) and says
+    so, with the URL and how to resume.
+    """
+    hub = session_for(ctx).hub
+    resume = f"resume with `hub exec … --from-job {job.job_id}`"
+    started = time.monotonic()
+    last = None
+    try:
+        while True:
+            status = hub_call(hub, failure, f"reading the {kind} job's status", job.get_status)
+            if status.code != last:
+                last = status.code
+                ctx.events.info(f"qai_hub {kind} job {job.job_id}: {describe(status)}")
+            if status.success:
+                return status
+            if status.failure:
+                reason = one_line(status.message or "") or "no reason given"
+                raise failure(
+                    f"qai_hub {kind} job {job.job_id} failed on the service: {reason} "
+                    f"(details: {job.url})"
+                )
+            waited = time.monotonic() - started
+            if waited >= config.timeout:
+                raise failure(
+                    f"qai_hub {kind} job {job.job_id} did not finish within "
+                    f"{config.timeout:g} s (last status: {describe(status)}); it keeps running "
+                    f"on the service at {job.url}; {resume}, or raise timeout in the qai_hub "
+                    "provider config"
+                )
+            time.sleep(min(config.poll_interval, config.timeout - waited))
+    except KeyboardInterrupt:
+        ctx.events.warning(
+            f"stopped waiting; qai_hub {kind} job {job.job_id} keeps running on the service "
+            f"at {job.url}; {resume}"
+        )
+        raise
+
+
+def record_qairt(ctx: HubContext, model: Any, config: QAIHubConfig) -> None:
+    """Record the QAIRT version on the run: the one a compiled model says it was built with,
+    else the version the config asked for."""
+    hub = session_for(ctx).hub
+    version = None
+    key = getattr(getattr(hub, "ModelMetadataKey", None), "QAIRT_SDK_VERSION", None)
+    if model is not None and key is not None:
+        try:
+            version = model.metadata.get(key)
+        except Exception:  # metadata is fetched lazily; a missing field is not an error
+            version = None
+    if version:
+        ctx.client.log_param("qairt_version", str(version))
+        ctx.client.log_environment({"qairt": str(version)})
+    if config.qairt_version:
+        ctx.client.log_param("qairt_version_requested", config.qairt_version)

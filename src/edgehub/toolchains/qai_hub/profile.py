@@ -1,0 +1,162 @@
+"""The ``qai_hub`` providers of `ONNXRuntimeProfiler` and `TFLiteProfiler`: an inference job
+with ``profile=True`` on random inputs, summarized like the local profilers (statistics from
+``all_inference_times``, load times, memory ranges, per-layer rows, compute units)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import ModelError, ProfileError
+from edgehub.toolchains.onnxruntime.components import (
+    ONNXRuntimeCompiledModel,
+    ONNXRuntimeProfiler,
+    ONNXRuntimeProfilingResult,
+)
+from edgehub.toolchains.outputs import ProfilingResult
+from edgehub.toolchains.qai_hub.assets import uploaded_model
+from edgehub.toolchains.qai_hub.client import hub_call
+from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
+from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.profile_summary import summarize_profile
+from edgehub.toolchains.qai_hub.session import session_for
+from edgehub.toolchains.tflite.components import (
+    TFLiteCompiledModel,
+    TFLiteProfiler,
+    TFLiteProfilingResult,
+)
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__ = ["local_model"]
+
+INTERNAL = {"latency", "peak_memory_usage", "load_time"}  # the output's own fields: '$' names
+
+
+def local_model(ctx: HubContext, model: Any, failure: type[Exception]) -> Path:
+    """The compiled model's file (or folder) on this machine."""
+    path = Path(model.path.to_local(ctx).local())
+    if not path.exists():
+        raise ModelError(f"model {path} not found; check the path")
+    return path
+
+
+def profile_on_hub(
+    ctx: HubContext,
+    model: Any,
+    *,
+    device: str | None,
+    component: type[Any],
+    output_type: type[ProfilingResult],
+    runtime: str,
+    runs: int | None,
+) -> Any:
+    path = local_model(ctx, model, ProfileError)
+    _, config = start_on_device(ctx, device, component, ProfileError)
+    hub = session_for(ctx).hub
+    ctx.client.log_param("$runtime", runtime)
+    ctx.client.log_artifact(path, name="input")
+    options = config.job_options("profile", profiler_iterations=runs)
+    ctx.client.log_param("qai_hub_profile_options", options)
+
+    def submit(names: list[str]) -> Any:
+        return hub_call(
+            hub,
+            ProfileError,
+            "submitting the profile job",
+            hub.submit_inference_job,
+            model=uploaded_model(ctx, path, ProfileError),
+            device=hub_devices(ctx, names, component, ProfileError),
+            inputs=None,
+            name=f"{path.stem} profile",
+            options=options,
+            profile=True,
+        )
+
+    job = obtain_job(ctx, "profile", f"{path}|{options}", device, submit)
+    record_job(ctx, "profile", job)
+    wait_for_job(ctx, "profile", job, config, ProfileError)
+    profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
+    if not isinstance(profile, dict) or not profile.get("execution_summary"):
+        raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
+    record_qairt(ctx, getattr(job, "model", None), config)
+    summary = summarize_profile(profile)
+    if "latency" not in summary.metrics:
+        raise ProfileError(
+            f"qai_hub profile job {job.job_id} reported no inference time ({job.url})"
+        )
+    ctx.client.log_metrics(
+        {(f"${k}" if k in INTERNAL else k): v for k, v in summary.metrics.items()}
+    )
+    ctx.client.log_params(summary.params)
+    _report(ctx, summary.metrics, summary.layers)
+    document = {
+        "job": {"id": job.job_id, "url": job.url},
+        "stats": summary.metrics,
+        "samples_us": summary.samples_us,
+        "compute_units": summary.compute_units,
+        "layers": summary.layers,
+        "qai_hub_profile": profile,
+    }
+    profile_json = ctx.artifact_dir / "profile.json"
+    profile_json.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    ctx.client.log_artifact(profile_json, name="output_file")
+    return output_type.from_current_run(ctx)
+
+
+def _report(ctx: HubContext, metrics: dict[str, float], layers: list[dict[str, Any]]) -> None:
+    if "latency_median_ms" in metrics:
+        ctx.events.info(
+            f"latency: median {metrics['latency_median_ms']:.3f} ms, mean "
+            f"{metrics['latency_mean_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms over "
+            f"{int(metrics['runs'])} runs"
+        )
+    timed = sorted((r for r in layers if "time_us" in r), key=lambda r: -r["time_us"])
+    for row in timed[:5]:
+        ctx.events.info(
+            f"  {row['name']} ({row['type']}, {row['compute_unit']}): {row['time_us']:.1f} us"
+        )
+
+
+@ONNXRuntimeProfiler.provider(ProviderType.QAI_HUB)
+def _profile_ort_qai_hub(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    *,
+    device: str | None = None,
+    runs: int = 100,
+) -> ONNXRuntimeProfilingResult:
+    """Profile on AI Hub; ``runs`` sets ``--max_profiler_iterations``."""
+    result: ONNXRuntimeProfilingResult = profile_on_hub(
+        ctx,
+        model,
+        device=device,
+        component=ONNXRuntimeProfiler,
+        output_type=ONNXRuntimeProfilingResult,
+        runtime="onnx",
+        runs=runs,
+    )
+    return result
+
+
+@TFLiteProfiler.provider(ProviderType.QAI_HUB)
+def _profile_tflite_qai_hub(
+    ctx: HubContext,
+    model: TFLiteCompiledModel,
+    *,
+    device: str | None = None,
+) -> TFLiteProfilingResult:
+    """Profile a ``.tflite`` model on AI Hub (its own iteration count)."""
+    result: TFLiteProfilingResult = profile_on_hub(
+        ctx,
+        model,
+        device=device,
+        component=TFLiteProfiler,
+        output_type=TFLiteProfilingResult,
+        runtime="tflite",
+        runs=None,
+    )
+    return result
