@@ -45,6 +45,11 @@ def add_parser(commands: Any) -> None:
         metavar="RUN_ID",
         help="use the model a compile run produced ('latest': the newest compile run)",
     )
+    parser.add_argument(
+        "--from-job",
+        metavar="JOB_ID",
+        help="attach to a Qualcomm AI Hub job submitted earlier instead of submitting again",
+    )
     parser.add_argument("--name", help="a name for the run(s)")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -69,6 +74,7 @@ def handle(args: argparse.Namespace) -> int:
         options=parse_sets(args.set, step_components(runtime, args.step)),
         inputs=args.input,
         from_run=args.from_run,
+        from_job=args.from_job,
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
     )

@@ -35,7 +35,8 @@ class ExecRequest:
     """What to run: ``step`` of ``runtime`` on ``model`` (or the model of run ``from_run``).
 
     ``options`` maps a step (compile/profile/invoke) to that component's options; ``inputs``
-    is an `.npz` of input tensors (profile, invoke and pipeline).
+    is an `.npz` of input tensors (profile, invoke and pipeline); ``from_job`` attaches to a
+    Qualcomm AI Hub job submitted earlier instead of submitting a new one.
     """
 
     step: str
@@ -45,6 +46,7 @@ class ExecRequest:
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     inputs: Path | None = None
     from_run: str | None = None
+    from_job: str | None = None
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -73,6 +75,8 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
             f"the {runtime.name} profiler takes no input data; drop --input to profile "
             "on random inputs"
         )
+    if request.from_job and step == "pipeline":
+        raise UsageError("--from-job does not apply to pipeline; resume one step at a time")
     if request.model is None and not request.from_run:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:
@@ -137,15 +141,23 @@ def _profile_inputs(request: ExecRequest, kwargs: dict[str, Any]) -> dict[str, A
 def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunReport:
     step = request.step
     kwargs = _common(request, step)
+    component: Component
+    arguments: tuple[Any, ...]
     if step == "compile":
         assert request.model is not None
-        return summarize(runtime.compiler(**kwargs).run(ctx, request.model))
-    model = _model(ctx, request, runtime)
-    if step == "profile":
-        profiler = runtime.profiler(**_profile_inputs(request, kwargs))
-        return summarize(profiler.run(ctx, model))
-    inputs = _invoke_inputs(ctx, request, runtime, model)
-    return summarize(runtime.invoker(**kwargs).run(ctx, model, inputs))
+        component, arguments = runtime.compiler(**kwargs), (request.model,)
+    else:
+        model = _model(ctx, request, runtime)
+        if step == "profile":
+            component, arguments = runtime.profiler(**_profile_inputs(request, kwargs)), (model,)
+        else:
+            inputs = _invoke_inputs(ctx, request, runtime, model)
+            component, arguments = runtime.invoker(**kwargs), (model, inputs)
+    if request.from_job:
+        from edgehub.toolchains.qai_hub import resume_job
+
+        return summarize(resume_job(ctx, component, request.from_job, *arguments))
+    return summarize(component.run(ctx, *arguments))
 
 
 def _invoke_inputs(
