@@ -114,7 +114,7 @@ def _run_step(
         return summarize(result)
     if args.step == "invoke":
         model = _model_input(ctx, args, runtime)
-        inputs = _inputs(ctx, args, model, device)
+        inputs = _inputs(ctx, args, runtime, model, device)
         result = runtime.invoker(**name, **device, **options["invoke"]).run(ctx, model, inputs)
         return summarize(result)
     return _pipeline(ctx, args, runtime, options, device)
@@ -133,15 +133,21 @@ def _model_input(ctx: HubContext, args: argparse.Namespace, runtime: Runtime) ->
 
 
 def _inputs(
-    ctx: HubContext, args: argparse.Namespace, model: CompiledModel, device: dict[str, str]
+    ctx: HubContext,
+    args: argparse.Namespace,
+    runtime: Runtime,
+    model: CompiledModel,
+    device: dict[str, str],
 ) -> dict[str, Any]:
     from edgehub.toolchains.tensors import load_npz, random_inputs
 
     if args.input is not None:
         return load_npz(args.input)
-    from edgehub.toolchains.onnxruntime.local import inspect_model
-
-    signature = inspect_model(ctx, model.path.to_local(ctx).local(), device.get("device"))
+    if runtime.inspect is None:
+        raise UsageError(
+            f"runtime {runtime.name!r} cannot read a model's inputs; pass --input FILE.npz"
+        )
+    signature = runtime.inspect(ctx, model.path.to_local(ctx).local(), device.get("device"))
     ctx.events.warning("no --input given: using random inputs (seed 0)")
     return random_inputs(signature["inputs"], seed=0)
 
@@ -156,7 +162,7 @@ def _pipeline(
     from edgehub.toolchains.accuracy import compare_outputs
 
     original = runtime.compiled_model.from_path(args.model.resolve())
-    inputs = _inputs(ctx, args, original, device)
+    inputs = _inputs(ctx, args, runtime, original, device)
     ctx.events.info("step 1/4: compile")
     compiled = runtime.compiler(**device, **options["compile"]).run(ctx, args.model)
     ctx.events.info("step 2/4: profile the compiled model")
