@@ -270,13 +270,23 @@ def test_unknown_runtime_lists_the_plugin(plugin_path: Path, project: Path) -> N
 
 
 def test_plugin_settings_table_in_hub_toml(plugin_path: Path, project: Path) -> None:
-    (project / "hub.toml").write_text(
-        '[project]\nname = "echo-tests"\n\n[devices.box]\nprovider = "echo_box"\n'
-        "[devices.box.echo]\nvolume = 12\n"
-    )
+    """The runtime's ProviderConfig dataclass is the schema of its hub.toml table."""
+    head = '[project]\nname = "echo-tests"\n\n[devices.box]\nprovider = "echo_box"\n'
+    (project / "hub.toml").write_text(head + "[devices.box.echo]\nvolume = 12\n")
     result = hub("devices", cwd=project, site=plugin_path)
     assert result.returncode == 2, result.stderr
-    assert "hub.toml:6: devices.box.echo.volume must be between 0 and 11, got 12" in result.stderr
+    assert result.stderr.strip() == (
+        "hub: error: hub.toml:7: devices.box.echo.volume must be between 0 and 11, got 12"
+    )
+    (project / "hub.toml").write_text(head + "[devices.box.echo]\nvolum = 3\n")
+    result = hub("devices", cwd=project, site=plugin_path)
+    assert result.stderr.strip() == (
+        "hub: error: hub.toml:7: unknown key 'devices.box.echo.volum'; did you mean 'volume'?"
+    )
+    (project / "hub.toml").write_text(head + '[devices.box.echo]\ngreeting = "hi"\nvolume = 3\n')
+    result = hub("devices", cwd=project, site=plugin_path)
+    assert result.returncode == 0, result.stderr
+    assert "box" in result.stdout and "echo_box" in result.stdout
 
 
 def test_a_broken_plugin_is_one_warning(tmp_path: Path, project: Path) -> None:

@@ -19,9 +19,8 @@ import pytest
 
 from edgehub.config import (
     ConfigDocument,
-    DockerSection,
-    EmbedlONNXRuntimeSection,
     HubConfig,
+    ProviderSettings,
     default_component_lookup,
     default_config,
     find_config,
@@ -89,7 +88,7 @@ def test_example_hub_toml_loads() -> None:
     assert list(config.devices) == ["local"]
     local = config.devices["local"]
     assert local.provider == "local" and not local.implicit
-    assert local.docker == DockerSection()
+    assert local.settings == ProviderSettings(DockerConfig)
 
 
 def test_example_commented_devices_are_valid(tmp_path: Path) -> None:
@@ -389,9 +388,9 @@ def test_edits_keep_comments_and_order(tmp_path: Path) -> None:
         "devices.rpi.overrides.ONNXRuntimeProfiler.embedl_onnxruntime",
     ]
     assert list(config.devices) == ["host", "rpi", "local"]
-    assert config.devices["host"].docker == DockerSection(cpus=4.0)
-    assert config.devices["rpi"].overrides["ONNXRuntimeProfiler"] == EmbedlONNXRuntimeSection(
-        cli_args=("-x",)
+    assert config.devices["host"].settings == ProviderSettings(DockerConfig, {"cpus": 4.0})
+    assert config.devices["rpi"].overrides["ONNXRuntimeProfiler"] == ProviderSettings(
+        EmbedlONNXRuntimeConfig, {"cli_args": ("-x",)}
     )
     assert load_config(path) == config
 

@@ -263,6 +263,9 @@ def _convert(value: Any, tp: Any) -> Any:
     tp, _ = _unpack(tp)
     members = _members(tp)
     if members is not None:
+        plain = [_unpack(m)[0] for m in members]
+        if type(value) is int and float in plain and int not in plain:
+            return float(value)
         try:
             check(value, tp)
             return value  # fits as it is: keep it (a string stays a string in `Path | str`)
@@ -275,6 +278,8 @@ def _convert(value: Any, tp: Any) -> Any:
                 continue
         return value
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is float and type(value) is int:
+        return float(value)
     if isinstance(value, str) and isinstance(tp, type) and issubclass(tp, (PurePath, enum.Enum)):
         return parse(value, tp)
     if isinstance(value, list) and origin in (tuple, list):
