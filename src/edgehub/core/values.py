@@ -385,10 +385,15 @@ def _parse_one(text: str, tp: Any) -> Any:
         item_types = args if args and not (len(args) == 2 and args[1] is Ellipsis) else None
         if item_types is not None and len(item_types) != len(items):
             raise ValueProblem(describe(tp))
-        parsed = [
-            parse(item, item_types[i] if item_types else (args[0] if args else Any))
-            for i, item in enumerate(items)
-        ]
+        try:
+            parsed = [
+                parse(item, item_types[i] if item_types else (args[0] if args else Any))
+                for i, item in enumerate(items)
+            ]
+        except ValueProblem as problem:
+            if problem.bound:
+                raise
+            raise ValueProblem(describe(tp)) from None
         return tuple(parsed) if origin is tuple else parsed
     elif origin is dict or tp is dict:
         return from_data(_json(text, tp), tp)
