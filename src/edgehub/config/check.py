@@ -26,7 +26,7 @@ from edgehub.config.schema import (
     format_key,
 )
 from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
-from edgehub.core.values import ValueProblem, from_data
+from edgehub.core.values import ValueProblem, from_data, without_none
 
 __all__ = ["build_config"]
 
@@ -291,7 +291,7 @@ def _settings(schema: SettingsTable, data: object, key: KeyPath) -> ProviderSett
         if isinstance(value, str) and not value.strip():
             raise table.wrong(entry.key, "a non-empty string", value)
         try:
-            values[entry.field] = from_data(value, entry.type)
+            values[entry.field] = from_data(value, without_none(entry.type))
         except ValueProblem as problem:
             hint = ""
             if isinstance(value, str) and problem.expected.startswith("an array"):

@@ -23,7 +23,17 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union
 
-__all__ = ["Matches", "Range", "ValueProblem", "check", "describe", "from_data", "parse", "resolve"]
+__all__ = [
+    "Matches",
+    "Range",
+    "ValueProblem",
+    "check",
+    "describe",
+    "from_data",
+    "parse",
+    "resolve",
+    "without_none",
+]
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,15 @@ def _split_union(text: str) -> list[str]:
             start = index + 1
     parts.append(text[start:].strip())
     return parts
+
+
+def without_none(tp: Any) -> Any:
+    """``tp`` less ``None`` (for formats such as TOML that have no null)."""
+    members = _members(tp)
+    if members is None:
+        return tp
+    kept = [m for m in members if m is not type(None)]
+    return kept[0] if len(kept) == 1 else Union[tuple(kept)]  # noqa: UP007
 
 
 def _unpack(tp: Any) -> tuple[Any, list[Any]]:
