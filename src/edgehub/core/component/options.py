@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
-from edgehub.core.values import Range, ValueProblem, check, describe, parse, resolve
+from edgehub.core.values import Range, ValueProblem, check, parse, resolve
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
@@ -121,8 +121,3 @@ def check_bounds_declaration(name: str, bounds: object, options: Mapping[str, An
             )
         if not isinstance(bound, Range):
             raise TypeError(f"{name}.option_bounds[{option!r}] must be a Range, got {bound!r}")
-
-
-def expected(cls: type[Component], option: str) -> str:
-    """What ``option`` takes, in words (for help texts)."""
-    return describe(option_type(cls, option))
