@@ -19,9 +19,8 @@ import pytest
 
 from edgehub.config import (
     ConfigDocument,
-    DockerSection,
-    EmbedlONNXRuntimeSection,
     HubConfig,
+    ProviderSettings,
     default_component_lookup,
     default_config,
     find_config,
@@ -89,7 +88,7 @@ def test_example_hub_toml_loads() -> None:
     assert list(config.devices) == ["local"]
     local = config.devices["local"]
     assert local.provider == "local" and not local.implicit
-    assert local.docker == DockerSection()
+    assert local.settings == ProviderSettings(DockerConfig)
 
 
 def test_example_commented_devices_are_valid(tmp_path: Path) -> None:
@@ -389,9 +388,9 @@ def test_edits_keep_comments_and_order(tmp_path: Path) -> None:
         "devices.rpi.overrides.ONNXRuntimeProfiler.embedl_onnxruntime",
     ]
     assert list(config.devices) == ["host", "rpi", "local"]
-    assert config.devices["host"].docker == DockerSection(cpus=4.0)
-    assert config.devices["rpi"].overrides["ONNXRuntimeProfiler"] == EmbedlONNXRuntimeSection(
-        cli_args=("-x",)
+    assert config.devices["host"].settings == ProviderSettings(DockerConfig, {"cpus": 4.0})
+    assert config.devices["rpi"].overrides["ONNXRuntimeProfiler"] == ProviderSettings(
+        EmbedlONNXRuntimeConfig, {"cli_args": ("-x",)}
     )
     assert load_config(path) == config
 
@@ -666,3 +665,43 @@ def test_config_imports_no_heavy_modules() -> None:
     )
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# --- settings tables derived from the provider config dataclasses ---------------------------
+
+
+def test_settings_tables_come_from_the_dataclasses() -> None:
+    from edgehub.config.settings import provider_tables, settings_table
+
+    tables = provider_tables()
+    assert {p: t.table for p, t in tables.items()} == {
+        "local": "docker",
+        "embedl_onnxruntime": "embedl_onnxruntime",
+        "trtexec": "trtexec",
+    }
+    ort = settings_table(EmbedlONNXRuntimeConfig)
+    assert [(k.key, k.field) for k in ort.keys] == [
+        ("path", "embedl_onnxruntime_path"),
+        ("cli_args", "cli_args"),
+    ]
+    trt = settings_table(TrtexecConfig)
+    assert [(k.key, k.field) for k in trt.keys] == [
+        ("path", "trtexec_path"),
+        ("cli_args", "trtexec_cli_args"),
+    ]
+    docker = settings_table(DockerConfig)
+    assert docker.help.startswith("Settings of the ``local`` provider")
+    assert all(k.help for k in docker.keys)
+    # registered runtimes add theirs (tensorrt's trtexec is also built in: no duplicate)
+    assert set(provider_tables(registered=True)) >= set(tables)
+
+
+def test_keep_warm_and_image_keys_typed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    message = load_error(tmp_path, '[devices.local.docker]\nkeep_warm = "long"\n', monkeypatch)
+    assert message == (
+        'hub.toml:2: devices.local.docker.keep_warm must be a number greater than 0, got "long"'
+    )
+    config = parse_config("[devices.local.docker]\ncpus = 2\nkeep_warm = 30\n")
+    built = to_device(config, "local").provider_config
+    assert built == DockerConfig(cpus=2.0, keep_warm=30.0)
+    assert isinstance(built, DockerConfig) and isinstance(built.cpus, float)

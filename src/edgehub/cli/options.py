@@ -1,14 +1,14 @@
-"""`--set KEY=VALUE` options, checked against a component's declared options."""
+"""`--set KEY=VALUE` options, checked against a component's declared options and converted by
+their declared types (`edgehub.core.component.options`)."""
 
 from __future__ import annotations
 
 import difflib
-import json
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from edgehub.core.component.base import Component
+from edgehub.core.component.options import parse_option
 from edgehub.errors import UsageError
 
 __all__ = ["component_options", "parse_sets", "parse_value"]
@@ -19,29 +19,12 @@ def component_options(component: type[Component]) -> dict[str, Any]:
     return {k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")}
 
 
-def parse_value(raw: str, default: Any) -> Any:
-    """JSON where it parses (numbers, true/false, null, lists), ``1,3,224,224`` as a tuple of
-    ints, enums by value, paths for ``*_data``/``*_path`` options, else the string."""
-    text = raw.strip()
-    if isinstance(default, Enum):
-        try:
-            return type(default)(text.lower())
-        except ValueError:
-            choices = ", ".join(str(m.value) for m in type(default))
-            raise UsageError(f"{text!r} is not one of: {choices}") from None
-    if "," in text and not text.startswith(("[", "{")):
-        try:
-            return tuple(int(part) for part in text.split(","))
-        except ValueError:
-            pass
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = text
-    if isinstance(value, list):
-        value = tuple(value)
-    if isinstance(value, str) and text.lower() in ("none", "null"):
-        return None
+def parse_value(component: type[Component], option: str, raw: str) -> Any:
+    """``raw`` converted by the option's declared type (``runs=abc`` is a `UsageError`);
+    options of unknown type take JSON, ``1,3,224,224`` as a tuple of ints, or the string."""
+    value = parse_option(component, option, raw)
+    if option.endswith(("_data", "_path")) and isinstance(value, str):
+        value = Path(value)
     return value
 
 
@@ -69,10 +52,7 @@ def parse_sets(
         for name in steps:
             options = component_options(components[name])
             if option in options:
-                value = parse_value(raw, options[option])
-                if option.endswith(("_data", "_path")) and isinstance(value, str):
-                    value = Path(value)
-                result[name][option] = value
+                result[name][option] = parse_value(components[name], option, raw)
                 matched = True
         if not matched:
             known = sorted({o for n in steps for o in component_options(components[n])})

@@ -16,15 +16,12 @@ from edgehub.config.load import default_config, find_config, load_config, parse_
 from edgehub.config.schema import (
     CONFIG_FILENAME,
     DeviceSection,
-    DockerSection,
-    EmbedlONNXRuntimeSection,
     HubConfig,
     ImagesSection,
     ProjectSection,
-    ProviderSection,
+    ProviderSettings,
     SchemaError,
     SSHSection,
-    TrtexecSection,
 )
 
 if TYPE_CHECKING:
@@ -41,15 +38,12 @@ __all__ = [
     "ComponentLookup",
     "ConfigDocument",
     "DeviceSection",
-    "DockerSection",
-    "EmbedlONNXRuntimeSection",
     "HubConfig",
     "ImagesSection",
     "ProjectSection",
-    "ProviderSection",
+    "ProviderSettings",
     "SSHSection",
     "SchemaError",
-    "TrtexecSection",
     "atomic_write",
     "default_component_lookup",
     "default_config",

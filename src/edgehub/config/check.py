@@ -14,29 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from edgehub.config.schema import (
-    BUILTIN_COMPONENTS,
     CLOUD_PROVIDERS,
     DEVICE_NAME_PATTERN,
-    PROVIDER_SETTINGS,
-    RUNTIMES,
     DeviceSection,
-    DockerSection,
-    EmbedlONNXRuntimeSection,
     HubConfig,
     ImagesSection,
     KeyPath,
     ProjectSection,
-    ProviderSection,
     SchemaError,
     SSHSection,
-    TrtexecSection,
     format_key,
 )
+from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
+from edgehub.core.values import ValueProblem, from_data, without_none
 
 __all__ = ["build_config"]
 
-_SETTINGS_TABLES = ("docker", "embedl_onnxruntime", "trtexec")
-_DEVICE_KEYS = ("provider", "spec", "ssh", *_SETTINGS_TABLES, "overrides")
+_DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides")
 _SSH_KEYS = (
     "host",
     "user",
@@ -49,7 +43,6 @@ _SSH_KEYS = (
 )
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?[bkmg]?", re.IGNORECASE)
 
 # --- checking parsed TOML -------------------------------------------------------------------
 
@@ -164,7 +157,10 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
         raise SchemaError(("devices",), f"devices must be a table, got {_show(raw_devices)}")
     devices = {name: _device(name, table) for name, table in raw_devices.items()}
     if "local" not in devices:
-        devices["local"] = DeviceSection(name="local", provider="local", implicit=True)
+        docker = provider_tables()["local"].config_type
+        devices["local"] = DeviceSection(
+            name="local", provider="local", settings=ProviderSettings(docker), implicit=True
+        )
     return HubConfig(path=path, project=project, images=images, devices=devices, root=root)
 
 
@@ -175,9 +171,31 @@ def _project(data: object, root: Path) -> ProjectSection:
 
 
 def _images(data: object) -> ImagesSection:
-    table = _Table(data, ("images",), ("base", *RUNTIMES))
-    tags = {runtime: tag for runtime in RUNTIMES if (tag := table.string(runtime)) is not None}
+    names: list[str] = []
+    if isinstance(data, Mapping) and set(data) - {"base"}:
+        from edgehub.core.runtimes import all_runtimes
+
+        names = [r.image for r in all_runtimes().values() if r.image]
+    table = _Table(data, ("images",), ("base", *names))
+    tags = {image: tag for image in names if (tag := table.string(image)) is not None}
     return ImagesSection(base=table.string("base"), tags=tags)
+
+
+def _tables_for(data: object) -> dict[str, SettingsTable]:
+    """Settings tables by provider for one device table: the built-in ones, plus the registered
+    runtimes' when the device names a provider or a table the built-ins do not know."""
+    raw: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
+    provider = raw.get("provider")
+    keys = set(raw)
+    overrides = raw.get("overrides")
+    if isinstance(overrides, Mapping):
+        keys.update(k for inner in overrides.values() if isinstance(inner, Mapping) for k in inner)
+    tables = provider_tables()
+    known = {*_DEVICE_FIXED_KEYS, *(t.table for t in tables.values())}
+    builtin = not isinstance(provider, str) or provider in tables or provider in CLOUD_PROVIDERS
+    if builtin and keys <= known:
+        return tables
+    return provider_tables(registered=True)
 
 
 def _device(name: str, data: object) -> DeviceSection:
@@ -188,15 +206,17 @@ def _device(name: str, data: object) -> DeviceSection:
             f"device name {name!r} is not allowed: use letters, digits, '_' and '-', "
             "starting with a letter or digit",
         )
-    table = _Table(data, key, _DEVICE_KEYS)
+    tables = _tables_for(data)
+    by_table = {t.table: t for t in tables.values()}
+    table = _Table(data, key, (*_DEVICE_FIXED_KEYS, *by_table))
     provider = table.string("provider")
     if provider is None and name == "local":
         provider = "local"
     spec = table.string("spec")
-    expected = PROVIDER_SETTINGS.get(provider or "")
-    for settings in _SETTINGS_TABLES:
-        if settings in table.data and settings != expected:
-            raise SchemaError((*key, settings), _misplaced(key, settings, provider, expected))
+    own = tables.get(provider or "")
+    for settings in by_table:
+        if settings in table.data and (own is None or settings != own.table):
+            raise SchemaError((*key, settings), _misplaced(key, settings, provider, tables))
     ssh = _ssh(table.data["ssh"], (*key, "ssh")) if "ssh" in table.data else None
     if ssh is not None and (provider == "local" or provider in CLOUD_PROVIDERS):
         where = "on this host" if provider == "local" else "in the cloud"
@@ -209,29 +229,26 @@ def _device(name: str, data: object) -> DeviceSection:
         raise SchemaError(
             key, f'[{format_key(key)}] needs spec = "<catalog device name>" for {provider!r}'
         )
-    sections = {
-        settings: _settings(settings, table.data[settings], (*key, settings))
-        for settings in _SETTINGS_TABLES
-        if settings in table.data
-    }
-    docker = sections.get("docker")
-    ort = sections.get("embedl_onnxruntime")
-    trt = sections.get("trtexec")
+    own_settings = None
+    if own is not None:
+        own_settings = _settings(own, table.data.get(own.table, {}), (*key, own.table))
     return DeviceSection(
         name=name,
         provider=provider,
         spec=spec,
         ssh=ssh,
-        docker=docker if isinstance(docker, DockerSection) else None,
-        embedl_onnxruntime=ort if isinstance(ort, EmbedlONNXRuntimeSection) else None,
-        trtexec=trt if isinstance(trt, TrtexecSection) else None,
-        overrides=_overrides(table.data.get("overrides"), (*key, "overrides"), provider),
+        settings=own_settings,
+        overrides=_overrides(table.data.get("overrides"), (*key, "overrides"), provider, tables),
     )
 
 
-def _misplaced(device: KeyPath, settings: str, provider: str | None, expected: str | None) -> str:
+def _misplaced(
+    device: KeyPath, settings: str, provider: str | None, tables: Mapping[str, SettingsTable]
+) -> str:
     header = f"[{format_key((*device, settings))}]"
-    owner = next(name for name, table in PROVIDER_SETTINGS.items() if table == settings)
+    owner = next(name for name, table in tables.items() if table.table == settings)
+    own = tables.get(provider or "")
+    expected = own.table if own is not None else None
     if provider is None:
         return f'{header} holds settings of provider {owner!r}; add provider = "{owner}"'
     if expected is None:
@@ -264,49 +281,59 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
     )
 
 
-def _settings(name: str, data: object, key: KeyPath) -> ProviderSection:
-    if name == "docker":
-        table = _Table(data, key, ("cpus", "memory", "image", "keep_warm"))
-        memory = table.string("memory")
-        if memory is not None and not _MEMORY.fullmatch(memory):
-            raise table.wrong("memory", 'a size like "4g" or "512m"', memory)
-        return DockerSection(
-            cpus=table.number("cpus", positive=True),
-            memory=memory,
-            image=table.string("image"),
-            keep_warm=table.number("keep_warm", positive=True),
-        )
-    table = _Table(data, key, ("path", "cli_args"))
-    if name == "embedl_onnxruntime":
-        return EmbedlONNXRuntimeSection(
-            path=table.string("path"), cli_args=table.strings("cli_args")
-        )
-    return TrtexecSection(path=table.string("path"), cli_args=table.strings("cli_args"))
+def _settings(schema: SettingsTable, data: object, key: KeyPath) -> ProviderSettings:
+    table = _Table(data, key, [k.key for k in schema.keys])
+    values: dict[str, Any] = {}
+    for entry in schema.keys:
+        if entry.key not in table.data:
+            continue
+        value = table.data[entry.key]
+        if isinstance(value, str) and not value.strip():
+            raise table.wrong(entry.key, "a non-empty string", value)
+        try:
+            values[entry.field] = from_data(value, without_none(entry.type))
+        except ValueProblem as problem:
+            hint = ""
+            if isinstance(value, str) and problem.expected.startswith("an array"):
+                hint = f" (write [{json.dumps(value)}])"
+            raise table.wrong(entry.key, problem.expected, value, hint) from None
+    return ProviderSettings(schema.config_type, values)
 
 
-def _overrides(data: object, key: KeyPath, provider: str | None) -> dict[str, ProviderSection]:
+def _overrides(
+    data: object, key: KeyPath, provider: str | None, tables: Mapping[str, SettingsTable]
+) -> dict[str, ProviderSettings]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
-    expected = PROVIDER_SETTINGS.get(provider or "")
-    result: dict[str, ProviderSection] = {}
+    own = tables.get(provider or "")
+    result: dict[str, ProviderSettings] = {}
     for component, inner in data.items():
         ckey = (*key, component)
-        if component not in BUILTIN_COMPONENTS and "." not in component:
-            close = difflib.get_close_matches(component, BUILTIN_COMPONENTS, n=1, cutoff=0.6)
-            hint = (
-                f"; did you mean {close[0]!r}?"
-                if close
-                else f"; built-in: {', '.join(BUILTIN_COMPONENTS)} (name your own components "
-                'by their qualified name in quotes: "mypkg.module.MyCompiler")'
-            )
-            raise SchemaError(ckey, f"unknown component {component!r} in {format_key(key)}{hint}")
-        table = _Table(inner, ckey, _SETTINGS_TABLES)
+        if "." not in component:
+            _check_component(component, ckey, key)
+        table = _Table(inner, ckey, [t.table for t in tables.values()])
         if not table.data:
             raise SchemaError(ckey, f"[{format_key(ckey)}] names no settings table")
         for settings, value in table.data.items():
-            if settings != expected:
-                raise SchemaError((*ckey, settings), _misplaced(ckey, settings, provider, expected))
-            result[component] = _settings(settings, value, (*ckey, settings))
+            if own is None or settings != own.table:
+                raise SchemaError((*ckey, settings), _misplaced(ckey, settings, provider, tables))
+            result[component] = _settings(own, value, (*ckey, settings))
     return result
+
+
+def _check_component(component: str, ckey: KeyPath, key: KeyPath) -> None:
+    from edgehub.core.runtimes import all_runtimes
+
+    known = [c.__name__ for r in all_runtimes().values() for c in r.components]
+    if component in known:
+        return
+    close = difflib.get_close_matches(component, known, n=1, cutoff=0.6)
+    hint = (
+        f"; did you mean {close[0]!r}?"
+        if close
+        else f"; known: {', '.join(known)} (name your own components by their qualified name "
+        'in quotes: "mypkg.module.MyCompiler")'
+    )
+    raise SchemaError(ckey, f"unknown component {component!r} in {format_key(key)}{hint}")

@@ -6,7 +6,9 @@
   paths relative to hub.toml are resolved in ``key`` and ``known_hosts``; the password, if any,
   is read from the variable ``password_env`` names.
 - any other device: a `LocalCommandRunner` (the provider's tool runs on this host).
-- ``embedl_onnxruntime`` / ``trtexec``: their typed configs (defaults when the table is absent).
+- every provider with a settings table (``docker``, ``embedl_onnxruntime``, ``trtexec``, a
+  runtime's own): its `ProviderConfig` dataclass built from the table (defaults when absent);
+  fields marked ``tool_path`` are resolved against hub.toml when the tool runs on this host.
 - overrides: keyed by the component class that ``component_lookup`` returns for each name; each
   override starts from the device's settings.
 """
@@ -19,16 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from edgehub.config.schema import (
-    DeviceSection,
-    DockerSection,
-    EmbedlONNXRuntimeSection,
-    HubConfig,
-    ProviderSection,
-    SSHSection,
-    TrtexecSection,
-)
-from edgehub.core.device.configs import DockerConfig, EmbedlONNXRuntimeConfig, TrtexecConfig
+from edgehub.config.schema import DeviceSection, HubConfig, SSHSection
+from edgehub.config.settings import ProviderSettings, settings_table
 from edgehub.core.device.runner import CommandRunner
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
 from edgehub.errors import ConfigError, DeviceError
@@ -99,13 +93,14 @@ def _device(
     overrides: dict[type[Any], ProviderConfig] = {}
     for component, override in section.overrides.items():
         cls = _component(config, (*key, "overrides", component), component, lookup)
-        overrides[cls] = _provider_config(config, _merge(base, override), local=local)
+        merged = base.merged(override) if base is not None else override
+        overrides[cls] = _provider_config(config, merged, local=local)
     return Device(
         name=section.name,
         runner=_runner(config, section, environ),
         spec=DeviceSpec(device_name=section.spec),
         provider_type=section.provider,
-        provider_config=_default_config(config, section, local=local),
+        provider_config=_provider_config(config, base, local=local) if base else None,
         provider_config_overrides=overrides,
     )
 
@@ -156,61 +151,23 @@ def _local_path(config: HubConfig, raw: str | None) -> Path | None:
     return path if path.is_absolute() else config.root / path
 
 
-def _tool_path(config: HubConfig, raw: str | None, default: str, *, local: bool) -> str:
+def _tool_path(config: HubConfig, raw: str, *, local: bool) -> str:
     """A tool path as the provider should run it: remote paths verbatim; on this host ``~`` and
     relative paths (with a ``/``) are resolved, bare names are left to ``PATH``."""
-    if raw is None:
-        return default
     if not local or ("/" not in raw and not raw.startswith("~")):
         return raw
     return str(_local_path(config, raw))
 
 
-def _default_config(
-    config: HubConfig, section: DeviceSection, *, local: bool
-) -> ProviderConfig | None:
-    if section.provider == "local":
-        return _provider_config(config, section.docker or DockerSection(), local=True)
-    if section.provider == "embedl_onnxruntime":
-        return _provider_config(
-            config, section.embedl_onnxruntime or EmbedlONNXRuntimeSection(), local=local
-        )
-    if section.provider == "trtexec":
-        return _provider_config(config, section.trtexec or TrtexecSection(), local=local)
-    return None
-
-
-def _provider_config(config: HubConfig, section: ProviderSection, *, local: bool) -> ProviderConfig:
-    if isinstance(section, DockerSection):
-        return DockerConfig(
-            cpus=section.cpus,
-            memory=section.memory,
-            image=section.image,
-            keep_warm=section.keep_warm,
-        )
-    if isinstance(section, EmbedlONNXRuntimeSection):
-        return EmbedlONNXRuntimeConfig(
-            embedl_onnxruntime_path=_tool_path(
-                config, section.path, "embedl-onnxruntime", local=local
-            ),
-            cli_args=section.cli_args or (),
-        )
-    return TrtexecConfig(
-        trtexec_path=_tool_path(config, section.path, "trtexec", local=local),
-        trtexec_cli_args=section.cli_args or (),
-    )
-
-
-def _merge(base: ProviderSection | None, override: ProviderSection) -> ProviderSection:
-    """``override`` with the keys it leaves unset taken from ``base`` (same type only)."""
-    if base is None or type(base) is not type(override):
-        return override
-    values = {
-        name: getattr(override, name) if getattr(override, name) is not None else value
-        for name, value in vars(base).items()
-    }
-    merged: ProviderSection = type(override)(**values)
-    return merged
+def _provider_config(
+    config: HubConfig, settings: ProviderSettings, *, local: bool
+) -> ProviderConfig:
+    """The settings' config dataclass, from the keys the file gave (its defaults for the rest)."""
+    values = dict(settings.values)
+    for entry in settings_table(settings.config_type).keys:
+        if entry.tool_path and isinstance(values.get(entry.field), str):
+            values[entry.field] = _tool_path(config, values[entry.field], local=local)
+    return settings.config_type(**values)
 
 
 def _component(

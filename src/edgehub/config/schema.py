@@ -9,8 +9,8 @@ its parents. Every table and key is optional unless marked *required*::
 
     [images]
     base = "edgehub-base:bookworm"              # base image for `hub images build`
-    onnxruntime = "edgehub-onnxruntime:custom"  # tag override for one runtime
-                                                # (tflite, onnxruntime, tensorrt)
+    onnxruntime = "edgehub-onnxruntime:custom"  # tag override for one runtime's image
+                                                # (any registered runtime's image name)
 
     [devices.<name>]           # <name>: letters, digits, '_' and '-'
     provider = "embedl_onnxruntime"   # any string; built-in meanings below
@@ -31,18 +31,22 @@ its parents. Every table and key is optional unless marked *required*::
     [devices.<name>.overrides.<Component>.<settings>]
     cli_args = ["--exec-providers", "CPUExecutionProvider"]
 
-Providers and their settings tables:
+Providers and their settings tables: each `ProviderConfig` dataclass with a ``provider_type``
+defines one (`edgehub.config.settings`), its keys being the dataclass fields. Built in:
 
 =======================  ======================  ==========================================
-provider                 settings table          keys
+provider                 settings table          keys (from the dataclass)
 =======================  ======================  ==========================================
-``local``                ``docker``              ``cpus`` (number), ``memory`` ("4g"),
-                                                 ``keep_warm`` (seconds a container
-                                                 stays up idle for the next job),
-                                                 ``image`` (tag override)
-``embedl_onnxruntime``   ``embedl_onnxruntime``  ``path``, ``cli_args`` (array of strings)
-``trtexec``              ``trtexec``             ``path``, ``cli_args`` (array of strings)
+``local``                ``docker``              `DockerConfig`: ``cpus`` (number),
+                                                 ``memory`` ("4g"), ``keep_warm`` (seconds
+                                                 a container stays up idle for the next
+                                                 job), ``image`` (tag override)
+``embedl_onnxruntime``   ``embedl_onnxruntime``  `EmbedlONNXRuntimeConfig`: ``path``,
+                                                 ``cli_args`` (array of strings)
+``trtexec``              ``trtexec``             `TrtexecConfig`: ``path``, ``cli_args``
 ``qai_hub``, ``aws``     none                    ``spec`` is required (the catalog name)
+a runtime's provider     its config's table      the ``provider_configs`` of a registered
+                                                 runtime (`edgehub.core.runtimes`)
 any other string         none                    (configure custom providers in Python)
 =======================  ======================  ==========================================
 
@@ -50,10 +54,10 @@ A settings table that does not belong to the device's provider is an error. ``ss
 for ``local`` (it runs on this host) and for the cloud providers. A device with another
 provider and no ``ssh`` table runs its tools on this host.
 
-``overrides`` gives one component its own settings on this device. ``<Component>`` is a built-in
-component class name (``ONNXRuntimeProfiler``, ...) or, for your own components, a qualified
-name in quotes (``"mypkg.components.MyCompiler"``). An override table starts from the device's
-settings table: keys it leaves out keep the device's values.
+``overrides`` gives one component its own settings on this device. ``<Component>`` is the class
+name of a registered runtime's component (``ONNXRuntimeProfiler``, ...) or, for your own
+components, a qualified name in quotes (``"mypkg.components.MyCompiler"``). An override table
+starts from the device's settings table: keys it leaves out keep the device's values.
 
 Secrets are never stored in hub.toml: a ``password`` (or token) key is refused. Use a key file
 or the SSH agent, or name an environment variable with ``password_env``.
@@ -71,27 +75,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from edgehub.config.settings import ProviderSettings
 from edgehub.errors import ConfigError
 
 __all__ = [
-    "BUILTIN_COMPONENTS",
     "CLOUD_PROVIDERS",
     "CONFIG_FILENAME",
     "DEVICE_NAME_PATTERN",
     "DOTTED_KEY_PATTERN",
-    "PROVIDER_SETTINGS",
-    "RUNTIMES",
     "DeviceSection",
-    "DockerSection",
-    "EmbedlONNXRuntimeSection",
     "HubConfig",
     "ImagesSection",
     "KeyPath",
     "ProjectSection",
-    "ProviderSection",
+    "ProviderSettings",
     "SSHSection",
     "SchemaError",
-    "TrtexecSection",
     "format_key",
     "location",
     "nearest_line",
@@ -99,18 +98,7 @@ __all__ = [
 ]
 
 CONFIG_FILENAME = "hub.toml"
-RUNTIMES = ("tflite", "onnxruntime", "tensorrt")
 CLOUD_PROVIDERS = ("qai_hub", "aws")
-PROVIDER_SETTINGS: Mapping[str, str] = {
-    "local": "docker",
-    "embedl_onnxruntime": "embedl_onnxruntime",
-    "trtexec": "trtexec",
-}
-BUILTIN_COMPONENTS = tuple(
-    f"{runtime}{kind}"
-    for kind in ("Compiler", "Profiler", "Invoker")
-    for runtime in ("TFLite", "ONNXRuntime", "TensorRT")
-)
 
 KeyPath = tuple[str, ...]
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -163,48 +151,19 @@ class SSHSection:
 
 
 @dataclass(frozen=True)
-class DockerSection:
-    cpus: float | None = None
-    memory: str | None = None
-    keep_warm: float | None = None
-    image: str | None = None
-
-
-@dataclass(frozen=True)
-class EmbedlONNXRuntimeSection:
-    path: str | None = None
-    cli_args: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class TrtexecSection:
-    path: str | None = None
-    cli_args: tuple[str, ...] | None = None
-
-
-ProviderSection = DockerSection | EmbedlONNXRuntimeSection | TrtexecSection
-
-
-@dataclass(frozen=True)
 class DeviceSection:
-    """One ``[devices.<name>]`` table. ``implicit`` marks the ``local`` device added by default."""
+    """One ``[devices.<name>]`` table. ``settings`` holds its provider's settings table (empty
+    values when the file has none; ``None`` for providers without one); ``overrides`` maps a
+    component name to its own settings. ``implicit`` marks the ``local`` device added by
+    default."""
 
     name: str
     provider: str | None = None
     spec: str | None = None
     ssh: SSHSection | None = None
-    docker: DockerSection | None = None
-    embedl_onnxruntime: EmbedlONNXRuntimeSection | None = None
-    trtexec: TrtexecSection | None = None
-    overrides: Mapping[str, ProviderSection] = field(default_factory=dict)
+    settings: ProviderSettings | None = None
+    overrides: Mapping[str, ProviderSettings] = field(default_factory=dict)
     implicit: bool = False
-
-    @property
-    def settings(self) -> ProviderSection | None:
-        """The settings table of this device's provider, if the file has one."""
-        table = PROVIDER_SETTINGS.get(self.provider or "")
-        section: ProviderSection | None = getattr(self, table) if table else None
-        return section
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,10 @@ def model_inputs(
 
     if input_path is not None:
         return load_npz(input_path)
-    inspect = getattr(runtime, "inspect", None)
-    if inspect is None:
+    if runtime.inspect is None:
         raise UsageError(
-            f"runtime {runtime.name!r} cannot make random inputs for a model; pass --input FILE.npz"
+            f"runtime {runtime.name!r} cannot read a model's inputs; pass --input FILE.npz"
         )
-    signature = inspect(ctx, model_path, device)
+    signature = runtime.inspect(ctx, model_path, device)
     ctx.events.warning("no --input given: using random inputs (seed 0)")
     return random_inputs(signature["inputs"], seed=0)

@@ -1,10 +1,14 @@
-"""Compilers of the built-in runtimes."""
+"""Compilers of the registered runtimes.
 
-import edgehub.toolchains.onnxruntime  # noqa: F401  (registers the providers)
+The names resolve on first use through the runtime registry (`edgehub.core.runtimes`), so
+core imports no toolchain; ``from edgehub.core.compile import ONNXRuntimeCompiler`` loads the
+runtimes (and registers their providers) then.
+"""
+
+from typing import Any
+
+from edgehub.core.runtimes import resolve_export
 from edgehub.errors import CompileError
-from edgehub.toolchains.onnxruntime.components import ONNXRuntimeCompiledModel, ONNXRuntimeCompiler
-from edgehub.toolchains.tensorrt.components import TensorRTCompiledModel, TensorRTCompiler
-from edgehub.toolchains.tflite.components import TFLiteCompiledModel, TFLiteCompiler
 
 __all__ = [
     "CompileError",
@@ -15,3 +19,14 @@ __all__ = [
     "TensorRTCompiledModel",
     "TensorRTCompiler",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        return resolve_export(name, "compiler", __all__)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -2,17 +2,23 @@
 
 Subclasses declare ``run_type``, ``__init__`` and ``run``; the metaclass checks them when the
 class is created and replaces ``run`` with a dispatcher to the provider registered for the
-device's provider type (`Component.provider`).
+device's provider type (`Component.provider`). Option values are checked against ``run``'s
+annotations and ``option_bounds`` (see `edgehub.core.component.options`).
 """
 
 from __future__ import annotations
 
 import functools
 from abc import ABCMeta
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from edgehub.core.component.options import (
+    DEFAULT_BOUNDS,
+    check_bounds_declaration,
+    check_options,
+)
 from edgehub.core.component.registry import register_component
 from edgehub.core.component.signature import (
     ProviderSignature,
@@ -21,6 +27,7 @@ from edgehub.core.component.signature import (
     check_provider,
     read_run,
 )
+from edgehub.core.values import Range
 from edgehub.tracking.run_type import RunType
 
 __all__ = ["Component", "ComponentMeta", "NoProviderError"]
@@ -58,6 +65,8 @@ class ComponentMeta(ABCMeta):
             )
         signature = read_run(name, namespace["run"])
         check_init(name, namespace["__init__"], signature)
+        if "option_bounds" in namespace:
+            check_bounds_declaration(name, namespace["option_bounds"], signature.options)
         original = namespace["run"]
         cls._run_signature = signature  # type: ignore[attr-defined]
         cls._positional_params = list(signature.positional)  # type: ignore[attr-defined]
@@ -83,6 +92,7 @@ class Component(metaclass=ComponentMeta):
     """Base class of toolchain components. See the module docstring."""
 
     run_type: RunType | str
+    option_bounds: Mapping[str, Range] = DEFAULT_BOUNDS
     _run_signature: RunSignature
     _positional_params: list[str]
     _keyword_params: dict[str, Any]
@@ -99,6 +109,8 @@ class Component(metaclass=ComponentMeta):
                 f"{type(self).__name__}() got unexpected keyword arguments: "
                 f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
             )
+        if known:
+            check_options(type(self), kwargs)
         self._defaults = {**known, **kwargs}
         for key, value in kwargs.items():
             setattr(self, key, value)

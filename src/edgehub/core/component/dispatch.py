@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from edgehub.core.component.options import check_options
 from edgehub.core.component.outputs import ComponentOutput
 from edgehub.errors import DeviceError, ProviderError
 from edgehub.tracking.run_log import RunLog
@@ -99,6 +100,7 @@ def dispatch(
             f"'{cls.__name__}' got unexpected keyword arguments: {', '.join(sorted(unknown))}; "
             f"known: {', '.join(sorted(signature.options))}"
         )
+    check_options(cls, kwargs)
     resolved = {
         key: kwargs[key] if key in kwargs else component._defaults.get(key, default)
         for key, default in signature.options.items()

@@ -18,9 +18,9 @@ def register_component(cls: type[Component]) -> None:
 
 
 def _load_builtins() -> None:
-    import edgehub.core.compile
-    import edgehub.core.invoke
-    import edgehub.core.profile  # noqa: F401
+    from edgehub.core.runtimes import all_runtimes
+
+    all_runtimes()  # importing each runtime's package registers its components
 
 
 def all_components() -> dict[str, type[Component]]:

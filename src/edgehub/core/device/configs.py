@@ -1,29 +1,56 @@
-"""The built-in provider configs."""
+"""The built-in provider configs.
+
+Each is also the schema of its settings table in hub.toml (see `edgehub.config.settings`):
+``provider_type`` names the provider it serves, ``settings_table`` the table (default: the
+provider type), each field a key (``metadata["toml"]`` renames it, ``metadata["help"]``
+explains it, ``metadata["tool_path"]`` resolves a path on this host against hub.toml), and the
+field's type, bounds (``Annotated[..., Range(...)]``) and default are checked and applied.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, ClassVar
 
 from edgehub.core.device.spec import ProviderConfig
+from edgehub.core.values import Matches, Range
 from edgehub.paths import RemotePath
 
 __all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "TrtexecConfig"]
+
+_POSITIVE = Range(0, open_low=True)
+_SIZE = Matches(r"[0-9]+(\.[0-9]+)?[bkmg]?", 'a size like "4g" or "512m"')
 
 
 @dataclass(frozen=True)
 class EmbedlONNXRuntimeConfig(ProviderConfig):
     """Settings of the ``embedl_onnxruntime`` provider (the device-side CLI over SSH)."""
 
-    embedl_onnxruntime_path: RemotePath | str = "embedl-onnxruntime"
-    cli_args: tuple[str, ...] = field(default_factory=tuple)
+    provider_type: ClassVar[str] = "embedl_onnxruntime"
+
+    embedl_onnxruntime_path: RemotePath | str = field(
+        default="embedl-onnxruntime",
+        metadata={"toml": "path", "tool_path": True, "help": "the embedl-onnxruntime command"},
+    )
+    cli_args: tuple[str, ...] = field(
+        default_factory=tuple, metadata={"help": "extra arguments of every call"}
+    )
 
 
 @dataclass(frozen=True)
 class TrtexecConfig(ProviderConfig):
     """Settings of the ``trtexec`` provider."""
 
-    trtexec_path: RemotePath | str = "trtexec"
-    trtexec_cli_args: tuple[str, ...] = field(default_factory=tuple)
+    provider_type: ClassVar[str] = "trtexec"
+
+    trtexec_path: RemotePath | str = field(
+        default="trtexec",
+        metadata={"toml": "path", "tool_path": True, "help": "the trtexec command"},
+    )
+    trtexec_cli_args: tuple[str, ...] = field(
+        default_factory=tuple,
+        metadata={"toml": "cli_args", "help": "extra arguments of every call"},
+    )
 
 
 @dataclass(frozen=True)
@@ -36,7 +63,16 @@ class DockerConfig(ProviderConfig):
     idle that long (also set by ``$EDGEHUB_KEEP_WARM``); by default containers are removed.
     """
 
-    cpus: float | None = None
-    memory: str | None = None
-    image: str | None = None
-    keep_warm: float | None = None
+    provider_type: ClassVar[str] = "local"
+    settings_table: ClassVar[str] = "docker"
+
+    cpus: Annotated[float, _POSITIVE] | None = field(
+        default=None, metadata={"help": "CPUs the container may use"}
+    )
+    memory: Annotated[str, _SIZE] | None = field(
+        default=None, metadata={"help": 'memory limit ("4g")'}
+    )
+    image: str | None = field(default=None, metadata={"help": "image tag override"})
+    keep_warm: Annotated[float, _POSITIVE] | None = field(
+        default=None, metadata={"help": "seconds an idle container stays up for the next job"}
+    )

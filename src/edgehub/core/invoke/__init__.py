@@ -1,13 +1,13 @@
-"""Invokers of the built-in runtimes."""
+"""Invokers of the registered runtimes.
 
-import edgehub.toolchains.onnxruntime  # noqa: F401  (registers the providers)
+The names resolve on first use through the runtime registry (`edgehub.core.runtimes`), so
+core imports no toolchain.
+"""
+
+from typing import Any
+
+from edgehub.core.runtimes import resolve_export
 from edgehub.errors import InvokeError
-from edgehub.toolchains.onnxruntime.components import (
-    ONNXRuntimeInvocationResult,
-    ONNXRuntimeInvoker,
-)
-from edgehub.toolchains.tensorrt.components import TensorRTInvocationResult, TensorRTInvoker
-from edgehub.toolchains.tflite.components import TFLiteInvocationResult, TFLiteInvoker
 
 __all__ = [
     "InvokeError",
@@ -18,3 +18,14 @@ __all__ = [
     "TensorRTInvocationResult",
     "TensorRTInvoker",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        return resolve_export(name, "invoker", __all__)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

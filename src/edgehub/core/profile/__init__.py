@@ -1,17 +1,13 @@
-"""Profilers of the built-in runtimes."""
+"""Profilers of the registered runtimes.
 
-import edgehub.toolchains.onnxruntime  # noqa: F401  (registers the providers)
+The names resolve on first use through the runtime registry (`edgehub.core.runtimes`), so
+core imports no toolchain. ``<Runtime>ProfilingMethod`` are aliases of `ProfilingMethod`.
+"""
+
+from typing import Any
+
+from edgehub.core.runtimes import resolve_export
 from edgehub.errors import ProfileError
-from edgehub.toolchains.onnxruntime.components import (
-    ONNXRuntimeProfiler,
-    ONNXRuntimeProfilingResult,
-)
-from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.tensorrt.components import TensorRTProfiler, TensorRTProfilingResult
-from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfilingResult
-
-TensorRTProfilingMethod = ProfilingMethod
-ONNXRuntimeProfilingMethod = ProfilingMethod
 
 __all__ = [
     "ONNXRuntimeProfiler",
@@ -25,3 +21,16 @@ __all__ = [
     "TensorRTProfilingMethod",
     "TensorRTProfilingResult",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        if name.endswith("ProfilingMethod") and name in __all__:
+            return resolve_export("ProfilingMethod", "profiler", __all__)
+        return resolve_export(name, "profiler", __all__)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

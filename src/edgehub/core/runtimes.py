@@ -1,0 +1,221 @@
+"""The runtime registry: one `RuntimeDescriptor` per toolchain, found through entry points.
+
+A runtime (ours or a third party's) is a package exposing a `RuntimeDescriptor` and naming it
+in its distribution's entry points::
+
+    [project.entry-points."edgehub.runtimes"]
+    echo = "echo_runtime:RUNTIME"
+
+The registry loads every entry point of the group ``edgehub.runtimes`` once, on first use
+(never on ``import edgehub``), and keeps the descriptors in registration order: the built-in
+runtimes first, then the others by name. An entry point that fails to load, or names something
+that is not a descriptor, is skipped with a one-line warning on stderr (and listed by
+`runtime_problems`), so a broken plug-in never stops edgehub.
+
+Core imports no toolchain: descriptors are reached by name through `importlib.metadata`, and
+`resolve_export` serves the names of ``edgehub.core.compile/profile/invoke`` from them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgehub.core.component.base import Component
+    from edgehub.core.component.outputs import CompiledModel
+    from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import ProviderConfig
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Inspector",
+    "RuntimeDescriptor",
+    "all_runtimes",
+    "get_runtime",
+    "reset_runtimes",
+    "resolve_export",
+    "runtime_names",
+    "runtime_problems",
+]
+
+ENTRY_POINT_GROUP = "edgehub.runtimes"
+
+# Where the built-in descriptors live, used when edgehub's own entry points are missing (a
+# source tree on PYTHONPATH without installed metadata). Strings, so core imports no toolchain.
+_BUILTIN: dict[str, str] = {
+    "onnxruntime": "edgehub.toolchains.onnxruntime:RUNTIME",
+    "tflite": "edgehub.toolchains.tflite:RUNTIME",
+    "tensorrt": "edgehub.toolchains.tensorrt:RUNTIME",
+}
+
+Inspector = Callable[["HubContext", Path, "str | None"], dict[str, Any]]
+"""``inspect(ctx, model_path, device_name)`` -> ``{"inputs": [...], "outputs": [...]}``, each
+entry a dict with ``name``, ``shape`` and ``dtype`` (what `random_inputs` takes)."""
+
+
+@dataclass(frozen=True)
+class RuntimeDescriptor:
+    """What edgehub needs to know about one runtime.
+
+    ``image`` is the directory under ``images/`` holding its Dockerfile (``None``: no image);
+    ``agent_namespace`` prefixes its agent commands (``ort`` -> ``ort.profile``);
+    ``provider_configs`` are the `ProviderConfig` dataclasses its providers read, each adding
+    a settings table to hub.toml; ``inspect`` reads a model's inputs and outputs (``hub exec``
+    uses it to make random inputs); ``available`` is false while the runtime is being built, and
+    ``issue`` then says what is missing.
+    """
+
+    name: str
+    compiler: type[Component]
+    profiler: type[Component]
+    invoker: type[Component]
+    compiled_model: type[CompiledModel]
+    image: str | None = None
+    agent_namespace: str | None = None
+    provider_configs: tuple[type[ProviderConfig], ...] = ()
+    inspect: Inspector | None = None
+    available: bool = True
+    issue: str = ""
+
+    @property
+    def components(self) -> tuple[type[Component], ...]:
+        return (self.compiler, self.profiler, self.invoker)
+
+
+_lock = threading.RLock()
+_runtimes: dict[str, RuntimeDescriptor] | None = None
+_loading: dict[str, RuntimeDescriptor] | None = None
+_problems: list[str] = []
+
+
+def all_runtimes() -> dict[str, RuntimeDescriptor]:
+    """Every registered runtime by name (loaded once; see the module docstring)."""
+    global _runtimes, _loading
+    if _runtimes is not None:
+        return dict(_runtimes)
+    with _lock:
+        if _runtimes is not None:
+            return dict(_runtimes)
+        if _loading is not None:  # a toolchain asked while being loaded: what is known so far
+            return dict(_loading)
+        _loading = {}
+        try:
+            _discover(_loading)
+            _runtimes = _loading
+        finally:
+            _loading = None
+        return dict(_runtimes)
+
+
+def runtime_names() -> list[str]:
+    """The names of the registered runtimes, available or not."""
+    return list(all_runtimes())
+
+
+def runtime_problems() -> list[str]:
+    """One line per entry point that could not be loaded (empty when all loaded)."""
+    all_runtimes()
+    return list(_problems)
+
+
+def reset_runtimes() -> None:
+    """Forget the loaded descriptors (the next call loads the entry points again)."""
+    global _runtimes
+    with _lock:
+        _runtimes = None
+        _problems.clear()
+
+
+def get_runtime(name: str) -> RuntimeDescriptor:
+    """The runtime called ``name``; a clear error for unknown or not-yet-available ones."""
+    runtimes = all_runtimes()
+    runtime = runtimes.get(name)
+    if runtime is None:
+        close = difflib.get_close_matches(name, runtimes, n=1, cutoff=0.4)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown runtime {name!r}{hint} (known: {', '.join(runtimes)})")
+    if not runtime.available:
+        available = ", ".join(r.name for r in runtimes.values() if r.available)
+        raise UsageError(
+            f"runtime {name!r} is not available yet ({runtime.issue or 'its toolchain'} is "
+            f"still being built); available now: {available or 'none'}"
+        )
+    return runtime
+
+
+def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) -> Any:
+    """The object ``edgehub.core.<compile|profile|invoke>.<name>`` stands for.
+
+    ``role`` is the descriptor field of that module (``compiler``, ``profiler``, ``invoker``).
+    A name resolves to a runtime's component or compiled-model class, or to an attribute of the
+    module defining that component: any name in ``public`` (the seeds' names, such as
+    ``ProfilingMethod``), or a class that module defines (a plug-in's ``EchoProfilingResult``).
+    """
+    if name.startswith("_"):
+        raise AttributeError(name)
+    for runtime in all_runtimes().values():
+        component = getattr(runtime, role)
+        for cls in (component, runtime.compiled_model):
+            if cls.__name__ == name:
+                return cls
+        module = sys.modules.get(component.__module__) or importlib.import_module(
+            component.__module__
+        )
+        found = getattr(module, name, None)
+        if found is None:
+            continue
+        if name in public or (isinstance(found, type) and found.__module__ == module.__name__):
+            return found
+    raise AttributeError(name)
+
+
+def _discover(into: dict[str, RuntimeDescriptor]) -> None:
+    from importlib.metadata import EntryPoint, entry_points
+
+    found: list[tuple[str, str, str]] = []  # (name, value, distribution)
+    try:
+        points = list(entry_points(group=ENTRY_POINT_GROUP))
+    except Exception as error:  # a broken metadata file somewhere on sys.path
+        _warn(f"cannot read the {ENTRY_POINT_GROUP!r} entry points: {error}")
+        points = []
+    for point in points:
+        dist = getattr(getattr(point, "dist", None), "name", None) or "?"
+        found.append((point.name, point.value, dist))
+    ours = [f for f in found if f[2] == "edgehub"]
+    named = {f[0] for f in ours}
+    ours += [(n, v, "edgehub") for n, v in _BUILTIN.items() if n not in named]
+    ours.sort(key=lambda f: list(_BUILTIN).index(f[0]) if f[0] in _BUILTIN else len(_BUILTIN))
+    others = sorted((f for f in found if f[2] != "edgehub"), key=lambda f: (f[0], f[2]))
+    for name, value, dist in [*ours, *others]:
+        where = f"{name} = {value!r} (from {dist})"
+        if name in into:
+            _warn(f"runtime entry point {where} ignored: {name!r} is already registered")
+            continue
+        try:
+            descriptor = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
+        except Exception as error:
+            _warn(f"runtime entry point {where} failed to load: {type(error).__name__}: {error}")
+            continue
+        if not isinstance(descriptor, RuntimeDescriptor):
+            kind = type(descriptor).__name__
+            _warn(f"runtime entry point {where} is a {kind}, not a RuntimeDescriptor")
+            continue
+        if descriptor.name != name:
+            _warn(f"runtime entry point {where} describes {descriptor.name!r}; use one name")
+            continue
+        into[name] = descriptor
+
+
+def _warn(message: str) -> None:
+    line = " ".join(message.split())
+    _problems.append(line)
+    print(f"edgehub: warning: {line}; skipping it", file=sys.stderr)
