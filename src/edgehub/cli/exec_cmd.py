@@ -123,7 +123,7 @@ def _run_step(
 def _model_input(ctx: HubContext, args: argparse.Namespace, runtime: Runtime) -> CompiledModel:
     if args.model is not None:
         return runtime.compiled_model.from_path(args.model.resolve())
-    log = ctx.store.run_log(args.from_run)
+    log = ctx.store.run_log(args.from_run, run_type="COMPILE")
     if "path" not in log.artifacts and "$path" not in log.artifacts:
         raise UsageError(
             f"run {log.run_id[:8]} ({log.name}, {log.run_type}) produced no model; "

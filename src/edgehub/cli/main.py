@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 internal error (a bug: run with --debug for the traceback);
 2 bad usage, hub.toml, model or input; 3 environment not ready (Docker daemon, image, device
-connection); 4 a toolchain step failed; 130 interrupted.
+connection, run store not writable); 4 a toolchain step failed; 5 `hub runs compare
+--max-regression` found a regression; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ EPILOG = """exit codes:
   0  success
   1  internal error (run with --debug for the traceback)
   2  bad usage: arguments, hub.toml, model file or input data
-  3  environment not ready: Docker daemon, image not built, device unreachable
+  3  environment not ready: Docker daemon, image not built, device unreachable,
+     run store not writable (permissions, read-only, disk full, locked)
   4  a toolchain step (compile, profile, invoke) failed
+  5  `hub runs compare --max-regression`: B is significantly slower than A beyond the limit
   130 interrupted (Ctrl-C)"""
 
 
