@@ -99,7 +99,7 @@ def test_v1_store_reads_read_only_without_changing_a_byte(v1_store: Path) -> Non
     runs = store.list_runs(limit=None)
     assert len(runs) == 8 and not store.writable
     assert {r.status for r in runs if r.name == "hangs"} == {"KILLED"}
-    with pytest.raises(StorageError, match="opened read-only"):
+    with pytest.raises(StorageError, match="the store was opened read-only"):
         store.log_tag(runs[0].run_id, "x", "y")
     store.close()
     assert hashlib.sha256((v1_store / "runs.db").read_bytes()).hexdigest() == before

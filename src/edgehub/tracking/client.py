@@ -12,9 +12,11 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from edgehub.errors import StorageError
 from edgehub.events import EventSink, LogEvent
 from edgehub.paths import is_remote
 from edgehub.tracking.artifacts import path_size
+from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -79,7 +81,8 @@ class Client:
         stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S-%f")
         safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
         run_dir = self.store.root / "runs" / f"{safe_name}_{stamp}_{run_id[:8]}"
-        run_dir.mkdir(parents=True)
+        with translate_storage_errors(run_dir.parent, "create a directory for the run"):
+            run_dir.mkdir(parents=True)
         kind = RunType.coerce(run_type)
         run = RunLog(
             run_id=run_id,
@@ -140,8 +143,8 @@ class Client:
             if log_path.stat().st_size:
                 try:
                     self._store_artifact(run, log_path, name="log")
-                except OSError:
-                    pass
+                except (OSError, StorageError):
+                    pass  # the log stays in the run's directory
             run.status, run.error, run.ended_at = status, error, time.time()
             self.store.end_run(
                 run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error

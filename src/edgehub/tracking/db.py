@@ -21,8 +21,11 @@ from urllib.parse import quote
 from edgehub.errors import StorageError
 
 __all__ = [
+    "OPENED_READ_ONLY",
     "Database",
+    "Problem",
     "configure",
+    "diagnose",
     "open_database",
     "retry_while_locked",
     "storage_error",
@@ -35,6 +38,21 @@ _FREE_SPACE = (
     "free space on that file system and run the command again; the store is intact and "
     "nothing in it needs to be moved or removed"
 )
+_WRITABLE_PLACE = (
+    "give your user write access to it (chmod u+w, or chown), or set [project] store in "
+    "hub.toml (or EDGEHUB_STORE) to a writable place"
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong with the store's files, and what the user can do about it."""
+
+    what: str
+    advice: str
+
+    def error(self, doing: str) -> StorageError:
+        return StorageError(f"cannot {doing}: {self.what}; {self.advice}")
 
 
 @dataclass
@@ -43,45 +61,60 @@ class Database:
 
     conn: sqlite3.Connection
     path: Path
-    read_only_reason: str | None = None
+    read_only: Problem | None = None
 
     @property
     def writable(self) -> bool:
-        return self.read_only_reason is None
+        return self.read_only is None
 
 
-def storage_error(error: BaseException, path: Path, doing: str) -> StorageError:
-    """A one-line `StorageError` for an OS or SQLite failure on ``path`` while ``doing``."""
+def _space_left(path: Path) -> int | None:
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        stat = os.statvfs(folder)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def diagnose(error: BaseException, path: Path) -> Problem:
+    """The `Problem` behind an OS or SQLite failure on ``path``."""
     code = getattr(error, "errno", None)
     text = str(error).lower()
-    if code == errno.ENOSPC or "disk is full" in text or "disk full" in text:
-        return StorageError(f"cannot {doing}: the disk holding {path} is full; {_FREE_SPACE}")
+    full = code == errno.ENOSPC or "disk is full" in text or "disk full" in text
+    if full or ("disk i/o error" in text and (_space_left(path) or 0) < 256 * 1024):
+        return Problem(f"the disk holding {path} is full", _FREE_SPACE)
     if code == errno.EDQUOT:
-        return StorageError(f"cannot {doing}: disk quota exceeded at {path}; {_FREE_SPACE}")
+        return Problem(f"your disk quota is used up at {path}", _FREE_SPACE)
     if code == errno.EROFS or "read-only file system" in text:
-        return StorageError(
-            f"cannot {doing}: {path} is on a read-only file system; mount it read-write, or "
-            "set [project] store in hub.toml (or EDGEHUB_STORE) to a writable place"
+        return Problem(
+            f"{path} is on a read-only file system",
+            "mount it read-write, or set [project] store in hub.toml (or EDGEHUB_STORE) to "
+            "a writable place",
         )
     if code in (errno.EACCES, errno.EPERM) or "readonly database" in text:
-        return StorageError(
-            f"cannot {doing}: no permission to write {path}; give your user write access "
-            "to it (chmod u+w, or chown), or set [project] store in hub.toml to a writable place"
-        )
+        return Problem(f"no permission to write {path}", _WRITABLE_PLACE)
     if "locked" in text or "busy" in text:
-        return StorageError(
-            f"cannot {doing}: the run store {path} is locked by another process (another "
-            "`hub` still writing?); wait for it to finish, or find it with `fuser` and stop it"
+        return Problem(
+            f"the run store {path} is locked by another process (another `hub` still writing?)",
+            "wait for it to finish, or find it with `fuser` and stop it",
         )
     if isinstance(error, sqlite3.DatabaseError) and (
         "not a database" in text or "malformed" in text
     ):
-        return StorageError(
-            f"cannot {doing}: {path} is not a readable run store ({error}); if it is damaged, "
-            "move it aside to start a new one"
+        return Problem(
+            f"{path} is not a readable run store ({error})",
+            "if it is damaged, move it aside to start a new one",
         )
     detail = os.strerror(code) if isinstance(code, int) else str(error)
-    return StorageError(f"cannot {doing} at {path}: {detail}")
+    return Problem(f"{detail} at {path}", "check the file system and the permissions there")
+
+
+def storage_error(error: BaseException, path: Path, doing: str) -> StorageError:
+    """A one-line `StorageError` for an OS or SQLite failure on ``path`` while ``doing``."""
+    return diagnose(error, path).error(doing)
 
 
 @contextmanager
@@ -114,18 +147,18 @@ def configure(conn: sqlite3.Connection, patience_s: float) -> sqlite3.Connection
     return conn
 
 
-def _why_read_only(path: Path) -> str | None:
+def _why_read_only(path: Path) -> Problem | None:
     """Why the database cannot be written, as far as we can tell without trying."""
     folder = path.parent
-    if path.exists() and not os.access(path, os.W_OK):
-        return f"the database file {path} is read-only"
-    if not os.access(folder, os.W_OK):
-        return f"the store directory {folder} is not writable"
     try:
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return f"{folder} is on a read-only file system"
+            return diagnose(OSError(errno.EROFS, "read-only file system"), folder)
     except OSError:
         pass
+    if path.exists() and not os.access(path, os.W_OK):
+        return Problem(f"the database file {path} is read-only", _WRITABLE_PLACE)
+    if not os.access(folder, os.W_OK):
+        return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
     return None
 
 
@@ -136,17 +169,19 @@ def _connect(uri: str, patience_s: float) -> sqlite3.Connection:
     return configure(conn, patience_s)
 
 
-def open_database(path: Path, *, patience_s: float, read_only: bool = False) -> Database:
-    """Open ``path`` read-write if possible, else read-only (``mode=ro``, then ``immutable``)."""
-    reason = "opened read-only" if read_only else _why_read_only(path)
+OPENED_READ_ONLY = Problem("the store was opened read-only", "open it without read_only")
+
+
+def open_database(path: Path, *, patience_s: float, read_only: Problem | None = None) -> Database:
+    """Open ``path`` read-write if possible, else read-only (``mode=ro``, then ``immutable``).
+
+    ``read_only`` forces a read-only open and says why."""
+    reason = read_only or _why_read_only(path)
     file_uri = "file:" + quote(str(path))
     if reason is None:
         return Database(_connect(file_uri, patience_s), path)
     if not path.exists():
-        raise StorageError(
-            f"cannot create the run store database {path}: {reason}; make it writable or set "
-            "[project] store in hub.toml (or EDGEHUB_STORE) to a writable place"
-        )
+        raise reason.error(f"create the run store database {path}")
     for mode in ("mode=ro", "immutable=1"):
         conn = _connect(f"{file_uri}?{mode}", patience_s)
         try:
@@ -155,9 +190,7 @@ def open_database(path: Path, *, patience_s: float, read_only: bool = False) -> 
             conn.close()
             continue
         return Database(conn, path, reason)
-    raise StorageError(
-        f"cannot read the run store {path}: {reason}, and opening it read-only failed"
-    )
+    raise reason.error(f"read the run store {path} (opening it read-only failed too)")
 
 
 def retry_while_locked(action: Callable[[], T], patience_s: float) -> T:

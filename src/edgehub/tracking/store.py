@@ -23,8 +23,10 @@ from edgehub.errors import StorageError
 from edgehub.tracking.artifacts import ArtifactStore
 from edgehub.tracking.compare import RunComparison, compare_runs
 from edgehub.tracking.db import (
+    OPENED_READ_ONLY,
     Database,
     configure,
+    diagnose,
     open_database,
     retry_while_locked,
     storage_error,
@@ -87,8 +89,18 @@ class RunStore:
     # -- opening -------------------------------------------------------------------------
     def _open(self, read_only: bool) -> Database:
         lock = _init_lock(self.root / ".init.lock") if not read_only else _no_lock()
+        forced = OPENED_READ_ONLY if read_only else None
         with translate_storage_errors(self.db_path, "open the run store"), lock:
-            db = open_database(self.db_path, patience_s=self.patience_s, read_only=read_only)
+            db = open_database(self.db_path, patience_s=self.patience_s, read_only=forced)
+            if db.writable:
+                try:
+                    self._prepare(db.conn)
+                except sqlite3.OperationalError as error:
+                    if "locked" in str(error) or not self.db_path.exists():
+                        raise
+                    db.conn.close()  # e.g. a full disk: read what is there
+                    problem = diagnose(error, self.db_path)
+                    db = open_database(self.db_path, patience_s=self.patience_s, read_only=problem)
             version = schema_version(db.conn)
             if version > SCHEMA_VERSION:
                 db.conn.close()
@@ -96,15 +108,16 @@ class RunStore:
                     f"run store {self.db_path} has schema version {version}, newer than "
                     f"this edgehub reads ({SCHEMA_VERSION}); upgrade edgehub"
                 )
-            if db.writable:
-                conn = db.conn
-                retry_while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), self.patience_s)
-                retry_while_locked(lambda: create_or_migrate(conn), self.patience_s)
-                conn.execute("PRAGMA synchronous=NORMAL")
-            elif version < SCHEMA_VERSION:
+            if version < SCHEMA_VERSION:  # read-only: migrate a copy in memory
                 db.conn = _migrated_copy(db.conn)
         db.conn.row_factory = sqlite3.Row
         return db
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the current schema (retried while another process sets them up)."""
+        retry_while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), self.patience_s)
+        retry_while_locked(lambda: create_or_migrate(conn), self.patience_s)
+        conn.execute("PRAGMA synchronous=NORMAL")
 
     @property
     def writable(self) -> bool:
@@ -112,7 +125,9 @@ class RunStore:
 
     @property
     def read_only_reason(self) -> str | None:
-        return self._db.read_only_reason
+        """Why this store cannot be written (``None`` when it can)."""
+        problem = self._db.read_only
+        return None if problem is None else problem.what
 
     def close(self) -> None:
         with self._lock:
@@ -132,11 +147,8 @@ class RunStore:
     # -- writing -------------------------------------------------------------------------
     @contextmanager
     def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
-        if self._db.read_only_reason is not None:
-            raise StorageError(
-                f"cannot {doing}: {self._db.read_only_reason}; make it writable, or set "
-                "[project] store in hub.toml (or EDGEHUB_STORE) to a writable place"
-            )
+        if self._db.read_only is not None:
+            raise self._db.read_only.error(doing)
         with self._lock, translate_storage_errors(self.db_path, doing):
             conn = self._db.conn
             conn.execute("BEGIN IMMEDIATE")
