@@ -95,12 +95,14 @@ def test_a_really_full_disk_fails_writes_clearly_and_reads_still_work(tiny_fs: P
         assert error.errno == errno.ENOSPC
     finally:
         os.close(fd)
-    with pytest.raises(StorageError) as caught:
-        with HubContext(project_name="p", artifact_base_dir=store_dir) as ctx:
-            for i in range(2000):  # until SQLite or the run directory hits the full disk
-                write_something(ctx)
-                if i > 1000:
-                    pytest.fail("the disk never filled up")
+    with (
+        pytest.raises(StorageError) as caught,
+        HubContext(project_name="p", artifact_base_dir=store_dir) as ctx,
+    ):
+        for i in range(2000):  # until SQLite or the run directory hits the full disk
+            write_something(ctx)
+            if i > 1000:
+                pytest.fail("the disk never filled up")
     _assert_disk_full_message(caught.value, store_dir)
     reader = RunStore(store_dir)
     assert reader.get_run(run_id).params == {"p": 1}
@@ -157,9 +159,11 @@ def test_a_read_only_file_system_opens_read_only(tmp_path: Path) -> None:
         assert not store.writable and "read-only file system" in (store.read_only_reason or "")
         assert store.get_run(run_id[:8]).params == {"p": 1}
         assert store.list_runs(status="FINISHED")[0].run_id == run_id
-        with pytest.raises(StorageError, match="read-only file system") as caught:
-            with HubContext(project_name="p", artifact_base_dir=store_dir) as ctx:
-                write_something(ctx)
+        with (
+            pytest.raises(StorageError, match="read-only file system") as caught,
+            HubContext(project_name="p", artifact_base_dir=store_dir) as ctx,
+        ):
+            write_something(ctx)
         assert str(store_dir) in str(caught.value) and caught.value.exit_code == 3
         store.close()
     finally:
