@@ -118,6 +118,17 @@ class StoreError(EdgehubError):
     """The local run store cannot be read or written, or a run id is unknown."""
 
 
+class StorageError(StoreError, EnvironmentProblem):
+    """The run store's files cannot be written or read: permissions, a read-only file system,
+    a full disk, a lock another process holds too long. The message names the path."""
+
+    exit_code = 3
+
+
+EXIT_REGRESSION = 5
+"""Exit code of a comparison that found B slower than A beyond the allowed regression."""
+
+
 class RunNotFoundError(StoreError, UsageError):
     """A run id (or prefix) matches no run, or more than one."""
 

@@ -191,10 +191,8 @@ def test_failed_provider_marks_the_run_failed_and_keeps_its_log() -> None:
     with HubContext(project_name="p") as ctx:
         with pytest.raises(RuntimeError, match="tool crashed"):
             Breaker().run(ctx, Path("m"))
-        run = ctx.store.list_runs()[0]
-        record = ctx.store.get_run(run["id"])
-    assert record["status"] == "FAILED"
-    assert "tool crashed" in record["error"]
-    log = next(a for a in record["artifacts"] if a["name"] == "log")
-    text = Path(log["path"]).read_text()
+        record = ctx.store.list_runs()[0]
+    assert record.status == "FAILED"
+    assert record.error is not None and "tool crashed" in record.error
+    text = record.artifacts["log"].local().read_text()
     assert "[stdout] about to fail" in text and "[stderr] oops" in text

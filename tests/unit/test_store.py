@@ -32,16 +32,15 @@ def measure(ctx: HubContext, value: float) -> float:
 def test_hub_run_records_params_metrics_artifacts_and_history(tmp_path: Path) -> None:
     with HubContext(project_name="p", artifact_base_dir=tmp_path / "store") as ctx:
         measure(ctx, 2.5)
-        run_id = ctx.store.list_runs()[0]["id"]
+        run_id = ctx.store.list_runs()[0].run_id
         record = ctx.store.get_run(run_id[:8])
-    assert record["status"] == "FINISHED" and record["type"] == "CUSTOM"
-    assert record["ended_at"] >= record["started_at"]
-    assert record["params"] == {"value": 2.5}
-    assert record["metrics"]["double"] == 5.0 and record["metrics"]["series"] == 2.0
-    assert [m["step"] for m in record["metric_history"]["series"]] == [0, 1]
-    note = next(a for a in record["artifacts"] if a["name"] == "note")
-    assert Path(note["path"]).read_text() == "value=2.5"
-    assert record["environment"]["python"]
+    assert record.status == "FINISHED" and record.run_type == "CUSTOM"
+    assert record.ended_at is not None and record.ended_at >= record.started_at
+    assert record.params == {"value": 2.5}
+    assert record.metrics["double"] == 5.0 and record.metrics["series"] == 2.0
+    assert [m.step for m in record.metric_history["series"]] == [0, 1]
+    assert record.artifacts["note"].local().read_text() == "value=2.5"
+    assert record.environment["python"]
 
 
 def test_run_dirs_are_unique_even_within_one_millisecond(tmp_path: Path) -> None:
@@ -62,7 +61,7 @@ def test_keyboard_interrupt_marks_the_run_killed(tmp_path: Path) -> None:
     with HubContext(project_name="p", artifact_base_dir=tmp_path) as ctx:
         with pytest.raises(KeyboardInterrupt):
             interrupted(ctx)
-        assert ctx.store.list_runs()[0]["status"] == "KILLED"
+        assert ctx.store.list_runs()[0].status == "KILLED"
 
 
 _WRITER = textwrap.dedent(
@@ -95,8 +94,8 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     for name in ("a", "b"):
         runs = reader.list_runs(project=name, limit=None)
         assert len(runs) == 40
-        assert {r["status"] for r in runs} == {"FINISHED"}
-        values = sorted(reader.get_run(r["id"])["params"]["i"] for r in runs)
+        assert {r.status for r in runs} == {"FINISHED"}
+        values = sorted(r.params["i"] for r in runs)
         assert values == list(range(40))
 
 
@@ -133,8 +132,8 @@ def test_sigkill_mid_run_leaves_the_store_readable_and_the_run_not_finished(
     reader = RunStore(store)
     runs = reader.list_runs()
     assert len(runs) == 1
-    assert runs[0]["status"] == "KILLED"
-    assert reader.get_run(runs[0]["id"])["params"] == {"started": True}
+    assert runs[0].status == "KILLED"
+    assert reader.get_run(runs[0].run_id).params == {"started": True}
     # the store still takes new runs
     with HubContext(project_name="p", artifact_base_dir=store) as ctx:
         measure(ctx, 1.0)
@@ -146,12 +145,12 @@ def test_compare_and_run_id_resolution(tmp_path: Path) -> None:
         measure(ctx, 1.0)
         time.sleep(0.01)
         measure(ctx, 3.0)
-        first, second = [r["id"] for r in reversed(ctx.store.list_runs())]
+        first, second = [r.run_id for r in reversed(ctx.store.list_runs())]
         diff = ctx.store.compare(first, second)
         assert ctx.store.resolve_id("latest") == second
         with pytest.raises(RunNotFoundError, match=r"no run matches 'zzz'"):
             ctx.store.get_run("zzz")
-        with pytest.raises(RunNotFoundError, match=r"ambiguous"):
+        with pytest.raises(RunNotFoundError, match=r"empty run reference"):
             ctx.store.resolve_id("")
-    assert diff["params"]["value"] == {"a": 1.0, "b": 3.0, "same": False}
-    assert diff["metrics"]["double"]["ratio"] == pytest.approx(3.0)
+    assert diff.params["value"].to_dict() == {"a": 1.0, "b": 3.0, "same": False}
+    assert diff.metrics["double"].ratio == pytest.approx(3.0)

@@ -1,12 +1,21 @@
-"""`hub runs list | show RUN_ID | compare RUN_A RUN_B`: read the local run store."""
+"""`hub runs list | show RUN | compare RUN_A RUN_B`: parse, call `ops.runs`, print."""
 
 from __future__ import annotations
 
 import argparse
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.output import print_json, table
+from edgehub.errors import EXIT_REGRESSION
+
+if TYPE_CHECKING:
+    from edgehub.ops.project import Project
+    from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.profile_compare import ProfileComparison
+    from edgehub.tracking.records import RunRecord
+
+REF_HELP = "a run id, a unique prefix, 'latest' or 'latest:<type>' (latest:profile, ...)"
 
 
 def add_parser(commands: Any) -> None:
@@ -17,51 +26,90 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("-n", "--limit", type=int, default=20)
     listing.add_argument("--status", help="FINISHED, FAILED, KILLED or RUNNING")
     listing.add_argument("--type", dest="run_type", help="COMPILE, PROFILE, INFERENCE, ...")
+    listing.add_argument("--device", help="runs on this device (its name in hub.toml)")
+    listing.add_argument("--runtime", help="runs of this runtime (onnxruntime, ...)")
+    listing.add_argument(
+        "--model", metavar="SHA256", help="runs whose input model has this hash (or prefix)"
+    )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
     show = sub.add_parser("show", help="one run with its params, metrics and artifacts")
-    show.add_argument("run_id", help="a run id, a unique prefix, or 'latest'")
+    show.add_argument("run_id", help=REF_HELP)
     show.add_argument("--json", action="store_true")
     show.set_defaults(handler=_show)
-    compare = sub.add_parser("compare", help="two runs side by side")
-    compare.add_argument("run_a")
-    compare.add_argument("run_b")
+    compare = sub.add_parser(
+        "compare",
+        help="two runs side by side; for two profile runs, latency deltas with confidence",
+        description="Two runs side by side. For two profile runs, the median and p99 latency "
+        "deltas of B against A with bootstrap 95%% confidence intervals from the raw samples. "
+        f"With --max-regression, exits {EXIT_REGRESSION} when B is significantly slower than A "
+        "by more than that.",
+    )
+    compare.add_argument("run_a", help="the baseline: " + REF_HELP)
+    compare.add_argument("run_b", help="the run compared with it")
+    compare.add_argument(
+        "--max-regression",
+        metavar="PCT",
+        type=_fraction,
+        help=f"e.g. 5%% or 0.05: exit {EXIT_REGRESSION} if B's median is slower by more (profiles)",
+    )
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(handler=_compare)
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _fraction(text: str) -> float:
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage such as 5%") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; give e.g. 5% or 0.05")
+    return value
+
+
+def _project(args: argparse.Namespace) -> Project:
     from edgehub.ops.project import open_project
 
-    return open_project(args.config).store()
+    return open_project(args.config)
 
 
 def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
 
 
-def _duration(run: dict[str, Any]) -> str:
-    if not run.get("ended_at"):
-        return "-"
-    return f"{run['ended_at'] - run['started_at']:.2f}s"
+def _duration(run: RunRecord) -> str:
+    return "-" if run.duration_s is None else f"{run.duration_s:.2f}s"
 
 
 def _list(args: argparse.Namespace) -> int:
-    runs = _store(args).list_runs(limit=args.limit, status=args.status, run_type=args.run_type)
+    from edgehub.ops.runs import list_runs
+    from edgehub.tracking.records import RunFilter
+
+    run_filter = RunFilter(
+        limit=args.limit,
+        status=args.status,
+        run_type=args.run_type,
+        device=args.device,
+        runtime=args.runtime,
+        model_sha256=args.model,
+    )
+    runs = list_runs(_project(args), run_filter)
     if args.json:
-        print_json(runs)
+        print_json([run.to_dict() for run in runs])
         return 0
     table(
-        ["run", "started", "type", "name", "status", "took", "parent"],
+        ["run", "started", "type", "name", "status", "took", "device", "parent"],
         [
             [
-                r["id"][:8],
-                _when(r["started_at"]),
-                r["type"],
-                r["name"],
-                r["status"],
+                r.run_id[:8],
+                _when(r.started_at),
+                r.run_type,
+                r.name,
+                r.status,
                 _duration(r),
-                (r["parent_id"] or "-")[:8],
+                r.device or "-",
+                (r.parent_run_id or "-")[:8],
             ]
             for r in runs
         ],
@@ -70,49 +118,94 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    run = _store(args).get_run(args.run_id)
+    from edgehub.ops.runs import show_run
+
+    run = show_run(_project(args), args.run_id)
     if args.json:
-        print_json(run)
+        print_json(run.to_dict())
         return 0
-    print(f"run {run['id']}  {run['name']} ({run['type']})  {run['status']}")
-    print(f"  started {_when(run['started_at'])}, took {_duration(run)}")
-    if run["parent_id"]:
-        print(f"  parent  {run['parent_id']}")
-    if run["error"]:
-        print(f"  error   {run['error']}")
-    print(f"  dir     {run['artifact_dir']}")
+    print(f"run {run.run_id}  {run.name} ({run.run_type})  {run.status}")
+    print(f"  started {_when(run.started_at)}, took {_duration(run)}")
+    if run.parent_run_id:
+        print(f"  parent  {run.parent_run_id}")
+    if run.error:
+        print(f"  error   {run.error}")
+    print(f"  dir     {run.artifact_dir}")
     for title, section in (
-        ("params", run["params"]),
-        ("metrics", run["metrics"]),
-        ("environment", run["environment"]),
-        ("tags", run["tags"]),
+        ("params", run.params),
+        ("metrics", run.metrics),
+        ("environment", run.environment),
+        ("tags", run.tags),
     ):
         if section:
             print(f"\n{title}:")
             table(["name", "value"], sorted(section.items()))
-    if run["artifacts"]:
+    if run.all_artifacts:
         print("\nartifacts:")
         table(
             ["name", "file", "bytes", "path"],
-            [[a["name"] or "-", a["file_name"], a["size"], a["path"]] for a in run["artifacts"]],
+            [
+                [
+                    a.name or "-",
+                    a.file_name,
+                    a.file_size,
+                    str(a.file_path) + ("" if a.is_stored or a.device else "  (not stored)"),
+                ]
+                for a in run.all_artifacts
+            ],
         )
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    diff = _store(args).compare(args.run_a, args.run_b)
+    from edgehub.ops.runs import compare_runs
+
+    result = compare_runs(
+        _project(args), args.run_a, args.run_b, max_regression=args.max_regression
+    )
     if args.json:
-        print_json(diff)
-        return 0
-    print(f"a = {diff['a']}\nb = {diff['b']}\n")
+        print_json(result.to_dict())
+    else:
+        _print_comparison(result.runs)
+        if result.latency is not None:
+            print()
+            _print_profile_comparison(result.latency)
+    return EXIT_REGRESSION if result.regressed else 0
+
+
+def _print_comparison(diff: RunComparison) -> None:
+    print(f"a = {diff.run_a}\nb = {diff.run_b}\n")
     print("metrics:")
     table(
         ["metric", "a", "b", "b/a"],
-        [[k, v["a"], v["b"], v["ratio"]] for k, v in diff["metrics"].items()],
+        [[k, v.a, v.b, v.ratio] for k, v in diff.metrics.items()],
     )
-    for section in ("params", "environment"):
-        differing = {k: v for k, v in diff[section].items() if not v["same"]}
+    for title, differing in (
+        ("params", diff.differing_params),
+        ("environment", diff.differing_environment),
+    ):
         if differing:
-            print(f"\n{section} that differ:")
-            table(["name", "a", "b"], [[k, v["a"], v["b"]] for k, v in differing.items()])
-    return 0
+            print(f"\n{title} that differ:")
+            table(["name", "a", "b"], [[k, v.a, v.b] for k, v in differing.items()])
+
+
+def _print_profile_comparison(result: ProfileComparison) -> None:
+    print(f"a = {result.run_a} ({result.samples_a} samples)")
+    print(f"b = {result.run_b} ({result.samples_b} samples)\n")
+    rows = []
+    for label, q in (("median", result.median), ("p99", result.p99)):
+        low, high = q.ci_pct
+        rows.append(
+            [
+                label,
+                f"{q.a_ms:.4f}",
+                f"{q.b_ms:.4f}",
+                f"{q.delta_ms:+.4f}",
+                f"{q.delta_pct:+.1f}%",
+                f"{low:+.1f}% .. {high:+.1f}%",
+                "yes" if q.significant else "no",
+            ]
+        )
+    table(["latency", "a ms", "b ms", "delta ms", "delta", "95% CI", "significant"], rows)
+    print(f"\nMann-Whitney U p = {result.mann_whitney_p:.3g}")
+    print(result.verdict)

@@ -249,7 +249,12 @@ class HubContext:
         if not self._active:
             raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
         with self.client.start_run(
-            run_type, name, component=component, parent_run_id=parent_run_id, tags=self._tags
+            run_type,
+            name,
+            component=component,
+            parent_run_id=parent_run_id,
+            tags=self._tags,
+            device=devices[0].name if devices else None,
         ) as run:
             from edgehub import __version__
 

@@ -1,22 +1,29 @@
 """Content-addressed artifact files: ``<root>/<sha256>/<file name>``.
 
-The file keeps its own name inside a directory named by its hash, so a model that refers to
-side files (ONNX external data) still finds them. Directories hash over their sorted contents.
+The file keeps its own name inside a directory named by the hash of its bytes, so a model that
+refers to side files (ONNX external data) still finds them. Directories hash over their sorted
+relative names and contents. The store always holds its own copy (a reflink where the file
+system can share blocks copy-on-write, else a plain copy), never a hard link to the caller's
+file: editing the original afterwards cannot change what was stored. The hash is taken of the
+copy, so a stored artifact's name is the hash of the bytes it holds.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from edgehub.fsutil import link_or_copy
+from edgehub.errors import UsageError
+from edgehub.tracking.db import translate_storage_errors
 
-__all__ = ["ArtifactStore", "hash_path"]
+__all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
 
 _CHUNK = 1 << 20
+_FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 
 
 def _hash_file(path: Path, digest: hashlib._Hash) -> None:
@@ -44,35 +51,100 @@ def path_size(path: Path) -> int:
     return path.stat().st_size
 
 
+def _reflink(source: int, target: int) -> bool:
+    try:
+        import fcntl
+
+        fcntl.ioctl(target, _FICLONE, source)
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def _copy_range(source: int, target: int, size: int) -> bool:
+    """``copy_file_range``: in-kernel, and server-side or shared blocks where supported."""
+    if not hasattr(os, "copy_file_range"):
+        return False
+    done = 0
+    try:
+        while done < size:
+            sent = os.copy_file_range(source, target, size - done)
+            if sent == 0:
+                break
+            done += sent
+    except OSError as error:
+        if done == 0 and error.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+            return False
+        raise
+    return done == size
+
+
+def clone_or_copy(src: str, dst: str) -> str:
+    """Copy file ``src`` to a new file ``dst``: reflink, else ``copy_file_range``, else a
+    plain copy. ``dst`` never shares an inode with ``src``. Returns ``dst``."""
+    with open(src, "rb") as source, open(dst, "xb") as target:
+        size = os.fstat(source.fileno()).st_size
+        if not _reflink(source.fileno(), target.fileno()) and not _copy_range(
+            source.fileno(), target.fileno(), size
+        ):
+            source.seek(0)
+            target.seek(0)
+            target.truncate()
+            shutil.copyfileobj(source, target, _CHUNK)
+    shutil.copystat(src, dst)
+    return dst
+
+
 class ArtifactStore:
     """Stores each distinct file or directory once; returns its stored path."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
+    def path_for(self, sha256: str, file_name: str) -> Path:
+        return self.root / sha256 / file_name
+
     def add(self, source: Path, file_name: str | None = None) -> tuple[Path, str, int]:
-        """Store ``source`` (hard link when possible); returns (stored path, sha256, size)."""
+        """Store a copy of ``source``; returns (stored path, sha256 of the copy, size)."""
         source = Path(source)
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
-        sha = hash_path(source)
         name = file_name or source.name
-        final = self.root / sha / name
-        if final.exists():
-            return final, sha, path_size(final)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
         try:
-            staged = staging / name
-            if source.is_dir():
-                shutil.copytree(source, staged, copy_function=link_or_copy)
-            else:
-                link_or_copy(str(source), str(staged))
+            known = hash_path(source)
+        except OSError as error:
+            raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
+        with translate_storage_errors(self.root, f"store artifact {name!r}"):
+            final = self.path_for(known, name)
+            if final.exists() and not _shares_inode(final):
+                return final, known, path_size(final)
+            self.root.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
             try:
-                os.replace(staged, final)
-            except OSError:
-                if not final.exists():  # lost a race with nobody: a real error
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+                staged = staging / name
+                if source.is_dir():
+                    shutil.copytree(source, staged, copy_function=clone_or_copy)
+                else:
+                    clone_or_copy(str(source), str(staged))
+                sha = hash_path(staged)  # of the copy: the source may change meanwhile
+                final = self.path_for(sha, name)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                _install(staged, final)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
+
+
+def _shares_inode(path: Path) -> bool:
+    """A file stored by an older release as a hard link to someone else's file."""
+    return path.is_file() and path.stat().st_nlink > 1
+
+
+def _install(staged: Path, final: Path) -> None:
+    """Move ``staged`` to ``final``; an existing file there (a hard link left by an older
+    release) is replaced, an existing directory (stored meanwhile by another process) kept."""
+    try:
+        os.replace(staged, final)
+    except OSError:
+        if not final.exists():
+            raise

@@ -7,13 +7,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import OperationCancelled
+from edgehub.errors import OperationCancelled, StorageError
 from edgehub.events import EventSink, LogEvent
 from edgehub.paths import is_remote
+from edgehub.tracking.artifacts import path_size
+from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -37,6 +40,7 @@ class Client:
         self.events = events
         self._local = threading.local()
         self.run_history: list[RunLog] = []
+        self._pending: dict[str, list[LoggedArtifact]] = {}
 
     # -- the current run -----------------------------------------------------------------
     @property
@@ -65,14 +69,20 @@ class Client:
         component: str | None = None,
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,
+        device: str | None = None,
     ) -> Iterator[RunLog]:
-        """Open a run with its own directory; close it FINISHED, FAILED or KILLED."""
+        """Open a run with its own directory; close it FINISHED, FAILED or KILLED.
+
+        Files from outside the run (a user's model) are copied into the store only when the
+        run ends FINISHED, i.e. after the component accepted them; until then, and for a run
+        that fails, only their path is recorded."""
         run_id = new_run_id()
         started = time.time()
         stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S-%f")
         safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
         run_dir = self.store.root / "runs" / f"{safe_name}_{stamp}_{run_id[:8]}"
-        run_dir.mkdir(parents=True)
+        with translate_storage_errors(run_dir.parent, "create a directory for the run"):
+            run_dir.mkdir(parents=True)
         kind = RunType.coerce(run_type)
         run = RunLog(
             run_id=run_id,
@@ -90,9 +100,10 @@ class Client:
             name=name,
             run_type=str(kind),
             component=component,
-            parent_id=parent_run_id,
+            parent_run_id=parent_run_id,
             artifact_dir=run_dir,
             started_at=started,
+            device=device,
         )
         for key, value in (tags or {}).items():
             self.log_tag_for(run, key, value)
@@ -116,6 +127,7 @@ class Client:
         status, error = "FINISHED", None
         try:
             yield run
+            self._store_pending(run)
         except (KeyboardInterrupt, OperationCancelled):
             status, error = "KILLED", "interrupted"
             raise
@@ -124,14 +136,15 @@ class Client:
             self.events.emit(LogEvent(kind="error", message=str(exc), run_id=run_id))
             raise
         finally:
+            self._pending.pop(run_id, None)
             unsubscribe()
             with lock:
                 log_file.close()
             if log_path.stat().st_size:
                 try:
                     self._store_artifact(run, log_path, name="log")
-                except OSError:
-                    pass
+                except (OSError, StorageError):
+                    pass  # the log stays in the run's directory
             run.status, run.error, run.ended_at = status, error, time.time()
             self.store.end_run(
                 run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error
@@ -211,6 +224,11 @@ class Client:
     def _store_artifact(
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None = None
     ) -> LoggedArtifact:
+        """Store a file the run made (or one already in the store) now; defer any other."""
+        if not path.exists():
+            raise FileNotFoundError(f"cannot log artifact {path}: no such file or directory")
+        if not self._is_own(run, path):
+            return self._defer(run, path.absolute(), name=name, file_name=file_name)
         stored, sha, size = self.store.artifacts.add(path, file_name)
         artifact = LoggedArtifact(
             id=uuid.uuid4().hex,
@@ -224,6 +242,42 @@ class Client:
         )
         self._remember(run, artifact)
         return artifact
+
+    def _is_own(self, run: RunLog, path: Path) -> bool:
+        """Made by the run (inside its directory), or already stored content."""
+        real = path.resolve()
+        own = [self.store.artifacts.root.resolve()]
+        if run.artifact_dir is not None:
+            own.append(run.artifact_dir.resolve())
+        return any(real.is_relative_to(folder) for folder in own)
+
+    def _defer(
+        self, run: RunLog, path: Path, *, name: str | None, file_name: str | None
+    ) -> LoggedArtifact:
+        artifact = LoggedArtifact(
+            id=uuid.uuid4().hex,
+            file_name=file_name or path.name,
+            file_size=path_size(path),
+            logged_at=time.time(),
+            file_path=path,
+            name=name,
+            artifact_dir=path.parent,
+        )
+        self._remember(run, artifact)
+        self._pending.setdefault(run.run_id, []).append(artifact)
+        return artifact
+
+    def _store_pending(self, run: RunLog) -> None:
+        """Copy the outside files of a run that ended well into the store."""
+        for pending in self._pending.pop(run.run_id, []):
+            stored, sha, size = self.store.artifacts.add(pending.local(), pending.file_name)
+            artifact = replace(
+                pending, file_path=stored, artifact_dir=stored.parent, sha256=sha, file_size=size
+            )
+            if artifact.name and run.artifacts.get(artifact.name) is pending:
+                run.artifacts[artifact.name] = artifact
+            run.unnamed_artifacts = [artifact if a is pending else a for a in run.unnamed_artifacts]
+            self._record(run, artifact)
 
     def _record_remote(
         self,
@@ -250,6 +304,9 @@ class Client:
             run.artifacts[artifact.name] = artifact
         else:
             run.unnamed_artifacts.append(artifact)
+        self._record(run, artifact)
+
+    def _record(self, run: RunLog, artifact: LoggedArtifact) -> None:
         self.store.log_artifact(
             artifact_id=artifact.id,
             run_id=run.run_id,
@@ -257,7 +314,9 @@ class Client:
             file_name=artifact.file_name,
             sha256=artifact.sha256,
             size=artifact.file_size,
-            path=str(artifact.file_path),
+            path=artifact.file_path
+            if isinstance(artifact.file_path, Path)
+            else str(artifact.file_path),
             device=artifact.device,
             logged_at=artifact.logged_at,
         )

@@ -51,6 +51,11 @@ class LoggedArtifact:
     def is_local(self) -> bool:
         return isinstance(self.file_path, Path)
 
+    @property
+    def is_stored(self) -> bool:
+        """A copy of the content is in the run store (else only its path was recorded)."""
+        return self.sha256 is not None and self.device is None
+
     def local(self) -> LocalPath:
         if not isinstance(self.file_path, Path):
             raise RuntimeError(

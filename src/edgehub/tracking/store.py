@@ -1,7 +1,9 @@
 """The run store: one SQLite database (WAL) beside the content-addressed artifacts.
 
-Writes are short transactions, so several processes can record runs at once; a process killed
-mid-run leaves its run ``RUNNING`` with its pid, which readers report as ``KILLED``.
+Writes are short transactions, so several processes can record runs at once. A process killed
+mid-run leaves its run ``RUNNING`` with its pid; readers see it ``KILLED`` (computed in SQL) and
+the next process that can write records it so. Failures of the disk, permissions or locks are
+`StorageError`s; a store that cannot be written still opens read-only for reading the history.
 """
 
 from __future__ import annotations
@@ -17,74 +19,43 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from edgehub.errors import RunNotFoundError, StoreError
+from edgehub.errors import StorageError
 from edgehub.tracking.artifacts import ArtifactStore
+from edgehub.tracking.compare import RunComparison, compare_runs
+from edgehub.tracking.db import (
+    OPENED_READ_ONLY,
+    Database,
+    configure,
+    diagnose,
+    open_database,
+    retry_while_locked,
+    storage_error,
+    translate_storage_errors,
+)
+from edgehub.tracking.records import RunFilter, RunRecord
+from edgehub.tracking.refs import resolve_run_ref
 from edgehub.tracking.run_log import RunLog
+from edgehub.tracking.run_type import RunType
+from edgehub.tracking.schema import SCHEMA_VERSION, create_or_migrate, schema_version
+from edgehub.tracking.store_reads import select_run, select_runs
 
 __all__ = ["RunStore"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    project TEXT NOT NULL,
-    name TEXT NOT NULL,
-    type TEXT NOT NULL,
-    component TEXT,
-    status TEXT NOT NULL,
-    parent_id TEXT,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    host TEXT,
-    pid INTEGER,
-    artifact_dir TEXT,
-    output_type TEXT,
-    error TEXT
-);
-CREATE INDEX IF NOT EXISTS runs_started ON runs(started_at);
-CREATE TABLE IF NOT EXISTS params (
-    run_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, logged_at REAL NOT NULL,
-    PRIMARY KEY (run_id, name)
-);
-CREATE TABLE IF NOT EXISTS metrics (
-    run_id TEXT NOT NULL, name TEXT NOT NULL, step INTEGER, value REAL NOT NULL,
-    logged_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS metrics_run ON metrics(run_id, name);
-CREATE TABLE IF NOT EXISTS artifacts (
-    id TEXT PRIMARY KEY, run_id TEXT NOT NULL, name TEXT, file_name TEXT NOT NULL,
-    sha256 TEXT, size INTEGER NOT NULL, path TEXT NOT NULL, device TEXT, logged_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS artifacts_run ON artifacts(run_id);
-CREATE TABLE IF NOT EXISTS tags (
-    run_id TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, name)
-);
-CREATE TABLE IF NOT EXISTS environment (
-    run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, key)
-);
-"""
-
 HOSTNAME = socket.gethostname()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+DEFAULT_PATIENCE_S = float(os.environ.get("EDGEHUB_STORE_LOCK_TIMEOUT") or 30.0)
 
 
 @contextmanager
 def _init_lock(path: Path) -> Iterator[None]:
-    """Serialize opening the store across processes (the WAL switch and the schema)."""
+    """Serialize opening the store across processes (the WAL switch and migrations)."""
     try:
         import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: _set_up's retries have to do
+
+        handle = path.open("a")
+    except (ImportError, OSError):  # not POSIX, or not writable: retries have to do
         yield
         return
-    with path.open("a") as handle:
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -92,72 +63,102 @@ def _init_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _set_up(conn: sqlite3.Connection, patience_s: float = 30.0) -> None:
-    """Switch to WAL and create the tables. Two processes opening a new store at once can get
-    "database is locked" here even with a busy timeout (the journal-mode switch does not wait),
-    so this retries for a while."""
-    deadline = time.monotonic() + patience_s
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(_SCHEMA)
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
 class RunStore:
-    """Reads and writes runs under ``root`` (``runs.db`` + ``artifacts/`` + ``runs/``)."""
+    """Reads and writes runs under ``root`` (``runs.db`` + ``artifacts/`` + ``runs/``).
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-        try:
-            (self.root / "artifacts").mkdir(parents=True, exist_ok=True)
-            (self.root / "runs").mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StoreError(
-                f"cannot create the run store at {self.root}: {error.strerror}; "
-                "choose another place with [project] store in hub.toml"
-            ) from error
+    ``patience_s`` is how long a write waits for a lock another process holds."""
+
+    def __init__(
+        self, root: Path, *, patience_s: float = DEFAULT_PATIENCE_S, read_only: bool = False
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.patience_s = patience_s
+        self.db_path = self.root / "runs.db"
+        if not read_only:
+            try:
+                (self.root / "artifacts").mkdir(parents=True, exist_ok=True)
+                (self.root / "runs").mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                if not self.db_path.exists():
+                    raise storage_error(error, self.root, "create the run store") from error
         self.artifacts = ArtifactStore(self.root / "artifacts")
         self._lock = threading.Lock()
-        self._conn = self._connect()
+        self._db = self._open(read_only)
+        self.reap_dead_runs()
 
-    def _connect(self) -> sqlite3.Connection:
-        path = self.root / "runs.db"
-        try:
-            with _init_lock(self.root / ".init.lock"):
-                conn = sqlite3.connect(
-                    str(path), timeout=30.0, check_same_thread=False, isolation_level=None
+    # -- opening -------------------------------------------------------------------------
+    def _open(self, read_only: bool) -> Database:
+        lock = _init_lock(self.root / ".init.lock") if not read_only else _no_lock()
+        forced = OPENED_READ_ONLY if read_only else None
+        with translate_storage_errors(self.db_path, "open the run store"), lock:
+            db = open_database(self.db_path, patience_s=self.patience_s, read_only=forced)
+            if db.writable:
+                try:
+                    self._prepare(db.conn)
+                except sqlite3.OperationalError as error:
+                    if "locked" in str(error) or not self.db_path.exists():
+                        raise
+                    db.conn.close()  # e.g. a full disk: read what is there
+                    problem = diagnose(error, self.db_path)
+                    db = open_database(self.db_path, patience_s=self.patience_s, read_only=problem)
+            version = schema_version(db.conn)
+            if version > SCHEMA_VERSION:
+                db.conn.close()
+                raise StorageError(
+                    f"run store {self.db_path} has schema version {version}, newer than "
+                    f"this edgehub reads ({SCHEMA_VERSION}); upgrade edgehub"
                 )
-                conn.execute("PRAGMA busy_timeout=30000")
-                _set_up(conn)
-            conn.execute("PRAGMA synchronous=NORMAL")
-        except sqlite3.DatabaseError as error:
-            raise StoreError(
-                f"run store {path} cannot be opened ({error}); move it aside to start afresh"
-            ) from error
-        return conn
+            if version < SCHEMA_VERSION:  # read-only: migrate a copy in memory
+                db.conn = _migrated_copy(db.conn)
+        db.conn.row_factory = sqlite3.Row
+        return db
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the current schema (retried while another process sets them up)."""
+        retry_while_locked(lambda: conn.execute("PRAGMA journal_mode=WAL"), self.patience_s)
+        retry_while_locked(lambda: create_or_migrate(conn), self.patience_s)
+        conn.execute("PRAGMA synchronous=NORMAL")
+
+    @property
+    def writable(self) -> bool:
+        return self._db.writable
+
+    @property
+    def read_only_reason(self) -> str | None:
+        """Why this store cannot be written (``None`` when it can)."""
+        problem = self._db.read_only
+        return None if problem is None else problem.what
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._db.conn.close()
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+    # -- paths ---------------------------------------------------------------------------
+    def _abs(self, text: str) -> Path:
+        path = Path(text)
+        return path if path.is_absolute() else self.root / path
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return path.absolute().relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
 
     # -- writing -------------------------------------------------------------------------
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+        if self._db.read_only is not None:
+            raise self._db.read_only.error(doing)
+        with self._lock, translate_storage_errors(self.db_path, doing):
+            conn = self._db.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
     def create_run(
         self,
         *,
@@ -166,26 +167,28 @@ class RunStore:
         name: str,
         run_type: str,
         component: str | None,
-        parent_id: str | None,
+        parent_run_id: str | None,
         artifact_dir: Path,
         started_at: float,
+        device: str | None = None,
     ) -> None:
-        with self._write() as conn:
+        with self._write("record a new run") as conn:
             conn.execute(
                 "INSERT INTO runs (id, project, name, type, component, status, parent_id,"
-                " started_at, host, pid, artifact_dir) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " started_at, host, pid, artifact_dir, device)"
+                " VALUES (?,?,?,?,?,'RUNNING',?,?,?,?,?,?)",
                 (
                     run_id,
                     project,
                     name,
                     run_type,
                     component,
-                    "RUNNING",
-                    parent_id,
+                    parent_run_id,
                     started_at,
                     HOSTNAME,
                     os.getpid(),
-                    str(artifact_dir),
+                    self._rel(artifact_dir),
+                    device,
                 ),
             )
 
@@ -198,29 +201,32 @@ class RunStore:
         output_type: str | None = None,
         error: str | None = None,
     ) -> None:
-        with self._write() as conn:
+        with self._write("record the end of a run") as conn:
             conn.execute(
                 "UPDATE runs SET status=?, ended_at=?, output_type=?, error=? WHERE id=?",
                 (status, ended_at or time.time(), output_type, error, run_id),
             )
 
     def log_param(self, run_id: str, name: str, value: Any, logged_at: float) -> None:
-        with self._write() as conn:
+        with self._write(f"record param {name!r}") as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO params VALUES (?,?,?,?)",
                 (run_id, name, json.dumps(value, default=str), logged_at),
             )
+            column = {"device": "device", "$runtime": "runtime"}.get(name)
+            if column is not None and value is not None:
+                conn.execute(f"UPDATE runs SET {column} = ? WHERE id = ?", (str(value), run_id))
 
     def log_metric(
         self, run_id: str, name: str, value: float, step: int | None, logged_at: float
     ) -> None:
-        with self._write() as conn:
+        with self._write(f"record metric {name!r}") as conn:
             conn.execute(
                 "INSERT INTO metrics VALUES (?,?,?,?,?)", (run_id, name, step, value, logged_at)
             )
 
     def log_metrics(self, run_id: str, values: dict[str, float], logged_at: float) -> None:
-        with self._write() as conn:
+        with self._write("record metrics") as conn:
             conn.executemany(
                 "INSERT INTO metrics VALUES (?,?,?,?,?)",
                 [(run_id, name, None, float(v), logged_at) for name, v in values.items()],
@@ -235,183 +241,127 @@ class RunStore:
         file_name: str,
         sha256: str | None,
         size: int,
-        path: str,
+        path: Path | str,
         device: str | None,
         logged_at: float,
     ) -> None:
-        with self._write() as conn:
+        """Record an artifact (insert, or update the row ``artifact_id`` once it is stored)."""
+        text = self._rel(path) if isinstance(path, Path) else path
+        with self._write(f"record artifact {file_name!r}") as conn:
             conn.execute(
-                "INSERT INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",
-                (artifact_id, run_id, name, file_name, sha256, size, path, device, logged_at),
+                "INSERT OR REPLACE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",
+                (artifact_id, run_id, name, file_name, sha256, size, text, device, logged_at),
             )
+            if name == "input" and sha256 is not None and device is None:
+                conn.execute("UPDATE runs SET model_sha256 = ? WHERE id = ?", (sha256, run_id))
 
     def log_tag(self, run_id: str, name: str, value: str) -> None:
-        with self._write() as conn:
+        with self._write(f"record tag {name!r}") as conn:
             conn.execute("INSERT OR REPLACE INTO tags VALUES (?,?,?)", (run_id, name, value))
 
     def log_environment(self, run_id: str, values: dict[str, str]) -> None:
-        with self._write() as conn:
+        with self._write("record the run's environment") as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO environment VALUES (?,?,?)",
                 [(run_id, key, str(value)) for key, value in values.items()],
             )
+            if values.get("runtime"):
+                conn.execute(
+                    "UPDATE runs SET runtime = ? WHERE id = ? AND runtime IS NULL",
+                    (str(values["runtime"]), run_id),
+                )
+
+    def reap_dead_runs(self) -> list[str]:
+        """Record ``KILLED`` for this host's ``RUNNING`` runs whose process is gone; returns
+        their ids. Does nothing on a read-only store (readers compute the status anyway)."""
+        dead = "status = 'RUNNING' AND host = ? AND NOT edgehub_pid_alive(pid)"
+        rows = self._query(f"SELECT id FROM runs WHERE {dead}", (HOSTNAME,))
+        found = [str(row["id"]) for row in rows]
+        if not found or not self.writable:
+            return found
+        try:
+            with self._write("record runs of dead processes as KILLED") as conn:
+                conn.execute(
+                    f"UPDATE runs SET status = 'KILLED', ended_at = COALESCE(ended_at, ?),"
+                    f" error = COALESCE(error, 'its process ended without closing the run')"
+                    f" WHERE {dead}",
+                    (time.time(), HOSTNAME),
+                )
+        except StorageError:
+            pass  # busy or full: the status is computed on reading all the same
+        return found
 
     # -- reading -------------------------------------------------------------------------
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            self._conn.row_factory = sqlite3.Row
-            try:
-                return list(self._conn.execute(sql, args).fetchall())
-            finally:
-                self._conn.row_factory = None
+    def _query(self, sql: str, args: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        with self._lock, translate_storage_errors(self.db_path, "read the run store"):
+            return list(self._db.conn.execute(sql, args).fetchall())
 
-    def effective_status(self, row: sqlite3.Row) -> str:
-        """``RUNNING`` runs whose process died on this host read as ``KILLED``."""
-        status = str(row["status"])
-        mine = row["host"] == HOSTNAME and row["pid"] is not None
-        if status == "RUNNING" and mine and not _pid_alive(int(row["pid"])):
-            return "KILLED"
-        return status
+    def resolve_id(self, ref: str, run_type: RunType | str | None = None) -> str:
+        """The full id for a full id, a unique literal prefix, ``latest`` (the newest run of
+        ``run_type`` if given) or ``latest:<type>`` (``latest:compile``, ``latest:profile``...)."""
+        return resolve_run_ref(self._query, ref, run_type)
+
+    def query_runs(self, filters: RunFilter) -> list[RunRecord]:
+        """Runs matching ``filters``, newest first, with everything they logged."""
+        return select_runs(self._query, filters, HOSTNAME, self._abs)
 
     def list_runs(
         self,
         *,
         limit: int | None = 50,
+        offset: int = 0,
         project: str | None = None,
         status: str | None = None,
-        run_type: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Newest first, each as a dict with the run's columns and ``status`` made effective."""
-        clauses, args = [], []
-        if project:
-            clauses.append("project = ?")
-            args.append(project)
-        if run_type:
-            clauses.append("type = ?")
-            args.append(run_type.upper())
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = f"SELECT * FROM runs {where} ORDER BY started_at DESC"
-        rows = [self._row_dict(row) for row in self._query(sql, tuple(args))]
-        if status:
-            rows = [row for row in rows if row["status"] == status.upper()]
-        return rows[:limit] if limit else rows
-
-    def _row_dict(self, row: sqlite3.Row) -> dict[str, Any]:
-        data = dict(row)
-        data["status"] = self.effective_status(row)
-        return data
-
-    def resolve_id(self, run_id: str) -> str:
-        """The full id for a full id, a unique prefix, or ``latest``."""
-        if run_id == "latest":
-            rows = self._query("SELECT id FROM runs ORDER BY started_at DESC LIMIT 1")
-            if not rows:
-                raise RunNotFoundError("the run store is empty; run `hub exec ...` first")
-            return str(rows[0]["id"])
-        rows = self._query("SELECT id FROM runs WHERE id LIKE ? LIMIT 3", (run_id + "%",))
-        if not rows:
-            raise RunNotFoundError(f"no run matches {run_id!r}; see `hub runs list`")
-        if len(rows) > 1:
-            raise RunNotFoundError(f"run id prefix {run_id!r} is ambiguous; give more characters")
-        return str(rows[0]["id"])
-
-    def get_run(self, run_id: str) -> dict[str, Any]:
-        """One run with ``params``, ``metrics`` (last value per name), ``metric_history``,
-        ``artifacts``, ``tags`` and ``environment``."""
-        full = self.resolve_id(run_id)
-        run = self._row_dict(self._query("SELECT * FROM runs WHERE id = ?", (full,))[0])
-        run["params"] = {
-            r["name"]: json.loads(r["value"])
-            for r in self._query("SELECT name, value FROM params WHERE run_id = ?", (full,))
-        }
-        history: dict[str, list[dict[str, Any]]] = {}
-        for r in self._query(
-            "SELECT name, step, value, logged_at FROM metrics WHERE run_id = ? ORDER BY rowid",
-            (full,),
-        ):
-            history.setdefault(r["name"], []).append(dict(r))
-        run["metric_history"] = history
-        run["metrics"] = {name: entries[-1]["value"] for name, entries in history.items()}
-        run["artifacts"] = [
-            dict(r)
-            for r in self._query(
-                "SELECT * FROM artifacts WHERE run_id = ? ORDER BY logged_at", (full,)
+        run_type: RunType | str | None = None,
+        device: str | None = None,
+        runtime: str | None = None,
+        model_sha256: str | None = None,
+        name: str | None = None,
+        parent_run_id: str | None = None,
+        started_after: float | None = None,
+        started_before: float | None = None,
+    ) -> list[RunRecord]:
+        """`query_runs` with the filters as keywords (see `RunFilter`)."""
+        return self.query_runs(
+            RunFilter(
+                run_type=str(run_type) if run_type is not None else None,
+                status=status,
+                device=device,
+                runtime=runtime,
+                model_sha256=model_sha256,
+                name=name,
+                project=project,
+                parent_run_id=parent_run_id,
+                started_after=started_after,
+                started_before=started_before,
+                limit=limit,
+                offset=offset,
             )
-        ]
-        run["tags"] = {
-            r["name"]: r["value"]
-            for r in self._query("SELECT name, value FROM tags WHERE run_id = ?", (full,))
-        }
-        run["environment"] = {
-            r["key"]: r["value"]
-            for r in self._query("SELECT key, value FROM environment WHERE run_id = ?", (full,))
-        }
-        return run
-
-    def run_log(self, run_id: str) -> RunLog:
-        """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``)."""
-        from pathlib import PurePosixPath
-
-        from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam
-
-        record = self.get_run(run_id)
-        log = RunLog(
-            run_id=record["id"],
-            name=record["name"],
-            run_type=record["type"],
-            status=record["status"],
-            project=record["project"],
-            component=record["component"],
-            parent_run_id=record["parent_id"],
-            started_at=record["started_at"],
-            ended_at=record["ended_at"],
-            artifact_dir=Path(record["artifact_dir"]) if record["artifact_dir"] else None,
-            output_type=record["output_type"],
-            error=record["error"],
         )
-        log.params = {k: LoggedParam(k, v) for k, v in record["params"].items()}
-        log.metrics = {k: LoggedMetric(k, v) for k, v in record["metrics"].items()}
-        log.tags = dict(record["tags"])
-        log.environment = dict(record["environment"])
-        for row in record["artifacts"]:
-            path: Path | PurePosixPath = (
-                PurePosixPath(row["path"]) if row["device"] else Path(row["path"])
-            )
-            artifact = LoggedArtifact(
-                id=row["id"],
-                file_name=row["file_name"],
-                file_size=row["size"],
-                logged_at=row["logged_at"],
-                file_path=path,
-                name=row["name"],
-                device=row["device"],
-                artifact_dir=path.parent if isinstance(path, Path) else None,
-                sha256=row["sha256"],
-            )
-            if artifact.name:
-                log.artifacts[artifact.name] = artifact
-            else:
-                log.unnamed_artifacts.append(artifact)
-        return log
 
-    def compare(self, run_a: str, run_b: str) -> dict[str, Any]:
-        """Side-by-side params, metrics and environment of two runs, with metric ratios."""
-        a, b = self.get_run(run_a), self.get_run(run_b)
-        out: dict[str, Any] = {"a": a["id"], "b": b["id"]}
-        for section in ("params", "environment"):
-            keys = sorted(set(a[section]) | set(b[section]))
-            out[section] = {
-                k: {
-                    "a": a[section].get(k),
-                    "b": b[section].get(k),
-                    "same": a[section].get(k) == b[section].get(k),
-                }
-                for k in keys
-            }
-        metrics: dict[str, dict[str, Any]] = {}
-        for k in sorted(set(a["metrics"]) | set(b["metrics"])):
-            va, vb = a["metrics"].get(k), b["metrics"].get(k)
-            ratio = vb / va if va not in (None, 0) and vb is not None else None
-            metrics[k] = {"a": va, "b": vb, "ratio": ratio}
-        out["metrics"] = metrics
-        return out
+    def compare(self, ref_a: str, ref_b: str) -> RunComparison:
+        """Params, metrics and environment of two runs side by side."""
+        return compare_runs(self.get_run(ref_a), self.get_run(ref_b))
+
+    def get_run(self, ref: str, run_type: RunType | str | None = None) -> RunRecord:
+        """One run (by any reference `resolve_id` takes) with everything it logged."""
+        return select_run(self._query, self.resolve_id(ref, run_type), HOSTNAME, self._abs)
+
+    def run_log(self, ref: str, run_type: RunType | str | None = None) -> RunLog:
+        """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``)."""
+        return self.get_run(ref, run_type).to_run_log()
+
+
+@contextmanager
+def _no_lock() -> Iterator[None]:
+    yield
+
+
+def _migrated_copy(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """An in-memory copy of a read-only store of an older schema, migrated, to read from."""
+    memory = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    conn.backup(memory)
+    conn.close()
+    configure(memory, 0.0)
+    create_or_migrate(memory)
+    return memory

@@ -1,0 +1,78 @@
+"""Queries over the run store: list with filters, show one run, compare two.
+
+Comparing two profile runs adds a latency comparison from their raw samples (deltas with
+confidence intervals, significance, and a regression verdict for ``max_regression``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgehub.ops.project import Project
+    from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.profile_compare import ProfileComparison
+    from edgehub.tracking.records import RunFilter, RunRecord
+
+__all__ = ["Comparison", "compare_runs", "list_runs", "show_run"]
+
+
+def list_runs(project: Project, run_filter: RunFilter) -> list[RunRecord]:
+    """Runs matching ``run_filter``, newest first."""
+    store = project.store()
+    try:
+        return store.query_runs(run_filter)
+    finally:
+        store.close()
+
+
+def show_run(project: Project, ref: str, run_type: str | None = None) -> RunRecord:
+    """One run by id, unique prefix, ``latest`` or ``latest:<type>``."""
+    store = project.store()
+    try:
+        return store.get_run(ref, run_type=run_type)
+    finally:
+        store.close()
+
+
+@dataclass
+class Comparison:
+    """Two runs side by side; ``latency`` when both are profiles."""
+
+    runs: RunComparison
+    latency: ProfileComparison | None = None
+
+    @property
+    def regressed(self) -> bool:
+        return self.latency is not None and self.latency.regressed
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.runs.to_dict()
+        if self.latency is not None:
+            data["latency"] = self.latency.to_dict()
+        return data
+
+
+def compare_runs(
+    project: Project, ref_a: str, ref_b: str, *, max_regression: float | None = None
+) -> Comparison:
+    """Compare runs A and B; ``max_regression`` (a fraction) asks for a regression verdict,
+    which needs two profile runs."""
+    from edgehub.tracking.compare import compare_runs as diff_runs
+    from edgehub.tracking.profile_compare import compare_profiles
+
+    store = project.store()
+    try:
+        a, b = store.get_run(ref_a), store.get_run(ref_b)
+    finally:
+        store.close()
+    profiles = a.run_type == b.run_type == "PROFILE"
+    if max_regression is not None and not profiles:
+        raise UsageError(
+            f"--max-regression compares two profile runs; got {a.run_type} and {b.run_type}"
+        )
+    latency = compare_profiles(a, b, max_regression=max_regression) if profiles else None
+    return Comparison(diff_runs(a, b), latency)

@@ -1,0 +1,200 @@
+"""Comparing two profile runs from their raw latency samples: a regression gate.
+
+A profile run stores its per-run latencies (µs) as ``samples_us`` in a JSON artifact
+(``profile.json``, logged as ``output_file``). From those, `compare_profiles` gives the median
+and p99 of A and B, their deltas with bootstrap 95 % confidence intervals, the Mann-Whitney p
+value, and whether B regressed: B is slower than A by more than ``max_regression`` (a fraction)
+with confidence, i.e. the CI's lower bound of the relative median delta exceeds it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+from edgehub.tracking.records import RunRecord
+from edgehub.tracking.significance import (
+    bootstrap_quantile_deltas,
+    mann_whitney_u,
+    quantile,
+)
+
+if TYPE_CHECKING:
+    from edgehub.tracking.significance import FloatArray
+
+__all__ = ["ProfileComparison", "QuantileDelta", "compare_profiles", "compare_samples"]
+
+CONFIDENCE = 0.95
+MIN_SAMPLES = 10
+
+
+@dataclass(frozen=True)
+class QuantileDelta:
+    """One latency quantile (ms) of A and B: ``b - a``, its percent, and 95 % CIs of both."""
+
+    quantile: float
+    a_ms: float
+    b_ms: float
+    delta_ms: float
+    delta_pct: float
+    ci_ms: tuple[float, float]
+    ci_pct: tuple[float, float]
+
+    @property
+    def significant(self) -> bool:
+        """The confidence interval of the delta excludes 0."""
+        return self.ci_ms[0] > 0 or self.ci_ms[1] < 0
+
+
+@dataclass(frozen=True)
+class ProfileComparison:
+    """The latency of profile run B against profile run A."""
+
+    run_a: str
+    run_b: str
+    samples_a: int
+    samples_b: int
+    median: QuantileDelta
+    p99: QuantileDelta
+    mann_whitney_u: float
+    mann_whitney_p: float
+    max_regression: float | None
+    resamples: int
+    seed: int
+    confidence: float = CONFIDENCE
+
+    @property
+    def significant(self) -> bool:
+        """The medians differ: the CI of their delta excludes 0."""
+        return self.median.significant
+
+    @property
+    def regressed(self) -> bool:
+        """B is slower than A by more than ``max_regression``, with confidence."""
+        if self.max_regression is None:
+            return False
+        return self.median.ci_pct[0] / 100.0 > self.max_regression
+
+    @property
+    def verdict(self) -> str:
+        """One line for people: what changed and whether it counts."""
+        change = "slower" if self.median.delta_ms > 0 else "faster"
+        size = f"B is {abs(self.median.delta_pct):.1f}% {change} (median)"
+        low, high = self.median.ci_pct
+        interval = f"95% CI {low:+.1f}% .. {high:+.1f}%"
+        if not self.significant:
+            verdict = f"{size}, not significant at these sample sizes ({interval})"
+        else:
+            verdict = f"{size}, significant ({interval})"
+        if self.max_regression is not None:
+            limit = f"{100 * self.max_regression:g}%"
+            verdict += f"; REGRESSION beyond {limit}" if self.regressed else f"; within {limit}"
+        return verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(significant=self.significant, regressed=self.regressed, verdict=self.verdict)
+        data["median"]["significant"] = self.median.significant
+        data["p99"]["significant"] = self.p99.significant
+        return data
+
+
+def profile_samples(record: RunRecord) -> FloatArray:
+    """The raw per-run latencies (ms) a profile run stored (``samples_us`` of its JSON)."""
+    import numpy as np
+
+    candidates = [a for a in record.all_artifacts if a.is_stored and a.file_name.endswith(".json")]
+    candidates.sort(key=lambda a: (a.name != "output_file", a.file_name != "profile.json"))
+    for artifact in candidates:
+        path = artifact.local()
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        samples = document.get("samples_us") if isinstance(document, dict) else None
+        if isinstance(samples, list) and samples:
+            return np.asarray(samples, dtype=np.float64) / 1000.0
+    raise UsageError(
+        f"run {record.run_id[:8]} ({record.run_type} {record.name}) has no raw latency samples "
+        "(a profile.json with samples_us); compare two profile runs"
+    )
+
+
+def _delta(
+    q: float, a: FloatArray, b: FloatArray, absolute: FloatArray, relative: FloatArray
+) -> QuantileDelta:
+    import numpy as np
+
+    tail = (1.0 - CONFIDENCE) / 2.0
+    qa, qb = quantile(a, q), quantile(b, q)
+    low, high = np.quantile(absolute, [tail, 1.0 - tail])
+    low_pct, high_pct = 100.0 * np.nanquantile(relative, [tail, 1.0 - tail])
+    return QuantileDelta(
+        quantile=q,
+        a_ms=qa,
+        b_ms=qb,
+        delta_ms=qb - qa,
+        delta_pct=100.0 * (qb / qa - 1.0) if qa else float("nan"),
+        ci_ms=(float(low), float(high)),
+        ci_pct=(float(low_pct), float(high_pct)),
+    )
+
+
+def compare_samples(
+    a: FloatArray,
+    b: FloatArray,
+    *,
+    run_a: str = "A",
+    run_b: str = "B",
+    max_regression: float | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> ProfileComparison:
+    """Compare two latency samples (ms). ``max_regression`` is a fraction (0.05 = 5 %)."""
+    import numpy as np
+
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if min(len(x), len(y)) < MIN_SAMPLES:
+        raise UsageError(
+            f"too few latency samples to compare ({len(x)} and {len(y)}; at least "
+            f"{MIN_SAMPLES} each): profile with more runs"
+        )
+    if max_regression is not None and not 0 <= max_regression < 10:
+        raise UsageError(f"max regression must be a fraction such as 0.05, got {max_regression}")
+    boot = bootstrap_quantile_deltas(x, y, (0.5, 0.99), resamples=resamples, seed=seed)
+    u, p = mann_whitney_u(x, y)
+    return ProfileComparison(
+        run_a=run_a,
+        run_b=run_b,
+        samples_a=len(x),
+        samples_b=len(y),
+        median=_delta(0.5, x, y, boot.absolute[0.5], boot.relative[0.5]),
+        p99=_delta(0.99, x, y, boot.absolute[0.99], boot.relative[0.99]),
+        mann_whitney_u=u,
+        mann_whitney_p=p,
+        max_regression=max_regression,
+        resamples=resamples,
+        seed=seed,
+    )
+
+
+def compare_profiles(
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    max_regression: float | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> ProfileComparison:
+    """Compare profile runs ``a`` (baseline) and ``b`` from their stored raw samples."""
+    return compare_samples(
+        profile_samples(a),
+        profile_samples(b),
+        run_a=a.run_id,
+        run_b=b.run_id,
+        max_regression=max_regression,
+        resamples=resamples,
+        seed=seed,
+    )
