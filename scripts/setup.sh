@@ -17,6 +17,8 @@ if ! "$VENV/bin/python" -c "import edgehub, onnx, pytest" 2>/dev/null; then
   "$VENV/bin/pip" install -q --upgrade pip >&2
   "$VENV/bin/pip" install -q -e '.[dev]' >&2
 fi
+"$VENV/bin/python" -c "import edgehub_backend_tensorrt, edgehub_backend_tflite" 2>/dev/null \
+  || "$VENV/bin/pip" install -q -e backends/tensorrt -e backends/tflite >&2
 
 bash scripts/ci-docker.sh start >&2
 if ! docker image inspect "$BASE" >/dev/null 2>&1; then
