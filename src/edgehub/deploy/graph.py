@@ -183,7 +183,8 @@ class Graph:
         inputs = [self.const(name) if name else None for name in node.input]
         if any(value is None and name for value, name in zip(inputs, node.input, strict=True)):
             return None
-        return _run_node(node, inputs, self.opset(), tensor)
+        fast = _fold_fast(self, node, inputs)
+        return fast if fast is not None else _run_node(node, inputs, self.opset(), tensor)
 
 
 class _Index:
@@ -202,6 +203,35 @@ class _Index:
         self.shapes: dict[str, list[int | None]] | None = None
         self.names = {n.name for n in graph.node} | set(self.producer) | set(self.initializers)
         self.names |= {i.name for i in graph.input}
+
+
+def _fold_fast(
+    graph: Graph, node: onnx.NodeProto, inputs: list[np.ndarray | None]
+) -> np.ndarray | None:
+    """numpy for the common cases (weights stored as ConstantOfShape, Unsqueezed parameters);
+    None hands the node to the reference evaluator."""
+    from onnx import numpy_helper
+
+    if node.op_type == "ConstantOfShape" and inputs[0] is not None:
+        value = graph.attr(node, "value")
+        fill = (
+            numpy_helper.to_array(value).reshape(-1)
+            if value is not None
+            else np.zeros(1, np.float32)
+        )
+        return np.full([int(d) for d in inputs[0].reshape(-1)], fill[0], dtype=fill.dtype)
+    if node.op_type == "Unsqueeze" and inputs[0] is not None:
+        axes = graph.attr(node, "axes") if len(inputs) < 2 else inputs[1]
+        if axes is None:
+            return None
+        rank = inputs[0].ndim + len(list(np.reshape(axes, -1)))
+        result = inputs[0]
+        for axis in sorted(int(a) % rank for a in np.reshape(axes, -1)):
+            result = np.expand_dims(result, axis)
+        return result
+    if node.op_type == "Identity" and inputs[0] is not None:
+        return inputs[0]
+    return None
 
 
 def _copy(node: onnx.NodeProto) -> onnx.NodeProto:

@@ -45,6 +45,8 @@ def quantize(
     samples = as_samples(graph.model, calibration_data)
     report = TransformReport()
     report.set_before(graph.model)
+    for pattern in (*smooth, *quantized):
+        report.stats(pattern)
     for stage in (smooth, quantized):
         matches = find_matches(graph, stage)
         observe: dict[str, int | None] = {}

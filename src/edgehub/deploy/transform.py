@@ -41,6 +41,8 @@ def plan(
     graph = Graph(load_model(model))
     report = TransformReport()
     report.set_before(graph.model)
+    for pattern in (*conversions, *fusions):
+        report.stats(pattern)  # every pattern gets a row, in run order, even with no match
     for _ in range(max_rounds):
         matches = find_matches(graph, conversions)
         if not any(m.apply for m in matches):
