@@ -33,7 +33,7 @@ step() {
 
 install_edgehub() {
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -e '.[dev]'
+    "$VENV/bin/pip" install -q -e '.[dev]' -e backends/tensorrt -e backends/tflite
 }
 
 install_debootstrap() {
@@ -41,7 +41,8 @@ install_debootstrap() {
 }
 
 [ -x "$VENV/bin/python" ] || step "creating $VENV" python3 -m venv "$VENV"
-if ! "$VENV/bin/python" -c "import edgehub, onnx, pytest, importlinter" 2>/dev/null; then
+ready="import edgehub, onnx, pytest, importlinter, edgehub_backend_tensorrt, edgehub_backend_tflite"
+if ! "$VENV/bin/python" -c "$ready" 2>/dev/null; then
     step "installing edgehub with its dev extras into $VENV" install_edgehub
 fi
 step "reaching a Docker daemon (starting one if needed)" bash scripts/ci-docker.sh start

@@ -148,3 +148,37 @@ def test_cancellation_from_another_thread_ends_the_run_killed(
         text=True,
     )
     assert ps.stdout.strip() == ""
+
+
+def test_compile_with_a_transform_records_the_patterns_and_node_counts(
+    tmp_path: Path, ort_image: str
+) -> None:
+    import onnx
+
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    model = light / "light_shufflenet.onnx"
+    if not model.is_file():
+        pytest.skip(f"needs the onnx package's light models ({model} is missing)")
+    (tmp_path / "hub.toml").write_text('[project]\nname = "transform"\n')
+    argv = ["exec", "compile", "onnxruntime", str(model), "--transform", "tensorrt", "--json"]
+    result = subprocess.run(
+        [HUB, *argv, "--set", "quantization=none"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["params"]["transform.backend"] == "tensorrt"
+    assert report["params"]["transform.fired"]
+    before = report["metrics"]["transform.nodes_before"]
+    after = report["metrics"]["transform.nodes_after"]
+    assert after < before
+    store = RunStore(tmp_path / ".hub")
+    try:
+        run = store.get_run(report["run_id"])
+    finally:
+        store.close()
+    assert run.params["transform.backend"] == "tensorrt"
+    assert run.metrics["transform.nodes_after"] == after

@@ -50,6 +50,14 @@ def add_parser(commands: Any) -> None:
         metavar="JOB_ID",
         help="attach to a Qualcomm AI Hub job submitted earlier instead of submitting again",
     )
+    parser.add_argument(
+        "--transform",
+        nargs="?",
+        const="auto",
+        metavar="BACKEND",
+        help="rewrite the model with a deployment backend's graph patterns before compiling "
+        "(tensorrt, tflite; default: the active or only installed backend)",
+    )
     parser.add_argument("--name", help="a name for the run(s)")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -75,6 +83,7 @@ def handle(args: argparse.Namespace) -> int:
         inputs=args.input,
         from_run=args.from_run,
         from_job=args.from_job,
+        transform=args.transform,
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
     )

@@ -11,7 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Backend", "discover_backends", "get_backend", "reset_backends", "set_backend"]
+from edgehub.errors import UsageError
+
+__all__ = [
+    "Backend",
+    "BackendChoiceError",
+    "UnknownBackendError",
+    "discover_backends",
+    "find_backend",
+    "get_backend",
+    "reset_backends",
+    "set_backend",
+]
 
 ENTRY_POINT_GROUP = "edgehub.backends"
 _STAGES = {
@@ -20,6 +31,14 @@ _STAGES = {
     "smooth_patterns": "smooth",
     "quantized_patterns": "quantized",
 }
+
+
+class UnknownBackendError(UsageError, ValueError):
+    """No installed backend has the requested name."""
+
+
+class BackendChoiceError(UsageError, RuntimeError):
+    """No backend was selected and zero or several are installed."""
 
 
 @dataclass(frozen=True)
@@ -63,28 +82,39 @@ def discover_backends() -> list[Backend]:
     """Installed backends (entry points plus registered ones); cached after the first call."""
     global _discovered
     if _discovered is None:
-        from importlib.metadata import entry_points
-
-        found: dict[str, Backend] = {}
-        for entry in entry_points(group=ENTRY_POINT_GROUP):
-            loaded = entry.load()
-            backend = loaded() if callable(loaded) and not isinstance(loaded, Backend) else loaded
-            if isinstance(backend, Backend):
-                found[backend.name] = backend
+        found = {backend.name: backend for backend in _installed()}
         found.update(_registered)
         _discovered = list(found.values())
     return list(_discovered)
 
 
+def _installed() -> list[Backend]:
+    """Backends announced through entry points (tests replace this to simulate installs)."""
+    from importlib.metadata import entry_points
+
+    found = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        loaded = entry.load()
+        backend = loaded() if callable(loaded) and not isinstance(loaded, Backend) else loaded
+        if isinstance(backend, Backend):
+            found.append(backend)
+    return found
+
+
+def find_backend(name: str) -> Backend:
+    """The installed backend called ``name`` (without selecting it); `ValueError` lists the
+    installed ones."""
+    for backend in discover_backends():
+        if backend.name == name:
+            return backend
+    names = ", ".join(b.name for b in discover_backends()) or "none installed"
+    raise UnknownBackendError(f"unknown backend {name!r}; installed: {names}")
+
+
 def set_backend(name: str) -> None:
     """Select the active backend by name; `ValueError` lists the installed ones."""
     global _active
-    for backend in discover_backends():
-        if backend.name == name:
-            _active = backend
-            return
-    names = ", ".join(b.name for b in discover_backends()) or "none installed"
-    raise ValueError(f"unknown backend {name!r}; installed: {names}")
+    _active = find_backend(name)
 
 
 def get_backend() -> Backend:
@@ -95,9 +125,12 @@ def get_backend() -> Backend:
     if len(backends) == 1:
         return backends[0]
     if not backends:
-        raise RuntimeError("no backend installed; install one or call register_backend()")
+        raise BackendChoiceError(
+            "no backend installed; pip install one (e.g. -e backends/tensorrt) or call"
+            " register_backend()"
+        )
     names = ", ".join(b.name for b in backends)
-    raise RuntimeError(f"several backends installed ({names}); call set_backend(name) first")
+    raise BackendChoiceError(f"several backends installed ({names}); call set_backend(name) first")
 
 
 def reset_backends() -> None:

@@ -8,6 +8,7 @@ stopped, the run ends KILLED and `OperationCancelled` is raised.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ class ExecRequest:
 
     ``options`` maps a step (compile/profile/invoke) to that component's options; ``inputs``
     is an `.npz` of input tensors (profile, invoke and pipeline); ``from_job`` attaches to a
-    Qualcomm AI Hub job submitted earlier instead of submitting a new one.
+    Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
+    names a deployment backend (``"auto"``: the active or only installed one) whose graph
+    patterns rewrite the model before it is compiled.
     """
 
     step: str
@@ -47,6 +50,7 @@ class ExecRequest:
     inputs: Path | None = None
     from_run: str | None = None
     from_job: str | None = None
+    transform: str | None = None
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
 
@@ -75,6 +79,8 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
             f"the {runtime.name} profiler takes no input data; drop --input to profile "
             "on random inputs"
         )
+    if request.transform and step not in ("compile", "pipeline"):
+        raise UsageError(f"--transform does not apply to {step}; it rewrites a model to compile")
     if request.from_job and step == "pipeline":
         raise UsageError("--from-job does not apply to pipeline; resume one step at a time")
     if request.model is None and not request.from_run:
@@ -145,7 +151,11 @@ def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunRep
     arguments: tuple[Any, ...]
     if step == "compile":
         assert request.model is not None
-        component, arguments = runtime.compiler(**kwargs), (request.model,)
+        compiler = runtime.compiler(**kwargs)
+        with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
+            return summarize(
+                _compile(ctx, request, compiler, request.model.resolve(), Path(scratch))
+            )
     else:
         model = _model(ctx, request, runtime)
         if step == "profile":
@@ -153,11 +163,45 @@ def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunRep
         else:
             inputs = _invoke_inputs(ctx, request, runtime, model)
             component, arguments = runtime.invoker(**kwargs), (model, inputs)
+    return summarize(_run_or_resume(ctx, request, component, *arguments))
+
+
+def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, *args: Any) -> Any:
+    """``component.run``, or attach to the AI Hub job ``request.from_job``."""
     if request.from_job:
         from edgehub.toolchains.qai_hub import resume_job
 
-        return summarize(resume_job(ctx, component, request.from_job, *arguments))
-    return summarize(component.run(ctx, *arguments))
+        return resume_job(ctx, component, request.from_job, *args)
+    return component.run(ctx, *args)
+
+
+def _compile(
+    ctx: HubContext, request: ExecRequest, compiler: Component, model: Path, scratch: Path
+) -> Any:
+    """Compile ``model``, first rewritten by the backend ``request.transform`` names; the
+    compile run records which patterns fired and the node counts before and after."""
+    if not request.transform:
+        return _run_or_resume(ctx, request, compiler, model)
+    from edgehub.deploy import apply_backend
+
+    rewritten = scratch / f"{model.stem}.transformed.onnx"
+    backend = None if request.transform == "auto" else request.transform
+    report = apply_backend(model, backend, rewritten)
+    ctx.events.info(f"transform ({report.backend}): {report.summary()}")
+    compiled = _run_or_resume(ctx, request, compiler, rewritten)
+    ctx.client.annotate(
+        compiled.run_log,
+        {
+            "transform.backend": report.backend,
+            "transform.source": str(model),
+            "transform.fired": report.fired(),
+        },
+        {
+            "transform.nodes_before": report.nodes_before,
+            "transform.nodes_after": report.nodes_after,
+        },
+    )
+    return compiled
 
 
 def _invoke_inputs(
@@ -173,7 +217,7 @@ def _model(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> CompiledM
     if request.model is not None:
         return runtime.compiled_model.from_path(request.model.resolve())
     assert request.from_run is not None
-    log = ctx.store.run_log(request.from_run)
+    log = ctx.store.run_log(request.from_run, run_type="COMPILE")
     if "path" not in log.artifacts and "$path" not in log.artifacts:
         raise UsageError(
             f"run {log.run_id[:8]} ({log.name}, {log.run_type}) produced no model; "
@@ -192,7 +236,9 @@ def _pipeline(
     original = runtime.compiled_model.from_path(model)
     inputs = _invoke_inputs(ctx, request, runtime, original)
     ctx.events.info("step 1/4: compile")
-    compiled = runtime.compiler(**_common(request, "compile", named=False)).run(ctx, model)
+    compiler = runtime.compiler(**_common(request, "compile", named=False))
+    with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
+        compiled = _compile(ctx, request, compiler, model, Path(scratch))
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))

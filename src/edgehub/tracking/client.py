@@ -181,6 +181,21 @@ class Client:
             run.metric_history.setdefault(name, []).append(metric)
         self.store.log_metrics(run.run_id, values, now)
 
+    def annotate(
+        self, run: RunLog, params: dict[str, Any], metrics: dict[str, float] | None = None
+    ) -> None:
+        """Add params and metrics to ``run`` after it ended (what a caller did around it)."""
+        now = time.time()
+        for name, value in params.items():
+            run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
+            self.store.log_param(run.run_id, name, value, now)
+        if metrics:
+            for name, number in metrics.items():
+                metric = LoggedMetric(name=name, value=float(number), logged_at=now)
+                run.metrics[name] = metric
+                run.metric_history.setdefault(name, []).append(metric)
+            self.store.log_metrics(run.run_id, metrics, now)
+
     def log_tag(self, name: str, value: str) -> None:
         self.log_tag_for(self._run(), name, value)
 

@@ -1,0 +1,88 @@
+"""`quantize`: smooth patterns, calibration, quantized patterns -> a QDQ ONNX model.
+
+Each stage plans its patterns, measures the tensors its matches ask for (``Match.observe``)
+with ONNX Runtime over the calibration samples, then applies the rewrites. The result holds
+QuantizeLinear/DequantizeLinear pairs (symmetric int8, zero point 0, per-channel weights) as
+TensorRT's explicit quantization takes them; ONNX Runtime runs it too.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from edgehub.deploy.calibrate import as_samples, calibrate
+from edgehub.deploy.graph import Graph
+from edgehub.deploy.model_io import ModelLike, load_model
+from edgehub.deploy.pattern import Pattern, Phase, check_phase, phase_of
+from edgehub.deploy.planning import apply_matches, find_matches
+from edgehub.deploy.report import TransformReport
+from edgehub.deploy.transform import TransformResult
+from edgehub.errors import ModelError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import onnx
+
+__all__ = ["MIN_QDQ_OPSET", "quantize"]
+
+MIN_QDQ_OPSET = 13  # per-axis DequantizeLinear
+
+
+def quantize(
+    model: ModelLike,
+    calibration_data: Any,
+    patterns: Sequence[type[Pattern]] | None = None,
+) -> TransformResult:
+    """The quantized copy of ``model`` and its report.
+
+    ``calibration_data``: one feed dict, an iterable of feed dicts, or (single-input models)
+    an iterable of arrays. Without ``patterns`` the active backend's smooth and quantized
+    patterns are used.
+    """
+    smooth, quantized = _split(patterns)
+    graph = Graph(_at_least(load_model(model), MIN_QDQ_OPSET))
+    samples = as_samples(graph.model, calibration_data)
+    report = TransformReport()
+    report.set_before(graph.model)
+    for pattern in (*smooth, *quantized):
+        report.stats(pattern)
+    for stage in (smooth, quantized):
+        matches = find_matches(graph, stage)
+        observe: dict[str, int | None] = {}
+        for match in matches:
+            if match.apply:
+                observe.update(match.observe)
+        graph.stats = calibrate(graph.model, samples, observe)
+        apply_matches(graph, matches, report)
+    report.set_after(graph.model)
+    return TransformResult(graph.model, report)
+
+
+def _split(
+    patterns: Sequence[type[Pattern]] | None,
+) -> tuple[tuple[type[Pattern], ...], tuple[type[Pattern], ...]]:
+    if patterns is None:
+        from edgehub.deploy.backend import get_backend
+
+        backend = get_backend()
+        return tuple(backend.smooth_patterns), tuple(backend.quantized_patterns)
+    chosen = list(patterns)
+    check_phase(chosen, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
+    smooth = tuple(p for p in chosen if phase_of(p) == Phase.SMOOTH.value)
+    return smooth, tuple(p for p in chosen if phase_of(p) == Phase.QUANTIZED.value)
+
+
+def _at_least(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    current = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if current >= opset:
+        return model
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, opset)
+    except Exception as exc:
+        raise ModelError(
+            f"cannot lift the model from opset {current} to {opset} for QDQ ({exc}); "
+            "re-export it at opset 13 or newer"
+        ) from exc
