@@ -35,6 +35,7 @@ from edgehub.errors import (
     UnsafeArchiveError,
 )
 from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
+from edgehub.runners.docker.lite import LiteClient
 
 pytestmark = pytest.mark.docker
 
@@ -212,7 +213,9 @@ def test_cancel_from_another_thread_stops_the_process(runner: DockerCommandRunne
 
 def test_a_quiet_command_outlives_the_client_read_timeout(runner_image: str) -> None:
     with DockerCommandRunner(runner_image) as short:
-        short._client.api.timeout = 1  # the stream must not depend on the socket timeout
+        client = short.client
+        assert isinstance(client, LiteClient)
+        client.timeout = 1  # the stream must not depend on the client's socket timeout
         assert short.run(["sh", "-c", "sleep 2; echo done"]).stdout == "done\n"
 
 
@@ -464,7 +467,7 @@ def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
     second = DockerCommandRunner(runner_image, keep_warm=3)
     with second:  # adopted without the docker SDK (the lite client), same container
         assert second.container_id == container_id
-        assert type(second._client).__name__ == "LiteClient"
+        assert isinstance(second.client, LiteClient)
         assert second.run(["cat", "/tmp/marker"]).stdout == "warm\n"
         stage = tmp_path / "stage"
         stage.mkdir()
