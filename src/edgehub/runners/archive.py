@@ -75,6 +75,8 @@ class _Tree:
         """Refuse a member that would write outside the root; else record what it makes."""
         name = member.name
         parts = [part for part in PurePosixPath(name).parts if part != "."]
+        if not parts and member.isdir():
+            return  # "." itself: the target
         if name.startswith("/") or os.path.isabs(name) or ".." in parts or not parts:
             raise UnsafeArchiveError(
                 f"refusing archive entry {name!r}: absolute paths and '..' are not allowed"

@@ -1,10 +1,11 @@
 """The container a `DockerCommandRunner` works in: its settings, hardening, start and removal.
 
 Every container runs under Docker's init with no network (unless asked), all capabilities
-dropped, ``no-new-privileges``, a read-only root filesystem with a writable work directory
-(an anonymous volume, removed with the container) and ``/tmp`` (tmpfs), and limits on memory (default `DEFAULT_MEMORY`), processes
-(`DEFAULT_PIDS`) and, if set, CPUs. A plain container runs ``sleep infinity`` and belongs to
-this process (labels name it); a warm one is shared (``docker/warm.py``).
+dropped, ``no-new-privileges``, a read-only root filesystem with a writable work directory (an
+anonymous volume, removed with the container) and ``/tmp`` (tmpfs), and limits on memory
+(default `DEFAULT_MEMORY`), processes (`DEFAULT_PIDS`) and, if set, CPUs. A plain container
+runs ``sleep infinity`` and belongs to this process (labels name it); a warm one is shared
+(``docker/warm.py``).
 """
 
 from __future__ import annotations
