@@ -1,10 +1,10 @@
 """Cleaning up after processes that died without doing it themselves (SIGKILL, a crash).
 
 `reap` removes edgehub's containers whose owning process (on this host) is gone, and stops the
-jobs that dead processes left running inside shared warm containers (found by the owner marker
-every exec carries, see ``docker/owner.py``). It is cheap enough to call at the start of every
-command: the light client only (no docker SDK), one list call when there are no warm
-containers, and it never raises — no daemon, a remote daemon or any API error mean "nothing
+jobs that dead processes left running inside shared warm containers (the daemon lists a
+container's execs, and a warm job's arguments name its owner). It is cheap enough to call at the
+start of every command: the light client only (no docker SDK), plain API calls (an exec only to
+kill), and it never raises — no daemon, a remote daemon or any API error mean "nothing
 reaped".
 """
 
@@ -25,15 +25,11 @@ from edgehub.runners.docker.owner import (
     owner_alive,
     parse_marker,
 )
+from edgehub.runners.docker.warm import JOB_WRAPPER
 
 __all__ = ["ReapReport", "reap", "reap_orphans"]
 
 _TIMEOUT_S = 5.0
-# Prints the owner marker of every process in the container that has one.
-_LIST_OWNERS = (
-    "for d in /proc/[0-9]*; do "
-    f"tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -m1 '^{OWNER_ENV}='; done; exit 0"
-)
 
 
 @dataclass(frozen=True)
@@ -97,23 +93,27 @@ def _reap(client: DockerClient, jobs: bool) -> ReapReport:
 
 
 def _stop_orphaned_jobs(client: DockerClient, container: str, host: str) -> tuple[int, set[int]]:
-    """Kill the processes in a warm container whose owner (on this host) is dead."""
-    code, out, _ = exec_quiet(client, container, ["sh", "-c", _LIST_OWNERS])
-    if code != 0:
-        return 0, set()
-    markers: dict[str, int] = {}
-    for line in out.splitlines():
-        value = line.partition("=")[2]
-        parsed = parse_marker(value)
-        if parsed is None or parsed[0] != host or owner_alive(parsed[1], parsed[2]):
+    """Kill the jobs in a warm container whose owner (on this host) is dead: the daemon lists
+    the container's execs, and a job's arguments name its owner (``docker/warm.py``)."""
+    dead: dict[str, int] = {}
+    stopped = 0
+    for exec_id in client.inspect_container(container).get("ExecIDs") or []:
+        try:
+            info = client.exec_inspect(exec_id)
+        except DockerNotFound:
             continue
-        markers[line] = parsed[1]
-    if not markers:
-        return 0, set()
-    exec_quiet(client, container, ["sh", "-c", KILL_SCRIPT, "edgehub-reap", *markers])
-    return len(out.splitlines() and [m for m in out.splitlines() if m in markers]), set(
-        markers.values()
-    )
+        process = info.get("ProcessConfig") or {}
+        arguments = process.get("arguments") or []
+        if not info.get("Running") or arguments[:2] != ["-c", JOB_WRAPPER] or len(arguments) < 3:
+            continue
+        owner = parse_marker(str(arguments[2]))
+        if owner is None or owner[0] != host or owner_alive(owner[1], owner[2]):
+            continue
+        dead[f"{OWNER_ENV}={arguments[2]}"] = owner[1]
+        stopped += 1
+    if dead:
+        exec_quiet(client, container, ["sh", "-c", KILL_SCRIPT, "edgehub-reap", *dead])
+    return stopped, set(dead.values())
 
 
 def reap_orphans(client: DockerClient | None = None) -> list[str]:

@@ -28,6 +28,7 @@ from edgehub.runners.docker.container import (
 from edgehub.runners.docker.exchange import exchange
 from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
 from edgehub.runners.docker.files import ContainerFiles
+from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import JOB_WRAPPER, start_warm
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
@@ -152,7 +153,7 @@ class DockerCommandRunner(BaseRunner):
         environment = [f"{key}={value}" for key, value in (env or {}).items()]
         warm = self._keep_warm is not None
         if warm:  # see docker/warm.py; the job ends when this process does
-            argv = ["sh", "-c", JOB_WRAPPER, "edgehub", *argv]
+            argv = ["sh", "-c", JOB_WRAPPER, owner_marker().partition("=")[2], *argv]
             environment.append(f"{WATCH_STDIN_ENV}=1")
         try:
             return ExecProcess(

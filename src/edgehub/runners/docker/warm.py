@@ -34,7 +34,9 @@ while :; do
     sleep 1
 done
 """
-# Runs a job ("$@") in a warm container, marking the container busy while it runs.
+# Runs a job ("$@") in a warm container, marking the container busy while it runs. Its $0 is
+# the owner (host:pid:ticks), which the daemon shows in the exec's arguments, so the reaper
+# finds a dead owner's jobs without entering the container.
 JOB_WRAPPER = (
     f"mkdir -p {_BUSY} 2>/dev/null; touch {_BUSY}/$$ {_ALIVE} 2>/dev/null; "
     f'"$@"; rc=$?; rm -f {_BUSY}/$$; touch {_ALIVE} 2>/dev/null; exit $rc'
