@@ -71,14 +71,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     client = _docker_client()
     if client is None:
         return
-    from edgehub.runners.docker import OWNER_PID, OWNER_STARTED, _owner_alive
+    from edgehub.runners.docker import OWNER_PID, OWNER_STARTED, owner_alive
 
     def leaked(container) -> bool:  # type: ignore[no-untyped-def]
         labels = container.labels
         if container.id in _BEFORE or labels.get("org.edgehub.warm") == "1":
             return False
         pid = int(labels.get(OWNER_PID, "0") or 0)
-        return pid == os.getpid() or not _owner_alive(pid, labels.get(OWNER_STARTED))
+        return pid == os.getpid() or not owner_alive(pid, labels.get(OWNER_STARTED))
 
     own = [c for c in _managed(client) if leaked(c)]
     if own:

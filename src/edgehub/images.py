@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgehub.errors import DockerUnavailableError, ImageNotBuiltError, UsageError
+from edgehub.errors import ImageNotBuiltError, UsageError
 
 __all__ = [
     "RUNTIMES",
@@ -295,40 +295,11 @@ def _stage_wheels(wheels: Iterable[Path], destination: Path) -> None:
 # -- Docker ---------------------------------------------------------------------------------
 
 
-def _docker_host() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (the default socket)"
-
-
-def _defer_paramiko() -> None:
-    """The docker SDK imports its SSH transport (and paramiko, ~0.3 s) even for local daemons.
-    Unless DOCKER_HOST is ``ssh://``, mark that optional module absent, which the SDK allows."""
-    if "docker" in sys.modules or os.environ.get("DOCKER_HOST", "").startswith("ssh://"):
-        return
-    sys.modules.setdefault("docker.transport.sshconn", None)  # type: ignore[arg-type]
-
-
 def docker_client(timeout: int = 120) -> Any:
     """A connected ``docker.DockerClient``; `DockerUnavailableError` if there is no daemon."""
-    _defer_paramiko()
-    try:
-        import docker
-    except ImportError as error:  # pragma: no cover - docker is a dependency
-        raise DockerUnavailableError(
-            "the 'docker' Python package is not installed; run: pip install docker"
-        ) from error
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except Exception as error:  # any failure here means "no daemon"
-        reason = " ".join(str(error).split())
-        if len(reason) > 160:
-            reason = reason[:157] + "..."
-        raise DockerUnavailableError(
-            f"cannot reach the Docker daemon at {_docker_host()}: {reason}; start it "
-            "(sudo systemctl start docker, or sudo dockerd &, or scripts/ci-docker.sh start) "
-            "or point DOCKER_HOST at a running one"
-        ) from error
-    return client
+    from edgehub.runners.docker.sdk import docker_client as connected
+
+    return connected(timeout)
 
 
 def _inspect(client: Any, name: str) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ from edgehub.errors import (
     UnsafeArchiveError,
 )
 from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
+from edgehub.runners.docker.lite import LiteClient
 
 pytestmark = pytest.mark.docker
 
@@ -212,7 +213,9 @@ def test_cancel_from_another_thread_stops_the_process(runner: DockerCommandRunne
 
 def test_a_quiet_command_outlives_the_client_read_timeout(runner_image: str) -> None:
     with DockerCommandRunner(runner_image) as short:
-        short._client.api.timeout = 1  # the stream must not depend on the socket timeout
+        client = short.client
+        assert isinstance(client, LiteClient)
+        client.timeout = 1  # the stream must not depend on the client's socket timeout
         assert short.run(["sh", "-c", "sleep 2; echo done"]).stdout == "done\n"
 
 
@@ -464,7 +467,7 @@ def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
     second = DockerCommandRunner(runner_image, keep_warm=3)
     with second:  # adopted without the docker SDK (the lite client), same container
         assert second.container_id == container_id
-        assert type(second._client).__name__ == "LiteClient"
+        assert isinstance(second.client, LiteClient)
         assert second.run(["cat", "/tmp/marker"]).stdout == "warm\n"
         stage = tmp_path / "stage"
         stage.mkdir()
@@ -478,3 +481,289 @@ def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
     while _container_exists(client, container_id) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _container_exists(client, container_id), "an idle warm container removes itself"
+
+
+# -- the two clients -------------------------------------------------------------------------
+
+NO_TAR_DOCKERFILE = """\
+ARG BASE_IMAGE
+FROM ${BASE_IMAGE}
+RUN useradd --uid 1000 --user-group --create-home --shell /bin/bash edgehub \\
+    && mkdir -p /work && chown edgehub:edgehub /work \\
+    && rm -f /usr/bin/tar /bin/tar && ! command -v tar
+WORKDIR /work
+USER edgehub
+"""
+
+
+def _build(client: Any, dockerfile: str, name: str) -> str:
+    """An image FROM the local base, tagged by the hash of its Dockerfile (built once)."""
+    import docker.errors
+
+    base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
+    try:
+        base_id = client.api.inspect_image(base)["Id"]
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"needs the base image {base}; make it with scripts/make-base-image.sh")
+    tag = f"{name}:{hashlib.sha256((dockerfile + base_id).encode()).hexdigest()[:12]}"
+    try:
+        client.api.inspect_image(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as context:
+        Path(context, "Dockerfile").write_text(dockerfile)
+        chunks = client.api.build(
+            path=context, tag=tag, buildargs={"BASE_IMAGE": base}, decode=True, rm=True
+        )
+        errors = [chunk["error"] for chunk in chunks if "error" in chunk]
+    assert not errors, errors
+    return tag
+
+
+@pytest.fixture(scope="session")
+def no_tar_image(client: Any) -> str:
+    return _build(client, NO_TAR_DOCKERFILE, "edgehub-test-notar")
+
+
+def test_both_clients_satisfy_the_protocol(client: Any) -> None:
+    from edgehub.runners.docker.lite import local_socket
+    from edgehub.runners.docker.sdk import SDKClient
+
+    path = local_socket()
+    assert path is not None
+    lite, sdk = LiteClient(path), SDKClient()
+    for implementation in (lite, sdk):
+        assert implementation.ping()
+        assert implementation.inspect_image("edgehub-base:bookworm")["Id"].startswith("sha256:")
+    sdk.close()
+
+
+def test_a_warm_container_of_an_image_without_tar_works_through_the_light_client(
+    client: Any, no_tar_image: str, tmp_path: Path
+) -> None:
+    source = tmp_path / "tree"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "data.bin").write_bytes(os.urandom(5000))
+    with DockerCommandRunner(no_tar_image, keep_warm=60) as warm:
+        assert isinstance(warm.client, LiteClient)
+        assert warm.run(["sh", "-c", "command -v tar || echo none"], check=False).stdout == (
+            "none\n"
+        )
+        warm.put(source, "/work/in")  # the archive API: no tar in the image
+        assert warm.run(["stat", "-c", "%s %u", "/work/in/sub/data.bin"]).stdout == "5000 1000\n"
+        warm.run(["sh", "-c", "cp /work/in/sub/data.bin /work/in/copy.bin"])
+        warm.get("/work/in", tmp_path / "back")
+        assert (tmp_path / "back" / "copy.bin").read_bytes() == (
+            source / "sub" / "data.bin"
+        ).read_bytes()
+        container_id = warm.container_id
+    assert container_id is not None
+    client.api.remove_container(container_id, force=True, v=True)
+
+
+def test_the_sdk_client_runs_moves_files_and_exchanges(runner_image: str, tmp_path: Path) -> None:
+    from edgehub.runners.docker.sdk import SDKClient
+
+    sdk = SDKClient()
+    try:
+        with DockerCommandRunner(runner_image, client=sdk) as through_sdk:
+            assert through_sdk.run(["echo", "via sdk"]).stdout == "via sdk\n"
+            (tmp_path / "f.txt").write_text("x")
+            through_sdk.put(tmp_path / "f.txt", "f.txt")
+            through_sdk.get("f.txt", tmp_path / "g.txt")
+            assert (tmp_path / "g.txt").read_text() == "x"
+            stage = tmp_path / "stage"
+            stage.mkdir()
+            result = through_sdk.exchange(
+                stage, "job", ["sh", "-c", "mkdir out && echo hi > out/o"],
+                fetch="out", local=tmp_path / "o",
+            )  # fmt: skip
+            assert result.ok and (tmp_path / "o" / "o").read_text() == "hi\n"
+            with pytest.raises(CommandTimeout):
+                through_sdk.run(["sleep", "30"], timeout=0.5)
+    finally:
+        sdk.close()
+
+
+# -- hardening ---------------------------------------------------------------------------------
+
+
+def test_containers_are_hardened_by_default(client: Any, runner_image: str) -> None:
+    from edgehub.runners.docker import DEFAULT_MEMORY, DEFAULT_PIDS
+
+    with DockerCommandRunner(runner_image) as hardened:
+        assert hardened.container_id is not None
+        attrs = client.api.inspect_container(hardened.container_id)
+        assert hardened.run(["sh", "-c", "touch /etc/x"], check=False).returncode != 0
+        assert hardened.run(["sh", "-c", "touch /work/x /tmp/x"]).ok  # scratch is writable
+        caps = hardened.run(["sh", "-c", "grep -E '^Cap(Eff|Bnd)' /proc/self/status"]).stdout
+        no_new = hardened.run(["sh", "-c", "grep NoNewPrivs /proc/self/status"]).stdout
+    host = attrs["HostConfig"]
+    assert host["CapDrop"] == ["ALL"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["ReadonlyRootfs"] is True
+    assert host["PidsLimit"] == DEFAULT_PIDS == 1024
+    assert DEFAULT_MEMORY == "4g" and host["Memory"] == 4 * 1024**3
+    assert "/tmp" in host["Tmpfs"]
+    assert [m["Destination"] for m in attrs["Mounts"]] == ["/work"]
+    assert caps.split() == ["CapEff:", "0000000000000000", "CapBnd:", "0000000000000000"]
+    assert no_new.split() == ["NoNewPrivs:", "1"]
+
+
+def test_the_onnxruntime_image_has_no_setuid_files(client: Any) -> None:
+    from edgehub import images
+
+    tag = images.image_tag("onnxruntime")
+    if images.image_status("onnxruntime").built is False:
+        pytest.skip(f"needs the ONNX Runtime image {tag}; run: hub images build onnxruntime")
+    with DockerCommandRunner(tag) as ort:
+        found = ort.run(
+            ["sh", "-c", "find / -xdev \\( -perm -4000 -o -perm -2000 \\) -type f 2>/dev/null"],
+            check=False,
+        ).stdout
+    assert found == ""
+
+
+# -- warm jobs, orphans, cancel_all -------------------------------------------------------------
+
+
+def _exists_running(client: Any, container_id: str) -> bool:
+    import docker.errors
+
+    try:
+        return bool(client.api.inspect_container(container_id)["State"]["Running"])
+    except docker.errors.NotFound:
+        return False
+
+
+def test_a_warm_job_longer_than_keep_warm_finishes(client: Any, runner_image: str) -> None:
+    with DockerCommandRunner(runner_image, keep_warm=2, labels={"t": "long-job"}) as warm:
+        assert warm.run(["sh", "-c", "sleep 5; echo finished"]).stdout == "finished\n"
+        container_id = warm.container_id
+    assert container_id is not None and _exists_running(client, container_id)
+    deadline = time.monotonic() + 30
+    while _exists_running(client, container_id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _exists_running(client, container_id), "idle afterwards, it expires"
+
+
+def test_a_killed_owner_gives_its_warm_job_end_of_file(client: Any, runner_image: str) -> None:
+    """The job's stdin stays open while its owner lives; a SIGKILLed owner closes it."""
+    labels = {"t": "stdin-eof"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from edgehub.runners.docker import DockerCommandRunner
+            runner = DockerCommandRunner({runner_image!r}, keep_warm=60, labels={labels!r})
+            runner.__enter__()
+            print(runner.container_id, flush=True)
+            runner.run(["sh", "-c", "echo $EDGEHUB_AGENT_WATCH_STDIN > /tmp/watch; "
+                                    "cat > /dev/null; echo eof > /tmp/eof-seen"])
+        """)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert child.stdout is not None
+    container_id = child.stdout.readline().strip()
+    try:
+        with DockerCommandRunner(runner_image, keep_warm=60, labels=labels) as peer:
+            assert peer.container_id == container_id
+            deadline = time.monotonic() + 20
+            while not peer.run(["test", "-e", "/tmp/watch"], check=False).ok:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert not peer.run(["test", "-e", "/tmp/eof-seen"], check=False).ok
+            child.kill()
+            child.wait()
+            deadline = time.monotonic() + 10
+            while not peer.run(["test", "-e", "/tmp/eof-seen"], check=False).ok:
+                assert time.monotonic() < deadline, "the job never read end of file"
+                time.sleep(0.1)
+            assert peer.run(["cat", "/tmp/watch"]).stdout == "1\n"
+    finally:
+        child.kill()
+        client.api.remove_container(container_id, force=True, v=True)
+
+
+def test_reap_stops_jobs_and_removes_containers_of_dead_owners(
+    client: Any, runner_image: str
+) -> None:
+    from edgehub.runners.docker import reap
+
+    labels = {"t": "reap"}
+    code = f"""
+        import os, sys, threading
+        from edgehub.runners.docker import DockerCommandRunner
+        warm = DockerCommandRunner({runner_image!r}, keep_warm=60, labels={labels!r})
+        cold = DockerCommandRunner({runner_image!r}).__enter__()
+        warm.__enter__()
+        job = threading.Thread(target=warm.run, args=(["sh", "-c", "trap '' HUP; exec sleep 300"],))
+        job.start()
+        print(warm.container_id, cold.container_id, flush=True)
+        job.join()
+    """
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    warm_id, cold_id = child.stdout.readline().split()
+    try:
+        with DockerCommandRunner(runner_image, keep_warm=60, labels=labels) as peer:
+            deadline = time.monotonic() + 20
+            while not any("sleep 300" in line for line in _processes(peer)):
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert not reap()  # the owner lives: nothing to do
+            child.send_signal(9)
+            child.wait()
+            started = time.monotonic()
+            report = reap()
+            took = time.monotonic() - started
+            assert cold_id in report.containers_removed
+            assert report.dead_owners == {child.pid}
+            assert not _container_exists(client, cold_id)
+            # sleep does not read stdin: the reaper, not end of file, stopped it
+            assert not any("sleep 300" in line for line in _processes(peer))
+            assert report.jobs_stopped >= 1
+            assert took < 5
+            assert not reap()
+    finally:
+        child.kill()
+        client.api.remove_container(warm_id, force=True, v=True)
+
+
+def test_reap_is_quick_and_quiet_without_a_daemon(monkeypatch: pytest.MonkeyPatch) -> None:
+    from edgehub.runners.docker import reap
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    started = time.monotonic()
+    assert not reap()
+    assert time.monotonic() - started < 0.1
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # a remote daemon: not reaped
+    assert not reap()
+
+
+def test_cancel_all_stops_commands_and_removes_containers(client: Any, runner_image: str) -> None:
+    from edgehub.runners.base import cancel_all
+
+    runner = DockerCommandRunner(runner_image).__enter__()
+    container_id = runner.container_id
+    assert container_id is not None
+    errors: list[BaseException] = []
+
+    def job() -> None:
+        try:
+            runner.run(["sleep", "30"])
+        except BaseException as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    cancel_all()
+    thread.join(10)
+    assert [type(error) for error in errors] == [CommandCancelled]
+    assert not _container_exists(client, container_id)
+    assert time.monotonic() - started < 5

@@ -15,6 +15,9 @@ import sys
 import tempfile
 
 MAX_LOG_BYTES = 1 << 20
+# The runner's markers of the job that starts the server: the server outlives that job and its
+# owner, so neither a kill of the job nor the reaping of a dead owner's jobs may reach it.
+_JOB_MARKERS = ("EDGEHUB_EXEC_ID", "EDGEHUB_OWNER", "EDGEHUB_AGENT_WATCH_STDIN")
 
 
 def running_archive() -> str | None:
@@ -83,7 +86,7 @@ def start_server(socket_path: str) -> bool:
                 stderr=log,
                 cwd="/",
                 # not the spawning command's kill marker: stopping that job must spare us
-                env={k: v for k, v in os.environ.items() if k != "EDGEHUB_EXEC_ID"},
+                env={k: v for k, v in os.environ.items() if k not in _JOB_MARKERS},
                 close_fds=True,
                 start_new_session=True,
             )

@@ -1,68 +1,32 @@
-"""`LocalCommandRunner`: commands as subprocesses on this host."""
+"""`LocalCommandRunner`: commands as subprocesses on this host, ``put``/``get`` as copies."""
 
 from __future__ import annotations
 
 import os
+import selectors
 import shutil
 import signal
 import subprocess
-import threading
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePath
-from types import TracebackType
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.errors import RunnerError
-from edgehub.events import current_sink
-from edgehub.runners.outcome import command_result, raise_for_outcome
-from edgehub.runners.streaming import LineCollector, pump
+from edgehub.runners.base import BaseRunner, Process
 
 __all__ = ["LocalCommandRunner"]
 
 
-class LocalCommandRunner:
-    """Runs argv lists with `subprocess` (no shell); ``put``/``get`` are file copies."""
+class LocalCommandRunner(BaseRunner):
+    """Runs argv lists with `subprocess` (no shell, stdin closed, own process group)."""
 
-    device_name: str | None = None
-
-    def __init__(self) -> None:
-        self._procs: set[subprocess.Popen[bytes]] = set()
-        self._lock = threading.Lock()
-        self._cancelled: set[int] = set()
-
-    def __enter__(self) -> LocalCommandRunner:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.cancel()
-
-    def run(
-        self,
-        argv: Sequence[str],
-        cwd: str | PurePath | None = None,
-        *,
-        hide: bool = False,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        check: bool = True,
-    ) -> CommandResult:
-        words = [str(word) for word in argv]
-        if not words:
-            raise ValueError("argv must name a command")
-        sink = None if hide else current_sink()
-        full_env = None if env is None else {**os.environ, **env}
-        started = time.monotonic()
+    def start(
+        self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
+    ) -> Process:
         try:
-            proc = subprocess.Popen(
-                words,
+            popen = subprocess.Popen(
+                argv,
                 cwd=None if cwd is None else str(cwd),
-                env=full_env,
+                env=None if env is None else {**os.environ, **env},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -70,34 +34,9 @@ class LocalCommandRunner:
             )
         except FileNotFoundError as error:
             raise RunnerError(
-                f"command {words[0]!r} not found on this host; install it or fix the path"
+                f"command {argv[0]!r} not found on this host; install it or fix the path"
             ) from error
-        with self._lock:
-            self._procs.add(proc)
-        assert proc.stdout is not None and proc.stderr is not None
-        out, err = LineCollector("stdout", sink), LineCollector("stderr", sink)
-        readers = [pump(proc.stdout, out), pump(proc.stderr, err)]
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            proc.wait()
-        except BaseException:
-            _kill_group(proc)
-            proc.wait()
-            raise
-        finally:
-            for reader in readers:
-                reader.join(timeout=5)
-            with self._lock:
-                self._procs.discard(proc)
-                cancelled = proc.pid in self._cancelled
-                self._cancelled.discard(proc.pid)
-        result = command_result(words, proc.returncode, out, err, started)
-        stopped = "timeout" if timed_out else "cancel" if cancelled else None
-        return raise_for_outcome(result, stopped=stopped, timeout=timeout, check=check)
+        return _Subprocess(popen)
 
     def put(self, local: Path, remote: str | PurePath) -> None:
         _copy(Path(local), Path(str(remote)))
@@ -105,22 +44,46 @@ class LocalCommandRunner:
     def get(self, remote: str | PurePath, local: Path) -> None:
         _copy(Path(str(remote)), Path(local))
 
-    def cancel(self) -> None:
-        """Stop every command this runner has in flight (callable from any thread)."""
-        with self._lock:
-            procs = list(self._procs)
-            self._cancelled.update(proc.pid for proc in procs)
-        for proc in procs:
-            _kill_group(proc)
 
+class _Subprocess:
+    """A `Process` over `subprocess.Popen`; both pipes are read by one selector, in order."""
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+
+    def read(self) -> Iterator[tuple[str, bytes]]:
+        assert self._popen.stdout is not None and self._popen.stderr is not None
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._popen.stdout, selectors.EVENT_READ, "stdout")
+            selector.register(self._popen.stderr, selectors.EVENT_READ, "stderr")
+            while selector.get_map():
+                for key, _ in selector.select():
+                    try:
+                        chunk = os.read(key.fd, 65536)
+                    except OSError:  # closed by `close` while we waited
+                        chunk = b""
+                    if chunk:
+                        yield str(key.data), chunk
+                    else:
+                        selector.unregister(key.fileobj)
+
+    def kill(self) -> None:
+        if self._popen.poll() is not None:
+            return
+        try:
+            os.killpg(self._popen.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            self._popen.kill()
+
+    def wait(self) -> int:
+        return self._popen.wait()
+
+    def close(self) -> None:
+        self.kill()
+        self._popen.wait()
+        for stream in (self._popen.stdout, self._popen.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def _copy(source: Path, destination: Path) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from edgehub.core.device.runner import CommandResult
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
-from edgehub.runners.streaming import LineCollector
 
-__all__ = ["command_result", "describe_failure", "raise_for_outcome"]
+__all__ = ["describe_failure", "raise_for_outcome"]
 
 
 def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
@@ -17,19 +15,6 @@ def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
     tail = (result.stderr.strip() or result.stdout.strip()).splitlines()
     last = f": {tail[-1]}" if tail else ""
     return f"command {argv[0]!r} exited with code {result.returncode}{last}"
-
-
-def command_result(
-    words: Sequence[str], returncode: int, out: LineCollector, err: LineCollector, started: float
-) -> CommandResult:
-    """``started`` is the `time.monotonic` reading taken when the command began."""
-    return CommandResult(
-        argv=tuple(words),
-        returncode=returncode,
-        stdout=out.text,
-        stderr=err.text,
-        duration_s=time.monotonic() - started,
-    )
 
 
 def raise_for_outcome(

@@ -1,10 +1,8 @@
-"""Reading a process's stdout/stderr line by line while it runs."""
+"""Turning a command's output chunks into lines, forwarded to the event sink as they arrive."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import IO
+import codecs
 
 from edgehub.events import EventSink
 
@@ -12,7 +10,8 @@ __all__ = ["LineCollector"]
 
 
 class LineCollector:
-    """Collects lines of one stream and forwards each to the sink as it arrives."""
+    """Collects the lines of one stream (``kind`` "stdout" or "stderr") and forwards each to
+    the sink (``None``: kept only) as soon as it is complete."""
 
     def __init__(self, kind: str, sink: EventSink | None) -> None:
         self.kind = kind
@@ -20,11 +19,16 @@ class LineCollector:
         self.run_id = sink.run_id if sink is not None else None
         self.lines: list[str] = []
         self._partial = ""
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def feed_line(self, line: str) -> None:
         self.lines.append(line)
         if self.sink is not None:
             self.sink.line(self.kind, line, self.run_id)
+
+    def feed_bytes(self, data: bytes) -> None:
+        """Accept raw output; UTF-8 split across chunks is decoded whole, bad bytes replaced."""
+        self.feed_text(self._decoder.decode(data))
 
     def feed_text(self, text: str) -> None:
         """Accept a chunk that may hold several or partial lines."""
@@ -34,6 +38,8 @@ class LineCollector:
             self.feed_line(line.rstrip("\r"))
 
     def close(self) -> None:
+        """End of the stream: the last line counts even without its newline."""
+        self.feed_text(self._decoder.decode(b"", final=True))
         if self._partial:
             self.feed_line(self._partial.rstrip("\r"))
             self._partial = ""
@@ -41,16 +47,3 @@ class LineCollector:
     @property
     def text(self) -> str:
         return "".join(line + "\n" for line in self.lines)
-
-
-def pump(stream: IO[bytes], collector: LineCollector) -> threading.Thread:
-    """Start a daemon thread that reads ``stream`` to EOF into ``collector``."""
-
-    def _read(readline: Callable[[], bytes]) -> None:
-        for raw in iter(readline, b""):
-            collector.feed_line(raw.decode("utf-8", "replace").rstrip("\r\n"))
-        collector.close()
-
-    thread = threading.Thread(target=_read, args=(stream.readline,), daemon=True)
-    thread.start()
-    return thread

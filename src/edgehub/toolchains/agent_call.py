@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from edgehub.core.device.runner import CommandRunner
+from edgehub.core.device.runner import CommandRunner, SupportsExchange
 from edgehub.errors import (
     EdgehubError,
     InputDataError,
@@ -104,17 +104,19 @@ class AgentCall:
         if self.server:
             argv[2:2] = ["--server", self.server]
         files = local / "out"
-        exchange = getattr(self.runner, "exchange", None)
+        exchange = isinstance(self.runner, SupportsExchange)
         try:
-            if exchange is not None:  # one round trip where the runner offers it
-                outcome = exchange(stage, remote, argv, fetch="out", local=files, timeout=timeout)
+            if isinstance(self.runner, SupportsExchange):  # one round trip where offered
+                outcome = self.runner.exchange(
+                    stage, remote, argv, fetch="out", local=files, timeout=timeout
+                )
             else:
                 self.runner.put(stage, remote)
                 outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
         try:
-            if exchange is None:
+            if not exchange:
                 self.runner.get(remote / "out", files)
             result = load_result(files / "result.json")
         except (RunnerError, ResultFileError) as error:

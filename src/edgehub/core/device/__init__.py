@@ -31,9 +31,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "DockerCommandRunner": "edgehub.runners.docker",
-    "SSHCommandRunner": "edgehub.runners.ssh",
-    "SSHConfig": "edgehub.runners.ssh",
+    "DockerCommandRunner": "edgehub.runners.docker.runner",
+    "SSHCommandRunner": "edgehub.runners.ssh.runner",
+    "SSHConfig": "edgehub.runners.ssh.config",
 }
 
 

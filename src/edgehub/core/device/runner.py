@@ -1,4 +1,4 @@
-"""The one protocol every transport implements, and the result of a command."""
+"""The protocol every transport implements, its optional capabilities, a command's result."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path, PurePath
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-__all__ = ["CommandResult", "CommandRunner"]
+__all__ = ["CommandResult", "CommandRunner", "SupportsExchange"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +61,27 @@ class CommandRunner(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class SupportsExchange(Protocol):
+    """An optional capability: upload, run and download in one round trip.
+
+    Runners that offer it (the Docker runner) let callers test ``isinstance(runner,
+    SupportsExchange)``; the others are used with ``put``, ``run`` and ``get``.
+    """
+
+    def exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult:
+        """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its
+        ``fetch`` subdirectory to ``local``; the exit code is not checked."""
+        ...

@@ -6,12 +6,10 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgehub.errors import SSHConnectionError
-
-if TYPE_CHECKING:
-    from edgehub.runners.ssh import SSHConfig
+from edgehub.runners.ssh.config import SSHConfig
 
 __all__ = ["PidMarker", "build_command", "kill_script", "start_command"]
 

@@ -6,18 +6,16 @@ import os
 import socket
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgehub.errors import SSHConnectionError
-from edgehub.runners.ssh_known_hosts import (
+from edgehub.runners.ssh.config import SSHConfig
+from edgehub.runners.ssh.known_hosts import (
     fingerprint,
     load_known_hosts,
     prefer_known_types,
     verify_host_key,
 )
-
-if TYPE_CHECKING:
-    from edgehub.runners.ssh import SSHConfig
 
 __all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "open_transport"]
 

@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgehub.errors import HostKeyError, SSHConnectionError
+from edgehub.runners.ssh.config import SSHConfig
 
 if TYPE_CHECKING:
     import paramiko
-
-    from edgehub.runners.ssh import SSHConfig
 
 __all__ = ["fingerprint", "load_known_hosts", "prefer_known_types", "verify_host_key"]
 

@@ -18,17 +18,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, Any, cast
 
-from edgehub.errors import RunnerError, SSHConnectionError
+from edgehub.errors import RunnerError
 from edgehub.runners.archive import safe_extract
-from edgehub.runners.ssh_connect import MAX_PACKET_SIZE, WINDOW_SIZE
-from edgehub.runners.ssh_shell import start_command
+from edgehub.runners.ssh.session import SSHSession
+from edgehub.runners.ssh.shell import start_command
 
-if TYPE_CHECKING:
-    from edgehub.runners.ssh import SSHConfig
-
-__all__ = ["SSHFiles", "TransferStats"]
+__all__ = ["RemoteFiles", "TransferStats"]
 
 SFTP_REQUEST_SIZE = 128 * 1024
 PREFETCH_REQUESTS = 64
@@ -53,33 +50,39 @@ class _Uploaded:
     mtime: int
 
 
-class SSHFiles:
-    """``put`` and ``get`` of `SSHCommandRunner`, which provides the connection."""
+class RemoteFiles:
+    """``put`` and ``get`` over one `SSHSession`; ``stats`` counts what moved on the current
+    connection."""
 
-    config: SSHConfig
-    transfer_stats: TransferStats
-    _lock: threading.RLock
-    _xfer_lock: threading.Lock
-    _sftp: Any
-    _home: str | None
-    _uploaded: dict[str, _Uploaded]
+    def __init__(self, session: SSHSession) -> None:
+        self._session = session
+        self.config = session.config
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._uploaded: dict[str, _Uploaded] = {}
+        self._stats = TransferStats()
 
-    if TYPE_CHECKING:
+    @property
+    def stats(self) -> TransferStats:
+        self._sync()
+        return self._stats
 
-        def _ensure(self) -> Any: ...
-
-        def _open_channel(self) -> Any: ...
-
-        def _exec(self, command: str, timeout: float = ...) -> tuple[int, bytes, bytes]: ...
+    def _sync(self) -> None:
+        """Forget what was sent on an earlier connection."""
+        if self._generation != self._session.generation:
+            self._generation = self._session.generation
+            self._uploaded.clear()
+            self._stats = TransferStats()
 
     def put(self, local: Path, remote: str | PurePath) -> None:
         """Upload a file or directory; an unchanged file is not sent again to the same path."""
         local = Path(local)
         if not local.exists():
             raise RunnerError(f"cannot upload {local}: no such file or directory")
-        with self._xfer_lock:
-            sftp = self._sftp_client()
-            target = self._remote_path(remote)
+        with self._lock:
+            sftp = self._session.sftp()
+            self._sync()
+            target = self._session.remote_path(str(remote))
             if local.is_dir():
                 self._put_dir(local, target)
             else:
@@ -88,9 +91,10 @@ class SSHFiles:
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""
         local = Path(local)
-        with self._xfer_lock:
-            sftp = self._sftp_client()
-            source = self._remote_path(remote)
+        with self._lock:
+            sftp = self._session.sftp()
+            self._sync()
+            source = self._session.remote_path(str(remote))
             info = self._remote_stat(sftp, source)
             if info is None:
                 raise RunnerError(
@@ -102,33 +106,6 @@ class SSHFiles:
                 self._get_file(sftp, source, int(info.st_size or 0), local)
             else:
                 raise RunnerError(f"cannot download {source}: not a regular file or directory")
-
-    def _sftp_client(self) -> Any:
-        import paramiko
-
-        with self._lock:
-            transport = self._ensure()
-            if self._sftp is None or self._sftp.get_channel().closed:
-                try:
-                    self._sftp = paramiko.SFTPClient.from_transport(
-                        transport, window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE
-                    )
-                    self._home = self._sftp.normalize(".")
-                except (paramiko.SSHException, OSError) as error:
-                    raise SSHConnectionError(
-                        f"cannot start SFTP on {self.config.address}: {error}; "
-                        "check that the device's sshd enables the sftp subsystem"
-                    ) from error
-            return self._sftp
-
-    def _remote_path(self, remote: str | PurePath) -> str:
-        path = str(remote)
-        home = self._home or "/"
-        if path == "~" or path.startswith("~/"):
-            path = home + path[1:]
-        elif not path.startswith("/"):
-            path = posixpath.join(home, path)
-        return posixpath.normpath(path)
 
     @staticmethod
     def _remote_stat(sftp: Any, path: str) -> Any:
@@ -159,7 +136,7 @@ class SSHFiles:
 
     def _remote_sha256(self, path: str) -> str | None:
         try:
-            status, stdout, _ = self._exec(f"sha256sum -- {shlex.quote(path)}")
+            status, stdout, _ = self._session.capture(f"sha256sum -- {shlex.quote(path)}")
         except Exception:  # no sha256sum on the device: just upload
             return None
         words = stdout.decode("ascii", "replace").split()
@@ -181,7 +158,7 @@ class SSHFiles:
                 same = self._remote_sha256(target) == digest
             if same:
                 self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
-                self.transfer_stats.cache_hits += 1
+                self._stats.cache_hits += 1
                 return
         self._uploaded.pop(target, None)
         directory, name = posixpath.split(target)
@@ -214,8 +191,8 @@ class SSHFiles:
         info = sftp.stat(target)
         if info.st_size != size:
             raise RunnerError(f"upload of {local} to {target} is incomplete ({info.st_size} bytes)")
-        self.transfer_stats.uploads += 1
-        self.transfer_stats.upload_bytes += size
+        self._stats.uploads += 1
+        self._stats.upload_bytes += size
         if digest is None:
             digest = hasher.hexdigest()
             if not _remember_sha256(local, before, digest):
@@ -227,7 +204,7 @@ class SSHFiles:
         for cached in [path for path in self._uploaded if path.startswith(prefix)]:
             del self._uploaded[cached]
         quoted = shlex.quote(target)
-        channel = self._open_channel()
+        channel = self._session.open_channel()
         try:
             channel.exec_command(f"mkdir -p -- {quoted} && tar -x -o -f - -C {quoted}")
             try:
@@ -246,7 +223,7 @@ class SSHFiles:
                 f"cannot unpack {local} into {target} on {self.config.host}: "
                 f"{_last_line(errors) or f'exit code {status}'}"
             )
-        self.transfer_stats.uploads += 1
+        self._stats.uploads += 1
 
     def _get_file(self, sftp: Any, source: str, size: int, local: Path) -> None:
         destination = local / posixpath.basename(source) if local.is_dir() else local
@@ -268,13 +245,13 @@ class SSHFiles:
             ) from error
         finally:
             partial.unlink(missing_ok=True)
-        self.transfer_stats.downloads += 1
-        self.transfer_stats.download_bytes += size
+        self._stats.downloads += 1
+        self._stats.download_bytes += size
 
     def _get_dir(self, source: str, local: Path) -> None:
         if local.exists() and not local.is_dir():
             raise RunnerError(f"cannot download directory {source} onto file {local}")
-        channel = self._open_channel()
+        channel = self._session.open_channel()
         with tempfile.TemporaryFile() as spool:
             try:
                 start_command(channel, f"tar -c -f - -C {shlex.quote(source)} .", self.config)
@@ -293,8 +270,8 @@ class SSHFiles:
                 )
             spool.seek(0)
             safe_extract(spool, local)
-        self.transfer_stats.downloads += 1
-        self.transfer_stats.download_bytes += received
+        self._stats.downloads += 1
+        self._stats.download_bytes += received
 
 
 class _RemoteClosed(Exception):

@@ -1,0 +1,94 @@
+"""One exec that uploads a staged directory, runs a command in it, and brings back a folder.
+
+The tar goes in on stdin (read to its exact size, so a warm job's stdin can stay open), the
+command's output streams on stderr, and the tar of the folder comes back on stdout: one round
+trip instead of put + run + get, which matters for short jobs.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePosixPath
+
+from edgehub.core.device.runner import CommandResult
+from edgehub.errors import RunnerError
+from edgehub.events import current_sink
+from edgehub.runners.archive import pack, safe_extract
+from edgehub.runners.base import Process
+from edgehub.runners.outcome import raise_for_outcome
+from edgehub.runners.streaming import LineCollector
+
+__all__ = ["STAGING_FAILED", "exchange"]
+
+STAGING_FAILED = 125
+# $1 parent, $2 name of the staged directory, $3 folder to send back, $4 size of the tar on
+# stdin; the rest is the command.
+_SCRIPT = (
+    'p=$1; n=$2; f=$3; s=$4; shift 4; mkdir -p -- "$p" && head -c "$s" | tar -x -f - -C "$p" '
+    f'&& cd -- "$p/$n" || exit {STAGING_FAILED}; "$@" 1>&2; rc=$?; tar -c -f - -- "$f"; exit $rc'
+)
+
+Execute = Callable[
+    [Callable[[], Process], Callable[[bytes], None], Callable[[bytes], None], float | None],
+    tuple[int, str | None],
+]
+Start = Callable[[list[str], bytes], Process]
+
+
+def exchange(
+    execute: Execute,
+    start: Start,
+    stage: Path,
+    target: PurePosixPath,
+    argv: Sequence[str],
+    *,
+    fetch: str,
+    local: Path,
+    timeout: float | None,
+    hide: bool,
+) -> CommandResult:
+    """Upload ``stage`` as ``target``, run ``argv`` there, download ``target/fetch`` to
+    ``local``; the command's exit code is not checked. ``start(argv, stdin)`` makes the exec,
+    ``execute`` is the runner base's loop (timeout, cancel, streaming)."""
+    words = [str(word) for word in argv]
+    data = pack(stage, arcname=target.name)
+    script = ["sh", "-c", _SCRIPT, "edgehub", str(target.parent), target.name, fetch]
+    script.append(str(len(data)))
+    stdout = io.BytesIO()
+    err = LineCollector("stderr", None if hide else current_sink())
+    started = time.monotonic()
+    code, stopped = execute(
+        lambda: start([*script, *words], data), _writer(stdout), err.feed_bytes, timeout
+    )
+    err.close()
+    result = CommandResult(tuple(words), code, "", err.text, time.monotonic() - started)
+    raise_for_outcome(result, stopped=stopped, timeout=timeout, check=False)
+    if code == STAGING_FAILED:
+        raise RunnerError(f"cannot stage files in {target}: {err.text.strip() or 'no tar?'}")
+    _unpack(stdout.getvalue(), fetch, local)
+    return result
+
+
+def _writer(buffer: io.BytesIO) -> Callable[[bytes], None]:
+    def write(data: bytes) -> None:
+        buffer.write(data)
+
+    return write
+
+
+def _unpack(data: bytes, fetch: str, local: Path) -> None:
+    if not data:
+        return  # nothing came back (e.g. the command made no such folder)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".edgehub-fetch-", dir=local.parent))
+    try:
+        safe_extract(data, scratch)
+        if local.exists():
+            shutil.rmtree(local)
+        (scratch / fetch).replace(local)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

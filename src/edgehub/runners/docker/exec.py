@@ -1,0 +1,153 @@
+"""Commands in a container through Docker's exec API, as `Process` objects for the runner base.
+
+Every exec carries two markers in its environment: a random ``EDGEHUB_EXEC_ID`` so a second
+exec can find and kill every process it started (with their process groups), and the owner
+marker (``docker/owner.py``) so a later process can stop the jobs of a dead one. An exec may
+keep its stdin attached for its whole life: when the process that asked for it dies, the
+daemon closes that stdin and the job reads end of file.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket
+from edgehub.runners.docker.frames import frames
+from edgehub.runners.docker.owner import owner_marker
+
+__all__ = ["EXEC_MARKER", "KILL_SCRIPT", "OCI_FAILURE", "ExecProcess", "exec_quiet", "exit_code"]
+
+EXEC_MARKER = "EDGEHUB_EXEC_ID"
+OCI_FAILURE = "OCI runtime exec failed:"
+_KILL_WAIT_S = 10.0
+
+# Kills every process whose environment holds one of the given lines ($@), with its process
+# group. A second exec runs it as the container's user (root there may not read other users'
+# environ), so it works on a remote daemon too.
+KILL_SCRIPT = r"""
+for dir in /proc/[0-9]*; do
+    pid=${dir#/proc/}
+    [ "$pid" = "$$" ] && continue
+    for line in "$@"; do
+        if grep -qzxF -- "$line" "$dir/environ" 2>/dev/null; then
+            kill -KILL -- "-$pid" 2>/dev/null
+            kill -KILL "$pid" 2>/dev/null
+        fi
+    done
+done
+exit 0
+"""
+
+
+def exit_code(client: DockerClient, exec_id: str) -> int:
+    """An exec's exit code; the daemon may record it a moment after the stream ends."""
+    for _ in range(100):
+        info = client.exec_inspect(exec_id)
+        if not info.get("Running") and info.get("ExitCode") is not None:
+            return int(info["ExitCode"])
+        time.sleep(0.02)
+    return -1
+
+
+def _read(sock: ExecSocket) -> Iterator[tuple[str, bytes]]:
+    try:
+        for kind, payload in frames(sock):
+            yield ("stdout" if kind == 1 else "stderr"), payload
+    except OSError:  # a closed stream ends the output
+        return
+
+
+def exec_quiet(
+    client: DockerClient, container: str, argv: Sequence[str], *, stdin: bytes | None = None
+) -> tuple[int, str, str]:
+    """Run a short helper command to its end without streaming; (code, stdout, stderr)."""
+    exec_id = client.exec_create(container, argv, stdin=stdin is not None)
+    sock = client.exec_start(exec_id)
+    output = {"stdout": bytearray(), "stderr": bytearray()}
+    try:
+        if stdin is not None:
+            try:
+                sock.sendall(stdin)
+                sock.close_write()
+            except OSError:
+                pass  # it stopped reading (e.g. tar is missing); its exit code says why
+        for kind, payload in _read(sock):
+            output[kind] += payload
+    finally:
+        sock.close()
+    return (
+        exit_code(client, exec_id),
+        output["stdout"].decode("utf-8", "replace"),
+        output["stderr"].decode("utf-8", "replace"),
+    )
+
+
+class ExecProcess:
+    """One command exec'd into ``container``.
+
+    ``stdin`` is sent first; with ``hold_stdin`` the stdin stays open (and unwritten) until the
+    command ends, so the command reads end of file only if this process goes away.
+    """
+
+    def __init__(
+        self,
+        client: DockerClient,
+        container: str,
+        argv: Sequence[str],
+        *,
+        env: Sequence[str] = (),
+        workdir: str | None = None,
+        stdin: bytes | None = None,
+        hold_stdin: bool = False,
+    ) -> None:
+        self._client = client
+        self._container = container
+        self.marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
+        attach = stdin is not None or hold_stdin
+        self.exec_id = client.exec_create(
+            container,
+            argv,
+            stdin=attach,
+            environment=[*env, self.marker, owner_marker()],
+            workdir=workdir,
+        )
+        self._sock = client.exec_start(self.exec_id)
+        self._killed = False
+        try:
+            if stdin is not None:
+                self._sock.sendall(stdin)
+            if attach and not hold_stdin:
+                self._sock.close_write()
+        except OSError:
+            pass  # the command ended without reading it all; its exit status says why
+
+    def read(self) -> Iterator[tuple[str, bytes]]:
+        return _read(self._sock)
+
+    def kill(self) -> None:
+        """Kill the exec's processes (found by their marker) until the exec has ended."""
+        self._killed = True
+        argv = ["sh", "-c", KILL_SCRIPT, "edgehub-kill", self.marker]
+        deadline = time.monotonic() + _KILL_WAIT_S
+        while time.monotonic() < deadline:
+            try:
+                exec_quiet(self._client, self._container, argv)
+                if not self._client.exec_inspect(self.exec_id).get("Running"):
+                    return
+            except (DockerAPIError, OSError):  # the container may be going away
+                return
+            time.sleep(0.05)
+
+    def wait(self) -> int:
+        try:
+            return exit_code(self._client, self.exec_id)
+        except (DockerAPIError, OSError):
+            return -1
+
+    def close(self) -> None:
+        try:
+            self._sock.close()
+        except OSError:
+            pass

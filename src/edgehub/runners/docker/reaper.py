@@ -1,0 +1,121 @@
+"""Cleaning up after processes that died without doing it themselves (SIGKILL, a crash).
+
+`reap` removes edgehub's containers whose owning process (on this host) is gone, and stops the
+jobs that dead processes left running inside shared warm containers (the daemon lists a
+container's execs, and a warm job's arguments name its owner). It is cheap enough to call at the
+start of every command: the light client only (no docker SDK), plain API calls (an exec only to
+kill), and it never raises — no daemon, a remote daemon or any API error mean "nothing
+reaped".
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
+from edgehub.runners.docker.exec import KILL_SCRIPT, exec_quiet
+from edgehub.runners.docker.owner import (
+    MANAGED,
+    OWNER_ENV,
+    OWNER_HOST,
+    OWNER_PID,
+    OWNER_STARTED,
+    WARM,
+    owner_alive,
+    parse_marker,
+)
+from edgehub.runners.docker.warm import JOB_WRAPPER
+
+__all__ = ["ReapReport", "reap", "reap_orphans"]
+
+_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ReapReport:
+    """What `reap` did: containers removed, jobs stopped, and the pids of the dead owners
+    (a run store can mark their runs KILLED)."""
+
+    containers_removed: tuple[str, ...] = ()
+    jobs_stopped: int = 0
+    dead_owners: frozenset[int] = field(default_factory=frozenset)
+
+    def __bool__(self) -> bool:
+        return bool(self.containers_removed or self.jobs_stopped)
+
+
+def reap(client: DockerClient | None = None, *, jobs: bool = True) -> ReapReport:
+    """Remove containers of dead owners on this host; with ``jobs``, also stop dead owners'
+    jobs in running warm containers. Never raises; without a local daemon, reaps nothing."""
+    own = client is None
+    if client is None:
+        from edgehub.runners.docker.lite import LiteClient, local_socket
+
+        path = local_socket()
+        if path is None:
+            return ReapReport()
+        client = LiteClient(path, timeout=_TIMEOUT_S)
+    try:
+        return _reap(client, jobs)
+    except (DockerAPIError, OSError, ValueError, KeyError):
+        return ReapReport()
+    finally:
+        if own:
+            client.close()
+
+
+def _reap(client: DockerClient, jobs: bool) -> ReapReport:
+    host = socket.gethostname()
+    removed: list[str] = []
+    dead: set[int] = set()
+    stopped = 0
+    for summary in client.containers([f"{MANAGED}=1"]):
+        labels = summary.get("Labels") or {}
+        if labels.get(WARM) == "1":
+            if jobs and summary.get("State") == "running":
+                count, owners = _stop_orphaned_jobs(client, str(summary["Id"]), host)
+                stopped += count
+                dead |= owners
+            continue
+        if labels.get(OWNER_HOST) != host or not labels.get(OWNER_PID, "").isdigit():
+            continue
+        pid = int(labels[OWNER_PID])
+        if owner_alive(pid, labels.get(OWNER_STARTED)):
+            continue
+        try:
+            client.remove_container(str(summary["Id"]))
+        except DockerNotFound:
+            continue
+        removed.append(str(summary["Id"]))
+        dead.add(pid)
+    return ReapReport(tuple(removed), stopped, frozenset(dead))
+
+
+def _stop_orphaned_jobs(client: DockerClient, container: str, host: str) -> tuple[int, set[int]]:
+    """Kill the jobs in a warm container whose owner (on this host) is dead: the daemon lists
+    the container's execs, and a job's arguments name its owner (``docker/warm.py``)."""
+    dead: dict[str, int] = {}
+    stopped = 0
+    for exec_id in client.inspect_container(container).get("ExecIDs") or []:
+        try:
+            info = client.exec_inspect(exec_id)
+        except DockerNotFound:
+            continue
+        process = info.get("ProcessConfig") or {}
+        arguments = process.get("arguments") or []
+        if not info.get("Running") or arguments[:2] != ["-c", JOB_WRAPPER] or len(arguments) < 3:
+            continue
+        owner = parse_marker(str(arguments[2]))
+        if owner is None or owner[0] != host or owner_alive(owner[1], owner[2]):
+            continue
+        dead[f"{OWNER_ENV}={arguments[2]}"] = owner[1]
+        stopped += 1
+    if dead:
+        exec_quiet(client, container, ["sh", "-c", KILL_SCRIPT, "edgehub-reap", *dead])
+    return stopped, set(dead.values())
+
+
+def reap_orphans(client: DockerClient | None = None) -> list[str]:
+    """Remove containers of dead owners on this host; their ids (see `reap`)."""
+    return list(reap(client, jobs=False).containers_removed)

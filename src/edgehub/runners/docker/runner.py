@@ -1,0 +1,240 @@
+"""`DockerCommandRunner`: commands in one long-lived, hardened container of a pinned image.
+
+Every `run` is an ``exec`` (``docker/exec.py``) driven by the runner base, so output streams
+line by line and timeouts and `cancel` stop the exec's processes. Files move as tar streams
+through ``exec`` (or the archive API for images without ``tar``, ``docker/files.py``), and
+`exchange` does upload + run + download in one exec. With ``keep_warm`` the container is shared
+with later processes (``docker/warm.py``); its jobs keep their stdin open (unwritten) so they
+read end of file when this process dies (``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to
+watch it), and a command that reads its stdin there waits instead of seeing end of file.
+Otherwise the container is removed by `close`, at interpreter exit, by
+`~edgehub.runners.base.cancel_all`, and, after a hard kill, by the next process's
+`~edgehub.runners.docker.reaper.reap`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePath, PurePosixPath
+
+from edgehub.core.device.runner import CommandResult
+from edgehub.errors import RunnerError
+from edgehub.runners.base import BaseRunner, Process
+from edgehub.runners.docker.client import DockerAPIError, DockerClient
+from edgehub.runners.docker.container import (
+    DEFAULT_MEMORY,
+    DEFAULT_PIDS,
+    Container,
+    ContainerSettings,
+)
+from edgehub.runners.docker.exchange import exchange
+from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
+from edgehub.runners.docker.files import ContainerFiles
+from edgehub.runners.docker.owner import owner_marker
+from edgehub.runners.docker.warm import JOB_WRAPPER, start_warm
+
+__all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
+
+WATCH_STDIN_ENV = "EDGEHUB_AGENT_WATCH_STDIN"
+
+
+class DockerCommandRunner(BaseRunner):
+    """Runs argv lists in a container of ``image``; nothing touches Docker until ``__enter__``
+    or the first use. ``memory`` defaults to `DEFAULT_MEMORY`, ``pids`` to `DEFAULT_PIDS`;
+    ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks."""
+
+    def __init__(
+        self,
+        image: str,
+        *,
+        cpus: float | None = None,
+        memory: str | None = None,
+        pids: int | None = DEFAULT_PIDS,
+        network: bool = False,
+        user: str | None = None,
+        workdir: str = "/work",
+        labels: Mapping[str, str] | None = None,
+        keep_warm: float | None = None,
+        client: DockerClient | None = None,
+    ) -> None:
+        super().__init__()
+        settings = ContainerSettings(
+            image,
+            cpus=cpus,
+            memory=memory or DEFAULT_MEMORY,
+            pids=pids,
+            network=network,
+            user=user,
+            workdir=workdir,
+            labels=dict(labels or {}),
+        )
+        self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
+        self._container = Container(settings, client)
+        self._files = ContainerFiles(self._container, self._ensure_started)
+
+    # -- identity -------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> str:
+        return self._container.settings.image
+
+    @property
+    def keep_warm(self) -> float | None:
+        """Idle seconds the container outlives its runner (``None``: removed on close)."""
+        return self._keep_warm
+
+    @property
+    def client(self) -> DockerClient | None:
+        """The Docker client in use (``None`` before the first use)."""
+        return self._container.client
+
+    @property
+    def container_id(self) -> str | None:
+        return self._container.id
+
+    @property
+    def image_id(self) -> str | None:
+        attrs = self._container.image_attrs
+        return str(attrs["Id"]) if attrs else None
+
+    @property
+    def image_digest(self) -> str | None:
+        """The image's first repo digest, or its id for a locally built image."""
+        attrs = self._container.image_attrs
+        if not attrs:
+            return None
+        digests = attrs.get("RepoDigests") or []
+        return str(digests[0]) if digests else str(attrs["Id"])
+
+    def __repr__(self) -> str:
+        state = self.container_id[:12] if self.container_id else "not started"
+        return f"DockerCommandRunner({self.image!r}, {state})"
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def __enter__(self) -> DockerCommandRunner:
+        super().__enter__()
+        self._ensure_started()
+        return self
+
+    def _ensure_started(self) -> str:
+        container = self._container
+        with container.lock:
+            if container.id is not None:
+                return container.id
+            try:
+                if self._keep_warm is not None:
+                    return start_warm(container, self._keep_warm)
+                return container.start()
+            except BaseException:
+                self.release()  # removes a half-made container, closes the client
+                raise
+
+    def release(self) -> None:
+        """Remove the container (a warm one is left for the next process) and the client."""
+        try:
+            if self._keep_warm is None:
+                self._container.remove()
+            else:
+                self._container.forget()
+        finally:
+            self._container.close_client()
+
+    # -- the transport ----------------------------------------------------------------------------
+
+    def _exec(
+        self,
+        argv: list[str],
+        cwd: str | PurePath | None = None,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+    ) -> Process:
+        container_id = self._ensure_started()
+        client = self._container.client
+        assert client is not None
+        environment = [f"{key}={value}" for key, value in (env or {}).items()]
+        warm = self._keep_warm is not None
+        if warm:  # see docker/warm.py; the job ends when this process does
+            argv = ["sh", "-c", JOB_WRAPPER, owner_marker().partition("=")[2], *argv]
+            environment.append(f"{WATCH_STDIN_ENV}=1")
+        try:
+            return ExecProcess(
+                client,
+                container_id,
+                argv,
+                env=environment,
+                workdir=None if cwd is None else self._files.remote(cwd),
+                stdin=stdin,
+                hold_stdin=warm,
+            )
+        except (DockerAPIError, OSError) as error:
+            explanation = getattr(error, "explanation", None) or error
+            raise RunnerError(
+                f"cannot run {argv[0]!r} in container {container_id[:12]}: {explanation}; "
+                "check that the container is still running (docker ps)"
+            ) from error
+
+    def start(
+        self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
+    ) -> Process:
+        return self._exec(argv, cwd, env)
+
+    def check_result(
+        self, argv: list[str], cwd: str | PurePath | None, result: CommandResult
+    ) -> None:
+        """A command the container runtime could not start is a `RunnerError`."""
+        output = result.stdout
+        if result.returncode != 126 or not output.startswith(OCI_FAILURE):
+            return
+        if "executable file not found" in output:
+            raise RunnerError(
+                f"command {argv[0]!r} not found in image {self.image}; "
+                "install it in the image or fix the path"
+            )
+        if "chdir" in output and cwd is not None:
+            raise RunnerError(
+                f"working directory {self._files.remote(cwd)} does not exist in the container; "
+                "create it first (put creates parents) or pick another cwd"
+            )
+        detail = " ".join(output.split()).removeprefix(OCI_FAILURE).strip()
+        raise RunnerError(f"cannot start {argv[0]!r} in image {self.image}: {detail}")
+
+    # -- files ------------------------------------------------------------------------------------
+
+    def put(self, local: Path, remote: str | PurePath) -> None:
+        """Copy a file or directory into the container at ``remote`` (parents are created)."""
+        self._files.put(local, remote)
+
+    def get(self, remote: str | PurePath, local: Path) -> None:
+        """Copy ``remote`` (file or directory) out of the container to exactly ``local``."""
+        self._files.get(remote, local)
+
+    def exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult:
+        """Upload ``stage`` as ``remote``, run ``argv`` there, download ``remote/fetch`` to
+        ``local``, in one exec. Returns the command's result (its exit code is not checked)."""
+        target = PurePosixPath(self._files.remote(remote))
+
+        def start(words: list[str], stdin: bytes) -> Process:
+            return self._exec(words, stdin=stdin)
+
+        return exchange(
+            self.execute,
+            start,
+            stage,
+            target,
+            argv,
+            fetch=fetch,
+            local=local,
+            timeout=timeout,
+            hide=hide,
+        )

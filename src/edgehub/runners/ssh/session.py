@@ -1,0 +1,113 @@
+"""`SSHSession`: one device connection shared by commands and transfers.
+
+It opens the transport on first use and again after the link dropped (each opening bumps
+``generation``, so caches tied to a connection know to forget), opens channels with large
+windows, runs short helper lines, and keeps one SFTP client.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from typing import Any
+
+from edgehub.errors import SSHConnectionError
+from edgehub.runners.ssh.config import SSHConfig
+from edgehub.runners.ssh.connect import MAX_PACKET_SIZE, WINDOW_SIZE, open_transport
+from edgehub.runners.ssh.shell import start_command
+
+__all__ = ["SSHSession"]
+
+
+class SSHSession:
+    """The connection to ``config``'s device; every method is thread-safe."""
+
+    def __init__(self, config: SSHConfig) -> None:
+        self.config = config
+        self.generation = 0
+        self._lock = threading.RLock()
+        self._transport: Any = None
+        self._sftp: Any = None
+        self._home: str | None = None
+
+    @property
+    def is_active(self) -> bool:
+        transport = self._transport
+        return transport is not None and bool(transport.is_active())
+
+    def connect(self) -> Any:
+        """The open transport (host key verified, authenticated), opened if need be."""
+        with self._lock:
+            if not self.is_active:
+                self.close()
+                self._transport = open_transport(self.config)
+                self.generation += 1
+            return self._transport
+
+    def close(self) -> None:
+        with self._lock:
+            sftp, transport = self._sftp, self._transport
+            self._sftp = self._transport = self._home = None
+        for thing in (sftp, transport):
+            if thing is not None:
+                try:
+                    thing.close()
+                except Exception:
+                    pass
+
+    def open_channel(self) -> Any:
+        import paramiko
+
+        transport = self.connect()
+        try:
+            return transport.open_session(
+                window_size=WINDOW_SIZE,
+                max_packet_size=MAX_PACKET_SIZE,
+                timeout=self.config.connect_timeout,
+            )
+        except (paramiko.SSHException, OSError) as error:
+            raise SSHConnectionError(
+                f"cannot open a session on {self.config.address}: {error}; "
+                "check MaxSessions in the device's sshd_config"
+            ) from error
+
+    def capture(self, command: str, timeout: float = 30.0) -> tuple[int, bytes, bytes]:
+        """Run a shell line of our own to its end; (exit status, stdout, stderr)."""
+        channel = self.open_channel()
+        try:
+            start_command(channel, command, self.config)
+            channel.settimeout(timeout)
+            stdout = channel.makefile("rb").read()
+            stderr = channel.makefile_stderr("rb").read()
+            return int(channel.recv_exit_status()), stdout, stderr
+        finally:
+            channel.close()
+
+    def sftp(self) -> Any:
+        """The SFTP client of this connection (opened on first use)."""
+        import paramiko
+
+        with self._lock:
+            transport = self.connect()
+            if self._sftp is None or self._sftp.get_channel().closed:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(
+                        transport, window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE
+                    )
+                    self._home = self._sftp.normalize(".")
+                except (paramiko.SSHException, OSError) as error:
+                    raise SSHConnectionError(
+                        f"cannot start SFTP on {self.config.address}: {error}; "
+                        "check that the device's sshd enables the sftp subsystem"
+                    ) from error
+            return self._sftp
+
+    def remote_path(self, remote: str) -> str:
+        """An absolute, normalized device path; relative paths and ``~`` are under the home
+        directory (known once SFTP is open)."""
+        home = self._home or "/"
+        if remote == "~" or remote.startswith("~/"):
+            remote = home + remote[1:]
+        elif not remote.startswith("/"):
+            remote = posixpath.join(home, remote)
+        return posixpath.normpath(remote)

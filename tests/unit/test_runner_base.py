@@ -1,0 +1,183 @@
+"""The runner base (timeouts, cancel, streaming, outcome) on the fake transport of
+`edgehub.runners.testing`, and the same contract on the real local transport."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edgehub.core.device.runner import CommandRunner, SupportsExchange
+from edgehub.core.events import EventSink, LogEvent, use_sink
+from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
+from edgehub.runners.base import cancel_all, open_runners
+from edgehub.runners.local import LocalCommandRunner
+from edgehub.runners.testing import KILLED, FakeCommand, FakeRunner, Reply
+
+
+def _events() -> tuple[EventSink, list[LogEvent]]:
+    sink, seen = EventSink(), []
+    sink.subscribe(seen.append)
+    return sink, seen
+
+
+def test_fake_runner_satisfies_the_protocol_without_exchange() -> None:
+    runner = FakeRunner()
+    assert isinstance(runner, CommandRunner)
+    assert not isinstance(runner, SupportsExchange)
+
+
+def test_lines_stream_in_order_across_streams_and_chunks() -> None:
+    steps = [("stdout", "one\ntw"), ("stderr", "warn"), ("stdout", "o\n"), ("stderr", "ing\n"),
+             ("stdout", "thr\xc3".encode("latin-1")), ("stdout", b"\xa9e")]  # fmt: skip
+    runner = FakeRunner(lambda command: Reply(steps))
+    sink, seen = _events()
+    with use_sink(sink):
+        result = runner.run(["tool"])
+    assert [(e.kind, e.message) for e in seen] == [
+        ("stdout", "one"), ("stdout", "two"), ("stderr", "warning"), ("stdout", "thrée")
+    ]  # fmt: skip
+    assert (result.stdout, result.stderr, result.returncode) == (
+        "one\ntwo\nthrée\n",
+        "warning\n",
+        0,
+    )
+
+
+def test_lines_arrive_while_the_command_runs() -> None:
+    runner = FakeRunner(lambda command: Reply([("stdout", "early\n"), 0.4, ("stdout", "late\n")]))
+    arrived: dict[str, float] = {}
+    sink = EventSink()
+    sink.subscribe(lambda event: arrived.setdefault(event.message, time.monotonic()))
+    with use_sink(sink):
+        runner.run(["tool"])
+    assert arrived["late"] - arrived["early"] > 0.3
+
+
+def test_hide_keeps_lines_off_the_sink_but_in_the_result() -> None:
+    runner = FakeRunner(lambda command: Reply.of(stdout="secret\n"))
+    sink, seen = _events()
+    with use_sink(sink):
+        result = runner.run(["tool"], hide=True)
+    assert seen == [] and result.stdout == "secret\n"
+
+
+def test_exit_codes_become_command_errors_unless_unchecked() -> None:
+    runner = FakeRunner(lambda command: Reply.of(stderr="first\nlast words\n", returncode=5))
+    with pytest.raises(CommandError) as raised:
+        runner.run(["tool", "--flag"])
+    assert raised.value.returncode == 5
+    assert str(raised.value) == "command 'tool' exited with code 5: last words"
+    result = runner.run(["tool"], check=False)
+    assert (result.returncode, result.ok) == (5, False)
+
+
+def test_timeout_kills_the_process() -> None:
+    runner = FakeRunner(lambda command: Reply([("stdout", "started\n"), 30.0]))
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout, match=r"longer than 0\.3 s"):
+        runner.run(["slow"], timeout=0.3)
+    assert time.monotonic() - started < 3
+    assert runner.killed == 1
+
+
+def test_cancel_from_another_thread() -> None:
+    runner = FakeRunner(lambda command: Reply([30.0] if command.argv[0] == "slow" else []))
+    threading.Timer(0.3, runner.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(CommandCancelled, match="'slow' was cancelled"):
+        runner.run(["slow"])
+    assert time.monotonic() - started < 3
+    assert runner.killed == 1
+    assert runner.run(["fast"]).ok  # still usable
+
+
+def test_an_interrupt_while_waiting_kills_the_process() -> None:
+    runner = FakeRunner(lambda command: Reply([30.0]))
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(["slow"])
+    assert runner.killed == 1
+
+
+def test_cancel_all_stops_every_open_runner() -> None:
+    runners = [FakeRunner(lambda command: Reply([30.0])) for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def run(runner: FakeRunner) -> None:
+        try:
+            runner.run(["slow"])
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(runner,)) for runner in runners]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)
+    assert all(runner in open_runners() for runner in runners)
+    cancel_all()
+    for thread in threads:
+        thread.join(5)
+    assert [type(error) for error in errors] == [CommandCancelled, CommandCancelled]
+    assert not any(runner in open_runners() for runner in runners)
+
+
+def test_handler_sees_argv_cwd_env_and_files(tmp_path: Path) -> None:
+    def handler(command: FakeCommand) -> Reply:
+        command.files[f"{command.cwd}/out.txt"] = command.files[f"{command.cwd}/in.txt"].upper()
+        return Reply.of(stdout=command.env["GREETING"])
+
+    runner = FakeRunner(handler)
+    (tmp_path / "in.txt").write_text("hello")
+    runner.put(tmp_path / "in.txt", "/job/in.txt")
+    result = runner.run(["tool", "a b"], cwd="/job", env={"GREETING": "hi"})
+    runner.get("/job/out.txt", tmp_path / "back.txt")
+    assert result.stdout == "hi\n" and (tmp_path / "back.txt").read_text() == "HELLO"
+    assert runner.commands[0].argv == ("tool", "a b")
+    assert runner.puts == [(tmp_path / "in.txt", "/job/in.txt")]
+    with pytest.raises(RunnerError, match="no such file"):
+        runner.get("/job/missing", tmp_path / "x")
+
+
+def test_killed_status_is_reported_with_check_false() -> None:
+    runner = FakeRunner(lambda command: Reply([30.0]))
+    threading.Timer(0.2, runner.cancel).start()
+    with pytest.raises(CommandCancelled):
+        runner.run(["slow"], check=False)  # a cancel is an error even unchecked
+    assert KILLED < 0
+
+
+# -- the same contract on the real local transport --------------------------------------------
+
+
+def test_local_streams_both_pipes_in_order_of_arrival() -> None:
+    runner = LocalCommandRunner()
+    sink, seen = _events()
+    script = "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three"
+    with use_sink(sink):
+        result = runner.run(["sh", "-c", script])
+    assert [(e.kind, e.message) for e in seen] == [
+        ("stdout", "one"), ("stderr", "two"), ("stdout", "three")
+    ]  # fmt: skip
+    assert result.stderr == "two\n"
+
+
+def test_local_timeout_and_cancel_kill_the_process_group(tmp_path: Path) -> None:
+    runner = LocalCommandRunner()
+    marker = tmp_path / "survived"
+    with pytest.raises(CommandTimeout):
+        runner.run(["sh", "-c", f"(sleep 1; touch {marker}) & sleep 30"], timeout=0.3)
+    threading.Timer(0.3, runner.cancel).start()
+    with pytest.raises(CommandCancelled):
+        runner.run(["sleep", "30"])
+    time.sleep(1.2)
+    assert not marker.exists(), "the background child outlived the kill"
+
+
+def test_local_missing_command_is_a_runner_error() -> None:
+    with pytest.raises(RunnerError, match="not found on this host"):
+        LocalCommandRunner().run(["no-such-tool-xyz"])
