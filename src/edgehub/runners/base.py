@@ -21,9 +21,9 @@ from pathlib import Path, PurePath
 from types import TracebackType
 from typing import Protocol, TypeVar
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.events import current_sink
 from edgehub.runners.outcome import raise_for_outcome
+from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import LineCollector
 
 __all__ = ["STOP_GRACE_S", "BaseRunner", "Process", "cancel_all", "open_runners"]

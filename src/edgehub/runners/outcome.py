@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
+from edgehub.runners.protocol import CommandResult
 
 __all__ = ["describe_failure", "raise_for_outcome"]
 

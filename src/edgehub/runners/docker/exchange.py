@@ -14,12 +14,12 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.errors import RunnerError
 from edgehub.events import current_sink
 from edgehub.runners.archive import pack, safe_extract
 from edgehub.runners.base import Process
 from edgehub.runners.outcome import raise_for_outcome
+from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import LineCollector
 
 __all__ = ["STAGING_FAILED", "exchange"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.errors import RunnerError
 from edgehub.runners.base import BaseRunner, Process
 from edgehub.runners.docker.client import DockerAPIError, DockerClient
@@ -32,6 +31,7 @@ from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
 from edgehub.runners.docker.files import ContainerFiles
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import JOB_WRAPPER, start_warm
+from edgehub.runners.protocol import CommandResult
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
 

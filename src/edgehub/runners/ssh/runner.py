@@ -18,9 +18,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePath
 from typing import Any
 
-from edgehub.core.device.runner import CommandResult
 from edgehub.errors import SSHConnectionError
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
+from edgehub.runners.protocol import CommandResult
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
 from edgehub.runners.ssh.session import SSHSession

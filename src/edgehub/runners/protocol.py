@@ -1,0 +1,87 @@
+"""The protocol every transport implements, its optional capabilities, a command's result."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from types import TracebackType
+from typing import Protocol, runtime_checkable
+
+__all__ = ["CommandResult", "CommandRunner", "SupportsExchange"]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a finished command left behind."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+@runtime_checkable
+class CommandRunner(Protocol):
+    """Runs commands and moves files on one machine (the host, a container, a device).
+
+    ``argv`` is always a list of words, never a shell string. ``run`` streams output lines to the
+    current event sink unless ``hide`` is true, and raises `~edgehub.errors.CommandError` on a
+    non-zero exit unless ``check`` is false. ``put``/``get`` move files and directories.
+    ``cancel`` may be called from another thread and stops the command in flight.
+    """
+
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: str | PurePath | None = None,
+        *,
+        hide: bool = False,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> CommandResult: ...
+
+    def put(self, local: Path, remote: str | PurePath) -> None: ...
+
+    def get(self, remote: str | PurePath, local: Path) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    def __enter__(self) -> CommandRunner: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class SupportsExchange(Protocol):
+    """An optional capability: upload, run and download in one round trip.
+
+    Runners that offer it (the Docker runner) let callers test ``isinstance(runner,
+    SupportsExchange)``; the others are used with ``put``, ``run`` and ``get``.
+    """
+
+    def exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult:
+        """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its
+        ``fetch`` subdirectory to ``local``; the exit code is not checked."""
+        ...
