@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from edgehub.tracking import RunStore
+from edgehub.tracking.records import RunRecord
 
 HUB = str(Path(sys.executable).with_name("hub"))
 
@@ -203,7 +204,7 @@ def hub(*args: str, cwd: Path, site: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def runs(project: Path) -> list[dict[str, Any]]:
+def runs(project: Path) -> list[RunRecord]:
     return RunStore(project / ".hub").list_runs(limit=None)
 
 
@@ -241,13 +242,13 @@ def test_compile_profile_invoke_a_plugin_runtime(plugin_path: Path, project: Pat
     with np.load(invoked["artifacts"]["output_file"]) as data:
         assert data["x"].shape == (2, 3)
 
-    recorded = {r["type"]: r for r in runs(project)}
-    assert {t: r["status"] for t, r in recorded.items()} == {
+    recorded = {r.run_type: r for r in runs(project)}
+    assert {t: r.status for t, r in recorded.items()} == {
         "COMPILE": "FINISHED",
         "PROFILE": "FINISHED",
         "INFERENCE": "FINISHED",
     }
-    assert recorded["PROFILE"]["parent_id"] == compiled["run_id"]
+    assert recorded["PROFILE"].parent_run_id == compiled["run_id"]
 
 
 def test_plugin_options_are_checked_before_a_run(plugin_path: Path, project: Path) -> None:

@@ -138,7 +138,7 @@ def test_cancellation_from_another_thread_ends_the_run_killed(
     store = RunStore(project / ".hub")
     try:
         (run,) = store.list_runs(limit=None)
-        status = run["status"] if isinstance(run, dict) else run.status
+        status = run.status
     finally:
         store.close()
     assert status == "KILLED"

@@ -160,7 +160,7 @@ def test_run_kwargs_are_checked_before_a_run_opens(tmp_path: Path) -> None:
         with pytest.raises(UsageError, match=r"option 'runs' must be an integer .*got 1.5"):
             Counter().run(ctx, model, runs=1.5)
         Counter().run(ctx, model, runs=3)
-    assert [r["status"] for r in RunStore(tmp_path / ".hub").list_runs(limit=None)] == ["FINISHED"]
+    assert [r.status for r in RunStore(tmp_path / ".hub").list_runs(limit=None)] == ["FINISHED"]
 
 
 # --- `hub exec --set` through the real entry point ------------------------------------------
