@@ -417,7 +417,7 @@ def test_server_option_without_a_path_is_a_usage_error(pyz: Path, tmp_path: Path
 def test_output_framing_holds_back_only_a_possible_exit_line(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from edgehub.agent.server_client import Output
+    from edgehub.agent.server.client import Output
 
     output = Output()
     for chunk in (b"progress 1\n", b"odd \0 byte\n\0EDGEHUB-EXIT 3\nmore\n", b"\0EDGE", b"HUB-EX"):

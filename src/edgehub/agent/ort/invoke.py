@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .models import resolve_model_path
-from .protocol import CommandOutput, Params, RuntimeFailure, one_line
-from .report import Report
+from ..models import resolve_model_path
+from ..protocol import CommandOutput, Params, RuntimeFailure, one_line
+from ..report import Report
+from ..stats import ms
+from ..tensors import array_info, load_inputs, save_npz
 from .sessions import create_session, input_specs, resolve_providers, session_options
-from .stats import ms
-from .tensors import array_info, load_inputs, save_npz
 
 
 def run(params: Params, report: Report) -> CommandOutput:

@@ -1,6 +1,6 @@
 """``edgehub-agent --server PATH COMMAND ...``: run a command on a warm agent server.
 
-When a server answers on PATH the command runs there (see :mod:`.server_wire`): its progress
+When a server answers on PATH the command runs there (see :mod:`.wire`): its progress
 comes back on this process's stderr as it is written, its result goes to the same ``--result``
 file, and this process exits with the job's exit code. SIGINT/SIGTERM are passed on to the job
 (which then ends as a cancelled run would, or is killed after a grace period); a second signal, or
@@ -8,7 +8,9 @@ this process dying, closes the connection and the server kills the job. Without 
 job writes to a temporary file that is printed on stdout, as a local run would print it.
 
 When no server takes the job it runs here, exactly as without ``--server``, and afterwards a
-server is started in the background for the next call (:mod:`.server_spawn`).
+server is started in the background for the next call (:mod:`.spawn`), preloading the runtime
+of this command's namespace (``ort`` for ``ort.profile``). With ``EDGEHUB_AGENT_WATCH_STDIN=1``
+the job ends when this process's stdin does (:mod:`..lifeline`).
 
 This module must stay light: the point is to start fast, so nothing here imports numpy or
 onnxruntime.
@@ -23,8 +25,9 @@ import socket
 import sys
 from types import FrameType
 
-from .exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
-from .server_wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
+from .. import lifeline
+from ..exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
+from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
 
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
@@ -65,21 +68,29 @@ def client_main(argv: list[str]) -> int:
 
 
 def run_here(argv: list[str]) -> int:
-    from .cli import main
+    from ..cli import main
 
     return main(argv)
 
 
 def run_with_server(path: str, argv: list[str], run_local: CliMain) -> int:
-    """Run ``argv`` on the server at ``path``, or here (then start a server for next time)."""
+    """Run ``argv`` on the server at ``path``, or here (then start a server for next time,
+    preloading the runtime of this command's namespace)."""
     code, start_one = call_server(path, argv)
     if code is not None:
         return code
+    lifeline.attach(None)
     code = run_local(argv)
     if start_one and code != EXIT_CANCELLED:
-        from .server_spawn import start_server
+        from ..cli import parse_args
+        from ..commands import namespace_of
+        from .spawn import start_server
 
-        start_server(path)
+        try:
+            command = parse_args(argv)[0]
+        except Exception:  # the local run has reported what is wrong with argv
+            command = None
+        start_server(path, namespace_of(command))
     return code
 
 
@@ -88,6 +99,7 @@ def call_server(path: str, argv: list[str]) -> tuple[int | None, bool]:
     conn = connect(path)
     if conn is None:
         return None, True
+    lifeline.attach(conn)
     capture: str | None = None
     if not any(a == "--result" or a.startswith("--result=") for a in argv):
         import tempfile
@@ -235,6 +247,8 @@ def relay(conn: socket.socket, first: bytes, path: str) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if code is None and lifeline.lost():
+        return EXIT_CANCELLED  # our caller went away and we ended the job
     if code is None:
         write_stderr(f"error: the agent server on {path} ended the job without an exit status\n")
         return EXIT_CANCELLED if signalled else EXIT_UNEXPECTED

@@ -17,7 +17,7 @@ How it measures:
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
    numbers are those of a bare ``session.run`` loop.
 3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT profiling on
-   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.ort_trace`) into
+   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.trace`) into
    per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
 
 Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
@@ -38,10 +38,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .env import collect_env
-from .models import resolve_model_path
-from .ort_trace import TraceSummary, parse_trace
-from .protocol import (
+from ..env import collect_env
+from ..models import resolve_model_path
+from ..protocol import (
     Cancelled,
     CommandOutput,
     Params,
@@ -49,7 +48,10 @@ from .protocol import (
     one_line,
     write_json_atomic,
 )
-from .report import Report
+from ..report import Report
+from ..shapes import parse_input_shape
+from ..stats import latency_stats, mean, ms
+from ..tensors import Arrays, load_inputs, random_inputs
 from .sessions import (
     OPTIMIZATION_LEVELS,
     create_session,
@@ -57,9 +59,7 @@ from .sessions import (
     resolve_providers,
     session_options,
 )
-from .shapes import parse_input_shape
-from .stats import latency_stats, mean, ms
-from .tensors import Arrays, load_inputs, random_inputs
+from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
 # Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
