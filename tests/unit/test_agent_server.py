@@ -148,7 +148,7 @@ def _two_input_request(root: Path, model: Path) -> dict[str, Any]:
         a=rng.standard_normal((2, 4)).astype(np.float32),
         b=rng.standard_normal((2, 4)).astype(np.float32),
     )
-    return {"model": str(model), "input": str(inputs), "output": "outputs.npz"}
+    return {"model": str(model), "input_data": str(inputs), "output": "outputs.npz"}
 
 
 # --- tests ----------------------------------------------------------------------------------
