@@ -92,7 +92,21 @@ def agent_hash() -> str | None:
 
 
 def collect_env(namespaces: Sequence[str] | None = None) -> dict[str, Any]:
-    """Interpreter, packages and machine, plus the runtime namespaces' entries (all when None)."""
+    """Interpreter, packages and machine, plus the runtime namespaces' entries (all when None).
+
+    Computed once per process and namespaces (nothing in it changes while a process lives), so a
+    resident server's jobs inherit what the server collected when it started."""
+    key = None if namespaces is None else tuple(namespaces)
+    cached = _collected.get(key)
+    if cached is None:
+        cached = _collected[key] = _collect(namespaces)
+    return dict(cached)
+
+
+_collected: dict[tuple[str, ...] | None, dict[str, Any]] = {}
+
+
+def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
     env: dict[str, Any] = {
         "agent_version": AGENT_VERSION,
         "agent_hash": agent_hash(),

@@ -114,7 +114,10 @@ def _run_step(
         return summarize(result)
     if args.step == "invoke":
         model = _model_input(ctx, args, runtime)
-        inputs = _inputs(ctx, args, model, device)
+        # without --input the invoker makes random inputs where the model runs (one round trip)
+        inputs = None if args.input is None else _inputs(ctx, args, model, device)
+        if inputs is None:
+            ctx.events.warning("no --input given: using random inputs (seed 0)")
         result = runtime.invoker(**name, **device, **options["invoke"]).run(ctx, model, inputs)
         return summarize(result)
     return _pipeline(ctx, args, runtime, options, device)

@@ -19,7 +19,6 @@ onnxruntime.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import sys
@@ -31,8 +30,6 @@ from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
 
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
-EXIT_LINE = re.compile(rb"\0EDGEHUB-EXIT (-?\d+)\n")
-EXIT_LINE_PREFIX = re.compile(rb"-?\d*\n?")
 
 
 class Abandoned(Exception):
@@ -198,9 +195,9 @@ class Output:
 
     def finish(self) -> int | None:
         """The exit code from the exit line at the very end; None when there is none."""
-        match = EXIT_LINE.fullmatch(self.tail)
-        if match:
-            return int(match.group(1))
+        code = self.tail[len(EXIT) : -1]
+        if self.tail.startswith(EXIT) and self.tail.endswith(b"\n") and is_integer(code):
+            return int(code)
         write_stderr_bytes(self.tail)
         return None
 
@@ -208,7 +205,18 @@ class Output:
 def may_be_exit_line(data: bytes) -> bool:
     if len(data) <= len(EXIT):
         return EXIT.startswith(data)
-    return data.startswith(EXIT) and EXIT_LINE_PREFIX.fullmatch(data[len(EXIT) :]) is not None
+    if not data.startswith(EXIT):
+        return False
+    rest = data[len(EXIT) :]
+    if rest.endswith(b"\n"):
+        rest = rest[:-1]
+    return rest in (b"", b"-") or is_integer(rest)
+
+
+def is_integer(data: bytes) -> bool:
+    """Whether ``data`` is an optional minus sign and ASCII digits (no re: it is slow to import)."""
+    digits = data[1:] if data.startswith(b"-") else data
+    return bool(digits) and digits.isdigit()
 
 
 def relay(conn: socket.socket, first: bytes, path: str) -> int:
