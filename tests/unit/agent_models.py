@@ -3,6 +3,9 @@
 - ``make_cnn``: image float32[N,3,16,16] -> Conv+Relu -> Conv+Relu -> Flatten -> Gemm -> [N,10]
 - ``make_two_input``: a float32[N,4], b float32[N,4] -> sum = a + b, prod = MatMul(sum, W[4,3])
 - ``make_int64``: ids int64[N,5] -> Gather(table[20,4]) -> emb float32[N,5,4]
+- ``make_dynamic_conv``: image float32[1,3,H,W] -> 2x (Conv 3x3 + Relu), 16 channels ->
+  GlobalAveragePool -> [1,16,1,1]; its cost grows with H*W (a few ms at 320x320)
+- ``make_reflect_pad``: audio float32[1,T] -> reflect Pad of 4 on T -> ReduceMean; fails at T <= 4
 """
 
 from __future__ import annotations
@@ -104,6 +107,51 @@ def make_int64(path: Path, seed: int = 2) -> Path:
         [helper.make_tensor_value_info("ids", TensorProto.INT64, ["N", 5])],
         [helper.make_tensor_value_info("emb", TensorProto.FLOAT, ["N", 5, 4])],
         initializer=[numpy_helper.from_array(table, "table")],
+    )
+    return _finish(graph, path)
+
+
+def make_dynamic_conv(path: Path, seed: int = 3, channels: int = 16) -> Path:
+    rng = np.random.default_rng(seed)
+
+    def weights(shape: tuple[int, ...]) -> np.ndarray:
+        fan_in = int(np.prod(shape[1:]))
+        values: np.ndarray = rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)
+        return values.astype(np.float32)
+
+    inits = [
+        numpy_helper.from_array(weights((channels, 3, 3, 3)), "conv1_w"),
+        numpy_helper.from_array(weights((channels, channels, 3, 3)), "conv2_w"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["image", "conv1_w"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "conv2_w"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("GlobalAveragePool", ["r2"], ["pooled"], name="pool"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "dynamic_conv",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, "H", "W"])],
+        [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [1, channels, 1, 1])],
+        initializer=inits,
+    )
+    return _finish(graph, path)
+
+
+def make_reflect_pad(path: Path) -> Path:
+    pads = numpy_helper.from_array(np.array([0, 4, 0, 4], dtype=np.int64), "pads")
+    nodes = [
+        helper.make_node("Pad", ["audio", "pads"], ["padded"], name="pad", mode="reflect"),
+        helper.make_node("ReduceMean", ["padded"], ["level"], name="mean", axes=[1]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "reflect_pad",
+        [helper.make_tensor_value_info("audio", TensorProto.FLOAT, [1, "T"])],
+        [helper.make_tensor_value_info("level", TensorProto.FLOAT, [1, 1])],
+        initializer=[pads],
     )
     return _finish(graph, path)
 

@@ -66,10 +66,64 @@ def test_archive_layout(pyz: Path) -> None:
         info = zf.read("edgehub_agent/_build_info.py").decode()
     assert "__main__.py" in names
     assert "edgehub_agent/cli.py" in names
+    for module in ("ort/__init__.py", "ort/profile.py", "server/__init__.py", "server/serve.py"):
+        assert f"edgehub_agent/{module}" in names
     assert "edgehub_agent/bundle.py" not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert agent_hash() in info
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+
+
+DEMO_INIT = '''"""A runtime namespace of the tests."""
+
+COMMANDS = ("echo",)
+PRELOAD = ("json",)
+
+
+def runtime_env():
+    return {"demo_runtime": "1.0"}
+'''
+DEMO_ECHO = '''"""demo.echo: returns its one parameter."""
+
+from ..protocol import CommandOutput
+
+
+def run(params, report):
+    value = params.raw_value("value")
+    params.finish()
+    report.info("echo")
+    return CommandOutput(params=params.resolved, data={"echo": value})
+'''
+
+
+def test_a_runtime_namespace_is_found_by_its_subpackage(tmp_path: Path) -> None:
+    """Adding agent/<ns>/ with COMMANDS and <ns>/<verb>.py adds <ns>.<verb>: no edit elsewhere."""
+    copy = tmp_path / "src"
+    shutil.copytree(AGENT_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "demo").mkdir()
+    (copy / "demo" / "__init__.py").write_text(DEMO_INIT)
+    (copy / "demo" / "echo.py").write_text(DEMO_ECHO)
+    pyz = build_agent_zipapp(tmp_path / "cache", source_dir=copy)
+    run = run_agent(pyz, "demo.echo", {"value": [1, 2]}, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["data"] == {"echo": [1, 2]}
+    assert run.result["env"]["demo_runtime"] == "1.0"
+    assert "onnxruntime" not in run.result["env"]  # only the command's runtime reports
+    usage = subprocess.run([sys.executable, str(pyz), "--help"], capture_output=True, text=True)
+    assert "demo.echo" in usage.stdout and "ort.profile" in usage.stdout
+    run = run_agent(pyz, "demo.nope", {}, tmp_path)
+    assert run.returncode == 2 and "demo.echo" in run.message
+
+
+def test_serve_refuses_an_unknown_preload_namespace(pyz: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(pyz), "serve", "--socket", str(tmp_path / "s"), "--preload", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown runtime namespace 'nope'" in proc.stderr and "ort" in proc.stderr
 
 
 def test_env_command(pyz: Path, tmp_path: Path) -> None:

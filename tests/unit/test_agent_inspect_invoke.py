@@ -99,7 +99,7 @@ def test_inspect_user_errors(pyz: Path, tmp_path: Path, setup: str, expected: st
 def _invoke(pyz: Path, model: Path, feeds: dict[str, Any], tmp_path: Path) -> AgentRun:
     inputs = tmp_path / "in.npz"
     np.savez(inputs, **feeds)
-    request = {"model": str(model), "input": str(inputs), "output": str(tmp_path / "out.npz")}
+    request = {"model": str(model), "input_data": str(inputs), "output": str(tmp_path / "out.npz")}
     return run_agent(pyz, "ort.invoke", request, tmp_path / "run")
 
 
@@ -169,7 +169,11 @@ def test_invoke_input_mismatch_is_a_user_error(
 def test_invoke_refuses_pickled_inputs(pyz: Path, models: dict[str, Path], tmp_path: Path) -> None:
     inputs = tmp_path / "in.npz"
     np.savez(inputs, ids=np.array([{"evil": 1}], dtype=object))
-    request = {"model": str(models["int64"]), "input": str(inputs), "output": str(tmp_path / "o")}
+    request = {
+        "model": str(models["int64"]),
+        "input_data": str(inputs),
+        "output": str(tmp_path / "o"),
+    }
     run = run_agent(pyz, "ort.invoke", request, tmp_path / "run")
     assert run.returncode == 2
     assert "pickled" in run.message
@@ -195,3 +199,29 @@ def test_runtime_failure_is_an_unexpected_error_with_detail(pyz: Path, tmp_path:
     assert "onnxruntime failed running the model" in run.message
     assert "Traceback" in run.result["detail"]
     assert run.lines[-1] == f"error: {run.message}"
+
+
+def test_invoke_without_inputs_makes_them_from_the_session(
+    pyz: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    """No input_data: random inputs (seed 0) at input_shape, kept with the outputs, and the
+    outputs are those of the model on exactly those inputs."""
+    request = {
+        "model": str(models["two"]),
+        "output": str(tmp_path / "out.npz"),
+        "inputs_out": str(tmp_path / "inputs_used.npz"),
+        "input_shape": {"a": [3, 4]},
+    }
+    run = run_agent(pyz, "ort.invoke", request, tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    assert run.data["input_source"] == "random"
+    assert {k: v["shape"] for k, v in run.data["shapes"].items()} == {"a": [3, 4], "b": [3, 4]}
+    with np.load(tmp_path / "inputs_used.npz") as used, np.load(tmp_path / "out.npz") as out:
+        feeds = {k: used[k] for k in used.files}
+        session = ort.InferenceSession(str(models["two"]), providers=["CPUExecutionProvider"])
+        expected = session.run(["prod"], feeds)[0]
+        np.testing.assert_allclose(out["prod"], expected, rtol=1e-6)
+    again = run_agent(pyz, "ort.invoke", request, tmp_path / "run2")
+    with np.load(tmp_path / "inputs_used.npz") as used2:
+        np.testing.assert_array_equal(used2["a"], feeds["a"])  # seed 0: the same inputs
+    assert again.returncode == 0

@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agent_models import make_cnn, make_int64, make_two_input, run_agent
+from agent_models import (
+    make_cnn,
+    make_dynamic_conv,
+    make_int64,
+    make_reflect_pad,
+    make_two_input,
+    run_agent,
+)
 
 from edgehub.agent.bundle import build_agent_zipapp
 from edgehub.agent.protocol import load_result
@@ -77,7 +84,8 @@ def test_python_profile_stats(pyz: Path, root: Path) -> None:
     assert len(run.data["cold_starts"]) == 2
     assert "layers" not in run.data
     # dynamic batch dim -> random input with N=1, said in a warning
-    assert run.data["input_shapes"] == {"image": [1, 3, 16, 16]}
+    assert run.data["shapes"] == {"image": {"dtype": "float32", "shape": [1, 3, 16, 16]}}
+    assert run.result["params"]["shapes"] == run.data["shapes"]
     assert any("dynamic dimensions set to 1" in w for w in run.result["warnings"])
 
     document = json.loads(profile_json.read_text())
@@ -89,6 +97,7 @@ def test_python_profile_stats(pyz: Path, root: Path) -> None:
     assert document["stats"]["latency_p99_ms"] == m["latency_p99_ms"]
     assert len(document["cold_starts"]) == 2
     assert document["env"]["onnxruntime"] and document["settings"]["runs"] == 30
+    assert document["settings"]["shapes"] == run.data["shapes"]
     assert "layers" not in document
 
 
@@ -141,14 +150,17 @@ def test_model_method_and_npz_input(pyz: Path, root: Path) -> None:
         "runs": 40,
         "warmup": 2,
         "method": "model",
-        "input": str(inputs),
+        "input_data": str(inputs),
     }
     run = run_agent(pyz, "ort.profile", request, root / "runs")
     assert run.returncode == 0, run.stderr
     assert run.metrics["profiled_runs"] == 20  # min(runs, 20)
     assert run.metrics["model_run_mean_ms"] > 0
     assert "layers" not in run.data
-    assert run.data["input_shapes"] == {"a": [4, 4], "b": [4, 4]}
+    assert run.data["shapes"] == {
+        "a": {"dtype": "float32", "shape": [4, 4]},
+        "b": {"dtype": "float32", "shape": [4, 4]},
+    }
     assert run.data["input_source"] == "npz"
     assert not [w for w in run.result["warnings"] if "random" in w]
 
@@ -157,7 +169,9 @@ def test_profile_bad_input_is_user_error(pyz: Path, root: Path) -> None:
     model = make_int64(root / "int64.onnx")
     inputs = root / "bad.npz"
     np.savez(inputs, ids=np.zeros((1, 5), np.int32))
-    run = run_agent(pyz, "ort.profile", {"model": str(model), "input": str(inputs)}, root / "runs")
+    run = run_agent(
+        pyz, "ort.profile", {"model": str(model), "input_data": str(inputs)}, root / "runs"
+    )
     assert run.returncode == 2
     assert "'ids' has dtype int32, expected int64" in run.message
     assert "Expected inputs: ids: int64[N,5]" in run.message
@@ -182,7 +196,7 @@ def test_input_shape_sets_random_input_shapes(pyz: Path, root: Path) -> None:
     run = run_agent(pyz, "ort.profile", request, root / "runs")
     assert run.returncode == 0, run.stderr
     # 'N' is shared by both inputs, so fixing it through 'a' sizes 'b' too
-    assert run.data["input_shapes"] == {"a": [3, 4], "b": [3, 4]}
+    assert {k: v["shape"] for k, v in run.data["shapes"].items()} == {"a": [3, 4], "b": [3, 4]}
     assert not [w for w in run.result["warnings"] if "dynamic dimensions" in w]
 
 
@@ -215,3 +229,62 @@ def test_sigterm_cancels_with_a_result(pyz: Path, root: Path) -> None:
     result = load_result(result_path)
     assert result["ok"] is False and result["error"]["kind"] == "Cancelled"
     assert rest.strip().splitlines()[-1] == f"error: {result['error']['message']}"
+
+
+# --- profiles at the shapes users run ---------------------------------------------------------
+
+
+def test_a_dynamic_model_profiled_at_two_sizes(pyz: Path, root: Path) -> None:
+    model = make_dynamic_conv(root / "dyn.onnx")
+    runs = {}
+    for size in (32, 160):
+        request = {"model": str(model), "runs": 30, "warmup": 3, "input_shape": [1, 3, size, size]}
+        run = run_agent(pyz, "ort.profile", request, root / "runs")
+        assert run.returncode == 0, run.stderr
+        assert run.data["shapes"] == {"image": {"dtype": "float32", "shape": [1, 3, size, size]}}
+        assert not [w for w in run.result["warnings"] if "dynamic dimensions" in w]
+        runs[size] = run
+    # 25x the pixels: far slower, whatever else runs on this machine
+    assert runs[160].metrics["latency_median_ms"] > 3 * runs[32].metrics["latency_median_ms"]
+
+
+def test_a_model_failing_on_1_sized_dims_profiles_with_input_data(pyz: Path, root: Path) -> None:
+    model = make_reflect_pad(root / "pad.onnx")
+    run = run_agent(pyz, "ort.profile", {"model": str(model), "runs": 5}, root / "runs")
+    assert run.returncode != 0  # random data has T = 1: the reflect Pad cannot run
+    inputs = root / "audio.npz"
+    np.savez(inputs, audio=np.random.default_rng(0).standard_normal((1, 400)).astype(np.float32))
+    request = {"model": str(model), "runs": 5, "input_data": str(inputs)}
+    run = run_agent(pyz, "ort.profile", request, root / "runs")
+    assert run.returncode == 0, run.stderr
+    assert run.data["shapes"] == {"audio": {"dtype": "float32", "shape": [1, 400]}}
+    assert run.data["input_source"] == "npz"
+
+
+def test_a_directory_of_samples_is_cycled(pyz: Path, root: Path) -> None:
+    model = make_reflect_pad(root / "pad_dir.onnx")
+    samples = root / "samples"
+    samples.mkdir()
+    rng = np.random.default_rng(1)
+    for i, length in enumerate((100, 200, 100)):
+        data = rng.standard_normal((1, length)).astype(np.float32)
+        np.savez(samples / f"{i:02d}.npz", audio=data)
+    request = {"model": str(model), "runs": 6, "warmup": 0, "input_data": str(samples)}
+    run = run_agent(pyz, "ort.profile", request, root / "runs")
+    assert run.returncode == 0, run.stderr
+    assert run.data["shapes"]["audio"]["shapes"] == [[1, 100], [1, 200]]
+    assert run.result["params"]["input_samples"] == 3
+
+    (samples / "03.npz").write_bytes(b"")
+    np.savez(samples / "04.npz", other=np.zeros((1, 5), np.float32))
+    run = run_agent(pyz, "ort.profile", request, root / "runs")
+    assert run.returncode == 2 and "input" in run.message
+
+
+def test_input_shape_with_input_data_is_a_usage_error(pyz: Path, root: Path) -> None:
+    model = make_reflect_pad(root / "pad_both.onnx")
+    inputs = root / "audio_both.npz"
+    np.savez(inputs, audio=np.zeros((1, 50), np.float32))
+    request = {"model": str(model), "input_data": str(inputs), "input_shape": [1, 60]}
+    run = run_agent(pyz, "ort.profile", request, root / "runs")
+    assert run.returncode == 2 and "pass one of the two" in run.message

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
@@ -24,97 +23,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_models import AgentRun, make_cnn, make_two_input, run_agent
+from agent_processes import (
+    PYTHON,
+    alive,
+    answers,
+    children,
+    kill_everything_on,
+    read_until,
+    server_pid,
+    start_server,
+    wait_until,
+)
 
 from edgehub.agent.bundle import build_agent_zipapp
 from edgehub.agent.protocol import load_result
-
-PYTHON = os.environ.get("EDGEHUB_AGENT_TEST_PYTHON") or sys.executable
-
-
-# --- processes ------------------------------------------------------------------------------
-
-
-def _stat(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, session) of a process, None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return fields[0], int(fields[1]), int(fields[2]), int(fields[3])
-
-
-def _alive(pid: int) -> bool:
-    info = _stat(pid)
-    return info is not None and info[0] != "Z"
-
-
-def _pids_with(text: str) -> list[int]:
-    """Live processes whose command line contains ``text``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if text in cmdline and _alive(int(entry.name)):
-            found.append(int(entry.name))
-    return found
-
-
-def _server_pid(sock: Path) -> int:
-    """The server on ``sock``: a ``serve`` process leading its own session (jobs share its
-    command line, being forks of it, but not its session leadership)."""
-    pids = [p for p in _pids_with(f"serve --socket {sock}") if (_stat(p) or ("", 0, 0, 0))[3] == p]
-    assert len(pids) == 1, pids
-    return pids[0]
-
-
-def _children(pid: int) -> list[int]:
-    return [p for p in _pids_with("serve") if (_stat(p) or ("", 0, 0, 0))[1] == pid]
-
-
-def _kill_everything_on(sock: Path) -> None:
-    for pid in _pids_with(str(sock)):
-        info = _stat(pid)
-        try:
-            if info is not None and info[2] == pid:
-                os.killpg(pid, signal.SIGKILL)
-            else:
-                os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
-def _answers(sock: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.connect(str(sock))
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
-
-
-def _wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
-def _start_server(pyz: Path, sock: Path, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [PYTHON, str(pyz), "serve", "--socket", str(sock), *extra],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
 
 # --- calls ----------------------------------------------------------------------------------
 
@@ -178,24 +100,6 @@ def _popen_call(
     return proc, result_path
 
 
-def _read_until(proc: subprocess.Popen[bytes], text: str, timeout: float) -> str:
-    """Read the process's stderr until ``text`` shows up; returns what was read."""
-    assert proc.stderr is not None
-    fd = proc.stderr.fileno()
-    seen = b""
-    deadline = time.monotonic() + timeout
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        while text.encode() not in seen:
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {text!r} in {seen.decode(errors='replace')!r}"
-            if selector.select(left):
-                chunk = os.read(fd, 65536)
-                assert chunk, f"stderr closed before {text!r}: {seen.decode(errors='replace')!r}"
-                seen += chunk
-    return seen.decode(errors="replace")
-
-
 # --- fixtures -------------------------------------------------------------------------------
 
 
@@ -217,13 +121,13 @@ def warm(pyz: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stale.bind(str(sock))
     stale.close()  # the file stays, nobody listens: connections are refused
-    assert sock.exists() and not _answers(sock)
-    server = _start_server(pyz, sock)
+    assert sock.exists() and not answers(sock)
+    server = start_server(pyz, sock)
     try:
-        _wait_until(lambda: _answers(sock), 30, "the server to answer")
+        wait_until(lambda: answers(sock), 30, "the server to answer")
         yield sock
     finally:
-        _kill_everything_on(sock)
+        kill_everything_on(sock)
         server.wait(timeout=10)
 
 
@@ -233,7 +137,7 @@ def stop_servers() -> Iterator[list[Path]]:
     paths: list[Path] = []
     yield paths
     for path in paths:
-        _kill_everything_on(path)
+        kill_everything_on(path)
 
 
 def _two_input_request(root: Path, model: Path) -> dict[str, Any]:
@@ -244,7 +148,7 @@ def _two_input_request(root: Path, model: Path) -> dict[str, Any]:
         a=rng.standard_normal((2, 4)).astype(np.float32),
         b=rng.standard_normal((2, 4)).astype(np.float32),
     )
-    return {"model": str(model), "input": str(inputs), "output": "outputs.npz"}
+    return {"model": str(model), "input_data": str(inputs), "output": "outputs.npz"}
 
 
 # --- tests ----------------------------------------------------------------------------------
@@ -260,7 +164,7 @@ def test_first_call_runs_here_then_a_server_takes_the_next(
     first = call(pyz, sock, "ort.invoke", request, tmp_path / "first")
     assert first.returncode == 0, first.stderr
     assert first.ran_here and first.result["ok"]
-    _wait_until(lambda: _answers(sock), 20, "the server started by the first call")
+    wait_until(lambda: answers(sock), 20, "the server started by the first call")
     assert (sock.stat().st_mode & 0o777) == 0o600
     assert Path(f"{sock}.pyz").read_bytes() == pyz.read_bytes()
 
@@ -340,17 +244,17 @@ def test_concurrent_calls(pyz: Path, warm: Path, models: dict[str, Path], tmp_pa
 def test_a_killed_client_takes_its_job_along(
     pyz: Path, warm: Path, models: dict[str, Path], tmp_path: Path, how: int
 ) -> None:
-    server = _server_pid(warm)
+    server = server_pid(warm)
     request = {"model": str(models["cnn"]), "runs": 10_000_000, "warmup": 0}
     proc, result_path = _popen_call(pyz, warm, "ort.profile", request, tmp_path)
     try:
-        _read_until(proc, "timing:", 30)
-        jobs = _children(server)
+        read_until(proc, "timing:", 30)
+        jobs = children(server)
         assert len(jobs) == 1, jobs
         job = jobs[0]
         proc.send_signal(how)
         proc.wait(timeout=10)
-        _wait_until(lambda: not _alive(job), 5, "the job to end")
+        wait_until(lambda: not alive(job), 5, "the job to end")
     finally:
         proc.kill()
         proc.wait()
@@ -360,7 +264,7 @@ def test_a_killed_client_takes_its_job_along(
         assert proc.returncode != 0
         result = load_result(result_path)
         assert result["ok"] is False and "signal 15" in result["error"]["message"]
-    assert _server_pid(warm) == server and _answers(warm)
+    assert server_pid(warm) == server and answers(warm)
 
 
 def test_env_that_libraries_read_at_start_is_not_served(
@@ -376,11 +280,11 @@ def test_env_that_libraries_read_at_start_is_not_served(
 
 
 def test_one_server_per_socket(pyz: Path, warm: Path) -> None:
-    second = _start_server(pyz, warm)
+    second = start_server(pyz, warm)
     _, stderr = second.communicate(timeout=30)
     assert second.returncode == 2
     assert b"another server already runs" in stderr
-    assert _answers(warm)
+    assert answers(warm)
 
 
 def test_idle_server_exits_and_removes_its_socket(pyz: Path, tmp_path: Path) -> None:
@@ -389,9 +293,9 @@ def test_idle_server_exits_and_removes_its_socket(pyz: Path, tmp_path: Path) -> 
     directory.mkdir(parents=True)
     sock = directory / "agent.sock"
     assert len(str(sock)) > 110
-    server = _start_server(pyz, sock, "--idle", "1")
+    server = start_server(pyz, sock, "--idle", "1")
     try:
-        _wait_until(sock.exists, 30, "the socket")
+        wait_until(sock.exists, 30, "the socket")
         started = time.monotonic()
         assert server.wait(timeout=15) == 0
         assert time.monotonic() - started < 5
@@ -417,7 +321,7 @@ def test_server_option_without_a_path_is_a_usage_error(pyz: Path, tmp_path: Path
 def test_output_framing_holds_back_only_a_possible_exit_line(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    from edgehub.agent.server_client import Output
+    from edgehub.agent.server.client import Output
 
     output = Output()
     for chunk in (b"progress 1\n", b"odd \0 byte\n\0EDGEHUB-EXIT 3\nmore\n", b"\0EDGE", b"HUB-EX"):

@@ -13,7 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_models import make_cnn, make_int64
 
-from edgehub.agent import ort_trace, stats
+from edgehub.agent import stats
+from edgehub.agent.ort import trace as ort_trace
 from edgehub.agent.protocol import Params, UsageError, load_result
 from edgehub.agent.tensors import TensorSpec, check_arrays, random_inputs
 
@@ -150,7 +151,7 @@ def test_load_result(tmp_path: Path) -> None:
 
 
 def test_inspect_without_onnx_falls_back_to_ort(tmp_path: Path) -> None:
-    from edgehub.agent.ort_inspect import inspect_with_ort
+    from edgehub.agent.ort.inspect import inspect_with_ort
 
     data = inspect_with_ort(make_int64(tmp_path / "m.onnx"))
     assert data["inputs"] == [{"name": "ids", "dtype": "int64", "shape": ["N", 5]}]

@@ -9,6 +9,7 @@ same bytes. The file is written to a temporary name and renamed, so concurrent b
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -42,8 +43,20 @@ def agent_sources(source_dir: Path | None = None) -> list[Path]:
 
 
 def agent_hash(source_dir: Path | None = None) -> str:
-    """sha256 over every agent source file (this bundler included): names and contents."""
-    root = source_dir or AGENT_DIR
+    """sha256 over every agent source file (this bundler included): names and contents.
+
+    The installed sources' hash is computed once per process (they do not change under it)."""
+    if source_dir is None or Path(source_dir).resolve() == AGENT_DIR:
+        return _installed_hash()
+    return _hash_sources(Path(source_dir))
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_hash() -> str:
+    return _hash_sources(AGENT_DIR)
+
+
+def _hash_sources(root: Path) -> str:
     digest = hashlib.sha256()
     for path in agent_sources(root):
         data = path.read_bytes()

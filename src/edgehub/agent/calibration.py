@@ -16,7 +16,7 @@ listing the expected inputs. Nothing is ever unpickled.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -154,34 +154,3 @@ def random_calibration(
         "leading samples axis, or a directory of one .npz per sample) drawn from real inputs"
     )
     return samples
-
-
-class SampleReader:
-    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
-
-    def __init__(self, samples: list[Arrays]) -> None:
-        self.samples = samples
-        self.index = 0
-
-    def get_next(self) -> dict[str, Any] | None:
-        if self.index >= len(self.samples):
-            return None
-        sample = self.samples[self.index]
-        self.index += 1
-        return sample
-
-    def rewind(self) -> None:
-        self.index = 0
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-
-def make_reader(samples: list[Arrays]) -> Any:
-    """A SampleReader that is also an instance of ORT's CalibrationDataReader."""
-    from onnxruntime.quantization import CalibrationDataReader
-
-    class Reader(SampleReader, CalibrationDataReader):  # type: ignore[misc]
-        pass
-
-    return Reader(samples)

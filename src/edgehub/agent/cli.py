@@ -6,13 +6,13 @@ on stdout at the end. See :mod:`.protocol` for the result format and exit codes.
 
 ``--server PATH`` (anywhere on the line) runs the command on a warm agent server listening on the
 Unix socket PATH, or here when none answers, then starts one for next time; :mod:`.entry` sends
-such calls to :mod:`.server_client` without loading this module. ``edgehub-agent serve --socket
-PATH [--idle SECONDS]`` is that server (:mod:`.server`).
+such calls to :mod:`.server.client` without loading this module. ``edgehub-agent serve --socket
+PATH [--idle SECONDS] [--preload NAMESPACE]`` is that server (:mod:`.server.serve`). Which module
+serves a command is found by its name (:mod:`.commands`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -21,9 +21,10 @@ import sys
 import time
 import traceback
 from types import FrameType
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from . import AGENT_VERSION, PROTOCOL_VERSION
+from .commands import BUILTIN_COMMANDS, command_names, load_handler, namespace_of
 from .env import collect_env
 from .protocol import (
     EXIT_OK,
@@ -37,27 +38,21 @@ from .protocol import (
 )
 from .report import Report, install_log_capture
 
-# command -> module (imported only when the command runs, so `env` stays light)
-COMMANDS: dict[str, str | None] = {
-    "env": None,
-    "ort.inspect": "ort_inspect",
-    "ort.compile": "ort_compile",
-    "ort.profile": "ort_profile",
-    "ort.invoke": "ort_invoke",
-}
-
-USAGE = (
-    "usage: edgehub-agent [--server PATH] COMMAND [--request REQUEST.json] [--result RESULT.json]\n"
-    "       edgehub-agent serve --socket PATH [--idle SECONDS]\n"
-    f"commands: {', '.join(COMMANDS)}\n"
-    "progress goes to stderr; the result (JSON) to --result, or to stdout without it;\n"
-    "exit codes: 0 ok, 2 user error, 1 unexpected error, 130 cancelled\n"
-    "--server PATH: run on the agent server listening on the Unix socket PATH; without one,\n"
-    "run here and start one in the background for next time"
+USAGE_LINES = (
+    "usage: edgehub-agent [--server PATH] COMMAND [--request REQUEST.json] [--result RESULT.json]",
+    "       edgehub-agent serve --socket PATH [--idle SECONDS] [--preload NAMESPACE]",
+    "commands: {commands}",
+    "progress goes to stderr; the result (JSON) to --result, or to stdout without it;",
+    "exit codes: 0 ok, 2 user error, 1 unexpected error, 130 cancelled",
+    "--server PATH: run on the agent server listening on the Unix socket PATH; without one,",
+    "run here and start one (preloading the command's runtime) in the background for next time",
 )
+USAGE = USAGE_LINES[0]
 SERVE_COMMAND = "serve"
 
-Handler = Callable[[Params, Report], CommandOutput]
+
+def usage() -> str:
+    return "\n".join(USAGE_LINES).format(commands=", ".join(command_names()))
 
 
 def parse_args(argv: list[str]) -> tuple[str | None, str | None, str | None]:
@@ -77,19 +72,15 @@ def parse_args(argv: list[str]) -> tuple[str | None, str | None, str | None]:
                 values[name] = argv[i + 1]
                 i += 2
             else:
-                raise UsageError(f"{name} needs a path. {USAGE.splitlines()[0]}")
+                raise UsageError(f"{name} needs a path. {USAGE}")
             continue
         if arg.startswith("-"):
-            raise UsageError(f"unknown option {arg}. {USAGE.splitlines()[0]}")
+            raise UsageError(f"unknown option {arg}. {USAGE}")
         if command is not None:
-            raise UsageError(f"unexpected argument {arg!r}. {USAGE.splitlines()[0]}")
+            raise UsageError(f"unexpected argument {arg!r}. {USAGE}")
         command = arg
         i += 1
     return command, values["--request"], values["--result"]
-
-
-def handler_modules() -> list[str]:
-    return [f"{__package__}.{name}" for name in COMMANDS.values() if name]
 
 
 def prescan_result(argv: list[str]) -> str | None:
@@ -117,19 +108,6 @@ def read_request(path: str | None, command: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise UsageError(f"request file '{path}' must hold a JSON object of parameters")
     return raw
-
-
-def load_handler(command: str | None) -> Handler:
-    if command is None:
-        raise UsageError(f"no command given; commands: {', '.join(COMMANDS)}")
-    if command not in COMMANDS:
-        raise UsageError(f"unknown command '{command}'; known: {', '.join(COMMANDS)}")
-    module_name = COMMANDS[command]
-    if module_name is None:
-        return run_env
-    module = importlib.import_module(f"{__package__}.{module_name}")
-    handler: Handler = module.run
-    return handler
 
 
 def run_env(params: Params, report: Report) -> CommandOutput:
@@ -171,9 +149,10 @@ def _raise_cancelled(signum: int, frame: FrameType | None) -> None:
     raise Cancelled(f"stopped by signal {signum}")
 
 
-def _safe_env() -> dict[str, Any]:
+def _safe_env(command: str | None) -> dict[str, Any]:
+    namespace = namespace_of(command)
     try:
-        return collect_env()
+        return collect_env(None if namespace is None else [namespace])
     except Exception as exc:
         return {"error": str(exc)}
 
@@ -185,7 +164,7 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
     payload: dict[str, Any]
     try:
         command, request_path, _ = parse_args(argv)
-        handler = load_handler(command)
+        handler = run_env if command in BUILTIN_COMMANDS else load_handler(command)
         assert command is not None
         params = Params(read_request(request_path, command), command)
         output = handler(params, report)
@@ -209,7 +188,7 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
     payload.update(
         {
             "warnings": list(report.warnings),
-            "env": _safe_env(),
+            "env": _safe_env(command),
             "agent_version": AGENT_VERSION,
             "protocol": PROTOCOL_VERSION,
             "elapsed_s": round(time.monotonic() - started, 3),
@@ -221,15 +200,15 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if any(a in ("-h", "--help") for a in args):
-        print(USAGE)
+        print(usage())
         return EXIT_OK
     if "--version" in args:
         print(f"edgehub-agent {AGENT_VERSION} (protocol {PROTOCOL_VERSION})")
         return EXIT_OK
     if args[:1] == [SERVE_COMMAND]:
-        from .server import serve_main
+        from .server.serve import serve_main
 
-        return serve_main(args[1:], main, handler_modules())
+        return serve_main(args[1:], main)
     reconfigure = getattr(sys.stderr, "reconfigure", None)
     if reconfigure is not None:
         try:

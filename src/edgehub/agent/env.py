@@ -1,4 +1,4 @@
-"""The ``env`` block of every result: interpreter, packages, execution providers, machine.
+"""The ``env`` block of every result: interpreter, packages, the runtime's own entries, machine.
 
 Collecting it never raises: anything unreadable is reported as ``None``.
 """
@@ -9,7 +9,7 @@ import importlib
 import os
 import platform
 import sys
-from typing import Any
+from typing import Any, Sequence
 
 from . import AGENT_VERSION, PROTOCOL_VERSION
 
@@ -32,19 +32,22 @@ def _module_version(name: str) -> str | None:
     return str(version) if version is not None else None
 
 
-def _ort_info() -> dict[str, Any]:
-    try:
-        import onnxruntime as ort
-    except Exception as exc:
-        return {"onnxruntime": None, "ort_providers": [], "ort_error": str(exc)}
-    providers: list[str] = []
-    device: str | None = None
-    try:
-        providers = list(ort.get_available_providers())
-        device = str(ort.get_device())
-    except Exception:
-        pass
-    return {"onnxruntime": str(ort.__version__), "ort_providers": providers, "ort_device": device}
+def runtime_envs(namespaces: Sequence[str] | None) -> dict[str, Any]:
+    """The runtimes' own env entries (``runtime_env()`` of each namespace; all when None)."""
+    from .commands import namespaces as all_namespaces
+    from .commands import runtime_package
+
+    merged: dict[str, Any] = {}
+    for namespace in all_namespaces() if namespaces is None else namespaces:
+        package = runtime_package(namespace)
+        describe = getattr(package, "runtime_env", None)
+        if describe is None:
+            continue
+        try:
+            merged.update(describe())
+        except Exception as exc:
+            merged[f"{namespace}_error"] = str(exc)
+    return merged
 
 
 def _read_key_values(path: str, keys: list[str]) -> str | None:
@@ -88,7 +91,22 @@ def agent_hash() -> str | None:
     return str(value) if value else None
 
 
-def collect_env() -> dict[str, Any]:
+def collect_env(namespaces: Sequence[str] | None = None) -> dict[str, Any]:
+    """Interpreter, packages and machine, plus the runtime namespaces' entries (all when None).
+
+    Computed once per process and namespaces (nothing in it changes while a process lives), so a
+    resident server's jobs inherit what the server collected when it started."""
+    key = None if namespaces is None else tuple(namespaces)
+    cached = _collected.get(key)
+    if cached is None:
+        cached = _collected[key] = _collect(namespaces)
+    return dict(cached)
+
+
+_collected: dict[tuple[str, ...] | None, dict[str, Any]] = {}
+
+
+def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
     env: dict[str, Any] = {
         "agent_version": AGENT_VERSION,
         "agent_hash": agent_hash(),
@@ -99,7 +117,7 @@ def collect_env() -> dict[str, Any]:
         "numpy": _module_version("numpy"),
         "onnx": _dist_version("onnx"),
     }
-    env.update(_ort_info())
+    env.update(runtime_envs(namespaces))
     affinity: int | None = None
     sched_getaffinity = getattr(os, "sched_getaffinity", None)
     if sched_getaffinity is not None:

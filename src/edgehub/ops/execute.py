@@ -206,9 +206,14 @@ def _compile(
 
 def _invoke_inputs(
     ctx: HubContext, request: ExecRequest, runtime: Runtime, model: CompiledModel
-) -> dict[str, Any]:
-    from edgehub.ops.inputs import model_inputs
+) -> dict[str, Any] | None:
+    """The ``--input`` arrays; else None for an invoker that makes random inputs where the
+    model runs (no extra round trip), else random inputs from the runtime's inspection."""
+    from edgehub.ops.inputs import makes_own_inputs, model_inputs
 
+    if request.inputs is None and makes_own_inputs(runtime.invoker):
+        ctx.events.warning("no --input given: using random inputs (seed 0)")
+        return None
     path = model.path.to_local(ctx).local()
     return model_inputs(ctx, runtime, Path(path), request.device, request.inputs)
 
@@ -229,12 +234,13 @@ def _model(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> CompiledM
 def _pipeline(
     ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
 ) -> PipelineReport:
+    from edgehub.ops.inputs import model_inputs
     from edgehub.toolchains.accuracy import compare_outputs
 
     assert request.model is not None
     model = request.model.resolve()
-    original = runtime.compiled_model.from_path(model)
-    inputs = _invoke_inputs(ctx, request, runtime, original)
+    # the compiled and the original model must see the same arrays: make them here
+    inputs = model_inputs(ctx, runtime, model, request.device, request.inputs)
     ctx.events.info("step 1/4: compile")
     compiler = runtime.compiler(**_common(request, "compile", named=False))
     with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:

@@ -8,10 +8,26 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from edgehub.core.component.base import Component
     from edgehub.core.context import HubContext
     from edgehub.toolchains.registry import Runtime
 
-__all__ = ["model_inputs"]
+__all__ = ["makes_own_inputs", "model_inputs"]
+
+
+def makes_own_inputs(invoker: type[Component]) -> bool:
+    """Whether ``invoker.run`` accepts None for its input data: it then makes random inputs
+    (seed 0) where the model runs."""
+    import inspect
+    import typing
+
+    positional = invoker._positional_params
+    if len(positional) < 2:
+        return False
+    hint = inspect.signature(invoker.run).parameters[positional[1]].annotation
+    if isinstance(hint, str):  # postponed annotations: read the text
+        return "None" in hint.replace(" ", "").split("|") or hint.startswith("Optional[")
+    return type(None) in typing.get_args(hint)
 
 
 def model_inputs(

@@ -62,7 +62,7 @@ def scratch_agent(
     """An agent for a quick look outside any run (e.g. reading a model's inputs)."""
     runner = _container(ctx, runtime, device, component)
     local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
-    return AgentCall(runner, CONTAINER_WORK / local.name, local)
+    return AgentCall(runner, CONTAINER_WORK / local.name, local, server=_server_socket(runner))
 
 
 def record_agent_result(

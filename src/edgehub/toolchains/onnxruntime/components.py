@@ -102,7 +102,13 @@ class ONNXRuntimeCompiler(Component):
 
 class ONNXRuntimeProfiler(Component):
     """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` warm-up runs, ``runs``
-    timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``."""
+    timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``.
+
+    ``input_data`` (a dict of arrays, an ``.npz``, or a directory of ``.npz`` samples cycled
+    over the runs) is what the model runs on; without it, random data of the model's dtypes,
+    at ``input_shape`` (a shape for a one-input model, or input name → shape) for dynamic
+    dimensions, else with them set to 1. The run records the shapes and dtypes it ran on.
+    """
 
     run_type = RunType.PROFILE
 
@@ -115,6 +121,8 @@ class ONNXRuntimeProfiler(Component):
         burn_ins: int = 10,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+        input_data: Path | dict[str, np.ndarray] | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -123,6 +131,8 @@ class ONNXRuntimeProfiler(Component):
             burn_ins=burn_ins,
             cold_starts=cold_starts,
             profiling_method=profiling_method,
+            input_data=input_data,
+            input_shape=input_shape,
         )
 
     def run(
@@ -135,13 +145,20 @@ class ONNXRuntimeProfiler(Component):
         burn_ins: int = 10,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+        input_data: Path | dict[str, np.ndarray] | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
 
 class ONNXRuntimeInvoker(Component):
-    """Runs an ONNX model on input tensors and returns the outputs by name."""
+    """Runs an ONNX model on input tensors and returns the outputs by name.
+
+    With ``input_data=None`` the inputs are random (seed 0) from the model's own input
+    metadata, at ``input_shape`` for dynamic dimensions (else 1), made where the model runs
+    and kept with the run as its ``input_data`` artifact.
+    """
 
     run_type = RunType.INFERENCE
 
@@ -151,17 +168,24 @@ class ONNXRuntimeInvoker(Component):
         name: str | None = None,
         device: str | None = None,
         use_compiled_names: bool = False,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> None:
-        super().__init__(name=name, device=device, use_compiled_names=use_compiled_names)
+        super().__init__(
+            name=name,
+            device=device,
+            use_compiled_names=use_compiled_names,
+            input_shape=input_shape,
+        )
 
     def run(
         self,
         ctx: HubContext,
         model: ONNXRuntimeCompiledModel,
-        input_data: dict[str, np.ndarray],
+        input_data: dict[str, np.ndarray] | None,
         *,
         device: str | None = None,
         use_compiled_names: bool = False,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> ONNXRuntimeInvocationResult:
-        """Run ``model`` on ``input_data`` (input name → array)."""
+        """Run ``model`` on ``input_data`` (input name → array; None: random inputs)."""
         raise NoProviderError

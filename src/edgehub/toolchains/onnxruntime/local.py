@@ -81,7 +81,7 @@ def _compile_local(
         request["calibration_method"] = calibration_method or "minmax"
         request["per_channel"] = bool(per_channel)
         request["quantize_io"] = bool(quantize_io)
-        calibration = _calibration_file(ctx, calibration_data)
+        calibration = _data_file(ctx, calibration_data, "calibration")
         if calibration is not None:
             inputs[f"calibration{calibration.suffix}"] = calibration
             request["calibration"] = f"in/calibration{calibration.suffix}"
@@ -96,20 +96,37 @@ def _compile_local(
     return ONNXRuntimeCompiledModel.from_current_run(ctx)
 
 
-def _calibration_file(ctx: HubContext, data: Any) -> Path | None:
+def _data_file(ctx: HubContext, data: Any, what: str) -> Path | None:
+    """``data`` (a dict of arrays, an .npz or a directory of samples) as a file or directory
+    to stage; a dict is saved as ``<what>.npz`` in the run's directory."""
     if data is None:
         return None
     if isinstance(data, dict):
         from edgehub.toolchains.tensors import save_npz
 
-        return save_npz(ctx.artifact_dir / "calibration.npz", data)
+        return save_npz(ctx.artifact_dir / f"{what}.npz", data)
     path = Path(data).expanduser()
     if not path.exists():
         raise InputDataError(
-            f"calibration data {path} not found; pass an .npz, a directory of samples, or a "
-            "dict of arrays"
+            f"{what} {path} not found; pass an .npz, a directory of samples, or a dict of arrays"
         )
     return path
+
+
+def _stage_input_data(
+    ctx: HubContext, data: Any, inputs: dict[str, Path], request: dict[str, Any]
+) -> None:
+    """Stage ``input_data`` for the agent (``in/input_data[.npz]``), kept with the run."""
+    staged = _data_file(ctx, data, "input_data")
+    if staged is None:
+        return
+    name = "input_data" if staged.is_dir() else f"input_data{staged.suffix}"
+    inputs[name] = staged
+    request["input_data"] = f"in/{name}"
+    if staged.is_file():
+        ctx.client.log_artifact(staged, name="input_data")
+    else:
+        ctx.client.log_param("input_data", str(staged))
 
 
 @ONNXRuntimeProfiler.provider(ProviderType.LOCAL)
@@ -122,23 +139,26 @@ def _profile_local(
     burn_ins: int = 10,
     cold_starts: int = 1,
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    input_data: Any = None,
+    input_shape: Any = None,
 ) -> ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
     method = ProfilingMethod(profiling_method)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
     agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeProfiler)
-    request = {
+    request: dict[str, Any] = {
         "model": f"in/{model_path.name}",
         "runs": int(runs),
         "warmup": int(burn_ins),
         "cold_starts": int(cold_starts),
         "method": method.value,
         "profile_json": "out/profile.json",
+        "input_shape": _shape(input_shape),
     }
-    result = agent.call(
-        "ort.profile", request, inputs={model_path.name: model_path}, failure=ProfileError
-    )
+    inputs = {model_path.name: model_path}
+    _stage_input_data(ctx, input_data, inputs, request)
+    result = agent.call("ort.profile", request, inputs=inputs, failure=ProfileError)
     record_agent_result(ctx, result)
     metrics = result.metrics
     ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
@@ -156,31 +176,37 @@ def _profile_local(
 def _invoke_local(
     ctx: HubContext,
     model: ONNXRuntimeCompiledModel,
-    input_data: dict[str, np.ndarray],
+    input_data: dict[str, np.ndarray] | None,
     *,
     device: str | None = None,
     use_compiled_names: bool = False,
+    input_shape: Any = None,
 ) -> ONNXRuntimeInvocationResult:
     from edgehub.toolchains.tensors import load_npz, save_npz
 
-    if not isinstance(input_data, dict):
+    if input_data is not None and not isinstance(input_data, dict):
         raise InputDataError(
             f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
         )
     model_path = _model_file(model.path.to_local(ctx).local())
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
-    inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
-    ctx.client.log_artifact(inputs, name="input_data")
     agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
-    request = {
-        "model": f"in/{model_path.name}",
-        "input": "in/input.npz",
-        "output": "out/output.npz",
-    }
-    files = {model_path.name: model_path, "input.npz": inputs}
+    request: dict[str, Any] = {"model": f"in/{model_path.name}", "output": "out/output.npz"}
+    files = {model_path.name: model_path}
+    if input_data is None:  # random inputs, made from the session's metadata where it runs
+        request.update({"input_shape": _shape(input_shape), "inputs_out": "out/input.npz"})
+    else:
+        if input_shape is not None:
+            raise UsageError("input_shape shapes random inputs; pass it without input_data")
+        inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
+        ctx.client.log_artifact(inputs, name="input_data")
+        files["input.npz"] = inputs
+        request["input_data"] = "in/input.npz"
     result = agent.call("ort.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result)
+    if input_data is None:
+        ctx.client.log_artifact(result.files / "input.npz", name="input_data")
     local = result.files / "output.npz"
     ctx.client.log_artifact(local, name="output_file")
     return ONNXRuntimeInvocationResult.from_current_run(ctx, output=load_npz(local))

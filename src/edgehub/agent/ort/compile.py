@@ -11,7 +11,7 @@ Request::
 
 ``input_shape`` fixes dynamic dims first (then shape inference). ``optimize`` checks the model
 with onnx.checker and saves onnxruntime's optimized graph (offline,
-``SessionOptions.optimized_model_filepath``). Quantization: see :mod:`.ort_quantize`.
+``SessionOptions.optimized_model_filepath``). Quantization: see :mod:`.quantize`.
 The output model is loaded by onnxruntime before the command succeeds.
 
 Metrics: compile_time_s, input_size_bytes, output_size_bytes, size_ratio (output / input).
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .models import (
+from ..models import (
     describe_model,
     graph_inputs,
     import_onnx,
@@ -37,11 +37,11 @@ from .models import (
     self_contained,
     uses_external_data,
 )
-from .ort_quantize import quantize_dynamic, quantize_static
-from .protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError, one_line
-from .report import Report
+from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError, one_line
+from ..report import Report
+from ..shapes import fix_input_shapes, parse_input_shape
+from .quantize import quantize_dynamic, quantize_static
 from .sessions import create_session, session_options
-from .shapes import fix_input_shapes, parse_input_shape
 
 MODES = ("optimize", "quantize-static", "quantize-dynamic")
 

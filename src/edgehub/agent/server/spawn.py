@@ -2,10 +2,10 @@
 
 The running zipapp is copied next to the socket (``PATH.pyz``, written to a temporary name and
 renamed, left alone when it already holds the same bytes) and started with this interpreter as
-``python PATH.pyz serve --socket PATH`` in a new session, with stdin from /dev/null and its
-messages appended to ``PATH.log``, so that it outlives this process. If another server starts at
-the same time, one of the two refuses to run (see :mod:`.server`). Run from sources rather than
-from a zipapp, nothing is started.
+``python PATH.pyz serve --socket PATH [--preload NS]`` in a new session, with stdin from
+/dev/null and its messages appended to ``PATH.log``, so that it outlives this process. If another
+server starts at the same time, one of the two refuses to run (see :mod:`.serve`). Run from
+sources rather than from a zipapp, nothing is started.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ import os
 import sys
 import tempfile
 
+from ..lifeline import LIFELINE_ENV
+
 MAX_LOG_BYTES = 1 << 20
-# The runner's markers of the job that starts the server: the server outlives that job and its
-# owner, so neither a kill of the job nor the reaping of a dead owner's jobs may reach it.
-_JOB_MARKERS = ("EDGEHUB_EXEC_ID", "EDGEHUB_OWNER", "EDGEHUB_AGENT_WATCH_STDIN")
+# The markers of the job that starts the server (its kill marker, its owner, its lifeline):
+# the server outlives that job and its owner, so neither a kill of the job, nor the reaping of a
+# dead owner's jobs, nor the job's stdin closing may reach it.
+SPAWN_DROPPED_ENV = ("EDGEHUB_EXEC_ID", "EDGEHUB_OWNER", *LIFELINE_ENV)
 
 
 def running_archive() -> str | None:
@@ -64,13 +67,15 @@ def open_log(path: str) -> int:
     return os.open(path, flags, 0o600)
 
 
-def start_server(socket_path: str) -> bool:
-    """Start a detached server for ``socket_path``; whether one was launched."""
+def start_server(socket_path: str, namespace: str | None = None) -> bool:
+    """Start a detached server for ``socket_path`` preloading the runtime ``namespace`` (none
+    when None); whether one was launched."""
     archive = running_archive()
     if archive is None or not sys.executable:
         return False
     socket_path = os.path.abspath(socket_path)
     target = socket_path + ".pyz"
+    preload = ["--preload", namespace] if namespace else []
     try:
         import subprocess
 
@@ -80,13 +85,14 @@ def start_server(socket_path: str) -> bool:
         log = open_log(socket_path + ".log")
         try:
             subprocess.Popen(
-                [sys.executable, target, "serve", "--socket", socket_path],
+                [sys.executable, target, "serve", "--socket", socket_path, *preload],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 cwd="/",
-                # not the spawning command's kill marker: stopping that job must spare us
-                env={k: v for k, v in os.environ.items() if k not in _JOB_MARKERS},
+                # neither the spawning command's kill marker (stopping that job must spare us)
+                # nor its lifeline (our stdin is /dev/null; jobs bring their own)
+                env={k: v for k, v in os.environ.items() if k not in SPAWN_DROPPED_ENV},
                 close_fds=True,
                 start_new_session=True,
             )

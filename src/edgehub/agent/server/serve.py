@@ -1,8 +1,10 @@
-"""``edgehub-agent serve --socket PATH [--idle SECONDS]``: a warm agent that forks one job per call.
+"""``edgehub-agent serve --socket PATH [--idle S] [--preload NS]``: a warm agent, one fork per job.
 
-The server imports numpy, onnxruntime (and onnx, and the command modules) once, then listens on
-a Unix socket (mode 0600) and, for each connection, reads one request (see :mod:`.server_wire`)
-and forks a process that runs the ordinary command line on it (:mod:`.server_job`), so a job
+The server imports the runtime of its image once (``--preload ort``: the ``PRELOAD`` modules of
+the runtime namespace and its command modules; jobs of other namespaces import theirs), then
+listens on
+a Unix socket (mode 0600) and, for each connection, reads one request (see :mod:`.wire`)
+and forks a process that runs the ordinary command line on it (:mod:`.job`), so a job
 skips the interpreter's and the libraries' start-up. It runs jobs side by side; one event loop
 (no threads, so forking is safe) accepts connections, reads requests, passes signals on, kills a
 job whose client went away, reaps finished jobs (SIGCHLD wakes the loop) and writes their exit
@@ -31,10 +33,11 @@ import warnings
 from types import FrameType
 from typing import Any, Sequence
 
-from .env import collect_env
-from .protocol import EXIT_OK, EXIT_USER
-from .server_job import load_libc, run_job
-from .server_wire import (
+from ..commands import preload_modules
+from ..env import collect_env
+from ..protocol import EXIT_OK, EXIT_USER, UsageError
+from .job import load_libc, run_job
+from .wire import (
     EXIT,
     FORWARDED_SIGNALS,
     MAX_LINE_BYTES,
@@ -47,12 +50,11 @@ from .server_wire import (
     socket_address,
 )
 
-SERVE_USAGE = "usage: edgehub-agent serve --socket PATH [--idle SECONDS]"
+SERVE_USAGE = "usage: edgehub-agent serve --socket PATH [--idle SECONDS] [--preload NAMESPACE]"
 DEFAULT_IDLE_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection must send its request within this
 CANCEL_GRACE_S = 5.0  # after a forwarded signal, SIGKILL a job still running this much later
 SEND_TIMEOUT_S = 2.0
-PRELOAD = ("numpy", "onnxruntime", "onnx")
 # Environment variables that the interpreter or the preloaded libraries read when they start: a
 # client whose values differ would not get what a fresh process gives it, so it is refused.
 IMPORT_TIME_ENV = (
@@ -79,8 +81,9 @@ class ServeUsageError(ValueError):
     pass
 
 
-def parse_serve_args(argv: Sequence[str]) -> tuple[str, float]:
-    values: dict[str, str | None] = {"--socket": None, "--idle": None}
+def parse_serve_args(argv: Sequence[str]) -> tuple[str, float, list[str]]:
+    """(socket path, idle seconds, runtime namespaces to preload)."""
+    values: dict[str, str | None] = {"--socket": None, "--idle": None, "--preload": None}
     i = 0
     while i < len(argv):
         name, eq, inline = argv[i].partition("=")
@@ -104,7 +107,8 @@ def parse_serve_args(argv: Sequence[str]) -> tuple[str, float]:
             idle = -1.0
         if not idle > 0:
             raise ServeUsageError(f"--idle must be a number of seconds > 0, got {values['--idle']}")
-    return os.path.abspath(values["--socket"]), idle
+    preload = [n for n in (values["--preload"] or "").split(",") if n]
+    return os.path.abspath(values["--socket"]), idle, preload
 
 
 def log(message: str) -> None:
@@ -115,18 +119,18 @@ def log(message: str) -> None:
         pass
 
 
-def preload(modules: Sequence[str]) -> None:
+def preload(namespaces: Sequence[str], modules: Sequence[str]) -> None:
     """Import what jobs will need, and fill the caches ``collect_env`` uses; failures are left to
     the jobs, which meet them exactly as a fresh process would. Then freeze what is loaded out of
     the garbage collector's reach, so that a job's ``gc.collect()`` neither walks the libraries'
     objects nor copies their memory pages (copy-on-write) to do so."""
-    for name in (*PRELOAD, *modules):
+    for name in modules:
         try:
             importlib.import_module(name)
         except Exception:
             pass
     try:
-        collect_env()
+        collect_env(namespaces)
     except Exception:
         pass
     gc.collect()
@@ -532,11 +536,12 @@ def acquire_lock(path: str) -> int | None:
     return fd
 
 
-def serve_main(argv: list[str], cli_main: CliMain, modules: Sequence[str]) -> int:
+def serve_main(argv: list[str], cli_main: CliMain) -> int:
     """Entry point of ``serve``; returns the exit code."""
     try:
-        path, idle = parse_serve_args(argv)
-    except ServeUsageError as exc:
+        path, idle, namespaces = parse_serve_args(argv)
+        modules = preload_modules(namespaces)
+    except (ServeUsageError, UsageError) as exc:
         sys.stderr.write(f"error: {exc}\n{SERVE_USAGE}\n")
         return EXIT_USER
     if not hasattr(socket, "AF_UNIX"):
@@ -550,7 +555,7 @@ def serve_main(argv: list[str], cli_main: CliMain, modules: Sequence[str]) -> in
     if lock is None or answers(path):
         log(f"another server already runs on {path}")
         return EXIT_USER
-    preload(modules)
+    preload(namespaces, modules)
     load_libc()
     server = Server(path, idle, cli_main, lock)
     try:
@@ -559,7 +564,8 @@ def serve_main(argv: list[str], cli_main: CliMain, modules: Sequence[str]) -> in
         log(f"cannot listen on {path}: {exc}")
         return EXIT_USER
     server.install_signals()
-    log(f"serving on {path} (pid {os.getpid()}, idle timeout {idle:g} s)")
+    loaded = ", ".join(namespaces) or "no runtime"
+    log(f"serving on {path} (pid {os.getpid()}, idle timeout {idle:g} s, preloaded {loaded})")
     try:
         server.run()
     finally:

@@ -1,6 +1,6 @@
 """``edgehub-agent --server PATH COMMAND ...``: run a command on a warm agent server.
 
-When a server answers on PATH the command runs there (see :mod:`.server_wire`): its progress
+When a server answers on PATH the command runs there (see :mod:`.wire`): its progress
 comes back on this process's stderr as it is written, its result goes to the same ``--result``
 file, and this process exits with the job's exit code. SIGINT/SIGTERM are passed on to the job
 (which then ends as a cancelled run would, or is killed after a grace period); a second signal, or
@@ -8,7 +8,9 @@ this process dying, closes the connection and the server kills the job. Without 
 job writes to a temporary file that is printed on stdout, as a local run would print it.
 
 When no server takes the job it runs here, exactly as without ``--server``, and afterwards a
-server is started in the background for the next call (:mod:`.server_spawn`).
+server is started in the background for the next call (:mod:`.spawn`), preloading the runtime
+of this command's namespace (``ort`` for ``ort.profile``). With ``EDGEHUB_AGENT_WATCH_STDIN=1``
+the job ends when this process's stdin does (:mod:`..lifeline`).
 
 This module must stay light: the point is to start fast, so nothing here imports numpy or
 onnxruntime.
@@ -17,19 +19,17 @@ onnxruntime.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import sys
 from types import FrameType
 
-from .exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
-from .server_wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
+from .. import lifeline
+from ..exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
+from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
 
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
-EXIT_LINE = re.compile(rb"\0EDGEHUB-EXIT (-?\d+)\n")
-EXIT_LINE_PREFIX = re.compile(rb"-?\d*\n?")
 
 
 class Abandoned(Exception):
@@ -65,21 +65,29 @@ def client_main(argv: list[str]) -> int:
 
 
 def run_here(argv: list[str]) -> int:
-    from .cli import main
+    from ..cli import main
 
     return main(argv)
 
 
 def run_with_server(path: str, argv: list[str], run_local: CliMain) -> int:
-    """Run ``argv`` on the server at ``path``, or here (then start a server for next time)."""
+    """Run ``argv`` on the server at ``path``, or here (then start a server for next time,
+    preloading the runtime of this command's namespace)."""
     code, start_one = call_server(path, argv)
     if code is not None:
         return code
+    lifeline.attach(None)
     code = run_local(argv)
     if start_one and code != EXIT_CANCELLED:
-        from .server_spawn import start_server
+        from ..cli import parse_args
+        from ..commands import namespace_of
+        from .spawn import start_server
 
-        start_server(path)
+        try:
+            command = parse_args(argv)[0]
+        except Exception:  # the local run has reported what is wrong with argv
+            command = None
+        start_server(path, namespace_of(command))
     return code
 
 
@@ -88,6 +96,7 @@ def call_server(path: str, argv: list[str]) -> tuple[int | None, bool]:
     conn = connect(path)
     if conn is None:
         return None, True
+    lifeline.attach(conn)
     capture: str | None = None
     if not any(a == "--result" or a.startswith("--result=") for a in argv):
         import tempfile
@@ -186,9 +195,9 @@ class Output:
 
     def finish(self) -> int | None:
         """The exit code from the exit line at the very end; None when there is none."""
-        match = EXIT_LINE.fullmatch(self.tail)
-        if match:
-            return int(match.group(1))
+        code = self.tail[len(EXIT) : -1]
+        if self.tail.startswith(EXIT) and self.tail.endswith(b"\n") and is_integer(code):
+            return int(code)
         write_stderr_bytes(self.tail)
         return None
 
@@ -196,7 +205,18 @@ class Output:
 def may_be_exit_line(data: bytes) -> bool:
     if len(data) <= len(EXIT):
         return EXIT.startswith(data)
-    return data.startswith(EXIT) and EXIT_LINE_PREFIX.fullmatch(data[len(EXIT) :]) is not None
+    if not data.startswith(EXIT):
+        return False
+    rest = data[len(EXIT) :]
+    if rest.endswith(b"\n"):
+        rest = rest[:-1]
+    return rest in (b"", b"-") or is_integer(rest)
+
+
+def is_integer(data: bytes) -> bool:
+    """Whether ``data`` is an optional minus sign and ASCII digits (no re: it is slow to import)."""
+    digits = data[1:] if data.startswith(b"-") else data
+    return bool(digits) and digits.isdigit()
 
 
 def relay(conn: socket.socket, first: bytes, path: str) -> int:
@@ -235,6 +255,8 @@ def relay(conn: socket.socket, first: bytes, path: str) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if code is None and lifeline.lost():
+        return EXIT_CANCELLED  # our caller went away and we ended the job
     if code is None:
         write_stderr(f"error: the agent server on {path} ended the job without an exit status\n")
         return EXIT_CANCELLED if signalled else EXIT_UNEXPECTED

@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import Any, Iterable
 
-from .server_wire import START, CliMain, marker
+from .wire import START, CliMain, marker
 
 PR_SET_PDEATHSIG = 1
 _libc: Any = None

@@ -13,8 +13,8 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from .calibration import load_calibration, make_reader, random_calibration
-from .models import (
+from ..calibration import load_calibration, random_calibration
+from ..models import (
     EXTERNAL_DATA_THRESHOLD,
     default_opset,
     graph_inputs,
@@ -23,9 +23,10 @@ from .models import (
     save_model,
     self_contained,
 )
-from .protocol import MissingDependencyError, ModelError, UsageError, one_line
+from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
+from ..report import Report
+from ..tensors import Arrays
 from .quant_io import strip_io_qdq
-from .report import Report
 from .sessions import create_session
 
 STATIC_SETTINGS = {
@@ -187,3 +188,34 @@ def quantize_dynamic(
             raise
         break
     return {"params": params, "data": {}}
+
+
+class SampleReader:
+    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
+
+    def __init__(self, samples: list[Arrays]) -> None:
+        self.samples = samples
+        self.index = 0
+
+    def get_next(self) -> dict[str, Any] | None:
+        if self.index >= len(self.samples):
+            return None
+        sample = self.samples[self.index]
+        self.index += 1
+        return sample
+
+    def rewind(self) -> None:
+        self.index = 0
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+def make_reader(samples: list[Arrays]) -> Any:
+    """A SampleReader that is also an instance of ORT's CalibrationDataReader."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(SampleReader, CalibrationDataReader):  # type: ignore[misc]
+        pass
+
+    return Reader(samples)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .models import describe_model, load_model, model_size_bytes, resolve_model_path
-from .protocol import CommandOutput, MissingDependencyError, Params
-from .report import Report
+from ..models import describe_model, load_model, model_size_bytes, resolve_model_path
+from ..protocol import CommandOutput, MissingDependencyError, Params
+from ..report import Report
 from .sessions import create_session, session_signature
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .protocol import MissingDependencyError, ModelError, UsageError, one_line
-from .tensors import TensorSpec
+from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
+from ..tensors import TensorSpec
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
 

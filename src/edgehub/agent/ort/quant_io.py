@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .report import Report
-from .tensors import ONNX_ELEM_TYPES
+from ..report import Report
+from ..tensors import ONNX_ELEM_TYPES
 
 _ELEM_TYPE_OF = {name: code for code, name in ONNX_ELEM_TYPES.items()}
 

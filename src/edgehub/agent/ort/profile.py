@@ -3,11 +3,16 @@
 Request::
 
     {"model": PATH, "runs": 100, "warmup": 10, "cold_starts": 1,
-     "method": "python" | "layerwise" | "model", "input": null | NPZ,
+     "method": "python" | "layerwise" | "model", "input_data": null | NPZ | DIR,
      "intra_op_threads": null | int, "inter_op_threads": null | int,
      "profile_json": null | PATH, "providers": null | [names], "seed": 0,
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
      "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs)}
+
+Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
+cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
+``input_shape``, other dynamic dims set to 1. The result's ``shapes`` (in params, data and
+profile.json) records each input's dtype and shape(s) as run.
 
 How it measures:
 
@@ -17,7 +22,7 @@ How it measures:
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
    numbers are those of a bare ``session.run`` loop.
 3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT profiling on
-   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.ort_trace`) into
+   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.trace`) into
    per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
 
 Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
@@ -38,10 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .env import collect_env
-from .models import resolve_model_path
-from .ort_trace import TraceSummary, parse_trace
-from .protocol import (
+from ..env import collect_env
+from ..inputs import prepare_inputs, shapes_record
+from ..models import resolve_model_path
+from ..protocol import (
     Cancelled,
     CommandOutput,
     Params,
@@ -49,7 +54,9 @@ from .protocol import (
     one_line,
     write_json_atomic,
 )
-from .report import Report
+from ..report import Report
+from ..stats import latency_stats, mean, ms
+from ..tensors import Arrays
 from .sessions import (
     OPTIMIZATION_LEVELS,
     create_session,
@@ -57,9 +64,7 @@ from .sessions import (
     resolve_providers,
     session_options,
 )
-from .shapes import parse_input_shape
-from .stats import latency_stats, mean, ms
-from .tensors import Arrays, load_inputs, random_inputs
+from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
 # Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
@@ -94,12 +99,22 @@ def _run_once(session: Any, feeds: Arrays) -> None:
         raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
-def timed_runs(session: Any, feeds: Arrays, runs: int) -> list[int]:
-    """``runs`` samples in ns, perf_counter_ns tightly around each session.run."""
+def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
+    """``runs`` samples in ns, perf_counter_ns tightly around each session.run; the inputs
+    cycle (one sample: the same feeds every run, exactly as a bare loop)."""
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
+    if len(inputs) == 1:
+        feeds = inputs[0]
+        for i in range(runs):
+            start = clock()
+            run(None, feeds)
+            samples[i] = clock() - start
+        return samples
+    count = len(inputs)
     for i in range(runs):
+        feeds = inputs[i % count]
         start = clock()
         run(None, feeds)
         samples[i] = clock() - start
@@ -107,7 +122,7 @@ def timed_runs(session: Any, feeds: Arrays, runs: int) -> list[int]:
 
 
 def trace_profile(
-    path: Path, options_args: dict[str, Any], providers: list[str], feeds: Arrays, runs: int
+    path: Path, options_args: dict[str, Any], providers: list[str], inputs: list[Arrays], runs: int
 ) -> TraceSummary:
     """Run a separate profiling session and parse (then delete) its trace."""
     tmp = tempfile.mkdtemp(prefix="edgehub-agent-trace-")
@@ -116,34 +131,14 @@ def trace_profile(
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort_profile")
         session = create_session(path, options, providers)
-        _run_once(session, feeds)  # first run of a new session: dropped from the summary
-        for _ in range(runs):
-            _run_once(session, feeds)
+        _run_once(session, inputs[0])  # first run of a new session: dropped from the summary
+        for i in range(runs):
+            _run_once(session, inputs[i % len(inputs)])
         trace_file = session.end_profiling()
         del session
         return parse_trace(trace_file, skip_runs=1)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def prepare_inputs(
-    session: Any, input_path: str | None, shapes: dict[str, list[int]], seed: int, report: Report
-) -> Arrays:
-    specs = input_specs(session)
-    if input_path is not None:
-        report.info(f"inputs: {input_path}")
-        return load_inputs(input_path, specs)
-    feeds, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
-    shown = ", ".join(
-        f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in feeds.items()
-    )
-    report.info(f"inputs: random ({shown})")
-    if defaulted:
-        report.warn(
-            "no input data given: random inputs with dynamic dimensions set to 1 for "
-            f"{', '.join(defaulted)}; pass input (an .npz) or input_shape to profile other shapes"
-        )
-    return feeds
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -152,7 +147,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     warmup = params.integer("warmup", 10, minimum=0)
     cold_starts = params.integer("cold_starts", 1, minimum=1)
     method = params.choice("method", ("python", "layerwise", "model"), "python")
-    input_path = params.path("input", required=False)
+    input_data = params.path("input_data", required=False)
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     profile_json = params.path("profile_json", required=False)
@@ -172,7 +167,7 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     cold: list[dict[str, float]] = []
     session: Any = None
-    feeds: Arrays = {}
+    inputs: list[Arrays] = []
     for index in range(cold_starts):
         session = None
         gc.collect()
@@ -181,10 +176,10 @@ def run(params: Params, report: Report) -> CommandOutput:
         session = create_session(path, options, providers)
         created = time.perf_counter_ns() - start
         if index == 0:
-            shapes = parse_input_shape(raw_shape, input_specs(session)) if raw_shape else {}
-            feeds = prepare_inputs(session, input_path, shapes, seed, report)
+            specs = input_specs(session)
+            inputs = prepare_inputs(specs, input_data, raw_shape, seed, report)
         start = time.perf_counter_ns()
-        _run_once(session, feeds)
+        _run_once(session, inputs[0])
         first = time.perf_counter_ns() - start
         cold.append({"session_create_ms": ms(created), "first_run_ms": ms(first)})
         report.info(
@@ -193,13 +188,13 @@ def run(params: Params, report: Report) -> CommandOutput:
         )
 
     report.info(f"warmup: {warmup} runs")
-    for _ in range(warmup):
-        _run_once(session, feeds)
+    for i in range(warmup):
+        _run_once(session, inputs[i % len(inputs)])
     report.info(f"timing: {runs} runs")
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
     try:
-        samples = timed_runs(session, feeds, runs)
+        samples = timed_runs(session, inputs, runs)
     except Cancelled:
         raise
     except Exception as exc:
@@ -232,7 +227,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     if method in ("layerwise", "model"):
         profiled = min(runs, MAX_PROFILED_RUNS)
         report.info(f"{method}: {profiled} runs with onnxruntime profiling")
-        trace = trace_profile(path, options_args, providers, feeds, profiled)
+        trace = trace_profile(path, options_args, providers, inputs, profiled)
         metrics["model_run_mean_ms"] = trace.model_run_mean_ms
         metrics["profiled_runs"] = trace.model_runs
         if trace.truncated:
@@ -246,14 +241,15 @@ def run(params: Params, report: Report) -> CommandOutput:
                 )
     metrics["peak_rss_mb"] = peak_rss_mb()
 
+    params.resolved["shapes"] = shapes_record(inputs)
+    params.resolved["input_samples"] = len(inputs)
     settings = dict(params.resolved)
     settings["model_path"] = str(path)
-    settings["input_source"] = "npz" if input_path else "random"
-    settings["input_shapes"] = {k: [int(d) for d in v.shape] for k, v in feeds.items()}
+    settings["input_source"] = "npz" if input_data else "random"
     settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
     data: dict[str, Any] = {
         "cold_starts": cold,
-        "input_shapes": settings["input_shapes"],
+        "shapes": params.resolved["shapes"],
         "input_source": settings["input_source"],
     }
     layers = trace.layers if (trace is not None and method == "layerwise") else []

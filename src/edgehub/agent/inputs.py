@@ -1,0 +1,94 @@
+"""What a command runs a model on: the caller's samples, or random data at chosen shapes.
+
+``input_data`` is an ``.npz`` keyed by input name (a bare ``.npy`` for a one-input model), or a
+directory of such files, one sample per file, read in sorted name order (``.npz`` files; ``.npy``
+files only for a one-input model). Every sample is checked against the model's inputs.
+Without it, random data of the inputs' dtypes is generated (seeded), at ``input_shape`` where
+given (see :mod:`.shapes`) and with other dynamic dimensions set to 1 (with a warning).
+
+:func:`shapes_record` describes what was run (the ``shapes`` of a result).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from .protocol import InputDataError, UsageError
+from .report import Report
+from .shapes import parse_input_shape
+from .tensors import Arrays, TensorSpec, describe_specs, load_inputs, random_inputs
+
+
+def sample_files(directory: Path) -> list[Path]:
+    """The sample files of a directory: its .npz files, else its .npy files, sorted by name."""
+    files = sorted(p for p in directory.iterdir() if p.suffix == ".npz" and p.is_file())
+    return files or sorted(p for p in directory.iterdir() if p.suffix == ".npy" and p.is_file())
+
+
+def load_samples(path_arg: str, specs: Sequence[TensorSpec], what: str = "input") -> list[Arrays]:
+    """One sample from a file, or one per file of a directory; each checked against ``specs``."""
+    path = Path(path_arg)
+    if not path.is_dir():
+        return [load_inputs(path, specs, what)]
+    files = sample_files(path)
+    if not files:
+        raise InputDataError(
+            f"{what} directory '{path_arg}' holds no .npz or .npy files; expected inputs: "
+            f"{describe_specs(specs)} (one sample per file)"
+        )
+    return [load_inputs(f, specs, f"{what} sample {f.name}") for f in files]
+
+
+def describe(feeds: Arrays) -> str:
+    return ", ".join(
+        f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in feeds.items()
+    )
+
+
+def prepare_inputs(
+    specs: Sequence[TensorSpec],
+    input_data: str | None,
+    raw_shape: Any,
+    seed: int,
+    report: Report,
+) -> list[Arrays]:
+    """The samples to run: loaded from ``input_data``, else one random sample (``input_shape``
+    applies to random data only: given data brings its own shapes)."""
+    if input_data is not None:
+        if raw_shape is not None:
+            raise UsageError(
+                "input_shape shapes generated random inputs; input_data brings its own shapes: "
+                "pass one of the two"
+            )
+        samples = load_samples(input_data, specs)
+        count = f"{len(samples)} samples, " if len(samples) > 1 else ""
+        report.info(f"inputs: {input_data} ({count}{describe(samples[0])})")
+        return samples
+    shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
+    feeds, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
+    report.info(f"inputs: random, seed {seed} ({describe(feeds)})")
+    if defaulted:
+        report.warn(
+            "random inputs with dynamic dimensions set to 1 for "
+            f"{', '.join(defaulted)}; pass input_data (an .npz, or a directory of them) or "
+            "input_shape to run at the shapes you use"
+        )
+    return [feeds]
+
+
+def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:
+    """``{input: {"dtype": ..., "shape": [...]}}`` of the first sample, with ``"shapes"`` (every
+    distinct shape, in order of appearance) for an input whose shape varies across samples."""
+    record: dict[str, dict[str, Any]] = {}
+    for name, array in samples[0].items():
+        seen: list[list[int]] = []
+        for sample in samples:
+            shape = [int(d) for d in sample[name].shape]
+            if shape not in seen:
+                seen.append(shape)
+        entry: dict[str, Any] = {"dtype": array.dtype.name, "shape": seen[0]}
+        if len(seen) > 1:
+            entry["shapes"] = seen
+        record[name] = entry
+    return record
