@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from edgehub import __version__
 from edgehub.errors import EdgehubError
@@ -49,9 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"edgehub {__version__}")
-    parser.add_argument("--config", metavar="HUB_TOML", help="hub.toml to use (default: nearest)")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no logs on stderr")
+    _add_global_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     exec_cmd.add_parser(commands)
@@ -62,13 +60,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """--config, --debug and -q, accepted before the command and after it."""
+    default: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument(
+        "--config", metavar="HUB_TOML", help="hub.toml to use (default: nearest)", **default
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors", **default)
+    parser.add_argument("-q", "--quiet", action="store_true", help="no logs on stderr", **default)
+
+
 def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
-    """Give every (sub)command's namespace its own ``prog``, for errors about extra words."""
+    """Give every (sub)command's namespace its own ``prog`` (for errors about extra words),
+    and let each command take the global options too."""
     parser.set_defaults(command_prog=parser.prog)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                _name_leaf_parsers(child)
+    children = [
+        child
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for child in action.choices.values()
+    ]
+    for child in children:
+        _name_leaf_parsers(child)
+    if not children:
+        _add_global_options(parser, top=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
