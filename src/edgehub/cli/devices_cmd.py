@@ -18,6 +18,9 @@ def add_parser(commands: Any) -> None:
     init.set_defaults(handler=_init)
     doctor = commands.add_parser("doctor", help="check hub.toml, Docker and the images")
     doctor.add_argument("--json", action="store_true")
+    doctor.add_argument(
+        "--repair", action="store_true", help="fix artifacts whose bytes no longer match"
+    )
     doctor.set_defaults(handler=_doctor)
 
 
@@ -43,7 +46,7 @@ def _init(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from edgehub.ops.doctor import doctor
 
-    checks = doctor(args.config)
+    checks = doctor(args.config, repair=args.repair)
     if args.json:
         print_json([check.to_dict() for check in checks])
     else:

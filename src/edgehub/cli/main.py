@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_error(f"{prog}: unrecognized {word}: {' '.join(extra)}; see '{prog} --help'")
         return 2
     signals.install()
+    reaper = None if args.command == "doctor" else _reap_in_background()
     try:
         code: int = args.handler(args)
         return code
@@ -122,6 +124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             "traceback and report it)"
         )
         return EXIT_INTERNAL
+    finally:
+        if reaper is not None:
+            reaper.join(timeout=5)
+
+
+def _reap_in_background() -> threading.Thread:
+    from edgehub.ops.cleanup import reap_leftovers_in_background
+
+    return reap_leftovers_in_background()
 
 
 def signal_name(signum: int) -> str:

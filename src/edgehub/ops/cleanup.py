@@ -1,0 +1,66 @@
+"""Leftovers of `hub` processes that died (SIGKILL, a crash): their containers and their jobs
+in warm containers are removed or stopped by the next edgehub process of any kind.
+
+Their runs need no step here: the run store reads a RUNNING run whose process is gone as
+KILLED when it opens.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edgehub.runners.docker.reaper import ReapReport
+
+__all__ = ["WarmContainer", "reap_leftovers", "reap_leftovers_in_background", "warm_containers"]
+
+
+@dataclass(frozen=True)
+class WarmContainer:
+    """A toolchain container kept warm for the next job (it removes itself when idle)."""
+
+    name: str
+    image: str
+    status: str
+
+
+def warm_containers() -> list[WarmContainer]:
+    """The warm containers on the local Docker daemon (none without one)."""
+    from edgehub.runners.docker import WARM
+    from edgehub.runners.docker.client import DockerAPIError
+    from edgehub.runners.docker.lite import LiteClient, local_socket
+
+    path = local_socket()
+    if path is None:
+        return []
+    client = LiteClient(path, timeout=5)
+    try:
+        found = client.containers([f"{WARM}=1"])
+    except (DockerAPIError, OSError):
+        return []
+    finally:
+        client.close()
+    return [
+        WarmContainer(
+            name=str((c.get("Names") or ["?"])[0]).lstrip("/"),
+            image=str(c.get("Image", "")),
+            status=str(c.get("Status", "")),
+        )
+        for c in found
+    ]
+
+
+def reap_leftovers() -> ReapReport:
+    """Remove dead owners' containers and stop their warm jobs; never raises."""
+    from edgehub.runners.docker import reap
+
+    return reap()
+
+
+def reap_leftovers_in_background() -> threading.Thread:
+    """`reap_leftovers` in a thread, so a command does not wait for it; join it before exit."""
+    thread = threading.Thread(target=reap_leftovers, name="edgehub-reaper", daemon=True)
+    thread.start()
+    return thread
