@@ -44,6 +44,11 @@ COMMANDS: dict[str, str | None] = {
     "ort.compile": "ort_compile",
     "ort.profile": "ort_profile",
     "ort.invoke": "ort_invoke",
+    "trt.build": "trt.build",
+    "trt.inspect": "trt.inspect",
+    "trt.gpu": "trt.gpu",
+    "trt.profile": "trt.profile",
+    "trt.invoke": "trt.invoke",
 }
 
 USAGE = (
