@@ -56,14 +56,20 @@ def _runtimes() -> dict[str, Runtime]:
             p.TensorRTProfiler,
             i.TensorRTInvoker,
             c.TensorRTCompiledModel,
-            available=False,
-            issue="the TensorRT toolchain",
+            available=True,  # TEMPORARY in branch tensorrt: the registry branch's descriptor decides
+            inspect=_trt_inspect,
         ),
     }
 
 
 def _ort_inspect(ctx: Any, model: Any, device: str | None) -> dict[str, Any]:
     from edgehub.toolchains.onnxruntime.local import inspect_model
+
+    return inspect_model(ctx, model, device)
+
+
+def _trt_inspect(ctx: Any, model: Any, device: str | None) -> dict[str, Any]:
+    from edgehub.toolchains.tensorrt.local import inspect_model
 
     return inspect_model(ctx, model, device)
 

@@ -32,7 +32,6 @@ from ..protocol import (
     CommandOutput,
     ModelError,
     Params,
-    RuntimeFailure,
     UsageError,
     write_json_atomic,
 )
@@ -190,6 +189,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         f"built {out.name}: {size} bytes, {len(layers)} network layers, {build_time:.2f} s "
         f"(layer outputs: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
     )
-    data = dict(io)
+    data: dict[str, Any] = dict(io)
     data.update({"engine_path": str(out), "output_types": counts, "prepare": notes})
     return CommandOutput(params=resolved, metrics=metrics, data=data)

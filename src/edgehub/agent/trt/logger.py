@@ -11,7 +11,7 @@ from ..report import Report
 def make_logger(trt_module: Any, report: Report) -> Any:
     """An ``ILogger`` of ``trt_module`` recording every message TensorRT sends it."""
 
-    class BuildLogger(trt_module.ILogger):  # type: ignore[misc,name-defined]
+    class BuildLogger(trt_module.ILogger):  # type: ignore[misc]
         def __init__(self) -> None:
             trt_module.ILogger.__init__(self)
             self.lines: list[str] = []

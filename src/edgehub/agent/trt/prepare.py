@@ -31,7 +31,7 @@ def count_qdq(model: Any) -> int:
 
 def to_fp16(model: Any) -> Any:
     try:
-        from onnxconverter_common import float16
+        from onnxconverter_common import float16  # type: ignore[import-not-found]
     except ImportError as exc:
         raise MissingDependencyError(
             f"precision fp16 needs onnxconverter-common, which cannot be imported here ({exc})"
@@ -61,7 +61,7 @@ def fold_int32_dequantize(model: Any) -> int:
             continue
         values = numpy_helper.to_array(source).astype(np.float64)
         scale = numpy_helper.to_array(inits[node.input[1]]).astype(np.float64)
-        zero = 0.0
+        zero: Any = 0.0
         if len(node.input) > 2 and node.input[2]:
             zero = numpy_helper.to_array(inits[node.input[2]]).astype(np.float64)
         axis = next((a.i for a in node.attribute if a.name == "axis"), 1)

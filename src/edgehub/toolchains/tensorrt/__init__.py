@@ -1,1 +1,3 @@
-"""The tensorrt toolchain."""
+"""The TensorRT toolchain: components, and the providers registered on import."""
+
+from edgehub.toolchains.tensorrt import local  # noqa: F401  (registers the local providers)
