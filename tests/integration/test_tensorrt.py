@@ -19,7 +19,7 @@ from edgehub.core import HubContext
 from edgehub.core.compile import ONNXRuntimeCompiler, TensorRTCompiler
 from edgehub.core.invoke import TensorRTInvoker
 from edgehub.core.profile import TensorRTProfiler
-from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
+from edgehub.errors import InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains.tensorrt.components import TensorRTCompiledModel
 from edgehub.toolchains.tensorrt.gpu import detect_gpu
 
@@ -188,9 +188,9 @@ def test_profile_and_invoke_refuse_without_a_gpu_before_starting_anything(
 
     engine = TensorRTCompiler(target="sm86").run(ctx, TINY)
     before = {c.id for c in docker_daemon.containers.list(all=True)}
-    with pytest.raises(ProfileError, match="NVIDIA GPU.*'trtexec' provider over SSH"):
+    with pytest.raises(ProfileError, match=r"NVIDIA GPU.*'trtexec' provider over SSH"):
         TensorRTProfiler().run(ctx, engine)
-    with pytest.raises(InvokeError, match="NVIDIA GPU.*'trtexec' provider over SSH"):
+    with pytest.raises(InvokeError, match=r"NVIDIA GPU.*'trtexec' provider over SSH"):
         TensorRTInvoker().run(ctx, engine, {"image": np.zeros((1, 3, 32, 32), np.float32)})
     after = {c.id for c in docker_daemon.containers.list(all=True)}
     assert after <= before  # no container was started for them

@@ -8,8 +8,6 @@ Formats handled (from TensorRT's ``samples/common/sampleReporting.cpp``):
   percentile (default 90, 95, 99); no end-to-end line.
 - TensorRT 8.0 to 8.5: a single ``percentile(P%)`` (default 99) and an extra
   ``End-to-End Host Latency`` line.
-- TensorRT 7.x: the same statistic lines without ``Enqueue Time`` / ``GPU Compute Time`` names
-  (``GPU Compute``), which are read as well.
 
 Lines may carry a ``[date-time] [I]`` prefix or none. Numbers may be in exponent notation.
 """
@@ -39,11 +37,9 @@ __all__ = [
 # statistic line name -> metric prefix
 SUMMARY_STATISTICS = {
     "Latency": "latency",
-    "Host Latency": "latency",
     "Enqueue Time": "enqueue",
     "H2D Latency": "h2d",
     "GPU Compute Time": "gpu_compute",
-    "GPU Compute": "gpu_compute",
     "D2H Latency": "d2h",
     "End-to-End Host Latency": "end_to_end",
 }
