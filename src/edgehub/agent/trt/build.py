@@ -138,6 +138,12 @@ def run(params: Params, report: Report) -> CommandOutput:
         if shapes:
             config.add_optimization_profile(optimization_profile(builder, shapes))
         layers = network_layers(network)
+        quantizing = sum(1 for layer in layers if layer["type"] in ("QUANTIZE", "DEQUANTIZE"))
+        if precision == "fp32" and quantizing:
+            report.warn(
+                f"the model holds {quantizing} Q/DQ layers: TensorRT keeps them, so parts run in "
+                "int8; pass precision int8 to say so, or give the float model for pure fp32"
+            )
         build_start = time.perf_counter()
         blob = builder.build_serialized_network(network, config)
         build_time = time.perf_counter() - build_start

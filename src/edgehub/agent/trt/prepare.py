@@ -113,16 +113,11 @@ def prepare_model(
     """The model file to parse for ``precision`` (``src`` itself when nothing changes)."""
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if precision == "fp32":  # parsed as it is; build.py warns about Q/DQ layers it finds
+        return src, {}
     model = load_model(src)
     qdq = count_qdq(model)
     notes: dict[str, Any] = {"qdq_nodes": qdq}
-    if precision == "fp32":
-        if qdq:
-            report.warn(
-                f"the model holds {qdq} Q/DQ nodes: TensorRT keeps them, so parts run in int8; "
-                "pass precision int8 to say so, or give the float model for pure fp32"
-            )
-        return src, notes
     if precision == "fp16":
         if qdq:
             raise UsageError(
