@@ -56,7 +56,7 @@ def _runtimes() -> dict[str, Runtime]:
             p.TensorRTProfiler,
             i.TensorRTInvoker,
             c.TensorRTCompiledModel,
-            available=True,  # TEMPORARY in branch tensorrt: the registry branch's descriptor decides
+            available=True,  # TEMPORARY (branch tensorrt): the registry descriptor decides
             inspect=_trt_inspect,
         ),
     }
