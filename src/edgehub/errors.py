@@ -52,6 +52,10 @@ class ImageNotBuiltError(EnvironmentProblem):
     """A toolchain image has not been built yet."""
 
 
+class GpuUnavailableError(EnvironmentProblem):
+    """A step needs an NVIDIA GPU and none is visible here; nothing was started."""
+
+
 class RunnerError(EnvironmentProblem):
     """A transport (local, Docker, SSH) failed to run a command or move a file."""
 

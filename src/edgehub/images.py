@@ -37,6 +37,7 @@ __all__ = [
     "image_tag",
     "images_dir",
     "list_images",
+    "needs_external_base",
     "read_lock",
     "require_image",
     "runtime_dir",
@@ -70,8 +71,15 @@ class ImageSpec:
 RUNTIMES: Mapping[str, ImageSpec] = {
     "onnxruntime": ImageSpec("onnxruntime", "ONNX Runtime (CPU) with onnx and numpy"),
     "tflite": ImageSpec("tflite", "LiteRT interpreter with the onnx2tf converter"),
-    "tensorrt": ImageSpec("tensorrt", "TensorRT for RTX engine builder"),
+    "tensorrt-rtx": ImageSpec("tensorrt-rtx", "TensorRT for RTX engine builder (no GPU needed)"),
+    "tensorrt": ImageSpec(
+        "tensorrt", "full TensorRT with trtexec (NVIDIA's container; needs a GPU)", "3.10"
+    ),
 }
+
+# A file in a runtime's image directory whose image starts FROM a base that our machines cannot
+# pull (e.g. NVIDIA's registry); its first line says why and what a user with access does.
+EXTERNAL_BASE_MARKER = "EXTERNAL_BASE"
 
 
 @dataclass(frozen=True)
@@ -348,6 +356,7 @@ def build_image(
 
     client = docker_client(timeout=3600)
     try:
+        _require_external_base(client, directory, base or default_base(runtime), tag)
         with tempfile.TemporaryDirectory(prefix="edgehub-build-") as context:
             root = Path(context)
             shutil.copy2(directory / "Dockerfile", root / "Dockerfile")
@@ -357,6 +366,23 @@ def build_image(
     finally:
         client.close()
     return tag
+
+
+def needs_external_base(runtime: str) -> bool:
+    """Whether ``runtime``'s image builds only from a base that must come from a registry we
+    cannot reach (its directory holds an ``EXTERNAL_BASE`` marker)."""
+    return (runtime_dir(runtime) / EXTERNAL_BASE_MARKER).is_file()
+
+
+def _require_external_base(client: Any, directory: Path, base: str | None, tag: str) -> None:
+    """Refuse, in one line, to build an image whose base must come from a registry we cannot
+    reach, unless that base is already present in the daemon."""
+    marker = directory / EXTERNAL_BASE_MARKER
+    if not marker.is_file() or (base and _inspect(client, base) is not None):
+        return
+    lines = [line.strip() for line in marker.read_text(encoding="utf-8").splitlines()]
+    why = next((line for line in lines if line and not line.startswith("#")), "")
+    raise ImageNotBuiltError(f"cannot build {tag}: base image {base} is not present locally; {why}")
 
 
 def _run_build(

@@ -150,6 +150,9 @@ def _shapes_text(shapes: dict[str, Any]) -> str:
 def _print_pipeline(report: PipelineReport) -> None:
     for key, step in report.steps().items():
         _print_run(key, step)
+    if report.stopped_after_compile:
+        print(f"stopped after compile: {report.stopped_after_compile}")
+        return
     print("accuracy of the compiled model against the original (ONNX Runtime):")
     table(
         ["output", "max abs error", "max rel error", "cosine similarity"],

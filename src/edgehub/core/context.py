@@ -277,16 +277,20 @@ class HubContext:
         cpus: float | None = None,
         memory: str | None = None,
         keep_warm: float | None = None,
+        gpus: str | None = None,
     ) -> DockerCommandRunner:
         """The context's long-lived container of ``image`` (started on first use, removed on
-        exit unless ``keep_warm`` leaves it running for the next process)."""
+        exit unless ``keep_warm`` leaves it running for the next process); ``gpus`` ("all")
+        passes NVIDIA GPUs through."""
         from edgehub.runners.docker import DockerCommandRunner
 
-        key = (image, cpus, memory, keep_warm)
+        key = (image, cpus, memory, keep_warm, gpus)
         with self._lock:
             runner = self._docker.get(key)
             if runner is None:
-                runner = DockerCommandRunner(image, cpus=cpus, memory=memory, keep_warm=keep_warm)
+                runner = DockerCommandRunner(
+                    image, cpus=cpus, memory=memory, keep_warm=keep_warm, gpus=gpus
+                )
                 runner.__enter__()
                 self._docker[key] = runner
         return runner

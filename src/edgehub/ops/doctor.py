@@ -95,9 +95,14 @@ def _docker_checks() -> list[Check]:
     checks.append(Check("docker daemon", "ok", "reachable"))
     checks.extend(_leftover_checks())
     for status in images.list_images():
+        if status.runtime.startswith("tensorrt"):
+            continue  # with the GPU, below
         if status.built:
             checks.append(Check(f"image {status.runtime}", "ok", status.tag))
         else:
             hint = f"run: hub images build {status.runtime}"
             checks.append(Check(f"image {status.runtime}", "missing", hint))
+    from edgehub.toolchains.tensorrt.gpu import tensorrt_image_checks
+
+    checks.extend(Check(c.name, c.state, c.detail) for c in tensorrt_image_checks())
     return checks

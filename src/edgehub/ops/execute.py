@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import ModelError, UsageError
+from edgehub.errors import GpuUnavailableError, ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.reports import PipelineReport, RunReport, summarize
@@ -249,7 +249,11 @@ def _pipeline(
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))
     profiler = runtime.profiler(**profile_options)
-    profile = profiler.run(ctx, compiled)
+    try:
+        profile = profiler.run(ctx, compiled)
+    except GpuUnavailableError as why:
+        ctx.events.warning(f"pipeline stops after compile: {why}")
+        return PipelineReport(compile=summarize(compiled), stopped_after_compile=str(why))
     cancel.check()
     ctx.events.info("step 3/4: invoke the compiled model")
     invoker = runtime.invoker(**_common(request, "invoke", named=False))

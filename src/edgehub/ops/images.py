@@ -65,18 +65,24 @@ def build_images(
     offline: bool = False,
     progress: StepProgress | None = None,
 ) -> list[BuiltImage]:
-    """Build ``runtimes`` (default: every runtime with an image) one after another."""
+    """Build ``runtimes`` one after another (default: every runtime whose image builds from
+    our own base; one from a registry we cannot reach, such as NVIDIA's, only when named).
+
+    ``base`` (else hub.toml's ``[images] base``) replaces the Debian base; an image with an
+    external base takes only an explicit ``base``."""
     from edgehub import images
 
     buildable = images.available_runtimes()
-    chosen = runtimes or buildable
+    chosen = runtimes or [r for r in buildable if not images.needs_external_base(r)]
     unknown = [r for r in chosen if r not in buildable]
     if unknown:
         raise UsageError(f"no image for {', '.join(unknown)}; buildable: {', '.join(buildable)}")
-    base = base or project.config.images.base
     built = []
     for runtime in chosen:
-        built.append(_build_one(runtime, base, offline, progress))
+        own_base = (
+            base if images.needs_external_base(runtime) else base or project.config.images.base
+        )
+        built.append(_build_one(runtime, own_base, offline, progress))
     return built
 
 

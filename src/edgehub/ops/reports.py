@@ -61,25 +61,33 @@ class RunReport:
 
 @dataclass
 class PipelineReport:
-    """compile → profile → invoke → reference, and the compiled model's accuracy."""
+    """compile → profile → invoke → reference, and the compiled model's accuracy.
+
+    ``stopped_after_compile`` says why only the compile step ran (e.g. no GPU can run a
+    TensorRT engine here): the report then holds the compile run (its build report) alone.
+    """
 
     compile: RunReport
-    profile: RunReport
-    invoke: RunReport
-    reference: RunReport
-    accuracy: list[OutputAccuracy]
+    profile: RunReport | None = None
+    invoke: RunReport | None = None
+    reference: RunReport | None = None
+    accuracy: list[OutputAccuracy] = field(default_factory=list)
+    stopped_after_compile: str | None = None
 
     def steps(self) -> dict[str, RunReport]:
-        return {
+        every = {
             "compile": self.compile,
             "profile": self.profile,
             "invoke": self.invoke,
             "reference": self.reference,
         }
+        return {key: report for key, report in every.items() if report is not None}
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {key: report.to_dict() for key, report in self.steps().items()}
         data["accuracy"] = [row.to_dict() for row in self.accuracy]
+        if self.stopped_after_compile:
+            data["stopped_after_compile"] = self.stopped_after_compile
         return data
 
 

@@ -60,6 +60,7 @@ class ContainerSettings:
     user: str | None = None
     workdir: str = "/work"
     labels: Mapping[str, str] = field(default_factory=dict)
+    gpus: str | None = None  # "all", or a count ("1"): NVIDIA GPUs passed through
 
     def config(
         self, command: list[str], image_attrs: Mapping[str, Any], labels: Mapping[str, str]
@@ -83,6 +84,11 @@ class ContainerSettings:
             host["Memory"] = parse_bytes(self.memory)
         if self.pids is not None:
             host["PidsLimit"] = self.pids
+        if self.gpus is not None:
+            count = -1 if self.gpus == "all" else int(self.gpus)
+            host["DeviceRequests"] = [
+                {"Driver": "nvidia", "Count": count, "Capabilities": [["gpu"]]}
+            ]
         config: dict[str, Any] = {
             "Image": self.image,
             "Cmd": command,

@@ -55,6 +55,7 @@ class DockerCommandRunner(BaseRunner):
         workdir: str = "/work",
         labels: Mapping[str, str] | None = None,
         keep_warm: float | None = None,
+        gpus: str | None = None,
         client: DockerClient | None = None,
     ) -> None:
         super().__init__()
@@ -67,6 +68,7 @@ class DockerCommandRunner(BaseRunner):
             user=user,
             workdir=workdir,
             labels=dict(labels or {}),
+            gpus=gpus,
         )
         self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
         self._container = Container(settings, client)

@@ -10,6 +10,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeInvoker,
     ONNXRuntimeProfiler,
 )
+from edgehub.toolchains.qai_hub.config import QAIHubConfig
 
 __all__ = ["RUNTIME"]
 
@@ -21,6 +22,9 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=ONNXRuntimeCompiledModel,
     image="onnxruntime",
     agent_namespace="ort",
-    provider_configs=(EmbedlONNXRuntimeConfig,),
+    provider_configs=(EmbedlONNXRuntimeConfig, QAIHubConfig),
     inspect=local.inspect_model,
 )
+
+# the qai_hub providers of these components register on import (after RUNTIME: no cycle)
+from edgehub.toolchains import qai_hub  # noqa: E402, F401

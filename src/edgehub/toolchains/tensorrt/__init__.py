@@ -1,7 +1,9 @@
-"""The TensorRT toolchain and its `RUNTIME` descriptor (not available yet)."""
+"""The TensorRT toolchain: its `RUNTIME` descriptor; the local providers (engines built with
+TensorRT for RTX without a GPU; profile and invoke where a GPU is present) register on import."""
 
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.toolchains.tensorrt import local
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
     TensorRTCompiler,
@@ -17,9 +19,8 @@ RUNTIME = RuntimeDescriptor(
     profiler=TensorRTProfiler,
     invoker=TensorRTInvoker,
     compiled_model=TensorRTCompiledModel,
-    image="tensorrt",
+    image="tensorrt-rtx",
     agent_namespace="trt",
     provider_configs=(TrtexecConfig,),
-    available=False,
-    issue="the TensorRT toolchain",
+    inspect=local.inspect_model,
 )

@@ -1,10 +1,10 @@
-"""TensorRT components (declared; providers arrive with the TensorRT issue)."""
+"""TensorRT components: ONNX → serialized engine, profile and invoke an engine."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from edgehub.core.context import HubContext
+
+Precision = Literal["fp32", "fp16", "int8"]
+ShapeProfile = tuple[int, ...] | dict[str, tuple[int, ...]]
 
 __all__ = [
     "TensorRTCompiledModel",
@@ -46,7 +49,17 @@ class TensorRTInvocationResult(InvocationResult):
 
 
 class TensorRTCompiler(Component):
-    """Builds a TensorRT engine from an ONNX model."""
+    """Builds a TensorRT engine from an ONNX model.
+
+    ``tensorrt_version``: the TensorRT version to build with; it must prefix the version the
+    provider has (the one found is recorded either way). ``calib_path``: an INT8 calibration
+    cache (trtexec's ``--calib``), for full TensorRT's implicit INT8. ``precision``: ``fp32``,
+    ``fp16`` (float32 tensors converted to float16, I/O kept float32) or ``int8`` (from a QDQ
+    model such as ONNXRuntimeCompiler's output, or quantized first from ``calibration_data``).
+    ``target``: the compute capability to build for (``"sm86"``, ``"8.9"``, several comma
+    separated; default: the GPU present). ``input_shapes``: per dynamic input, one shape or
+    ``{"min": ..., "opt": ..., "max": ...}``. ``workspace_mb``: the builder's workspace limit.
+    """
 
     run_type = RunType.COMPILE
 
@@ -57,9 +70,22 @@ class TensorRTCompiler(Component):
         device: str | None = None,
         tensorrt_version: str | None = None,
         calib_path: Path | None = None,
+        precision: Precision = "fp32",
+        target: str | None = None,
+        input_shapes: dict[str, ShapeProfile] | None = None,
+        workspace_mb: int | None = None,
+        calibration_data: Path | dict[str, np.ndarray] | None = None,
     ) -> None:
         super().__init__(
-            name=name, device=device, tensorrt_version=tensorrt_version, calib_path=calib_path
+            name=name,
+            device=device,
+            tensorrt_version=tensorrt_version,
+            calib_path=calib_path,
+            precision=precision,
+            target=target,
+            input_shapes=input_shapes,
+            workspace_mb=workspace_mb,
+            calibration_data=calibration_data,
         )
 
     def run(
@@ -70,13 +96,20 @@ class TensorRTCompiler(Component):
         device: str | None = None,
         tensorrt_version: str | None = None,
         calib_path: Path | None = None,
+        precision: Precision = "fp32",
+        target: str | None = None,
+        input_shapes: dict[str, ShapeProfile] | None = None,
+        workspace_mb: int | None = None,
+        calibration_data: Path | dict[str, np.ndarray] | None = None,
     ) -> TensorRTCompiledModel:
         """Build an engine from ``onnx_path``."""
         raise NoProviderError
 
 
 class TensorRTProfiler(Component):
-    """Measures a TensorRT engine's latency."""
+    """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
+    ``warm_up_ms`` of warm-up; latency, enqueue, H2D, GPU compute and D2H statistics, and
+    per-layer times with ``LAYERWISE``. Needs a GPU where it runs."""
 
     run_type = RunType.PROFILE
 
@@ -86,8 +119,16 @@ class TensorRTProfiler(Component):
         name: str | None = None,
         device: str | None = None,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+        iterations: int = 100,
+        warm_up_ms: int = 200,
     ) -> None:
-        super().__init__(name=name, device=device, profiling_method=profiling_method)
+        super().__init__(
+            name=name,
+            device=device,
+            profiling_method=profiling_method,
+            iterations=iterations,
+            warm_up_ms=warm_up_ms,
+        )
 
     def run(
         self,
@@ -96,13 +137,16 @@ class TensorRTProfiler(Component):
         *,
         device: str | None = None,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+        iterations: int = 100,
+        warm_up_ms: int = 200,
     ) -> TensorRTProfilingResult:
         """Profile ``model``."""
         raise NoProviderError
 
 
 class TensorRTInvoker(Component):
-    """Runs a TensorRT engine on input tensors."""
+    """Runs a TensorRT engine on input tensors; outputs keep the engine's dtypes. Needs a GPU
+    where it runs."""
 
     run_type = RunType.INFERENCE
 

@@ -1,6 +1,7 @@
 """The TFLite / LiteRT toolchain and its `RUNTIME` descriptor (not available yet)."""
 
 from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
     TFLiteCompiler,
@@ -18,6 +19,10 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=TFLiteCompiledModel,
     image="tflite",
     agent_namespace="tflite",
+    provider_configs=(QAIHubConfig,),
     available=False,
     issue="the TFLite / LiteRT toolchain",
 )
+
+# the qai_hub providers of these components register on import (after RUNTIME: no cycle)
+from edgehub.toolchains import qai_hub  # noqa: E402, F401

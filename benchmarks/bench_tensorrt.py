@@ -1,0 +1,107 @@
+"""Benchmark TensorRT engine builds through edgehub against a bare script (run on demand).
+
+For each model: wall time of `TensorRTCompiler(target=...).run(ctx, model)` in a fresh
+HubContext (starts the tensorrt-rtx container, ships the agent, builds, fetches the engine, layer
+info and log, records the run) against `docker run --rm IMAGE python3 bare.py` doing the same
+parse + build + write of the engine in the same image. Rounds are interleaved; medians are
+compared (goal: ratio <= 1.1). The builder-only times (TensorRT's build_serialized_network) of
+both are shown too.
+
+    python benchmarks/bench_tensorrt.py [--rounds 3] [--target sm86]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import onnx
+
+REPO = Path(__file__).resolve().parents[1]
+
+BARE = r"""
+import json, sys, time
+import tensorrt_rtx_bindings as trt
+path, target, out = sys.argv[1], sys.argv[2], sys.argv[3]
+logger = trt.Logger(trt.Logger.WARNING)
+builder = trt.Builder(logger)
+network = builder.create_network(1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED))
+parser = trt.OnnxParser(network, logger)
+assert parser.parse_from_file(path)
+config = builder.create_builder_config()
+config.num_compute_capabilities = 1
+config.set_compute_capability(getattr(trt.ComputeCapability, target.upper()), 0)
+config.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
+start = time.perf_counter()
+blob = builder.build_serialized_network(network, config)
+build = time.perf_counter() - start
+open(out, "wb").write(blob)
+print(json.dumps({"build_s": build}))
+"""
+
+
+def models() -> list[Path]:
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return [REPO / "examples" / "tiny_cnn.onnx", light / "light_inception_v1.onnx"]
+
+
+def bare_once(image: str, model: Path, target: str) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "bare.py").write_text(BARE)
+        (work / model.name).write_bytes(model.read_bytes())
+        work.chmod(0o777)
+        argv = ["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/w", "-w", "/w",
+                image, "python3", "bare.py", model.name, target, "out.engine"]  # fmt: skip
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - start
+    return wall, float(json.loads(done.stdout.strip().splitlines()[-1])["build_s"])
+
+
+def edgehub_once(model: Path, target: str) -> tuple[float, float]:
+    from edgehub.core import HubContext
+    from edgehub.core.compile import TensorRTCompiler
+
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        with HubContext(project_name="bench-trt", artifact_base_dir=Path(tmp)) as ctx:
+            compiled = TensorRTCompiler(target=target).run(ctx, model)
+        wall = time.perf_counter() - start
+        assert compiled.run_log is not None
+        build = float(compiled.run_log.metrics["build_time_s"].value)
+    return wall, build
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--target", default="sm86")
+    args = parser.parse_args()
+    from edgehub import images
+
+    image = images.require_image("tensorrt-rtx").tag
+    edgehub_once(models()[0], args.target)  # warm: agent zipapp built, image pages cached
+    for model in models():
+        hub, bare = [], []
+        for _ in range(args.rounds):
+            hub.append(edgehub_once(model, args.target))
+            bare.append(bare_once(image, model, args.target))
+        hub_wall = statistics.median(w for w, _ in hub)
+        bare_wall = statistics.median(w for w, _ in bare)
+        hub_build = statistics.median(b for _, b in hub)
+        bare_build = statistics.median(b for _, b in bare)
+        print(
+            f"{model.name}: end to end edgehub {hub_wall:.2f} s vs bare {bare_wall:.2f} s "
+            f"(ratio {hub_wall / bare_wall:.2f}); builder alone {hub_build:.2f} s vs "
+            f"{bare_build:.2f} s (ratio {hub_build / bare_build:.2f}); {args.rounds} rounds"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""``trt.build``: build a serialized TensorRT engine from an ONNX model.
+
+Request::
+
+    {"model": PATH, "output": ENGINE PATH, "precision": "fp32" | "fp16" | "int8",
+     "target": null | "sm86" | "sm86,sm89" | ["sm86", ...] | "current",
+     "shapes": null | {input: {"min": [ints], "opt": [ints], "max": [ints]} | [ints]},
+     "workspace_mb": null | int, "tensorrt_version": null | "1.7",
+     "layer_info": null | JSON PATH, "build_log": null | PATH}
+
+``target`` is the compute capability the engine is built for; TensorRT for RTX builds for any it
+knows without a GPU, ``current`` (the default) needs one. ``shapes`` gives the optimization
+profile of each dynamic input (a plain list means min = opt = max). ``tensorrt_version`` must
+prefix the installed version (e.g. ``1.7`` matches 1.7.1.116). Precision: see :mod:`.prepare`.
+
+Metrics: build_time_s (TensorRT's builder alone), prepare_time_s, parse_time_s,
+engine_size_bytes, num_layers (network layers before fusion), num_engine_layers (where the engine
+could be opened). Params: the request plus tensorrt_version, tensorrt_flavor, targets.
+Data: inputs / outputs of the network, layer precisions, the artifact paths.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..models import resolve_model_path
+from ..protocol import (
+    CommandOutput,
+    ModelError,
+    Params,
+    UsageError,
+    write_json_atomic,
+)
+from ..report import Report
+from .gpu import gpu_visible
+from .layers import engine_layers, network_io, network_layers, precision_counts
+from .logger import make_logger
+from .prepare import PRECISIONS, prepare_model
+from .runtime import TensorRT, describe_flavor, import_tensorrt, resolve_targets, set_targets
+from .shapes import optimization_profile, parse_shapes
+
+
+def check_version(trt: TensorRT, wanted: str | None) -> None:
+    if wanted and not (trt.version == wanted or trt.version.startswith(wanted.rstrip(".") + ".")):
+        raise UsageError(
+            f"tensorrt_version {wanted} was asked for but this image has "
+            f"{describe_flavor(trt)}: leave tensorrt_version unset, or use an image that pins it"
+        )
+
+
+def parser_error(parser: Any, path: Path) -> ModelError:
+    """One line: the parser's message and the node it stopped at."""
+    parts: list[str] = []
+    for index in range(parser.num_errors):
+        error = parser.get_error(index)
+        operator = error.node_operator() or "?"
+        node = error.node_name() or f"#{error.node()}"
+        desc = str(error.desc()).strip()
+        code = str(getattr(error.code(), "name", error.code())).split(".")[-1]
+        where = f"node '{node}' ({operator}, node {error.node()})"
+        detail = desc if desc and desc not in ("false", "true") else f"{error.func()} failed"
+        if operator != "?" and not parser.supports_operator(operator):
+            detail += f"; operator {operator} is not supported by this ONNX parser"
+        parts.append(f"{where}: {detail} [{code}]")
+    message = "; ".join(parts) or "unknown error"
+    return ModelError(f"TensorRT's ONNX parser cannot import '{path.name}': {message}")
+
+
+def build_failure(logger: Any, targets: list[str]) -> ModelError:
+    errors = [line for line in logger.errors if "catchCudaError" not in line] or logger.errors
+    detail = " | ".join(errors[-3:]) or "no error message"
+    return ModelError(
+        f"TensorRT could not build the engine for {', '.join(targets)}: {detail}; "
+        "try another target or precision"
+    )
+
+
+def open_engine(trt: TensorRT, logger: Any, blob: Any, report: Report) -> dict[str, Any] | None:
+    """The engine inspector's JSON where a GPU can deserialize the engine."""
+    if not gpu_visible():
+        return None
+    try:
+        engine = trt.module.Runtime(logger).deserialize_cuda_engine(blob)
+        return engine_layers(trt.module, engine) if engine is not None else None
+    except Exception as exc:  # a GPU of another compute capability, a driver problem
+        report.warn(f"the engine could not be opened here to inspect it: {exc}")
+        return None
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    output_arg = params.path("output")
+    precision = params.choice("precision", PRECISIONS, "fp32")
+    raw_target = params.raw_value("target")
+    raw_shapes = params.raw_value("shapes")
+    workspace_mb = params.integer("workspace_mb", None, minimum=1)
+    wanted_version = params.string("tensorrt_version", None)
+    layer_info = params.path("layer_info", required=False)
+    build_log = params.path("build_log", required=False)
+    params.finish()
+    assert model_arg is not None and output_arg is not None
+
+    trt = import_tensorrt()
+    check_version(trt, wanted_version)
+    targets = resolve_targets(trt, raw_target, gpu_visible())
+    path = resolve_model_path(model_arg)
+    out = Path(output_arg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    logger = make_logger(trt.module, report)
+    report.info(
+        f"build: {path.name}, {precision}, for {', '.join(targets)} with {describe_flavor(trt)}"
+    )
+
+    with tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-") as tmp:
+        started = time.perf_counter()
+        source, notes = prepare_model(path, Path(tmp) / path.name, precision, report)
+        prepared = time.perf_counter()
+        builder = trt.module.Builder(logger)
+        flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        network = builder.create_network(flags)
+        parser = trt.module.OnnxParser(network, logger)
+        if not parser.parse_from_file(str(source)):
+            if build_log:
+                logger.write(build_log)
+            raise parser_error(parser, path)
+        parsed = time.perf_counter()
+        io = network_io(network)
+        shapes = parse_shapes(raw_shapes, io["inputs"])
+        config = builder.create_builder_config()
+        set_targets(trt, config, targets)
+        config.profiling_verbosity = trt.module.ProfilingVerbosity.DETAILED
+        if workspace_mb is not None:
+            config.set_memory_pool_limit(trt.module.MemoryPoolType.WORKSPACE, workspace_mb << 20)
+        if shapes:
+            config.add_optimization_profile(optimization_profile(builder, shapes))
+        layers = network_layers(network)
+        quantizing = sum(1 for layer in layers if layer["type"] in ("QUANTIZE", "DEQUANTIZE"))
+        if precision == "fp32" and quantizing:
+            report.warn(
+                f"the model holds {quantizing} Q/DQ layers: TensorRT keeps them, so parts run in "
+                "int8; pass precision int8 to say so, or give the float model for pure fp32"
+            )
+        build_start = time.perf_counter()
+        blob = builder.build_serialized_network(network, config)
+        build_time = time.perf_counter() - build_start
+    if build_log:
+        logger.write(build_log)
+    if blob is None:
+        raise build_failure(logger, targets)
+    tmp_out = out.with_name(f".{out.name}.partial")
+    with open(tmp_out, "wb") as fh:
+        fh.write(blob)
+    os.replace(tmp_out, out)
+    size = out.stat().st_size
+    inspected = open_engine(trt, logger, blob, report)
+
+    counts = precision_counts(layers)
+    if layer_info:
+        write_json_atomic(
+            layer_info,
+            {
+                "source": "network (before fusion)" + (" + engine inspector" if inspected else ""),
+                "tensorrt": describe_flavor(trt),
+                "targets": targets,
+                "precision": precision,
+                "io": io,
+                "layers": layers,
+                "output_types": counts,
+                "engine": inspected,
+            },
+        )
+    metrics: dict[str, Any] = {
+        "build_time_s": round(build_time, 3),
+        "prepare_time_s": round(prepared - started, 3),
+        "parse_time_s": round(parsed - prepared, 3),
+        "engine_size_bytes": size,
+        "num_layers": len(layers),
+    }
+    if inspected is not None and isinstance(inspected.get("Layers"), list):
+        metrics["num_engine_layers"] = len(inspected["Layers"])
+    resolved = dict(params.resolved)
+    resolved.update(
+        {
+            "tensorrt_version": trt.version,
+            "tensorrt_flavor": trt.flavor,
+            "target": ",".join(targets),
+            "shapes": shapes or None,
+        }
+    )
+    report.info(
+        f"built {out.name}: {size} bytes, {len(layers)} network layers, {build_time:.2f} s "
+        f"(layer outputs: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))})"
+    )
+    data: dict[str, Any] = dict(io)
+    data.update({"engine_path": str(out), "output_types": counts, "prepare": notes})
+    return CommandOutput(params=resolved, metrics=metrics, data=data)

@@ -1,0 +1,42 @@
+"""``trt.gpu``: is an NVIDIA GPU visible where the agent runs? (device nodes, then nvidia-smi)
+
+Request: ``{}``. Data: ``{visible, devices: [names], source}``. Pure standard library.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+from typing import Any
+
+from ..protocol import CommandOutput, Params
+from ..report import Report
+
+
+def gpu_devices() -> dict[str, Any]:
+    """What this machine shows of NVIDIA GPUs: ``nvidia-smi -L`` lines, else device nodes."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            listed = subprocess.run(
+                [smi, "-L"], capture_output=True, text=True, timeout=20, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            listed = None
+        if listed is not None and listed.returncode == 0:
+            names: list[str] = [ln.strip() for ln in listed.stdout.splitlines() if ln.strip()]
+            return {"visible": bool(names), "devices": names, "source": "nvidia-smi"}
+    nodes = sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))
+    return {"visible": bool(nodes), "devices": nodes, "source": "/dev/nvidia*"}
+
+
+def gpu_visible() -> bool:
+    return bool(gpu_devices()["visible"])
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    params.finish()
+    found = gpu_devices()
+    report.info(f"gpu: {'visible' if found['visible'] else 'none'} ({found['source']})")
+    return CommandOutput(params={}, metrics={}, data=found)

@@ -1,0 +1,53 @@
+"""``trt.inspect``: the inputs and outputs of an ONNX model (with onnx) or of an engine.
+
+Request: ``{"model": PATH}``. An ``.onnx`` file is read with onnx; anything else is opened as a
+serialized engine, which needs a GPU. Data: ``{inputs, outputs, source}`` (each tensor
+``{name, dtype, shape}``, dynamic dims as ``"?"`` or their symbol).
+"""
+
+from __future__ import annotations
+
+from ..models import describe_model, load_model, resolve_model_path
+from ..protocol import CommandOutput, Params, UsageError
+from ..report import Report
+from .gpu import gpu_visible
+from .invoke import engine_specs
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    params.finish()
+    assert model_arg is not None
+    path = resolve_model_path(model_arg)
+    if path.suffix.lower() == ".onnx":
+        data = describe_model(load_model(path, load_external_data=False))
+        data["source"] = "onnx"
+        return CommandOutput(params=params.resolved, metrics={}, data=data)
+    if not gpu_visible():
+        raise UsageError(
+            f"'{path.name}' is a TensorRT engine; reading its inputs means opening it, which "
+            "needs an NVIDIA GPU: inspect the ONNX model it was built from instead"
+        )
+    specs = engine_specs(str(path))
+    data = {
+        "inputs": [
+            {
+                "name": s["name"],
+                "dtype": s["dtype"],
+                "shape": [d if d >= 0 else "?" for d in s["shape"]],
+            }
+            for s in specs
+            if s["mode"] == "INPUT"
+        ],
+        "outputs": [
+            {
+                "name": s["name"],
+                "dtype": s["dtype"],
+                "shape": [d if d >= 0 else "?" for d in s["shape"]],
+            }
+            for s in specs
+            if s["mode"] == "OUTPUT"
+        ],
+        "source": "engine",
+    }
+    return CommandOutput(params=params.resolved, metrics={}, data=data)

@@ -1,0 +1,349 @@
+"""The ``local`` providers of the TensorRT components.
+
+Compile: the tensorrt-rtx image (TensorRT for RTX from PyPI) builds engines for a chosen compute
+capability with or without a GPU; int8 from ``calibration_data`` first quantizes the model to QDQ
+in the onnxruntime image. Profile and invoke run an engine, which needs an NVIDIA GPU: without one
+they fail before starting anything; with one they use trtexec in the full tensorrt image, whose
+output is read by :mod:`.trtexec_parse`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import (
+    CompileError,
+    GpuUnavailableError,
+    InputDataError,
+    InvokeError,
+    ModelError,
+    ProfileError,
+    ToolchainError,
+    UsageError,
+)
+from edgehub.toolchains.agent_call import AgentCall
+from edgehub.toolchains.local_session import (
+    CONTAINER_WORK,
+    local_agent,
+    record_agent_result,
+    scratch_agent,
+)
+from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.tensorrt import trtexec_parse
+from edgehub.toolchains.tensorrt.components import (
+    TensorRTCompiledModel,
+    TensorRTCompiler,
+    TensorRTInvocationResult,
+    TensorRTInvoker,
+    TensorRTProfiler,
+    TensorRTProfilingResult,
+)
+from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__ = ["inspect_model"]
+
+RUNTIME = "tensorrt"
+PRECISIONS = ("fp32", "fp16", "int8")
+# request keys that are container paths, not settings worth recording
+_PATH_KEYS = frozenset({"model", "output", "layer_info", "build_log"})
+
+
+def _model_file(path: Path | str) -> Path:
+    model = Path(path).expanduser()
+    if not model.exists():
+        raise ModelError(f"model {model} not found; check the path")
+    return model
+
+
+def _shapes(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise UsageError(
+            "input_shapes must map each dynamic input to a shape or to "
+            "{'min': shape, 'opt': shape, 'max': shape}"
+        )
+    out: dict[str, Any] = {}
+    for name, entry in value.items():
+        if isinstance(entry, dict):
+            out[name] = {kind: [int(d) for d in shape] for kind, shape in entry.items()}
+        else:
+            out[name] = [int(d) for d in entry]
+    return out
+
+
+def _check_calib_path(calib_path: Any) -> None:
+    if calib_path is None:
+        return
+    path = Path(calib_path).expanduser()
+    if not path.is_file():
+        raise InputDataError(f"calib_path {path} not found; give an INT8 calibration cache file")
+    raise UsageError(
+        "calib_path (an INT8 calibration cache) is for full TensorRT's implicit INT8 through "
+        "trtexec (the trtexec provider over SSH); the local TensorRT-for-RTX builder takes int8 "
+        "only from a QDQ model: pass calibration_data (or an ONNXRuntimeCompiler QDQ model)"
+    )
+
+
+def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any) -> Path:
+    """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image."""
+    from edgehub.toolchains.tensors import save_npz
+
+    if isinstance(data, dict):
+        calibration = save_npz(ctx.artifact_dir / "calibration.npz", data)
+    else:
+        calibration = Path(data).expanduser()
+        if not calibration.exists():
+            raise InputDataError(
+                f"calibration data {calibration} not found; pass an .npz, a directory of "
+                "samples, or a dict of arrays"
+            )
+    ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
+    agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
+    name = f"calibration{calibration.suffix}"
+    request = {
+        "model": f"in/{model.name}",
+        "output": f"out/qdq_{model.name}",
+        "mode": "quantize-static",
+        "calibration": f"in/{name}",
+    }
+    inputs = {model.name: model, name: calibration}
+    result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
+    qdq = result.files / f"qdq_{model.name}"
+    ctx.client.log_artifact(qdq, name="qdq_model")
+    return qdq
+
+
+@TensorRTCompiler.provider(ProviderType.LOCAL)
+def _compile_local(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    tensorrt_version: str | None = None,
+    calib_path: Path | None = None,
+    precision: str = "fp32",
+    target: str | None = None,
+    input_shapes: Any = None,
+    workspace_mb: int | None = None,
+    calibration_data: Any = None,
+) -> TensorRTCompiledModel:
+    model = _model_file(onnx_path)
+    if precision not in PRECISIONS:
+        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    _check_calib_path(calib_path)
+    shapes = _shapes(input_shapes)
+    if calibration_data is not None and precision != "int8":
+        raise UsageError("calibration_data applies to precision 'int8' only")
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(model, name="input")
+    source = model
+    if calibration_data is not None:
+        source = _quantize_first(ctx, model, device, calibration_data)
+    agent = local_agent(ctx, RTX_IMAGE, device, TensorRTCompiler)
+    engine = f"{model.stem}.trt"
+    request = {
+        "model": f"in/{source.name}",
+        "output": f"out/{engine}",
+        "precision": precision,
+        "target": target,
+        "shapes": shapes,
+        "workspace_mb": workspace_mb,
+        "tensorrt_version": tensorrt_version,
+        "layer_info": "out/layer_info.json",
+        "build_log": "out/build.log",
+    }
+    try:
+        result = agent.call(
+            "trt.build", request, inputs={source.name: source}, failure=CompileError
+        )
+    except (ToolchainError, UsageError):
+        _keep_build_log(ctx, agent)
+        raise
+    record_agent_result(ctx, result, skip=_PATH_KEYS)
+    ctx.client.log_param("calib_path", None)
+    ctx.client.log_artifact(result.files / engine, name="path")
+    ctx.client.log_artifact(result.files / "layer_info.json", name="layer_info")
+    ctx.client.log_artifact(result.files / "build.log", name="build_log")
+    return TensorRTCompiledModel.from_current_run(ctx)
+
+
+def _keep_build_log(ctx: HubContext, agent: AgentCall) -> None:
+    """A failed build keeps TensorRT's log with the run."""
+    logs = sorted(agent.local_dir.glob("*-trt_build/out/build.log"))
+    if logs:
+        ctx.client.log_artifact(logs[-1], name="build_log")
+
+
+def _require_gpu(component: str) -> None:
+    gpu = detect_gpu()
+    if not gpu.visible:
+        raise GpuUnavailableError(
+            f"{component} runs the engine on an NVIDIA GPU and this machine has none "
+            f"({gpu.describe()}); nothing was started. Run it on a GPU device through the "
+            "'trtexec' provider over SSH (a hub.toml device with provider 'trtexec'), which needs "
+            "no GPU here, or on a host with a GPU and the full tensorrt image"
+        )
+
+
+def _gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
+    """An agent in the full tensorrt image with the GPU passed through."""
+    from edgehub import images
+
+    image = ctx.image_tags.get(FULL_IMAGE) or images.require_image(FULL_IMAGE).tag
+    runner = ctx.docker_runner(image, gpus="all")
+    ctx.client.log_environment({"image": image, "runtime": RUNTIME, "gpu": detect_gpu().describe()})
+    return AgentCall(runner, CONTAINER_WORK / ctx.artifact_dir.name, ctx.artifact_dir)
+
+
+def _engine_file(model: TensorRTCompiledModel, ctx: HubContext) -> Path:
+    path = _model_file(model.path.to_local(ctx).local())
+    if path.suffix.lower() == ".onnx":
+        raise UsageError(
+            f"{path.name} is an ONNX model, not a TensorRT engine: compile it with "
+            "TensorRTCompiler first (hub exec compile tensorrt ...)"
+        )
+    return path
+
+
+@TensorRTProfiler.provider(ProviderType.LOCAL)
+def _profile_local(
+    ctx: HubContext,
+    model: TensorRTCompiledModel,
+    *,
+    device: str | None = None,
+    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    iterations: int = 100,
+    warm_up_ms: int = 200,
+) -> TensorRTProfilingResult:
+    _require_gpu("TensorRTProfiler")
+    engine = _engine_file(model, ctx)
+    method = ProfilingMethod(profiling_method)
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(engine, name="input")
+    agent = _gpu_agent(ctx, device)
+    request = {
+        "engine": f"in/{engine.name}",
+        "iterations": int(iterations),
+        "warmup_ms": int(warm_up_ms),
+        "method": method.value,
+        "log": "out/trtexec.log",
+        "times_json": "out/times.json",
+        "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
+    }
+    result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
+    record_agent_result(
+        ctx, result, skip=frozenset({"engine", "log", "times_json", "profile_json"})
+    )
+    document = profile_document(result.files)
+    ctx.client.log_metrics(document["metrics"])
+    ctx.client.log_metric("$latency", float(document["metrics"]["latency_median_ms"]))
+    ctx.client.log_metric("fps", 1000.0 / float(document["metrics"]["latency_mean_ms"]))
+    profile = result.files / "profile.json"
+    profile.write_text(json.dumps(document, indent=1))
+    ctx.client.log_artifact(profile, name="output_file")
+    ctx.client.log_artifact(result.files / "trtexec.log", name="trtexec_log")
+    return TensorRTProfilingResult.from_current_run(ctx)
+
+
+def profile_document(files: Path) -> dict[str, Any]:
+    """Metrics and details from a trtexec profile run's log and exports in ``files``: the
+    per-query samples give the statistics (type-7 percentiles, as the other profilers);
+    trtexec's own summary lines are kept under ``trtexec_*``."""
+    from edgehub.agent.stats import latency_stats
+
+    summary = trtexec_parse.parse_summary((files / "trtexec.log").read_text(errors="replace"))
+    metrics: dict[str, float] = {
+        f"trtexec_{k}": v for k, v in trtexec_parse.summary_metrics(summary).items()
+    }
+    times = files / "times.json"
+    samples = trtexec_parse.parse_times(times.read_bytes()) if times.is_file() else {}
+    for name, values in samples.items():
+        stats = latency_stats([int(v * 1e6) for v in values])
+        prefix = "latency" if name == "latency" else name
+        for key, value in stats.items():
+            if key.startswith("latency_"):
+                metrics[prefix + key[len("latency") :]] = value
+    if "latency_median_ms" not in metrics and "latency" in summary.statistics:
+        stat = summary.statistics["latency"]
+        metrics.update({"latency_median_ms": stat.median, "latency_mean_ms": stat.mean})
+    if "latency_median_ms" not in metrics:
+        raise ProfileError("trtexec printed no latency statistics; see its log (trtexec_log)")
+    if summary.throughput_qps is not None:
+        metrics["throughput_qps"] = summary.throughput_qps
+    layers_file = files / "layers.json"
+    layers = (
+        trtexec_parse.parse_layer_profile(layers_file.read_bytes()) if layers_file.is_file() else []
+    )
+    if layers:
+        metrics["num_layers"] = float(len(layers))
+    return {
+        "metrics": metrics,
+        "samples_ms": samples,
+        "layers": layers,
+        "trtexec_version": summary.version,
+        "trtexec_warnings": summary.warnings,
+    }
+
+
+@TensorRTInvoker.provider(ProviderType.LOCAL)
+def _invoke_local(
+    ctx: HubContext,
+    model: TensorRTCompiledModel,
+    input_data: dict[str, np.ndarray],
+    *,
+    device: str | None = None,
+) -> TensorRTInvocationResult:
+    from edgehub.toolchains.tensors import save_npz
+
+    if not isinstance(input_data, dict):
+        raise InputDataError(
+            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
+        )
+    _require_gpu("TensorRTInvoker")
+    engine = _engine_file(model, ctx)
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_artifact(engine, name="input")
+    inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
+    ctx.client.log_artifact(inputs, name="input_data")
+    agent = _gpu_agent(ctx, device)
+    request = {
+        "engine": f"in/{engine.name}",
+        "input": "in/input.npz",
+        "output_json": "out/output.json",
+        "log": "out/trtexec.log",
+    }
+    files = {engine.name: engine, "input.npz": inputs}
+    result = agent.call("trt.invoke", request, inputs=files, failure=InvokeError)
+    record_agent_result(ctx, result, skip=frozenset(request))
+    exported = (result.files / "output.json").read_bytes()
+    outputs = trtexec_parse.parse_exported_outputs(exported, result.data.get("output_dtypes"))
+    local = save_npz(result.files / "output.npz", outputs)
+    ctx.client.log_artifact(local, name="output_file")
+    return TensorRTInvocationResult.from_current_run(ctx, output=outputs)
+
+
+def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
+    """An ONNX model's (or, on a GPU, an engine's) inputs and outputs, read in the
+    tensorrt-rtx container."""
+    path = _model_file(model)
+    agent = scratch_agent(ctx, RTX_IMAGE, device, TensorRTInvoker)
+    try:
+        result = agent.call(
+            "trt.inspect",
+            {"model": f"in/{path.name}"},
+            inputs={path.name: path},
+            failure=InvokeError,
+        )
+    finally:
+        shutil.rmtree(agent.local_dir, ignore_errors=True)
+    return result.data
