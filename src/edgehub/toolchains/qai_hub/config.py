@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from edgehub.core.device.spec import ProviderConfig
 from edgehub.errors import UsageError
@@ -37,6 +37,8 @@ class QAIHubConfig(ProviderConfig):
     use a per-component override for flags of one job kind). ``timeout``: seconds to wait for
     each job; ``poll_interval``: seconds between status checks.
     """
+
+    provider_type: ClassVar[str] = "qai_hub"
 
     compute_unit: str | None = None
     qairt_version: str | None = None
