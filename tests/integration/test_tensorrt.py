@@ -142,7 +142,7 @@ def test_dynamic_batch_with_a_min_opt_max_profile(ctx: Any, tmp_path: Path) -> N
 
 
 def _failed_runs(ctx: Any) -> list[dict[str, Any]]:
-    return [r for r in ctx.store.list_runs(limit=None) if r["status"] == "FAILED"]
+    return [r for r in ctx.store.list_runs(limit=None) if r.status == "FAILED"]
 
 
 def test_unsupported_target_is_one_line_and_a_failed_run(ctx: Any) -> None:
@@ -176,7 +176,7 @@ def test_op_the_parser_cannot_import_names_the_node(ctx: Any, tmp_path: Path) ->
 def test_precision_needs_and_int8_without_qdq(ctx: Any) -> None:
     with pytest.raises(UsageError, match="needs a QDQ model"):
         TensorRTCompiler(precision="int8", target="sm86").run(ctx, TINY)
-    with pytest.raises(UsageError, match="precision must be one of"):
+    with pytest.raises(UsageError, match="'precision' must be one of"):
         TensorRTCompiler(precision="int4", target="sm86").run(ctx, TINY)  # type: ignore[arg-type]
 
 

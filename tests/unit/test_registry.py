@@ -15,6 +15,7 @@ import pytest
 from edgehub.core import runtimes
 from edgehub.core.device import EmbedlONNXRuntimeConfig, TrtexecConfig
 from edgehub.errors import UsageError
+from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.registry import RuntimeDescriptor, get_runtime, runtime_names
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "edgehub"
@@ -34,12 +35,13 @@ def test_builtin_runtimes_and_their_descriptors() -> None:
     assert ort.compiler.__name__ == "ONNXRuntimeCompiler"
     assert ort.compiled_model.__name__ == "ONNXRuntimeCompiledModel"
     assert (ort.image, ort.agent_namespace) == ("onnxruntime", "ort")
-    assert ort.provider_configs == (EmbedlONNXRuntimeConfig,)
+    assert ort.provider_configs == (EmbedlONNXRuntimeConfig, QAIHubConfig)
     from edgehub.toolchains.onnxruntime.local import inspect_model
 
     assert ort.inspect is inspect_model
     trt = runtimes.all_runtimes()["tensorrt"]
-    assert trt.provider_configs == (TrtexecConfig,) and not trt.available
+    assert trt.provider_configs == (TrtexecConfig,) and trt.available
+    assert (trt.image, trt.agent_namespace) == ("tensorrt-rtx", "trt")
 
 
 def test_unknown_and_unavailable_runtime_messages() -> None:
@@ -49,7 +51,7 @@ def test_unknown_and_unavailable_runtime_messages() -> None:
         get_runtime("tflite")
     assert str(info.value) == (
         "runtime 'tflite' is not available yet (the TFLite / LiteRT toolchain is still being "
-        "built); available now: onnxruntime"
+        "built); available now: onnxruntime, tensorrt"
     )
 
 
