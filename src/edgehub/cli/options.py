@@ -3,46 +3,14 @@
 from __future__ import annotations
 
 import difflib
-import json
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from edgehub.core.component.base import Component
 from edgehub.errors import UsageError
+from edgehub.ops.options import component_options, parse_value
 
 __all__ = ["component_options", "parse_sets", "parse_value"]
-
-
-def component_options(component: type[Component]) -> dict[str, Any]:
-    """The options ``--set`` may give (every keyword option of ``run`` but the device)."""
-    return {k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")}
-
-
-def parse_value(raw: str, default: Any) -> Any:
-    """JSON where it parses (numbers, true/false, null, lists), ``1,3,224,224`` as a tuple of
-    ints, enums by value, paths for ``*_data``/``*_path`` options, else the string."""
-    text = raw.strip()
-    if isinstance(default, Enum):
-        try:
-            return type(default)(text.lower())
-        except ValueError:
-            choices = ", ".join(str(m.value) for m in type(default))
-            raise UsageError(f"{text!r} is not one of: {choices}") from None
-    if "," in text and not text.startswith(("[", "{")):
-        try:
-            return tuple(int(part) for part in text.split(","))
-        except ValueError:
-            pass
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = text
-    if isinstance(value, list):
-        value = tuple(value)
-    if isinstance(value, str) and text.lower() in ("none", "null"):
-        return None
-    return value
 
 
 def parse_sets(
