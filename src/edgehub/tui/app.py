@@ -58,7 +58,7 @@ class EdgehubApp(App[int]):
             )
 
     def _subtitle(self) -> str:
-        return str(self.state.path or "no hub.toml (defaults)")
+        return self.state.shown_path
 
     def _create_config(self, create: bool | None) -> None:
         if not create:
@@ -69,12 +69,12 @@ class EdgehubApp(App[int]):
         try:
             path = init_project(self.state.init_dir)
         except EdgehubError as error:
-            self.notify(str(error), severity="error")
+            self.notify(str(error), severity="error", markup=False)
             return
         self.state.use_file(path)
         self.sub_title = self._subtitle()
         self.screen.post_message(ConfigReloaded())
-        self.notify(f"created {path}")
+        self.notify(f"created {path}", markup=False)
 
     def _watch_config(self) -> None:
         if not self.state.disk_changed():
@@ -85,11 +85,12 @@ class EdgehubApp(App[int]):
                 "it (press r on Devices to load the new file and drop them)",
                 severity="warning",
                 timeout=10,
+                markup=False,
             )
             return
         self.state.reload()
         self.screen.post_message(ConfigReloaded())
-        self.notify("hub.toml changed on disk: reloaded")
+        self.notify("hub.toml changed on disk: reloaded", markup=False)
 
     def action_go(self, mode: str) -> None:
         if self.current_mode != mode:

@@ -67,7 +67,9 @@ def section_fields(section: type[Any]) -> list[FieldSpec]:
     hints = typing.get_type_hints(section)
     fields = []
     for field in dataclasses.fields(section):
-        missing = field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        missing = (
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        )
         default = None if field.default is dataclasses.MISSING else field.default
         fields.append(FieldSpec(field.name, _kind(hints[field.name]), missing, default))
     return fields

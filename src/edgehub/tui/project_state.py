@@ -50,6 +50,13 @@ class ProjectState:
         return self.project.config.path
 
     @property
+    def shown_path(self) -> str:
+        """hub.toml as the TUI shows it: relative to the current directory when below it."""
+        from edgehub.config.schema import location
+
+        return location(self.path, None) if self.path else "no hub.toml (defaults)"
+
+    @property
     def root(self) -> Path:
         return self.project.config.root
 

@@ -14,13 +14,13 @@ def _run(label: str, report: RunReport) -> list[str]:
     lines = [f"── {label}: run {report.run_id[:8]} {report.name} {report.status}"]
     latency = report.latency_ms
     if latency:
-        shown = ", ".join(
-            f"{k} {v:.3f}" for k, v in latency.items() if isinstance(v, (int, float))
-        )
+        shown = ", ".join(f"{k} {v:.3f}" for k, v in latency.items() if isinstance(v, (int, float)))
         lines.append(f"   latency ms: {shown}")
     for key, value in sorted(report.metrics.items()):
         if not key.startswith("latency_"):
-            lines.append(f"   {key}: {value:.4g}" if isinstance(value, float) else f"   {key}: {value}")
+            lines.append(
+                f"   {key}: {value:.4g}" if isinstance(value, float) else f"   {key}: {value}"
+            )
     return lines
 
 

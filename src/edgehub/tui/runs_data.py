@@ -126,7 +126,9 @@ def list_runs(store: RunStore, filters: RunFilters, *, limit: int, offset: int =
             )
             args += [name, json.dumps(value)]
     if filters.status:  # a RUNNING row whose process died reads KILLED: filter after
-        clauses.append("r.status IN (?, 'RUNNING')" if filters.status == "KILLED" else "r.status = ?")
+        clauses.append(
+            "r.status IN (?, 'RUNNING')" if filters.status == "KILLED" else "r.status = ?"
+        )
         args.append(filters.status)
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     records = store._query(_PAGE_SQL.format(where=where), (*args, limit, offset))
@@ -204,14 +206,19 @@ def compare_runs(store: RunStore, run_a: str, run_b: str) -> Comparison:
     metric_rows = []
     for key in sorted(set(a.metrics) | set(b.metrics)):
         va, vb = a.metrics.get(key), b.metrics.get(key)
-        ratio = f"×{vb / va:.3f}" if va and vb is not None else ""
+        ratio = f"{vb / va:.3f}" if va and vb is not None else ""
         metric_rows.append((key, _text(va), _text(vb), ratio))
     sections["metrics"] = metric_rows
     for name in ("params", "environment"):
         left: dict[str, Any] = getattr(a, name)
         right: dict[str, Any] = getattr(b, name)
         sections[name] = [
-            (key, _text(left.get(key)), _text(right.get(key)), "" if left.get(key) == right.get(key) else "≠")
+            (
+                key,
+                _text(left.get(key)),
+                _text(right.get(key)),
+                "" if left.get(key) == right.get(key) else "≠",
+            )
             for key in sorted(set(left) | set(right))
         ]
     return Comparison(a.row, b.row, sections)

@@ -26,7 +26,13 @@ class HubScreen(Screen[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if event.state == WorkerState.ERROR:
-            self.notify(_one_line(worker.error), title=worker.name, severity="error", timeout=8)
+            self.notify(
+                _one_line(worker.error),
+                title=worker.name,
+                severity="error",
+                timeout=8,
+                markup=False,
+            )
             self.worker_failed(worker.name, worker.error)
         elif event.state == WorkerState.SUCCESS:
             self.worker_done(worker.name, worker.result)

@@ -30,7 +30,7 @@ class CompareScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label("comparing…", id="compare-title", classes="screen-title")
+        yield Label("comparing…", id="compare-title", classes="screen-title", markup=False)
         yield DataTable(id="compare", cursor_type="row", zebra_stripes=True)
         yield Footer()
 

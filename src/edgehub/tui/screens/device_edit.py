@@ -61,17 +61,17 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
     def compose(self) -> ComposeResult:
         title = f"Edit device {self.previous}" if self.previous else "Add a device"
         with VerticalScroll(classes="dialog wide"):
-            yield Label(title, classes="title")
+            yield Label(title, classes="title", markup=False)
             initial = {"name": self.values.get("name", self.previous or ""), **self.values}
             yield FieldForm(_device_fields(self.provider), initial, id="device")
             ssh = self.values.get("ssh")
             with Horizontal(classes="field", id="ssh-toggle"):
-                yield Label("over SSH", classes="name")
+                yield Label("over SSH", classes="name", markup=False)
                 yield Switch(value=ssh is not None, id="ssh-on")
             yield FieldForm(ssh_fields(), ssh or {}, id="ssh")
-            yield Label("", id="settings-title", classes="section")
+            yield Label("", id="settings-title", classes="section", markup=False)
             yield self._settings_form(self.values)
-            yield Label("per-component overrides", classes="section")
+            yield Label("per-component overrides", classes="section", markup=False)
             for component, tables in (self.values.get("overrides") or {}).items():
                 yield from self._override(component, tables)
             with Horizontal(classes="field", id="add-override"):
@@ -79,7 +79,7 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
                     [(c, c) for c in component_names()], prompt="component…", id="override-pick"
                 )
                 yield Button("Add override", id="override-add")
-            yield Label("", id="message", classes="message")
+            yield Label("", id="message", classes="message", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Save (^o)", variant="primary", id="save")
                 yield Button("Cancel (Esc)", id="cancel")
@@ -90,7 +90,7 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
     def _settings_form(self, values: dict[str, Any]) -> FieldForm:
         table = settings_table(self.provider)
         return FieldForm(
-            settings_fields(self.provider), values.get(table or "", None) or {}, id="settings"
+            settings_fields(self.provider), values.get(table or "") or {}, id="settings"
         )
 
     def _override(self, component: str, tables: dict[str, Any]) -> ComposeResult:
@@ -135,7 +135,11 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
     async def _add_override(self) -> None:
         pick = self.query_one("#override-pick", Select)
         if pick.value is Select.NULL or not settings_table(self.provider):
-            self.notify("pick a component, and a provider that has settings", severity="warning")
+            self.notify(
+                "pick a component, and a provider that has settings",
+                severity="warning",
+                markup=False,
+            )
             return
         forms = list(self._override(str(pick.value), {}))
         await self.mount(*forms, before="#add-override")
@@ -162,7 +166,10 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
     def _collect(self) -> Edit:
         failed = False
         parts: dict[str, dict[str, Any]] = {}
+        over_ssh = takes_ssh(self.provider) and self.query_one("#ssh-on", Switch).value
         for form in self.query(FieldForm):
+            if form.id == "ssh" and not over_ssh:
+                continue
             try:
                 parts[form.id or ""] = form.values()
             except FormInvalid:
@@ -172,16 +179,16 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
         device = parts.pop("device")
         name = str(device.pop("name"))
         values: dict[str, Any] = dict(device)
-        if takes_ssh(self.provider) and self.query_one("#ssh-on", Switch).value:
+        if over_ssh:
             values["ssh"] = parts.pop("ssh")
         table = settings_table(self.provider)
         settings = parts.pop("settings", {})
         if table and (settings or table in self.values):
             values[table] = settings
         overrides = {}
-        for form in self.query(".override"):
-            assert isinstance(form, FieldForm) and table
-            overrides[str(form.border_title)] = {table: parts.get(form.id or "", {})}
+        for override in self.query(".override").results(FieldForm):
+            if table:
+                overrides[str(override.border_title)] = {table: parts.get(override.id or "", {})}
         if overrides:
             values["overrides"] = overrides
         return name, values
@@ -214,4 +221,3 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
 
     def _message(self, text: str) -> None:
         self.query_one("#message", Label).update(text)
-

@@ -37,7 +37,7 @@ class DevicesScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label("", id="devices-title", classes="screen-title")
+        yield Label("", id="devices-title", classes="screen-title", markup=False)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="devices")
         yield Footer()
 
@@ -75,7 +75,7 @@ class DevicesScreen(HubScreen):
             )
         if current is not None and current in {str(k.value) for k in table.rows}:
             table.move_cursor(row=table.get_row_index(current))
-        where = self.state.path or "no hub.toml (defaults; a edits create one)"
+        where = self.state.shown_path
         mark = "  [modified: w saves]" if self.state.dirty else ""
         self.query_one("#devices-title", Label).update(f"Devices of {where}{mark}")
 
@@ -88,7 +88,11 @@ class DevicesScreen(HubScreen):
 
     def _document(self) -> Any:
         if self.state.document is None:
-            self.notify("no hub.toml yet: restart hub-tui here to create one", severity="warning")
+            self.notify(
+                "no hub.toml yet: restart hub-tui here to create one",
+                severity="warning",
+                markup=False,
+            )
         return self.state.document
 
     # -- editing ---------------------------------------------------------------------------
@@ -106,7 +110,7 @@ class DevicesScreen(HubScreen):
         if document is None or name is None:
             return
         if name not in document.device_names():
-            self.notify(f"{name!r} is implicit (not in hub.toml); add it to edit it")
+            self.notify(f"{name!r} is implicit (not in hub.toml); add it to edit it", markup=False)
             return
         values = document.get(("devices", name)) or {}
         self.app.push_screen(
@@ -120,7 +124,7 @@ class DevicesScreen(HubScreen):
         try:
             write_device(self.state.document, name, values, previous=previous)
         except EdgehubError as error:
-            self.notify(str(error), severity="error")
+            self.notify(str(error), severity="error", markup=False)
             return
         self._changed(name)
 
@@ -135,7 +139,7 @@ class DevicesScreen(HubScreen):
         try:
             copy = duplicate_device(document, name)
         except EdgehubError as error:
-            self.notify(str(error), severity="error")
+            self.notify(str(error), severity="error", markup=False)
             return
         self._changed(copy)
 
@@ -158,18 +162,18 @@ class DevicesScreen(HubScreen):
         try:
             document.save()
         except EdgehubError as error:
-            self.notify(str(error), severity="error", timeout=10)
+            self.notify(str(error), severity="error", timeout=10, markup=False)
             return
         self.state.saved()
         self._seen_generation = self.state.generation
         self.refresh_table()
-        self.notify(f"saved {document.path}")
+        self.notify(f"saved {document.path}", markup=False)
 
     def action_reload(self) -> None:
         try:
             self.state.reload()
         except EdgehubError as error:
-            self.notify(str(error), severity="error")
+            self.notify(str(error), severity="error", markup=False)
             return
         self.config_reloaded()
         self._seen_generation = self.state.generation

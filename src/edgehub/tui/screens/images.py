@@ -30,15 +30,21 @@ class ImagesScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label("Toolchain images (the tag follows the Dockerfile and lock file)", classes="screen-title")
+        yield Label(
+            "Toolchain images (the tag follows the Dockerfile and lock file)",
+            classes="screen-title",
+            markup=False,
+        )
         yield DataTable(id="images", cursor_type="row", zebra_stripes=True)
-        yield Label("", id="build-status", classes="status")
+        yield Label("", id="build-status", classes="status", markup=False)
         yield ProgressBar(total=None, show_eta=False, id="build-progress")
         yield Log(id="build-log", max_lines=500)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("runtime", "tag", "built", "digest", "size", "created")
+        self.query_one(DataTable).add_columns(
+            "runtime", "tag", "built", "digest", "size", "created"
+        )
         self.query_one("#build-progress").display = False
         self.action_refresh_images()
 

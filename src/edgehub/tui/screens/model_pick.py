@@ -36,7 +36,7 @@ class ModelPickScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog tall"):
-            yield Label(f"Pick a model under {self.root} (Enter picks, Esc cancels)")
+            yield Label(f"Pick a model under {self.root} (Enter picks, Esc cancels)", markup=False)
             yield ModelTree(self.root)
 
     def on_directory_tree_file_selected(self, event: DirectoryTree.FileSelected) -> None:

@@ -57,23 +57,33 @@ class RunScreen(HubScreen):
         with Horizontal():
             with VerticalScroll(id="run-form"):
                 with Horizontal(classes="field"):
-                    yield Label("model", classes="name")
+                    yield Label("model", classes="name", markup=False)
                     yield Input(placeholder="path to an ONNX model", id="model", compact=True)
                 yield Button("Pick a model (^t)", id="pick", compact=True)
                 names = runtime_names()
                 for label, select in (
-                    ("runtime", Select([(n, n) for n in names], value=names[0], allow_blank=False, id="runtime")),
-                    ("step", Select([(s, s) for s in STEPS], value="profile", allow_blank=False, id="step")),
+                    (
+                        "runtime",
+                        Select(
+                            [(n, n) for n in names], value=names[0], allow_blank=False, id="runtime"
+                        ),
+                    ),
+                    (
+                        "step",
+                        Select(
+                            [(s, s) for s in STEPS], value="profile", allow_blank=False, id="step"
+                        ),
+                    ),
                     ("device", Select(self._devices(), prompt="auto", id="device")),
                 ):
                     select.compact = True
                     with Horizontal(classes="field"):
-                        yield Label(label, classes="name")
+                        yield Label(label, classes="name", markup=False)
                         yield select
                 yield Vertical(id="options")
                 yield Button("Launch (^r)", variant="primary", id="launch", compact=True)
             with Vertical(id="run-panes"):
-                yield Label("No runs yet: fill in the form and launch.", id="no-runs")
+                yield Label("No runs yet: fill in the form and launch.", id="no-runs", markup=False)
                 yield TabbedContent(id="panes")
         yield Footer()
 
@@ -106,7 +116,7 @@ class RunScreen(HubScreen):
         try:
             components = step_components(get_runtime(runtime or ""), step or "")
         except EdgehubError as error:
-            await box.mount(Label(str(error), classes="message"))
+            await box.mount(Label(str(error), classes="message", markup=False))
             return
         for name, component in components.items():
             form = FieldForm(
@@ -123,7 +133,11 @@ class RunScreen(HubScreen):
     def action_pick(self) -> None:
         def picked(path: Path | None) -> None:
             if path is not None:
-                shown = path.relative_to(self.state.root) if path.is_relative_to(self.state.root) else path
+                shown = (
+                    path.relative_to(self.state.root)
+                    if path.is_relative_to(self.state.root)
+                    else path
+                )
                 self.query_one("#model", Input).value = str(shown)
 
         self.app.push_screen(ModelPickScreen(self.state.root), picked)
@@ -131,7 +145,7 @@ class RunScreen(HubScreen):
     def _request(self) -> ExecRequest | None:
         text = self.query_one("#model", Input).value.strip()
         if not text:
-            self.notify("pick a model first (^t)", severity="warning")
+            self.notify("pick a model first (^t)", severity="warning", markup=False)
             return None
         model = Path(text).expanduser()
         model = model if model.is_absolute() else self.state.root / model
@@ -140,7 +154,9 @@ class RunScreen(HubScreen):
             for form in self.query("#options FieldForm").results(FieldForm):
                 options[(form.id or "").removeprefix("opt-")] = form.values()
         except FormInvalid:
-            self.notify("some options are not valid (marked in the form)", severity="error")
+            self.notify(
+                "some options are not valid (marked in the form)", severity="error", markup=False
+            )
             return None
         return ExecRequest(
             step=self._value("#step") or "profile",
@@ -164,7 +180,11 @@ class RunScreen(HubScreen):
 
         self._launched += 1
         pane_id = f"run-{self._launched}"
-        buffer = LineBuffer(lambda: self.post_message(LinesReady(pane_id)))
+
+        def wake() -> None:
+            self.post_message(LinesReady(pane_id))
+
+        buffer = LineBuffer(wake)
         model = request.model.name if request.model else request.from_run
         title = f"#{self._launched} {request.step} {model} ({request.runtime})"
         pane = RunPane(title, self.state.clock, id=pane_id, buffer=buffer)
@@ -206,7 +226,7 @@ class RunScreen(HubScreen):
         text = f"{pane.title}: {message.status}"
         if message.error:
             text += f": {message.error.splitlines()[0]}"
-        self.notify(text, severity=severity)  # type: ignore[arg-type]
+        self.notify(text, severity=severity, markup=False)  # type: ignore[arg-type]
 
     def _pane(self, pane_id: str) -> RunPane:
         return self.query_one(f"#{pane_id}", RunPane)
@@ -216,8 +236,8 @@ class RunScreen(HubScreen):
         pane_id = (tabs.active or "").removeprefix("tab-")
         cancel = self.state.runs.get(pane_id)
         if cancel is None:
-            self.notify("no run in progress in this pane", severity="warning")
+            self.notify("no run in progress in this pane", severity="warning", markup=False)
             return
         cancel.cancel()
         self._pane(pane_id).status = "CANCELLING"
-        self.notify("cancelling…")
+        self.notify("cancelling…", markup=False)

@@ -33,7 +33,9 @@ class RunDetailScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Label(f"run {self.run_id[:8]}: loading…", id="run-title", classes="screen-title")
+        yield Label(
+            f"run {self.run_id[:8]}: loading…", id="run-title", classes="screen-title", markup=False
+        )
         with TabbedContent(id="run-tabs"):
             with TabPane("latency", id="tab-latency"):
                 yield LatencyHistogram(id="histogram")

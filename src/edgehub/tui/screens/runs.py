@@ -45,7 +45,7 @@ class RunsScreen(HubScreen):
             for key in FILTER_KEYS:
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
-        yield Label("", id="runs-count", classes="status")
+        yield Label("", id="runs-count", classes="status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -186,6 +186,6 @@ class RunsScreen(HubScreen):
         if len(pair) == 1 and highlighted and highlighted not in pair:
             pair.append(highlighted)
         if len(pair) != 2:
-            self.notify("mark two runs with Space, then press c", severity="warning")
+            self.notify("mark two runs with Space, then press c", severity="warning", markup=False)
             return
         self.app.push_screen(CompareScreen(self.state, pair[0], pair[1]))

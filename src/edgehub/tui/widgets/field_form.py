@@ -64,9 +64,9 @@ class FieldForm(Vertical):
             value = self._initial.get(spec.key, None)
             with Horizontal(classes="field"):
                 mark = "*" if spec.required else ""
-                yield Label(f"{spec.label}{mark}", classes="name")
+                yield Label(f"{spec.label}{mark}", classes="name", markup=False)
                 yield self._editor(spec, value)
-            yield Label("", classes="error", name=spec.key)
+            yield Label("", classes="error", name=spec.key, markup=False)
 
     def _editor(self, spec: FieldSpec, value: Any) -> Input | Select[str] | Switch:
         if spec.kind == "choice":
@@ -80,7 +80,7 @@ class FieldForm(Vertical):
             )
         if spec.kind == "bool":
             checked = bool(value if value is not None else spec.default)
-            return Switch(value=checked, name=spec.key, compact=True)
+            return Switch(value=checked, name=spec.key)
         placeholder = "" if spec.default is None else _shown(spec, spec.default)
         kinds = {"int": "integer", "float": "number"}
         return Input(

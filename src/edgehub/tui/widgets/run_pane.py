@@ -47,7 +47,7 @@ class RunPane(Vertical):
         self._limit = limit
 
     def compose(self) -> ComposeResult:
-        yield Label(self._status_text(), classes="status")
+        yield Label(self._status_text(), classes="status", markup=False)
         yield ProgressBar(total=None, show_eta=False)
         yield Log(max_lines=self._limit, auto_scroll=True)
 
