@@ -36,7 +36,7 @@ class RunsScreen(HubScreen):
         self._filters = RunFilters()
         self._loaded = 0
         self._exhausted = False
-        self._loading = False
+        self._pending: tuple[RunFilters, int] | None = None  # the page being read
         self._marked: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -70,13 +70,15 @@ class RunsScreen(HubScreen):
         self.query_one("#runs", DataTable).clear()
         self._loaded = 0
         self._exhausted = False
+        self._pending = None
         self._next_page()
 
     def _next_page(self) -> None:
-        if self._loading or self._exhausted:
+        wanted = (self._filters, self._loaded)
+        if self._exhausted or self._pending == wanted:
             return
-        self._loading = True
-        self._load_page(self._filters, self._loaded)
+        self._pending = wanted
+        self._load_page(*wanted)
 
     @work(thread=True, exit_on_error=False, name="page", group="runs-page", exclusive=True)
     def _load_page(self, filters: RunFilters, offset: int) -> tuple[RunFilters, int, list[RunRow]]:
@@ -93,8 +95,8 @@ class RunsScreen(HubScreen):
     def worker_done(self, name: str, result: Any) -> None:
         if name == "page":
             filters, offset, rows = result
-            self._loading = False
-            if filters == self._filters and offset == self._loaded:
+            if (filters, offset) == self._pending == (self._filters, self._loaded):
+                self._pending = None
                 self._show_page(rows)
         elif name == "choices":
             for key, values in result.items():
@@ -106,7 +108,7 @@ class RunsScreen(HubScreen):
 
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         if name == "page":
-            self._loading = False
+            self._pending = None
 
     def _show_page(self, rows: list[RunRow]) -> None:
         table = self.query_one("#runs", DataTable)
