@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.tui.conftest import FROZEN_AT
+from tests.tui.fixed_runs import fill_store
 from textual.widgets import DataTable, Select
 
 from edgehub.tui.app import EdgehubApp
@@ -13,8 +15,6 @@ from edgehub.tui.clock import frozen_clock
 from edgehub.tui.screens.compare import CompareScreen
 from edgehub.tui.screens.run_detail import RunDetailScreen
 from edgehub.tui.screens.runs import PAGE
-from tests.tui.conftest import FROZEN_AT
-from tests.tui.fixed_runs import fill_store
 
 pytestmark = pytest.mark.asyncio
 
