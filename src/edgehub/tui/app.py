@@ -31,11 +31,11 @@ class EdgehubApp(App[int]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
-        Binding("1,f1", "go('devices')", "Devices"),
-        Binding("2,f2", "go('run')", "Run"),
-        Binding("3,f3", "go('runs')", "Runs"),
-        Binding("4,f4", "go('images')", "Images"),
-        Binding("q", "request_quit", "Quit"),
+        Binding("1,f1", "go('devices')", "Devices", show=False),
+        Binding("2,f2", "go('run')", "Run", show=False),
+        Binding("3,f3", "go('runs')", "Runs", show=False),
+        Binding("4,f4", "go('images')", "Images", show=False),
+        Binding("q", "request_quit", "Quit", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
     ]

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Footer, Header, Label
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
 
@@ -37,6 +38,7 @@ class DevicesScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield NavBar("devices")
         yield Label("", id="devices-title", classes="screen-title", markup=False)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="devices")
         yield Footer()

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Header, Label, Log, ProgressBar
 
 from edgehub.tui.messages import BuildProgress
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["ImagesScreen"]
 
@@ -30,6 +31,7 @@ class ImagesScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield NavBar("images")
         yield Label(
             "Toolchain images (the tag follows the Dockerfile and lock file)",
             classes="screen-title",

@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Label, Select
 
 from edgehub.tui.runs_data import FILTER_KEYS, RunFilters, RunRow
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["PAGE", "RunsScreen"]
 
@@ -41,6 +42,7 @@ class RunsScreen(HubScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        yield NavBar("runs")
         with Horizontal(id="filters"):
             for key in FILTER_KEYS:
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
