@@ -1,4 +1,4 @@
-"""SVG snapshots of each screen at 100×30 with a frozen clock and fixed data (the run store is
+"""SVG snapshots of each screen at 100x30 with a frozen clock and fixed data (the run store is
 filled with fixed runs; the Images screen gets fixed image rows instead of asking Docker, so
 the picture does not depend on this machine's images)."""
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tui.conftest import FROZEN_AT
 from textual.pilot import Pilot
 
 from edgehub.images import ImageStatus
 from edgehub.tui.app import EdgehubApp
 from edgehub.tui.clock import frozen_clock
-from tests.tui.conftest import FROZEN_AT
 
 SIZE = (100, 30)
 

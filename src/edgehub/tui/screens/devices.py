@@ -16,9 +16,9 @@ from textual.widgets import DataTable, Footer, Header, Label
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
 from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
+from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["DevicesScreen"]
 

@@ -31,9 +31,9 @@ from edgehub.ops.execute import STEPS, ExecRequest
 from edgehub.tui.messages import LinesReady, RunEnded
 from edgehub.tui.run_summary import summary_lines
 from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.screens.model_pick import ModelPickScreen
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
+from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.widgets.run_pane import RunPane
 
 __all__ = ["RunScreen"]
