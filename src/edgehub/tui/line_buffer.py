@@ -18,14 +18,18 @@ __all__ = ["Drained", "LineBuffer"]
 
 
 class Drained:
-    """What one drain returns: the lines, the latest progress event, how many were dropped."""
+    """What one drain returns: the lines, the latest progress event, how many were dropped,
+    and whether more lines wait (the caller drains again after the screen has refreshed)."""
 
-    __slots__ = ("dropped", "lines", "progress")
+    __slots__ = ("dropped", "lines", "more", "progress")
 
-    def __init__(self, lines: list[LogEvent], progress: LogEvent | None, dropped: int) -> None:
+    def __init__(
+        self, lines: list[LogEvent], progress: LogEvent | None, dropped: int, more: bool
+    ) -> None:
         self.lines = lines
         self.progress = progress
         self.dropped = dropped
+        self.more = more
 
 
 class LineBuffer:
@@ -50,13 +54,15 @@ class LineBuffer:
         if wake:
             self._wake()
 
-    def drain(self) -> Drained:
-        """Everything pushed since the last drain (UI thread)."""
+    def drain(self, most: int = 1000) -> Drained:
+        """Up to ``most`` of the oldest lines pushed since the last drain (UI thread). While
+        ``more`` is true the buffer stays due, so pushes do not post further wake-ups."""
         with self._lock:
-            lines = list(self._lines)
-            self._lines.clear()
+            dropped = self._pushed - self._drained - len(self._lines)
+            take = min(most, len(self._lines))
+            lines = [self._lines.popleft() for _ in range(take)]
+            self._drained += dropped + take
             progress, self._progress = self._progress, None
-            dropped = self._pushed - self._drained - len(lines)
-            self._drained = self._pushed
-            self._pending = False
-        return Drained(lines, progress, dropped)
+            more = bool(self._lines)
+            self._pending = more
+        return Drained(lines, progress, dropped, more)

@@ -34,7 +34,7 @@ from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.model_pick import ModelPickScreen
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
 from edgehub.tui.widgets.nav_bar import NavBar
-from edgehub.tui.widgets.run_pane import RunPane
+from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
 
 __all__ = ["RunScreen"]
 
@@ -186,7 +186,7 @@ class RunScreen(HubScreen):
         def wake() -> None:
             self.post_message(LinesReady(pane_id))
 
-        buffer = LineBuffer(wake)
+        buffer = LineBuffer(wake, limit=LOG_LIMIT)  # older lines would be pruned anyway
         model = request.model.name if request.model else request.from_run
         title = f"#{self._launched} {request.step} {model} ({request.runtime})"
         pane = RunPane(title, self.state.clock, id=pane_id, buffer=buffer)

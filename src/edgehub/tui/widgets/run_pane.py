@@ -44,6 +44,7 @@ class RunPane(Vertical):
         self.ended: float | None = None
         self.status = "RUNNING"
         self.lines_shown = 0
+        self.lines_dropped = 0  # arrived faster than shown, beyond the pane's limit
         self._limit = limit
 
     def compose(self) -> ComposeResult:
@@ -63,10 +64,16 @@ class RunPane(Vertical):
         return f"{self.title}  {self.status}  {took}"
 
     def drain(self) -> None:
-        """Show what the buffer holds (UI thread)."""
+        """Show the next batch of what the buffer holds (UI thread); the rest follows after the
+        screen has refreshed."""
+        if self._drain_batch():  # let the screen refresh between batches
+            self.call_after_refresh(self.drain)
+
+    def _drain_batch(self) -> bool:
         batch = self.buffer.drain()
         log = self.query_one(Log)
         if batch.dropped:
+            self.lines_dropped += batch.dropped
             log.write_line(f"… {batch.dropped} lines not shown (the pane keeps the last ones)")
         if batch.lines:
             log.write_lines([_line(e) for e in batch.lines])
@@ -74,9 +81,11 @@ class RunPane(Vertical):
         if batch.progress is not None and batch.progress.total:
             bar = self.query_one(ProgressBar)
             bar.update(total=batch.progress.total, progress=batch.progress.done or 0)
+        return batch.more
 
     def finish(self, status: str, summary: list[str]) -> None:
-        self.drain()
+        while self._drain_batch():
+            pass
         self.status = status
         self.ended = self.clock.now()
         bar = self.query_one(ProgressBar)
