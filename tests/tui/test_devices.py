@@ -165,3 +165,16 @@ async def test_provider_choice_rebuilds_the_settings_form(project: Path) -> None
         provider.value = "qai_hub"
         await pilot.pause()
         assert not editor.query_one("#ssh-toggle").display
+
+
+@pytest.mark.docker
+async def test_check_shows_whether_the_device_is_reachable(
+    project: Path, docker_daemon: object
+) -> None:
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        table = app.screen.query_one("#devices", DataTable)
+        assert str(table.get_row("local")[4]) == "ok: Docker daemon reachable"
