@@ -4,28 +4,13 @@ their declared types (`edgehub.core.component.options`)."""
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 from typing import Any
 
 from edgehub.core.component.base import Component
-from edgehub.core.component.options import parse_option
 from edgehub.errors import UsageError
+from edgehub.ops.options import component_options, parse_value
 
 __all__ = ["component_options", "parse_sets", "parse_value"]
-
-
-def component_options(component: type[Component]) -> dict[str, Any]:
-    """The options ``--set`` may give (every keyword option of ``run`` but the device)."""
-    return {k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")}
-
-
-def parse_value(component: type[Component], option: str, raw: str) -> Any:
-    """``raw`` converted by the option's declared type (``runs=abc`` is a `UsageError`);
-    options of unknown type take JSON, ``1,3,224,224`` as a tuple of ints, or the string."""
-    value = parse_option(component, option, raw)
-    if option.endswith(("_data", "_path")) and isinstance(value, str):
-        value = Path(value)
-    return value
 
 
 def parse_sets(

@@ -301,6 +301,13 @@ class RunStore:
         ``run_type`` if given) or ``latest:<type>`` (``latest:compile``, ``latest:profile``...)."""
         return resolve_run_ref(self._query, ref, run_type)
 
+    def distinct_values(self, column: str) -> list[str]:
+        """The values a filterable column (type, device, runtime, status) takes, sorted."""
+        if column not in ("type", "device", "runtime", "status"):
+            raise ValueError(f"not a filterable column: {column!r}")
+        sql = f"SELECT DISTINCT {column} AS v FROM runs WHERE {column} IS NOT NULL ORDER BY v"
+        return [str(row["v"]) for row in self._query(sql)]
+
     def query_runs(self, filters: RunFilter) -> list[RunRecord]:
         """Runs matching ``filters``, newest first, with everything they logged."""
         return select_runs(self._query, filters, HOSTNAME, self._abs)

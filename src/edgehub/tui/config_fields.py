@@ -1,0 +1,155 @@
+"""The fields of hub.toml's device tables, read from the config schema's dataclasses, and the
+fields of a component's options, read from its ``run`` signature. Forms are generated from
+these, so a new provider settings table or component option appears without TUI changes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from edgehub.config.schema import CLOUD_PROVIDERS, SSHSection
+from edgehub.config.settings import SettingsTable, provider_tables
+from edgehub.core.component.provider_type import ProviderType
+
+__all__ = [
+    "FieldSpec",
+    "component_names",
+    "option_fields",
+    "provider_choices",
+    "section_fields",
+    "settings_fields",
+]
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One form field: ``kind`` is text, int, float, bool, list (of strings) or choice."""
+
+    key: str
+    kind: str
+    required: bool = False
+    default: Any = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.key.replace("_", " ")
+
+
+def _kind(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _kind(typing.get_args(hint)[0])
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _kind(args[0])
+    if origin is tuple or hint is tuple:
+        return "list"
+    if isinstance(hint, type) and issubclass(hint, bool):
+        return "bool"
+    if hint is int:
+        return "int"
+    if hint is float:
+        return "float"
+    return "text"
+
+
+def section_fields(section: type[Any]) -> list[FieldSpec]:
+    """The fields of a schema dataclass (`SSHSection`, `DockerSection`, ...)."""
+    hints = typing.get_type_hints(section)
+    fields = []
+    for field in dataclasses.fields(section):
+        missing = (
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        )
+        default = None if field.default is dataclasses.MISSING else field.default
+        fields.append(FieldSpec(field.name, _kind(hints[field.name]), missing, default))
+    return fields
+
+
+def ssh_fields() -> list[FieldSpec]:
+    return section_fields(SSHSection)
+
+
+def _tables() -> dict[str, SettingsTable]:
+    return provider_tables(registered=True)
+
+
+def settings_table(provider: str | None) -> str | None:
+    """The name of the settings table of ``provider`` (``docker`` for local), if it has one."""
+    table = _tables().get(provider or "")
+    return table.table if table is not None else None
+
+
+def settings_fields(provider: str | None) -> list[FieldSpec]:
+    """The fields of ``provider``'s settings table (none for providers without one), from
+    the provider config dataclass that defines the table."""
+    table = _tables().get(provider or "")
+    if table is None:
+        return []
+    config: Any = table.config_type  # a dataclass (settings_table checks it)
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(config)
+        if f.default is not dataclasses.MISSING
+    }
+    return [FieldSpec(k.key, _kind(k.type), False, defaults.get(k.field)) for k in table.keys]
+
+
+def provider_choices(extra: str | None = None) -> list[str]:
+    """Every provider type edgehub knows (and ``extra``, a custom one from the file)."""
+    known = [str(p.value) for p in ProviderType]
+    known += [p for p in (*_tables(), *CLOUD_PROVIDERS) if p not in known]
+    if extra and extra not in known:
+        known.append(extra)
+    return known
+
+
+def takes_ssh(provider: str | None) -> bool:
+    return provider not in ("local", *CLOUD_PROVIDERS)
+
+
+def component_names() -> list[str]:
+    """Components an override can name: the built-in ones and any registered runtime's."""
+    from edgehub.toolchains.registry import runtime_names
+
+    names: list[str] = []
+    for runtime in runtime_names():
+        for component in _runtime_components(runtime):
+            if component.__name__ not in names:
+                names.append(component.__name__)
+    return names
+
+
+def _runtime_components(name: str) -> list[type[Any]]:
+    from edgehub.errors import UsageError
+    from edgehub.toolchains.registry import get_runtime
+
+    try:
+        runtime = get_runtime(name)
+    except UsageError:
+        return []
+    return [runtime.compiler, runtime.profiler, runtime.invoker]
+
+
+def option_fields(options: dict[str, Any]) -> list[FieldSpec]:
+    """Form fields for a component's options (name -> default), typed by the default."""
+    fields = []
+    for key, default in options.items():
+        if isinstance(default, Enum):
+            choices = tuple(str(m.value) for m in type(default))
+            fields.append(FieldSpec(key, "choice", default=str(default.value), choices=choices))
+        elif isinstance(default, bool):
+            fields.append(FieldSpec(key, "bool", default=default))
+        elif isinstance(default, int):
+            fields.append(FieldSpec(key, "int", default=default))
+        elif isinstance(default, float):
+            fields.append(FieldSpec(key, "float", default=default))
+        else:
+            fields.append(FieldSpec(key, "text", default=default))
+    return fields

@@ -1,0 +1,120 @@
+"""`ProjectState`: the project the TUI shows, and hub.toml as it is being edited.
+
+The Devices screen edits `document` in memory (`dirty` until saved). `disk_changed` notices
+another program writing hub.toml: the TUI reloads when nothing is unsaved, and otherwise
+keeps the user's edits and refuses to save over the newer file (`ConfigDocument.save`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from edgehub.ops.project import Project, open_project
+from edgehub.tui.clock import Clock
+
+if TYPE_CHECKING:
+    from edgehub.config.save import ConfigDocument
+    from edgehub.ops.cancel import Cancellation
+    from edgehub.tracking.store import RunStore
+
+__all__ = ["ProjectState"]
+
+
+def _digest(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+class ProjectState:
+    def __init__(self, config_path: Path | None, clock: Clock | None = None) -> None:
+        self.clock = clock or Clock()
+        self._requested = config_path
+        self.project: Project = self._open(config_path)
+        self.document: ConfigDocument | None = None
+        self.dirty = False
+        self.generation = 0  # bumped on every (re)load, so screens know to refresh
+        self._digest: str | None = None
+        self.runs: dict[str, Cancellation] = {}  # launched runs still going, by pane id
+        self._store: RunStore | None = None
+        self.reload()
+
+    @property
+    def path(self) -> Path | None:
+        """hub.toml, or None when the project runs on defaults (no file found)."""
+        return self.project.config.path
+
+    @property
+    def shown_path(self) -> str:
+        """hub.toml as the TUI shows it: relative to the current directory when below it."""
+        from edgehub.config.schema import location
+
+        return location(self.path, None) if self.path else "no hub.toml (defaults)"
+
+    @property
+    def root(self) -> Path:
+        return self.project.config.root
+
+    def reload(self) -> None:
+        """Read hub.toml again, dropping unsaved edits."""
+        from edgehub.config.save import ConfigDocument
+
+        self.project = self._open(self.path or self._requested)
+        self.document = ConfigDocument.open(self.path) if self.path else None
+        self.dirty = False
+        self._digest = _digest(self.path)
+        self.generation += 1
+
+    @property
+    def init_dir(self) -> Path:
+        """Where a new hub.toml goes: beside the requested one, else the current directory."""
+        if self._requested is not None:
+            requested = self._requested.absolute()
+            return requested if requested.is_dir() else requested.parent
+        return Path.cwd()
+
+    @staticmethod
+    def _open(path: Path | None) -> Project:
+        """The project of ``path``; the defaults when ``path`` names a file not made yet."""
+        if path is not None and not path.exists() and not path.is_dir():
+            from edgehub.config.load import default_config
+
+            return Project(default_config(path.absolute().parent))
+        return open_project(path)
+
+    def use_file(self, path: Path) -> None:
+        """Switch to a newly created hub.toml."""
+        self._requested = path
+        self.project = open_project(path)
+        self.reload()
+
+    def saved(self) -> None:
+        """The document was written: load what is now on disk."""
+        self.reload()
+
+    def disk_changed(self) -> bool:
+        """True once per change of hub.toml on disk since it was loaded or saved."""
+        current = _digest(self.path)
+        if current == self._digest:
+            return False
+        self._digest = current
+        return True
+
+    def store(self) -> RunStore:
+        """The project's run store, opened once (it is safe to share between threads)."""
+        if self._store is None or self._store.root != self.project.store_dir:
+            self._store = self.project.store()
+        return self._store
+
+    def running_count(self) -> int:
+        return len(self.runs)
+
+    def cancel_all(self) -> None:
+        """Stop every launched run (quitting): their runs end KILLED, containers go."""
+        for cancellation in list(self.runs.values()):
+            cancellation.cancel()

@@ -1,0 +1,217 @@
+"""The Devices screen: hub.toml's devices; add, edit, duplicate, remove, check, save.
+
+Edits change the in-memory `ConfigDocument` (the title says "modified") until ``w`` writes
+hub.toml: atomically, keeping comments and order, and never over a file that changed on disk
+since it was loaded (``r`` reloads it, dropping the edits).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Label
+
+from edgehub.errors import EdgehubError
+from edgehub.ops.config_edit import duplicate_device, write_device
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.screens.confirm import ConfirmScreen
+from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
+from edgehub.tui.widgets.nav_bar import NavBar
+
+__all__ = ["DevicesScreen"]
+
+COLUMNS = ("device", "provider", "spec", "reached through", "check")
+
+
+class DevicesScreen(HubScreen):
+    BINDINGS = [
+        Binding("a", "add", "Add"),
+        Binding("e,enter", "edit", "Edit"),
+        Binding("d", "duplicate", "Duplicate"),
+        Binding("x,delete", "remove", "Remove"),
+        Binding("c", "check", "Check"),
+        Binding("w", "save", "Save"),
+        Binding("r", "reload", "Reload"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NavBar("devices")
+        yield Label("", id="devices-title", classes="screen-title", markup=False)
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="devices")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns(*COLUMNS)
+        self._checks: dict[str, str] = {}
+        self.refresh_table()
+
+    def config_reloaded(self) -> None:
+        self._checks = {}
+        self.refresh_table()
+
+    # -- the table -------------------------------------------------------------------------
+
+    def refresh_table(self, select: str | None = None) -> None:
+        from edgehub.ops.devices import list_devices
+        from edgehub.ops.project import Project
+
+        project = self.state.project
+        document = self.state.document
+        if document is not None and self.state.dirty:
+            project = Project(document.validate())
+        table = self.query_one(DataTable)
+        current = select or self._selected()
+        table.clear()
+        for row in list_devices(project):
+            table.add_row(
+                row.name,
+                row.provider or "-",
+                row.spec or "-",
+                row.ssh or "this host",
+                self._checks.get(row.name, ""),
+                key=row.name,
+            )
+        if current is not None and current in {str(k.value) for k in table.rows}:
+            table.move_cursor(row=table.get_row_index(current))
+        where = self.state.shown_path
+        mark = "  [modified: w saves]" if self.state.dirty else ""
+        self.query_one("#devices-title", Label).update(f"Devices of {where}{mark}")
+
+    def _selected(self) -> str | None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        return str(key.value)
+
+    def _document(self) -> Any:
+        if self.state.document is None:
+            self.notify(
+                "no hub.toml yet: restart hub-tui here to create one",
+                severity="warning",
+                markup=False,
+            )
+        return self.state.document
+
+    # -- editing ---------------------------------------------------------------------------
+
+    def action_add(self) -> None:
+        document = self._document()
+        if document is not None:
+            self.app.push_screen(
+                DeviceEditScreen(document, None, {"provider": "embedl_onnxruntime"}),
+                lambda edit: self._apply(edit, None),
+            )
+
+    def action_edit(self) -> None:
+        document, name = self._document(), self._selected()
+        if document is None or name is None:
+            return
+        if name not in document.device_names():
+            self.notify(f"{name!r} is implicit (not in hub.toml); add it to edit it", markup=False)
+            return
+        values = document.get(("devices", name)) or {}
+        self.app.push_screen(
+            DeviceEditScreen(document, name, dict(values)), lambda edit: self._apply(edit, name)
+        )
+
+    def _apply(self, edit: Edit | None, previous: str | None) -> None:
+        if edit is None or self.state.document is None:
+            return
+        name, values = edit
+        try:
+            write_device(self.state.document, name, values, previous=previous)
+        except EdgehubError as error:
+            self.notify(str(error), severity="error", markup=False)
+            return
+        self._changed(name)
+
+    def _changed(self, select: str | None = None) -> None:
+        self.state.dirty = True
+        self.refresh_table(select)
+
+    def action_duplicate(self) -> None:
+        document, name = self._document(), self._selected()
+        if document is None or name is None or name not in document.device_names():
+            return
+        try:
+            copy = duplicate_device(document, name)
+        except EdgehubError as error:
+            self.notify(str(error), severity="error", markup=False)
+            return
+        self._changed(copy)
+
+    def action_remove(self) -> None:
+        document, name = self._document(), self._selected()
+        if document is None or name is None or name not in document.device_names():
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                document.remove_device(name)
+                self._changed()
+
+        self.app.push_screen(ConfirmScreen(f"Remove device {name!r}?", yes="Remove"), answer)
+
+    def action_save(self) -> None:
+        document = self._document()
+        if document is None or not self.state.dirty:
+            return
+        try:
+            document.save()
+        except EdgehubError as error:
+            self.notify(str(error), severity="error", timeout=10, markup=False)
+            return
+        self.state.saved()
+        self._seen_generation = self.state.generation
+        self.refresh_table()
+        self.notify(f"saved {document.path}", markup=False)
+
+    def action_reload(self) -> None:
+        try:
+            self.state.reload()
+        except EdgehubError as error:
+            self.notify(str(error), severity="error", markup=False)
+            return
+        self.config_reloaded()
+        self._seen_generation = self.state.generation
+
+    # -- checking --------------------------------------------------------------------------
+
+    def action_check(self) -> None:
+        name = self._selected()
+        if name is None:
+            return
+        self._checks[name] = "checking…"
+        self.refresh_table()
+        self._check(name)
+
+    def _check(self, name: str) -> None:
+        self.run_worker(
+            lambda: _check_device(self.state, name),
+            name=f"check {name}",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def worker_done(self, name: str, result: Any) -> None:
+        if name.startswith("check ") and result is not None:
+            device, state, detail = result
+            self._checks[device] = f"{state}: {detail}"
+            self.refresh_table()
+
+    def worker_failed(self, name: str, error: BaseException | None) -> None:
+        if name.startswith("check "):
+            self._checks[name[6:]] = f"FAIL: {error}"
+            self.refresh_table()
+
+
+def _check_device(state: Any, name: str) -> tuple[str, str, str]:
+    from edgehub.ops.device_check import check_device
+
+    check = check_device(state.project, name)
+    return name, check.state, check.detail

@@ -1,0 +1,127 @@
+"""The Images screen: each runtime's pinned image, built or not, its digest and size; ``b``
+builds the highlighted runtime's image with a progress bar and the build's step lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Label, Log, ProgressBar
+
+from edgehub.tui.messages import BuildProgress
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
+
+__all__ = ["ImagesScreen"]
+
+
+def _size(size: int | None) -> str:
+    return f"{size / 1e6:.0f} MB" if size else "-"
+
+
+class ImagesScreen(HubScreen):
+    AUTO_FOCUS = "#images"
+    BINDINGS = [Binding("b", "build", "Build"), Binding("r", "refresh_images", "Refresh")]
+
+    def __init__(self, state: Any) -> None:
+        super().__init__(state)
+        self.building: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NavBar("images")
+        yield Label(
+            "Toolchain images (the tag follows the Dockerfile and lock file)",
+            classes="screen-title",
+            markup=False,
+        )
+        yield DataTable(id="images", cursor_type="row", zebra_stripes=True)
+        yield Label("", id="build-status", classes="status", markup=False)
+        yield ProgressBar(total=None, show_eta=False, id="build-progress")
+        yield Log(id="build-log", max_lines=500)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DataTable).add_columns(
+            "runtime", "tag", "built", "digest", "size", "created"
+        )
+        self.query_one("#build-progress").display = False
+        self.action_refresh_images()
+
+    def action_refresh_images(self) -> None:
+        self.run_worker(_image_rows, name="list", thread=True, exit_on_error=False)
+
+    def worker_done(self, name: str, result: Any) -> None:
+        if name == "list":
+            self._show(result)
+        elif name == "build":
+            self.building = None
+            built = result[0]
+            self.query_one("#build-status", Label).update(
+                f"built {built.tag} in {built.seconds:.0f}s (log: {built.log_path})"
+            )
+            self.action_refresh_images()
+
+    def worker_failed(self, name: str, error: BaseException | None) -> None:
+        if name == "build":
+            self.building = None
+            self.query_one("#build-status", Label).update(f"build failed: {error}")
+            for line in getattr(error, "log_tail", []):
+                self.query_one("#build-log", Log).write_line(line)
+
+    def _show(self, statuses: list[Any]) -> None:
+        table = self.query_one(DataTable)
+        table.clear()
+        for status in statuses:
+            if isinstance(status, str):
+                table.add_row(status, "-", "no image yet", "-", "-", "-", key=status)
+                continue
+            table.add_row(
+                status.runtime,
+                status.tag,
+                "yes" if status.built else "no",
+                (status.digest or status.image_id or "-")[:19],
+                _size(status.size_bytes),
+                (status.created or "-")[:19],
+                key=status.runtime,
+            )
+
+    def action_build(self) -> None:
+        table = self.query_one(DataTable)
+        if table.row_count == 0 or self.building:
+            return
+        runtime = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        self.building = runtime
+        self.query_one("#build-progress").display = True
+        self.query_one("#build-status", Label).update(f"building {runtime}…")
+        self._build(runtime)
+
+    @work(thread=True, exit_on_error=False, name="build", group="build")
+    def _build(self, runtime: str) -> list[Any]:
+        from edgehub.ops.images import build_images
+
+        def progress(runtime: str, label: str, step: int, steps: int) -> None:
+            self.post_message(BuildProgress(runtime, label, step, steps))
+
+        return build_images(self.state.project, [runtime], progress=progress)
+
+    def on_build_progress(self, message: BuildProgress) -> None:
+        self.query_one("#build-log", Log).write_line(message.label)
+        bar = self.query_one("#build-progress", ProgressBar)
+        if message.steps:
+            bar.update(total=message.steps, progress=message.step)
+            self.query_one("#build-status", Label).update(
+                f"building {message.runtime}: step {message.step}/{message.steps}"
+            )
+
+
+def _image_rows() -> list[Any]:
+    """Every runtime: its image status, or its name alone when it has no image (yet)."""
+    from edgehub.ops.images import list_images
+    from edgehub.toolchains.registry import runtime_names
+
+    statuses: list[Any] = list(list_images())
+    imaged = {status.runtime for status in statuses}
+    return statuses + [name for name in runtime_names() if name not in imaged]

@@ -1,0 +1,249 @@
+"""The Run screen: model, runtime, step (or the pipeline), device and options; launch; a pane
+per run that streams its log live; cancel. Several runs can go at once.
+
+Each run is `ops.execute` in a thread worker with a `Cancellation`; its events reach the pane
+through a `LineBuffer` in batches (`LinesReady`), and its end comes back as `RunEnded`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import (
+    Button,
+    Footer,
+    Header,
+    Input,
+    Label,
+    Select,
+    TabbedContent,
+    TabPane,
+)
+
+from edgehub.errors import EdgehubError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.execute import STEPS, ExecRequest
+from edgehub.tui.messages import LinesReady, RunEnded
+from edgehub.tui.run_summary import summary_lines
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.screens.model_pick import ModelPickScreen
+from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
+from edgehub.tui.widgets.nav_bar import NavBar
+from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
+
+__all__ = ["RunScreen"]
+
+
+class RunScreen(HubScreen):
+    AUTO_FOCUS = "#pick"
+    BINDINGS = [
+        Binding("ctrl+r", "launch", "Launch"),
+        Binding("ctrl+k", "cancel_run", "Cancel run"),
+        Binding("ctrl+t", "pick", "Pick model"),
+    ]
+
+    def __init__(self, state: Any) -> None:
+        super().__init__(state)
+        self._launched = 0
+
+    def compose(self) -> ComposeResult:
+        from edgehub.toolchains.registry import runtime_names
+
+        yield Header()
+        yield NavBar("run")
+        with Horizontal():
+            with VerticalScroll(id="run-form"):
+                with Horizontal(classes="field"):
+                    yield Label("model", classes="name", markup=False)
+                    yield Input(placeholder="path to an ONNX model", id="model", compact=True)
+                yield Button("Pick a model (^t)", id="pick", compact=True)
+                names = runtime_names()
+                for label, select in (
+                    (
+                        "runtime",
+                        Select(
+                            [(n, n) for n in names], value=names[0], allow_blank=False, id="runtime"
+                        ),
+                    ),
+                    (
+                        "step",
+                        Select(
+                            [(s, s) for s in STEPS], value="profile", allow_blank=False, id="step"
+                        ),
+                    ),
+                    ("device", Select(self._devices(), prompt="auto", id="device")),
+                ):
+                    select.compact = True
+                    with Horizontal(classes="field"):
+                        yield Label(label, classes="name", markup=False)
+                        yield select
+                yield Vertical(id="options")
+                yield Button("Launch (^r)", variant="primary", id="launch", compact=True)
+            with Vertical(id="run-panes"):
+                yield Label("No runs yet: fill in the form and launch.", id="no-runs", markup=False)
+                yield TabbedContent(id="panes")
+        yield Footer()
+
+    def _devices(self) -> list[tuple[str, str]]:
+        from edgehub.ops.devices import list_devices
+
+        return [(d.name, d.name) for d in list_devices(self.state.project)]
+
+    def on_mount(self) -> None:
+        self.query_one("#panes").display = False
+
+    def config_reloaded(self) -> None:
+        self.query_one("#device", Select).set_options(self._devices())
+
+    # -- the form --------------------------------------------------------------------------
+
+    @on(Select.Changed, "#runtime, #step")
+    async def _choice_changed(self) -> None:
+        await self._rebuild_options()
+
+    async def _rebuild_options(self) -> None:
+        from functools import partial
+
+        from edgehub.ops.execute import step_components
+        from edgehub.ops.options import component_options, parse_value
+        from edgehub.toolchains.registry import get_runtime
+        from edgehub.tui.config_fields import option_fields
+
+        box = self.query_one("#options", Vertical)
+        await box.remove_children()
+        runtime, step = self._value("#runtime"), self._value("#step")
+        try:
+            components = step_components(get_runtime(runtime or ""), step or "")
+        except EdgehubError as error:
+            await box.mount(Label(str(error), classes="message", markup=False))
+            return
+        for name, component in components.items():
+            form = FieldForm(
+                option_fields(component_options(component)),
+                parse_text=partial(parse_value, component),
+                id=f"opt-{name}",
+            )
+            form.border_title = f"{name} options"
+            await box.mount(form)
+
+    def _value(self, selector: str) -> str | None:
+        value = self.query_one(selector, Select).value
+        return None if value is Select.NULL else str(value)
+
+    @on(Button.Pressed, "#pick")
+    def action_pick(self) -> None:
+        def picked(path: Path | None) -> None:
+            if path is not None:
+                shown = (
+                    path.relative_to(self.state.root)
+                    if path.is_relative_to(self.state.root)
+                    else path
+                )
+                self.query_one("#model", Input).value = str(shown)
+
+        self.app.push_screen(ModelPickScreen(self.state.root), picked)
+
+    def _request(self) -> ExecRequest | None:
+        text = self.query_one("#model", Input).value.strip()
+        if not text:
+            self.notify("pick a model first (^t)", severity="warning", markup=False)
+            return None
+        model = Path(text).expanduser()
+        model = model if model.is_absolute() else self.state.root / model
+        options: dict[str, dict[str, Any]] = {}
+        try:
+            for form in self.query("#options FieldForm").results(FieldForm):
+                options[(form.id or "").removeprefix("opt-")] = form.values()
+        except FormInvalid:
+            self.notify(
+                "some options are not valid (marked in the form)", severity="error", markup=False
+            )
+            return None
+        return ExecRequest(
+            step=self._value("#step") or "profile",
+            runtime=self._value("#runtime") or "",
+            model=model,
+            device=self._value("#device"),
+            options=options,
+        )
+
+    # -- launching -------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#launch")
+    def action_launch(self) -> None:
+        request = self._request()
+        if request is not None:
+            self.launch(request)
+
+    def launch(self, request: ExecRequest) -> str:
+        """Start ``request`` in a worker with its own pane; returns the pane's id."""
+        from edgehub.tui.line_buffer import LineBuffer
+
+        self._launched += 1
+        pane_id = f"run-{self._launched}"
+
+        def wake() -> None:
+            self.post_message(LinesReady(pane_id))
+
+        buffer = LineBuffer(wake, limit=LOG_LIMIT)  # older lines would be pruned anyway
+        model = request.model.name if request.model else request.from_run
+        title = f"#{self._launched} {request.step} {model} ({request.runtime})"
+        pane = RunPane(title, self.state.clock, id=pane_id, buffer=buffer)
+        tabs = self.query_one("#panes", TabbedContent)
+        tabs.display = True
+        self.query_one("#no-runs").display = False
+        tabs.add_pane(TabPane(f"#{self._launched} {request.step}", pane, id=f"tab-{pane_id}"))
+        tabs.active = f"tab-{pane_id}"
+        cancel = Cancellation()
+        self.state.runs[pane_id] = cancel
+        self._execute(pane_id, request, buffer, cancel)
+        return pane_id
+
+    @work(thread=True, exit_on_error=False, group="runs")
+    def _execute(
+        self, pane_id: str, request: ExecRequest, buffer: Any, cancel: Cancellation
+    ) -> None:
+        from edgehub.errors import OperationCancelled
+        from edgehub.ops.execute import execute
+
+        try:
+            report = execute(self.state.project, request, subscriber=buffer.push, cancel=cancel)
+        except OperationCancelled:
+            self.post_message(RunEnded(pane_id, "KILLED", error="cancelled"))
+        except Exception as error:  # shown in its pane and as a notification
+            self.post_message(RunEnded(pane_id, "FAILED", error=str(error) or type(error).__name__))
+        else:
+            status = getattr(report, "status", "FINISHED")
+            self.post_message(RunEnded(pane_id, status, report=report))
+
+    def on_lines_ready(self, message: LinesReady) -> None:
+        self._pane(message.pane_id).drain()
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        self.state.runs.pop(message.pane_id, None)
+        pane = self._pane(message.pane_id)
+        pane.finish(message.status, summary_lines(message.report, message.error))
+        severity = "information" if message.status == "FINISHED" else "error"
+        text = f"{pane.title}: {message.status}"
+        if message.error:
+            text += f": {message.error.splitlines()[0]}"
+        self.notify(text, severity=severity, markup=False)  # type: ignore[arg-type]
+
+    def _pane(self, pane_id: str) -> RunPane:
+        return self.query_one(f"#{pane_id}", RunPane)
+
+    def action_cancel_run(self) -> None:
+        tabs = self.query_one("#panes", TabbedContent)
+        pane_id = (tabs.active or "").removeprefix("tab-")
+        cancel = self.state.runs.get(pane_id)
+        if cancel is None:
+            self.notify("no run in progress in this pane", severity="warning", markup=False)
+            return
+        cancel.cancel()
+        self._pane(pane_id).status = "CANCELLING"
+        self.notify("cancelling…", markup=False)

@@ -1,0 +1,90 @@
+"""`RunDetailScreen`: one run's metrics, params, artifacts, environment, log and, for profile
+runs, the histogram of its raw latency samples."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Label, Log, TabbedContent, TabPane
+
+from edgehub.tui.runs_data import RunDetail
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.latency_histogram import LatencyHistogram
+
+__all__ = ["RunDetailScreen"]
+
+_TABLES = ("metrics", "params", "artifacts", "environment")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+class RunDetailScreen(HubScreen):
+    BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back")]
+
+    def __init__(self, state: Any, run_id: str) -> None:
+        super().__init__(state)
+        self.run_id = run_id
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Label(
+            f"run {self.run_id[:8]}: loading…", id="run-title", classes="screen-title", markup=False
+        )
+        with TabbedContent(id="run-tabs"):
+            with TabPane("latency", id="tab-latency"):
+                yield LatencyHistogram(id="histogram")
+            for name in _TABLES:
+                with TabPane(name, id=f"tab-{name}"):
+                    yield DataTable(id=f"table-{name}", cursor_type="row")
+            with TabPane("log", id="tab-log"):
+                yield Log(id="run-log", max_lines=5000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for name in _TABLES:
+            self.query_one(f"#table-{name}", DataTable).add_columns("name", "value")
+        self._load()
+
+    def _load(self) -> None:
+        from edgehub.tui.runs_data import run_detail
+
+        store, run_id = self.state.store(), self.run_id
+        self.run_worker(
+            lambda: run_detail(store, run_id), name="detail", thread=True, exit_on_error=False
+        )
+
+    def worker_done(self, name: str, result: Any) -> None:
+        if name == "detail":
+            self.show(result)
+
+    def show(self, detail: RunDetail) -> None:
+        row = detail.row
+        clock = self.state.clock
+        title = (
+            f"run {row.run_id[:8]}  {row.name}  {row.run_type}  {row.status}  "
+            f"{row.runtime or '-'} on {row.device or '-'}  started {clock.when(row.started_at)}  "
+            f"took {clock.took(row.started_at, row.ended_at)}"
+        )
+        if detail.error:
+            title += f"\nerror: {detail.error}"
+        self.query_one("#run-title", Label).update(title)
+        sections: dict[str, dict[str, Any]] = {
+            "metrics": detail.metrics,
+            "params": detail.params,
+            "artifacts": detail.artifacts,
+            "environment": detail.environment,
+        }
+        for name, values in sections.items():
+            table = self.query_one(f"#table-{name}", DataTable)
+            table.clear()
+            table.add_rows([(key, _text(value)) for key, value in sorted(values.items())])
+        self.query_one("#run-log", Log).write_lines(detail.log_lines or ["(no log recorded)"])
+        self.query_one("#histogram", LatencyHistogram).show_samples(detail.samples_us)
+        if not detail.samples_us:
+            self.query_one("#run-tabs", TabbedContent).active = "tab-metrics"

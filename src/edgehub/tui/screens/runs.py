@@ -1,0 +1,195 @@
+"""The Runs screen: the run history, newest first, filtered by type, runtime, device and
+status. Pages of `PAGE` rows are read in a worker and the next page loads as the cursor nears
+the end, so the screen opens fast with any number of runs. Enter opens a run; Space marks
+up to two runs and ``c`` compares them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer, Header, Label, Select
+
+from edgehub.tui.runs_data import FILTER_KEYS, RunFilters, RunRow
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
+
+__all__ = ["PAGE", "RunsScreen"]
+
+PAGE = 200
+_PROMPTS = {"run_type": "type", "runtime": "runtime", "device": "device", "status": "status"}
+
+
+class RunsScreen(HubScreen):
+    AUTO_FOCUS = "#runs"
+    BINDINGS = [
+        Binding("enter", "open", "Open", show=True),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare"),
+        Binding("r", "reload", "Refresh"),
+    ]
+
+    def __init__(self, state: Any) -> None:
+        super().__init__(state)
+        self._filters = RunFilters()
+        self._loaded = 0
+        self._exhausted = False
+        self._pending: tuple[RunFilters, int] | None = None  # the page being read
+        self._marked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NavBar("runs")
+        with Horizontal(id="filters"):
+            for key in FILTER_KEYS:
+                yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
+        yield Label("", id="runs-count", classes="status", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        table.add_column(" ", key="mark", width=1)
+        for label in ("run", "started", "type", "name", "runtime", "device", "status", "took"):
+            table.add_column(label, key=label)
+        self.action_reload()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        if self._loaded:
+            self.action_reload()
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def action_reload(self) -> None:
+        self._load_choices()
+        self._restart()
+
+    def _restart(self) -> None:
+        self.query_one("#runs", DataTable).clear()
+        self._loaded = 0
+        self._exhausted = False
+        self._pending = None
+        self._next_page()
+
+    def _next_page(self) -> None:
+        wanted = (self._filters, self._loaded)
+        if self._exhausted or self._pending == wanted:
+            return
+        self._pending = wanted
+        self._load_page(*wanted)
+
+    @work(thread=True, exit_on_error=False, name="page", group="runs-page", exclusive=True)
+    def _load_page(self, filters: RunFilters, offset: int) -> tuple[RunFilters, int, list[RunRow]]:
+        from edgehub.tui.runs_data import list_runs
+
+        return filters, offset, list_runs(self.state.store(), filters, limit=PAGE, offset=offset)
+
+    @work(thread=True, exit_on_error=False, name="choices", group="runs-choices")
+    def _load_choices(self) -> dict[str, list[str]]:
+        from edgehub.tui.runs_data import filter_choices
+
+        return filter_choices(self.state.store())
+
+    def worker_done(self, name: str, result: Any) -> None:
+        if name == "page":
+            filters, offset, rows = result
+            if (filters, offset) == self._pending == (self._filters, self._loaded):
+                self._pending = None
+                self._show_page(rows)
+        elif name == "choices":
+            for key, values in result.items():
+                select = self.query_one(f"#filter-{key}", Select)
+                current = select.value
+                select.set_options([(v, v) for v in values])
+                if current in values:
+                    select.value = current
+
+    def worker_failed(self, name: str, error: BaseException | None) -> None:
+        if name == "page":
+            self._pending = None
+
+    def _show_page(self, rows: list[RunRow]) -> None:
+        table = self.query_one("#runs", DataTable)
+        clock = self.state.clock
+        for row in rows:
+            table.add_row(
+                "●" if row.run_id in self._marked else "",
+                row.run_id[:8],
+                clock.when(row.started_at),
+                row.run_type,
+                row.name,
+                row.runtime or "-",
+                row.device or "-",
+                row.status,
+                clock.took(row.started_at, row.ended_at),
+                key=row.run_id,
+            )
+        self._loaded += len(rows)
+        self._exhausted = len(rows) < PAGE
+        more = "" if self._exhausted else "+ (more load as you scroll)"
+        self.query_one("#runs-count", Label).update(f"{self._loaded}{more} runs")
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row >= self._loaded - 20:
+            self._next_page()
+
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        key = (event.select.id or "").removeprefix("filter-")
+        if key not in FILTER_KEYS:
+            return
+        value = None if event.value is Select.NULL else str(event.value)
+        filters = RunFilters(**{**self._filters.__dict__, key: value})
+        if filters != self._filters:
+            self._filters = filters
+            self._restart()
+
+    # -- opening and comparing -------------------------------------------------------------
+
+    def _highlighted(self) -> str | None:
+        table = self.query_one("#runs", DataTable)
+        if table.row_count == 0:
+            return None
+        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+    def action_open(self) -> None:
+        from edgehub.tui.screens.run_detail import RunDetailScreen
+
+        run_id = self._highlighted()
+        if run_id is not None:
+            self.app.push_screen(RunDetailScreen(self.state, run_id))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_mark(self) -> None:
+        run_id = self._highlighted()
+        if run_id is None:
+            return
+        table = self.query_one("#runs", DataTable)
+        if run_id in self._marked:
+            self._marked.remove(run_id)
+        else:
+            self._marked.append(run_id)
+            if len(self._marked) > 2:
+                dropped = self._marked.pop(0)
+                if dropped in {str(k.value) for k in table.rows}:
+                    table.update_cell(dropped, "mark", "")
+        table.update_cell(run_id, "mark", "●" if run_id in self._marked else "")
+
+    def action_compare(self) -> None:
+        from edgehub.tui.screens.compare import CompareScreen
+
+        pair = list(self._marked)
+        highlighted = self._highlighted()
+        if len(pair) == 1 and highlighted and highlighted not in pair:
+            pair.append(highlighted)
+        if len(pair) != 2:
+            self.notify("mark two runs with Space, then press c", severity="warning", markup=False)
+            return
+        self.app.push_screen(CompareScreen(self.state, pair[0], pair[1]))

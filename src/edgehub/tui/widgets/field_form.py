@@ -1,0 +1,166 @@
+"""`FieldForm`: a form generated from `FieldSpec`s: typed inputs, choices for enums, a switch
+for booleans, and an inline message under each field that does not validate."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, Label, Select, Switch
+
+from edgehub.tui.config_fields import FieldSpec
+
+__all__ = ["FieldForm", "FormInvalid"]
+
+
+class FormInvalid(Exception):
+    """Some fields did not validate; each got its message shown."""
+
+
+def _shown(spec: FieldSpec, value: Any) -> str:
+    if value is None:
+        return ""
+    if spec.kind == "list" and isinstance(value, (list, tuple)):
+        return shlex.join(str(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class FieldForm(Vertical):
+    """Fields named by ``spec.key``; `values` returns the typed values that were filled in.
+
+    ``parse_text(key, text)`` reads text fields (for component options: by the option's
+    declared type, as ``--set`` does); without it text stays text.
+    """
+
+    DEFAULT_CSS = """
+    FieldForm { height: auto; }
+    FieldForm .field { height: auto; }
+    FieldForm .field > Label.name { width: 18; padding: 0 1 0 0; }
+    FieldForm .field > Input, FieldForm .field > Select { width: 1fr; }
+    FieldForm .error { color: $error; padding-left: 18; display: none; }
+    FieldForm .error.shown { display: block; }
+    """
+
+    def __init__(
+        self,
+        specs: list[FieldSpec],
+        values: dict[str, Any] | None = None,
+        *,
+        parse_text: Callable[[str, str], Any] | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.specs = specs
+        self._initial = values or {}
+        self._parse_text = parse_text
+
+    def compose(self) -> ComposeResult:
+        for spec in self.specs:
+            value = self._initial.get(spec.key, None)
+            with Horizontal(classes="field"):
+                mark = "*" if spec.required else ""
+                yield Label(f"{spec.label}{mark}", classes="name", markup=False)
+                yield self._editor(spec, value)
+            yield Label("", classes="error", name=spec.key, markup=False)
+
+    def _editor(self, spec: FieldSpec, value: Any) -> Input | Select[str] | Switch:
+        if spec.kind == "choice":
+            current = value if value is not None else spec.default
+            return Select(
+                [(c, c) for c in spec.choices],
+                value=current if current in spec.choices else Select.NULL,
+                allow_blank=not spec.required,
+                name=spec.key,
+                compact=True,
+            )
+        if spec.kind == "bool":
+            checked = bool(value if value is not None else spec.default)
+            return Switch(value=checked, name=spec.key)
+        placeholder = "" if spec.default is None else _shown(spec, spec.default)
+        kinds = {"int": "integer", "float": "number"}
+        return Input(
+            _shown(spec, value),
+            placeholder=placeholder or ("required" if spec.required else ""),
+            type=kinds.get(spec.kind, "text"),  # type: ignore[arg-type]
+            name=spec.key,
+            compact=True,
+        )
+
+    def values(self) -> dict[str, Any]:
+        """The filled-in fields, typed (empty ones left out); `FormInvalid` if any is wrong."""
+        self.clear_errors()
+        result: dict[str, Any] = {}
+        failed = False
+        for spec in self.specs:
+            try:
+                value = self._read(spec)
+            except ValueError as error:
+                self.show_error(spec.key, str(error))
+                failed = True
+                continue
+            if value is not None:
+                result[spec.key] = value
+        if failed:
+            raise FormInvalid("some fields are not valid")
+        return result
+
+    def _read(self, spec: FieldSpec) -> Any:
+        editor = self._editor_of(spec.key)
+        if isinstance(editor, Switch):
+            return editor.value if editor.value != spec.default else None
+        if isinstance(editor, Select):
+            return None if editor.value is Select.NULL else editor.value
+        assert isinstance(editor, Input)
+        text = editor.value.strip()
+        if not text:
+            if spec.required:
+                raise ValueError(f"{spec.label} is required")
+            return None
+        return self._typed(spec, text)
+
+    def _editor_of(self, key: str) -> Input | Select[str] | Switch:
+        for widget in self.query(".field > Input, .field > Select, .field > Switch"):
+            if widget.name == key and isinstance(widget, (Input, Select, Switch)):
+                return widget
+        raise KeyError(key)
+
+    def _typed(self, spec: FieldSpec, text: str) -> Any:
+        try:
+            if spec.kind == "int":
+                return int(text)
+            if spec.kind == "float":
+                return float(text)
+        except ValueError:
+            raise ValueError(f"{spec.label}: {text!r} is not a number") from None
+        if spec.kind == "list":
+            try:
+                return shlex.split(text)
+            except ValueError as error:
+                raise ValueError(f"{spec.label}: {error}") from None
+        if self._parse_text is None:
+            return text
+        from edgehub.errors import UsageError
+
+        try:
+            return self._parse_text(spec.key, text)
+        except UsageError as error:
+            raise ValueError(str(error)) from None
+
+    def show_error(self, key: str, message: str) -> bool:
+        """Show ``message`` under field ``key``; False if there is no such field."""
+        for label in self.query(Label).filter(".error"):
+            if label.name == key:
+                label.update(message)
+                label.add_class("shown")
+                return True
+        return False
+
+    def clear_errors(self) -> None:
+        for label in self.query(Label).filter(".error"):
+            label.update("")
+            label.remove_class("shown")

@@ -1,0 +1,95 @@
+"""`RunPane`: one launched run: a status line, a progress bar and its log, streamed live.
+
+The worker's subscriber pushes events into the pane's `LineBuffer` from any thread; the
+buffer posts one `LinesReady` per batch and the pane drains it on the UI thread.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Label, Log, ProgressBar
+
+from edgehub.events import LogEvent
+from edgehub.tui.clock import Clock
+from edgehub.tui.line_buffer import LineBuffer
+
+__all__ = ["RunPane"]
+
+LOG_LIMIT = 5000
+
+
+def _line(event: LogEvent) -> str:
+    if event.kind in ("stdout", "info"):
+        return event.message
+    return f"[{event.kind}] {event.message}"
+
+
+class RunPane(Vertical):
+    DEFAULT_CSS = """
+    RunPane { height: 1fr; }
+    RunPane > .status { height: 1; padding: 0 1; }
+    RunPane > ProgressBar { height: 1; padding: 0 1; }
+    RunPane > Log { height: 1fr; border: round $panel; }
+    """
+
+    def __init__(
+        self, title: str, clock: Clock, *, id: str, buffer: LineBuffer, limit: int = LOG_LIMIT
+    ) -> None:
+        super().__init__(id=id)
+        self.title = title
+        self.clock = clock
+        self.buffer = buffer
+        self.started = clock.now()
+        self.ended: float | None = None
+        self.status = "RUNNING"
+        self.lines_shown = 0
+        self.lines_dropped = 0  # arrived faster than shown, beyond the pane's limit
+        self._limit = limit
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._status_text(), classes="status", markup=False)
+        yield ProgressBar(total=None, show_eta=False)
+        yield Log(max_lines=self._limit, auto_scroll=True)
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if self.ended is None:
+            self.query_one(".status", Label).update(self._status_text())
+
+    def _status_text(self) -> str:
+        took = self.clock.took(self.started, self.ended)
+        return f"{self.title}  {self.status}  {took}"
+
+    def drain(self) -> None:
+        """Show the next batch of what the buffer holds (UI thread); the rest follows after the
+        screen has refreshed."""
+        if self._drain_batch():  # let the screen refresh between batches
+            self.call_after_refresh(self.drain)
+
+    def _drain_batch(self) -> bool:
+        batch = self.buffer.drain()
+        log = self.query_one(Log)
+        if batch.dropped:
+            self.lines_dropped += batch.dropped
+            log.write_line(f"… {batch.dropped} lines not shown (the pane keeps the last ones)")
+        if batch.lines:
+            log.write_lines([_line(e) for e in batch.lines])
+            self.lines_shown += len(batch.lines)
+        if batch.progress is not None and batch.progress.total:
+            bar = self.query_one(ProgressBar)
+            bar.update(total=batch.progress.total, progress=batch.progress.done or 0)
+        return batch.more
+
+    def finish(self, status: str, summary: list[str]) -> None:
+        while self._drain_batch():
+            pass
+        self.status = status
+        self.ended = self.clock.now()
+        bar = self.query_one(ProgressBar)
+        bar.update(total=1, progress=1)
+        self.query_one(".status", Label).update(self._status_text())
+        log = self.query_one(Log)
+        log.write_lines(summary)

@@ -1,0 +1,124 @@
+"""`hub-tui` through its real entry point: in tmux at 80x24 (keys sent, the pane captured), and
+`--serve` fetched over loopback."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+HUB_TUI = str(Path(sys.executable).with_name("hub-tui"))
+
+
+def _wait_for(check: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
+
+
+@pytest.fixture
+def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """``tmux(*args)`` on a private tmux server (killed afterwards)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("needs tmux (apt-get install tmux)")
+    socket_name = f"edgehub-test-{os.getpid()}"
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", socket_name, "-f", "/dev/null", *args],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    yield run
+    subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+
+
+@pytest.mark.tmux
+def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(
+    project: Path, tmux: Callable[..., str]
+) -> None:
+    status_file = project / "exit-status"
+    record_status = (  # runs hub-tui and writes its exit status, so the test can read it
+        "import pathlib, subprocess, sys; "
+        "pathlib.Path(sys.argv[1]).write_text(str(subprocess.call(sys.argv[2:])))"
+    )
+    tmux(
+        "new-session", "-d", "-s", "hub", "-x", "80", "-y", "24", "-c", str(project),
+        "-e", "TERM=tmux-256color",
+        sys.executable, "-c", record_status, str(status_file),
+        HUB_TUI, "--config", str(project / "hub.toml"),
+    )  # fmt: skip
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-t", "hub")
+
+    assert _wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
+    expectations = {
+        "2": "Launch (^r)",
+        "3": "runs",
+        "4": "Toolchain images",
+        "1": "Devices of hub.toml",
+    }
+    for key, text in expectations.items():
+        tmux("send-keys", "-t", "hub", key)
+        assert _wait_for(lambda text=text: text in screen(), 15), (key, screen())  # type: ignore[misc]
+    assert "1 Devices" in screen() and "q Quit" in screen() and "w Save" in screen()
+    tmux("send-keys", "-t", "hub", "q")
+
+    assert _wait_for(status_file.exists, 15), screen()
+    assert status_file.read_text() == "0"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_serve_answers_on_loopback_with_the_apps_title(project: Path) -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [HUB_TUI, "--serve", "--port", str(port)],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        page = ""
+
+        def fetched() -> bool:
+            nonlocal page
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as response:
+                    page = response.read().decode()
+                return True
+            except OSError:
+                return False
+
+        assert _wait_for(fetched, 30)
+        assert re.search(r">\s*edgehub\s*<", page), page  # the app's title on the page
+        assert f"ws://127.0.0.1:{port}/ws" in page
+        address = socket.gethostbyname(socket.gethostname())
+        if not address.startswith("127."):  # bound to loopback only: another address refuses
+            with socket.socket() as other:
+                assert other.connect_ex((address, port)) != 0
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=20)
+    assert "whoever reaches this port acts as" in stderr.lower()

@@ -1,0 +1,111 @@
+"""The Runs screen over a real run store: newest first, filters, paging, a run's detail with
+its latency histogram, and two runs compared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.tui.conftest import FROZEN_AT
+from tests.tui.fixed_runs import fill_store
+from textual.widgets import DataTable, Select
+
+from edgehub.tui.app import EdgehubApp
+from edgehub.tui.clock import frozen_clock
+from edgehub.tui.screens.compare import CompareScreen
+from edgehub.tui.screens.run_detail import RunDetailScreen
+from edgehub.tui.screens.runs import PAGE
+
+pytestmark = pytest.mark.asyncio
+
+
+def _ids(app: EdgehubApp) -> list[str]:
+    return [str(k.value) for k in app.screen.query_one("#runs", DataTable).rows]
+
+
+async def _open_runs(pilot: object, app: EdgehubApp) -> None:
+    await pilot.press("3")  # type: ignore[attr-defined]
+    await app.workers.wait_for_complete()
+    await pilot.pause()  # type: ignore[attr-defined]
+
+
+async def test_history_newest_first_filtered(project: Path, fixed_runs: list[str]) -> None:
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        assert _ids(app) == fixed_runs
+        app.screen.query_one("#filter-status", Select).value = "FAILED"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(app) == [r for r in fixed_runs if int(r[:4]) % 5 == 4]
+        app.screen.query_one("#filter-status", Select).clear()
+        app.screen.query_one("#filter-device", Select).value = "rpi"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(app) == [r for r in fixed_runs if int(r[:4]) % 2 == 1]
+
+
+async def test_pages_load_as_the_cursor_nears_the_end(project: Path) -> None:
+    ids = fill_store(project / ".hub", count=PAGE * 2 + 50, at=FROZEN_AT, samples=5)
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        assert len(_ids(app)) == PAGE
+        await pilot.press("ctrl+end")
+        for _ in range(3):
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.press("ctrl+end")
+        assert _ids(app) == ids
+
+
+async def test_open_a_run_and_see_its_latency_histogram(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        profile = next(i for i, r in enumerate(fixed_runs) if int(r[:4]) % 3 == 0)
+        for _ in range(profile):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunDetailScreen)
+        plot = screen.query_one("#histogram")
+        assert "latency of 200 runs" in str(plot.render())
+        metrics = screen.query_one("#table-metrics", DataTable)
+        assert [str(metrics.get_row_at(i)[0]) for i in range(metrics.row_count)] == [
+            "fps",
+            "latency_median_ms",
+        ]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, RunDetailScreen)
+
+
+async def test_mark_two_runs_and_compare_them(project: Path, fixed_runs: list[str]) -> None:
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        await pilot.press("space", "down", "space", "c")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        table = screen.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+        a, b = int(fixed_runs[0][:4]), int(fixed_runs[1][:4])
+        median_a, median_b = 1.0 + 0.25 * a, 1.0 + 0.25 * b
+        assert rows["latency_median_ms"][3] == f"{median_b / median_a:.3f}"
+        assert rows["device"][3] == "≠"  # alternating devices
+        assert rows["runtime"][3] == ""  # same runtime: no mark
+        await pilot.press("d")
+        await pilot.pause()
+        shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        assert "runtime" not in shown and "device" in shown

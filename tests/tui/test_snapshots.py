@@ -1,0 +1,84 @@
+"""SVG snapshots of each screen at 100x30 with a frozen clock and fixed data (the run store is
+filled with fixed runs; the Images screen gets fixed image rows instead of asking Docker, so
+the picture does not depend on this machine's images)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.tui.conftest import FROZEN_AT
+from textual.pilot import Pilot
+
+from edgehub.images import ImageStatus
+from edgehub.tui.app import EdgehubApp
+from edgehub.tui.clock import frozen_clock
+
+SIZE = (100, 30)
+
+
+def _app(project: Path) -> EdgehubApp:
+    return EdgehubApp(Path("hub.toml"), clock=frozen_clock(FROZEN_AT))
+
+
+async def _settle(pilot: Pilot[Any]) -> None:
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_devices_screen(project: Path, snap_compare: Any) -> None:
+    assert snap_compare(_app(project), terminal_size=SIZE, run_before=_settle)
+
+
+def test_run_screen(project: Path, snap_compare: Any) -> None:
+    assert snap_compare(_app(project), press=["2"], terminal_size=SIZE, run_before=_settle)
+
+
+def test_runs_screen(project: Path, fixed_runs: list[str], snap_compare: Any) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("3")
+        await _settle(pilot)
+        await pilot.press("space", "down", "space")
+
+    assert snap_compare(_app(project), terminal_size=SIZE, run_before=before)
+
+
+def test_run_detail_screen(project: Path, fixed_runs: list[str], snap_compare: Any) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("3")
+        await _settle(pilot)
+        await pilot.press("down", "enter")
+        await _settle(pilot)
+
+    assert snap_compare(_app(project), terminal_size=SIZE, run_before=before)
+
+
+def test_compare_screen(project: Path, fixed_runs: list[str], snap_compare: Any) -> None:
+    async def before(pilot: Pilot[Any]) -> None:
+        await pilot.press("3")
+        await _settle(pilot)
+        await pilot.press("space", "down", "space", "c")
+        await _settle(pilot)
+
+    assert snap_compare(_app(project), terminal_size=SIZE, run_before=before)
+
+
+def test_images_screen(project: Path, snap_compare: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows: list[Any] = [
+        ImageStatus(
+            "onnxruntime",
+            "edgehub-onnxruntime:0123456789ab",
+            True,
+            image_id="sha256:" + "1" * 64,
+            digest="sha256:" + "2" * 64,
+            size_bytes=378_000_000,
+            created="2024-05-01T12:00:00",
+        ),
+        "tflite",
+        "tensorrt",
+    ]
+    monkeypatch.setattr("edgehub.tui.screens.images._image_rows", lambda: rows)
+    assert snap_compare(_app(project), press=["4"], terminal_size=SIZE, run_before=_settle)
