@@ -44,6 +44,10 @@ COMMANDS: dict[str, str | None] = {
     "ort.compile": "ort_compile",
     "ort.profile": "ort_profile",
     "ort.invoke": "ort_invoke",
+    "tflite.inspect": "tflite.inspect",
+    "tflite.compile": "tflite.compile",
+    "tflite.profile": "tflite.profile",
+    "tflite.invoke": "tflite.invoke",
 }
 
 USAGE = (
