@@ -4,7 +4,8 @@ Request::
 
     {"model": PATH (.tflite), "runs": 100, "warmup": 10, "cold_starts": 1,
      "threads": null | int, "xnnpack": true, "input": null | NPZ, "mapping": null | PATH,
-     "use_compiled_names": false, "seed": 0, "max_secs": null | float, "run_delay": null | float,
+     "use_compiled_names": false, "seed": 0, "input_shape": null | [ints] | {name: [ints]},
+     "max_secs": null | float, "run_delay": null | float,
      "op_profiling": false, "profile_json": null | PATH}
 
 How it measures (the same way as ``ort.profile``):
@@ -29,14 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..env import collect_env
 from ..ort_profile import peak_rss_mb
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
+from ..shapes import parse_input_shape
 from ..stats import latency_stats, mean, ms
-from ..tensors import random_array
+from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, op_list, resolve_tflite_path, toolchain_versions
@@ -77,20 +77,29 @@ def paced_runs(invoke: Any, runs: int, max_secs: float | None, delay: float) -> 
 
 
 def model_feeds(
-    edges: ModelEdges, input_arg: str | None, compiled: bool, seed: int
+    edges: ModelEdges,
+    input_arg: str | None,
+    compiled: bool,
+    seed: int,
+    raw_shape: Any,
+    report: Report,
 ) -> dict[int, Any]:
-    """Inputs by tensor index: from ``input_arg`` (named as the class says) or random."""
+    """Inputs by tensor index: from ``input_arg`` or random, named as the class says."""
+    specs = edges.compiled_specs() if compiled else edges.original_specs()
     if input_arg is not None:
-        from ..tensors import load_inputs
-
-        arrays = (
-            load_compiled_inputs(input_arg, edges)
-            if compiled
-            else load_inputs(input_arg, edges.original_specs())
-        )
+        if compiled:
+            arrays = load_compiled_inputs(input_arg, edges)
+        else:
+            arrays = load_inputs(input_arg, specs)
         return edges.feeds(arrays, compiled)
-    rng = np.random.default_rng(seed)
-    return {t.index: random_array(t.spec(), t.shape, rng) for t in edges.inputs}
+    shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
+    arrays, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
+    if defaulted:
+        report.warn(
+            "random inputs with dynamic dimensions set to 1 for "
+            f"{', '.join(defaulted)}; pass input (an .npz) or input_shape to profile other shapes"
+        )
+    return edges.feeds(arrays, compiled)
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -104,6 +113,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     mapping_arg = params.path("mapping", required=False)
     compiled = params.boolean("use_compiled_names", False)
     seed = params.integer("seed", 0)
+    raw_shape = params.raw_value("input_shape")
     max_secs = params.raw_value("max_secs")
     run_delay = params.raw_value("run_delay")
     op_profiling = params.boolean("op_profiling", False)
@@ -128,7 +138,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         loaded = time.perf_counter_ns() - start
         edges = ModelEdges(interpreter, mapping)
         if index == 0:
-            feeds = model_feeds(edges, input_arg, compiled, seed)
+            feeds = model_feeds(edges, input_arg, compiled, seed, raw_shape, report)
             report.info(f"inputs: {input_arg or 'random'}")
         edges.set_inputs(feeds)
         start = time.perf_counter_ns()
