@@ -48,6 +48,9 @@ from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
 from .layout import IOMapping, onnx2tf_input_perm, sidecar_path
 from .onnx_fixups import prepare
 
+# max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
+FLOAT32_TOLERANCE = 1e-3
+
 
 def _check_source(path: Path) -> None:
     if is_tflite_file(path) or path.suffix.lower() == ".tflite":
@@ -90,6 +93,28 @@ def _samples(
         report.info(f"calibration: {len(samples)} sample(s) from {calibration}")
         return samples
     return random_calibration(specs, count, seed, report)
+
+
+def _warn_if_inexact(
+    precision: str,
+    errors: dict[str, float],
+    reference: Arrays | None,
+    originals: dict[str, str],
+    report: Report,
+) -> None:
+    """A float32 conversion should match onnxruntime to rounding: say so when it does not."""
+    if precision != "float32" or not reference:
+        return
+    scale = max((float(abs(a).max()) for a in reference.values() if a.size), default=1.0)
+    tolerance = FLOAT32_TOLERANCE * max(1.0, scale)
+    off = {originals.get(k, k): v for k, v in errors.items() if v > tolerance}
+    if off:
+        report.warn(
+            "the float32 TFLite model differs from onnxruntime by up to "
+            + ", ".join(f"{v:.3g} on '{k}'" for k, v in off.items())
+            + f" (outputs up to {scale:.3g}): onnx2tf may have converted an op wrongly; "
+            "compare per output with the invoker before relying on it"
+        )
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -183,6 +208,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     }
     if errors:
         metrics["max_abs_error_vs_onnxruntime"] = max(errors.values())
+        _warn_if_inexact(precision, errors, reference, originals, report)
         report.info(
             "conversion error vs onnxruntime (max abs): "
             + ", ".join(f"{k} {v:.3g}" for k, v in errors.items())
@@ -203,6 +229,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         "errors_vs_onnxruntime": errors,
         "fixes": {
             "kernel_shape_added": fixes["kernel_shape_added"],
+            "softmax_flattened": fixes["softmax_flattened"],
             "renamed": fixes["renamed"],
         },
         "calibration_samples": len(samples),

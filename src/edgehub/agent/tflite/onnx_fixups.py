@@ -8,6 +8,10 @@
 - Node and tensor names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``,
   ``/leading/slash``) are renamed to ``[A-Za-z0-9_./>-]`` names starting with a letter or digit;
   the graph's input and output names are reported so the caller can map them back.
+- Softmax / LogSoftmax / Hardmax before opset 13 normalize over the input flattened to 2-D at
+  ``axis``; onnx2tf converts them as if over ``axis`` alone (a [1, 1000, 1, 1] softmax becomes
+  all ones). They get the opset-13 form: Flatten at ``axis``, the op over the last axis, and a
+  Reshape back.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -17,6 +21,8 @@ import importlib.util
 import os
 import re
 from typing import Any, Sequence
+
+import numpy as np
 
 from ..models import graph_inputs
 from ..protocol import ModelError, UsageError
@@ -91,6 +97,79 @@ def add_kernel_shapes(model: Any, report: Report) -> list[str]:
     return fixed
 
 
+_FLATTENING_OPS = ("Softmax", "LogSoftmax", "Hardmax")
+
+
+def _static_shapes(model: Any) -> dict[str, list[int]]:
+    """Static shapes of the graph's tensors after shape inference (empty if it fails)."""
+    from onnx import shape_inference
+
+    try:
+        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:
+        return {}
+    graph = inferred.graph
+    shapes: dict[str, list[int]] = {}
+    for value_info in [*graph.value_info, *graph.input, *graph.output]:
+        dims = value_info.type.tensor_type.shape.dim
+        if value_info.type.tensor_type.HasField("shape") and all(
+            d.HasField("dim_value") for d in dims
+        ):
+            shapes[value_info.name] = [int(d.dim_value) for d in dims]
+    return shapes
+
+
+def flatten_old_softmax(model: Any, report: Report) -> list[str]:
+    """Rewrite pre-opset-13 Softmax-like nodes over rank > 2 inputs to their opset-13 form."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 13)
+    candidates = [n for n in model.graph.node if n.op_type in _FLATTENING_OPS]
+    if opset >= 13 or not candidates:
+        return []
+    shapes = _static_shapes(model)
+    rewritten = []
+    nodes = list(model.graph.node)
+    for node in candidates:
+        shape = shapes.get(node.input[0])
+        axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 1)
+        if shape is None or len(shape) <= 2:
+            continue
+        axis = axis + len(shape) if axis < 0 else axis
+        if axis == len(shape) - 1:
+            continue  # flattening at the last axis changes nothing
+        name = node.name or node.output[0]
+        flat, out = f"{name}_flat", f"{name}_flat_out"
+        target = numpy_helper.from_array(np.asarray(shape, dtype=np.int64), f"{name}_shape")
+        model.graph.initializer.append(target)
+        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
+            model.graph.input.append(
+                helper.make_tensor_value_info(target.name, TensorProto.INT64, [len(shape)])
+            )
+        flatten = helper.make_node(
+            "Flatten", [node.input[0]], [flat], name=f"{name}_flatten", axis=axis
+        )
+        reshape = helper.make_node(
+            "Reshape", [out, target.name], [node.output[0]], name=f"{name}_reshape"
+        )
+        node.input[0] = flat
+        node.output[0] = out
+        for attr in list(node.attribute):
+            if attr.name == "axis":
+                node.attribute.remove(attr)
+        index = nodes.index(node)
+        nodes[index : index + 1] = [flatten, node, reshape]
+        rewritten.append(name)
+    if rewritten:
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+        report.info(
+            f"{len(rewritten)} pre-opset-13 Softmax-like node(s) rewritten as Flatten + op + "
+            "Reshape (onnx2tf converts their axis wrongly)"
+        )
+    return rewritten
+
+
 def _clean(name: str, taken: set[str], fallback: str) -> str:
     cleaned = _INVALID.sub("_", name).lstrip("/")
     if not cleaned or not _VALID_START.match(cleaned):
@@ -162,6 +241,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         for note in fix_input_shapes(model, shapes):
             report.warn(note)
     kernel_fixed = add_kernel_shapes(model, report)
+    flattened = flatten_old_softmax(model, report)
     renamed = sanitize_names(model)
     if renamed:
         shown = ", ".join(f"{a!r} -> {b!r}" for a, b in list(renamed.items())[:5])
@@ -175,7 +255,12 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             + ": replace these ops before converting to TFLite"
         )
-    return {"input_shapes": shapes, "kernel_shape_added": kernel_fixed, "renamed": renamed}
+    return {
+        "input_shapes": shapes,
+        "kernel_shape_added": kernel_fixed,
+        "softmax_flattened": flattened,
+        "renamed": renamed,
+    }
 
 
 def original_name(renamed: dict[str, str], name: str) -> str | None:
