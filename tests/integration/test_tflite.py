@@ -280,3 +280,50 @@ def test_light_model(
     record_property: Callable[[str, object], None],
 ) -> None:
     compile_profile_invoke(ctx, model, precision, record_property)
+
+
+def _registry_offers_tflite() -> bool:
+    from edgehub.toolchains.registry import get_runtime
+
+    try:
+        get_runtime("tflite")
+    except UsageError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(
+    not _registry_offers_tflite(),
+    reason="the runtime registry does not mark tflite available yet, so `hub exec` refuses it",
+)
+def test_cli_pipeline(tmp_path: Path, tflite_image: str, ort_image: str) -> None:
+    """`hub exec pipeline tflite` per precision through the real entry point; bad input."""
+    import shutil
+    import sys
+
+    hub = str(Path(sys.executable).with_name("hub"))
+    (tmp_path / "hub.toml").write_text(
+        '[project]\nname = "tflite-cli"\n\n[devices.local]\nprovider = "local"\n'
+    )
+    shutil.copy(TINY, tmp_path / "model.onnx")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [hub, "exec", *args], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
+
+    for precision, bound in (("float32", 1e-4), ("int8", 0.5)):
+        result = run("pipeline", "tflite", "model.onnx", "--json", "--set",
+                     f"compile.precision={precision}")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        report = json.loads(result.stdout)
+        (row,) = report["accuracy"]
+        print(f"hub exec pipeline tflite ({precision}): max abs error {row['max_abs_error']:.3g}")
+        assert row["name"] == "probabilities" and row["max_abs_error"] <= bound
+        assert report["compile"]["params"]["precision"] == precision
+        tflite = Path(report["compile"]["artifacts"]["path"])
+    shutil.copy(tflite, tmp_path / "model.tflite")
+    result = run("compile", "tflite", "model.tflite")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("hub: error:")]
+    assert "TFLiteCompiler takes an ONNX model" in line
