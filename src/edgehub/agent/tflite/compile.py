@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -168,25 +169,29 @@ def run(params: Params, report: Report) -> CommandOutput:
         argv = converter.command(
             fixed, scratch / "out", precision, quantize_io, calib_files, per_channel
         )
-        report.info(f"onnx2tf: converting {path.name} to {precision}")
-        converter_time = converter.run_onnx2tf(argv, scratch, report)
-        produced = converter.expect_output(
-            converter.output_file(scratch / "out", "model", precision, quantize_io)
-        )
+        feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
+        # onnxruntime's reference run overlaps the conversion (onnx2tf is mostly one thread)
+        pool = ThreadPoolExecutor(max_workers=1)
+        pending = pool.submit(_reference, fixed, feeds, report) if verify else None
+        try:
+            report.info(f"onnx2tf: converting {path.name} to {precision}")
+            converter_time = converter.run_onnx2tf(argv, scratch, report)
+            produced = converter.expect_output(
+                converter.output_file(scratch / "out", "model", precision, quantize_io)
+            )
+            reference = pending.result() if pending is not None else None
+        finally:
+            pool.shutdown(wait=False)
 
         edges = ModelEdges(load_interpreter(produced), None)
         inputs = matching.input_maps(in_specs, edges.inputs, originals)
-        reference: Arrays | None = None
         values: dict[str, Any] | None = None
-        if verify:
-            feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
-            reference = _reference(fixed, feeds, report)
-            if reference is not None:
-                edges.mapping = IOMapping(inputs=inputs, outputs=[])
-                renamed = {originals.get(k, k): v for k, v in feeds.items()}
-                edges.set_inputs(edges.feeds(renamed, compiled_names=False))
-                edges.invoke()
-                values = edges.results(compiled_names=True)
+        if verify and reference is not None:
+            edges.mapping = IOMapping(inputs=inputs, outputs=[])
+            renamed = {originals.get(k, k): v for k, v in feeds.items()}
+            edges.set_inputs(edges.feeds(renamed, compiled_names=False))
+            edges.invoke()
+            values = edges.results(compiled_names=True)
         outputs, errors = matching.output_maps(
             out_specs, edges.outputs, originals, reference, values
         )
