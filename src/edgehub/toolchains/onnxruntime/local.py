@@ -25,6 +25,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfilingResult,
 )
 from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.tensors import calibration_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,7 +82,7 @@ def _compile_local(
         request["calibration_method"] = calibration_method or "minmax"
         request["per_channel"] = bool(per_channel)
         request["quantize_io"] = bool(quantize_io)
-        calibration = _calibration_file(ctx, calibration_data)
+        calibration = calibration_file(ctx.artifact_dir, calibration_data)
         if calibration is not None:
             inputs[f"calibration{calibration.suffix}"] = calibration
             request["calibration"] = f"in/calibration{calibration.suffix}"
@@ -94,22 +95,6 @@ def _compile_local(
     record_agent_result(ctx, result)
     ctx.client.log_artifact(result.files / output, name="path")
     return ONNXRuntimeCompiledModel.from_current_run(ctx)
-
-
-def _calibration_file(ctx: HubContext, data: Any) -> Path | None:
-    if data is None:
-        return None
-    if isinstance(data, dict):
-        from edgehub.toolchains.tensors import save_npz
-
-        return save_npz(ctx.artifact_dir / "calibration.npz", data)
-    path = Path(data).expanduser()
-    if not path.exists():
-        raise InputDataError(
-            f"calibration data {path} not found; pass an .npz, a directory of samples, or a "
-            "dict of arrays"
-        )
-    return path
 
 
 @ONNXRuntimeProfiler.provider(ProviderType.LOCAL)

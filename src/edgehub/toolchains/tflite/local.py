@@ -17,6 +17,7 @@ from edgehub.errors import (
 )
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
+from edgehub.toolchains.tensors import arrays_file, calibration_file
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
     PRECISIONS,
@@ -131,7 +132,7 @@ def _compile_local(
         "quantize_io": bool(quantize_io),
         "per_channel": bool(per_channel),
     }
-    calibration = _calibration_file(ctx, calibration_data)
+    calibration = calibration_file(ctx.artifact_dir, calibration_data)
     if calibration is not None:
         inputs[f"calibration{calibration.suffix}"] = calibration
         request["calibration"] = f"in/calibration{calibration.suffix}"
@@ -141,22 +142,6 @@ def _compile_local(
     ctx.client.log_artifact(result.files / output, name="path")
     ctx.client.log_artifact(result.files / sidecar, name="mapping")
     return TFLiteCompiledModel.from_current_run(ctx)
-
-
-def _calibration_file(ctx: HubContext, data: Any) -> Path | None:
-    if data is None:
-        return None
-    if isinstance(data, dict):
-        from edgehub.toolchains.tensors import save_npz
-
-        return save_npz(ctx.artifact_dir / "calibration.npz", data)
-    path = Path(data).expanduser()
-    if not path.exists():
-        raise InputDataError(
-            f"calibration data {path} not found; pass an .npz, a directory of samples, or a "
-            "dict of arrays"
-        )
-    return path
 
 
 @TFLiteProfiler.provider(ProviderType.LOCAL)
@@ -215,13 +200,8 @@ def _profile_local(
 
 
 def _input_file(ctx: HubContext, data: Any) -> Path:
-    from edgehub.toolchains.tensors import save_npz
-
-    if isinstance(data, dict):
-        return save_npz(ctx.artifact_dir / "input.npz", data)
-    path = Path(data).expanduser()
-    if not path.is_file():
-        raise InputDataError(f"input data {path} not found; pass an .npz or a dict of arrays")
+    path = arrays_file(data, ctx.artifact_dir / "input.npz", "input data", "an .npz or a dict")
+    assert path is not None
     return path
 
 
