@@ -173,6 +173,10 @@ def test_compiled_model_reads_the_mapping_beside_it(tmp_path: Path) -> None:
         3,
         1,
     ]
+    assert wrapped.signature == {
+        "inputs": [{"name": "image", "dtype": "float32", "shape": [1, 3, 2, 2]}],
+        "outputs": [{"name": "probs", "dtype": "float32", "shape": [1, 10]}],
+    }
     bare = tmp_path / "other.tflite"
     bare.write_bytes(b"\x1c\x00\x00\x00TFL3")
     assert TFLiteCompiledModel.from_path(bare).input_name_mapping is None

@@ -89,6 +89,21 @@ class TFLiteCompiledModel(CompiledWithNames):
             return None
         return data if isinstance(data, dict) else None
 
+    @property
+    def signature(self) -> dict[str, list[dict[str, Any]]] | None:
+        """``{"inputs": [{name, dtype, shape}], "outputs": [...]}`` in the ONNX names and layout
+        the invoker takes by default, from the mapping (None without one)."""
+        mapping = self.io_mapping
+        if mapping is None:
+            return None
+        return {
+            side: [
+                {"name": t["onnx_name"], "dtype": t["onnx_dtype"], "shape": t["onnx_shape"]}
+                for t in mapping.get(side, [])
+            ]
+            for side in ("inputs", "outputs")
+        }
+
     def _with_names(self: T) -> T:
         mapping = self.io_mapping
         if mapping is None or self.input_name_mapping is not None:
