@@ -70,7 +70,13 @@ class ImageSpec:
 
 RUNTIMES: Mapping[str, ImageSpec] = {
     "onnxruntime": ImageSpec("onnxruntime", "ONNX Runtime (CPU) with onnx and numpy"),
-    "tflite": ImageSpec("tflite", "LiteRT interpreter with the onnx2tf converter"),
+    # TensorFlow and LiteRT wheels carry only the manylinux_2_27 tag, which pip does not
+    # infer from manylinux_2_28 when platforms are given explicitly.
+    "tflite": ImageSpec(
+        "tflite",
+        "LiteRT interpreter with the onnx2tf converter",
+        platforms=("manylinux_2_27_x86_64", *_MANYLINUX_X86_64),
+    ),
     "tensorrt-rtx": ImageSpec("tensorrt-rtx", "TensorRT for RTX engine builder (no GPU needed)"),
     "tensorrt": ImageSpec(
         "tensorrt", "full TensorRT with trtexec (NVIDIA's container; needs a GPU)", "3.10"

@@ -184,15 +184,12 @@ def test_device_without_a_provider_for_the_component(project: Path) -> None:
     )
 
 
-def test_unknown_and_unavailable_runtimes(project: Path) -> None:
+def test_unknown_runtime(project: Path) -> None:
     assert_one_line_error(
         hub("exec", "compile", "onnx", "model.onnx", cwd=project),
         2,
         "unknown runtime 'onnx'",
         "did you mean 'onnxruntime'",
-    )
-    assert_one_line_error(
-        hub("exec", "compile", "tflite", "model.onnx", cwd=project), 2, "not available yet"
     )
 
 

@@ -44,14 +44,30 @@ def test_builtin_runtimes_and_their_descriptors() -> None:
     assert (trt.image, trt.agent_namespace) == ("tensorrt-rtx", "trt")
 
 
-def test_unknown_and_unavailable_runtime_messages() -> None:
+# a runtime that declares itself unavailable (a plug-in whose toolchain is still being built)
+PENDING = RuntimeDescriptor(
+    name="pending",
+    compiler=get_runtime("onnxruntime").compiler,
+    profiler=get_runtime("onnxruntime").profiler,
+    invoker=get_runtime("onnxruntime").invoker,
+    compiled_model=get_runtime("onnxruntime").compiled_model,
+    available=False,
+    issue="the pending toolchain",
+)
+
+
+def test_unknown_and_unavailable_runtime_messages(
+    fresh_registry: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pending = EntryPoint("pending", f"{__name__}:PENDING", runtimes.ENTRY_POINT_GROUP)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [pending])
     with pytest.raises(UsageError, match=r"unknown runtime 'onnxrutime'; did you mean 'onnx"):
         get_runtime("onnxrutime")
     with pytest.raises(UsageError) as info:
-        get_runtime("tflite")
+        get_runtime("pending")
     assert str(info.value) == (
-        "runtime 'tflite' is not available yet (the TFLite / LiteRT toolchain is still being "
-        "built); available now: onnxruntime, tensorrt"
+        "runtime 'pending' is not available yet (the pending toolchain is still being "
+        "built); available now: onnxruntime, tflite, tensorrt"
     )
 
 

@@ -12,7 +12,7 @@ from edgehub.errors import InputDataError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["load_npz", "random_inputs", "save_npz"]
+__all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save_npz"]
 
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
@@ -43,6 +43,30 @@ def save_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
     save: Any = np.savez  # numpy's stubs reserve the keyword 'allow_pickle'
     save(path, **{name: storable(value) for name, value in arrays.items()})
     return path
+
+
+def arrays_file(data: Any, save_as: Path, what: str, accepted: str) -> Path | None:
+    """``data`` as something the agent reads: a dict of arrays is saved to ``save_as`` (an
+    ``.npz``), a path must exist; None stays None. ``accepted`` completes the error message."""
+    if data is None:
+        return None
+    if isinstance(data, dict):
+        return save_npz(save_as, data)
+    path = Path(data).expanduser()
+    if not path.exists():
+        raise InputDataError(f"{what} {path} not found; pass {accepted}")
+    return path
+
+
+def calibration_file(directory: Path, data: Any) -> Path | None:
+    """Calibration data for a compiler: an ``.npz``, a directory of samples, or a dict of
+    arrays (saved as ``directory/calibration.npz``)."""
+    return arrays_file(
+        data,
+        directory / "calibration.npz",
+        "calibration data",
+        "an .npz, a directory of samples, or a dict of arrays",
+    )
 
 
 def random_inputs(signature: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, np.ndarray]:

@@ -55,6 +55,7 @@ from ..protocol import (
     write_json_atomic,
 )
 from ..report import Report
+from ..resources import peak_rss_mb
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
 from .sessions import (
@@ -70,26 +71,6 @@ MAX_PROFILED_RUNS = 20
 # Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
 # which on a tiny model would make the coefficient of variation alone alarm every time).
 UNSTABLE_P90_RATIO = 1.25
-
-
-def peak_rss_mb() -> float | None:
-    """High-water resident set size of this process in MiB (VmHWM, else ru_maxrss)."""
-    try:
-        with open("/proc/self/status", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024.0, 1)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-        import sys
-
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        divisor = 1024.0 * 1024.0 if sys.platform == "darwin" else 1024.0  # bytes vs KiB
-        return round(peak / divisor, 1)
-    except (ImportError, OSError, ValueError):
-        return None
 
 
 def _run_once(session: Any, feeds: Arrays) -> None:

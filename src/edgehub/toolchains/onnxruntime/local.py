@@ -25,6 +25,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfilingResult,
 )
 from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.tensors import arrays_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -99,18 +100,8 @@ def _compile_local(
 def _data_file(ctx: HubContext, data: Any, what: str) -> Path | None:
     """``data`` (a dict of arrays, an .npz or a directory of samples) as a file or directory
     to stage; a dict is saved as ``<what>.npz`` in the run's directory."""
-    if data is None:
-        return None
-    if isinstance(data, dict):
-        from edgehub.toolchains.tensors import save_npz
-
-        return save_npz(ctx.artifact_dir / f"{what}.npz", data)
-    path = Path(data).expanduser()
-    if not path.exists():
-        raise InputDataError(
-            f"{what} {path} not found; pass an .npz, a directory of samples, or a dict of arrays"
-        )
-    return path
+    accepted = "an .npz, a directory of samples, or a dict of arrays"
+    return arrays_file(data, ctx.artifact_dir / f"{what}.npz", what, accepted)
 
 
 def _stage_input_data(

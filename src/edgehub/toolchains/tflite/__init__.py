@@ -1,7 +1,9 @@
-"""The TFLite / LiteRT toolchain and its `RUNTIME` descriptor (not available yet)."""
+"""The TFLite / LiteRT toolchain: its `RUNTIME` descriptor; the local providers (onnx2tf and
+the LiteRT interpreter in the pinned image) register on import."""
 
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
+from edgehub.toolchains.tflite import local
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
     TFLiteCompiler,
@@ -20,8 +22,7 @@ RUNTIME = RuntimeDescriptor(
     image="tflite",
     agent_namespace="tflite",
     provider_configs=(QAIHubConfig,),
-    available=False,
-    issue="the TFLite / LiteRT toolchain",
+    inspect=local.inspect_model,
 )
 
 # the qai_hub providers of these components register on import (after RUNTIME: no cycle)

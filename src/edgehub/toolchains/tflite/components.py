@@ -1,13 +1,16 @@
-"""TFLite / LiteRT components (declared; providers arrive with the TFLite issue)."""
+"""TFLite / LiteRT components: ONNX → ``.tflite`` (onnx2tf), profile and invoke in LiteRT."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
+from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 
 if TYPE_CHECKING:
@@ -16,32 +19,125 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 __all__ = [
+    "Precision",
     "TFLiteCompiledModel",
     "TFLiteCompiler",
     "TFLiteInvocationResult",
     "TFLiteInvoker",
     "TFLiteProfiler",
     "TFLiteProfilingResult",
+    "mapping_sidecar",
 ]
+
+Precision = Literal["float32", "float16", "dynamic_int8", "int8", "int16x8"]
+PRECISIONS: tuple[str, ...] = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
+SIDECAR_SUFFIX = ".mapping.json"
+T = TypeVar("T", bound="TFLiteCompiledModel")
+
+
+def mapping_sidecar(model: Path) -> Path:
+    """``dir/compiled_m.tflite`` -> ``dir/compiled_m.mapping.json`` (written by the compiler)."""
+    return model.with_name(model.stem + SIDECAR_SUFFIX)
 
 
 @dataclass(frozen=True, kw_only=True)
 class TFLiteCompiledModel(CompiledWithNames):
-    """A ``.tflite`` model converted from ONNX."""
+    """A ``.tflite`` model, usually converted from ONNX.
+
+    ``mapping`` is the JSON sidecar recording, per input and output, the ONNX name, the TFLite
+    name, both shapes and the axis permutation (NCHW -> NHWC); ``input_name_mapping`` and
+    ``output_name_mapping`` (ONNX name -> TFLite name) are read from it, and `io_mapping` gives
+    it whole. A ``.tflite`` that edgehub did not produce has no mapping: it is then run with
+    its own names and layout.
+    """
+
+    mapping: LoggedArtifact | None = None
+    precision: LoggedParam | None = None
+
+    @classmethod
+    def from_run_log(cls: type[T], run_log: RunLog, **extra: Any) -> T:
+        return super().from_run_log(run_log, **extra)._with_names()
+
+    @classmethod
+    def from_path(cls: type[T], path: Path | PurePosixPath | str, **extra: Any) -> T:
+        """Wrap a ``.tflite`` file; its ``<stem>.mapping.json`` beside it is picked up."""
+        model = super().from_path(path, **extra)
+        target = model.path.file_path
+        if isinstance(target, Path) and "mapping" not in extra:
+            sidecar = mapping_sidecar(target)
+            if sidecar.is_file():
+                artifact = LoggedArtifact(
+                    id="",
+                    file_name=sidecar.name,
+                    file_size=sidecar.stat().st_size,
+                    logged_at=0.0,
+                    file_path=sidecar,
+                    name="$mapping",
+                    artifact_dir=sidecar.parent,
+                )
+                model = dataclasses.replace(model, mapping=artifact)
+        return model._with_names()
+
+    @property
+    def io_mapping(self) -> dict[str, Any] | None:
+        """The sidecar's content, or None for a model without one (or a remote one)."""
+        if self.mapping is None or not isinstance(self.mapping.file_path, Path):
+            return None
+        try:
+            data = json.loads(self.mapping.file_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @property
+    def signature(self) -> dict[str, list[dict[str, Any]]] | None:
+        """``{"inputs": [{name, dtype, shape}], "outputs": [...]}`` in the ONNX names and layout
+        the invoker takes by default, from the mapping (None without one)."""
+        mapping = self.io_mapping
+        if mapping is None:
+            return None
+        return {
+            side: [
+                {"name": t["onnx_name"], "dtype": t["onnx_dtype"], "shape": t["onnx_shape"]}
+                for t in mapping.get(side, [])
+            ]
+            for side in ("inputs", "outputs")
+        }
+
+    def _with_names(self: T) -> T:
+        mapping = self.io_mapping
+        if mapping is None or self.input_name_mapping is not None:
+            return self
+
+        def names(side: str) -> dict[str, str]:
+            return {str(t["onnx_name"]): str(t["tflite_name"]) for t in mapping.get(side, [])}
+
+        return dataclasses.replace(
+            self, input_name_mapping=names("inputs"), output_name_mapping=names("outputs")
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
 class TFLiteProfilingResult(ProfilingResult):
-    """Profile of a ``.tflite`` model."""
+    """Profile of a ``.tflite`` model in the LiteRT interpreter."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class TFLiteInvocationResult(InvocationResult):
-    """Outputs of a ``.tflite`` model."""
+    """Outputs of a ``.tflite`` model (by ONNX name and layout unless compiled names)."""
 
 
 class TFLiteCompiler(Component):
-    """Converts an ONNX model to TFLite / LiteRT."""
+    """Converts an ONNX model to TFLite / LiteRT.
+
+    ``precision``: ``float32``, ``float16`` (float16 weights), ``dynamic_int8`` (int8 weights,
+    float activations), ``int8`` (int8 weights and activations, calibrated) or ``int16x8``
+    (int8 weights, int16 activations); by default ``int8`` when ``calibration_data`` or
+    ``quantize_io`` is given, else ``float32``. ``calibration_data`` (an ``.npz`` keyed by input
+    name with a leading samples axis, a directory of samples, or a dict of arrays) calibrates
+    the integer precisions (random data, with a warning, when absent); ``quantize_io`` makes
+    them take and return integer tensors. ``input_shape`` fixes dynamic input dimensions.
+    """
 
     run_type = RunType.COMPILE
 
@@ -50,9 +146,11 @@ class TFLiteCompiler(Component):
         *,
         name: str | None = None,
         device: str | None = None,
-        input_shape: tuple[int, ...] | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
+        precision: Precision | None = None,
+        per_channel: bool = True,
     ) -> None:
         super().__init__(
             name=name,
@@ -60,6 +158,8 @@ class TFLiteCompiler(Component):
             input_shape=input_shape,
             calibration_data=calibration_data,
             quantize_io=quantize_io,
+            precision=precision,
+            per_channel=per_channel,
         )
 
     def run(
@@ -68,16 +168,28 @@ class TFLiteCompiler(Component):
         onnx_path: Path,
         *,
         device: str | None = None,
-        input_shape: tuple[int, ...] | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
+        precision: Precision | None = None,
+        per_channel: bool = True,
     ) -> TFLiteCompiledModel:
-        """Convert ``onnx_path``."""
+        """Convert ``onnx_path``; options override the constructor's."""
         raise NoProviderError
 
 
 class TFLiteProfiler(Component):
-    """Measures a ``.tflite`` model's latency (benchmark_model parameters as a dict)."""
+    """Measures a ``.tflite`` model's latency in the LiteRT interpreter.
+
+    ``warmup`` untimed runs, then ``runs`` timed ones, ``cold_starts`` fresh interpreters;
+    ``threads`` (None: LiteRT's default), ``xnnpack`` (the default CPU delegate, or the builtin
+    kernels). ``benchmark_params`` takes TFLite benchmark_model's documented parameters
+    (``num_threads``, ``num_runs``, ``warmup_runs``, ``use_xnnpack``, ``enable_op_profiling``,
+    ``max_secs``, ``run_delay``, ...); those entries take precedence over the options, the
+    others are recorded and reported as not applicable, and unknown keys are an error.
+    ``input_data`` (arrays by input name, or an ``.npz``) replaces the random inputs;
+    ``input_shape`` sets the random inputs' shapes for dynamic dimensions.
+    """
 
     run_type = RunType.PROFILE
 
@@ -87,8 +199,26 @@ class TFLiteProfiler(Component):
         name: str | None = None,
         device: str | None = None,
         benchmark_params: dict[str, Any] | None = None,
+        runs: int = 100,
+        warmup: int = 10,
+        cold_starts: int = 1,
+        threads: int | None = None,
+        xnnpack: bool = True,
+        input_data: dict[str, np.ndarray] | Path | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> None:
-        super().__init__(name=name, device=device, benchmark_params=benchmark_params)
+        super().__init__(
+            name=name,
+            device=device,
+            benchmark_params=benchmark_params,
+            runs=runs,
+            warmup=warmup,
+            cold_starts=cold_starts,
+            threads=threads,
+            xnnpack=xnnpack,
+            input_data=input_data,
+            input_shape=input_shape,
+        )
 
     def run(
         self,
@@ -97,13 +227,26 @@ class TFLiteProfiler(Component):
         *,
         device: str | None = None,
         benchmark_params: dict[str, Any] | None = None,
+        runs: int = 100,
+        warmup: int = 10,
+        cold_starts: int = 1,
+        threads: int | None = None,
+        xnnpack: bool = True,
+        input_data: dict[str, np.ndarray] | Path | None = None,
+        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
     ) -> TFLiteProfilingResult:
-        """Profile ``model``."""
+        """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
 
 class TFLiteInvoker(Component):
-    """Runs a ``.tflite`` model on input tensors."""
+    """Runs a ``.tflite`` model on input tensors.
+
+    Inputs are keyed by the ONNX names in the ONNX layout, and outputs come back the same way
+    (through the model's mapping; int8 tensors are quantized and dequantized at the edges),
+    unless ``use_compiled_names``: then the TFLite names, layout and dtypes are used as they
+    are.
+    """
 
     run_type = RunType.INFERENCE
 
@@ -125,5 +268,5 @@ class TFLiteInvoker(Component):
         device: str | None = None,
         use_compiled_names: bool = False,
     ) -> TFLiteInvocationResult:
-        """Run ``model`` on ``input_data``."""
+        """Run ``model`` on ``input_data`` (input name → array)."""
         raise NoProviderError

@@ -1,0 +1,244 @@
+"""``tflite.compile``: convert an ONNX model to ``.tflite`` with onnx2tf.
+
+Request::
+
+    {"model": PATH (.onnx), "output": PATH (.tflite), "mapping": null | PATH (default: the
+     output's ``<stem>.mapping.json``), "precision": "float32" | "float16" | "dynamic_int8" |
+     "int8" | "int16x8", "input_shape": null | [ints] (first input) | {name: [ints]},
+     "calibration": null | NPZ | DIRECTORY, "quantize_io": false, "per_channel": true,
+     "random_samples": 8, "seed": 0, "verify": true}
+
+Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
+kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
+Then, with ``verify``, the ONNX model (onnxruntime) and the TFLite model (LiteRT) run on the
+same inputs (the first calibration sample, else random): that pairs the outputs with their ONNX
+names and layouts and measures the conversion error. The mapping is written beside the model.
+
+``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
+``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
+Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
+max_abs_error_vs_onnxruntime (with verify). Data: inputs/outputs of the .tflite, the mapping,
+the per-output errors, the toolchain versions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from ..calibration import load_calibration, random_calibration
+from ..models import (
+    graph_inputs,
+    graph_outputs,
+    load_model,
+    model_size_bytes,
+    resolve_model_path,
+    save_model,
+)
+from ..protocol import CommandOutput, ModelError, Params, UsageError
+from ..report import Report
+from ..tensors import Arrays, TensorSpec, random_inputs
+from . import converter, matching
+from .edges import ModelEdges
+from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
+from .layout import IOMapping, onnx2tf_input_perm, sidecar_path
+from .onnx_fixups import prepare
+
+# max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
+FLOAT32_TOLERANCE = 1e-3
+
+
+def _check_source(path: Path) -> None:
+    if is_tflite_file(path) or path.suffix.lower() == ".tflite":
+        raise ModelError(
+            f"'{path.name}' is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
+            "or invoke it with TFLiteProfiler / TFLiteInvoker"
+        )
+
+
+def _reference(model_path: Path, feeds: Arrays, report: Report) -> Arrays | None:
+    """The ONNX model's outputs in onnxruntime, or None (with a warning) if it cannot run."""
+    try:
+        from ..ort.sessions import create_session
+
+        session = create_session(model_path)
+        names = [o.name for o in session.get_outputs()]
+        return dict(zip(names, session.run(names, feeds)))
+    except Exception as exc:
+        report.warn(
+            f"onnxruntime cannot run the ONNX model ({exc}): TFLite outputs are paired with the "
+            "ONNX outputs by name and order only, and the conversion error is not measured"
+        )
+        return None
+
+
+def _samples(
+    precision: str,
+    calibration: str | None,
+    count: int,
+    seed: int,
+    specs: Any,
+    report: Report,
+) -> list[Arrays]:
+    if precision not in converter.INTEGER_PRECISIONS:
+        if calibration is not None:
+            report.warn(f"calibration only applies to int8 and int16x8; ignored for {precision}")
+        return []
+    if calibration is not None:
+        samples = load_calibration(calibration, specs, report)
+        report.info(f"calibration: {len(samples)} sample(s) from {calibration}")
+        return samples
+    return random_calibration(specs, count, seed, report)
+
+
+def _warn_if_inexact(
+    precision: str,
+    errors: dict[str, float],
+    reference: Arrays | None,
+    originals: dict[str, str],
+    report: Report,
+) -> None:
+    """A float32 conversion should match onnxruntime to rounding: say so when it does not."""
+    if precision != "float32" or not reference:
+        return
+    scale = max((float(abs(a).max()) for a in reference.values() if a.size), default=1.0)
+    tolerance = FLOAT32_TOLERANCE * max(1.0, scale)
+    off = {originals.get(k, k): v for k, v in errors.items() if v > tolerance}
+    if off:
+        report.warn(
+            "the float32 TFLite model differs from onnxruntime by up to "
+            + ", ".join(f"{v:.3g} on '{k}'" for k, v in off.items())
+            + f" (outputs up to {scale:.3g}): onnx2tf may have converted an op wrongly; "
+            "compare per output with the invoker before relying on it"
+        )
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    output_arg = params.path("output")
+    mapping_arg = params.path("mapping", required=False)
+    precision = params.choice("precision", converter.PRECISIONS, "float32")
+    raw_shape = params.raw_value("input_shape")
+    calibration = params.path("calibration", required=False)
+    quantize_io = params.boolean("quantize_io", False)
+    per_channel = params.boolean("per_channel", True)
+    random_samples = params.integer("random_samples", 8, minimum=1)
+    seed = params.integer("seed", 0)
+    verify = params.boolean("verify", True)
+    params.finish()
+    assert model_arg is not None and output_arg is not None
+
+    path = resolve_model_path(model_arg)
+    _check_source(path)
+    out = Path(output_arg)
+    if out.is_dir():
+        raise UsageError(f"output '{out}' is a directory: give the .tflite file's path")
+    mapping_path = Path(mapping_arg) if mapping_arg else sidecar_path(out)
+    if quantize_io and precision not in converter.INTEGER_PRECISIONS:
+        report.warn(f"quantize_io only applies to int8 and int16x8; ignored for {precision}")
+        quantize_io = False
+    missing = converter.onnx2tf_available()
+    if missing:
+        raise ModelError(missing)
+
+    started = time.perf_counter()
+    model = load_model(path)
+    fixes = prepare(model, raw_shape, report)
+    originals = {new: old for old, new in fixes["renamed"].items()}
+    in_specs, out_specs = graph_inputs(model), graph_outputs(model)
+    # calibration files are keyed by the user's (original) input names
+    user_specs = [TensorSpec(originals.get(s.name, s.name), s.dtype, s.shape) for s in in_specs]
+    sanitized = {originals.get(s.name, s.name): s.name for s in in_specs}
+    samples = [
+        {sanitized[k]: v for k, v in sample.items()}
+        for sample in _samples(precision, calibration, random_samples, seed, user_specs, report)
+    ]
+
+    with tempfile.TemporaryDirectory(prefix="edgehub-agent-tflite-") as tmpdir:
+        scratch = Path(tmpdir)
+        fixed = scratch / "model.onnx"
+        save_model(model, fixed)
+        converter.write_sample_file(scratch)
+        perms = {s.name: onnx2tf_input_perm(len(s.shape or [])) for s in in_specs}
+        calib_files = converter.calibration_arrays(samples, perms, scratch) if samples else {}
+        argv = converter.command(
+            fixed, scratch / "out", precision, quantize_io, calib_files, per_channel
+        )
+        feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
+        # onnxruntime's reference run overlaps the conversion (onnx2tf is mostly one thread)
+        pool = ThreadPoolExecutor(max_workers=1)
+        pending = pool.submit(_reference, fixed, feeds, report) if verify else None
+        try:
+            report.info(f"onnx2tf: converting {path.name} to {precision}")
+            converter_time = converter.run_onnx2tf(argv, scratch, report)
+            produced = converter.expect_output(
+                converter.output_file(scratch / "out", "model", precision, quantize_io)
+            )
+            reference = pending.result() if pending is not None else None
+        finally:
+            pool.shutdown(wait=False)
+
+        edges = ModelEdges(load_interpreter(produced), None)
+        inputs = matching.input_maps(in_specs, edges.inputs, originals)
+        values: dict[str, Any] | None = None
+        if verify and reference is not None:
+            edges.mapping = IOMapping(inputs=inputs, outputs=[])
+            renamed = {originals.get(k, k): v for k, v in feeds.items()}
+            edges.set_inputs(edges.feeds(renamed, compiled_names=False))
+            edges.invoke()
+            values = edges.results(compiled_names=True)
+        outputs, errors = matching.output_maps(
+            out_specs, edges.outputs, originals, reference, values
+        )
+        mapping = matching.mapping(inputs, outputs, path.name, precision)
+
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(str(produced), str(out))
+    mapping.write(mapping_path)
+    compile_time = time.perf_counter() - started
+
+    input_size = model_size_bytes(path)
+    output_size = out.stat().st_size
+    metrics: dict[str, Any] = {
+        "compile_time_s": round(compile_time, 3),
+        "converter_time_s": round(converter_time, 3),
+        "input_size_bytes": input_size,
+        "output_size_bytes": output_size,
+        "size_ratio": round(output_size / input_size, 4) if input_size else None,
+    }
+    if errors:
+        metrics["max_abs_error_vs_onnxruntime"] = max(errors.values())
+        _warn_if_inexact(precision, errors, reference, originals, report)
+        report.info(
+            "conversion error vs onnxruntime (max abs): "
+            + ", ".join(f"{k} {v:.3g}" for k, v in errors.items())
+        )
+    report.info(f"compiled in {compile_time:.2f} s: {out} ({output_size} bytes, {precision})")
+    resolved = dict(params.resolved)
+    resolved["mapping"] = str(mapping_path)
+    resolved["input_shapes"] = fixes["input_shapes"]
+    if precision not in converter.INTEGER_PRECISIONS:
+        for key in ("calibration", "random_samples", "per_channel", "quantize_io"):
+            resolved.pop(key, None)
+    data: dict[str, Any] = {
+        "path": str(out),
+        "mapping_path": str(mapping_path),
+        "mapping": mapping.to_json(),
+        "inputs": [t.to_json() for t in edges.inputs],
+        "outputs": [t.to_json() for t in edges.outputs],
+        "errors_vs_onnxruntime": errors,
+        "fixes": {
+            "kernel_shape_added": fixes["kernel_shape_added"],
+            "softmax_flattened": fixes["softmax_flattened"],
+            "renamed": fixes["renamed"],
+        },
+        "calibration_samples": len(samples),
+        "toolchain": toolchain_versions(),
+        "converter_argv": [os.path.basename(a) if a == argv[0] else a for a in argv],
+    }
+    return CommandOutput(params=resolved, metrics=metrics, data=data)

@@ -1,0 +1,202 @@
+"""Running onnx2tf: its command line per precision, offline, with its failure in one line.
+
+onnx2tf runs as a child process (``python -m onnx2tf``) in a scratch directory, so TensorFlow's
+memory goes away with it and a cancelled compile kills it. Before it runs, the scratch directory
+receives the calibration sample file onnx2tf would otherwise download for image-like inputs
+(:data:`SAMPLE_FILE`), and the calibration arrays for integer precisions (one ``.npy`` per input
+in the TFLite layout, passed with ``-cind NAME FILE 0 1``: used as they are).
+
+Which file onnx2tf writes for which precision (``<stem>_<suffix>.tflite``):
+
+=================  ==========================================  ==========================
+precision          suffix (float I/O)                          suffix with quantize_io
+=================  ==========================================  ==========================
+float32            float32                                     -
+float16            float16                                     -
+dynamic_int8       dynamic_range_quant                         -
+int8               integer_quant                               full_integer_quant
+int16x8            integer_quant_with_int16_act                full_integer_quant_with_int16_act
+=================  ==========================================  ==========================
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import deque
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..protocol import ModelError, RuntimeFailure
+from ..report import Report
+
+PRECISIONS = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
+INTEGER_PRECISIONS = ("int8", "int16x8")
+SAMPLE_FILE = "calibration_image_sample_data_20x128x128x3_float32.npy"
+_SUFFIX = {
+    "float32": "float32",
+    "float16": "float16",
+    "dynamic_int8": "dynamic_range_quant",
+    "int8": "integer_quant",
+    "int16x8": "integer_quant_with_int16_act",
+}
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*)(?::\s*(.*))?$")
+# TensorFlow's own chatter that is not worth a progress line.
+_NOISE = re.compile(
+    r"^(I0000|W0000|WARNING: All log messages|\s*\d+: TensorSpec|\s*inputs_\d+ \(|Captures:|"
+    r"Output Type:|\s*TensorSpec\(|\* Endpoint|Saved artifact at|fully_quantize:)"
+)
+
+
+def output_file(folder: Path, stem: str, precision: str, quantize_io: bool) -> Path:
+    suffix = _SUFFIX[precision]
+    if quantize_io and precision in INTEGER_PRECISIONS:
+        suffix = "full_" + suffix
+    return folder / f"{stem}_{suffix}.tflite"
+
+
+def write_sample_file(folder: Path) -> None:
+    """The 20x128x128x3 float32 sample onnx2tf downloads for image inputs (its own check runs)."""
+    rng = np.random.default_rng(0)
+    np.save(str(folder / SAMPLE_FILE), rng.random((20, 128, 128, 3), dtype=np.float32))
+
+
+def command(
+    model: Path,
+    out_dir: Path,
+    precision: str,
+    quantize_io: bool,
+    calibration: dict[str, Path],
+    per_channel: bool,
+) -> list[str]:
+    """The onnx2tf argv for one precision."""
+    argv = [sys.executable, "-m", "onnx2tf", "-i", str(model), "-o", str(out_dir)]
+    argv += ["-v", "error"]
+    if precision == "dynamic_int8":
+        argv.append("-odrqt")
+    if precision in INTEGER_PRECISIONS:
+        argv += ["-oiqt", "-qt", "per-channel" if per_channel else "per-tensor"]
+        for name, path in calibration.items():
+            argv += ["-cind", name, str(path), "0", "1"]
+        if quantize_io:
+            argv += ["-iqd", "int8", "-oqd", "int8"]
+    return argv
+
+
+def failure_reason(lines: Sequence[str]) -> str:
+    """The converter's reason from its output: the exception line (plus the sentence after a
+    Keras "Exception encountered" header) and the ONNX node it names."""
+    reason = ""
+    node = ""
+    for i, line in enumerate(lines):
+        text = line.strip()
+        if text.startswith("ERROR: onnx_op_name:"):
+            node = text.split(":", 2)[2].strip()
+        match = _EXCEPTION.match(text)
+        if match and not reason:
+            reason = text
+            if "Exception encountered" in text:
+                following = [s.strip() for s in lines[i + 1 : i + 4] if s.strip()]
+                if following:
+                    reason = f"{match.group(1)}: {following[0]}"
+    if not reason:
+        errors = [
+            s.strip()[len("ERROR:") :].strip() for s in lines if s.strip().startswith("ERROR:")
+        ]
+        reason = errors[0] if errors else (lines[-1].strip() if lines else "no output")
+    if len(reason) > 400:
+        reason = reason[:397] + "..."
+    return f"{reason} (ONNX node '{node}')" if node else reason
+
+
+def run_onnx2tf(argv: list[str], cwd: Path, report: Report) -> float:
+    """Run onnx2tf; stream its meaningful lines; returns its wall time in seconds.
+
+    A failed conversion is a ModelError carrying the converter's reason; the child (and any
+    process it started) is killed if this agent is stopped.
+    """
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONUNBUFFERED"] = "1"
+    tail: deque[str] = deque(maxlen=400)
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = _ANSI.sub("", raw.rstrip())
+            if not line.strip():
+                tail.append("")
+                continue
+            tail.append(line)
+            if not _NOISE.match(line) and not line.startswith(("  File ", "    ")):
+                report.info(f"onnx2tf: {line}")
+        code = proc.wait()
+    except BaseException:
+        _kill(proc)
+        raise
+    elapsed = time.perf_counter() - started
+    if code != 0:
+        raise ModelError(f"onnx2tf cannot convert the model: {failure_reason(list(tail))}")
+    return elapsed
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        proc.kill()
+    proc.wait()
+
+
+def expect_output(path: Path, tail_hint: str = "") -> Path:
+    if not path.is_file():
+        made = sorted(p.name for p in path.parent.glob("*.tflite"))
+        raise RuntimeFailure(
+            f"onnx2tf finished but did not write {path.name} (it wrote: "
+            f"{', '.join(made) or 'no .tflite file'}){tail_hint}"
+        )
+    return path
+
+
+def calibration_arrays(
+    samples: list[dict[str, np.ndarray]], perms: dict[str, list[int]], folder: Path
+) -> dict[str, Path]:
+    """One float32 ``.npy`` per input: the samples stacked on the batch axis, TFLite layout."""
+    files: dict[str, Path] = {}
+    for name, perm in perms.items():
+        stacked = np.concatenate([np.asarray(s[name], dtype=np.float32) for s in samples], axis=0)
+        if perm:
+            stacked = np.transpose(stacked, perm)
+        path = folder / f"calibration_{len(files)}.npy"
+        np.save(str(path), np.ascontiguousarray(stacked))
+        files[name] = path
+    return files
+
+
+def onnx2tf_available() -> str | None:
+    """Why onnx2tf cannot run here, or None when it can be found."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnx2tf") is None:
+        return (
+            "onnx2tf is not installed here: compile in the tflite image (hub images build tflite)"
+        )
+    return None

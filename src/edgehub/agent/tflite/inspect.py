@@ -1,0 +1,75 @@
+"""``tflite.inspect``: the inputs and outputs a model takes, as the TFLite invoker sees them.
+
+Request: ``{"model": PATH, "mapping": null | PATH, "compiled_names": false}``.
+
+For a ``.tflite`` the data has ``inputs``/``outputs`` (``{name, dtype, shape}``) in the naming the
+invoker uses by default: the ONNX names and layout when a mapping sidecar is found (``mapping``,
+else ``<stem>.mapping.json`` beside the model), else the TFLite names; ``compiled_names`` always
+gives the TFLite ones. ``compiled_inputs``/``compiled_outputs`` (with quantization parameters),
+``mapping``, ``num_ops``, ``size_bytes`` and ``source: "tflite"`` come with it. An ONNX model is
+described as ``ort.inspect`` does (``source: "onnx"``), since the TFLite pipeline starts from one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..models import describe_model, load_model, model_size_bytes, resolve_model_path
+from ..protocol import CommandOutput, Params
+from ..report import Report
+from .edges import ModelEdges
+from .interpreter import is_tflite_file, load_interpreter, op_list, toolchain_versions
+from .layout import IOMapping, read_mapping, sidecar_path
+
+
+def find_mapping(model: Path, mapping_arg: str | None, report: Report) -> IOMapping | None:
+    """The mapping given, else the sidecar beside the model, else None."""
+    if mapping_arg:
+        return read_mapping(mapping_arg)
+    candidate = sidecar_path(model)
+    if candidate.is_file():
+        report.info(f"mapping: {candidate.name}")
+        return read_mapping(candidate)
+    return None
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    mapping_arg = params.path("mapping", required=False)
+    compiled_names = params.boolean("compiled_names", False)
+    params.finish()
+    assert model_arg is not None
+    path = Path(model_arg)
+    if path.is_dir() or not is_tflite_file(path):
+        onnx_path = resolve_model_path(model_arg)
+        model = load_model(onnx_path, load_external_data=False)
+        data: dict[str, Any] = describe_model(model)
+        data.update({"source": "onnx", "size_bytes": model_size_bytes(onnx_path, model)})
+        data["path"] = str(onnx_path)
+        return CommandOutput(params=params.resolved, data=data)
+
+    report.info(f"inspect: {path}")
+    interpreter = load_interpreter(path)
+    edges = ModelEdges(interpreter, find_mapping(path, mapping_arg, report))
+    mapped = not compiled_names
+    data = {
+        "inputs": [s.to_json() for s in edges.original_specs()]
+        if mapped
+        else [t.spec().to_json() for t in edges.inputs],
+        "outputs": [
+            {"name": m.onnx_name, "dtype": m.onnx_dtype, "shape": m.onnx_shape}
+            for m in edges.mapping.outputs
+        ]
+        if mapped
+        else [t.spec().to_json() for t in edges.outputs],
+        "compiled_inputs": [t.to_json() for t in edges.inputs],
+        "compiled_outputs": [t.to_json() for t in edges.outputs],
+        "mapping": edges.mapping.to_json(),
+        "num_ops": len(op_list(interpreter)),
+        "size_bytes": path.stat().st_size,
+        "source": "tflite",
+        "path": str(path),
+        "toolchain": toolchain_versions(),
+    }
+    return CommandOutput(params=params.resolved, data=data)

@@ -1,0 +1,91 @@
+"""``tflite.invoke``: run a ``.tflite`` model once on given inputs and save its outputs.
+
+Request::
+
+    {"model": PATH (.tflite), "input": NPZ (a bare .npy for a one-input model), "output": NPZ,
+     "mapping": null | PATH, "use_compiled_names": false, "threads": null | int,
+     "xnnpack": true}
+
+By default inputs are keyed by the ONNX names in the ONNX layout (NCHW) and outputs come back
+the same way, through the mapping sidecar (``<stem>.mapping.json`` beside the model, or
+``mapping``); int8/int16 tensors are quantized and dequantized at the edges. With
+``use_compiled_names`` the TFLite names, layout and dtypes are used as they are (see
+:mod:`.edges`). A model without a mapping uses its own names either way.
+Metrics: inference_ms, load_ms. Data: outputs and inputs ``[{name, dtype, shape}]``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..protocol import CommandOutput, Params
+from ..report import Report
+from ..stats import ms
+from ..tensors import array_info, load_inputs, save_npz
+from .edges import ModelEdges
+from .inspect import find_mapping
+from .interpreter import load_interpreter, resolve_tflite_path, toolchain_versions
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    input_arg = params.path("input")
+    output_arg = params.path("output")
+    mapping_arg = params.path("mapping", required=False)
+    compiled = params.boolean("use_compiled_names", False)
+    threads = params.integer("threads", None, minimum=1)
+    xnnpack = params.boolean("xnnpack", True)
+    params.finish()
+    assert model_arg is not None and input_arg is not None and output_arg is not None
+
+    path = resolve_tflite_path(model_arg, "TFLiteInvoker")
+    start = time.perf_counter_ns()
+    interpreter = load_interpreter(path, threads=threads, xnnpack=xnnpack)
+    loaded = time.perf_counter_ns() - start
+    edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
+    specs = edges.compiled_specs() if compiled else edges.original_specs()
+    arrays = (
+        load_inputs(input_arg, specs) if not compiled else load_compiled_inputs(input_arg, edges)
+    )
+    report.info(
+        "invoke: "
+        + ", ".join(
+            f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in arrays.items()
+        )
+    )
+    feeds = edges.feeds(arrays, compiled)
+    edges.set_inputs(feeds)
+    start = time.perf_counter_ns()
+    edges.invoke()
+    elapsed = time.perf_counter_ns() - start
+    outputs = edges.results(compiled)
+    save_npz(output_arg, outputs)
+    report.info(f"outputs written to {output_arg} ({ms(elapsed):.3f} ms)")
+    data: dict[str, Any] = {
+        "outputs": [array_info(name, array) for name, array in outputs.items()],
+        "inputs": [array_info(name, array) for name, array in arrays.items()],
+        "output_path": output_arg,
+        "names": "tflite" if compiled else "onnx",
+        "toolchain": toolchain_versions(),
+    }
+    metrics = {"inference_ms": ms(elapsed), "load_ms": ms(loaded)}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+
+
+def load_compiled_inputs(input_arg: str, edges: ModelEdges) -> Any:
+    """Inputs keyed by TFLite name; the dtype check happens after quantizing, in ``feeds``."""
+    from ..protocol import InputDataError
+    from ..tensors import describe_specs, load_arrays
+
+    loaded = load_arrays(input_arg)
+    if isinstance(loaded, dict):
+        return loaded
+    if len(edges.inputs) != 1:
+        raise InputDataError(
+            f"input file '{input_arg}' is a single .npy array but the model has "
+            f"{len(edges.inputs)} inputs: save an .npz keyed by input name "
+            f"({describe_specs(edges.compiled_specs())})"
+        )
+    return {edges.inputs[0].name: loaded}

@@ -1,0 +1,270 @@
+"""Making an ONNX model palatable to onnx2tf, so its known pitfalls never reach the user.
+
+- Dynamic input dimensions are fixed (``input_shape``, else a dynamic batch becomes 1); any
+  other dynamic dimension needs ``input_shape`` (onnx2tf would need ``-ois``/``-b``).
+- Conv / ConvTranspose nodes without ``kernel_shape`` (legal ONNX, e.g. from the PyTorch dynamo
+  exporter) get it from their weight's shape; onnx2tf fails on them with "axes don't match
+  array".
+- Node and tensor names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``,
+  ``/leading/slash``) are renamed to ``[A-Za-z0-9_./>-]`` names starting with a letter or digit;
+  the graph's input and output names are reported so the caller can map them back.
+- Softmax / LogSoftmax / Hardmax before opset 13 normalize over the input flattened to 2-D at
+  ``axis``; onnx2tf converts them as if over ``axis`` alone (a [1, 1000, 1, 1] softmax becomes
+  all ones). They get the opset-13 form: Flatten at ``axis``, the op over the last axis, and a
+  Reshape back.
+- Ops onnx2tf has no converter for are reported up front with their node names.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..models import graph_inputs
+from ..protocol import ModelError, UsageError
+from ..report import Report
+from ..shapes import fix_input_shapes, parse_input_shape
+from ..tensors import TensorSpec
+
+_INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
+_VALID_START = re.compile(r"^[A-Za-z0-9.]")
+
+
+def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict[str, list[int]]:
+    """Shapes to fix: ``raw`` (``input_shape``), plus a dynamic leading (batch) dim set to 1."""
+    shapes = parse_input_shape(raw, specs) if raw is not None else {}
+    unresolved = []
+    for spec in specs:
+        if spec.name in shapes or not spec.is_dynamic:
+            continue
+        if spec.shape is None:
+            unresolved.append(spec.describe())
+            continue
+        dims = list(spec.shape)
+        if not isinstance(dims[0], int):
+            dims[0] = 1
+            spec = TensorSpec(spec.name, spec.dtype, dims)
+            report.warn(f"input '{spec.name}' has a dynamic batch dimension: converted with 1")
+        fixed = [d for d in dims if isinstance(d, int)]
+        if len(fixed) != len(dims):
+            unresolved.append(spec.describe())
+            continue
+        shapes[spec.name] = fixed
+    if unresolved:
+        raise UsageError(
+            f"TFLite needs static input shapes but {', '.join(unresolved)} has dynamic "
+            "dimensions: pass input_shape, e.g. [1, 3, 224, 224] (or {input name: shape})"
+        )
+    return shapes
+
+
+def _constant_shapes(graph: Any) -> dict[str, list[int]]:
+    shapes = {t.name: list(t.dims) for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value" and attr.HasField("t"):
+                    shapes[node.output[0]] = list(attr.t.dims)
+    return shapes
+
+
+def add_kernel_shapes(model: Any, report: Report) -> list[str]:
+    """Give Conv/ConvTranspose nodes without ``kernel_shape`` the one their weight implies."""
+    from onnx import helper
+
+    weights = _constant_shapes(model.graph)
+    fixed = []
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "ConvTranspose") or len(node.input) < 2:
+            continue
+        if any(attr.name == "kernel_shape" for attr in node.attribute):
+            continue
+        shape = weights.get(node.input[1])
+        if shape is None or len(shape) < 3:
+            report.warn(
+                f"{node.op_type} node '{node.name}' has no kernel_shape and its weight is not a "
+                "constant: onnx2tf may fail on it"
+            )
+            continue
+        node.attribute.append(helper.make_attribute("kernel_shape", [int(d) for d in shape[2:]]))
+        fixed.append(node.name or node.output[0])
+    if fixed:
+        report.info(f"kernel_shape inferred from the weights for {len(fixed)} Conv node(s)")
+    return fixed
+
+
+_FLATTENING_OPS = ("Softmax", "LogSoftmax", "Hardmax")
+
+
+def _static_shapes(model: Any) -> dict[str, list[int]]:
+    """Static shapes of the graph's tensors after shape inference (empty if it fails)."""
+    from onnx import shape_inference
+
+    try:
+        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+    except Exception:
+        return {}
+    graph = inferred.graph
+    shapes: dict[str, list[int]] = {}
+    for value_info in [*graph.value_info, *graph.input, *graph.output]:
+        dims = value_info.type.tensor_type.shape.dim
+        if value_info.type.tensor_type.HasField("shape") and all(
+            d.HasField("dim_value") for d in dims
+        ):
+            shapes[value_info.name] = [int(d.dim_value) for d in dims]
+    return shapes
+
+
+def flatten_old_softmax(model: Any, report: Report) -> list[str]:
+    """Rewrite pre-opset-13 Softmax-like nodes over rank > 2 inputs to their opset-13 form."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 13)
+    candidates = [n for n in model.graph.node if n.op_type in _FLATTENING_OPS]
+    if opset >= 13 or not candidates:
+        return []
+    shapes = _static_shapes(model)
+    rewritten = []
+    nodes = list(model.graph.node)
+    for node in candidates:
+        shape = shapes.get(node.input[0])
+        axis = next((int(a.i) for a in node.attribute if a.name == "axis"), 1)
+        if shape is None or len(shape) <= 2:
+            continue
+        axis = axis + len(shape) if axis < 0 else axis
+        if axis == len(shape) - 1:
+            continue  # flattening at the last axis changes nothing
+        name = node.name or node.output[0]
+        flat, out = f"{name}_flat", f"{name}_flat_out"
+        target = numpy_helper.from_array(np.asarray(shape, dtype=np.int64), f"{name}_shape")
+        model.graph.initializer.append(target)
+        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
+            model.graph.input.append(
+                helper.make_tensor_value_info(target.name, TensorProto.INT64, [len(shape)])
+            )
+        flatten = helper.make_node(
+            "Flatten", [node.input[0]], [flat], name=f"{name}_flatten", axis=axis
+        )
+        reshape = helper.make_node(
+            "Reshape", [out, target.name], [node.output[0]], name=f"{name}_reshape"
+        )
+        node.input[0] = flat
+        node.output[0] = out
+        for attr in list(node.attribute):
+            if attr.name == "axis":
+                node.attribute.remove(attr)
+        index = nodes.index(node)
+        nodes[index : index + 1] = [flatten, node, reshape]
+        rewritten.append(name)
+    if rewritten:
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+        report.info(
+            f"{len(rewritten)} pre-opset-13 Softmax-like node(s) rewritten as Flatten + op + "
+            "Reshape (onnx2tf converts their axis wrongly)"
+        )
+    return rewritten
+
+
+def _clean(name: str, taken: set[str], fallback: str) -> str:
+    cleaned = _INVALID.sub("_", name).lstrip("/")
+    if not cleaned or not _VALID_START.match(cleaned):
+        cleaned = f"t{cleaned}" if cleaned else fallback
+    candidate, n = cleaned, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{cleaned}_{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _needs_cleaning(name: str) -> bool:
+    return bool(_INVALID.search(name)) or not _VALID_START.match(name)
+
+
+def sanitize_names(model: Any) -> dict[str, str]:
+    """Rename nodes and tensors TensorFlow rejects; returns {old tensor name: new} for renamed
+    tensors (graph inputs and outputs included)."""
+    graph = model.graph
+    tensors: list[str] = [v.name for v in graph.input] + [t.name for t in graph.initializer]
+    for node in graph.node:
+        tensors.extend(node.output)
+    taken = {n for n in tensors if n and not _needs_cleaning(n)}
+    renamed = {
+        n: _clean(n, taken, "tensor") for n in dict.fromkeys(tensors) if n and _needs_cleaning(n)
+    }
+    node_names: set[str] = {n.name for n in graph.node if n.name and not _needs_cleaning(n.name)}
+    for index, node in enumerate(graph.node):
+        if not node.name or _needs_cleaning(node.name):
+            node.name = _clean(node.name, node_names, f"{node.op_type}_{index}")
+        for i, name in enumerate(node.input):
+            if name in renamed:
+                node.input[i] = renamed[name]
+        for i, name in enumerate(node.output):
+            if name in renamed:
+                node.output[i] = renamed[name]
+    for value_info in [*graph.input, *graph.output, *graph.value_info]:
+        if value_info.name in renamed:
+            value_info.name = renamed[value_info.name]
+    for tensor in graph.initializer:
+        if tensor.name in renamed:
+            tensor.name = renamed[tensor.name]
+    return renamed
+
+
+def unsupported_ops(model: Any) -> list[str]:
+    """``op (node)`` for each node onnx2tf has no converter module for (empty if unknown)."""
+    spec = importlib.util.find_spec("onnx2tf")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        return []
+    ops_dir = os.path.join(locations[0], "ops")
+    if not os.path.isdir(ops_dir):
+        return []
+    available = {name[:-3] for name in os.listdir(ops_dir) if name.endswith(".py")}
+    missing = []
+    for node in model.graph.node:
+        if node.op_type not in available:
+            missing.append(f"{node.op_type} (node '{node.name}')")
+    return missing
+
+
+def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
+    """Apply every fix to ``model`` in place; returns what was done, for the result."""
+    specs = graph_inputs(model)
+    shapes = static_shapes(specs, raw_shape, report)
+    if shapes:
+        for note in fix_input_shapes(model, shapes):
+            report.warn(note)
+    kernel_fixed = add_kernel_shapes(model, report)
+    flattened = flatten_old_softmax(model, report)
+    renamed = sanitize_names(model)
+    if renamed:
+        shown = ", ".join(f"{a!r} -> {b!r}" for a, b in list(renamed.items())[:5])
+        more = f" and {len(renamed) - 5} more" if len(renamed) > 5 else ""
+        report.info(f"renamed {len(renamed)} tensor(s) TensorFlow rejects: {shown}{more}")
+    missing = unsupported_ops(model)
+    if missing:
+        raise ModelError(
+            "onnx2tf has no converter for "
+            + ", ".join(missing[:5])
+            + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            + ": replace these ops before converting to TFLite"
+        )
+    return {
+        "input_shapes": shapes,
+        "kernel_shape_added": kernel_fixed,
+        "softmax_flattened": flattened,
+        "renamed": renamed,
+    }
+
+
+def original_name(renamed: dict[str, str], name: str) -> str | None:
+    for old, new in renamed.items():
+        if new == name:
+            return old
+    return None

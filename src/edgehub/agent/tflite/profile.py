@@ -1,0 +1,219 @@
+"""``tflite.profile``: cold starts and warm latency statistics of a ``.tflite`` in LiteRT.
+
+Request::
+
+    {"model": PATH (.tflite), "runs": 100, "warmup": 10, "cold_starts": 1,
+     "threads": null | int, "xnnpack": true, "input": null | NPZ, "mapping": null | PATH,
+     "use_compiled_names": false, "seed": 0, "input_shape": null | [ints] | {name: [ints]},
+     "max_secs": null | float, "run_delay": null | float,
+     "op_profiling": false, "profile_json": null | PATH}
+
+How it measures (the same way as ``ort.profile``):
+
+1. Cold starts: each creates a new interpreter and allocates its tensors (timed: ``load_ms``),
+   then invokes once (timed: ``first_run_ms``).
+2. The last interpreter gets the inputs once (``input`` in the ONNX names and layout unless
+   ``use_compiled_names``, see :mod:`.edges`; random in the model's own dtypes otherwise), runs
+   ``warmup`` untimed invokes, then ``runs`` timed ones with ``time.perf_counter_ns()`` tightly
+   around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the
+   timed runs early and ``run_delay`` sleeps between them (benchmark_model's meanings).
+
+Per-operator times: the LiteRT Python interpreter has no op profiler (benchmark_model's
+``enable_op_profiling`` is C++ only), so ``op_profiling`` lists the operators without times and
+says so in a warning. Metrics: the latency statistics of :mod:`..stats` (ms), fps, load_ms,
+first_run_ms, peak_rss_mb, runs, warmup, cold_starts, num_ops.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..env import collect_env
+from ..protocol import CommandOutput, Params, write_json_atomic
+from ..report import Report
+from ..resources import peak_rss_mb
+from ..shapes import parse_input_shape
+from ..stats import latency_stats, mean, ms
+from ..tensors import load_inputs, random_inputs
+from .edges import ModelEdges
+from .inspect import find_mapping
+from .interpreter import load_interpreter, op_list, resolve_tflite_path, toolchain_versions
+from .invoke import load_compiled_inputs
+
+UNSTABLE_P90_RATIO = 1.25
+OP_PROFILING_NOTE = (
+    "per-operator times are not available: the LiteRT Python interpreter has no op profiler "
+    "(benchmark_model's enable_op_profiling is C++ only); the operators are listed without times"
+)
+
+
+def timed_runs(invoke: Any, runs: int) -> list[int]:
+    """``runs`` samples in ns, perf_counter_ns tightly around each ``invoke()``."""
+    clock = time.perf_counter_ns
+    samples = [0] * runs
+    for i in range(runs):
+        start = clock()
+        invoke()
+        samples[i] = clock() - start
+    return samples
+
+
+def paced_runs(invoke: Any, runs: int, max_secs: float | None, delay: float) -> list[int]:
+    """Like `timed_runs`, stopping after ``max_secs`` and sleeping ``delay`` s between runs."""
+    clock = time.perf_counter_ns
+    deadline = clock() + int(max_secs * 1e9) if max_secs else None
+    samples: list[int] = []
+    for i in range(runs):
+        if i and delay > 0:
+            time.sleep(delay)
+        start = clock()
+        invoke()
+        samples.append(clock() - start)
+        if deadline is not None and clock() >= deadline:
+            break
+    return samples
+
+
+def model_feeds(
+    edges: ModelEdges,
+    input_arg: str | None,
+    compiled: bool,
+    seed: int,
+    raw_shape: Any,
+    report: Report,
+) -> dict[int, Any]:
+    """Inputs by tensor index: from ``input_arg`` or random, named as the class says."""
+    specs = edges.compiled_specs() if compiled else edges.original_specs()
+    if input_arg is not None:
+        if compiled:
+            arrays = load_compiled_inputs(input_arg, edges)
+        else:
+            arrays = load_inputs(input_arg, specs)
+        return edges.feeds(arrays, compiled)
+    shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
+    arrays, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
+    if defaulted:
+        report.warn(
+            "random inputs with dynamic dimensions set to 1 for "
+            f"{', '.join(defaulted)}; pass input (an .npz) or input_shape to profile other shapes"
+        )
+    return edges.feeds(arrays, compiled)
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    model_arg = params.path("model")
+    runs = params.integer("runs", 100, minimum=1)
+    warmup = params.integer("warmup", 10, minimum=0)
+    cold_starts = params.integer("cold_starts", 1, minimum=1)
+    threads = params.integer("threads", None, minimum=1)
+    xnnpack = params.boolean("xnnpack", True)
+    input_arg = params.path("input", required=False)
+    mapping_arg = params.path("mapping", required=False)
+    compiled = params.boolean("use_compiled_names", False)
+    seed = params.integer("seed", 0)
+    raw_shape = params.raw_value("input_shape")
+    max_secs = params.raw_value("max_secs")
+    run_delay = params.raw_value("run_delay")
+    op_profiling = params.boolean("op_profiling", False)
+    profile_json = params.path("profile_json", required=False)
+    params.finish()
+    assert model_arg is not None
+    for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            from ..protocol import UsageError
+
+            raise UsageError(f"tflite.profile: parameter '{key}' must be a number, got {value!r}")
+
+    path = resolve_tflite_path(model_arg, "TFLiteProfiler")
+    mapping = find_mapping(Path(path), mapping_arg, report)
+    cold: list[dict[str, float]] = []
+    edges: ModelEdges | None = None
+    feeds: dict[int, Any] = {}
+    for index in range(cold_starts):
+        edges = None
+        start = time.perf_counter_ns()
+        interpreter = load_interpreter(path, threads=threads, xnnpack=xnnpack)
+        loaded = time.perf_counter_ns() - start
+        edges = ModelEdges(interpreter, mapping)
+        if index == 0:
+            feeds = model_feeds(edges, input_arg, compiled, seed, raw_shape, report)
+            report.info(f"inputs: {input_arg or 'random'}")
+        edges.set_inputs(feeds)
+        start = time.perf_counter_ns()
+        edges.invoke()
+        first = time.perf_counter_ns() - start
+        cold.append({"load_ms": ms(loaded), "first_run_ms": ms(first)})
+        report.info(
+            f"cold start {index + 1}/{cold_starts}: load {ms(loaded):.3f} ms, "
+            f"first run {ms(first):.3f} ms"
+        )
+    assert edges is not None
+    report.info(f"warmup: {warmup} runs")
+    for _ in range(warmup):
+        edges.invoke()
+    report.info(f"timing: {runs} runs (threads {threads or 'default'}, xnnpack {xnnpack})")
+    invoke = edges.interpreter.invoke
+    if max_secs or run_delay:
+        samples = paced_runs(invoke, runs, max_secs, float(run_delay or 0.0))
+    else:
+        samples = timed_runs(invoke, runs)
+
+    metrics: dict[str, Any] = latency_stats(samples)
+    median = metrics["latency_median_ms"]
+    report.info(
+        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
+        f"p99 {metrics['latency_p99_ms']:.3f} ms"
+    )
+    if (
+        len(samples) >= 20
+        and median > 0
+        and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median
+    ):
+        report.warn(
+            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
+            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
+            "fix threads, or raise warmup/runs"
+        )
+    ops = op_list(edges.interpreter)
+    metrics.update(
+        {
+            "load_ms": round(mean([c["load_ms"] for c in cold]), 3),
+            "first_run_ms": round(mean([c["first_run_ms"] for c in cold]), 3),
+            "runs": len(samples),
+            "warmup": warmup,
+            "cold_starts": cold_starts,
+            "num_ops": len(ops),
+            "peak_rss_mb": peak_rss_mb(),
+        }
+    )
+    data: dict[str, Any] = {
+        "cold_starts": cold,
+        "input_source": "npz" if input_arg else "random",
+        "input_shapes": {t.name: list(t.shape) for t in edges.inputs},
+        "toolchain": toolchain_versions(),
+        "op_profiling": "unavailable" if op_profiling else "off",
+    }
+    layers = [{"index": int(op["index"]), "op_type": str(op["op_name"])} for op in ops]
+    if op_profiling:
+        report.warn(OP_PROFILING_NOTE)
+        data["layers"] = layers
+    if profile_json:
+        settings = dict(params.resolved)
+        settings["model_path"] = str(path)
+        settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
+        document = {
+            "samples_us": [round(s / 1000.0, 3) for s in samples],
+            "cold_starts": cold,
+            "stats": metrics,
+            "ops": layers,
+            "op_profiling": OP_PROFILING_NOTE if op_profiling else "off",
+            "env": collect_env(),
+            "toolchain": data["toolchain"],
+            "settings": settings,
+        }
+        write_json_atomic(profile_json, document)
+        data["profile_json"] = profile_json
+        report.info(f"profile written to {profile_json}")
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)

@@ -1,0 +1,182 @@
+"""The TFLite toolchain's pure parts: benchmark_params, the layout mapping, quantization at the
+edges, the ONNX fixups for onnx2tf, the converter's command line and failure reason.
+
+The conversion itself needs the tflite image: tests/integration/test_tflite.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from edgehub.agent.protocol import UsageError as AgentUsageError
+from edgehub.agent.report import Report
+from edgehub.agent.tflite import converter, onnx_fixups
+from edgehub.agent.tflite.edges import dequantize, quantize
+from edgehub.agent.tflite.interpreter import TFLiteTensor
+from edgehub.agent.tflite.layout import IOMapping, TensorMap, layout_candidates, sidecar_path
+from edgehub.errors import UsageError
+from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
+from edgehub.toolchains.tflite.components import TFLiteCompiledModel
+
+
+def test_benchmark_params_map_onto_profiler_options() -> None:
+    settings = parse_benchmark_params(
+        {"num_threads": "2", "num_runs": 30, "warmup_runs": "0", "use_xnnpack": "false",
+         "enable_op_profiling": True, "max_secs": "1.5", "use_gpu": "true", "graph": "x"}
+    )  # fmt: skip
+    assert settings.options == {
+        "threads": 2, "runs": 30, "warmup": 0, "xnnpack": False, "op_profiling": True,
+        "max_secs": 1.5,
+    }  # fmt: skip
+    assert settings.ignored == ["use_gpu", "graph"]
+    assert settings.params["num_runs"] == "30"
+    assert parse_benchmark_params({"num_threads": "-1"}).options["threads"] is None
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"num_run": "3"}, r"unknown benchmark_params key 'num_run'; did you mean 'num_runs'"),
+        ({"use_xnnpack": "maybe"}, r"'use_xnnpack' must be true or false"),
+        ({"num_runs": "ten"}, r"'num_runs' must be an integer"),
+        ({"num_runs": "0"}, r"at least 1"),
+    ],
+)
+def test_benchmark_params_errors(params: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        parse_benchmark_params(params)
+
+
+def test_layout_candidates_and_round_trip() -> None:
+    assert layout_candidates([1, 3, 8, 6], [1, 8, 6, 3]) == [[0, 2, 3, 1]]
+    assert layout_candidates([1, 10], [1, 10]) == [[]]
+    assert layout_candidates([1, 2, 2, 2], [1, 2, 2, 2]) == [[], [0, 2, 3, 1]]
+    assert layout_candidates([1, 3, 8, 6], [1, 3, 6, 8]) == []
+    entry = TensorMap("x", "x", [1, 3, 8, 6], [1, 8, 6, 3], [0, 2, 3, 1], "float32", "int8")
+    array = np.arange(144, dtype=np.float32).reshape(1, 3, 8, 6)
+    nhwc = entry.to_tflite(array)
+    assert nhwc.shape == (1, 8, 6, 3) and nhwc[0, 2, 1, 0] == array[0, 0, 2, 1]
+    assert np.array_equal(entry.to_onnx(nhwc), array)
+    mapping = IOMapping([entry], [], source="m.onnx", precision="int8")
+    assert IOMapping.from_json(json.loads(json.dumps(mapping.to_json())), "x") == mapping
+    assert sidecar_path("d/compiled_m.tflite") == Path("d/compiled_m.mapping.json")
+
+
+def test_quantize_round_trip_and_clipping() -> None:
+    tensor = TFLiteTensor("x", 0, "int8", [4], [4], scale=0.5, zero_point=-3)
+    q = quantize(np.array([0.0, 1.0, -100.0, 100.0], dtype=np.float32), tensor)
+    assert q.dtype == np.int8 and q.tolist() == [-3, -1, -128, 127]
+    assert dequantize(q, tensor).tolist() == [0.0, 1.0, -62.5, 65.0]
+
+
+def _model(nodes: list, inputs: list, outputs: list, inits: list | None = None, opset: int = 17):  # type: ignore[type-arg,no-untyped-def]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_fixups_names_kernel_shape_and_static_shapes() -> None:
+    weight = numpy_helper.from_array(np.ones((4, 3, 3, 3), dtype=np.float32), "w")
+    model = _model(
+        [helper.make_node("Conv", ["in:0", "w"], ["c"], name="conv/0"),
+         helper.make_node("Softmax", ["c"], ["out@1"], name="Softmax@0", axis=-1)],
+        [helper.make_tensor_value_info("in:0", TensorProto.FLOAT, ["N", 3, 8, 8])],
+        [helper.make_tensor_value_info("out@1", TensorProto.FLOAT, None)],
+        [weight],
+    )  # fmt: skip
+    done = onnx_fixups.prepare(model, None, Report())
+    assert done["input_shapes"] == {"in:0": [1, 3, 8, 8]}
+    assert done["renamed"] == {"in:0": "in_0", "out@1": "out_1"}
+    conv, softmax = model.graph.node
+    assert [a.ints for a in conv.attribute if a.name == "kernel_shape"] == [[3, 3]]
+    assert softmax.name == "Softmax_0" and conv.name == "conv/0"
+    assert model.graph.input[0].name == "in_0" and model.graph.output[0].name == "out_1"
+    dynamic = _model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    with pytest.raises(AgentUsageError, match=r"pass input_shape"):
+        onnx_fixups.prepare(dynamic, None, Report())
+    assert onnx_fixups.prepare(dynamic, [1, 3, 4, 5], Report())["input_shapes"] == {
+        "x": [1, 3, 4, 5]
+    }
+
+
+def test_old_softmax_gets_its_opset13_form(tmp_path: Path) -> None:
+    model = _model(
+        [helper.make_node("Softmax", ["x"], ["y"], name="sm")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 3, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 3, 1])],
+        opset=9,
+    )
+    original = tmp_path / "old.onnx"
+    onnx.save(model, str(original))
+    assert onnx_fixups.flatten_old_softmax(model, Report()) == ["sm"]
+    assert [n.op_type for n in model.graph.node] == ["Flatten", "Softmax", "Reshape"]
+    rewritten = tmp_path / "new.onnx"
+    onnx.save(model, str(rewritten))
+    x = np.random.default_rng(0).standard_normal((2, 5, 3, 1)).astype(np.float32)
+    before, after = (
+        onnxruntime.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(
+            None, {"x": x}
+        )[0]
+        for p in (original, rewritten)
+    )
+    assert after.shape == (2, 5, 3, 1) and np.allclose(before, after, atol=1e-6)
+
+
+def test_converter_command_and_failure_reason(tmp_path: Path) -> None:
+    argv = converter.command(
+        tmp_path / "m.onnx", tmp_path / "out", "int8", True, {"x": tmp_path / "c.npy"}, True
+    )
+    assert argv[1:3] == ["-m", "onnx2tf"]
+    assert ["-cind", "x", str(tmp_path / "c.npy"), "0", "1"] == argv[argv.index("-cind") :][:5]
+    assert "-oiqt" in argv and argv[argv.index("-qt") + 1] == "per-channel"
+    assert argv[argv.index("-iqd") + 1] == "int8"
+    assert converter.output_file(tmp_path, "m", "int8", True).name == (
+        "m_full_integer_quant.tflite"
+    )
+    assert "-odrqt" in converter.command(tmp_path, tmp_path, "dynamic_int8", False, {}, True)
+    lines = [
+        "ERROR: The trace log is below.",
+        "Traceback (most recent call last):",
+        'ValueError: Exception encountered when calling layer "tf.nn.softmax" (type TFOpLambda).',
+        "",
+        "'Softmax@0' is not a valid scope name.",
+        "ERROR: onnx_op_name: Softmax@0",
+    ]
+    assert converter.failure_reason(lines) == (
+        "ValueError: 'Softmax@0' is not a valid scope name. (ONNX node 'Softmax@0')"
+    )
+
+
+def test_compiled_model_reads_the_mapping_beside_it(tmp_path: Path) -> None:
+    model = tmp_path / "compiled_m.tflite"
+    model.write_bytes(b"\x1c\x00\x00\x00TFL3")
+    entry = TensorMap("image", "image", [1, 3, 2, 2], [1, 2, 2, 3], [0, 2, 3, 1], "float32",
+                      "float32")  # fmt: skip
+    out = TensorMap("probs", "Identity", [1, 10], [1, 10], None, "float32", "float32")
+    IOMapping([entry], [out]).write(sidecar_path(model))
+    wrapped = TFLiteCompiledModel.from_path(model)
+    assert wrapped.input_name_mapping == {"image": "image"}
+    assert wrapped.output_name_mapping == {"probs": "Identity"}
+    assert wrapped.io_mapping is not None and wrapped.io_mapping["inputs"][0]["perm"] == [
+        0,
+        2,
+        3,
+        1,
+    ]
+    assert wrapped.signature == {
+        "inputs": [{"name": "image", "dtype": "float32", "shape": [1, 3, 2, 2]}],
+        "outputs": [{"name": "probs", "dtype": "float32", "shape": [1, 10]}],
+    }
+    bare = tmp_path / "other.tflite"
+    bare.write_bytes(b"\x1c\x00\x00\x00TFL3")
+    assert TFLiteCompiledModel.from_path(bare).input_name_mapping is None
