@@ -30,6 +30,7 @@ from edgehub.core.compile import TFLiteCompiledModel, TFLiteCompiler
 from edgehub.core.invoke import TFLiteInvoker
 from edgehub.core.profile import TFLiteProfiler
 from edgehub.errors import ModelError, UsageError
+from edgehub.tracking.records import RunRecord
 
 pytestmark = pytest.mark.docker
 
@@ -213,7 +214,7 @@ def test_foreign_tflite(ctx: HubContext, tflite_image: str, tmp_path: Path) -> N
     assert float(np.max(np.abs(output - expected["output"]))) <= 1e-5
 
 
-def _failed_run(ctx: HubContext) -> dict[str, Any]:
+def _failed_run(ctx: HubContext) -> RunRecord:
     return ctx.store.list_runs(limit=1)[0]
 
 
@@ -223,11 +224,11 @@ def test_onnx_given_to_profiler_and_tflite_to_compiler(ctx: HubContext) -> None:
     message = str(caught.value)
     assert "\n" not in message and "TFLiteProfiler takes one" in message
     assert "TFLiteCompiler" in message
-    assert _failed_run(ctx)["status"] == "FAILED"
+    assert _failed_run(ctx).status == "FAILED"
     compiled = TFLiteCompiler().run(ctx, TINY)
     with pytest.raises(ModelError, match=r"TFLite model, but TFLiteCompiler takes an ONNX model"):
         TFLiteCompiler().run(ctx, compiled.path.local())
-    assert _failed_run(ctx)["status"] == "FAILED"
+    assert _failed_run(ctx).status == "FAILED"
 
 
 def test_unconvertible_model(ctx: HubContext, tmp_path: Path) -> None:
@@ -248,27 +249,24 @@ def test_unconvertible_model(ctx: HubContext, tmp_path: Path) -> None:
     assert "\n" not in message
     assert message.startswith("onnx2tf cannot convert the model:")
     assert "Sort option in Unique ops is not implemented" in message and "'uniq'" in message
-    assert _failed_run(ctx)["status"] == "FAILED"
+    assert _failed_run(ctx).status == "FAILED"
 
 
 def _light_models() -> list[Any]:
     import onnx
 
     folder = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    # CI (2 cores) runs the models that convert in seconds: squeezenet in every precision,
+    # the others in float32; EDGEHUB_TFLITE_ALL_LIGHT=1 runs all nine in every precision
+    # (LIGHT_SLOW_S gives the conversion times that keep the rest out of CI).
     params = []
     for model in sorted(folder.glob("light_*.onnx")):
-        slow = LIGHT_SLOW_S.get(model.stem)
         for precision in PRECISIONS:
-            reason = ""
-            if not ALL_LIGHT and slow:
-                reason = f"converting takes ~{slow} s per precision on 2 cores"
-            elif not ALL_LIGHT and model.stem != "light_squeezenet" and precision != "float32":
-                reason = "other precisions run on squeezenet only, for CI time"
-            marks = [pytest.mark.skip(reason=f"{reason}; EDGEHUB_TFLITE_ALL_LIGHT=1 runs it")]
-            params.append(
-                pytest.param(model, precision, id=f"{model.stem}-{precision}",
-                             marks=marks if reason else [])
-            )  # fmt: skip
+            in_ci = model.stem not in LIGHT_SLOW_S and (
+                model.stem == "light_squeezenet" or precision == "float32"
+            )
+            if ALL_LIGHT or in_ci:
+                params.append(pytest.param(model, precision, id=f"{model.stem}-{precision}"))
     return params
 
 
@@ -282,20 +280,6 @@ def test_light_model(
     compile_profile_invoke(ctx, model, precision, record_property)
 
 
-def _registry_offers_tflite() -> bool:
-    from edgehub.toolchains.registry import get_runtime
-
-    try:
-        get_runtime("tflite")
-    except UsageError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(
-    not _registry_offers_tflite(),
-    reason="the runtime registry does not mark tflite available yet, so `hub exec` refuses it",
-)
 def test_cli_pipeline(tmp_path: Path, tflite_image: str, ort_image: str) -> None:
     """`hub exec pipeline tflite` per precision through the real entry point; bad input."""
     import shutil
