@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 VENV=${EDGEHUB_VENV:-.venv}
 bash scripts/setup.sh
 export EDGEHUB_BASE_IMAGE=${EDGEHUB_BASE_IMAGE:-edgehub-base:bookworm}
+# every image the tests use, built once here (a cache hit when nothing changed)
+"$VENV/bin/hub" -q images build --base "$EDGEHUB_BASE_IMAGE" >&2
 set +e
 "$VENV/bin/python" -m pytest "$@"
 code=$?

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,9 @@ class Project:
 
     @property
     def store_dir(self) -> Path:
-        return self.config.store_dir
+        """``$EDGEHUB_STORE`` if set, else hub.toml's ``[project] store``."""
+        env = os.environ.get("EDGEHUB_STORE")
+        return Path(env).expanduser() if env else self.config.store_dir
 
     def context(
         self, subscriber: Subscriber | None = None, tags: dict[str, str] | None = None
