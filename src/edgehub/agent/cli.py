@@ -28,6 +28,7 @@ from .commands import BUILTIN_COMMANDS, command_names, load_handler, namespace_o
 from .env import collect_env
 from .protocol import (
     EXIT_OK,
+    AgentError,
     Cancelled,
     CommandOutput,
     Params,
@@ -181,9 +182,11 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
             raise
         error = error_payload(exc, command)
         payload = {"ok": False, "command": command, "error": error}
-        if error["kind"] not in ("Cancelled",) and error["exit_code"] == 1:
+        if error["kind"] != "Cancelled" and error["exit_code"] == 1:
             payload["detail"] = traceback.format_exc()
-            error["message"] += "; the traceback is in the result's 'detail'"
+            if not isinstance(exc, AgentError):  # printed only for what nobody anticipated
+                payload["show_detail"] = True
+                error["message"] += "; the traceback is in the result's 'detail'"
         code = int(error["exit_code"])
     payload.update(
         {
@@ -240,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         report.info(f"error: cannot write the result to '{result_path}': {exc}")
         return 1
     if not payload["ok"]:
-        if "detail" in payload:
+        if payload.get("show_detail"):
             report.info(str(payload["detail"]).rstrip())
         report.info(f"error: {payload['error']['message']}")
     return code
