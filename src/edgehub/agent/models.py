@@ -212,3 +212,19 @@ def self_contained(src: Path, tmp: Path) -> Path:
     inline = tmp / f"inline_{src.name}"
     save_model(load_model(src), inline)
     return inline
+
+
+def drop_initializer_inputs(model: Any) -> int:
+    """For IR < 4 models, which must list every initializer as a graph input too: drop those
+    inputs and raise the IR version to 4, so tools see only the real inputs (ONNX Runtime's
+    calibrator asks for every graph input). Returns how many inputs were dropped."""
+    if model.ir_version >= 4:
+        return 0
+    names = {t.name for t in model.graph.initializer}
+    real = [i for i in model.graph.input if i.name not in names]
+    dropped = len(model.graph.input) - len(real)
+    if dropped:
+        del model.graph.input[:]
+        model.graph.input.extend(real)
+    model.ir_version = 4
+    return dropped

@@ -28,6 +28,7 @@ from typing import Any
 
 from ..models import (
     describe_model,
+    drop_initializer_inputs,
     graph_inputs,
     import_onnx,
     load_model,
@@ -118,17 +119,20 @@ def run(params: Params, report: Report) -> CommandOutput:
         with tempfile.TemporaryDirectory(prefix="edgehub-agent-compile-") as tmpdir:
             tmp = Path(tmpdir)
             src = path
-            if raw_shape is not None:
+            model = load_model(path, load_external_data=False)  # a clear error if not ONNX
+            if raw_shape is not None or model.ir_version < 4:
                 model = load_model(path)
-                shapes = parse_input_shape(raw_shape, graph_inputs(model))
-                for note in fix_input_shapes(model, shapes):
-                    report.warn(note)
+                dropped = drop_initializer_inputs(model)
+                if dropped:
+                    report.info(f"old IR model: {dropped} initializers no longer listed as inputs")
+                if raw_shape is not None:
+                    shapes = parse_input_shape(raw_shape, graph_inputs(model))
+                    for note in fix_input_shapes(model, shapes):
+                        report.warn(note)
+                    extra_params["input_shapes"] = shapes
+                    report.info(f"input shapes fixed: {shapes}")
                 src = tmp / path.name
                 save_model(model, src)
-                extra_params["input_shapes"] = shapes
-                report.info(f"input shapes fixed: {shapes}")
-            else:
-                load_model(path, load_external_data=False)  # a clear error for non-ONNX files
             out.parent.mkdir(parents=True, exist_ok=True)
             if mode == "optimize":
                 result = optimize(src, out, tmp, level, report)
