@@ -3,6 +3,7 @@ times and samples (the store's own writers make random ids and real times)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -54,7 +55,7 @@ def fill_store(root: Path, *, count: int, at: float, samples: int = 200) -> list
                     run_id=run_id,
                     name="output_file",
                     file_name="profile.json",
-                    sha256=None,
+                    sha256=hashlib.sha256(profile.read_bytes()).hexdigest(),
                     size=profile.stat().st_size,
                     path=str(profile),
                     device=None,

@@ -109,3 +109,23 @@ async def test_mark_two_runs_and_compare_them(project: Path, fixed_runs: list[st
         await pilot.pause()
         shown = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert "runtime" not in shown and "device" in shown
+
+
+async def test_two_profile_runs_compare_with_the_latency_statistics(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    from edgehub.tracking.store import RunStore
+    from edgehub.tui import runs_data
+
+    store = RunStore(project / ".hub")
+    try:
+        profiles = runs_data.list_runs(store, runs_data.RunFilters(run_type="PROFILE"), limit=2)
+        comparison = runs_data.compare_runs(store, profiles[1].run_id, profiles[0].run_id)
+    finally:
+        store.close()
+    latency = {row[0]: row for row in comparison.sections["latency"]}
+    assert set(latency) == {"median ms", "p99 ms"}
+    # the fixed runs' medians grow with their index: the newer run is slower, significantly
+    assert float(latency["median ms"][2]) > float(latency["median ms"][1])
+    assert latency["median ms"][3].endswith(" significant")
+    assert "%" in latency["median ms"][3] and "[" in latency["median ms"][3]
