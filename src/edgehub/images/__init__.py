@@ -1,0 +1,54 @@
+"""Building and naming the pinned toolchain images.
+
+Each runtime has ``images/<runtime>/Dockerfile`` and ``requirements.lock`` (exact versions, one
+sha256 per wheel). Its tag is derived from those two files, so a changed pin is a new image. The
+wheels are downloaded on the host into a persistent cache, verified against the lock and copied
+into the build context; the build itself never talks to a Python package index, and a filled
+cache is enough to build offline.
+
+Importing this module is cheap: ``docker`` is imported inside `docker_client` only.
+"""
+
+from edgehub.images.build import build_image
+from edgehub.images.catalog import (
+    EXTERNAL_BASE_MARKER,
+    RUNTIMES,
+    ImageSpec,
+    available_runtimes,
+    default_base,
+    image_tag,
+    images_dir,
+    needs_external_base,
+    runtime_dir,
+)
+from edgehub.images.status import (
+    ImageStatus,
+    _inspect,
+    docker_client,
+    image_status,
+    list_images,
+    require_image,
+)
+from edgehub.images.wheels import LockEntry, read_lock, wheel_cache_dir
+
+__all__ = [
+    "EXTERNAL_BASE_MARKER",
+    "RUNTIMES",
+    "ImageSpec",
+    "ImageStatus",
+    "LockEntry",
+    "_inspect",
+    "available_runtimes",
+    "build_image",
+    "default_base",
+    "docker_client",
+    "image_status",
+    "image_tag",
+    "images_dir",
+    "list_images",
+    "needs_external_base",
+    "read_lock",
+    "require_image",
+    "runtime_dir",
+    "wheel_cache_dir",
+]
