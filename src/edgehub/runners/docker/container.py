@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from edgehub.errors import ImageNotBuiltError, RunnerError
@@ -121,6 +122,7 @@ class Container:
         self.id: str | None = None
         self.image_attrs: dict[str, Any] = {}
         self.pending_name: str | None = None
+        self.channel: Path | None = None  # the host folder of a warm container's agent channel
         self.lock = threading.RLock()
 
     def connect(self) -> DockerClient:
