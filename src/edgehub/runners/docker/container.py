@@ -166,7 +166,7 @@ class Container:
         """Remove the container (or the one being created); idempotent."""
         with self.lock:
             target = self.id or self.pending_name
-            self.id = self.pending_name = None
+            self.id = self.pending_name = self.channel = None
             client = self.client
         if target is None or client is None:
             return
@@ -183,7 +183,7 @@ class Container:
     def forget(self) -> None:
         """Let go of the container without removing it (a warm one lives on)."""
         with self.lock:
-            self.id = self.pending_name = None
+            self.id = self.pending_name = self.channel = None
 
     def close_client(self) -> None:
         with self.lock:
