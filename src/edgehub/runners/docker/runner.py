@@ -4,10 +4,11 @@ Every `run` is an ``exec`` (``docker/exec.py``) driven by the runner base, so ou
 line by line and timeouts and `cancel` stop the exec's processes. Files move as tar streams
 through ``exec`` (or the archive API for images without ``tar``, ``docker/files.py``), and
 `exchange` does upload + run + download in one exec; `agent_exchange` does the same for an
-agent job without any exec, over a warm container's direct channel (``docker/channel.py``). With ``keep_warm`` the container is shared
-with later processes (``docker/warm.py``); its jobs keep their stdin open (unwritten) so they
-read end of file when this process dies (``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to
-watch it), and a command that reads its stdin there waits instead of seeing end of file.
+agent job without any exec, over a warm container's direct channel (``docker/channel.py``).
+With ``keep_warm`` the container is shared with later processes (``docker/warm.py``); its jobs
+keep their stdin open (unwritten) so they read end of file when this process dies
+(``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to watch it), and a command that reads its
+stdin there waits instead of seeing end of file.
 Otherwise the container is removed by `close`, at interpreter exit, by
 `~edgehub.runners.base.cancel_all`, and, after a hard kill, by the next process's
 `~edgehub.runners.docker.reaper.reap`.
