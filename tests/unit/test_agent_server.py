@@ -416,3 +416,14 @@ def test_a_stage_must_say_its_size() -> None:
         decode_request(line)
     ok = json.dumps({"argv": ["env"], "cwd": "/w", "stage": {"size": 12, "fetch": "out"}})
     assert decode_request(ok.encode())["stage"]["size"] == 12
+
+
+def test_the_host_client_connects_to_no_link_in_place_of_the_socket(
+    warm: Path, tmp_path: Path
+) -> None:
+    from edgehub.runners.docker.channel import open_agent_job
+
+    link = tmp_path / "agent.sock"
+    link.symlink_to(warm)  # what a container could leave in the folder it shares
+    assert open_agent_job(link, ["env"], str(tmp_path / "job"), b"", "out") is None
+    assert not (tmp_path / "job").exists()

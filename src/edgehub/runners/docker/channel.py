@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,6 +59,10 @@ class AgentJob:
         self._code: int | None = None
         self._killed = False
         try:
+            # The container may write in its folder: connect only to a socket it made there,
+            # never through a link it may have put in its place.
+            if not stat.S_ISSOCK(os.lstat(host_socket).st_mode):
+                raise Refused(f"{host_socket} is not a socket")
             self._sock.settimeout(CONNECT_TIMEOUT_S)
             with socket_address(str(host_socket)) as address:
                 self._sock.connect(address)
