@@ -11,7 +11,10 @@
     and the split of hub's time: interpreter start-up, CLI import, the agent round trip (of
     which the job in the container), and the rest of the command (context, store, artifacts).
 
-    python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200]
+    python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200] [--compare-src DIR]
+
+``--compare-src DIR`` also times, in the same rounds, the invoke of another checkout's sources
+(``DIR/src`` first on PYTHONPATH), e.g. the commit before a change: a before/after in one run.
 
 Set PYTHONDONTWRITEBYTECODE only if you mean to time recompiling every module on each start.
 """
@@ -156,6 +159,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--compare-src", type=Path, default=None)
     args = parser.parse_args()
 
     from edgehub import images
@@ -174,6 +178,12 @@ def main() -> None:
     invoke = ["exec", "invoke", "onnxruntime", str(example)]
     hub(*invoke, env=env)  # warm: image, agent zipapp, container, resident agent
     hub(*invoke, env=env)
+    other_env = None
+    if args.compare_src is not None:
+        other_env = {**env, "PYTHONPATH": str(args.compare_src.resolve() / "src")}
+        other_env["EDGEHUB_STORE"] = str(work / "store-other")
+        hub(*invoke, env=other_env)
+        hub(*invoke, env=other_env)
     warm = warm_container(image)
     for name, path in (("bare.py", work / "bare.py"), ("ex.onnx", example), ("dyn.onnx", dynamic)):
         copy_in(warm, path, f"/tmp/{name}")
@@ -192,7 +202,7 @@ def main() -> None:
     fidelity: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in cases}
     bare_invoke = [*bare_loop, "/tmp/ex.onnx", "1", "0"]
     python_start = [sys.executable, "-c", "pass"]
-    walls: dict[str, list[float]] = {k: [] for k in ("hub", "bare", "python", "split")}
+    walls: dict[str, list[float]] = {k: [] for k in ("hub", "bare", "python", "split", "other")}
     split: dict[str, list[float]] = {"import": [], "main": [], "call": []}
     script: list[float] = []
     hub_exe = str(Path(sys.executable).with_name("hub"))
@@ -208,6 +218,8 @@ def main() -> None:
         walls["hub"].append(wall)
         wall, out, _ = timed(bare_invoke)
         walls["bare"].append(wall)
+        if other_env is not None:
+            walls["other"].append(timed([hub_exe, *invoke], other_env)[0])
         script.append(json.loads(out)["script_s"])
         walls["python"].append(timed(python_start, env)[0])
         wall, _, err = timed([sys.executable, str(work / "split.py"), *invoke], env)
@@ -236,14 +248,23 @@ def main() -> None:
         f" vs `docker exec` bare script {med(walls['bare']):.3f} s (of which the script itself "
         f"{med(script):.3f} s): paired ratio {ratio:.3f} (goal <= 1.0)"
     )
-    python = med(walls["python"])
+    if walls["other"]:
+        print(
+            f"    the same from {args.compare_src}: {med(walls['other']):.3f} s, paired ratio "
+            f"{paired(walls['other'], walls['bare']):.3f}; this tree against it "
+            f"{paired(walls['hub'], walls['other']):.3f}"
+        )
+    python, imported, main_s = med(walls["python"]), med(split["import"]), med(split["main"])
     call = med(split["call"])
+    rest = [
+        w - i - m for w, i, m in zip(walls["split"], split["import"], split["main"], strict=True)
+    ]
     print(
-        f"    hub's time: interpreter start-up {python:.3f} s, CLI import "
-        f"{med(split['import']):.3f} s, main() {med(split['main']):.3f} s = one agent round "
-        f"trip {call:.3f} s + the rest of the command {med(split['main']) - call:.3f} s "
-        f"(context, store, container adoption, artifacts); the job in the container is the "
-        f"bare script's work minus its imports, ~{med(script):.3f} s at most"
+        f"    hub's time ({med(walls['split']):.3f} s timed around main): interpreter start-up "
+        f"and exit {med(rest):.3f} s (of which `python -c pass` {python:.3f} s), CLI import "
+        f"{imported:.3f} s, main() {main_s:.3f} s = one agent round trip {call:.3f} s (the job "
+        f"and its transport) + the rest of the command {main_s - call:.3f} s (runtime "
+        f"discovery, project and context, store, container adoption, artifacts)"
     )
     # The warm container is left to expire on its own (keep_warm): others may be using it.
 
