@@ -197,6 +197,7 @@ class Pending:
         self.deadline = deadline
         self.request: dict[str, Any] | None = None  # read; its stage still arriving
         self.stage_size = 0
+        self.upload = bytearray()
 
 
 class Server:
@@ -371,10 +372,11 @@ class Server:
         if not data:
             self.drop_pending(conn)
             return
-        pending.buffer += data
         if pending.request is not None:
+            pending.upload += data
             self.collect_stage(conn, pending)
             return
+        pending.buffer += data
         line, newline, rest = pending.buffer.partition(b"\n")
         if not newline:
             if len(pending.buffer) > MAX_REQUEST_BYTES:
@@ -391,7 +393,8 @@ class Server:
             return
         stage = request.get("stage")
         if stage is not None:  # its files follow the line: wait for all of them
-            pending.request, pending.stage_size, pending.buffer = request, stage["size"], rest
+            pending.request, pending.stage_size = request, stage["size"]
+            pending.upload, pending.buffer = bytearray(rest), b""
             self.collect_stage(conn, pending)
             return
         self.pending.pop(conn)
@@ -401,10 +404,11 @@ class Server:
     def collect_stage(self, conn: socket.socket, pending: Pending) -> None:
         """Start the job once its files have all come (control lines may follow them)."""
         pending.deadline = time.monotonic() + REQUEST_TIMEOUT_S  # a stalled upload is dropped
-        if len(pending.buffer) < pending.stage_size or pending.request is None:
+        if len(pending.upload) < pending.stage_size or pending.request is None:
             return
-        upload = pending.buffer[: pending.stage_size]
-        rest = pending.buffer[pending.stage_size :]
+        upload = bytes(pending.upload[: pending.stage_size])
+        rest = bytes(pending.upload[pending.stage_size :])
+        pending.upload = bytearray()
         self.pending.pop(conn)
         self.selector.unregister(conn)
         self.start(conn, pending.request, rest, upload)

@@ -44,7 +44,7 @@ EXIT = b"\0EDGEHUB-EXIT "
 FILES = b"\0EDGEHUB-FILES "
 
 MAX_REQUEST_BYTES = 4 << 20
-MAX_STAGE_BYTES = 4 << 30
+MAX_STAGE_BYTES = 1 << 30  # held in the server's memory until the job starts
 MAX_LINE_BYTES = 4096
 FORWARDED_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
 
@@ -93,7 +93,7 @@ def decode_request(line: bytes) -> dict[str, Any]:
     if stage is not None:
         size = stage.get("size") if isinstance(stage, dict) else None
         if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_STAGE_BYTES:
-            raise ValueError("'stage' must hold a 'size' in bytes (at most 4 GiB)")
+            raise ValueError("'stage' must hold a 'size' in bytes (at most 1 GiB)")
         if not isinstance(stage.get("fetch", "out"), str):
             raise ValueError("'stage.fetch' must be a folder name")
     return request

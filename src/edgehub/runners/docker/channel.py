@@ -27,6 +27,9 @@ from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START, socket_addres
 __all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "open_agent_job"]
 
 CHANNEL_MOUNT = "/run/edgehub"
+# Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
+# job's files in memory until the job starts.
+MAX_CHANNEL_STAGE_BYTES = 256 << 20
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0
 
@@ -161,7 +164,10 @@ def _integer(text: bytes) -> int | None:
 def open_agent_job(
     host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str
 ) -> AgentJob | None:
-    """The job started on the resident agent at ``host_socket``; None when none took it."""
+    """The job started on the resident agent at ``host_socket``; None when none took it (or
+    its files are too big for the channel)."""
+    if len(stage) > MAX_CHANNEL_STAGE_BYTES:
+        return None
     try:
         return AgentJob(host_socket, argv, cwd, stage, fetch)
     except Refused:
