@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -148,6 +149,44 @@ def warm_container(image: str) -> str:
     return found[0]
 
 
+def channel_round_trip(image: str) -> Callable[[], float]:
+    """A timer of one empty job (``env``) on the warm container's resident agent, straight over
+    its socket: what a round trip costs besides the job's own work."""
+    import io
+    import tarfile
+
+    from edgehub.agent.bundle import agent_hash
+    from edgehub.runners.docker import DockerCommandRunner
+    from edgehub.runners.docker.channel import open_agent_job
+
+    runner = DockerCommandRunner(image, keep_warm=600)  # the settings hub uses: adopts its one
+    runner.__enter__()
+    channel = runner._container.channel
+    runner.close()
+    if channel is None:
+        sys.exit("the warm container has no agent channel (remote daemon or another user?)")
+    host_socket = channel / f"edgehub-agent-{agent_hash()[:12]}.sock"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("j/request.json")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    stage = buffer.getvalue()
+
+    def once() -> float:
+        start = time.perf_counter()
+        argv = ["env", "--request", "request.json", "--result", "out/result.json"]
+        job = open_agent_job(host_socket, argv, f"/work/bench-{time.time_ns()}/j", stage, "out")
+        if job is None:
+            sys.exit(f"no resident agent answers on {host_socket}")
+        for _ in job.read():
+            pass
+        job.close()
+        return time.perf_counter() - start
+
+    return once
+
+
 def paired(hub: list[float], bare: list[float]) -> float:
     """Each round's two figures were taken back to back, so their ratio cancels the machine's
     drift; the median over rounds is the figure."""
@@ -185,6 +224,8 @@ def main() -> None:
         hub(*invoke, env=other_env)
         hub(*invoke, env=other_env)
     warm = warm_container(image)
+    empty_job = channel_round_trip(image)
+    transport: list[float] = []
     for name, path in (("bare.py", work / "bare.py"), ("ex.onnx", example), ("dyn.onnx", dynamic)):
         copy_in(warm, path, f"/tmp/{name}")
     bare_loop = ["docker", "exec", warm, "python3", "/tmp/bare.py"]
@@ -222,6 +263,7 @@ def main() -> None:
             walls["other"].append(timed([hub_exe, *invoke], other_env)[0])
         script.append(json.loads(out)["script_s"])
         walls["python"].append(timed(python_start, env)[0])
+        transport.append(empty_job())
         wall, _, err = timed([sys.executable, str(work / "split.py"), *invoke], env)
         walls["split"].append(wall)
         line = next(x for x in err.splitlines() if x.startswith("SPLIT "))
@@ -262,9 +304,10 @@ def main() -> None:
     print(
         f"    hub's time ({med(walls['split']):.3f} s timed around main): interpreter start-up "
         f"and exit {med(rest):.3f} s (of which `python -c pass` {python:.3f} s), CLI import "
-        f"{imported:.3f} s, main() {main_s:.3f} s = one agent round trip {call:.3f} s (the job "
-        f"and its transport) + the rest of the command {main_s - call:.3f} s (runtime "
-        f"discovery, project and context, store, container adoption, artifacts)"
+        f"{imported:.3f} s, main() {main_s:.3f} s = one agent round trip {call:.3f} s (of which "
+        f"the transport, an empty job's round trip, {med(transport):.3f} s, and the job's work "
+        f"{call - med(transport):.3f} s) + the rest of the command {main_s - call:.3f} s "
+        f"(runtime discovery, project and context, store, container adoption, artifacts)"
     )
     # The warm container is left to expire on its own (keep_warm): others may be using it.
 

@@ -818,10 +818,14 @@ def channel_runner(ort_image: str, client: Any) -> Iterator[DockerCommandRunner]
     try:
         yield warm
     finally:
-        container_id = warm.container_id
+        container_id, channel = warm.container_id, warm._container.channel
         warm.close()
         if container_id:
             client.api.remove_container(container_id, force=True, v=True)
+        if channel is not None:
+            import shutil
+
+            shutil.rmtree(channel, ignore_errors=True)
 
 
 def test_warm_jobs_reach_the_resident_agent_without_an_exec(
