@@ -1,15 +1,22 @@
-"""Benchmark the local ONNX Runtime path (run on demand, not in CI).
+"""Benchmark the local ONNX Runtime path (run on demand, not in CI). One run, rounds alternating.
 
-(a) Profiler fidelity: edgehub's reported median (and p99) latency divided by that of a bare
+(a) Profiler fidelity: edgehub's reported median and p99 latency divided by those of a bare
     `session.run` loop timed in the same image (in the same warm container, so both see the
-    same CPU placement), on the same model, rounds interleaved; on a fixed-shape CNN and on a
-    dynamic-shape one (H, W dynamic) profiled at a realistic 1x3x320x320 (`input_shape`), a
-    few ms per run.
-(b) Per-job overhead: wall time of a warm `hub exec profile` (the toolchain container already
-    running: EDGEHUB_KEEP_WARM) divided by `docker run --rm IMAGE python bare.py` doing the
-    same work (session creation, warm-up, timed runs).
+    same CPU placement), rounds interleaved: on a dynamic-shape conv net (H, W dynamic) profiled
+    at a realistic 1x3x320x320 (`input_shape`), a few ms per run, and on the bundled example
+    (examples/tiny_cnn.onnx).
+(b) Warm job wall time: `hub exec invoke onnxruntime examples/tiny_cnn.onnx` with a warm
+    container (EDGEHUB_KEEP_WARM) against `docker exec` into that container of a bare script
+    that imports onnxruntime, creates the session and runs it once; the paired ratio (goal <= 1)
+    and the split of hub's time: interpreter start-up, CLI import, the agent round trip (of
+    which the job in the container), and the rest of the command (context, store, artifacts).
 
-    python benchmarks/bench_ort_local.py [--rounds 5] [--runs 200]
+    python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200] [--compare-src DIR]
+
+``--compare-src DIR`` also times, in the same rounds, the invoke of another checkout's sources
+(``DIR/src`` first on PYTHONPATH), e.g. the commit before a change: a before/after in one run.
+
+Set PYTHONDONTWRITEBYTECODE only if you mean to time recompiling every module on each start.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +38,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 BARE = r"""
 import sys, time, json
+t0 = time.perf_counter()
 import numpy as np
 import onnxruntime as ort
 runs, warmup = int(sys.argv[2]), int(sys.argv[3])
@@ -46,7 +55,35 @@ samples = []
 for _ in range(runs):
     t = time.perf_counter_ns(); sess.run(None, feed); samples.append(time.perf_counter_ns() - t)
 ms = np.array(samples) / 1e6
-print(json.dumps({"median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99))}))
+print(json.dumps({"median_ms": float(np.median(ms)), "p99_ms": float(np.percentile(ms, 99)),
+                  "script_s": time.perf_counter() - t0}))
+"""
+# The hub command with its time split: the agent round trip and the job in it are timed
+# around the calls that make them (stderr lines); the rest is measured around main().
+SPLIT = r"""
+import sys, time
+t0 = time.perf_counter()
+from edgehub.cli.main import run
+t1 = time.perf_counter()
+from edgehub.toolchains.agent_call import AgentCall
+spent = {"call": 0.0}
+plain = AgentCall.call
+def timed(self, *args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return plain(self, *args, **kwargs)
+    finally:
+        spent["call"] += time.perf_counter() - start
+AgentCall.call = timed
+sys.argv = ["hub", *sys.argv[1:]]
+code = 0
+try:
+    run()
+except SystemExit as exc:
+    code = exc.code
+t2 = time.perf_counter()
+sys.stderr.write(f"SPLIT import={t1 - t0:.6f} main={t2 - t1:.6f} call={spent['call']:.6f}\n")
+sys.exit(code)
 """
 DYNAMIC_SHAPE = "1,3,320,320"
 
@@ -78,40 +115,6 @@ def make_dynamic_model(path: Path) -> None:
     onnx.save(model, path)
 
 
-def make_model(path: Path) -> None:
-    """A mid-sized CNN (a few ms per run on a laptop core): stable enough to time."""
-    rng = np.random.default_rng(0)
-    inits, nodes, prev, ch = [], [], "x", 3
-    for i, out in enumerate([32, 64, 64, 128]):
-        w = numpy_helper.from_array(
-            (rng.standard_normal((out, ch, 3, 3)) * 0.1).astype(np.float32), f"w{i}"
-        )
-        inits.append(w)
-        nodes.append(
-            helper.make_node(
-                "Conv",
-                [prev, f"w{i}"],
-                [f"c{i}"],
-                kernel_shape=[3, 3],
-                pads=[1, 1, 1, 1],
-                strides=[2, 2] if i else [1, 1],
-            )
-        )
-        nodes.append(helper.make_node("Relu", [f"c{i}"], [f"r{i}"]))
-        prev, ch = f"r{i}", out
-    nodes.append(helper.make_node("GlobalAveragePool", [prev], ["y"]))
-    graph = helper.make_graph(
-        nodes,
-        "bench",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 96, 96])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, ch, 1, 1])],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, path)
-
-
 def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
     exe = str(Path(sys.executable).with_name("hub"))
     start = time.perf_counter()
@@ -121,116 +124,190 @@ def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
     return time.perf_counter() - start, json.loads(out.stdout)
 
 
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str, str]:
+    start = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - start, out.stdout, out.stderr
+
+
+def copy_in(container: str, local: Path, remote: str) -> None:
+    """Into the container's /tmp (a tmpfs: `docker cp` cannot write there, the root is
+    read-only), readable by the image's user."""
+    with local.open("rb") as fh:
+        subprocess.run(["docker", "exec", "-i", container, "sh", "-c", f"cat > {remote}"],
+                       stdin=fh, check=True)  # fmt: skip
+
+
+def warm_container(image: str) -> str:
+    found = subprocess.run(
+        ["docker", "ps", "-q", "--filter", "label=org.edgehub.warm=1", "--filter",
+         f"ancestor={image}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    if not found:
+        sys.exit(f"no warm container of {image} is running")
+    return found[0]
+
+
+def channel_round_trip(image: str) -> Callable[[], float]:
+    """A timer of one empty job (``env``) on the warm container's resident agent, straight over
+    its socket: what a round trip costs besides the job's own work."""
+    import io
+    import tarfile
+
+    from edgehub.agent.bundle import agent_hash
+    from edgehub.runners.docker import DockerCommandRunner
+    from edgehub.runners.docker.channel import open_agent_job
+
+    runner = DockerCommandRunner(image, keep_warm=600)  # the settings hub uses: adopts its one
+    runner.__enter__()
+    channel = runner._container.channel
+    runner.close()
+    if channel is None:
+        sys.exit("the warm container has no agent channel (remote daemon or another user?)")
+    host_socket = channel / f"edgehub-agent-{agent_hash()[:12]}.sock"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("j/request.json")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    stage = buffer.getvalue()
+
+    def once() -> float:
+        start = time.perf_counter()
+        argv = ["env", "--request", "request.json", "--result", "out/result.json"]
+        job = open_agent_job(host_socket, argv, f"/work/bench-{time.time_ns()}/j", stage, "out")
+        if job is None:
+            sys.exit(f"no resident agent answers on {host_socket}")
+        for _ in job.read():
+            pass
+        job.close()
+        return time.perf_counter() - start
+
+    return once
+
+
+def paired(hub: list[float], bare: list[float]) -> float:
+    """Each round's two figures were taken back to back, so their ratio cancels the machine's
+    drift; the median over rounds is the figure."""
+    return statistics.median(h / b for h, b in zip(hub, bare, strict=True))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--compare-src", type=Path, default=None)
     args = parser.parse_args()
 
     from edgehub import images
 
     image = images.require_image("onnxruntime").tag
     work = Path(tempfile.mkdtemp(prefix="edgehub-bench-"))
-    model = work / "bench.onnx"
-    make_model(model)
+    example = Path(__file__).resolve().parents[1] / "examples" / "tiny_cnn.onnx"
     dynamic = work / "dynamic.onnx"
     make_dynamic_model(dynamic)
     (work / "bare.py").write_text(BARE)
-    work.chmod(0o755)  # the image's non-root user reads the bind mount
+    (work / "split.py").write_text(SPLIT)
     env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
-    profile_args = [
-        "exec",
-        "profile",
-        "onnxruntime",
-        str(model),
-        "--set",
-        f"runs={args.runs}",
-        "--set",
-        f"burn_ins={args.warmup}",
-        "--set",
-        "profiling_method=python",
-    ]
-    hub(*profile_args, env=env)  # warm: image, agent zipapp, container
-    bare_cmd = [
-        "docker",
-        "run",
-        "--rm",
-        "--network",
-        "none",
-        "-v",
-        f"{work}:/bench:ro",
-        image,
-        "python3",
-        "/bench/bare.py",
-        "/bench/bench.onnx",
-        str(args.runs),
-        str(args.warmup),
-    ]
-
-    warm = subprocess.run(
-        ["docker", "ps", "-q", "--filter", "label=org.edgehub.warm=1"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[0]
-    for name in ("bare.py", "bench.onnx", "dynamic.onnx"):
-        subprocess.run(["docker", "cp", str(work / name), f"{warm}:/tmp/{name}"], check=True)
-    subprocess.run(["docker", "exec", "-u", "0", warm, "chmod", "644", "/tmp/bare.py",
-                    "/tmp/bench.onnx", "/tmp/dynamic.onnx"], check=True)  # fmt: skip
-    dynamic_args = [*profile_args[:3], str(dynamic), *profile_args[4:]]
-    dynamic_args += ["--set", f"input_shape={DYNAMIC_SHAPE}"]
-    bare_dynamic = ["docker", "exec", warm, "python3", "/tmp/bare.py", "/tmp/dynamic.onnx",
-                    str(args.runs), str(args.warmup), DYNAMIC_SHAPE]  # fmt: skip
-    dyn_hub: list[tuple[float, float]] = []
-    dyn_bare: list[tuple[float, float]] = []
-    bare_in_warm = ["docker", "exec", warm, "python3", "/tmp/bare.py", "/tmp/bench.onnx",
-                    str(args.runs), str(args.warmup)]  # fmt: skip
-
-    hub_medians, bare_medians, hub_walls, bare_walls = [], [], [], []
+    bytecode = "on" if env.pop("PYTHONDONTWRITEBYTECODE", None) is None else "unset for this run"
+    profile = ["exec", "profile", "onnxruntime", "--set", f"runs={args.runs}",
+               "--set", f"burn_ins={args.warmup}", "--set", "profiling_method=python"]  # fmt: skip
+    invoke = ["exec", "invoke", "onnxruntime", str(example)]
+    hub(*invoke, env=env)  # warm: image, agent zipapp, container, resident agent
+    hub(*invoke, env=env)
+    other_env = None
+    if args.compare_src is not None:
+        other_env = {**env, "PYTHONPATH": str(args.compare_src.resolve() / "src")}
+        other_env["EDGEHUB_STORE"] = str(work / "store-other")
+        hub(*invoke, env=other_env)
+        hub(*invoke, env=other_env)
+    warm = warm_container(image)
+    empty_job = channel_round_trip(image)
+    transport: list[float] = []
+    for name, path in (("bare.py", work / "bare.py"), ("ex.onnx", example), ("dyn.onnx", dynamic)):
+        copy_in(warm, path, f"/tmp/{name}")
+    bare_loop = ["docker", "exec", warm, "python3", "/tmp/bare.py"]
+    shape = ["--set", f"input_shape={DYNAMIC_SHAPE}"]
+    cases = {
+        f"dynamic-shape conv net at {DYNAMIC_SHAPE.replace(',', 'x')}": (
+            [*profile[:3], str(dynamic), *profile[3:], *shape],
+            [*bare_loop, "/tmp/dyn.onnx", str(args.runs), str(args.warmup), DYNAMIC_SHAPE],
+        ),
+        "bundled example tiny_cnn 1x3x32x32": (
+            [*profile[:3], str(example), *profile[3:]],
+            [*bare_loop, "/tmp/ex.onnx", str(args.runs), str(args.warmup)],
+        ),
+    }
+    fidelity: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in cases}
+    bare_invoke = [*bare_loop, "/tmp/ex.onnx", "1", "0"]
+    python_start = [sys.executable, "-c", "pass"]
+    walls: dict[str, list[float]] = {k: [] for k in ("hub", "bare", "python", "split", "other")}
+    split: dict[str, list[float]] = {"import": [], "main": [], "call": []}
+    script: list[float] = []
+    hub_exe = str(Path(sys.executable).with_name("hub"))
     for _ in range(args.rounds):
-        time.sleep(0.5)  # each measurement starts on a settled machine (container teardown)
-        wall, report = hub(*profile_args, env=env)
-        hub_walls.append(wall)
-        hub_medians.append(report["latency_ms"]["median"])
-        out = subprocess.run(bare_in_warm, capture_output=True, text=True, check=True)
-        bare_medians.append(json.loads(out.stdout)["median_ms"])
-        time.sleep(0.5)
-        start = time.perf_counter()
-        subprocess.run(bare_cmd, capture_output=True, text=True, check=True)
-        bare_walls.append(time.perf_counter() - start)
-        _, report = hub(*dynamic_args, env=env)
-        dyn_hub.append((report["latency_ms"]["median"], report["latency_ms"]["p99"]))
-        out = subprocess.run(bare_dynamic, capture_output=True, text=True, check=True)
-        bare = json.loads(out.stdout)
-        dyn_bare.append((bare["median_ms"], bare["p99_ms"]))
+        for name, (hub_args, bare_args) in cases.items():
+            _, report = hub(*hub_args, env=env)
+            _, out, _ = timed(bare_args)
+            bare = json.loads(out)
+            lat = report["latency_ms"]
+            fidelity[name].append((lat["median"], bare["median_ms"], lat["p99"], bare["p99_ms"]))
+        time.sleep(0.3)
+        wall, _, _ = timed([hub_exe, *invoke], env)
+        walls["hub"].append(wall)
+        wall, out, _ = timed(bare_invoke)
+        walls["bare"].append(wall)
+        if other_env is not None:
+            walls["other"].append(timed([hub_exe, *invoke], other_env)[0])
+        script.append(json.loads(out)["script_s"])
+        walls["python"].append(timed(python_start, env)[0])
+        transport.append(empty_job())
+        wall, _, err = timed([sys.executable, str(work / "split.py"), *invoke], env)
+        walls["split"].append(wall)
+        line = next(x for x in err.splitlines() if x.startswith("SPLIT "))
+        for part in line.split()[1:]:
+            key, _, value = part.partition("=")
+            split[key].append(float(value))
 
-    # Paired: each round's two medians were taken back to back, so their ratio cancels the
-    # machine's drift; the median over rounds is the figure.
-    fidelity = statistics.median(h / b for h, b in zip(hub_medians, bare_medians, strict=True))
-    overhead = statistics.median(h / b for h, b in zip(hub_walls, bare_walls, strict=True))
+    med = statistics.median
+    load = os.getloadavg()
+    print(f"image={image} rounds={args.rounds} runs={args.runs} warmup={args.warmup} "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (cores: {os.cpu_count()}), "
+          f"bytecode cache {bytecode}")  # fmt: skip
+    for name, rows in fidelity.items():
+        print(
+            f"(a) {name}: median edgehub {med(r[0] for r in rows):.4f} ms, bare loop "
+            f"{med(r[1] for r in rows):.4f} ms, paired ratio "
+            f"{paired([r[0] for r in rows], [r[1] for r in rows]):.4f}; p99 edgehub "
+            f"{med(r[2] for r in rows):.4f} ms, bare {med(r[3] for r in rows):.4f} ms, "
+            f"paired ratio {paired([r[2] for r in rows], [r[3] for r in rows]):.4f}"
+        )
+    ratio = paired(walls["hub"], walls["bare"])
     print(
-        f"model: {model.name} (1x3x96x96 CNN), runs={args.runs}, warmup={args.warmup}, "
-        f"rounds={args.rounds}, image={image}"
+        f"(b) warm `hub exec invoke onnxruntime examples/tiny_cnn.onnx` {med(walls['hub']):.3f} s"
+        f" vs `docker exec` bare script {med(walls['bare']):.3f} s (of which the script itself "
+        f"{med(script):.3f} s): paired ratio {ratio:.3f} (goal <= 1.0)"
     )
+    if walls["other"]:
+        print(
+            f"    the same from {args.compare_src}: {med(walls['other']):.3f} s, paired ratio "
+            f"{paired(walls['other'], walls['bare']):.3f}; this tree against it "
+            f"{paired(walls['hub'], walls['other']):.3f}"
+        )
+    python, imported, main_s = med(walls["python"]), med(split["import"]), med(split["main"])
+    call = med(split["call"])
+    rest = [
+        w - i - m for w, i, m in zip(walls["split"], split["import"], split["main"], strict=True)
+    ]
     print(
-        f"(a) median latency  edgehub {statistics.median(hub_medians):.4f} ms  "
-        f"bare loop {statistics.median(bare_medians):.4f} ms  paired ratio {fidelity:.4f}  "
-        f"(rounds' medians: edgehub {min(hub_medians):.3f}-{max(hub_medians):.3f}, "
-        f"bare {min(bare_medians):.3f}-{max(bare_medians):.3f} ms)"
-    )
-    print(
-        f"(b) job wall time   warm hub exec profile {statistics.median(hub_walls):.3f} s  "
-        f"docker run --rm bare {statistics.median(bare_walls):.3f} s  paired ratio {overhead:.3f}"
-    )
-    median_ratio = statistics.median(h[0] / b[0] for h, b in zip(dyn_hub, dyn_bare, strict=True))
-    p99_ratio = statistics.median(h[1] / b[1] for h, b in zip(dyn_hub, dyn_bare, strict=True))
-    print(
-        f"(a') dynamic-shape conv net at {DYNAMIC_SHAPE.replace(',', 'x')}: median edgehub "
-        f"{statistics.median(h[0] for h in dyn_hub):.3f} ms, bare "
-        f"{statistics.median(b[0] for b in dyn_bare):.3f} ms, paired ratio {median_ratio:.4f}; "
-        f"p99 edgehub {statistics.median(h[1] for h in dyn_hub):.3f} ms, bare "
-        f"{statistics.median(b[1] for b in dyn_bare):.3f} ms, paired ratio {p99_ratio:.4f}"
+        f"    hub's time ({med(walls['split']):.3f} s timed around main): interpreter start-up "
+        f"and exit {med(rest):.3f} s (of which `python -c pass` {python:.3f} s), CLI import "
+        f"{imported:.3f} s, main() {main_s:.3f} s = one agent round trip {call:.3f} s (of which "
+        f"the transport, an empty job's round trip, {med(transport):.3f} s, and the job's work "
+        f"{call - med(transport):.3f} s) + the rest of the command {main_s - call:.3f} s "
+        f"(runtime discovery, project and context, store, container adoption, artifacts)"
     )
     # The warm container is left to expire on its own (keep_warm): others may be using it.
 

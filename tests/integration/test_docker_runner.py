@@ -767,3 +767,173 @@ def test_cancel_all_stops_commands_and_removes_containers(client: Any, runner_im
     assert [type(error) for error in errors] == [CommandCancelled]
     assert not _container_exists(client, container_id)
     assert time.monotonic() - started < 5
+
+
+# -- the direct channel to a warm container's resident agent -------------------------------------
+
+MODEL = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
+SOCKET_NAME = "edgehub-agent-test-channel.sock"
+
+
+def _agent_call(runner: DockerCommandRunner, local: Path) -> Any:
+    from pathlib import PurePosixPath
+
+    from edgehub.toolchains.agent_call import AgentCall
+
+    server = runner.agent_socket(SOCKET_NAME)
+    assert server is not None, "a warm container on the local daemon offers the channel"
+    return AgentCall(runner, PurePosixPath("/work") / local.name, local, server=server)
+
+
+def _server_ready(runner: DockerCommandRunner) -> Path:
+    """The host side of the resident agent's socket, once the server listens on it."""
+    channel = runner._container.channel
+    assert channel is not None
+    host_socket = channel / SOCKET_NAME
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(host_socket))
+            return host_socket
+        except OSError:
+            time.sleep(0.1)
+        finally:
+            probe.close()
+    raise AssertionError(f"no agent server answered on {host_socket}")
+
+
+def _server_children(client: Any, container_id: str) -> list[str]:
+    """The jobs the resident agent server of ``container_id`` runs (its forked children)."""
+    top = client.api.top(container_id, ps_args="-o pid,ppid,args")
+    rows = [(str(p[0]), str(p[1]), str(p[2])) for p in top["Processes"]]
+    servers = {pid for pid, _, args in rows if " serve --socket " in args}
+    return [args for pid, ppid, args in rows if ppid in servers]
+
+
+@pytest.fixture
+def channel_runner(ort_image: str, client: Any) -> Iterator[DockerCommandRunner]:
+    warm = DockerCommandRunner(ort_image, keep_warm=60, labels={"t": "channel"})
+    warm.__enter__()
+    try:
+        yield warm
+    finally:
+        container_id, channel = warm.container_id, warm._container.channel
+        warm.close()
+        if container_id:
+            client.api.remove_container(container_id, force=True, v=True)
+        if channel is not None:
+            import shutil
+
+            shutil.rmtree(channel, ignore_errors=True)
+
+
+def test_warm_jobs_reach_the_resident_agent_without_an_exec(
+    channel_runner: DockerCommandRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgehub.errors import ToolchainError
+
+    agent = _agent_call(channel_runner, tmp_path)
+    first = agent.call("env", {}, failure=ToolchainError)  # through docker exec; starts a server
+    assert first.env.get("python")
+    _server_ready(channel_runner)
+    channel = channel_runner._container.channel
+    assert channel is not None
+    assert (channel.parent.stat().st_mode & 0o777) == 0o700, "only this user reaches the socket"
+
+    def no_exec(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the job went through docker exec")
+
+    monkeypatch.setattr(channel_runner, "exchange", no_exec)
+    monkeypatch.setattr(channel_runner, "_exec", no_exec)
+    result = agent.call(
+        "ort.invoke",
+        {"model": "in/model.onnx", "output": "out/output.npz"},
+        inputs={"model.onnx": MODEL},
+        failure=ToolchainError,
+    )
+    assert (result.files / "output.npz").stat().st_size > 0, "the output file came back"
+    assert (result.files / "result.json").exists()
+    assert result.env.get("onnxruntime")
+
+
+def test_a_refused_or_missing_server_falls_back_to_exec(
+    channel_runner: DockerCommandRunner, tmp_path: Path
+) -> None:
+    from edgehub.runners.docker.channel import open_agent_job
+
+    channel = channel_runner._container.channel
+    assert channel is not None
+    assert open_agent_job(channel / "nobody.sock", ["env"], "/work/x", b"", "out") is None
+    assert (
+        channel_runner.agent_exchange(
+            tmp_path, "/work/x", ["env"], socket="/run/edgehub/nobody.sock", fetch="out",
+            local=tmp_path / "out",
+        )
+        is None
+    )  # fmt: skip
+
+
+def test_a_channel_job_dies_with_its_sigkilled_owner(
+    channel_runner: DockerCommandRunner, client: Any, tmp_path: Path
+) -> None:
+    from edgehub.errors import ToolchainError
+
+    _agent_call(channel_runner, tmp_path / "a").call("env", {}, failure=ToolchainError)
+    _server_ready(channel_runner)
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            from pathlib import Path, PurePosixPath
+            from edgehub.errors import ToolchainError
+            from edgehub.runners.docker import DockerCommandRunner
+            from edgehub.toolchains.agent_call import AgentCall
+            runner = DockerCommandRunner({channel_runner.image!r}, keep_warm=60,
+                                         labels={{"t": "channel"}})
+            runner.__enter__()
+            local = Path({str(tmp_path / "b")!r})
+            agent = AgentCall(runner, PurePosixPath("/work/b"), local,
+                              server=runner.agent_socket({SOCKET_NAME!r}))
+            agent.call("ort.profile", {{"model": "in/m.onnx", "runs": 10000000}},
+                       inputs={{"m.onnx": Path({str(MODEL)!r})}}, failure=ToolchainError)
+        """)],
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    container_id = channel_runner.container_id
+    assert container_id is not None
+    try:
+        deadline = time.monotonic() + 60
+        while not _server_children(client, container_id):
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the job never started on the server"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        assert _server_children(client, container_id), "the job runs while its owner lives"
+        child.kill()
+        child.wait()
+        deadline = time.monotonic() + 10
+        while _server_children(client, container_id):
+            assert time.monotonic() < deadline, "the job outlived its SIGKILLed owner"
+            time.sleep(0.1)
+    finally:
+        child.kill()
+
+
+def test_the_channel_keeps_the_warm_container_hardened(
+    channel_runner: DockerCommandRunner, client: Any
+) -> None:
+    from edgehub.runners.docker.channel import CHANNEL_MOUNT
+
+    assert channel_runner.container_id is not None
+    attrs = client.api.inspect_container(channel_runner.container_id)
+    host = attrs["HostConfig"]
+    assert host["CapDrop"] == ["ALL"]
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["ReadonlyRootfs"] is True
+    assert host["NetworkMode"] == "none"
+    mounts = {m["Destination"]: m for m in attrs["Mounts"]}
+    assert sorted(mounts) == sorted(["/work", CHANNEL_MOUNT])
+    assert mounts[CHANNEL_MOUNT]["Type"] == "bind"
+    assert mounts[CHANNEL_MOUNT]["Source"] == str(channel_runner._container.channel)
+    caps = channel_runner.run(["sh", "-c", "grep -E '^CapEff' /proc/self/status"]).stdout
+    assert caps.split() == ["CapEff:", "0000000000000000"]
+    assert not channel_runner.run(["sh", "-c", "touch /etc/x"], check=False).ok

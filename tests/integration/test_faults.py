@@ -107,7 +107,8 @@ def _containers_of(pid: int) -> list[str]:
 
 
 def _warm_jobs() -> list[str]:
-    """Agent jobs (not the resident server) running in any warm container."""
+    """Agent jobs running in any warm container: exec'd ones, and those the resident server
+    forked for the host's direct channel (whose arguments are the server's)."""
     ids = subprocess.run(
         ["docker", "ps", "-q", "--filter", "label=org.edgehub.warm=1"],
         capture_output=True,
@@ -117,9 +118,12 @@ def _warm_jobs() -> list[str]:
     jobs = []
     for container in ids:
         top = subprocess.run(
-            ["docker", "top", container, "-o", "args"], capture_output=True, text=True
+            ["docker", "top", container, "-o", "pid,ppid,args"], capture_output=True, text=True
         ).stdout.splitlines()[1:]
-        jobs += [line for line in top if "ort." in line and " serve " not in line]
+        rows = [line.split(None, 2) for line in top if len(line.split(None, 2)) == 3]
+        servers = {pid for pid, _, args in rows if " serve " in args}
+        jobs += [args for _, _, args in rows if "ort." in args and " serve " not in args]
+        jobs += [f"job {pid} of the server" for pid, ppid, _ in rows if ppid in servers]
     return jobs
 
 

@@ -336,3 +336,97 @@ def test_output_framing_holds_back_only_a_possible_exit_line(
     output.feed(b"last words\n\0EDGEHUB-EX")
     assert output.finish() is None  # the server went away: what was held back is shown
     assert capfd.readouterr().err == "last words\n\0EDGEHUB-EX"
+
+
+# --- jobs that bring their files (the host's direct channel to a warm container) ------------
+
+
+def _stage_tar(job: Path, members: dict[str, bytes], extra: Any = None) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(f"{job.name}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if extra is not None:
+            tar.addfile(extra)
+    return buffer.getvalue()
+
+
+def _drain(job: Any) -> tuple[bytes, bytes]:
+    streams = {"stdout": b"", "stderr": b""}
+    for kind, chunk in job.read():
+        streams[kind] += chunk
+    job.close()
+    return streams["stdout"], streams["stderr"]
+
+
+def test_a_job_sent_with_its_files_runs_and_sends_its_folder_back(
+    warm: Path, models: dict[str, Path], tmp_path: Path
+) -> None:
+    import io
+    import tarfile
+
+    from edgehub.runners.docker.channel import open_agent_job
+
+    job_dir = tmp_path / "jobs" / "1-ort_invoke"  # made by the job from the archive
+    request = json.dumps({"model": "in/m.onnx", "output": "out/output.npz"}).encode()
+    pad = os.urandom(3 << 20)  # arrives in many reads
+    files = {"request.json": request, "in/m.onnx": models["cnn"].read_bytes(), "in/pad.bin": pad}
+    stage = _stage_tar(job_dir, files)
+    argv = ["ort.invoke", "--request", "request.json", "--result", "out/result.json"]
+    job = open_agent_job(warm, argv, str(job_dir), stage, "out")
+    assert job is not None, "the server took the job"
+    back, output = _drain(job)
+    assert job.wait() == 0, output
+    with tarfile.open(fileobj=io.BytesIO(back)) as tar:
+        names = set(tar.getnames())
+        result = json.loads(tar.extractfile("out/result.json").read())  # type: ignore[union-attr]
+    assert {"out/result.json", "out/output.npz"} <= names
+    assert result["ok"] is True
+    assert b"\0" not in output, "the framing lines are not shown as output"
+    assert (job_dir / "in" / "pad.bin").read_bytes() == pad
+
+
+def test_a_job_archive_with_a_symlink_is_refused_before_anything_runs(
+    warm: Path, tmp_path: Path
+) -> None:
+    import tarfile
+
+    from edgehub.runners.docker.channel import open_agent_job
+
+    job_dir = tmp_path / "evil" / "job"
+    link = tarfile.TarInfo(f"{job_dir.name}/in/escape")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc"
+    stage = _stage_tar(job_dir, {"request.json": b"{}"}, extra=link)
+    job = open_agent_job(warm, ["env"], str(job_dir), stage, "out")
+    assert job is not None
+    back, output = _drain(job)
+    assert job.wait() != 0
+    assert back == b""
+    assert b"not a file or directory" in output
+    assert not job_dir.exists(), "nothing of the archive was written"
+
+
+def test_a_stage_must_say_its_size() -> None:
+    from edgehub.agent.server.wire import decode_request
+
+    line = json.dumps({"argv": ["env"], "cwd": "/w", "stage": {"size": "12"}}).encode()
+    with pytest.raises(ValueError, match="'stage' must hold a 'size'"):
+        decode_request(line)
+    ok = json.dumps({"argv": ["env"], "cwd": "/w", "stage": {"size": 12, "fetch": "out"}})
+    assert decode_request(ok.encode())["stage"]["size"] == 12
+
+
+def test_the_host_client_connects_to_no_link_in_place_of_the_socket(
+    warm: Path, tmp_path: Path
+) -> None:
+    from edgehub.runners.docker.channel import open_agent_job
+
+    link = tmp_path / "agent.sock"
+    link.symlink_to(warm)  # what a container could leave in the folder it shares
+    assert open_agent_job(link, ["env"], str(tmp_path / "job"), b"", "out") is None
+    assert not (tmp_path / "job").exists()

@@ -25,6 +25,7 @@ from edgehub.errors import (
     UsageError,
 )
 from edgehub.fsutil import link_tree
+from edgehub.runners.protocol import CommandResult
 
 __all__ = ["AgentCall", "AgentResult"]
 
@@ -95,22 +96,26 @@ class AgentCall:
         stage = local / "stage"
         (stage / "in").mkdir(parents=True)
         (stage / "out").mkdir()
-        link_tree(build_agent_zipapp(), stage / AGENT_NAME)
         for name, path in (inputs or {}).items():
             link_tree(path, stage / "in" / name)
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
-        argv = [self.python, AGENT_NAME, command, "--request", "request.json",
-                "--result", "out/result.json"]  # fmt: skip
+        job = [command, "--request", "request.json", "--result", "out/result.json"]
+        argv = [self.python, AGENT_NAME, *job]
         if self.server:
             argv[2:2] = ["--server", self.server]
         files = local / "out"
         exchange = isinstance(self.runner, SupportsExchange)
         try:
-            if isinstance(self.runner, SupportsExchange):  # one round trip where offered
+            outcome = self._direct(stage, remote, job, files, timeout)
+            if outcome is not None:
+                exchange = True
+            elif isinstance(self.runner, SupportsExchange):  # one round trip where offered
+                link_tree(build_agent_zipapp(), stage / AGENT_NAME)
                 outcome = self.runner.exchange(
                     stage, remote, argv, fetch="out", local=files, timeout=timeout
                 )
             else:
+                link_tree(build_agent_zipapp(), stage / AGENT_NAME)
                 self.runner.put(stage, remote)
                 outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
         finally:
@@ -138,3 +143,22 @@ class AgentCall:
             warnings=list(result["warnings"]),
             env=dict(result["env"]),
         )
+
+    def _direct(
+        self,
+        stage: Path,
+        remote: PurePosixPath,
+        job: list[str],
+        files: Path,
+        timeout: float | None,
+    ) -> CommandResult | None:
+        """The job run by the resident agent straight from here, where the runner reaches it
+        without starting anything (a warm container's agent channel); None when it did not
+        run there, and nothing ran."""
+        direct = getattr(self.runner, "agent_exchange", None)
+        if self.server is None or direct is None:
+            return None
+        outcome: CommandResult | None = direct(
+            stage, remote, job, socket=self.server, fetch="out", local=files, timeout=timeout
+        )
+        return outcome

@@ -48,12 +48,14 @@ def local_agent(
 
 
 def _server_socket(runner: DockerCommandRunner) -> str | None:
-    """A warm container keeps a resident agent (one per agent version) for the next jobs."""
+    """A warm container keeps a resident agent (one per agent version) for the next jobs, on a
+    socket this process reaches directly where the container offers that channel."""
     if not runner.keep_warm:
         return None
     from edgehub.agent.bundle import agent_hash
 
-    return f"/tmp/edgehub-agent-{agent_hash()[:12]}.sock"
+    name = f"edgehub-agent-{agent_hash()[:12]}.sock"
+    return runner.agent_socket(name) or f"/tmp/{name}"
 
 
 def scratch_agent(

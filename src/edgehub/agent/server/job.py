@@ -16,6 +16,7 @@ import sys
 import traceback
 from typing import Any, Iterable
 
+from .stage import StageError, send_back, unpack
 from .wire import START, CliMain, marker
 
 PR_SET_PDEATHSIG = 1
@@ -83,8 +84,11 @@ def run_job(
     cli_main: CliMain,
     server_pid: int,
     inherited: Iterable[int],
+    upload: bytes = b"",
 ) -> None:
-    """Run one job in the forked process; never returns (ends with ``os._exit``)."""
+    """Run one job in the forked process (first unpacking the files sent with it, at the end
+    sending back the folder asked for, see :mod:`.stage`); never returns (ends with
+    ``os._exit``)."""
     code = 1
     try:
         os.setpgid(0, 0)
@@ -97,14 +101,22 @@ def run_job(
                 pass
         conn.sendall(marker(START, os.getpid()))
         redirect_output(conn)
+        stage = request.get("stage")
         try:
+            if stage is not None:
+                unpack(upload, os.path.dirname(request["cwd"]))
             adopt_client(request)
-        except OSError as exc:
+        except (OSError, StageError) as exc:
             sys.stderr.write(f"error: the agent server cannot take the client's setup: {exc}\n")
         else:
             argv = list(request["argv"])
             sys.argv = [sys.argv[0], *argv]
-            code = cli_main(argv)
+            try:
+                code = cli_main(argv)
+            finally:
+                if stage is not None:
+                    flush_output()
+                    send_back(stage, request["cwd"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
@@ -114,9 +126,13 @@ def run_job(
             pass
         code = 1
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
+        flush_output()
         os._exit(code & 0xFF)
+
+
+def flush_output() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass

@@ -50,6 +50,7 @@ from .wire import (
     socket_address,
 )
 
+BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"
 SERVE_USAGE = "usage: edgehub-agent serve --socket PATH [--idle SECONDS] [--preload NAMESPACE]"
 DEFAULT_IDLE_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection must send its request within this
@@ -194,6 +195,9 @@ class Pending:
     def __init__(self, deadline: float) -> None:
         self.buffer = b""
         self.deadline = deadline
+        self.request: dict[str, Any] | None = None  # read; its stage still arriving
+        self.stage_size = 0
+        self.upload = bytearray()
 
 
 class Server:
@@ -368,6 +372,10 @@ class Server:
         if not data:
             self.drop_pending(conn)
             return
+        if pending.request is not None:
+            pending.upload += data
+            self.collect_stage(conn, pending)
+            return
         pending.buffer += data
         line, newline, rest = pending.buffer.partition(b"\n")
         if not newline:
@@ -383,9 +391,27 @@ class Server:
         if reason:
             self.refuse(conn, reason)
             return
+        stage = request.get("stage")
+        if stage is not None:  # its files follow the line: wait for all of them
+            pending.request, pending.stage_size = request, stage["size"]
+            pending.upload, pending.buffer = bytearray(rest), b""
+            self.collect_stage(conn, pending)
+            return
         self.pending.pop(conn)
         self.selector.unregister(conn)
         self.start(conn, request, rest)
+
+    def collect_stage(self, conn: socket.socket, pending: Pending) -> None:
+        """Start the job once its files have all come (control lines may follow them)."""
+        pending.deadline = time.monotonic() + REQUEST_TIMEOUT_S  # a stalled upload is dropped
+        if len(pending.upload) < pending.stage_size or pending.request is None:
+            return
+        upload = bytes(pending.upload[: pending.stage_size])
+        rest = bytes(pending.upload[pending.stage_size :])
+        pending.upload = bytearray()
+        self.pending.pop(conn)
+        self.selector.unregister(conn)
+        self.start(conn, pending.request, rest, upload)
 
     def mismatch(self, request: dict[str, Any]) -> str | None:
         """Why this server cannot run the request as a fresh process would, if it cannot."""
@@ -401,7 +427,9 @@ class Server:
             return "environment differs from the server's in " + ", ".join(differ[:8])
         return None
 
-    def start(self, conn: socket.socket, request: dict[str, Any], rest: bytes) -> None:
+    def start(
+        self, conn: socket.socket, request: dict[str, Any], rest: bytes, upload: bytes = b""
+    ) -> None:
         inherited = [self.wakeup_r, self.wakeup_w, self.lock_fd]
         inherited += [c.fileno() for c in self.pending]
         inherited += [j.conn.fileno() for j in self.jobs.values() if j.conn is not None]
@@ -425,7 +453,8 @@ class Server:
             self.became_idle()
             return
         if pid == 0:
-            run_job(conn, request, self.cli_main, server_pid, inherited)
+            run_job(conn, request, self.cli_main, server_pid, inherited, upload)
+        mark_busy(pid, True)
         try:
             os.setpgid(pid, pid)  # also here, so the group exists before any kill
         except OSError:
@@ -490,11 +519,29 @@ class Server:
             if job is None:
                 continue
             del self.jobs[pid]
+            mark_busy(pid, False)
             if job.conn is not None:
                 self.selector.unregister(job.conn)
                 send_and_close(job.conn, marker(EXIT, exit_code(status)))
                 job.conn = None
             self.became_idle()
+
+
+def mark_busy(pid: int, busy: bool) -> None:
+    """With ``EDGEHUB_AGENT_BUSY_DIR`` set (a warm container's idle timer reads that folder),
+    a running job is a file named by its pid there."""
+    folder = os.environ.get(BUSY_DIR_ENV)
+    if not folder:
+        return
+    path = os.path.join(folder, str(pid))
+    try:
+        if busy:
+            os.makedirs(folder, exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def receive(conn: socket.socket) -> bytes | None:

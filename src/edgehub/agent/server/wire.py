@@ -6,9 +6,12 @@ The client connects and sends one JSON line::
      "env": {...}, "umask": 18, "python": {"version": "...", "prefix": "..."}}
 
 (``argv`` and ``cwd`` are required; ``env`` replaces the job's environment; ``python`` lets the
-server refuse a client of another interpreter). The client then keeps its side of the connection
-open: closing it, or dying, tells the server to kill the job. While the job runs the client may
-send ``signal N`` lines (N = SIGINT or SIGTERM) to pass a signal on to the job.
+server refuse a client of another interpreter). A client on another file system adds
+``"stage": {"size": N, "fetch": "out"}`` and sends, right after the line, N bytes: the tar
+of the job's working directory, which the job unpacks into ``cwd``'s parent (:mod:`.stage`).
+The client then keeps its side of the connection open: closing it, or dying, tells the server
+to kill the job. While the job runs the client may send ``signal N`` lines (N = SIGINT or
+SIGTERM) to pass a signal on to the job.
 
 The server answers with, first, one of
 
@@ -16,7 +19,9 @@ The server answers with, first, one of
 - ``\\0EDGEHUB-REFUSED <reason>\\n``, after which it closes: nothing ran, the client runs the
   command itself;
 
-then everything the job writes to its stdout and stderr, unchanged and as it is written, and last
+then everything the job writes to its stdout and stderr, unchanged and as it is written (for a
+request with a stage, then ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder it asked
+for), and last
 ``\\0EDGEHUB-EXIT <code>\\n``, written by the server once the job's process has exited (so after all
 of its output), before the server closes the connection. A connection that closes before a start
 line means that nothing ran.
@@ -36,8 +41,10 @@ CliMain = Callable[[List[str]], int]
 START = b"\0EDGEHUB-START "
 REFUSED = b"\0EDGEHUB-REFUSED "
 EXIT = b"\0EDGEHUB-EXIT "
+FILES = b"\0EDGEHUB-FILES "
 
 MAX_REQUEST_BYTES = 4 << 20
+MAX_STAGE_BYTES = 1 << 30  # held in the server's memory until the job starts
 MAX_LINE_BYTES = 4096
 FORWARDED_SIGNALS = (int(signal.SIGINT), int(signal.SIGTERM))
 
@@ -82,6 +89,13 @@ def decode_request(line: bytes) -> dict[str, Any]:
     umask = request.get("umask")
     if umask is not None and (isinstance(umask, bool) or not isinstance(umask, int)):
         raise ValueError("'umask' must be an integer")
+    stage = request.get("stage")
+    if stage is not None:
+        size = stage.get("size") if isinstance(stage, dict) else None
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 <= size <= MAX_STAGE_BYTES:
+            raise ValueError("'stage' must hold a 'size' in bytes (at most 1 GiB)")
+        if not isinstance(stage.get("fetch", "out"), str):
+            raise ValueError("'stage.fetch' must be a folder name")
     return request
 
 

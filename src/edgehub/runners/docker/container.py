@@ -16,6 +16,7 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from edgehub.errors import ImageNotBuiltError, RunnerError
@@ -121,6 +122,7 @@ class Container:
         self.id: str | None = None
         self.image_attrs: dict[str, Any] = {}
         self.pending_name: str | None = None
+        self.channel: Path | None = None  # the host folder of a warm container's agent channel
         self.lock = threading.RLock()
 
     def connect(self) -> DockerClient:
@@ -164,7 +166,7 @@ class Container:
         """Remove the container (or the one being created); idempotent."""
         with self.lock:
             target = self.id or self.pending_name
-            self.id = self.pending_name = None
+            self.id = self.pending_name = self.channel = None
             client = self.client
         if target is None or client is None:
             return
@@ -181,7 +183,7 @@ class Container:
     def forget(self) -> None:
         """Let go of the container without removing it (a warm one lives on)."""
         with self.lock:
-            self.id = self.pending_name = None
+            self.id = self.pending_name = self.channel = None
 
     def close_client(self) -> None:
         with self.lock:

@@ -50,12 +50,14 @@ def exchange(
     local: Path,
     timeout: float | None,
     hide: bool,
+    packed: bytes | None = None,
 ) -> CommandResult:
     """Upload ``stage`` as ``target``, run ``argv`` there, download ``target/fetch`` to
     ``local``; the command's exit code is not checked. ``start(argv, stdin)`` makes the exec,
-    ``execute`` is the runner base's loop (timeout, cancel, streaming)."""
+    ``execute`` is the runner base's loop (timeout, cancel, streaming). With ``packed`` (the
+    files already on their way, as on the agent channel) ``stage`` is not packed again."""
     words = [str(word) for word in argv]
-    data = pack(stage, arcname=target.name)
+    data = pack(stage, arcname=target.name) if packed is None else packed
     script = ["sh", "-c", _SCRIPT, "edgehub", str(target.parent), target.name, fetch]
     script.append(str(len(data)))
     stdout = io.BytesIO()

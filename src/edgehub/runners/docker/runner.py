@@ -3,10 +3,12 @@
 Every `run` is an ``exec`` (``docker/exec.py``) driven by the runner base, so output streams
 line by line and timeouts and `cancel` stop the exec's processes. Files move as tar streams
 through ``exec`` (or the archive API for images without ``tar``, ``docker/files.py``), and
-`exchange` does upload + run + download in one exec. With ``keep_warm`` the container is shared
-with later processes (``docker/warm.py``); its jobs keep their stdin open (unwritten) so they
-read end of file when this process dies (``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to
-watch it), and a command that reads its stdin there waits instead of seeing end of file.
+`exchange` does upload + run + download in one exec; `agent_exchange` does the same for an
+agent job without any exec, over a warm container's direct channel (``docker/channel.py``).
+With ``keep_warm`` the container is shared with later processes (``docker/warm.py``); its jobs
+keep their stdin open (unwritten) so they read end of file when this process dies
+(``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to watch it), and a command that reads its
+stdin there waits instead of seeing end of file.
 Otherwise the container is removed by `close`, at interpreter exit, by
 `~edgehub.runners.base.cancel_all`, and, after a hard kill, by the next process's
 `~edgehub.runners.docker.reaper.reap`.
@@ -18,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 
 from edgehub.errors import RunnerError
+from edgehub.runners.archive import pack
 from edgehub.runners.base import BaseRunner, Process
+from edgehub.runners.docker.channel import CHANNEL_MOUNT, open_agent_job
 from edgehub.runners.docker.client import DockerAPIError, DockerClient
 from edgehub.runners.docker.container import (
     DEFAULT_MEMORY,
@@ -30,12 +34,13 @@ from edgehub.runners.docker.exchange import exchange
 from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
 from edgehub.runners.docker.files import ContainerFiles
 from edgehub.runners.docker.owner import owner_marker
-from edgehub.runners.docker.warm import JOB_WRAPPER, start_warm
+from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
 from edgehub.runners.protocol import CommandResult
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
 
 WATCH_STDIN_ENV = "EDGEHUB_AGENT_WATCH_STDIN"
+BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"  # where a resident agent marks its running jobs
 
 
 class DockerCommandRunner(BaseRunner):
@@ -158,7 +163,7 @@ class DockerCommandRunner(BaseRunner):
         warm = self._keep_warm is not None
         if warm:  # see docker/warm.py; the job ends when this process does
             argv = ["sh", "-c", JOB_WRAPPER, owner_marker().partition("=")[2], *argv]
-            environment.append(f"{WATCH_STDIN_ENV}=1")
+            environment += [f"{WATCH_STDIN_ENV}=1", f"{BUSY_DIR_ENV}={BUSY_DIR}"]
         try:
             return ExecProcess(
                 client,
@@ -240,3 +245,53 @@ class DockerCommandRunner(BaseRunner):
             timeout=timeout,
             hide=hide,
         )
+
+    # -- the direct channel to a resident agent (docker/channel.py) ------------------------------
+
+    def agent_socket(self, name: str) -> str | None:
+        """The container path of a socket ``name`` that this process can also reach from the
+        host (a warm container with the agent channel mounted); None otherwise."""
+        if self._container.channel is None:
+            return None
+        return f"{CHANNEL_MOUNT}/{name}"
+
+    def agent_exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        socket: str,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult | None:
+        """`exchange` through the resident agent on ``socket`` (from `agent_socket`), whose
+        command line ``argv`` is (``[command, options...]``): no ``docker exec``, no agent
+        start-up. None when no server took the job (nothing ran): use `exchange` then."""
+        channel = self._container.channel
+        if channel is None or not socket.startswith(CHANNEL_MOUNT + "/"):
+            return None
+        host_socket = channel / socket[len(CHANNEL_MOUNT) + 1 :]
+        target = PurePosixPath(self._files.remote(remote))
+        words = [str(word) for word in argv]
+        data = pack(stage, arcname=target.name)
+
+        def start(_words: list[str], _stdin: bytes) -> Process:
+            job = open_agent_job(host_socket, words, str(target), data, fetch)
+            if job is None:
+                raise _NoServer
+            return job
+
+        try:
+            return exchange(
+                self.execute, start, stage, target, words,
+                fetch=fetch, local=local, timeout=timeout, hide=hide, packed=data,
+            )  # fmt: skip
+        except _NoServer:
+            return None
+
+
+class _NoServer(Exception):
+    """No resident agent took the job (nothing ran)."""

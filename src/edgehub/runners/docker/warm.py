@@ -4,7 +4,13 @@ The container's main process exits (and auto-remove deletes the container) once 
 idle that long: no job running, and none started or ended. Every job runs under a wrapper
 that registers its pid in ``/tmp/.edgehub-busy`` while it runs and touches a file when it
 starts and ends, so a job longer than ``keep_warm`` keeps the container alive, and a job that
-was killed (its pid gone) no longer does.
+was killed (its pid gone) no longer does; the resident agent server marks its own jobs there
+(``EDGEHUB_AGENT_BUSY_DIR``, `BUSY_DIR`).
+
+Where the daemon is local and this process can share a folder with the container's user, the
+container also mounts the host folder of ``docker/channel.py`` at `CHANNEL_MOUNT`, through
+which this process reaches the resident agent directly; `Container.channel` is then that host
+folder.
 """
 
 from __future__ import annotations
@@ -12,16 +18,21 @@ from __future__ import annotations
 import hashlib
 import os
 import time
+from pathlib import Path
 
 from edgehub.errors import RunnerError
+from edgehub.runners.docker.channel import CHANNEL_MOUNT, channel_dir
 from edgehub.runners.docker.client import DockerAPIError, DockerNotFound
-from edgehub.runners.docker.container import Container
+from edgehub.runners.docker.container import Container, image_owner
 from edgehub.runners.docker.owner import MANAGED, WARM, WARM_KEY
 
-__all__ = ["JOB_WRAPPER", "start_warm", "warm_key"]
+__all__ = ["BUSY_DIR", "JOB_WRAPPER", "start_warm", "warm_key"]
+
+CHANNEL_VERSION = "channel-1"  # containers made before the channel are not adopted
 
 _ALIVE = "/tmp/.edgehub-alive"
 _BUSY = "/tmp/.edgehub-busy"
+BUSY_DIR = _BUSY
 # The main process: exit once no job has run, started or ended for $0 seconds.
 _IDLE_LOOP = f"""
 touch {_ALIVE}
@@ -56,6 +67,7 @@ def warm_key(container: Container) -> str:
         settings.workdir,
         sorted(settings.labels.items()),
         os.getuid(),
+        CHANNEL_VERSION,
     ]
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
@@ -67,11 +79,13 @@ def start_warm(container: Container, keep_warm: float) -> str:
     container.inspect_image()
     key = warm_key(container)
     name = f"edgehub-warm-{key}"
+    channel = _channel(container, key)
     for _ in range(3):
         try:
             info = client.inspect_container(name)
             if (info.get("State") or {}).get("Running"):
                 container.id = str(info["Id"])
+                container.channel = channel if _mounts(info, channel) else None
                 return container.id
             client.remove_container(name)
         except DockerNotFound:
@@ -83,6 +97,10 @@ def start_warm(container: Container, keep_warm: float) -> str:
         command = ["sh", "-c", _IDLE_LOOP, str(int(keep_warm))]
         config = container.settings.config(command, container.image_attrs, labels)
         config["HostConfig"]["AutoRemove"] = True
+        if channel is not None:
+            config["HostConfig"]["Mounts"].append(
+                {"Type": "bind", "Source": str(channel), "Target": CHANNEL_MOUNT}
+            )
         try:
             created = client.create_container(config, name)
             client.start_container(created)
@@ -93,5 +111,48 @@ def start_warm(container: Container, keep_warm: float) -> str:
                 f"cannot start a warm container of {container.settings.image}: {error.explanation}"
             ) from error
         container.id = created
+        container.channel = channel
         return created
     raise RunnerError(f"cannot start or reuse the warm container {name}; try again")
+
+
+def _container_uid(container: Container) -> int | None:
+    user = container.settings.user
+    if user is None:
+        owner = image_owner(container.image_attrs)
+        return None if owner is None else owner[0]
+    uid = user.partition(":")[0]
+    return int(uid) if uid.isdigit() else None
+
+
+def _channel(container: Container, key: str) -> Path | None:
+    """The host folder to mount for the direct channel, or None where it cannot work: a
+    daemon on another machine, or a container user that this process can neither be nor
+    give the folder to."""
+    from edgehub.runners.docker.lite import LiteClient
+
+    uid = _container_uid(container)
+    if not isinstance(container.client, LiteClient) or uid is None:
+        return None
+    if os.geteuid() not in (0, uid):
+        return None
+    try:
+        folder = channel_dir(key)
+        if os.geteuid() == 0 and uid != 0:
+            os.chown(folder, uid, -1)
+    except OSError:
+        return None
+    return folder
+
+
+def _mounts(info: dict[str, object], channel: Path | None) -> bool:
+    """Whether the running container ``info`` mounts ``channel`` at `CHANNEL_MOUNT`."""
+    mounts = info.get("Mounts")
+    if channel is None or not isinstance(mounts, list):
+        return False
+    return any(
+        isinstance(m, dict)
+        and m.get("Destination") == CHANNEL_MOUNT
+        and m.get("Source") == str(channel)
+        for m in mounts
+    )

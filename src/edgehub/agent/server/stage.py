@@ -1,0 +1,83 @@
+"""Files that travel with a job over the server's socket. Standard library.
+
+A client that cannot reach the server's file system (the host, talking to the server of a warm
+container through a mounted directory) sends the job's working directory as an uncompressed tar
+right after its request line, and asks for one folder of it back (see :mod:`.wire`). The job's
+process unpacks the tar into ``cwd``'s parent before it runs, and, once the command has ended,
+writes ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder to the connection.
+
+Only plain files, directories and hard links to members already unpacked are accepted, each
+under a relative name without ``..``; anything else refuses the whole archive before a byte is
+written.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from typing import Any
+
+from .wire import FILES, marker
+
+
+class StageError(ValueError):
+    """The archive sent with a job is not one this server unpacks."""
+
+
+def _safe_name(name: str) -> bool:
+    parts = name.split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and "\0" not in name
+
+
+def check_members(tar: tarfile.TarFile) -> None:
+    names = set()
+    for member in tar.getmembers():
+        name = member.name.rstrip("/")
+        if not _safe_name(name):
+            raise StageError(f"unsafe name in the job's archive: {member.name!r}")
+        if member.islnk():
+            if member.linkname.rstrip("/") not in names:
+                raise StageError(f"hard link to an unknown member: {member.name!r}")
+        elif not (member.isfile() or member.isdir()):
+            raise StageError(f"not a file or directory in the job's archive: {member.name!r}")
+        names.add(name)
+
+
+def unpack(data: bytes, parent: str) -> None:
+    """Unpack the job's archive into ``parent`` (made if missing); raises `StageError`."""
+    os.makedirs(parent, exist_ok=True)
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            check_members(tar)
+            for member in tar.getmembers():
+                member.mode = (member.mode & 0o755) | (0o700 if member.isdir() else 0o600)
+            if hasattr(tarfile, "data_filter"):  # a second guard where this Python has it
+                tar.extractall(parent, numeric_owner=True, filter="data")
+            else:
+                tar.extractall(parent, numeric_owner=True)
+    except tarfile.TarError as exc:
+        raise StageError(f"cannot read the job's archive: {exc}") from exc
+
+
+def pack(cwd: str, folder: str) -> bytes:
+    """The tar of ``cwd/folder``, rooted at ``folder`` (empty when it does not exist)."""
+    path = os.path.join(cwd, folder)
+    if not os.path.exists(path):
+        return b""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.add(path, arcname=folder)
+    return buffer.getvalue()
+
+
+def send_back(stage: dict[str, Any], cwd: str) -> None:
+    """Write the FILES line and the tar of the folder the client asked for to stdout (fd 1)."""
+    data = pack(cwd, str(stage.get("fetch") or "out"))
+    view = memoryview(marker(FILES, len(data)) + data)
+    while view:
+        try:
+            written = os.write(1, view)
+        except InterruptedError:
+            continue
+        view = view[written:]

@@ -1,0 +1,174 @@
+"""The host's direct line to the resident agent of a warm container, without a ``docker exec``.
+
+A warm container bind-mounts a folder of the host (`channel_dir`: private to this user, under
+a 0700 parent) at `CHANNEL_MOUNT`; the agent server in the container listens on a Unix socket
+there, so this process connects to it straight from the host. A job goes over that connection
+as the server's job protocol (``edgehub.agent.server.wire``) with its files: the request line,
+the tar of the job's directory, then the job's output as it is written, the tar of the folder
+asked back and the exit code. The connection is the job's lifeline: when this process closes
+it, or dies, the server kills the job with its process group.
+
+`AgentJob` is the runner base's `~edgehub.runners.base.Process` for such a job: the output
+comes as ``stderr``, the returned tar as ``stdout`` (as the exec path of ``docker/exchange.py``
+delivers them), and `kill` closes the connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START, socket_address
+
+__all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "open_agent_job"]
+
+CHANNEL_MOUNT = "/run/edgehub"
+# Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
+# job's files in memory until the job starts.
+MAX_CHANNEL_STAGE_BYTES = 256 << 20
+CONNECT_TIMEOUT_S = 2.0
+START_TIMEOUT_S = 10.0
+
+
+def channel_dir(key: str) -> Path:
+    """The host folder mounted into the warm container ``key`` (made, with a private parent).
+
+    The parent is ``~/.cache/edgehub/warm`` (mode 0700), so only this user reaches the socket;
+    the folder itself belongs to the container's user when this process may give it away."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgehub" / "warm"
+    base.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o700)
+    folder = base / key
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+class Refused(Exception):
+    """The server did not take the job; nothing ran."""
+
+
+class AgentJob:
+    """One job on the resident agent at ``host_socket``: ``argv`` in ``cwd`` (a path in the
+    container), the directory's files from ``stage`` (a tar whose root is ``cwd``'s last part),
+    ``fetch`` the folder of ``cwd`` sent back. Raises `Refused` when nothing ran."""
+
+    def __init__(self, host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str):
+        request = {"argv": argv, "cwd": cwd, "stage": {"size": len(stage), "fetch": fetch}}
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._code: int | None = None
+        self._killed = False
+        try:
+            # The container may write in its folder: connect only to a socket it made there,
+            # never through a link it may have put in its place.
+            if not stat.S_ISSOCK(os.lstat(host_socket).st_mode):
+                raise Refused(f"{host_socket} is not a socket")
+            self._sock.settimeout(CONNECT_TIMEOUT_S)
+            with socket_address(str(host_socket)) as address:
+                self._sock.connect(address)
+            self._sock.settimeout(START_TIMEOUT_S)
+            self._sock.sendall(json.dumps(request).encode() + b"\n" + stage)
+            self._pending = self._first_line()
+        except (OSError, Refused) as error:
+            self._sock.close()
+            raise Refused(str(error)) from error
+        self._sock.settimeout(None)
+
+    def _first_line(self) -> bytes:
+        data = b""
+        while b"\n" not in data:
+            chunk = self._sock.recv(65536)
+            if not chunk:
+                raise Refused("the server closed the connection")
+            data += chunk
+        line, _, rest = data.partition(b"\n")
+        if line.startswith(REFUSED):
+            raise Refused(line[len(REFUSED) :].decode("utf-8", "replace"))
+        if not line.startswith(START):
+            raise Refused("the server did not start the job")
+        return rest
+
+    def _chunks(self) -> Iterator[bytes]:
+        if self._pending:
+            yield self._pending
+        while True:
+            try:
+                chunk = self._sock.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            yield chunk
+
+    def read(self) -> Iterator[tuple[str, bytes]]:
+        """The job's output (``stderr``), then the returned tar (``stdout``)."""
+        buffer = b""
+        files: bytearray | None = None
+        size = 0
+        for chunk in self._chunks():
+            if files is not None:
+                files += chunk
+                continue
+            buffer += chunk
+            while buffer and files is None:
+                cut = buffer.find(b"\0")
+                if cut != 0:  # plain output up to the next marker, if any
+                    yield "stderr", buffer if cut < 0 else buffer[:cut]
+                    buffer = b"" if cut < 0 else buffer[cut:]
+                    continue
+                line, newline, rest = buffer.partition(b"\n")
+                if not newline:
+                    break  # a marker line still coming
+                if line.startswith(FILES):
+                    size = _integer(line[len(FILES) :]) or 0
+                    files, buffer = bytearray(rest), b""
+                elif line.startswith(EXIT):
+                    self._code = _integer(line[len(EXIT) :])
+                    buffer = rest
+                else:  # a NUL in the job's own output
+                    yield "stderr", line + newline
+                    buffer = rest
+        if buffer:
+            yield "stderr", buffer
+        if files is not None and len(files) >= size:
+            yield "stdout", bytes(files[:size])
+            tail = bytes(files[size:])
+            if tail.startswith(EXIT):
+                self._code = _integer(tail[len(EXIT) :])
+
+    def kill(self) -> None:
+        """End the job: the server kills it when the connection closes."""
+        self._killed = True
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def wait(self) -> int:
+        return -1 if self._code is None else self._code
+
+    def close(self) -> None:
+        self.kill()
+        self._sock.close()
+
+
+def _integer(text: bytes) -> int | None:
+    text = text.strip()
+    digits = text[1:] if text.startswith(b"-") else text
+    return int(text) if digits.isdigit() else None
+
+
+def open_agent_job(
+    host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str
+) -> AgentJob | None:
+    """The job started on the resident agent at ``host_socket``; None when none took it (or
+    its files are too big for the channel)."""
+    if len(stage) > MAX_CHANNEL_STAGE_BYTES:
+        return None
+    try:
+        return AgentJob(host_socket, argv, cwd, stage, fetch)
+    except Refused:
+        return None
