@@ -127,7 +127,7 @@ def execute(
     cancel = cancel or Cancellation()
     with (
         _context(project, request, subscriber, cancel) as ctx,
-        _device_lease(ctx, request, runtime, cancel),
+        _device_lease(project, ctx, request, runtime, cancel),
     ):
         if request.step == "pipeline":
             return _pipeline(ctx, request, runtime, cancel)
@@ -140,12 +140,17 @@ MEASURING_STEPS = ("profile", "pipeline")
 
 @contextmanager
 def _device_lease(
-    ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
+    project: Project,
+    ctx: HubContext,
+    request: ExecRequest,
+    runtime: Runtime,
+    cancel: Cancellation,
 ) -> Iterator[None]:
-    """Hold the device's lease while a step runs: always for the measuring steps (profile,
-    pipeline), and for every step on a device that is not this host (``local`` provider)."""
+    """Hold the device while a step runs: always for the measuring steps (profile, pipeline),
+    and for every step on a device that is not this host (``local`` provider). The hold is a
+    labgrid place for a device with a ``labgrid`` table, else a lease on this host."""
     from edgehub.core.component.dispatch import resolve_device
-    from edgehub.ops.leases import device_lease
+    from edgehub.ops.leases import measurement_lease
 
     component = step_components(runtime, request.step)[
         "profile" if request.step == "pipeline" else request.step
@@ -154,11 +159,12 @@ def _device_lease(
     if request.step not in MEASURING_STEPS and device.provider_type == "local":
         yield
         return
-    with device_lease(
+    with measurement_lease(
+        project,
         device.name,
         timeout=request.lease_timeout,
         command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
-        on_wait=ctx.events.warning,
+        events=ctx.events,
         cancelled=cancel.wait,
     ):
         yield

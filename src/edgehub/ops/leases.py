@@ -21,11 +21,21 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from edgehub.errors import DeviceBusyError, OperationCancelled
 
-__all__ = ["LeaseHolder", "default_lease_dir", "device_lease", "lease_holder"]
+if TYPE_CHECKING:
+    from edgehub.events import EventSink
+    from edgehub.ops.project import Project
+
+__all__ = [
+    "LeaseHolder",
+    "default_lease_dir",
+    "device_lease",
+    "lease_holder",
+    "measurement_lease",
+]
 
 DEFAULT_TIMEOUT_S = 3600.0
 _POLL_S = 0.25
@@ -174,3 +184,38 @@ def device_lease(
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     finally:
         handle.close()
+
+
+@contextlib.contextmanager
+def measurement_lease(
+    project: Project,
+    device: str,
+    *,
+    timeout: float | None,
+    command: str,
+    events: EventSink,
+    cancelled: Callable[[float], bool],
+) -> Iterator[None]:
+    """What a measurement on ``device`` holds: a free place of its labgrid pool when hub.toml
+    gives the device a ``labgrid`` table, else the device's lease on this host."""
+    section = project.config.devices.get(device)
+    if section is None or section.labgrid is None:
+        with device_lease(
+            device, timeout=timeout, command=command, on_wait=events.warning, cancelled=cancelled
+        ):
+            yield
+        return
+    from edgehub.core.device.configs import LabgridConfig
+    from edgehub.ops.labgrid_pool import hold_place, open_pool
+
+    config = LabgridConfig(**section.labgrid.values)
+    pool = open_pool(config)
+    try:
+        with hold_place(
+            pool, config, timeout=timeout, on_wait=events.warning, cancelled=cancelled
+        ) as place:
+            where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
+            events.info(f"device {device!r}: holding labgrid place {place.name} ({where})")
+            yield
+    finally:
+        pool.close()

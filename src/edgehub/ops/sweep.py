@@ -3,11 +3,12 @@ cell.
 
 Cells on different devices run at the same time (a thread per device); cells on one device run
 one after another, and each measurement also holds the device's lease (`ops.leases`), so other
-edgehub processes wait for it too. A failed cell is recorded FAILED and the others go on. A
-`Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the cells not yet
-started are reported NOT_STARTED, and the parent run ends KILLED. With ``resume`` a cell that
-finished in an earlier sweep (same step, model content, device, runtime and values) is not run
-again: its earlier result is reported.
+edgehub processes wait for it too. A labgrid pool device gets a thread per matching place, and
+each of its cells holds a free place of the pool. A failed cell is recorded FAILED and the
+others go on. A `Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the
+cells not yet started are reported NOT_STARTED, and the parent run ends KILLED. With
+``resume`` a cell that finished in an earlier sweep (same step, model content, device, runtime
+and values) is not run again: its earlier result is reported.
 
 The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's params and the
 headline metrics; the component runs the cell starts carry the tags ``sweep`` and
@@ -17,6 +18,7 @@ headline metrics; the component runs the cell starts carry the tags ``sweep`` an
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -178,10 +180,12 @@ class _Sweep:
             lease_timeout=self.lease_timeout,
         )
 
-    def run_device(self, cells: list[tuple[SweepCell, CellResult]]) -> None:
-        """The cells of one device, one after another."""
-        for cell, result in cells:
-            if self.cancel.cancelled:
+    def run_device(self, cells: queue.SimpleQueue[tuple[SweepCell, CellResult]]) -> None:
+        """Cells of one device, one after another, until its queue is empty."""
+        while not self.cancel.cancelled:
+            try:
+                cell, result = cells.get_nowait()
+            except queue.Empty:
                 return
             self.run_cell(cell, result)
 
@@ -216,13 +220,31 @@ class _Sweep:
             ctx.client.log_param("cell", json.dumps(result.to_dict()))
 
 
-def _group_by_device(
-    pending: list[tuple[SweepCell, CellResult]],
-) -> dict[str, list[tuple[SweepCell, CellResult]]]:
-    groups: dict[str, list[tuple[SweepCell, CellResult]]] = {}
+def _workers(project: Project, device: str) -> int:
+    """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
+    of places that match it (each cell then holds a place of its own)."""
+    section = project.config.devices.get(device)
+    if section is None or section.labgrid is None:
+        return 1
+    from edgehub.core.device.configs import LabgridConfig
+    from edgehub.ops.labgrid_pool import matching_places, open_pool
+
+    config = LabgridConfig(**section.labgrid.values)
+    pool = open_pool(config)
+    try:
+        return max(1, len(matching_places(pool.places(), config)))
+    finally:
+        pool.close()
+
+
+def _queues(
+    project: Project, pending: list[tuple[SweepCell, CellResult]]
+) -> list[queue.SimpleQueue[tuple[SweepCell, CellResult]]]:
+    """A queue of cells per device, once for each of the device's workers."""
+    by_device: dict[str, queue.SimpleQueue[tuple[SweepCell, CellResult]]] = {}
     for cell, result in pending:
-        groups.setdefault(cell.device, []).append((cell, result))
-    return groups
+        by_device.setdefault(cell.device, queue.SimpleQueue()).put((cell, result))
+    return [q for name, q in by_device.items() for _ in range(_workers(project, name))]
 
 
 def _wait_all(futures: list[Any], cancel: Cancellation) -> None:
@@ -288,10 +310,10 @@ def run_sweep(
                     sweep.notify(result)
                 else:
                     pending.append((cell, result))
-            groups = _group_by_device(pending)
+            queues = _queues(project, pending)
             try:
-                with ThreadPoolExecutor(max(1, len(groups)), "edgehub-sweep") as pool:
-                    futures = [pool.submit(sweep.run_device, g) for g in groups.values()]
+                with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:
+                    futures = [pool.submit(sweep.run_device, q) for q in queues]
                     _wait_all(futures, cancel)
                 cancel.check()
             finally:
