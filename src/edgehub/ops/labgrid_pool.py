@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from edgehub.errors import DeviceBusyError, OperationCancelled
 
@@ -74,11 +75,46 @@ def matching_places(places: list[PlaceInfo], config: LabgridConfig) -> list[Plac
     ]
 
 
-def open_pool(config: LabgridConfig) -> PlacePool:
-    """A session with the real coordinator ``config.coordinator``."""
-    from edgehub.ops.labgrid_client import LabgridSession
+class _Shared:
+    """One session per coordinator and process, shared by its threads: the coordinator tells
+    clients apart by their connection, which gRPC shares between the channels of a process."""
 
-    return LabgridSession(config.coordinator)
+    _lock = threading.Lock()
+    _open: ClassVar[dict[str, tuple[PlacePool, int]]] = {}
+
+    def __init__(self, address: str) -> None:
+        from edgehub.ops.labgrid_client import LabgridSession
+
+        self.address = address
+        with self._lock:
+            session, users = self._open.get(address, (None, 0))
+            if session is None:
+                session = LabgridSession(address)
+            self._open[address] = (session, users + 1)
+        self.session = session
+
+    def places(self) -> list[PlaceInfo]:
+        return self.session.places()
+
+    def acquire(self, name: str) -> bool:
+        return self.session.acquire(name)
+
+    def release(self, name: str) -> None:
+        self.session.release(name)
+
+    def close(self) -> None:
+        with self._lock:
+            session, users = self._open[self.address]
+            if users > 1:
+                self._open[self.address] = (session, users - 1)
+                return
+            del self._open[self.address]
+        session.close()
+
+
+def open_pool(config: LabgridConfig) -> PlacePool:
+    """A session with the real coordinator ``config.coordinator`` (close it after use)."""
+    return _Shared(config.coordinator)
 
 
 def _describe(config: LabgridConfig) -> str:
