@@ -27,8 +27,16 @@ from edgehub.errors import DeviceBusyError, OperationCancelled
 
 if TYPE_CHECKING:
     from edgehub.core.device.configs import LabgridConfig
+    from edgehub.ops.project import Project
 
-__all__ = ["PlaceInfo", "PlacePool", "hold_place", "matching_places", "open_pool"]
+__all__ = [
+    "PlaceInfo",
+    "PlacePool",
+    "device_places",
+    "hold_place",
+    "matching_places",
+    "open_pool",
+]
 
 _POLL_S = 0.5
 
@@ -115,6 +123,22 @@ class _Shared:
 def open_pool(config: LabgridConfig) -> PlacePool:
     """A session with the real coordinator ``config.coordinator`` (close it after use)."""
     return _Shared(config.coordinator)
+
+
+def device_places(project: Project, device: str) -> list[PlaceInfo] | None:
+    """The places of ``device``'s labgrid pool that match it, with who holds each (for `hub
+    devices`, the TUI and the sweep); None when the device is not a labgrid pool device."""
+    from edgehub.core.device.configs import LabgridConfig
+
+    section = project.config.devices.get(device)
+    if section is None or section.labgrid is None:
+        return None
+    config = LabgridConfig(**section.labgrid.values)
+    pool = open_pool(config)
+    try:
+        return matching_places(pool.places(), config)
+    finally:
+        pool.close()
 
 
 def _describe(config: LabgridConfig) -> str:

@@ -223,18 +223,10 @@ class _Sweep:
 def _workers(project: Project, device: str) -> int:
     """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
     of places that match it (each cell then holds a place of its own)."""
-    section = project.config.devices.get(device)
-    if section is None or section.labgrid is None:
-        return 1
-    from edgehub.core.device.configs import LabgridConfig
-    from edgehub.ops.labgrid_pool import matching_places, open_pool
+    from edgehub.ops.labgrid_pool import device_places
 
-    config = LabgridConfig(**section.labgrid.values)
-    pool = open_pool(config)
-    try:
-        return max(1, len(matching_places(pool.places(), config)))
-    finally:
-        pool.close()
+    places = device_places(project, device)
+    return 1 if places is None else max(1, len(places))
 
 
 def _queues(
