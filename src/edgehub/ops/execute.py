@@ -147,8 +147,10 @@ def _device_lease(
     cancel: Cancellation,
 ) -> Iterator[None]:
     """Hold the device while a step runs: always for the measuring steps (profile, pipeline),
-    and for every step on a device that is not this host (``local`` provider). The hold is a
-    labgrid place for a device with a ``labgrid`` table, else a lease on this host."""
+    and for every step on a device that is not this host (``local`` provider); never for a
+    cloud service (it queues jobs itself). The hold is a labgrid place for a device with a
+    ``labgrid`` table, else a lease on this host."""
+    from edgehub.config.schema import CLOUD_PROVIDERS
     from edgehub.core.component.dispatch import resolve_device
     from edgehub.ops.leases import measurement_lease
 
@@ -156,7 +158,10 @@ def _device_lease(
         "profile" if request.step == "pipeline" else request.step
     ]
     device = resolve_device(component, ctx, request.device)
-    if request.step not in MEASURING_STEPS and device.provider_type == "local":
+    measuring = request.step in MEASURING_STEPS
+    if device.provider_type in CLOUD_PROVIDERS or (
+        not measuring and device.provider_type == "local"
+    ):
         yield
         return
     with measurement_lease(
