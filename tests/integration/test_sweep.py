@@ -195,6 +195,14 @@ def test_cli_sweep_bad_grid_is_one_line(project: Path) -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "nope.onnx not found" in done.stderr
+    bad_option = subprocess.run(
+        [HUB, "exec", "sweep", "--models", "a.onnx", "--devices", "cpu1", "--vary", "runz=1,2"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
+    assert bad_option.returncode == 2 and "sweep option runz: unknown option" in bad_option.stderr
+    assert not (project / ".hub").exists() or not _runs(project), "a cell ran"
 
 
 def test_sigint_stops_a_cli_sweep_cleanly(project: Path) -> None:

@@ -253,6 +253,23 @@ def _wait_all(futures: list[Any], cancel: Cancellation) -> None:
         raise
 
 
+def _check_options(grid: SweepGrid, cells: list[SweepCell]) -> None:
+    """Every runtime known and every option value valid, before anything runs."""
+    from edgehub.toolchains.registry import get_runtime
+
+    checked: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for cell in cells:
+        if (cell.runtime, cell.settings) in checked:
+            continue
+        checked.add((cell.runtime, cell.settings))
+        components = step_components(get_runtime(cell.runtime), grid.step)
+        try:
+            parse_sets([f"{k}={v}" for k, v in cell.settings], components)
+        except UsageError as error:
+            text = str(error).replace("--set ", "sweep option ", 1)
+            raise UsageError(f"{text} (runtime {cell.runtime})") from None
+
+
 def run_sweep(
     project: Project,
     grid: SweepGrid,
@@ -265,13 +282,11 @@ def run_sweep(
 ) -> SweepReport:
     """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
     `OperationCancelled` (the parent run KILLED) when cancelled or interrupted."""
-    from edgehub.toolchains.registry import get_runtime
 
     grid.check()
-    for runtime in grid.runtimes:
-        get_runtime(runtime)
-    cancel = cancel or Cancellation()
     cells = grid.cells()
+    _check_options(grid, cells)
+    cancel = cancel or Cancellation()
     results = [_result(cell, grid.step) for cell in cells]
     earlier = _finished_cells(project) if resume else {}
     with project.context(subscriber) as ctx:
