@@ -260,3 +260,28 @@ def test_two_profiles_on_two_devices_run_together(project: Path) -> None:
     assert "is held by" not in first_err + second_err
     a, b = [r for r in _runs(project) if r.run_type == "PROFILE"]
     assert _overlap(a, b)
+
+
+def test_waiting_profile_times_out_or_stops_on_ctrl_c(project: Path) -> None:
+    from edgehub.ops.leases import device_lease
+
+    lease_dir = Path(os.environ["EDGEHUB_LEASE_DIR"])
+    with device_lease("cpu1", lease_dir=lease_dir, command="held-by-the-test"):
+        timed_out = subprocess.run(
+            [HUB, "exec", "profile", "onnxruntime", "a.onnx", "--device", "cpu1",
+             "--lease-timeout", "1"],
+            cwd=project, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert timed_out.returncode == 3, timed_out.stderr
+        (line,) = [x for x in timed_out.stderr.splitlines() if x.startswith("hub: error:")]
+        assert "still held by" in line and "held-by-the-test" in line
+        waiting = _profile("cpu1", project)
+        assert waiting.stderr is not None
+        first = waiting.stderr.readline()
+        while "is held by" not in first:
+            first = waiting.stderr.readline()
+            assert first, "the profile never said it was waiting"
+        waiting.send_signal(signal.SIGINT)
+        waiting.communicate(timeout=60)
+        assert waiting.returncode == 130
+    assert "RUNNING" not in {r.status for r in _runs(project)}
