@@ -262,3 +262,21 @@ def test_hold_place_waits_then_times_out_naming_the_holder(coordinator: str) -> 
     finally:
         first.close()
         second.close()
+
+
+def test_unreachable_coordinator_is_a_one_line_error(tmp_path: Path, ort_image: str) -> None:
+    (tmp_path / "hub.toml").write_text(
+        '[devices.pool]\nprovider = "local"\n[devices.pool.labgrid]\n'
+        f'coordinator = "127.0.0.1:{_free_port()}"\n'
+    )
+    shutil.copy(REPO / "examples" / "tiny_cnn.onnx", tmp_path / "a.onnx")
+    done = subprocess.run(
+        [str(BIN / "hub"), "exec", "profile", "onnxruntime", "a.onnx", "--device", "pool"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 3 and "Traceback" not in done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("hub: error:")]
+    assert "cannot reach the labgrid coordinator" in line
