@@ -33,7 +33,7 @@ step() {
 
 install_edgehub() {
     "$VENV/bin/pip" install -q --upgrade pip
-    "$VENV/bin/pip" install -q -e '.[dev]' -e backends/tensorrt -e backends/tflite
+    "$VENV/bin/pip" install -q -e '.[dev,labgrid]' -e backends/tensorrt -e backends/tflite
 }
 
 install_debootstrap() {
@@ -41,7 +41,7 @@ install_debootstrap() {
 }
 
 [ -x "$VENV/bin/python" ] || step "creating $VENV" python3 -m venv "$VENV"
-ready="import edgehub, onnx, pytest, importlinter, edgehub_backend_tensorrt, edgehub_backend_tflite"
+ready="import edgehub, onnx, pytest, importlinter, edgehub_backend_tensorrt, edgehub_backend_tflite, labgrid"
 if ! "$VENV/bin/python" -c "$ready" 2>/dev/null; then
     step "installing edgehub with its dev extras into $VENV" install_edgehub
 fi

@@ -11,11 +11,13 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Each test runs in its own directory with its own `.hub` store and cache dirs."""
+    """Each test runs in its own directory with its own `.hub` store and cache dirs, and its
+    own device leases (so that test runs of other checkouts on this host do not wait for it)."""
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.delenv("EDGEHUB_STORE", raising=False)
+    monkeypatch.setenv("EDGEHUB_LEASE_DIR", str(tmp_path / "leases"))
     yield work
 
 

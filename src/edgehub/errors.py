@@ -76,6 +76,10 @@ class CommandTimeout(RunnerError):
     """A command ran longer than its timeout and was stopped."""
 
 
+class DeviceBusyError(EnvironmentProblem):
+    """A device stayed held by another measurement (its lease) longer than the wait allowed."""
+
+
 class OperationCancelled(EdgehubError):
     """The user stopped an operation (Ctrl-C, a signal, the TUI's cancel); its run is KILLED."""
 

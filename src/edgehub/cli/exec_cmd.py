@@ -1,4 +1,6 @@
-"""`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print."""
+"""`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
+
+`hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-STEPS = ("compile", "profile", "invoke", "pipeline")
+STEPS = ("compile", "profile", "invoke", "pipeline", "sweep")
 
 
 def add_parser(commands: Any) -> None:
@@ -22,8 +24,10 @@ def add_parser(commands: Any) -> None:
         description="Run a component headless. Results go to stdout (a table, or JSON with "
         "--json); logs go to stderr. Every run is recorded in the local run store.",
     )
-    parser.add_argument("step", choices=STEPS, help="what to run")
-    parser.add_argument("runtime", help="onnxruntime, tflite or tensorrt")
+    parser.add_argument("step", choices=STEPS, help="what to run (sweep: a grid of runs)")
+    parser.add_argument(
+        "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
+    )
     parser.add_argument("model", nargs="?", type=Path, help="the model file (.onnx, ...)")
     parser.add_argument("--device", help="device from hub.toml (default: the first that fits)")
     parser.add_argument(
@@ -61,6 +65,15 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--name", help="a name for the run(s)")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument(
+        "--lease-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long to wait for a device another measurement holds (default 3600)",
+    )
+    from edgehub.cli.sweep_cmd import add_sweep_arguments
+
+    add_sweep_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -71,6 +84,12 @@ def handle(args: argparse.Namespace) -> int:
     from edgehub.ops.reports import PipelineReport
     from edgehub.toolchains.registry import get_runtime
 
+    if args.step == "sweep":
+        from edgehub.cli.sweep_cmd import handle_sweep
+
+        return handle_sweep(args)
+    if args.runtime is None:
+        raise UsageError(f"hub exec {args.step} needs a RUNTIME (onnxruntime, tflite, tensorrt)")
     if args.name and args.step == "pipeline":
         raise UsageError("--name does not apply to pipeline (its runs are named by step)")
     runtime = get_runtime(args.runtime)
@@ -86,6 +105,7 @@ def handle(args: argparse.Namespace) -> int:
         transform=args.transform,
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
+        lease_timeout=args.lease_timeout,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

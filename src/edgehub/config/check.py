@@ -30,7 +30,7 @@ from edgehub.core.values import ValueProblem, from_data, without_none
 
 __all__ = ["build_config"]
 
-_DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides")
+_DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides", "labgrid")
 _SSH_KEYS = (
     "host",
     "user",
@@ -229,6 +229,15 @@ def _device(name: str, data: object) -> DeviceSection:
         raise SchemaError(
             key, f'[{format_key(key)}] needs spec = "<catalog device name>" for {provider!r}'
         )
+    labgrid = None
+    if "labgrid" in table.data:
+        from edgehub.config.settings import settings_table
+        from edgehub.core.device.configs import LabgridConfig
+
+        if provider in CLOUD_PROVIDERS:
+            raise SchemaError((*key, "labgrid"), f"a labgrid place cannot serve {provider!r}")
+        labgrid_table = settings_table(LabgridConfig)
+        labgrid = _settings(labgrid_table, table.data["labgrid"], (*key, "labgrid"))
     own_settings = None
     if own is not None:
         own_settings = _settings(own, table.data.get(own.table, {}), (*key, own.table))
@@ -238,6 +247,7 @@ def _device(name: str, data: object) -> DeviceSection:
         spec=spec,
         ssh=ssh,
         settings=own_settings,
+        labgrid=labgrid,
         overrides=_overrides(table.data.get("overrides"), (*key, "overrides"), provider, tables),
     )
 

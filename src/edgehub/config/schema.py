@@ -50,6 +50,10 @@ a runtime's provider     its config's table      the ``provider_configs`` of a r
 any other string         none                    (configure custom providers in Python)
 =======================  ======================  ==========================================
 
+``[devices.<name>.labgrid]`` (`LabgridConfig`: ``coordinator`` "HOST:PORT", ``place`` (a name
+or glob), ``tags`` (array of "key=value"), ``acquire_timeout``) makes the device a place of a
+shared labgrid pool, whatever its provider: a measurement acquires a free matching place first.
+
 A settings table that does not belong to the device's provider is an error. ``ssh`` is refused
 for ``local`` (it runs on this host) and for the cloud providers. A device with another
 provider and no ``ssh`` table runs its tools on this host.
@@ -164,6 +168,7 @@ class DeviceSection:
     settings: ProviderSettings | None = None
     overrides: Mapping[str, ProviderSettings] = field(default_factory=dict)
     implicit: bool = False
+    labgrid: ProviderSettings | None = None  # [devices.<name>.labgrid]: a labgrid pool place
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ class ExecRequest:
     is an `.npz` of input tensors (profile, invoke and pipeline); ``from_job`` attaches to a
     Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
-    patterns rewrite the model before it is compiled.
+    patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
+    the device's lease (see `_device_lease`; default one hour).
     """
 
     step: str
@@ -53,6 +54,7 @@ class ExecRequest:
     transform: str | None = None
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
+    lease_timeout: float | None = None
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -123,10 +125,54 @@ def execute(
     step_components(runtime, request.step)
     _check(request, runtime)
     cancel = cancel or Cancellation()
-    with _context(project, request, subscriber, cancel) as ctx:
+    with (
+        _context(project, request, subscriber, cancel) as ctx,
+        _device_lease(project, ctx, request, runtime, cancel),
+    ):
         if request.step == "pipeline":
             return _pipeline(ctx, request, runtime, cancel)
         return _one_step(ctx, request, runtime)
+
+
+# -- device leases: one measurement per device at a time (see ops/leases.py) -------------------
+MEASURING_STEPS = ("profile", "pipeline")
+
+
+@contextmanager
+def _device_lease(
+    project: Project,
+    ctx: HubContext,
+    request: ExecRequest,
+    runtime: Runtime,
+    cancel: Cancellation,
+) -> Iterator[None]:
+    """Hold the device while a step runs: always for the measuring steps (profile, pipeline),
+    and for every step on a device that is not this host (``local`` provider); never for a
+    cloud service (it queues jobs itself). The hold is a labgrid place for a device with a
+    ``labgrid`` table, else a lease on this host."""
+    from edgehub.config.schema import CLOUD_PROVIDERS
+    from edgehub.core.component.dispatch import resolve_device
+    from edgehub.ops.leases import measurement_lease
+
+    component = step_components(runtime, request.step)[
+        "profile" if request.step == "pipeline" else request.step
+    ]
+    device = resolve_device(component, ctx, request.device)
+    measuring = request.step in MEASURING_STEPS
+    if device.provider_type in CLOUD_PROVIDERS or (
+        not measuring and device.provider_type == "local"
+    ):
+        yield
+        return
+    with measurement_lease(
+        project,
+        device.name,
+        timeout=request.lease_timeout,
+        command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
+        events=ctx.events,
+        cancelled=cancel.wait,
+    ):
+        yield
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:

@@ -18,14 +18,21 @@ from edgehub.tui.screens.devices import DevicesScreen
 from edgehub.tui.screens.images import ImagesScreen
 from edgehub.tui.screens.run import RunScreen
 from edgehub.tui.screens.runs import RunsScreen
+from edgehub.tui.screens.sweep import SweepScreen
 
 __all__ = ["EdgehubApp", "run"]
 
-SCREENS = {"devices": DevicesScreen, "run": RunScreen, "runs": RunsScreen, "images": ImagesScreen}
+SCREENS = {
+    "devices": DevicesScreen,
+    "run": RunScreen,
+    "runs": RunsScreen,
+    "images": ImagesScreen,
+    "sweep": SweepScreen,
+}
 
 
 class EdgehubApp(App[int]):
-    """Devices, Run, Runs and Images, one mode each, over one `ProjectState`."""
+    """Devices, Run, Runs, Images and Sweep, one mode each, over one `ProjectState`."""
 
     TITLE = "edgehub"
     CSS_PATH = "app.tcss"
@@ -35,6 +42,7 @@ class EdgehubApp(App[int]):
         Binding("2,f2", "go('run')", "Run", show=False),
         Binding("3,f3", "go('runs')", "Runs", show=False),
         Binding("4,f4", "go('images')", "Images", show=False),
+        Binding("5,f5", "go('sweep')", "Sweep", show=False),
         Binding("q", "request_quit", "Quit", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),

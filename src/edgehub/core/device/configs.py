@@ -16,7 +16,7 @@ from edgehub.core.device.spec import ProviderConfig
 from edgehub.core.values import Matches, Range
 from edgehub.paths import RemotePath
 
-__all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "TrtexecConfig"]
+__all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "LabgridConfig", "TrtexecConfig"]
 
 _POSITIVE = Range(0, open_low=True)
 _SIZE = Matches(r"[0-9]+(\.[0-9]+)?[bkmg]?", 'a size like "4g" or "512m"')
@@ -75,4 +75,27 @@ class DockerConfig(ProviderConfig):
     image: str | None = field(default=None, metadata={"help": "image tag override"})
     keep_warm: Annotated[float, _POSITIVE] | None = field(
         default=None, metadata={"help": "seconds an idle container stays up for the next job"}
+    )
+
+
+@dataclass(frozen=True)
+class LabgridConfig(ProviderConfig):
+    """A device that is a place of a shared labgrid pool: ``[devices.<name>.labgrid]``.
+
+    Any provider may take it (it is not the device's provider table): a measurement on the
+    device first acquires a free place matching ``place`` (a name or a glob) and ``tags``
+    through the coordinator, and releases it after. Needs ``pip install 'edgehub[labgrid]'``.
+    """
+
+    provider_type: ClassVar[str] = "labgrid"
+
+    coordinator: str = field(
+        default="127.0.0.1:20408", metadata={"help": "the labgrid coordinator, HOST:PORT"}
+    )
+    place: str = field(default="*", metadata={"help": "a place name, or a glob of names"})
+    tags: tuple[str, ...] = field(
+        default_factory=tuple, metadata={"help": 'place tags to match, e.g. ["board=rpi4"]'}
+    )
+    acquire_timeout: Annotated[float, _POSITIVE] = field(
+        default=3600.0, metadata={"help": "seconds to wait for a free place"}
     )

@@ -13,6 +13,7 @@ SCREEN_KEYS = (
     ("2", "run", "Run"),
     ("3", "runs", "Runs"),
     ("4", "images", "Images"),
+    ("5", "sweep", "Sweep"),
 )
 
 

@@ -1,0 +1,134 @@
+"""Benchmark a sweep over K = 2 devices against the same cells run one by one (on demand).
+
+    .venv/bin/python benchmarks/bench_sweep.py [--cells 8] [--runs 20000]
+
+The two devices are hub.toml devices with the ``local`` provider and ``[devices.X.docker]
+cpus = 1``: two independent containers, each limited to one CPU, so that on a two-core machine
+they do not compete. Each cell profiles ``examples/tiny_cnn.onnx`` with ``runs`` inferences
+(cells alternate between the devices). "One by one" calls ``ops.execute`` for each cell in
+turn; the sweep runs a thread per device, and the device leases key on the device name, so
+the two devices' cells overlap; ``sweep_s_with_both_devices_busy`` says for how long. Goal:
+speed-up >= 0.9 * K = 1.8. On a shared machine the figures are noisy (other processes take
+the cores, and the load average is printed with them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+HUB_TOML = """[project]
+name = "bench-sweep"
+{devices}
+"""
+DEVICE = """
+[devices.{name}]
+provider = "local"
+[devices.{name}.docker]
+cpus = 1
+"""
+
+
+def _both_busy_s(store_dir: Path, sweep_id: str) -> float:
+    """Seconds during which cells of the sweep ran on both devices at once (the scheduler's
+    parallelism, whatever the CPUs gave each cell)."""
+    from edgehub.tracking import RunStore
+    from edgehub.tracking.records import RunFilter
+
+    store = RunStore(store_dir)
+    try:
+        cells = store.query_runs(RunFilter(parent_run_id=sweep_id, limit=None))
+    finally:
+        store.close()
+    edges = sorted(
+        [(r.started_at, 1) for r in cells] + [(r.ended_at or r.started_at, -1) for r in cells]
+    )
+    busy, running, since = 0.0, 0, 0.0
+    for at, step in edges:
+        if running >= 2:
+            busy += at - since
+        running += step
+        since = at
+    return busy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=20000)
+    args = parser.parse_args()
+
+    from edgehub.ops.execute import ExecRequest, execute
+    from edgehub.ops.project import open_project
+    from edgehub.ops.sweep import run_sweep
+    from edgehub.ops.sweep_grid import SweepGrid
+
+    devices = ["bench1", "bench2"]
+    with tempfile.TemporaryDirectory(prefix="edgehub-bench-sweep-") as folder:
+        work = Path(folder)
+        os.environ["EDGEHUB_LEASE_DIR"] = str(work / "leases")
+        (work / "hub.toml").write_text(
+            HUB_TOML.format(devices="".join(DEVICE.format(name=d) for d in devices))
+        )
+        models = []
+        for index in range(args.cells // len(devices)):
+            model = work / f"m{index}.onnx"
+            shutil.copy(REPO / "examples" / "tiny_cnn.onnx", model)
+            models.append(model)
+        project = open_project(work / "hub.toml")
+        grid = SweepGrid(
+            models=models, devices=devices, step="profile", vary={"runs": [str(args.runs)]}
+        )
+        cells = grid.cells()
+
+        start = time.perf_counter()
+        for cell in cells:
+            execute(
+                project,
+                ExecRequest(
+                    step="profile",
+                    runtime=cell.runtime,
+                    model=cell.model,
+                    device=cell.device,
+                    options={"profile": {"runs": args.runs}},
+                ),
+            )
+        one_by_one = time.perf_counter() - start
+
+        start = time.perf_counter()
+        report = run_sweep(project, grid)
+        swept = time.perf_counter() - start
+        assert {c.status for c in report.cells} == {"FINISHED"}, report.to_dict()
+        both_busy = _both_busy_s(work / ".hub", report.run_id)
+
+    speedup = one_by_one / swept
+    print(
+        json.dumps(
+            {
+                "cells": len(cells),
+                "devices": len(devices),
+                "runs_per_cell": args.runs,
+                "one_by_one_s": round(one_by_one, 2),
+                "sweep_s": round(swept, 2),
+                "speedup": round(speedup, 2),
+                "sweep_s_with_both_devices_busy": round(both_busy, 2),
+                "goal": 0.9 * len(devices),
+                "cpus": os.cpu_count(),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""`hub exec sweep [GRID.toml]`: models x devices x runtimes x option values, then a table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.cli.output import LogPrinter, print_json, table
+from edgehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgehub.ops.sweep import SweepReport
+    from edgehub.ops.sweep_grid import SweepGrid
+
+
+def _listed(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "sweep", "hub exec sweep [GRID.toml]: flags add to (or replace) the grid file's lists"
+    )
+    group.add_argument("--models", type=_listed, metavar="A.onnx,B.onnx", help="models to sweep")
+    group.add_argument("--devices", type=_listed, metavar="D1,D2", help="hub.toml devices")
+    group.add_argument("--runtimes", type=_listed, metavar="R1,R2", help="runtimes to sweep")
+    group.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2",
+        help="an option and its values, e.g. compile.precision=fp32,int8 (repeatable)",
+    )
+    group.add_argument(
+        "--sweep-step",
+        choices=("profile", "pipeline"),
+        help="what each cell runs (default: pipeline, which also measures accuracy)",
+    )
+    group.add_argument(
+        "--resume", action="store_true", help="skip the cells an earlier sweep finished"
+    )
+
+
+def _grid(args: argparse.Namespace) -> SweepGrid:
+    from edgehub.ops.sweep_grid import SweepGrid, load_grid
+
+    if args.model is not None:
+        raise UsageError("hub exec sweep takes a GRID.toml (or --models), not a MODEL")
+    grid = load_grid(Path(args.runtime)) if args.runtime else SweepGrid(models=[])
+    if args.models:
+        grid.models = [Path(m) for m in args.models]
+    if args.devices:
+        grid.devices = args.devices
+    elif args.device:
+        grid.devices = [args.device]
+    if args.runtimes:
+        grid.runtimes = args.runtimes
+    for pair in args.vary:
+        key, sep, values = pair.partition("=")
+        if not sep or not _listed(values):
+            raise UsageError(f"--vary needs KEY=V1,V2, got {pair!r}")
+        grid.vary[key.strip()] = _listed(values)
+    if args.sweep_step:
+        grid.step = args.sweep_step
+    if args.input is not None:
+        grid.inputs = args.input
+    return grid
+
+
+def handle_sweep(args: argparse.Namespace) -> int:
+    from edgehub.ops.project import open_project
+    from edgehub.ops.sweep import run_sweep
+
+    for flag in ("set", "from_run", "from_job", "transform", "name"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply to sweep; use --vary")
+    grid = _grid(args)
+    printer = LogPrinter(quiet=args.quiet)
+    try:
+        report = run_sweep(
+            open_project(args.config),
+            grid,
+            resume=args.resume,
+            subscriber=printer,
+            lease_timeout=args.lease_timeout,
+        )
+    finally:
+        printer.done()
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print_sweep(report)
+    return 1 if report.failed else 0
+
+
+def print_sweep(report: SweepReport) -> None:
+    print(f"sweep: run {report.run_id[:8]} {report.status}, {len(report.cells)} cells")
+    rows: list[list[Any]] = []
+    for cell in report.cells:
+        settings = " ".join(f"{k}={v}" for k, v in cell.settings.items())
+        status = f"{cell.status} (earlier)" if cell.reused_from else cell.status
+        rows.append(
+            [
+                Path(cell.model).name,
+                cell.device,
+                cell.runtime,
+                settings or "-",
+                status,
+                cell.median_ms,
+                cell.p99_ms,
+                cell.max_abs_error,
+                cell.cosine_similarity,
+                (cell.run_id or "-")[:8],
+            ]
+        )
+    table(
+        [
+            "model",
+            "device",
+            "runtime",
+            "options",
+            "status",
+            "median ms",
+            "p99 ms",
+            "max abs err",
+            "cosine",
+            "run",
+        ],
+        rows,
+    )
+    for cell in report.failed:
+        print(f"FAILED {cell.label}: {cell.error}")

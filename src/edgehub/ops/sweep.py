@@ -1,0 +1,338 @@
+"""Running a sweep: every cell of a `SweepGrid`, recorded as one parent run with a child run per
+cell.
+
+Cells on different devices run at the same time (a thread per device); cells on one device run
+one after another, and each measurement also holds the device's lease (`ops.leases`), so other
+edgehub processes wait for it too. A labgrid pool device gets a thread per matching place, and
+each of its cells holds a free place of the pool. A failed cell is recorded FAILED and the
+others go on. A `Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the
+cells not yet started are reported NOT_STARTED, and the parent run ends KILLED. With
+``resume`` a cell that finished in an earlier sweep (same step, model content, device, runtime
+and values) is not run again: its earlier result is reported.
+
+The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's params and the
+headline metrics; the component runs the cell starts carry the tags ``sweep`` and
+``sweep.cell`` (the ids of the two).
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import OperationCancelled, UsageError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.execute import ExecRequest, execute, step_components
+from edgehub.ops.options import parse_sets
+from edgehub.ops.reports import PipelineReport, RunReport
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.ops.project import Project, Subscriber
+    from edgehub.ops.sweep_grid import SweepCell, SweepGrid
+
+__all__ = ["CellResult", "SweepReport", "run_sweep"]
+
+SWEEP_RUN = "SWEEP"
+CELL_RUN = "SWEEP_CELL"
+
+
+@dataclass
+class CellResult:
+    """One cell's outcome; ``status`` is FINISHED, FAILED, KILLED, NOT_STARTED or RUNNING."""
+
+    label: str
+    model: str
+    device: str
+    runtime: str
+    settings: dict[str, str]
+    key: str
+    status: str = "NOT_STARTED"
+    run_id: str | None = None
+    median_ms: float | None = None
+    p99_ms: float | None = None
+    max_abs_error: float | None = None
+    cosine_similarity: float | None = None
+    error: str | None = None
+    reused_from: str | None = None  # the earlier sweep cell run (--resume)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SweepReport:
+    run_id: str
+    status: str
+    step: str
+    cells: list[CellResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[CellResult]:
+        return [c for c in self.cells if c.status == "FAILED"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "step": self.step,
+            "cells": [c.to_dict() for c in self.cells],
+        }
+
+
+CellCallback = Callable[[CellResult], None]
+
+
+def _result(cell: SweepCell, step: str) -> CellResult:
+    return CellResult(
+        label=cell.label,
+        model=str(cell.model),
+        device=cell.device,
+        runtime=cell.runtime,
+        settings=dict(cell.settings),
+        key=cell.key(step),
+    )
+
+
+def _headline(result: CellResult, report: RunReport | PipelineReport) -> None:
+    profile = report.profile if isinstance(report, PipelineReport) else report
+    latency = profile.latency_ms if profile is not None else None
+    if latency:
+        result.median_ms, result.p99_ms = latency.get("median"), latency.get("p99")
+    if isinstance(report, PipelineReport) and report.accuracy:
+        result.max_abs_error = max(row.max_abs_error for row in report.accuracy)
+        result.cosine_similarity = min(row.cosine_similarity for row in report.accuracy)
+
+
+def _reuse(result: CellResult, earlier: CellResult) -> None:
+    """Report ``earlier``'s outcome for this cell (--resume)."""
+    result.status, result.run_id, result.reused_from = "FINISHED", earlier.run_id, earlier.run_id
+    result.median_ms, result.p99_ms = earlier.median_ms, earlier.p99_ms
+    result.max_abs_error = earlier.max_abs_error
+    result.cosine_similarity = earlier.cosine_similarity
+
+
+def _metrics(result: CellResult) -> dict[str, float]:
+    names = ("median_ms", "p99_ms", "max_abs_error", "cosine_similarity")
+    values = {n: getattr(result, n) for n in names}
+    return {n: float(v) for n, v in values.items() if isinstance(v, (int, float))}
+
+
+def _finished_cells(project: Project) -> dict[str, CellResult]:
+    """Earlier FINISHED cells by key (the newest wins)."""
+    from edgehub.tracking.records import RunFilter
+
+    found: dict[str, CellResult] = {}
+    store = project.store()
+    try:
+        runs = store.query_runs(RunFilter(run_type=CELL_RUN, status="FINISHED", limit=None))
+    finally:
+        store.close()
+    for run in reversed(runs):  # oldest first, so that newer ones overwrite
+        text = run.params.get("cell")
+        if isinstance(text, str):
+            cell = CellResult(**json.loads(text))
+            cell.status, cell.run_id, cell.error = "FINISHED", run.run_id, None
+            cell.reused_from = None
+            found[cell.key] = cell
+    return found
+
+
+class _Sweep:
+    def __init__(
+        self,
+        project: Project,
+        grid: SweepGrid,
+        parent: str,
+        subscriber: Subscriber | None,
+        cancel: Cancellation,
+        on_cell: CellCallback | None,
+        lease_timeout: float | None,
+    ) -> None:
+        self.project, self.grid, self.parent = project, grid, parent
+        self.subscriber, self.cancel, self.on_cell = subscriber, cancel, on_cell
+        self.lease_timeout = lease_timeout
+        self.lock = threading.Lock()
+
+    def notify(self, result: CellResult) -> None:
+        if self.on_cell is not None:
+            with self.lock:
+                self.on_cell(result)
+
+    def request(self, cell: SweepCell, cell_run: str) -> ExecRequest:
+        from edgehub.toolchains.registry import get_runtime
+
+        pairs = [f"{k}={v}" for k, v in cell.settings]
+        components = step_components(get_runtime(cell.runtime), self.grid.step)
+        return ExecRequest(
+            step=self.grid.step,
+            runtime=cell.runtime,
+            model=cell.model,
+            device=cell.device,
+            options=parse_sets(pairs, components),
+            inputs=self.grid.inputs,
+            tags={"sweep": self.parent, "sweep.cell": cell_run},
+            lease_timeout=self.lease_timeout,
+        )
+
+    def run_device(self, cells: queue.SimpleQueue[tuple[SweepCell, CellResult]]) -> None:
+        """Cells of one device, one after another, until its queue is empty."""
+        while not self.cancel.cancelled:
+            try:
+                cell, result = cells.get_nowait()
+            except queue.Empty:
+                return
+            self.run_cell(cell, result)
+
+    def run_cell(self, cell: SweepCell, result: CellResult) -> None:
+        with self.project.context() as ctx:
+            try:
+                self._recorded(ctx, cell, result)
+            except OperationCancelled:
+                result.status, result.error = "KILLED", "cancelled"
+            except Exception as error:  # a failed cell is reported; the others go on
+                result.status, result.error = "FAILED", f"{type(error).__name__}: {error}"
+        self.notify(result)
+
+    def _recorded(self, ctx: HubContext, cell: SweepCell, result: CellResult) -> None:
+        with ctx.open_run(CELL_RUN, cell.label, parent_run_id=self.parent) as run:
+            result.run_id, result.status = run.run_id, "RUNNING"
+            ctx.client.log_params(
+                {"model": str(cell.model), "device": cell.device, "runtime": cell.runtime}
+            )
+            ctx.client.log_params({f"set.{k}": v for k, v in cell.settings})
+            self.notify(result)
+            self.cancel.check()
+            report = execute(
+                self.project,
+                self.request(cell, run.run_id),
+                subscriber=self.subscriber,
+                cancel=self.cancel,
+            )
+            _headline(result, report)
+            result.status = "FINISHED"
+            ctx.client.log_metrics(_metrics(result))
+            ctx.client.log_param("cell", json.dumps(result.to_dict()))
+
+
+def _workers(project: Project, device: str) -> int:
+    """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
+    of places that match it (each cell then holds a place of its own)."""
+    from edgehub.ops.labgrid_pool import device_places
+
+    places = device_places(project, device)
+    return 1 if places is None else max(1, len(places))
+
+
+def _queues(
+    project: Project, pending: list[tuple[SweepCell, CellResult]]
+) -> list[queue.SimpleQueue[tuple[SweepCell, CellResult]]]:
+    """A queue of cells per device, once for each of the device's workers."""
+    by_device: dict[str, queue.SimpleQueue[tuple[SweepCell, CellResult]]] = {}
+    for cell, result in pending:
+        by_device.setdefault(cell.device, queue.SimpleQueue()).put((cell, result))
+    return [q for name, q in by_device.items() for _ in range(_workers(project, name))]
+
+
+def _wait_all(futures: list[Any], cancel: Cancellation) -> None:
+    """Wait in short steps so that Ctrl-C reaches the main thread; then stop every cell."""
+    try:
+        remaining = set(futures)
+        while remaining:
+            done, remaining = wait(remaining, timeout=0.2, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()
+    except BaseException:
+        cancel.cancel()
+        wait(futures)
+        raise
+
+
+def _check_options(grid: SweepGrid, cells: list[SweepCell]) -> None:
+    """Every runtime known and every option value valid, before anything runs."""
+    from edgehub.toolchains.registry import get_runtime
+
+    checked: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for cell in cells:
+        if (cell.runtime, cell.settings) in checked:
+            continue
+        checked.add((cell.runtime, cell.settings))
+        components = step_components(get_runtime(cell.runtime), grid.step)
+        try:
+            parse_sets([f"{k}={v}" for k, v in cell.settings], components)
+        except UsageError as error:
+            text = str(error).replace("--set ", "sweep option ", 1)
+            raise UsageError(f"{text} (runtime {cell.runtime})") from None
+
+
+def run_sweep(
+    project: Project,
+    grid: SweepGrid,
+    *,
+    resume: bool = False,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+    on_cell: CellCallback | None = None,
+    lease_timeout: float | None = None,
+) -> SweepReport:
+    """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
+    `OperationCancelled` (the parent run KILLED) when cancelled or interrupted."""
+
+    grid.check()
+    cells = grid.cells()
+    _check_options(grid, cells)
+    cancel = cancel or Cancellation()
+    results = [_result(cell, grid.step) for cell in cells]
+    earlier = _finished_cells(project) if resume else {}
+    with project.context(subscriber) as ctx:
+        unknown = sorted({c.device for c in cells} - set(ctx.devices))
+        if unknown:
+            raise UsageError(
+                f"sweep device(s) {', '.join(unknown)} not in {ctx.device_source}; known: "
+                f"{', '.join(ctx.devices)}"
+            )
+        with ctx.open_run(SWEEP_RUN, f"sweep of {len(cells)} cells") as parent:
+            report = SweepReport(parent.run_id, "RUNNING", grid.step, results)
+            ctx.client.log_params(
+                {
+                    "step": grid.step,
+                    "models": [str(m) for m in grid.models],
+                    "devices": list(grid.devices),
+                    "runtimes": list(grid.runtimes),
+                    "vary": json.dumps(grid.vary),
+                    "cells": len(cells),
+                }
+            )
+            sweep = _Sweep(project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout)
+            pending = []
+            for cell, result in zip(cells, results, strict=True):
+                done = earlier.get(result.key)
+                if done is not None:
+                    _reuse(result, done)
+                    sweep.notify(result)
+                else:
+                    pending.append((cell, result))
+            queues = _queues(project, pending)
+            try:
+                with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:
+                    futures = [pool.submit(sweep.run_device, q) for q in queues]
+                    _wait_all(futures, cancel)
+                cancel.check()
+            finally:
+                report.status = "KILLED" if cancel.cancelled else "FINISHED"
+                ctx.client.log_metrics(
+                    {
+                        "cells_finished": sum(r.status == "FINISHED" for r in results),
+                        "cells_failed": len(report.failed),
+                    }
+                )
+                sweep_file = parent.artifact_dir / "sweep.json" if parent.artifact_dir else None
+                if sweep_file is not None:
+                    sweep_file.write_text(json.dumps(report.to_dict(), indent=2))
+                    ctx.client.log_artifact(sweep_file, name="sweep")
+    return report

@@ -1,0 +1,197 @@
+"""The Sweep screen: a grid file (or models, devices and option values typed in), launch, and
+the grid's table filling in live, a row per cell: status, median and p99 latency, accuracy.
+
+The sweep is `ops.sweep.run_sweep` in a thread worker with a `Cancellation`; each change of a
+cell comes back as a `CellChanged` message (no widget is touched from the worker).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, Label, Select
+
+from edgehub.errors import EdgehubError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.sweep import CellResult, SweepReport
+from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid
+from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.nav_bar import NavBar
+
+__all__ = ["CellChanged", "SweepEnded", "SweepScreen"]
+
+COLUMNS = ("model", "device", "runtime", "options", "status", "median ms", "p99 ms", "cosine")
+
+
+class CellChanged(Message):
+    def __init__(self, cell: CellResult) -> None:
+        super().__init__()
+        self.cell = cell
+
+
+class SweepEnded(Message):
+    def __init__(self, status: str, report: SweepReport | None, error: str | None) -> None:
+        super().__init__()
+        self.status, self.report, self.error = status, report, error
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def _listed(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class SweepScreen(HubScreen):
+    AUTO_FOCUS = "#grid-file"
+    BINDINGS = [
+        Binding("ctrl+r", "launch", "Launch sweep"),
+        Binding("ctrl+k", "cancel_sweep", "Cancel sweep"),
+    ]
+
+    def __init__(self, state: Any) -> None:
+        super().__init__(state)
+        self.cancel: Cancellation | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield NavBar("sweep")
+        with Horizontal():
+            with VerticalScroll(id="sweep-form"):
+                for name, hint in (
+                    ("grid-file", "GRID.toml (or fill in below)"),
+                    ("models", "a.onnx,b.onnx"),
+                    ("devices", "local"),
+                    ("runtimes", "onnxruntime"),
+                    ("vary", "profile.runs=50,100; compile.precision=fp32,int8"),
+                ):
+                    with Horizontal(classes="field"):
+                        yield Label(name, classes="name", markup=False)
+                        yield Input(placeholder=hint, id=name, compact=True)
+                step = Select(
+                    [(s, s) for s in SWEEP_STEPS], value="pipeline", allow_blank=False, id="step"
+                )
+                step.compact = True
+                with Horizontal(classes="field"):
+                    yield Label("step", classes="name", markup=False)
+                    yield step
+                yield Checkbox("resume (skip finished cells)", id="resume", compact=True)
+                yield Button("Launch (^r)", variant="primary", id="launch", compact=True)
+            with Vertical(id="sweep-grid"):
+                yield Label("No sweep yet: give a grid and launch.", id="sweep-status")
+                yield DataTable(id="cells", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#cells", DataTable).add_columns(*COLUMNS)
+
+    def _text(self, name: str) -> str:
+        return self.query_one(f"#{name}", Input).value.strip()
+
+    def grid(self) -> SweepGrid:
+        """The grid the form describes (the file first, the fields add to it)."""
+        from edgehub.ops.sweep_grid import load_grid
+
+        root = self.state.root
+        file_text = self._text("grid-file")
+        grid = load_grid(root / file_text) if file_text else SweepGrid(models=[])
+        if models := _listed(self._text("models")):
+            grid.models = [p if p.is_absolute() else root / p for p in map(Path, models)]
+        if devices := _listed(self._text("devices")):
+            grid.devices = devices
+        if runtimes := _listed(self._text("runtimes")):
+            grid.runtimes = runtimes
+        for pair in filter(None, (p.strip() for p in self._text("vary").split(";"))):
+            key, _, values = pair.partition("=")
+            grid.vary[key.strip()] = _listed(values)
+        if not file_text:
+            grid.step = str(self.query_one("#step", Select).value)
+        grid.check()
+        return grid
+
+    @on(Button.Pressed, "#launch")
+    def action_launch(self) -> None:
+        if self.cancel is not None:
+            self.notify("a sweep is running; cancel it first (^k)", severity="warning")
+            return
+        try:
+            grid = self.grid()
+        except EdgehubError as error:
+            self.notify(str(error), severity="error", markup=False)
+            return
+        table = self.query_one("#cells", DataTable)
+        table.clear()
+        for cell in grid.cells():
+            settings = " ".join(f"{k}={v}" for k, v in cell.settings) or "-"
+            row = (cell.model.name, cell.device, cell.runtime, settings, "waiting", "-", "-", "-")
+            table.add_row(*row, key=cell.key(grid.step))
+        self._status(f"sweep of {table.row_count} cells: running")
+        self.cancel = Cancellation()
+        self._run(grid, self.query_one("#resume", Checkbox).value, self.cancel)
+
+    @work(thread=True, exit_on_error=False, group="sweep")
+    def _run(self, grid: SweepGrid, resume: bool, cancel: Cancellation) -> None:
+        from edgehub.errors import OperationCancelled
+        from edgehub.ops.sweep import run_sweep
+
+        def changed(cell: CellResult) -> None:
+            self.post_message(CellChanged(CellResult(**cell.to_dict())))
+
+        try:
+            report = run_sweep(
+                self.state.project, grid, resume=resume, cancel=cancel, on_cell=changed
+            )
+        except OperationCancelled:
+            self.post_message(SweepEnded("KILLED", None, "cancelled"))
+        except Exception as error:  # shown as a notification
+            self.post_message(SweepEnded("FAILED", None, str(error) or type(error).__name__))
+        else:
+            self.post_message(SweepEnded(report.status, report, None))
+
+    def on_cell_changed(self, message: CellChanged) -> None:
+        cell = message.cell
+        table = self.query_one("#cells", DataTable)
+        status = f"{cell.status} (earlier)" if cell.reused_from else cell.status
+        values = {
+            "status": status,
+            "median ms": _number(cell.median_ms),
+            "p99 ms": _number(cell.p99_ms),
+            "cosine": _number(cell.cosine_similarity),
+        }
+        columns = list(table.columns)
+        for name, value in values.items():
+            table.update_cell(cell.key, columns[COLUMNS.index(name)], value)
+        if cell.status == "FAILED" and cell.error:
+            self.notify(f"{cell.label}: {cell.error}", severity="error", markup=False)
+
+    def on_sweep_ended(self, message: SweepEnded) -> None:
+        self.cancel = None
+        table = self.query_one("#cells", DataTable)
+        if message.status == "KILLED":
+            column = list(table.columns)[COLUMNS.index("status")]
+            for key in list(table.rows):
+                if table.get_cell(key, column) == "waiting":
+                    table.update_cell(key, column, "NOT_STARTED")
+        failed = len(message.report.failed) if message.report else 0
+        text = f"sweep {message.status}" + (f", {failed} cell(s) failed" if failed else "")
+        if message.error:
+            text += f": {message.error}"
+        self._status(text)
+        self.notify(text, severity="information" if message.status == "FINISHED" else "error")
+
+    def action_cancel_sweep(self) -> None:
+        if self.cancel is None:
+            self.notify("no sweep is running", severity="warning")
+            return
+        self.cancel.cancel()
+        self._status("cancelling…")
+
+    def _status(self, text: str) -> None:
+        self.query_one("#sweep-status", Label).update(text)

@@ -1,0 +1,86 @@
+"""Sweep grids: the TOML file, its expansion into cells, and the cell keys --resume uses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgehub.errors import UsageError
+from edgehub.ops.sweep_grid import SweepCell, SweepGrid, load_grid, value_text
+
+
+def _grid_file(tmp_path: Path, text: str) -> Path:
+    for name in ("a.onnx", "b.onnx"):
+        (tmp_path / name).write_bytes(name.encode())
+    path = tmp_path / "grid.toml"
+    path.write_text(text)
+    return path
+
+
+def test_grid_file_expands_to_every_combination(tmp_path: Path) -> None:
+    path = _grid_file(
+        tmp_path,
+        '[sweep]\nstep = "profile"\nmodels = ["a.onnx", "b.onnx"]\ndevices = ["d1", "d2"]\n'
+        '[sweep.vary]\n"compile.precision" = ["fp32", "int8"]\n"profile.input_shape" = '
+        "[[1, 3, 8, 8]]\n",
+    )
+    grid = load_grid(path)
+    grid.check()
+    assert grid.step == "profile" and grid.runtimes == ["onnxruntime"]
+    cells = grid.cells()
+    assert len(cells) == 2 * 2 * 2
+    assert {c.model.name for c in cells} == {"a.onnx", "b.onnx"}
+    assert cells[0].settings == (
+        ("compile.precision", "fp32"),
+        ("profile.input_shape", "1,3,8,8"),
+    )
+    assert [c.device for c in cells[:2]] == ["d1", "d2"], "devices alternate innermost"
+
+
+def test_cell_keys_are_stable_and_distinct(tmp_path: Path) -> None:
+    _grid_file(tmp_path, "")
+    a = SweepCell(tmp_path / "a.onnx", "d1", "onnxruntime", (("runs", "10"),))
+    assert a.key("pipeline") == SweepCell(a.model, "d1", "onnxruntime", a.settings).key("pipeline")
+    others = [
+        SweepCell(tmp_path / "b.onnx", "d1", "onnxruntime", a.settings),
+        SweepCell(a.model, "d2", "onnxruntime", a.settings),
+        SweepCell(a.model, "d1", "onnxruntime", (("runs", "20"),)),
+    ]
+    keys = {a.key("pipeline"), a.key("profile"), *(c.key("pipeline") for c in others)}
+    assert len(keys) == 5
+    before = a.key("pipeline")
+    a.model.write_bytes(b"changed")
+    assert a.key("pipeline") != before, "a changed model must be measured again"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[other]\n", "no [sweep] table"),
+        ("[sweep]\nmodels = 3\n", "must be a list of strings"),
+        ('[sweep]\nmodels = ["a.onnx"]\nmodles = []\n', "unknown [sweep] keys modles"),
+        ("[sweep\n", "not valid TOML"),
+    ],
+)
+def test_bad_grid_files(tmp_path: Path, text: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=needle.replace("[", r"\[")):
+        load_grid(_grid_file(tmp_path, text))
+
+
+def test_check_names_what_is_wrong(tmp_path: Path) -> None:
+    _grid_file(tmp_path, "")
+    with pytest.raises(UsageError, match="no models"):
+        SweepGrid(models=[]).check()
+    with pytest.raises(UsageError, match=r"missing\.onnx not found"):
+        SweepGrid(models=[tmp_path / "missing.onnx"]).check()
+    with pytest.raises(UsageError, match="step 'compile' unknown"):
+        SweepGrid(models=[tmp_path / "a.onnx"], step="compile").check()
+    with pytest.raises(UsageError, match="'runs' has no values"):
+        SweepGrid(models=[tmp_path / "a.onnx"], vary={"runs": []}).check()
+
+
+def test_value_text() -> None:
+    assert value_text(True) == "true"
+    assert value_text([1, 3, 224, 224]) == "1,3,224,224"
+    assert value_text(0.5) == "0.5"
