@@ -3,7 +3,7 @@
 
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import RuntimeDescriptor
-from edgehub.toolchains.onnxruntime import local
+from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local  # noqa: F401 (providers)
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
