@@ -131,17 +131,18 @@ def test_hostile_cli_args_are_single_words_and_run_nothing(
     model = make_cnn(tmp_path / "cnn.onnx")
     inputs = {"image": np.zeros((1, 3, 16, 16), np.float32)}
     config = EmbedlONNXRuntimeConfig(cli_args=("--execution-mode", HOSTILE))
-    with _context(device, tmp_path, config) as ctx:
-        with pytest.raises(InvokeError, match="execution-mode|Invalid value"):
-            ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
+    with (
+        _context(device, tmp_path, config) as ctx,
+        pytest.raises(InvokeError, match=r"execution-mode|Invalid value"),
+    ):
+        ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
     _nothing_ran(device)
 
 
 def test_invoke_without_inputs_is_a_clear_error(device: SSHDevice, tmp_path: Path) -> None:
     model = make_cnn(tmp_path / "cnn.onnx")
-    with _context(device, tmp_path) as ctx:
-        with pytest.raises(InputDataError, match="needs input_data"):
-            ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), None)
+    with _context(device, tmp_path) as ctx, pytest.raises(InputDataError, match="needs input_data"):
+        ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), None)
 
 
 def test_profile_reports_the_cli_mean(device: SSHDevice, tmp_path: Path) -> None:
@@ -178,9 +179,8 @@ def test_compile_quantizes_with_calibration_data_and_per_component_override(
 
 def test_compile_options_it_cannot_serve_are_refused(device: SSHDevice, tmp_path: Path) -> None:
     model = make_cnn(tmp_path / "cnn.onnx")
-    with _context(device, tmp_path) as ctx:
-        with pytest.raises(ProviderError, match="quantize_io"):
-            ONNXRuntimeCompiler(quantize_io=True).run(ctx, model)
+    with _context(device, tmp_path) as ctx, pytest.raises(ProviderError, match="quantize_io"):
+        ONNXRuntimeCompiler(quantize_io=True).run(ctx, model)
         with pytest.raises(ProviderError, match="input_shape"):
             ONNXRuntimeCompiler(input_shape=(1, 3, 16, 16)).run(ctx, model)
 
@@ -200,8 +200,7 @@ def test_no_remote_workspace_is_left(device: SSHDevice, tmp_path: Path) -> None:
 def test_failed_compile_is_one_line(device: SSHDevice, tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not an onnx model")
-    with _context(device, tmp_path) as ctx:
-        with pytest.raises(CompileError) as caught:
-            ONNXRuntimeCompiler().run(ctx, bad)
+    with _context(device, tmp_path) as ctx, pytest.raises(CompileError) as caught:
+        ONNXRuntimeCompiler().run(ctx, bad)
     assert "\n" not in str(caught.value)
     assert "embedl_onnxruntime failed on device 'board'" in str(caught.value)
