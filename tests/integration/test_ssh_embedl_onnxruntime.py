@@ -19,7 +19,7 @@ import pytest
 from edgehub.core.context import HubContext
 from edgehub.core.device import Device, DeviceSpec
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
-from edgehub.errors import CompileError, InputDataError, InvokeError, ProviderError
+from edgehub.errors import CompileError, InvokeError, ProviderError
 from edgehub.runners.ssh import SSHCommandRunner
 from edgehub.toolchains.onnxruntime import (
     ONNXRuntimeCompiledModel,
@@ -139,10 +139,18 @@ def test_hostile_cli_args_are_single_words_and_run_nothing(
     _nothing_ran(device)
 
 
-def test_invoke_without_inputs_is_a_clear_error(device: SSHDevice, tmp_path: Path) -> None:
+def test_invoke_without_inputs_uses_random_ones_kept_with_the_run(
+    device: SSHDevice, tmp_path: Path
+) -> None:
     model = make_cnn(tmp_path / "cnn.onnx")
-    with _context(device, tmp_path) as ctx, pytest.raises(InputDataError, match="needs input_data"):
-        ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), None)
+    with _context(device, tmp_path) as ctx:
+        result = ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), None)
+        assert result.run_log is not None and result.run_log.artifact_dir is not None
+        inputs = dict(np.load(result.run_log.artifact_dir / "input" / "data.npz"))
+    assert inputs["image"].shape == (1, 3, 16, 16)
+    np.testing.assert_allclose(
+        result.output["logits"], _reference(model, inputs)["logits"], rtol=1e-5, atol=1e-5
+    )
 
 
 def test_profile_reports_the_cli_mean(device: SSHDevice, tmp_path: Path) -> None:

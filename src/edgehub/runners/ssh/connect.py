@@ -17,7 +17,7 @@ from edgehub.runners.ssh.known_hosts import (
     verify_host_key,
 )
 
-__all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "open_transport"]
+__all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "open_socket", "open_transport"]
 
 WINDOW_SIZE = 128 * 1024 * 1024
 MAX_PACKET_SIZE = 256 * 1024
@@ -43,7 +43,7 @@ def open_transport(config: SSHConfig) -> Any:
             "fix private_key_path in hub.toml"
         )
     trusted, revoked = load_known_hosts(config)
-    sock = _open_socket(config)
+    sock = open_socket(config)
     transport = paramiko.Transport(
         sock, default_window_size=WINDOW_SIZE, default_max_packet_size=MAX_PACKET_SIZE
     )
@@ -77,7 +77,7 @@ def open_transport(config: SSHConfig) -> Any:
     return transport
 
 
-def _open_socket(config: SSHConfig) -> socket.socket:
+def open_socket(config: SSHConfig) -> socket.socket:
     where = f"{config.host}:{config.port}"
     try:
         sock = socket.create_connection((config.host, config.port), timeout=config.connect_timeout)

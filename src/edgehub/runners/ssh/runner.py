@@ -61,6 +61,15 @@ class SSHCommandRunner(BaseRunner):
         self._session.connect()
         return self
 
+    @property
+    def device_name(self) -> str | None:
+        """The hub.toml device this runner reaches (named in the unknown-host-key hint)."""
+        return self._session.device_name
+
+    @device_name.setter
+    def device_name(self, name: str | None) -> None:
+        self._session.device_name = name
+
     def release(self) -> None:
         self._session.close()
 

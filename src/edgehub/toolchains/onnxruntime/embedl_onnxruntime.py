@@ -225,12 +225,14 @@ def _invoke(
 ) -> ONNXRuntimeInvocationResult:
     from edgehub.toolchains.tensors import load_npz, save_npz
 
+    model_path = _model_file(model.path.to_local(ctx).local())
+    if input_data is None:
+        input_data = _random_inputs(model_path)
     if not isinstance(input_data, dict):
         raise InputDataError(
-            "the embedl_onnxruntime invoker needs input_data, a dict of input name -> array "
-            f"(got {type(input_data).__name__}); it cannot make random inputs on the device"
+            "the embedl_onnxruntime invoker takes input_data as a dict of input name -> array, "
+            f"got {type(input_data).__name__}"
         )
-    model_path = _model_file(model.path.to_local(ctx).local())
     tool, config = _tool(ctx, device, ONNXRuntimeInvoker)
     ctx.client.log_artifact(model_path, name="input")
     inputs_dir = ctx.artifact_dir / "input"
@@ -256,3 +258,29 @@ def _invoke(
     local = save_npz(ctx.artifact_dir / "output.npz", output)
     ctx.client.log_artifact(local, name="output_file")
     return ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
+
+
+def _random_inputs(model: Path) -> dict[str, Any]:
+    """Random inputs (seed 0) from the model's declared inputs, read here with ``onnx`` (the
+    device CLI cannot make any); dynamic dimensions become 1."""
+    from edgehub.toolchains.tensors import random_inputs
+
+    try:
+        import onnx
+        from onnx import helper
+    except ImportError:
+        raise InputDataError(
+            "the embedl_onnxruntime invoker needs input_data (or the onnx package here to make "
+            "random inputs: pip install onnx)"
+        ) from None
+    graph = onnx.load(str(model), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    signature = []
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        dims = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in tensor.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        signature.append({"name": value.name, "dtype": str(dtype), "shape": dims})
+    return random_inputs(signature, seed=0)
