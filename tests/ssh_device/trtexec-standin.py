@@ -8,6 +8,7 @@ stand-in on its first line; nothing it reports is a measurement.
 """
 
 import json
+import struct
 import sys
 
 
@@ -25,7 +26,9 @@ def main(argv):
             with open(flags["--saveEngine"], "wb") as engine:
                 engine.write(b"edgehub trtexec stand-in engine\n" + flags["--onnx"].encode())
         if "--exportLayerInfo" in flags:
-            layers = {"Layers": ["standin_layer_0", "standin_layer_1"], "Bindings": []}
+            output = {"Name": "output", "Format/Datatype": "Row major linear FP16"}
+            layer = {"Name": "standin_identity", "LayerType": "Identity", "Outputs": [output]}
+            layers = {"Layers": [layer], "Bindings": ["input", "output"]}
             with open(flags["--exportLayerInfo"], "w") as out:
                 json.dump(layers, out)
         print("[I] Engine built in 0.1 sec.")
@@ -38,7 +41,12 @@ def main(argv):
         with open(flags["--exportProfile"], "w") as out:
             json.dump(profile, out)
     if "--exportOutput" in flags:
-        outputs = [{"name": "output", "dimensions": "1x2", "values": [0.0, 1.0]}]
+        # an "identity engine": the first input's bytes read as float32 come back as "output"
+        first = flags.get("--loadInputs", "").split(",")[0].rpartition(":")[2]
+        with open(first, "rb") as raw:
+            data = raw.read()
+        values = list(struct.unpack(f"<{len(data) // 4}f", data[: len(data) // 4 * 4]))
+        outputs = [{"name": "output", "dimensions": f"1x{len(values)}", "values": values}]
         with open(flags["--exportOutput"], "w") as out:
             json.dump(outputs, out)
     if "--skipInference" not in flags and "--buildOnly" not in flags:
