@@ -56,7 +56,8 @@ class AgentCall:
 
     With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
     container) the agent hands each job to a resident agent that has the runtime loaded
-    already, starting one on first use.
+    already, starting one on first use. With ``agent`` (a path on the runner's side) that
+    zipapp is run instead of sending one with every call.
     """
 
     def __init__(
@@ -66,7 +67,9 @@ class AgentCall:
         local_dir: Path,
         python: str = "python3",
         server: str | None = None,
+        agent: str | None = None,
     ) -> None:
+        self.agent = agent  # the zipapp already on the runner's side; else staged per call
         self.runner = runner
         self.workdir = workdir
         self.local_dir = local_dir
@@ -95,11 +98,12 @@ class AgentCall:
         stage = local / "stage"
         (stage / "in").mkdir(parents=True)
         (stage / "out").mkdir()
-        link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+        if self.agent is None:
+            link_tree(build_agent_zipapp(), stage / AGENT_NAME)
         for name, path in (inputs or {}).items():
             link_tree(path, stage / "in" / name)
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
-        argv = [self.python, AGENT_NAME, command, "--request", "request.json",
+        argv = [self.python, self.agent or AGENT_NAME, command, "--request", "request.json",
                 "--result", "out/result.json"]  # fmt: skip
         if self.server:
             argv[2:2] = ["--server", self.server]

@@ -15,6 +15,7 @@ class ProviderType(str, Enum):
     AWS = "aws"
     EMBEDL_ONNXRUNTIME = "embedl_onnxruntime"
     TRTEXEC = "trtexec"
+    SSH = "ssh"
 
     def __str__(self) -> str:
         return self.value

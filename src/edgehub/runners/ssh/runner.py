@@ -38,6 +38,7 @@ class SSHCommandRunner(BaseRunner):
         self.where = f" on {config.host}"
         self._session = SSHSession(config)
         self._files = RemoteFiles(self._session)
+        self._on_release: dict[str, str] = {}
 
     def __repr__(self) -> str:
         state = "connected" if self.is_active else "not connected"
@@ -70,7 +71,24 @@ class SSHCommandRunner(BaseRunner):
     def device_name(self, name: str | None) -> None:
         self._session.device_name = name
 
+    def on_release(self, command: str, *, key: str) -> None:
+        """Run the shell line ``command`` on the device before the connection closes (once per
+        ``key``; best effort), e.g. to stop a server a call left running."""
+        self._on_release[key] = command
+
+    def absolute_path(self, remote: str | PurePath) -> str:
+        """``remote`` as an absolute device path (relative and ``~`` paths are under home)."""
+        self._session.sftp()
+        return self._session.remote_path(str(remote))
+
     def release(self) -> None:
+        hooks, self._on_release = list(self._on_release.values()), {}
+        for command in hooks:
+            if self._session.is_active:
+                try:
+                    self._session.capture(command, timeout=STOP_GRACE_S)
+                except Exception:
+                    pass
         self._session.close()
 
     def start(
@@ -88,9 +106,11 @@ class SSHCommandRunner(BaseRunner):
                 "check the network and the device"
             )
 
-    def put(self, local: Path, remote: str | PurePath) -> None:
-        """Upload a file or directory; an unchanged file is not sent again to the same path."""
-        self._files.put(local, remote)
+    def put(self, local: Path, remote: str | PurePath, *, content_named: bool = False) -> None:
+        """Upload a file or directory; an unchanged file is not sent again to the same path.
+        ``content_named``: the remote name holds the content's hash, so a file of the same size
+        there is taken as it."""
+        self._files.put(local, remote, content_named=content_named)
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""

@@ -62,6 +62,17 @@ def device_file_name(name: str, fallback: str) -> str:
     return fallback + (suffix if _SAFE_NAME.match("x" + suffix) else "")
 
 
+def put_content(runner: CommandRunner, local: Path, remote: PurePosixPath) -> None:
+    """Upload ``local`` to a path named by its content (a file there already is taken as it,
+    where the runner can tell)."""
+    from edgehub.runners.ssh import SSHCommandRunner
+
+    if isinstance(runner, SSHCommandRunner):
+        runner.put(local, remote, content_named=True)
+    else:
+        runner.put(local, remote)
+
+
 @dataclass
 class DeviceTool:
     """A tool on ``device`` for the current run of ``ctx``; ``tool`` names it in messages."""
@@ -82,7 +93,7 @@ class DeviceTool:
         digest = content_hash(model)[:16]
         name = device_file_name(model.name, "model")
         remote = self.ctx.device_workspace(self.device.name) / "models" / digest / name
-        self.runner.put(model, remote)
+        put_content(self.runner, model, remote)
         return remote
 
     def push(self, local: Path, relative: str) -> PurePosixPath:

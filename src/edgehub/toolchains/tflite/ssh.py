@@ -1,0 +1,15 @@
+"""The ``ssh`` providers of the TFLite profiler and invoker: the ``local`` providers' own
+bodies, with edgehub's agent run by the device's Python and LiteRT (ai-edge-litert or
+tflite-runtime) over SSH (`edgehub.toolchains.remote.select.device_agent` picks it). Compiling
+(onnx2tf + TensorFlow) stays on this host."""
+
+from __future__ import annotations
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.toolchains.tflite import local
+from edgehub.toolchains.tflite.components import TFLiteInvoker, TFLiteProfiler
+
+__all__: list[str] = []
+
+TFLiteProfiler.provider(ProviderType.SSH)(local._profile_local)
+TFLiteInvoker.provider(ProviderType.SSH)(local._invoke_local)
