@@ -14,6 +14,7 @@ import codecs
 import secrets
 import select
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -27,6 +28,8 @@ from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, start_command
 
 __all__ = ["SSHCommandRunner"]
+
+RETRY_BACKOFF_S = 0.5
 
 
 class SSHCommandRunner(BaseRunner):
@@ -95,7 +98,14 @@ class SSHCommandRunner(BaseRunner):
         self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
     ) -> Process:
         marker = PidMarker(secrets.token_hex(8))
-        return _RemoteProcess(self._session, build_command(argv, cwd, env, marker.prefix), marker)
+        command = build_command(argv, cwd, env, marker.prefix)
+        try:
+            return _RemoteProcess(self._session, command, marker)
+        except SSHConnectionError:
+            # the link dropped before the command started: one fresh connection, after a pause
+            time.sleep(RETRY_BACKOFF_S)
+            self._session.close()
+            return _RemoteProcess(self._session, command, marker)
 
     def check_result(
         self, argv: list[str], cwd: str | PurePath | None, result: CommandResult

@@ -13,7 +13,12 @@ from typing import Any
 
 from edgehub.errors import HostKeyError, SSHConnectionError
 from edgehub.runners.ssh.config import SSHConfig
-from edgehub.runners.ssh.connect import MAX_PACKET_SIZE, WINDOW_SIZE, open_transport
+from edgehub.runners.ssh.connect import (
+    MAX_PACKET_SIZE,
+    WINDOW_SIZE,
+    close_transport,
+    open_transport,
+)
 from edgehub.runners.ssh.known_hosts import UnknownHostKeyError
 from edgehub.runners.ssh.shell import start_command
 
@@ -61,7 +66,7 @@ class SSHSession:
         for thing in (sftp, transport):
             if thing is not None:
                 try:
-                    thing.close()
+                    close_transport(thing) if thing is transport else thing.close()
                 except Exception:
                     pass
 
