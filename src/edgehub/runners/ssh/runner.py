@@ -98,7 +98,7 @@ class SSHCommandRunner(BaseRunner):
         self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
     ) -> Process:
         marker = PidMarker(secrets.token_hex(8))
-        command = build_command(argv, cwd, env, marker.prefix)
+        command = build_command(argv, cwd, env, marker.prefix, watched=True)
         try:
             return _RemoteProcess(self._session, command, marker)
         except SSHConnectionError:
@@ -138,7 +138,7 @@ class _RemoteProcess:
         self._kill_sent = threading.Lock()
         self._killed = False
         try:
-            start_command(self._channel, command, session.config)
+            start_command(self._channel, command, session.config, keep_stdin=True)
         except BaseException:
             self._channel.close()
             raise
