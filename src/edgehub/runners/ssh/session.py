@@ -80,7 +80,7 @@ class SSHSession:
                 max_packet_size=MAX_PACKET_SIZE,
                 timeout=self.config.connect_timeout,
             )
-        except (paramiko.SSHException, OSError) as error:
+        except (paramiko.SSHException, OSError, EOFError) as error:
             raise SSHConnectionError(
                 f"cannot open a session on {self.config.address}: {error}; "
                 "check MaxSessions in the device's sshd_config"
@@ -110,7 +110,7 @@ class SSHSession:
                         transport, window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE
                     )
                     self._home = self._sftp.normalize(".")
-                except (paramiko.SSHException, OSError) as error:
+                except (paramiko.SSHException, OSError, EOFError) as error:
                     raise SSHConnectionError(
                         f"cannot start SFTP on {self.config.address}: {error}; "
                         "check that the device's sshd enables the sftp subsystem"

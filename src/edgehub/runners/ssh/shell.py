@@ -117,7 +117,7 @@ def start_command(
         channel.exec_command(command)
         if not keep_stdin:
             channel.shutdown_write()
-    except (paramiko.SSHException, OSError) as error:
+    except (paramiko.SSHException, OSError, EOFError) as error:
         raise SSHConnectionError(
             f"cannot start a command on {config.address}: {error}; check the connection"
         ) from error
