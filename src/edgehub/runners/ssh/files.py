@@ -213,8 +213,9 @@ class RemoteFiles:
         channel = self._session.open_channel()
         try:
             channel.exec_command(f"mkdir -p -- {quoted} && tar -x -o -f - -C {quoted}")
+            sink = _ChannelWriter(channel)
             try:
-                writer = cast(IO[bytes], _ChannelWriter(channel))
+                writer = cast(IO[bytes], sink)
                 with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
                     tar.add(str(local), arcname=".")
             except _RemoteClosed:
@@ -230,6 +231,7 @@ class RemoteFiles:
                 f"{_last_line(errors) or f'exit code {status}'}"
             )
         self._stats.uploads += 1
+        self._stats.upload_bytes += sink.sent
 
     def _get_file(self, sftp: Any, source: str, size: int, local: Path) -> None:
         destination = local / posixpath.basename(source) if local.is_dir() else local
@@ -289,12 +291,14 @@ class _ChannelWriter:
 
     def __init__(self, channel: Any) -> None:
         self._channel = channel
+        self.sent = 0
 
     def write(self, data: bytes) -> int:
         try:
             self._channel.sendall(data)
         except OSError as error:
             raise _RemoteClosed(str(error)) from error
+        self.sent += len(data)
         return len(data)
 
     def close(self) -> None:

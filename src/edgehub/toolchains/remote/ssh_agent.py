@@ -2,9 +2,9 @@
 
 The agent zipapp goes once to ``~/.cache/edgehub/agent/edgehub-agent-<hash>.pyz`` on the device
 (named by its content, so it is sent again only when it changes). Each call stages its request
-and inputs in one tar stream; model-sized inputs (>= 64 KiB) are uploaded separately to a path
-named by their content and reach the call as a link, so a model is sent once per context. With
-``resident`` (the default), the first call starts an agent server on the device
+and inputs in one tar stream; models (and any input of 1 MiB or more) are uploaded separately to
+a path named by their content and reach the call as a link, so a model is sent once per
+context. With ``resident`` (the default), the first call starts an agent server on the device
 (``<workspace>/agent-<ns>.sock``) that keeps Python and the runtime loaded; the runner stops it
 when the context closes the connection.
 """
@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["ssh_agent"]
 
 NAMESPACES = {"onnxruntime": "ort", "tflite": "tflite"}
-SHARED_MIN_BYTES = 64 * 1024
+SHARED_MIN_BYTES = 1024 * 1024
+MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})
 AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
 
 
@@ -46,8 +47,9 @@ class _SharedInputs:
         inputs = Path(local) / "in"
         if inputs.is_dir():
             for path in sorted(inputs.rglob("*")):
-                big = path.is_file() and path.stat().st_size >= SHARED_MIN_BYTES
-                if big and not path.is_symlink():
+                if path.is_symlink() or not path.is_file():
+                    continue
+                if path.suffix in MODEL_SUFFIXES or path.stat().st_size >= SHARED_MIN_BYTES:
                     self._share(path)
         self._runner.put(local, remote)
 
