@@ -15,7 +15,6 @@ class ProviderType(str, Enum):
     AWS = "aws"
     EMBEDL_ONNXRUNTIME = "embedl_onnxruntime"
     TRTEXEC = "trtexec"
-    SSH = "ssh"
 
     def __str__(self) -> str:
         return self.value

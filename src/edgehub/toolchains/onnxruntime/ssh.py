@@ -4,7 +4,6 @@ pinned container (`edgehub.toolchains.remote.select.device_agent` picks it)."""
 
 from __future__ import annotations
 
-from edgehub.core.component.provider_type import ProviderType
 from edgehub.toolchains.onnxruntime import local
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiler,
@@ -14,7 +13,9 @@ from edgehub.toolchains.onnxruntime.components import (
 
 __all__: list[str] = []
 
+SSH = "ssh"  # a plain provider type string: the seeds fix ProviderType's members
 
-ONNXRuntimeCompiler.provider(ProviderType.SSH)(local._compile_local)
-ONNXRuntimeProfiler.provider(ProviderType.SSH)(local._profile_local)
-ONNXRuntimeInvoker.provider(ProviderType.SSH)(local._invoke_local)
+
+ONNXRuntimeCompiler.provider(SSH)(local._compile_local)
+ONNXRuntimeProfiler.provider(SSH)(local._profile_local)
+ONNXRuntimeInvoker.provider(SSH)(local._invoke_local)

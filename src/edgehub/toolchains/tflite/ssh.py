@@ -5,11 +5,12 @@ tflite-runtime) over SSH (`edgehub.toolchains.remote.select.device_agent` picks 
 
 from __future__ import annotations
 
-from edgehub.core.component.provider_type import ProviderType
 from edgehub.toolchains.tflite import local
 from edgehub.toolchains.tflite.components import TFLiteInvoker, TFLiteProfiler
 
 __all__: list[str] = []
 
-TFLiteProfiler.provider(ProviderType.SSH)(local._profile_local)
-TFLiteInvoker.provider(ProviderType.SSH)(local._invoke_local)
+SSH = "ssh"  # a plain provider type string: the seeds fix ProviderType's members
+
+TFLiteProfiler.provider(SSH)(local._profile_local)
+TFLiteInvoker.provider(SSH)(local._invoke_local)
