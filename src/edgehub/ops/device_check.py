@@ -10,6 +10,7 @@ and the one beside ``embedl-onnxruntime``) with the runtimes each can import, an
 
 from __future__ import annotations
 
+import platform
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -162,6 +163,8 @@ def _local(report: DeviceReport) -> DeviceReport:
     except EdgehubError as error:
         report.error = str(error)
         return report
+    uname = platform.uname()
+    report.os, report.arch = f"{uname.system} {uname.release}", uname.machine
     report.reachable = True
     report.providers = ["local"]
     return report
