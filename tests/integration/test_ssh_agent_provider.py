@@ -127,3 +127,25 @@ def test_missing_python_is_a_one_line_error(device: SSHDevice, tmp_path: Path) -
     with context as ctx, pytest.raises(EdgehubError) as caught:
         ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
     assert "\n" not in str(caught.value)
+
+
+def test_tflite_invoke_and_profile_on_the_device_match_the_local_interpreter(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    """Compiled here (the tflite image), run on the device by its own ai-edge-litert."""
+    from edgehub import images
+    from edgehub.toolchains.tflite import TFLiteCompiler, TFLiteInvoker, TFLiteProfiler
+
+    if not images.image_status("tflite").built:
+        pytest.skip("needs the tflite image to compile a model (hub images build tflite)")
+    model = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
+    image = np.random.default_rng(9).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    with _context(device, tmp_path) as ctx:
+        compiled = TFLiteCompiler(device="local").run(ctx, model)
+        there = TFLiteInvoker(device="pi").run(ctx, compiled, {"image": image})
+        here = TFLiteInvoker(device="local").run(ctx, compiled, {"image": image})
+        profile = TFLiteProfiler(device="pi", runs=20).run(ctx, compiled)
+        run = profile.run_log
+    assert set(there.output) == set(here.output) == {"probabilities"}
+    np.testing.assert_allclose(there.output["probabilities"], here.output["probabilities"])
+    assert run is not None and "latency_median_ms" in run.metrics
