@@ -178,9 +178,10 @@ def test_unknown_device(project: Path) -> None:
 
 
 def test_device_without_a_provider_for_the_component(project: Path) -> None:
-    result = hub("exec", "profile", "onnxruntime", "model.onnx", "--device", "board", cwd=project)
+    # TensorRT's profiler has no embedl_onnxruntime provider (ONNX Runtime's has one)
+    result = hub("exec", "profile", "tensorrt", "model.onnx", "--device", "board", cwd=project)
     assert_one_line_error(
-        result, 2, "no provider for 'embedl_onnxruntime'", "available providers: local"
+        result, 2, "no provider for 'embedl_onnxruntime'", "available providers: local, trtexec"
     )
 
 

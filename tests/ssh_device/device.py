@@ -18,6 +18,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,7 @@ DEFAULT_BASE_IMAGE = "edgehub-base:bookworm"
 IMAGE_REPOSITORY = "edgehub-ssh-device"
 USERNAME = "edge"
 LABEL = "edgehub.test=ssh-device"
+BUILD_FILES = ("Dockerfile", "sshd_config", "entrypoint.sh", "trtexec-standin.py", "wheels.txt")
 OWNER_LABEL = "edgehub.test.owner"  # "<hostname>:<pid>" of the process that started it
 
 __all__ = ["DeviceUnavailable", "SSHDevice", "ensure_image", "ssh_device"]
@@ -184,12 +186,52 @@ def ensure_image(base_image: str | None = None) -> str:
     _check_docker()
     base = base_image or os.environ.get("EDGEHUB_BASE_IMAGE") or DEFAULT_BASE_IMAGE
     digest = hashlib.sha256(_ensure_base(base).encode())
-    for name in ("Dockerfile", "sshd_config", "entrypoint.sh"):
+    for name in BUILD_FILES:
         digest.update(name.encode() + b"\0" + (HERE / name).read_bytes())
     tag = f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:12]}"
     if _image_id(tag) is None:
-        _docker("build", "-q", "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(HERE))
+        with tempfile.TemporaryDirectory(prefix="edgehub-ssh-device-build-") as context:
+            for name in BUILD_FILES:
+                shutil.copy2(HERE / name, Path(context) / name)
+            _stage_wheels(Path(context) / "wheels")
+            _docker("build", "-q", "--build-arg", f"BASE_IMAGE={base}", "-t", tag, context)
     return tag
+
+
+def _wheel_list() -> dict[str, str]:
+    """wheels.txt: wheel file name -> sha256."""
+    lines = (HERE / "wheels.txt").read_text().splitlines()
+    return dict(line.split()[:2] for line in lines if line.strip() and not line.startswith("#"))
+
+
+def _stage_wheels(destination: Path) -> None:
+    """Copy the listed wheels from edgehub's wheel cache (downloading missing ones with the
+    host's pip first) into ``destination``, each checked against its sha256."""
+    from edgehub.images import wheel_cache_dir
+
+    cache = wheel_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    wanted = _wheel_list()
+    missing = [name for name in wanted if not (cache / name).is_file()]
+    if missing:
+        specs = ["==".join(name.split("-")[:2]) for name in missing]
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+             "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
+             "--platform", "any", "--disable-pip-version-check", "-d", str(cache), *specs],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise DeviceUnavailable(
+                f"cannot download the test device's wheels ({', '.join(specs)}): "
+                + (done.stderr.strip().splitlines() or ["pip failed"])[-1]
+            )
+    destination.mkdir()
+    for name, sha in wanted.items():
+        data = (cache / name).read_bytes()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise RuntimeError(f"wheel {name} in {cache} does not match wheels.txt's sha256")
+        (destination / name).write_bytes(data)
 
 
 def _wait_for_sshd(host: str, port: int, container: str, timeout: float = 30.0) -> None:

@@ -33,6 +33,7 @@ LEAVES = _leaf_commands(build_parser())
 # the positionals each command needs, so that the flag is the only thing wrong
 POSITIONALS = {("exec",): ["compile", "onnxruntime"], ("runs", "show"): ["latest"]}
 POSITIONALS[("runs", "compare")] = ["a", "b"]
+POSITIONALS[("devices", "check")] = POSITIONALS[("devices", "trust")] = ["board"]
 
 
 def _one_line_usage_error(argv: list[str], cwd: Path, *needles: str) -> None:

@@ -17,6 +17,7 @@ from edgehub.core.device import EmbedlONNXRuntimeConfig, TrtexecConfig
 from edgehub.errors import UsageError
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.registry import RuntimeDescriptor, get_runtime, runtime_names
+from edgehub.toolchains.remote.config import SSHAgentConfig
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "edgehub"
 
@@ -35,7 +36,7 @@ def test_builtin_runtimes_and_their_descriptors() -> None:
     assert ort.compiler.__name__ == "ONNXRuntimeCompiler"
     assert ort.compiled_model.__name__ == "ONNXRuntimeCompiledModel"
     assert (ort.image, ort.agent_namespace) == ("onnxruntime", "ort")
-    assert ort.provider_configs == (EmbedlONNXRuntimeConfig, QAIHubConfig)
+    assert ort.provider_configs == (EmbedlONNXRuntimeConfig, SSHAgentConfig, QAIHubConfig)
     from edgehub.toolchains.onnxruntime.local import inspect_model
 
     assert ort.inspect is inspect_model

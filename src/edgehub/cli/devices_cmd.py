@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +11,32 @@ from edgehub.cli.output import print_json, table
 
 
 def add_parser(commands: Any) -> None:
-    devices = commands.add_parser("devices", help="the devices hub.toml defines")
+    devices = commands.add_parser(
+        "devices", help="the devices hub.toml defines (list, check NAME, trust NAME)"
+    )
     devices.add_argument("--json", action="store_true")
     devices.set_defaults(handler=_devices)
+    verbs = devices.add_subparsers(dest="devices_command", metavar="{list,check,trust}")
+    listing = verbs.add_parser("list", help="the devices hub.toml defines (the default)")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler=_devices)
+    check = verbs.add_parser(
+        "check", help="connect to a device: OS, arch, Python, runtimes, providers it can serve"
+    )
+    check.add_argument("name", help="device name in hub.toml")
+    check.add_argument("--json", action="store_true")
+    check.add_argument("--timeout", type=float, default=20.0, help="seconds (default 20)")
+    check.set_defaults(handler=_check)
+    trust = verbs.add_parser(
+        "trust", help="show an SSH device's host key fingerprint and, if you agree, trust it"
+    )
+    trust.add_argument("name", help="device name in hub.toml")
+    trust.add_argument(
+        "--yes",
+        action="store_true",
+        help="trust without asking (for scripts: check the printed fingerprint out of band first)",
+    )
+    trust.set_defaults(handler=_trust)
     init = commands.add_parser("init", help="write a starter hub.toml in this directory")
     init.add_argument("--name", help="project name (default: the directory name)")
     init.set_defaults(handler=_init)
@@ -33,6 +57,52 @@ def _devices(args: argparse.Namespace) -> int:
         print_json([row.to_dict() for row in rows])
     else:
         table(["device", "provider", "spec", "ssh"], [list(r.to_dict().values()) for r in rows])
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from edgehub.ops.device_check import inspect_device
+    from edgehub.ops.project import open_project
+
+    report = inspect_device(open_project(args.config), args.name, timeout=args.timeout)
+    if args.json:
+        print_json(report.to_dict())
+        return 0 if report.reachable else 3
+    if not report.reachable:
+        print(f"{args.name}: {report.error}", file=sys.stderr)
+        return 3
+    rows = [["provider type", report.provider], ["os", report.os or "-"],
+            ["arch", report.arch or "-"]]  # fmt: skip
+    rows += [["python", f"{p['version']}  {p['path']}"] for p in report.pythons]
+    rows += [[r["runtime"], f"{r['version']}  (python {r['python']})"] for r in report.runtimes]
+    rows += [[tool, path] for tool, path in report.tools.items()]
+    rows.append(["can serve", ", ".join(report.providers) or "-"])
+    table([args.name, ""], rows)
+    return 0
+
+
+def _trust(args: argparse.Namespace) -> int:
+    from edgehub.errors import UsageError
+    from edgehub.ops.project import open_project
+    from edgehub.ops.trust import host_key_of, trust_host_key
+
+    offer = host_key_of(open_project(args.config), args.name)
+    print(f"{args.name} ({offer.host}) offers {offer.key_type} key {offer.fingerprint}")
+    if offer.state == "trusted":
+        print(f"already trusted in {offer.known_hosts}")
+        return 0
+    if offer.state == "unknown" and not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(
+                "not asking without a terminal; compare the fingerprint with the device's "
+                "(`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` there) and pass --yes"
+            )
+        answer = input(f"Trust this key and add it to {offer.known_hosts}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not trusted")
+            return 1
+    path = trust_host_key(offer)  # refuses changed and revoked keys
+    print(f"trusted: added to {path}")
     return 0
 
 

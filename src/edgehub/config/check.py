@@ -40,6 +40,7 @@ _SSH_KEYS = (
     "password_env",
     "connect_timeout",
     "keepalive",
+    "jump_host",
 )
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -288,6 +289,7 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
         password_env=password_env,
         connect_timeout=10.0 if connect_timeout is None else connect_timeout,
         keepalive=15.0 if keepalive is None else keepalive,
+        jump_host=table.string("jump_host"),
     )
 
 

@@ -139,6 +139,7 @@ def _ssh_runner(
             known_hosts=_local_path(config, ssh.known_hosts),
             connect_timeout=ssh.connect_timeout,
             keepalive_s=ssh.keepalive,
+            jump_host=ssh.jump_host,
         )
     )
     return runner

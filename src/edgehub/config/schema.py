@@ -25,6 +25,9 @@ its parents. Every table and key is optional unless marked *required*::
     password_env = "RPI_PASSWORD"   # read the password from this environment variable
     connect_timeout = 10.0     # seconds
     keepalive = 15.0           # seconds between keepalives; 0 turns them off
+    jump_host = "me@bastion:22"  # reach it through this host ("[user@]host[:port]" or an alias)
+                               # ~/.ssh/config's HostName, Port, IdentityFile and ProxyJump for
+                               # `host` apply where these keys leave them unset
 
     [devices.<name>.<settings>]       # the provider's settings table, see below
 
@@ -152,6 +155,7 @@ class SSHSection:
     password_env: str | None = None
     connect_timeout: float = 10.0
     keepalive: float = 15.0
+    jump_host: str | None = None
 
 
 @dataclass(frozen=True)

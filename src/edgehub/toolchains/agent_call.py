@@ -57,7 +57,8 @@ class AgentCall:
 
     With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
     container) the agent hands each job to a resident agent that has the runtime loaded
-    already, starting one on first use.
+    already, starting one on first use. With ``agent`` (a path on the runner's side) that
+    zipapp is run instead of sending one with every call.
     """
 
     def __init__(
@@ -67,7 +68,9 @@ class AgentCall:
         local_dir: Path,
         python: str = "python3",
         server: str | None = None,
+        agent: str | None = None,
     ) -> None:
+        self.agent = agent  # the zipapp already on the runner's side; else staged per call
         self.runner = runner
         self.workdir = workdir
         self.local_dir = local_dir
@@ -86,7 +89,6 @@ class AgentCall:
     ) -> AgentResult:
         """Run ``command``. ``inputs`` maps a name to a local file or directory; the request
         refers to it as ``in/<name>`` and writes outputs under ``out/``."""
-        from edgehub.agent.bundle import build_agent_zipapp
         from edgehub.agent.protocol import ResultFileError, load_result
 
         self._calls += 1
@@ -100,7 +102,7 @@ class AgentCall:
             link_tree(path, stage / "in" / name)
         (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
         job = [command, "--request", "request.json", "--result", "out/result.json"]
-        argv = [self.python, AGENT_NAME, *job]
+        argv = [self.python, self.agent or AGENT_NAME, *job]
         if self.server:
             argv[2:2] = ["--server", self.server]
         files = local / "out"
@@ -110,12 +112,12 @@ class AgentCall:
             if outcome is not None:
                 exchange = True
             elif isinstance(self.runner, SupportsExchange):  # one round trip where offered
-                link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+                self._stage_agent(stage)
                 outcome = self.runner.exchange(
                     stage, remote, argv, fetch="out", local=files, timeout=timeout
                 )
             else:
-                link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+                self._stage_agent(stage)
                 self.runner.put(stage, remote)
                 outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
         finally:
@@ -143,6 +145,13 @@ class AgentCall:
             warnings=list(result["warnings"]),
             env=dict(result["env"]),
         )
+
+    def _stage_agent(self, stage: Path) -> None:
+        """The agent zipapp goes along with the job, unless one is on the runner already."""
+        if self.agent is None:
+            from edgehub.agent.bundle import build_agent_zipapp
+
+            link_tree(build_agent_zipapp(), stage / AGENT_NAME)
 
     def _direct(
         self,

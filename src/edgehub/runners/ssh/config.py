@@ -22,13 +22,15 @@ class SSHConfig:
     known_hosts: Path | None = None
     connect_timeout: float = 10.0
     keepalive_s: float = 15.0
+    jump_host: str | None = None  # "[user@]host[:port]" or an ~/.ssh/config alias
+    ssh_config: Path | None = None  # the OpenSSH client config to read (default ~/.ssh/config)
 
     def __post_init__(self) -> None:
         if not self.host or not self.username:
             raise ConfigError("SSH device needs both host and username; set them in hub.toml")
         if not 0 < int(self.port) < 65536:
             raise ConfigError(f"SSH port must be between 1 and 65535, got {self.port}")
-        for name in ("private_key_path", "known_hosts"):
+        for name in ("private_key_path", "known_hosts", "ssh_config"):
             value = getattr(self, name)
             if value is not None:
                 object.__setattr__(self, name, Path(value).expanduser())

@@ -17,7 +17,7 @@ from edgehub.runners.ssh.known_hosts import (
     verify_host_key,
 )
 
-__all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "open_transport"]
+__all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "close_transport", "open_socket", "open_transport"]
 
 WINDOW_SIZE = 128 * 1024 * 1024
 MAX_PACKET_SIZE = 256 * 1024
@@ -37,13 +37,22 @@ def open_transport(config: SSHConfig) -> Any:
     """Socket (TCP_NODELAY) -> SSH handshake -> host key check -> authentication."""
     import paramiko
 
+    from edgehub.runners.ssh.user_config import resolve
+
+    config = resolve(config)
     if config.private_key_path is not None and not config.private_key_path.is_file():
         raise SSHConnectionError(
             f"private key file {config.private_key_path} does not exist; "
             "fix private_key_path in hub.toml"
         )
     trusted, revoked = load_known_hosts(config)
-    sock = _open_socket(config)
+    jump = _open_jump(config) if config.jump_host else None
+    try:
+        sock = open_socket(config) if jump is None else _tunnel(jump, config)
+    except BaseException:
+        if jump is not None:
+            jump.close()
+        raise
     transport = paramiko.Transport(
         sock, default_window_size=WINDOW_SIZE, default_max_packet_size=MAX_PACKET_SIZE
     )
@@ -73,11 +82,49 @@ def open_transport(config: SSHConfig) -> Any:
     except BaseException:
         transport.close()
         sock.close()
+        if jump is not None:
+            jump.close()
         raise
+    transport.edgehub_jump = jump  # closed with this transport (`close_transport`)
     return transport
 
 
-def _open_socket(config: SSHConfig) -> socket.socket:
+def close_transport(transport: Any) -> None:
+    """Close a transport from `open_transport` and the jump host connection under it."""
+    transport.close()
+    jump = getattr(transport, "edgehub_jump", None)
+    if jump is not None:
+        jump.close()
+
+
+def _open_jump(config: SSHConfig) -> Any:
+    from edgehub.runners.ssh.user_config import jump_config
+
+    try:
+        return open_transport(jump_config(config))
+    except SSHConnectionError as error:
+        raise type(error)(f"jump host {config.jump_host}: {error}") from error
+
+
+def _tunnel(jump: Any, config: SSHConfig) -> Any:
+    """A channel through the jump host to the device's sshd, used as the device's socket."""
+    import paramiko
+
+    try:
+        return jump.open_channel(
+            "direct-tcpip",
+            (config.host, config.port),
+            ("127.0.0.1", 0),
+            timeout=config.connect_timeout,
+        )
+    except (paramiko.SSHException, OSError) as error:
+        raise SSHConnectionError(
+            f"jump host {config.jump_host} could not reach {config.host}:{config.port} "
+            f"({error}); check the address and that the jump host allows TCP forwarding"
+        ) from error
+
+
+def open_socket(config: SSHConfig) -> socket.socket:
     where = f"{config.host}:{config.port}"
     try:
         sock = socket.create_connection((config.host, config.port), timeout=config.connect_timeout)

@@ -20,7 +20,13 @@ from edgehub.runners.ssh.config import SSHConfig
 if TYPE_CHECKING:
     import paramiko
 
-__all__ = ["fingerprint", "load_known_hosts", "prefer_known_types", "verify_host_key"]
+__all__ = [
+    "UnknownHostKeyError",
+    "fingerprint",
+    "load_known_hosts",
+    "prefer_known_types",
+    "verify_host_key",
+]
 
 _RSA_ALGORITHMS = ("rsa-sha2-512", "rsa-sha2-256")
 
@@ -147,7 +153,16 @@ def verify_host_key(
         if config.port != 22
         else (f"ssh-keyscan {config.host}")
     )
-    raise HostKeyError(
+    raise UnknownHostKeyError(
         f"unknown SSH host key for {name} ({described}); after checking the fingerprint on the "
-        f"device, run `{scan} >> ~/.ssh/known_hosts`, or set known_hosts in hub.toml"
+        f"device, run `{scan} >> ~/.ssh/known_hosts`, or set known_hosts in hub.toml",
+        described=f"{name} ({described})",
     )
+
+
+class UnknownHostKeyError(HostKeyError):
+    """No known_hosts file lists a key for the host; ``described`` names the host and key."""
+
+    def __init__(self, message: str, *, described: str) -> None:
+        super().__init__(message)
+        self.described = described

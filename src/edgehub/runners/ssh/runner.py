@@ -14,6 +14,7 @@ import codecs
 import secrets
 import select
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePath
 from typing import Any
@@ -28,6 +29,8 @@ from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, sta
 
 __all__ = ["SSHCommandRunner"]
 
+RETRY_BACKOFF_S = 0.5
+
 
 class SSHCommandRunner(BaseRunner):
     """Runs argv lists and moves files on an SSH device; connects on first use."""
@@ -38,6 +41,7 @@ class SSHCommandRunner(BaseRunner):
         self.where = f" on {config.host}"
         self._session = SSHSession(config)
         self._files = RemoteFiles(self._session)
+        self._on_release: dict[str, str] = {}
 
     def __repr__(self) -> str:
         state = "connected" if self.is_active else "not connected"
@@ -61,14 +65,47 @@ class SSHCommandRunner(BaseRunner):
         self._session.connect()
         return self
 
+    @property
+    def device_name(self) -> str | None:
+        """The hub.toml device this runner reaches (named in the unknown-host-key hint)."""
+        return self._session.device_name
+
+    @device_name.setter
+    def device_name(self, name: str | None) -> None:
+        self._session.device_name = name
+
+    def on_release(self, command: str, *, key: str) -> None:
+        """Run the shell line ``command`` on the device before the connection closes (once per
+        ``key``; best effort), e.g. to stop a server a call left running."""
+        self._on_release[key] = command
+
+    def absolute_path(self, remote: str | PurePath) -> str:
+        """``remote`` as an absolute device path (relative and ``~`` paths are under home)."""
+        self._session.sftp()
+        return self._session.remote_path(str(remote))
+
     def release(self) -> None:
+        hooks, self._on_release = list(self._on_release.values()), {}
+        for command in hooks:
+            if self._session.is_active:
+                try:
+                    self._session.capture(command, timeout=STOP_GRACE_S)
+                except Exception:
+                    pass
         self._session.close()
 
     def start(
         self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
     ) -> Process:
         marker = PidMarker(secrets.token_hex(8))
-        return _RemoteProcess(self._session, build_command(argv, cwd, env, marker.prefix), marker)
+        command = build_command(argv, cwd, env, marker.prefix, watched=True)
+        try:
+            return _RemoteProcess(self._session, command, marker)
+        except SSHConnectionError:
+            # the link dropped before the command started: one fresh connection, after a pause
+            time.sleep(RETRY_BACKOFF_S)
+            self._session.close()
+            return _RemoteProcess(self._session, command, marker)
 
     def check_result(
         self, argv: list[str], cwd: str | PurePath | None, result: CommandResult
@@ -79,9 +116,11 @@ class SSHCommandRunner(BaseRunner):
                 "check the network and the device"
             )
 
-    def put(self, local: Path, remote: str | PurePath) -> None:
-        """Upload a file or directory; an unchanged file is not sent again to the same path."""
-        self._files.put(local, remote)
+    def put(self, local: Path, remote: str | PurePath, *, content_named: bool = False) -> None:
+        """Upload a file or directory; an unchanged file is not sent again to the same path.
+        ``content_named``: the remote name holds the content's hash, so a file of the same size
+        there is taken as it."""
+        self._files.put(local, remote, content_named=content_named)
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""
@@ -99,7 +138,7 @@ class _RemoteProcess:
         self._kill_sent = threading.Lock()
         self._killed = False
         try:
-            start_command(self._channel, command, session.config)
+            start_command(self._channel, command, session.config, keep_stdin=True)
         except BaseException:
             self._channel.close()
             raise

@@ -11,9 +11,15 @@ import posixpath
 import threading
 from typing import Any
 
-from edgehub.errors import SSHConnectionError
+from edgehub.errors import HostKeyError, SSHConnectionError
 from edgehub.runners.ssh.config import SSHConfig
-from edgehub.runners.ssh.connect import MAX_PACKET_SIZE, WINDOW_SIZE, open_transport
+from edgehub.runners.ssh.connect import (
+    MAX_PACKET_SIZE,
+    WINDOW_SIZE,
+    close_transport,
+    open_transport,
+)
+from edgehub.runners.ssh.known_hosts import UnknownHostKeyError
 from edgehub.runners.ssh.shell import start_command
 
 __all__ = ["SSHSession"]
@@ -24,6 +30,7 @@ class SSHSession:
 
     def __init__(self, config: SSHConfig) -> None:
         self.config = config
+        self.device_name: str | None = None  # the hub.toml name, for the trust hint
         self.generation = 0
         self._lock = threading.RLock()
         self._transport: Any = None
@@ -40,7 +47,15 @@ class SSHSession:
         with self._lock:
             if not self.is_active:
                 self.close()
-                self._transport = open_transport(self.config)
+                try:
+                    self._transport = open_transport(self.config)
+                except UnknownHostKeyError as error:
+                    if not self.device_name:
+                        raise
+                    raise HostKeyError(
+                        f"unknown SSH host key for {error.described}; check the fingerprint on "
+                        f"the device, then trust it with `hub devices trust {self.device_name}`"
+                    ) from None
                 self.generation += 1
             return self._transport
 
@@ -51,7 +66,7 @@ class SSHSession:
         for thing in (sftp, transport):
             if thing is not None:
                 try:
-                    thing.close()
+                    close_transport(thing) if thing is transport else thing.close()
                 except Exception:
                     pass
 
@@ -65,7 +80,7 @@ class SSHSession:
                 max_packet_size=MAX_PACKET_SIZE,
                 timeout=self.config.connect_timeout,
             )
-        except (paramiko.SSHException, OSError) as error:
+        except (paramiko.SSHException, OSError, EOFError) as error:
             raise SSHConnectionError(
                 f"cannot open a session on {self.config.address}: {error}; "
                 "check MaxSessions in the device's sshd_config"
@@ -95,7 +110,7 @@ class SSHSession:
                         transport, window_size=WINDOW_SIZE, max_packet_size=MAX_PACKET_SIZE
                     )
                     self._home = self._sftp.normalize(".")
-                except (paramiko.SSHException, OSError) as error:
+                except (paramiko.SSHException, OSError, EOFError) as error:
                     raise SSHConnectionError(
                         f"cannot start SFTP on {self.config.address}: {error}; "
                         "check that the device's sshd enables the sftp subsystem"

@@ -44,19 +44,37 @@ class PidMarker:
         return rest
 
 
+# The lifeline: a watcher reads the channel's stdin (kept open by the client); when it ends —
+# the client went away, sshd was killed, the link broke and sshd gave up — the watcher stops
+# the whole process group. The command itself reads /dev/null. After the command the watcher
+# is stopped and the shell exits with the command's status.
+_WATCHED = (
+    "exec 3<&0 </dev/null; (cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null) "
+    ">/dev/null 2>&1 & w=$!; exec 3<&-; "
+)
+_UNWATCH = "s=$?; kill $w 2>/dev/null; exit $s"
+
+
 def build_command(
     argv: Sequence[str],
     cwd: str | PurePath | None,
     env: Mapping[str, str] | None,
     marker: str | None = None,
+    *,
+    watched: bool = False,
 ) -> str:
-    """The remote shell line for ``argv``: every word quoted, ``cd`` and ``env`` in front."""
+    """The remote shell line for ``argv``: every word quoted, ``cd`` and ``env`` in front.
+
+    ``watched``: the command runs under the stdin lifeline (see ``_WATCHED``); the channel's
+    stdin must then stay open while it runs."""
     parts: list[str] = []
     if marker is not None:
         parts.append(f"printf '%s%s\\n' {shlex.quote(marker)} \"$$\" >&2; ")
+    if watched:
+        parts.append(_WATCHED)
     if cwd is not None:
         parts.append(f"cd -- {_quote_path(str(cwd))} && ")
-    parts.append("exec ")
+    parts.append("{ " if watched else "exec ")
     if env:
         for name in env:
             if not _ENV_NAME.match(name):
@@ -64,6 +82,8 @@ def build_command(
         parts.append("env -- ")
         parts.extend(shlex.quote(f"{name}={value}") + " " for name, value in env.items())
     parts.append(" ".join(shlex.quote(str(word)) for word in argv))
+    if watched:
+        parts.append(" & c=$!; wait $c; }; " + _UNWATCH)
     return "".join(parts)
 
 
@@ -86,14 +106,18 @@ def kill_script(pid: int) -> str:
     )
 
 
-def start_command(channel: Any, command: str, config: SSHConfig) -> None:
-    """Start a shell line on a fresh channel with stdin closed (commands read EOF)."""
+def start_command(
+    channel: Any, command: str, config: SSHConfig, *, keep_stdin: bool = False
+) -> None:
+    """Start a shell line on a fresh channel with stdin closed (commands read EOF), or kept
+    open (``keep_stdin``, for a watched command's lifeline)."""
     import paramiko
 
     try:
         channel.exec_command(command)
-        channel.shutdown_write()
-    except (paramiko.SSHException, OSError) as error:
+        if not keep_stdin:
+            channel.shutdown_write()
+    except (paramiko.SSHException, OSError, EOFError) as error:
         raise SSHConnectionError(
             f"cannot start a command on {config.address}: {error}; check the connection"
         ) from error

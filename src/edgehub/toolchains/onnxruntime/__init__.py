@@ -3,7 +3,7 @@
 
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import RuntimeDescriptor
-from edgehub.toolchains.onnxruntime import local
+from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local, ssh  # noqa: F401 (providers)
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -11,6 +11,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfiler,
 )
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
+from edgehub.toolchains.remote.config import SSHAgentConfig
 
 __all__ = ["RUNTIME"]
 
@@ -22,7 +23,7 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=ONNXRuntimeCompiledModel,
     image="onnxruntime",
     agent_namespace="ort",
-    provider_configs=(EmbedlONNXRuntimeConfig, QAIHubConfig),
+    provider_configs=(EmbedlONNXRuntimeConfig, SSHAgentConfig, QAIHubConfig),
     inspect=local.inspect_model,
 )
 

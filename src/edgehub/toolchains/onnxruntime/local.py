@@ -15,7 +15,7 @@ from edgehub.errors import (
     ProfileError,
     UsageError,
 )
-from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
+from edgehub.toolchains.local_session import record_agent_result, scratch_agent
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -25,6 +25,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfilingResult,
 )
 from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _compile_local(
         raise UsageError(f"quantization must be one of {', '.join(MODES)}, got {quantization!r}")
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model, name="input")
-    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeCompiler)
+    agent = device_agent(ctx, RUNTIME, device, ONNXRuntimeCompiler)
     output = f"compiled_{model.stem}.onnx"
     inputs = {model.name: model}
     request: dict[str, Any] = {
@@ -137,7 +138,7 @@ def _profile_local(
     method = ProfilingMethod(profiling_method)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
-    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeProfiler)
+    agent = device_agent(ctx, RUNTIME, device, ONNXRuntimeProfiler)
     request: dict[str, Any] = {
         "model": f"in/{model_path.name}",
         "runs": int(runs),
@@ -182,7 +183,7 @@ def _invoke_local(
     model_path = _model_file(model.path.to_local(ctx).local())
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model_path, name="input")
-    agent = local_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
+    agent = device_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
     request: dict[str, Any] = {"model": f"in/{model_path.name}", "output": "out/output.npz"}
     files = {model_path.name: model_path}
     if input_data is None:  # random inputs, made from the session's metadata where it runs

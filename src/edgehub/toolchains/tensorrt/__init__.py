@@ -3,7 +3,7 @@ TensorRT for RTX without a GPU; profile and invoke where a GPU is present) regis
 
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.core.runtimes import RuntimeDescriptor
-from edgehub.toolchains.tensorrt import local
+from edgehub.toolchains.tensorrt import local, trtexec  # noqa: F401 (providers)
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
     TensorRTCompiler,

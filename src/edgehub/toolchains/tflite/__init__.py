@@ -3,7 +3,8 @@ the LiteRT interpreter in the pinned image) register on import."""
 
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
-from edgehub.toolchains.tflite import local
+from edgehub.toolchains.remote.config import SSHAgentConfig
+from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
     TFLiteCompiler,
@@ -21,7 +22,7 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=TFLiteCompiledModel,
     image="tflite",
     agent_namespace="tflite",
-    provider_configs=(QAIHubConfig,),
+    provider_configs=(SSHAgentConfig, QAIHubConfig),
     inspect=local.inspect_model,
 )
 

@@ -17,6 +17,7 @@ from edgehub.errors import (
 )
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
+from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
@@ -186,7 +187,7 @@ def _profile_local(
     if input_data is not None:
         files["input.npz"] = _input_file(ctx, input_data)
         request["input"] = "in/input.npz"
-    agent = local_agent(ctx, RUNTIME, device, TFLiteProfiler)
+    agent = device_agent(ctx, RUNTIME, device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
     _log_toolchain(ctx, result)
@@ -234,7 +235,7 @@ def _invoke_local(
             "use_compiled_names": bool(use_compiled_names),
         }
     )
-    agent = local_agent(ctx, RUNTIME, device, TFLiteInvoker)
+    agent = device_agent(ctx, RUNTIME, device, TFLiteInvoker)
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "input", "output"}))
     _log_toolchain(ctx, result)

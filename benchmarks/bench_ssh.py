@@ -1,0 +1,198 @@
+"""The SSH providers' figures against bare scripts on the same device (on demand, not CI).
+
+    .venv/bin/python benchmarks/bench_ssh.py [--repeat 15] [--size-mb 100]
+
+Starts the SSH test device (tests/ssh_device) and prints, each measured in this one run:
+
+(a) invoke round trip through ``embedl_onnxruntime`` (warm context) vs a bare paramiko script
+    with TCP_NODELAY doing the same steps (upload the inputs, ``run-inference``, download);
+(b) warm invoke through ``ssh`` with the resident agent vs the same bare script;
+(c) 100 MB upload and download through the runner vs OpenSSH ``scp``;
+(d) the same model profiled twice in one context: model bytes sent the second time;
+(e) the ``ssh`` profiler's reported median vs a bare ``session.run`` loop on the device.
+
+Medians; methods take turns in each round, so load swings on a shared machine hit all alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests"))
+
+from bench_ssh_transfer import _rates, _scp_args  # noqa: E402
+
+from edgehub.core.context import HubContext  # noqa: E402
+from edgehub.core.device import Device  # noqa: E402
+from edgehub.core.device.configs import EmbedlONNXRuntimeConfig  # noqa: E402
+from edgehub.runners.ssh import SSHCommandRunner  # noqa: E402
+from edgehub.toolchains.onnxruntime import (  # noqa: E402
+    ONNXRuntimeCompiledModel,
+    ONNXRuntimeInvoker,
+    ONNXRuntimeProfiler,
+)
+from edgehub.toolchains.remote.config import SSHAgentConfig  # noqa: E402
+from ssh_device.device import SSHDevice, ssh_device  # noqa: E402
+from unit.agent_models import make_cnn  # noqa: E402
+
+MODEL = REPO / "examples" / "tiny_cnn.onnx"
+DEVICE_PYTHON = "/opt/device/bin/python3"
+BARE_LOOP = """
+import sys, time, statistics, numpy as np, onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+feeds = {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape], np.float32)
+         for i in s.get_inputs()}
+for _ in range(10): s.run(None, feeds)
+t = []
+for _ in range(200):
+    a = time.perf_counter_ns(); s.run(None, feeds); t.append(time.perf_counter_ns() - a)
+print(statistics.median(t) / 1e6)
+"""
+
+
+class BareScript:
+    """paramiko with a TCP_NODELAY socket: upload inputs, run-inference, download output."""
+
+    def __init__(self, device: SSHDevice) -> None:
+        import paramiko
+
+        sock = socket.create_connection((device.host, device.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client = paramiko.SSHClient()
+        self.client.load_host_keys(str(device.known_hosts))
+        self.client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        self.client.connect(device.host, port=device.port, username=device.username, sock=sock,
+                            key_filename=str(device.private_key), allow_agent=False,
+                            look_for_keys=False)  # fmt: skip
+        self.sftp = self.client.open_sftp()
+        self.exec("mkdir -p bare/in bare/out")
+        self.sftp.put(str(MODEL), "bare/model.onnx")
+
+    def exec(self, command: str) -> str:
+        _, out, err = self.client.exec_command(command)
+        text = out.read().decode()
+        if out.channel.recv_exit_status() != 0:
+            raise RuntimeError(err.read().decode())
+        return text
+
+    def invoke(self, inputs: Path, local: Path) -> None:
+        self.sftp.put(str(inputs), "bare/in/data.npz")
+        self.exec("embedl-onnxruntime run-inference --model bare/model.onnx --input-dir bare/in "
+                  "--output-dir bare/out --use-npz")  # fmt: skip
+        self.sftp.get("bare/out/data.npz", str(local))
+
+
+def _median_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    times: dict[str, list[float]] = {name: [] for name in methods}
+    for _ in range(rounds):
+        for name, once in methods.items():
+            started = time.perf_counter()
+            once()
+            times[name].append((time.perf_counter() - started) * 1000)
+    return {name: statistics.median(spent) for name, spent in times.items()}
+
+
+def _context(device: SSHDevice, store: Path, provider: str) -> HubContext:
+    config: Any = (
+        EmbedlONNXRuntimeConfig() if provider == "embedl_onnxruntime"
+        else SSHAgentConfig(python=DEVICE_PYTHON)
+    )  # fmt: skip
+    board = Device(name="board", runner=SSHCommandRunner(device.config()),
+                   provider_type=provider, provider_config=config)  # fmt: skip
+    return HubContext(artifact_base_dir=store, devices=[board])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="rounds for (a) and (b)")
+    parser.add_argument("--size-mb", type=int, default=100, help="transfer size for (c)")
+    args = parser.parse_args()
+    with ssh_device() as device, tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        inputs = {"image": np.random.default_rng(0).standard_normal((1, 3, 32, 32), np.float32)}
+        np.savez(work / "input.npz", **inputs)
+        bare = BareScript(device)
+        model = ONNXRuntimeCompiledModel.from_path(MODEL)
+        with (
+            _context(device, work / "s1", "embedl_onnxruntime") as eort,
+            _context(device, work / "s2", "ssh") as agent,
+        ):
+            ONNXRuntimeInvoker().run(eort, model, inputs)  # warm: connection, model uploaded
+            ONNXRuntimeInvoker().run(agent, model, inputs)  # warm: resident agent started
+            ONNXRuntimeInvoker().run(agent, model, inputs)
+            times = _median_ms(args.repeat, {
+                "bare": lambda: bare.invoke(work / "input.npz", work / "bare_out.npz"),
+                "embedl_onnxruntime": lambda: ONNXRuntimeInvoker().run(eort, model, inputs),
+                "ssh (resident)": lambda: ONNXRuntimeInvoker().run(agent, model, inputs),
+            })  # fmt: skip
+            runner = agent.device("board").runner
+            assert isinstance(runner, SSHCommandRunner)
+            fresh = ONNXRuntimeCompiledModel.from_path(make_cnn(work / "fresh.onnx", seed=7))
+            sizes = [runner.transfer_stats.upload_bytes]
+            for _ in range(2):
+                ONNXRuntimeProfiler(runs=20, burn_ins=2).run(agent, fresh)
+                sizes.append(runner.transfer_stats.upload_bytes)
+            first, second = sizes[1] - sizes[0], sizes[2] - sizes[1]
+            fresh_bytes = (work / "fresh.onnx").stat().st_size
+            profile = ONNXRuntimeProfiler(runs=200, burn_ins=10).run(agent, model)
+            reported = float(profile.latency.value)
+        remote_model = "bare/model.onnx"
+        loop = bare.exec(f"{DEVICE_PYTHON} -c '{BARE_LOOP}' {remote_model}")
+        bare_median = float(loop.strip())
+        bare.client.close()
+
+        size = args.size_mb * 1_000_000
+        source = work / "payload.bin"
+        with source.open("wb") as handle:
+            for _ in range(args.size_mb):
+                handle.write(os.urandom(1_000_000))
+        target = f"{device.username}@{device.host}"
+        with SSHCommandRunner(device.config()) as warm:
+            warm.put(source, "bench/source.bin")
+
+            def scp(*words: str) -> None:
+                subprocess.run([*_scp_args(device), *words], check=True)
+
+            up = _rates(size, 3, {
+                "runner": lambda i: warm.put(source, f"bench/up-{i}.bin"),
+                "scp": lambda i: scp(str(source), f"{target}:bench/scp-{i}.bin"),
+            })  # fmt: skip
+            down = _rates(size, 3, {
+                "runner": lambda i: warm.get("bench/source.bin", work / f"down-{i}.bin"),
+                "scp": lambda i: scp(f"{target}:bench/source.bin", str(work / f"scp-{i}.bin")),
+            })  # fmt: skip
+
+    print(f"(a) invoke, embedl_onnxruntime: {times['embedl_onnxruntime']:.0f} ms vs bare "
+          f"{times['bare']:.0f} ms = {times['embedl_onnxruntime'] / times['bare']:.2f}x "
+          "(goal <= 1.05x)")  # fmt: skip
+    print(f"(b) warm invoke, ssh resident agent: {times['ssh (resident)']:.0f} ms vs bare "
+          f"{times['bare']:.0f} ms = {times['ssh (resident)'] / times['bare']:.2f}x "
+          "(goal <= 0.3x)")  # fmt: skip
+    print(f"(c) {args.size_mb} MB, warm runner vs scp: upload {up['runner']:.0f} vs "
+          f"{up['scp']:.0f} MB/s = {up['runner'] / up['scp']:.2f}x; download "
+          f"{down['runner']:.0f} vs {down['scp']:.0f} MB/s = {down['runner'] / down['scp']:.2f}x "
+          "(goal >= 1.3x each)")  # fmt: skip
+    print(f"(d) same {fresh_bytes}-byte model profiled twice: {first} bytes sent the first "
+          f"time, {second} the second (request only; goal: 0 model bytes)")  # fmt: skip
+    print(f"(e) profile median, ssh provider {reported:.4f} ms vs bare session.run loop "
+          f"{bare_median:.4f} ms = {reported / bare_median:.3f} (goal 0.98-1.02)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""Trusting an SSH device's host key (`hub devices trust NAME`): show it, then record it.
+
+The two steps are separate so the caller can show the fingerprint and ask in between; the key
+written is exactly the one shown.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from edgehub.errors import DeviceError
+
+if TYPE_CHECKING:
+    from edgehub.ops.project import Project
+    from edgehub.runners.ssh import SSHConfig
+    from edgehub.runners.ssh.trust import OfferedHostKey
+
+__all__ = ["host_key_of", "ssh_config_of", "trust_host_key"]
+
+
+def ssh_config_of(project: Project, name: str) -> SSHConfig:
+    """The `SSHConfig` of hub.toml's device ``name``; a device without ``ssh`` is an error."""
+    from edgehub.config.devices import to_device
+
+    if name not in project.config.devices:
+        known = ", ".join(project.config.devices) or "none"
+        raise DeviceError(f"no device {name!r} in hub.toml (devices: {known})")
+    runner = to_device(project.config, name).runner
+    config = getattr(runner, "config", None)
+    from edgehub.runners.ssh import SSHConfig
+
+    if not isinstance(config, SSHConfig):
+        raise DeviceError(
+            f"device {name!r} is not reached over SSH (no [devices.{name}.ssh] table); "
+            "it has no host key to trust"
+        )
+    return config
+
+
+def host_key_of(project: Project, name: str) -> OfferedHostKey:
+    """The host key device ``name`` offers now, and how it stands against known_hosts."""
+    from edgehub.runners.ssh.trust import offered_host_key
+
+    return offered_host_key(ssh_config_of(project, name))
+
+
+def trust_host_key(offer: OfferedHostKey) -> Path:
+    """Record ``offer`` in its known_hosts file (changed or revoked keys are refused)."""
+    from edgehub.runners.ssh.trust import add_known_host
+
+    return add_known_host(offer)

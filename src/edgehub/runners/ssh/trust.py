@@ -1,0 +1,120 @@
+"""Trusting a device's host key on purpose: read the key the device offers (no login), say how it
+stands against known_hosts, and add it to a known_hosts file atomically.
+
+A key that differs from the one known_hosts lists is never replaced here: that is what a
+man-in-the-middle looks like, and the user has to remove the old entry knowingly.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from edgehub.errors import HostKeyError, SSHConnectionError
+from edgehub.runners.ssh.config import SSHConfig
+from edgehub.runners.ssh.connect import open_socket
+from edgehub.runners.ssh.known_hosts import fingerprint, load_known_hosts
+
+__all__ = ["OfferedHostKey", "add_known_host", "offered_host_key"]
+
+
+@dataclass(frozen=True)
+class OfferedHostKey:
+    """The key a device offered and how it stands: ``trusted``, ``unknown`` or ``changed``."""
+
+    host: str  # as known_hosts names it
+    key_type: str
+    key_base64: str
+    fingerprint: str
+    state: str
+    known_hosts: Path  # where `add_known_host` writes
+
+    @property
+    def line(self) -> str:
+        return f"{self.host} {self.key_type} {self.key_base64}"
+
+
+def default_known_hosts(config: SSHConfig) -> Path:
+    return config.known_hosts or Path.home() / ".ssh" / "known_hosts"
+
+
+def offered_host_key(config: SSHConfig) -> OfferedHostKey:
+    """Connect, take the host key from the handshake, disconnect (no authentication)."""
+    import paramiko
+
+    trusted, revoked = load_known_hosts(config) if _readable(config) else ([], set())
+    sock = open_socket(config)
+    transport = paramiko.Transport(sock)
+    try:
+        if trusted:  # ask for the key type known_hosts lists, so a match is a match
+            options = transport.get_security_options()
+            known = [key.get_name() for key in trusted]
+            options.key_types = [t for t in options.key_types if t in known] + [
+                t for t in options.key_types if t not in known
+            ]
+        done = threading.Event()
+        transport.start_client(event=done)
+        if not done.wait(config.connect_timeout) or not transport.is_active():
+            raise SSHConnectionError(
+                f"no SSH handshake with {config.host}:{config.port} within "
+                f"{config.connect_timeout:g} s; check that sshd listens there"
+            )
+        key = transport.get_remote_server_key()
+    finally:
+        transport.close()
+        sock.close()
+    blob = key.asbytes()
+    if blob in revoked:
+        state = "revoked"
+    elif any(k.asbytes() == blob for k in trusted):
+        state = "trusted"
+    else:
+        state = "changed" if trusted else "unknown"
+    return OfferedHostKey(
+        host=config.known_hosts_name,
+        key_type=key.get_name(),
+        key_base64=base64.b64encode(blob).decode("ascii"),
+        fingerprint=fingerprint(key),
+        state=state,
+        known_hosts=default_known_hosts(config),
+    )
+
+
+def _readable(config: SSHConfig) -> bool:
+    return config.known_hosts is None or config.known_hosts.is_file()
+
+
+def add_known_host(offer: OfferedHostKey) -> Path:
+    """Append ``offer``'s key to its known_hosts file (temp file + rename; mode 0600, or the
+    file's own). Refuses changed and revoked keys; a trusted key is left as it is."""
+    if offer.state in ("changed", "revoked"):
+        raise HostKeyError(
+            f"the host key {offer.host} offers ({offer.key_type} {offer.fingerprint}) is "
+            f"{offer.state} against known_hosts: possible man-in-the-middle attack; not trusting "
+            f"it. If the device was reinstalled, remove the old entry (`ssh-keygen -R "
+            f"'{offer.host}'`) after checking the new fingerprint on the device"
+        )
+    path = offer.known_hosts
+    if offer.state == "trusted":
+        return path
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+    if existing and not existing.endswith("\n"):
+        existing += "\n"
+    mode = (path.stat().st_mode & 0o777) if path.is_file() else 0o600
+    handle, temporary = tempfile.mkstemp(prefix=".known_hosts.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(existing + offer.line + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path

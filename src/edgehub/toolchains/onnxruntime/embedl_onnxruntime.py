@@ -1,0 +1,286 @@
+"""The ``embedl_onnxruntime`` providers: the published ``embedl-onnxruntime`` CLI on a device.
+
+Each call is at most one upload, one remote command and one download: no version probe, no
+``mkdir`` or ``cp`` of its own (the command makes its output directory, results are fetched
+where the CLI wrote them), and a model already sent in this context is not sent again. Settings
+come from `EmbedlONNXRuntimeConfig` (the device's, or a per-component override), whose
+``cli_args`` go after ours, each one a separate quoted word.
+
+What the CLI (2026.2.0) gives is what is reported: the latency is its two-decimal mean of
+Python-timed ``session.run`` calls on zero-filled inputs (its ``onnxruntime`` profiling fails
+on current ONNX Runtime), and inference takes the inputs given (no random inputs).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
+from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
+from edgehub.fsutil import link_tree
+from edgehub.toolchains.onnxruntime.components import (
+    ONNXRuntimeCompiledModel,
+    ONNXRuntimeCompiler,
+    ONNXRuntimeInvocationResult,
+    ONNXRuntimeInvoker,
+    ONNXRuntimeProfiler,
+    ONNXRuntimeProfilingResult,
+)
+from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.remote import DeviceTool, device_tool
+from edgehub.toolchains.remote.device_tool import device_file_name
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__: list[str] = []
+
+RUNTIME = "onnxruntime"
+TOOL = "embedl_onnxruntime"
+_SAVED = re.compile(r"Quantized model was saved to (?P<path>.+)\.\s*$", re.MULTILINE)
+_AVERAGE = re.compile(r"Average inference time:\s+(?P<ms>[0-9.]+)\s*ms")
+
+
+def _tool(
+    ctx: HubContext, device: str | None, component: type
+) -> tuple[DeviceTool, EmbedlONNXRuntimeConfig]:
+    tool = device_tool(ctx, device, component, TOOL)
+    config = tool.device.get_provider_config(EmbedlONNXRuntimeConfig, component)
+    config = config or EmbedlONNXRuntimeConfig()
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_param("embedl_onnxruntime_path", str(config.embedl_onnxruntime_path))
+    ctx.client.log_param("cli_args", list(config.cli_args))
+    return tool, config
+
+
+def _model_file(path: Path | str) -> Path:
+    model = Path(path).expanduser()
+    if not model.is_file():
+        raise ModelError(
+            f"model {model} not found (embedl-onnxruntime takes one .onnx file); check the path"
+        )
+    return model
+
+
+@ONNXRuntimeCompiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+def _compile(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    calibration_data: Any = None,
+    calibration_method: str | None = None,
+    per_channel: bool = False,
+) -> ONNXRuntimeCompiledModel:
+    model = _model_file(onnx_path)
+    tool, config = _tool(ctx, device, ONNXRuntimeCompiler)
+    ctx.client.log_artifact(model, name="input")
+    # model and calibration samples go up together, in one transfer
+    stage = ctx.artifact_dir / "device_stage"
+    stage.mkdir()
+    name = device_file_name(model.name, "model")
+    link_tree(model, stage / name)
+    samples = _calibration_samples(calibration_data, stage / "calibration_data")
+    if calibration_method not in (None, "minmax", "entropy"):
+        raise InputDataError(
+            f"calibration_method must be minmax or entropy, got {calibration_method!r}"
+        )
+    method = (calibration_method or "minmax") if samples else "random"
+    if not samples:
+        ctx.events.warning(
+            "no calibration_data: embedl-onnxruntime calibrates with one all-ones sample "
+            "(--calib-method random); pass calibration_data for a usable INT8 model"
+        )
+    try:
+        remote = tool.push(stage, "compile")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    argv = [str(config.embedl_onnxruntime_path), "quantize-static",
+            "--model", str(remote / name), "--calib-method", method]  # fmt: skip
+    if samples:
+        argv += ["--calib-dir", str(remote / "calibration_data")]
+    if per_channel:
+        argv.append("--per-channel")
+    argv += list(config.cli_args)
+    ctx.client.log_params({"calib_method": method, "per_channel": bool(per_channel)})
+    result = tool.call(argv, failure=CompileError)
+    found = _SAVED.search(result.stdout)
+    if found is None:
+        raise CompileError(
+            f"embedl-onnxruntime quantize-static on device {tool.device.name!r} did not say "
+            "where it saved the model ('Quantized model was saved to ...' missing from its output)"
+        )
+    local = tool.fetch(
+        PurePosixPath(found["path"].strip()), ctx.artifact_dir / f"compiled_{model.stem}.onnx"
+    )
+    ctx.client.log_artifact(local, name="path")
+    return ONNXRuntimeCompiledModel.from_current_run(ctx)
+
+
+def _calibration_samples(data: Any, directory: Path) -> int:
+    """Write ``data`` as the CLI's calibration directory (one ``.npy`` per sample: an array for
+    a one-input model, a dict for several); returns the sample count (0 for none).
+
+    ``data``: a dict of input name -> array (leading axis = samples, each kept with a batch
+    axis of 1) or list of arrays, an ``.npz`` of the same, or a directory of ``.npy`` samples.
+    """
+    import numpy as np
+
+    if data is None:
+        return 0
+    if not isinstance(data, dict):
+        path = Path(data).expanduser()
+        if path.is_dir():
+            files = sorted(path.glob("*.npy"))
+            if not files:
+                raise InputDataError(f"calibration directory {path} holds no .npy samples")
+            directory.mkdir()
+            for file in files:
+                link_tree(file, directory / file.name)
+            return len(files)
+        if path.suffix != ".npz" or not path.is_file():
+            raise InputDataError(
+                f"calibration data {path} is not an .npz or a directory of .npy samples"
+            )
+        with np.load(path, allow_pickle=False) as loaded:
+            data = {key: loaded[key] for key in loaded.files}
+    per_input: dict[str, list[Any]] = {}
+    for key, value in data.items():
+        if isinstance(value, (list, tuple)):
+            per_input[str(key)] = [np.asarray(item) for item in value]
+        else:
+            array = np.asarray(value)
+            per_input[str(key)] = [array[i : i + 1] for i in range(array.shape[0])]
+    counts = {len(samples) for samples in per_input.values()}
+    if len(counts) != 1 or 0 in counts:
+        raise InputDataError(
+            "calibration_data needs the same, non-zero number of samples for every input "
+            f"(got {', '.join(f'{k}: {len(v)}' for k, v in per_input.items())})"
+        )
+    directory.mkdir()
+    count = counts.pop()
+    for index in range(count):
+        sample = {key: samples[index] for key, samples in per_input.items()}
+        if len(sample) == 1:
+            np.save(directory / f"{index:05d}.npy", next(iter(sample.values())))
+        else:  # the CLI reads several inputs as a pickled dict per sample
+            np.save(directory / f"{index:05d}.npy", np.array(sample, dtype=object))
+    return count
+
+
+@ONNXRuntimeProfiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+def _profile(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    *,
+    device: str | None = None,
+    runs: int = 100,
+    burn_ins: int = 10,
+    cold_starts: int = 1,
+    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+) -> ONNXRuntimeProfilingResult:
+    model_path = _model_file(model.path.to_local(ctx).local())
+    tool, config = _tool(ctx, device, ONNXRuntimeProfiler)
+    ctx.client.log_artifact(model_path, name="input")
+    if ProfilingMethod(profiling_method) is not ProfilingMethod.PYTHON:
+        ctx.client.log_param("profiling_method_requested", ProfilingMethod(profiling_method).value)
+    ctx.client.log_params(
+        {"runs": int(runs), "burn_ins": int(burn_ins), "cold_starts": int(cold_starts),
+         "profiling_method": "python"}
+    )  # fmt: skip
+    remote = tool.push_model(model_path)
+    argv = [str(config.embedl_onnxruntime_path), "measure-latency", "--model", str(remote),
+            "--runs", str(int(runs)), "--burn-ins", str(int(burn_ins)),
+            "--cold-starts", str(int(cold_starts)), "--profiling-method", "python",
+            *config.cli_args]  # fmt: skip
+    result = tool.call(argv, failure=ProfileError)
+    found = _AVERAGE.search(result.stdout)
+    if found is None:
+        raise ProfileError(
+            f"embedl-onnxruntime measure-latency on device {tool.device.name!r} printed no "
+            "'Average inference time: X ms' line"
+        )
+    mean_ms = float(found["ms"])
+    ctx.client.log_metric("$latency", mean_ms)
+    ctx.client.log_metric("latency_mean_ms", mean_ms)
+    ctx.client.log_metric("fps", 1000.0 / mean_ms if mean_ms > 0 else 0.0)
+    ctx.client.log_param("latency_resolution_ms", 0.01)
+    return ONNXRuntimeProfilingResult.from_current_run(ctx)
+
+
+@ONNXRuntimeInvoker.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+def _invoke(
+    ctx: HubContext,
+    model: ONNXRuntimeCompiledModel,
+    input_data: dict[str, np.ndarray] | None,
+    *,
+    device: str | None = None,
+    use_compiled_names: bool = False,
+) -> ONNXRuntimeInvocationResult:
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    model_path = _model_file(model.path.to_local(ctx).local())
+    if input_data is None:
+        input_data = _random_inputs(model_path)
+    if not isinstance(input_data, dict):
+        raise InputDataError(
+            "the embedl_onnxruntime invoker takes input_data as a dict of input name -> array, "
+            f"got {type(input_data).__name__}"
+        )
+    tool, config = _tool(ctx, device, ONNXRuntimeInvoker)
+    ctx.client.log_artifact(model_path, name="input")
+    inputs_dir = ctx.artifact_dir / "input"
+    inputs_dir.mkdir()
+    save_npz(inputs_dir / "data.npz", input_data)
+    ctx.client.log_artifact(inputs_dir / "data.npz", name="input_data")
+    remote_model = tool.push_model(model_path)
+    remote_inputs = tool.push(inputs_dir, "input")
+    remote_outputs = tool.run_dir / "output"
+    argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model", str(remote_model),
+            "--input-dir", str(remote_inputs), "--output-dir", str(remote_outputs),
+            "--use-npz", *config.cli_args]  # fmt: skip
+    tool.call(argv, failure=InvokeError, make_dirs=[remote_outputs])
+    outputs_dir = tool.fetch(remote_outputs, ctx.artifact_dir / "output")
+    output: dict[str, Any] = {}
+    for file in sorted(outputs_dir.glob("*.npz")):
+        output.update(load_npz(file))
+    if not output:
+        raise InvokeError(
+            f"embedl-onnxruntime run-inference on device {tool.device.name!r} wrote no .npz "
+            f"output into {remote_outputs}"
+        )
+    local = save_npz(ctx.artifact_dir / "output.npz", output)
+    ctx.client.log_artifact(local, name="output_file")
+    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
+
+
+def _random_inputs(model: Path) -> dict[str, Any]:
+    """Random inputs (seed 0) from the model's declared inputs, read here with ``onnx`` (the
+    device CLI cannot make any); dynamic dimensions become 1."""
+    from edgehub.toolchains.tensors import random_inputs
+
+    try:
+        import onnx
+        from onnx import helper
+    except ImportError:
+        raise InputDataError(
+            "the embedl_onnxruntime invoker needs input_data (or the onnx package here to make "
+            "random inputs: pip install onnx)"
+        ) from None
+    graph = onnx.load(str(model), load_external_data=False).graph
+    weights = {init.name for init in graph.initializer}
+    signature = []
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        dims = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in tensor.shape.dim]
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        signature.append({"name": value.name, "dtype": str(dtype), "shape": dims})
+    return random_inputs(signature, seed=0)

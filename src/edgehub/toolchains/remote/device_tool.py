@@ -1,0 +1,159 @@
+"""`DeviceTool`: one provider call of a command-line tool on a device (over its runner).
+
+Models are uploaded once per content to ``<workspace>/models/<sha256[:16]>/<name>`` (a second
+run of the same model sends no bytes: the runner's upload cache sees the same file at the same
+path); everything else of a run lives in ``<workspace>/<run directory name>/``, which the tool's
+own command creates (no separate ``mkdir``). The context removes the workspace when it exits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from edgehub.errors import DeviceError, ToolchainError
+from edgehub.runners.protocol import CommandResult, CommandRunner
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import Device
+
+__all__ = ["DeviceTool", "device_tool"]
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")
+# `sh -c` prologue: make the directories named before the command, then exec the command.
+_MKDIRS_THEN_EXEC = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do mkdir -p -- "$1" || exit 125; shift; n=$((n-1)); '
+    'done; exec "$@"'
+)
+_HASHES: dict[tuple[str, int, int, int], str] = {}
+_HASHES_LOCK = threading.Lock()
+
+
+def content_hash(path: Path) -> str:
+    """sha256 of a file, remembered while its size, mtime and inode stay the same."""
+    info = path.stat()
+    key = (str(path.resolve()), info.st_size, info.st_mtime_ns, info.st_ino)
+    with _HASHES_LOCK:
+        known = _HASHES.get(key)
+    if known is not None:
+        return known
+    hasher = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1024 * 1024), b""):
+            hasher.update(block)
+    digest = hasher.hexdigest()
+    with _HASHES_LOCK:
+        _HASHES[key] = digest
+    return digest
+
+
+def device_file_name(name: str, fallback: str) -> str:
+    """``name`` if it is a plain file name, else ``fallback`` (keeping a plain suffix)."""
+    if _SAFE_NAME.match(name):
+        return name
+    suffix = os.path.splitext(name)[1]
+    return fallback + (suffix if _SAFE_NAME.match("x" + suffix) else "")
+
+
+def put_content(runner: CommandRunner, local: Path, remote: PurePosixPath) -> None:
+    """Upload ``local`` to a path named by its content (a file there already is taken as it,
+    where the runner can tell)."""
+    from edgehub.runners.ssh import SSHCommandRunner
+
+    if isinstance(runner, SSHCommandRunner):
+        runner.put(local, remote, content_named=True)
+    else:
+        runner.put(local, remote)
+
+
+@dataclass
+class DeviceTool:
+    """A tool on ``device`` for the current run of ``ctx``; ``tool`` names it in messages."""
+
+    ctx: HubContext
+    device: Device
+    runner: CommandRunner
+    tool: str
+
+    @property
+    def run_dir(self) -> PurePosixPath:
+        """This run's directory on the device (made by the first `put` or `call` that needs
+        it)."""
+        return self.ctx.device_workspace(self.device.name) / self.ctx.artifact_dir.name
+
+    def push_model(self, model: Path) -> PurePosixPath:
+        """Upload ``model`` under its content hash (skipped when already there); its path."""
+        digest = content_hash(model)[:16]
+        name = device_file_name(model.name, "model")
+        remote = self.ctx.device_workspace(self.device.name) / "models" / digest / name
+        put_content(self.runner, model, remote)
+        return remote
+
+    def push(self, local: Path, relative: str) -> PurePosixPath:
+        """Upload a file or directory into the run directory; its path there."""
+        remote = self.run_dir / relative
+        self.runner.put(local, remote)
+        return remote
+
+    def fetch(self, remote: PurePosixPath, local: Path) -> Path:
+        self.runner.get(remote, local)
+        return local
+
+    def call(
+        self,
+        argv: Sequence[str],
+        *,
+        failure: type[ToolchainError],
+        make_dirs: Sequence[PurePosixPath] = (),
+        timeout: float | None = None,
+    ) -> CommandResult:
+        """Run ``argv`` (after making ``make_dirs``) in one remote command; its output is kept
+        in the run directory as ``<tool>.stdout.txt`` / ``.stderr.txt``. A non-zero exit is
+        ``failure`` with the tool's last error line."""
+        words = [str(word) for word in argv]
+        if make_dirs:
+            words = ["sh", "-c", _MKDIRS_THEN_EXEC, "edgehub", str(len(make_dirs)),
+                     *map(str, make_dirs), *words]  # fmt: skip
+        result = self.runner.run(words, timeout=timeout, check=False)
+        local = self.ctx.artifact_dir
+        (local / f"{self.tool}.stdout.txt").write_text(result.stdout)
+        (local / f"{self.tool}.stderr.txt").write_text(result.stderr)
+        if result.returncode == 0:
+            return result
+        where = f"device {self.device.name!r}"
+        if result.returncode == 127:
+            raise failure(
+                f"{argv[0]} not found on {where}; install {self.tool} there or set its path "
+                f"in the device's [{self.tool}] settings in hub.toml"
+            )
+        if result.returncode == 125 and make_dirs:
+            raise failure(f"cannot create {make_dirs[0]} on {where}: {_last_line(result)}")
+        raise failure(
+            f"{self.tool} failed on {where} (exit {result.returncode}): {_last_line(result)}"
+        )
+
+
+def _last_line(result: CommandResult) -> str:
+    for text in (result.stderr, result.stdout):
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        if lines:
+            return lines[-1].strip()
+    return "no output"
+
+
+def device_tool(ctx: HubContext, device: str | None, component: type, tool: str) -> DeviceTool:
+    """The `DeviceTool` for ``device`` (a name resolved by the component's dispatch)."""
+    dev = ctx.device(device or "local")
+    if dev.runner is None:
+        raise DeviceError(
+            f"device {dev.name!r} has no runner; give it an [devices.{dev.name}.ssh] table in "
+            "hub.toml"
+        )
+    return DeviceTool(ctx, dev, dev.runner, tool)

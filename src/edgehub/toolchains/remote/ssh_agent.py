@@ -1,0 +1,104 @@
+"""The ``ssh`` provider's plumbing: edgehub's agent run by the device's own Python and runtime.
+
+The agent zipapp goes once to ``~/.cache/edgehub/agent/edgehub-agent-<hash>.pyz`` on the device
+(named by its content, so it is sent again only when it changes). Each call stages its request
+and inputs in one tar stream; models (and any input of 1 MiB or more) are uploaded separately to
+a path named by their content and reach the call as a link, so a model is sent once per
+context. With ``resident`` (the default), the first call starts an agent server on the device
+(``<workspace>/agent-<ns>.sock``) that keeps Python and the runtime loaded; the runner stops it
+when the context closes the connection.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path, PurePath, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import DeviceError
+from edgehub.toolchains.agent_call import AgentCall
+from edgehub.toolchains.remote.config import SSHAgentConfig
+from edgehub.toolchains.remote.device_tool import content_hash, put_content
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.runners.ssh import SSHCommandRunner
+
+__all__ = ["ssh_agent"]
+
+NAMESPACES = {"onnxruntime": "ort", "tflite": "tflite"}
+SHARED_MIN_BYTES = 1024 * 1024
+MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})
+AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
+
+
+class _SharedInputs:
+    """The runner as `AgentCall` sees it: directory uploads send model-sized files once, by
+    content, and link them into the staged directory."""
+
+    def __init__(self, runner: SSHCommandRunner, store: PurePosixPath) -> None:
+        self._runner = runner
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+    def put(self, local: Path, remote: str | PurePath) -> None:
+        inputs = Path(local) / "in"
+        if inputs.is_dir():
+            for path in sorted(inputs.rglob("*")):
+                if path.is_symlink() or not path.is_file():
+                    continue
+                if path.suffix in MODEL_SUFFIXES or path.stat().st_size >= SHARED_MIN_BYTES:
+                    self._share(path)
+        self._runner.put(local, remote)
+
+    def _share(self, path: Path) -> None:
+        target = self._store / content_hash(path)[:16] / "data"
+        put_content(self._runner, path, target)
+        path.unlink()  # the staged copy is a link or copy of the caller's file
+        path.symlink_to(str(target))
+
+
+def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type[Any]) -> AgentCall:
+    """An `AgentCall` on device ``device`` (provider ``ssh``) in this run's directory there."""
+    from edgehub.agent.bundle import agent_hash, build_agent_zipapp
+    from edgehub.runners.ssh import SSHCommandRunner
+
+    dev = ctx.device(device or "local")
+    runner = dev.runner
+    if not isinstance(runner, SSHCommandRunner):
+        raise DeviceError(
+            f"device {dev.name!r} has provider 'ssh' but no [devices.{dev.name}.ssh] table in "
+            "hub.toml to reach it"
+        )
+    config = dev.get_provider_config(SSHAgentConfig, component) or SSHAgentConfig()
+    zipapp = build_agent_zipapp()
+    remote_agent = f"~/{AGENT_DIR}/edgehub-agent-{agent_hash()[:16]}.pyz"
+    runner.put(zipapp, remote_agent, content_named=True)
+    workspace = ctx.device_workspace(dev.name)
+    server = None
+    if config.resident:
+        namespace = NAMESPACES.get(runtime, runtime)
+        server = str(workspace / f"agent-{namespace}.sock")
+        runner.on_release(_stop_server_script(server), key=server)
+    ctx.client.log_environment({"device_python": config.python, "runtime": runtime})
+    shared = _SharedInputs(runner, workspace / "shared")
+    return AgentCall(
+        shared,
+        workspace / ctx.artifact_dir.name,
+        ctx.artifact_dir,
+        python=config.python,
+        server=server,
+        agent=runner.absolute_path(remote_agent),
+    )
+
+
+def _stop_server_script(socket_path: str) -> str:
+    """A shell line that stops the agent server listening on ``socket_path`` (and its jobs)."""
+    quoted = shlex.quote(socket_path)
+    return (
+        f"s={quoted}; for d in /proc/[0-9]*; do "
+        'if tr "\\0" " " < "$d/cmdline" 2>/dev/null | grep -qF -- "--socket $s"; then '
+        'kill -TERM "${d#/proc/}" 2>/dev/null; fi; done; exit 0'
+    )

@@ -1,0 +1,287 @@
+"""The ``trtexec`` providers: NVIDIA's ``trtexec`` on a device (a Jetson, a GPU box) over SSH.
+
+Build: the engine and its layer information (``--exportLayerInfo`` with detailed verbosity) are
+written on the device and fetched with trtexec's log. Profile: ``--exportTimes`` (and, for
+``LAYERWISE``, ``--exportProfile``) give the per-query samples, summarised into the same
+statistics as the other profilers (`local.profile_document`). Invoke: inputs go up as raw files
+(``--loadInputs``), outputs come back from ``--exportOutput`` in the engine's own dtypes when
+the build's layer information names them.
+
+``trtexec_cli_args`` add to the flags edgehub sets; a flag set by both is an error naming both.
+Each call is one upload, one remote command and one download; no version probe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.core.device.configs import TrtexecConfig
+from edgehub.errors import (
+    CompileError,
+    InputDataError,
+    InvokeError,
+    ModelError,
+    ProfileError,
+    ProviderError,
+    UsageError,
+)
+from edgehub.fsutil import link_tree
+from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.remote import DeviceTool, device_tool
+from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.toolchains.tensorrt import trtexec_parse
+from edgehub.toolchains.tensorrt.components import (
+    TensorRTCompiledModel,
+    TensorRTCompiler,
+    TensorRTInvocationResult,
+    TensorRTInvoker,
+    TensorRTProfiler,
+    TensorRTProfilingResult,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+
+__all__ = ["binding_dtypes", "merge_args"]
+
+RUNTIME = "tensorrt"
+TOOL = "trtexec"
+ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
+_TYPES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
+          "bf16": "bfloat16", "int8": "int8", "uint8": "uint8", "int32": "int32",
+          "int64": "int64", "bool": "bool"}  # fmt: skip
+
+
+def merge_args(ours: list[str], theirs: tuple[str, ...] | list[str]) -> list[str]:
+    """``ours`` then ``theirs``; a ``--flag`` in both is a `ProviderError` naming both."""
+    mine = {_flag(word): word for word in ours if word.startswith("--")}
+    for word in theirs:
+        if word.startswith("--") and _flag(word) in mine:
+            raise ProviderError(
+                f"trtexec_cli_args' {word!r} conflicts with {mine[_flag(word)]!r}, which edgehub "
+                "sets for this step; remove it from cli_args in the device's [trtexec] settings"
+            )
+    return [*ours, *theirs]
+
+
+def _flag(word: str) -> str:
+    return word.split("=", 1)[0]
+
+
+def _tool(ctx: HubContext, device: str | None, component: type) -> tuple[DeviceTool, TrtexecConfig]:
+    tool = device_tool(ctx, device, component, TOOL)
+    config = tool.device.get_provider_config(TrtexecConfig, component) or TrtexecConfig()
+    ctx.client.log_param("$runtime", RUNTIME)
+    ctx.client.log_param("trtexec_path", str(config.trtexec_path))
+    ctx.client.log_param("trtexec_cli_args", list(config.trtexec_cli_args))
+    return tool, config
+
+
+def _shape_flags(shapes: Any) -> list[str]:
+    """``input_shapes`` as ``--minShapes/--optShapes/--maxShapes`` (a plain shape is all
+    three)."""
+    if shapes is None:
+        return []
+    if not isinstance(shapes, dict):
+        raise UsageError("input_shapes must map each dynamic input to a shape or min/opt/max")
+    kinds: dict[str, list[str]] = {"min": [], "opt": [], "max": []}
+    for name, entry in shapes.items():
+        if any(c in str(name) for c in ",:"):
+            raise UsageError(f"input name {name!r} contains ',' or ':', which trtexec cannot take")
+        profile = entry if isinstance(entry, dict) else {k: entry for k in kinds}
+        for kind in kinds:
+            if kind not in profile:
+                raise UsageError(f"input_shapes[{name!r}] needs min, opt and max")
+            kinds[kind].append(f"{name}:{'x'.join(str(int(d)) for d in profile[kind])}")
+    return [f"--{kind}Shapes={','.join(values)}" for kind, values in kinds.items()]
+
+
+@TensorRTCompiler.provider(ProviderType.TRTEXEC)
+def _compile(
+    ctx: HubContext,
+    onnx_path: Path,
+    *,
+    device: str | None = None,
+    tensorrt_version: str | None = None,
+    calib_path: Path | None = None,
+    precision: str = "fp32",
+    input_shapes: Any = None,
+    workspace_mb: int | None = None,
+) -> TensorRTCompiledModel:
+    model = Path(onnx_path).expanduser()
+    if not model.is_file():
+        raise ModelError(f"model {model} not found; check the path")
+    if precision not in ("fp32", "fp16", "int8"):
+        raise UsageError(f"precision must be fp32, fp16 or int8, got {precision!r}")
+    tool, config = _tool(ctx, device, TensorRTCompiler)
+    ctx.client.log_artifact(model, name="input")
+    stage = ctx.artifact_dir / "device_stage"
+    stage.mkdir()
+    name = device_file_name(model.name, "model")
+    link_tree(model, stage / name)
+    if calib_path is not None:
+        calib = Path(calib_path).expanduser()
+        if not calib.is_file():
+            raise InputDataError(f"calib_path {calib} not found; give an INT8 calibration cache")
+        link_tree(calib, stage / "calibration.cache")
+    remote = tool.push(stage, "build")
+    engine = f"{device_file_name(model.stem, 'model')}.trt"
+    old = tensorrt_version is not None and _version(tensorrt_version) < (8, 6)
+    ours = ["--buildOnly" if old else "--skipInference", f"--onnx={remote / name}",
+            f"--saveEngine={remote / engine}", f"--exportLayerInfo={remote / 'layer_info.json'}",
+            "--profilingVerbosity=detailed"]  # fmt: skip
+    if precision == "fp16":
+        ours.append("--fp16")
+    elif precision == "int8":
+        ours.append("--int8")
+    if calib_path is not None:
+        ours.append(f"--calib={remote / 'calibration.cache'}")
+    if workspace_mb is not None:
+        ours.append(f"--memPoolSize=workspace:{int(workspace_mb)}M")
+    ours += _shape_flags(input_shapes)
+    argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
+    ctx.client.log_params({"precision": precision, "tensorrt_version": tensorrt_version})
+    result = tool.call(argv, failure=CompileError)
+    version = trtexec_parse.parse_version(result.stdout)
+    if version:
+        ctx.client.log_environment({"tensorrt": version})
+    built = ctx.artifact_dir / "build"
+    tool.fetch(remote, built)
+    if not (built / engine).is_file():
+        raise CompileError(f"trtexec on device {tool.device.name!r} wrote no engine ({engine})")
+    (built / name).unlink(missing_ok=True)  # the model came from here; keep the run small
+    ctx.client.log_artifact(built / engine, name="path")
+    if (built / "layer_info.json").is_file():
+        ctx.client.log_artifact(built / "layer_info.json", name="layer_info")
+    ctx.client.log_artifact(ctx.artifact_dir / "trtexec.stdout.txt", name="build_log")
+    return TensorRTCompiledModel.from_current_run(ctx)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def _engine(ctx: HubContext, model: TensorRTCompiledModel) -> Path:
+    path = Path(model.path.to_local(ctx).local())
+    if not path.is_file():
+        raise ModelError(f"engine {path} not found")
+    if path.suffix.lower() not in ENGINE_SUFFIXES:
+        raise UsageError(
+            f"{path.name} is not a TensorRT engine ({', '.join(ENGINE_SUFFIXES)}); compile the "
+            "ONNX model with TensorRTCompiler first"
+        )
+    return path
+
+
+@TensorRTProfiler.provider(ProviderType.TRTEXEC)
+def _profile(
+    ctx: HubContext,
+    model: TensorRTCompiledModel,
+    *,
+    device: str | None = None,
+    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    iterations: int = 100,
+    warm_up_ms: int = 200,
+) -> TensorRTProfilingResult:
+    from edgehub.toolchains.tensorrt.local import profile_document
+
+    engine = _engine(ctx, model)
+    method = ProfilingMethod(profiling_method)
+    tool, config = _tool(ctx, device, TensorRTProfiler)
+    ctx.client.log_artifact(engine, name="input")
+    remote_engine = tool.push_model(engine)
+    out = tool.run_dir / "profile"
+    ours = [f"--loadEngine={remote_engine}", f"--iterations={int(iterations)}",
+            f"--warmUp={int(warm_up_ms)}", f"--exportTimes={out / 'times.json'}"]  # fmt: skip
+    if method is ProfilingMethod.LAYERWISE:
+        ours += [f"--exportProfile={out / 'layers.json'}", "--separateProfileRun"]
+    argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
+    ctx.client.log_params({"profiling_method": method.value, "iterations": int(iterations)})
+    result = tool.call(argv, failure=ProfileError, make_dirs=[out])
+    files = tool.fetch(out, ctx.artifact_dir / "profile")
+    (files / "trtexec.log").write_text(result.stdout)
+    document = profile_document(files)
+    metrics = document["metrics"]
+    ctx.client.log_metrics(metrics)
+    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
+    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    profile = files / "profile.json"
+    profile.write_text(json.dumps(document, indent=1))
+    ctx.client.log_artifact(profile, name="output_file")
+    ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
+    return TensorRTProfilingResult.from_current_run(ctx)
+
+
+def binding_dtypes(model: TensorRTCompiledModel) -> dict[str, str]:
+    """Output dtypes from the build's layer information (detailed verbosity names each
+    tensor's ``Format/Datatype``), when the engine came from a recorded build."""
+    run = model.run_log
+    info = run.artifacts.get("layer_info") if run is not None else None
+    try:
+        layers = json.loads(Path(info.local()).read_text()) if info is not None else {}
+    except (OSError, ValueError, RuntimeError):  # missing, unreadable, or on a device
+        return {}
+    found: dict[str, str] = {}
+    for layer in layers.get("Layers", []) if isinstance(layers, dict) else []:
+        for tensor in layer.get("Outputs", []) if isinstance(layer, dict) else []:
+            if isinstance(tensor, dict) and "Name" in tensor:
+                kind = str(tensor.get("Format/Datatype", "")).split()[-1:] or [""]
+                if kind[0].lower() in _TYPES:
+                    found[str(tensor["Name"])] = _TYPES[kind[0].lower()]
+    return found
+
+
+@TensorRTInvoker.provider(ProviderType.TRTEXEC)
+def _invoke(
+    ctx: HubContext,
+    model: TensorRTCompiledModel,
+    input_data: dict[str, np.ndarray],
+    *,
+    device: str | None = None,
+) -> TensorRTInvocationResult:
+    import numpy as np
+
+    from edgehub.toolchains.tensors import save_npz
+
+    if not isinstance(input_data, dict) or not input_data:
+        raise InputDataError("the trtexec invoker needs input_data, a dict of input name -> array")
+    engine = _engine(ctx, model)
+    tool, config = _tool(ctx, device, TensorRTInvoker)
+    ctx.client.log_artifact(engine, name="input")
+    ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")
+    stage = ctx.artifact_dir / "raw_inputs"
+    stage.mkdir()
+    remote = tool.run_dir / "invoke"
+    loads: list[str] = []
+    for index, (name, array) in enumerate(input_data.items()):
+        if any(c in str(name) for c in ",:"):
+            raise InputDataError(
+                f"input name {name!r} contains ',' or ':', which trtexec splits on"
+            )
+        np.ascontiguousarray(array).tofile(stage / f"input_{index}.raw")
+        loads.append(f"{name}:{remote / f'input_{index}.raw'}")
+    remote_engine = tool.push_model(engine)
+    tool.push(stage, "invoke")
+    ours = [f"--loadEngine={remote_engine}", f"--loadInputs={','.join(loads)}",
+            f"--exportOutput={remote / 'output.json'}", "--iterations=1", "--warmUp=0",
+            "--duration=0"]  # fmt: skip
+    argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
+    tool.call(argv, failure=InvokeError)
+    exported = tool.fetch(remote / "output.json", ctx.artifact_dir / "output.json")
+    dtypes = binding_dtypes(model)
+    try:
+        outputs = trtexec_parse.parse_exported_outputs(exported.read_bytes(), dtypes)
+    except ValueError as error:
+        raise InvokeError(f"cannot read trtexec's exported outputs: {error}") from None
+    if not dtypes:
+        ctx.client.log_param("output_dtypes", "float32 (the engine's types were not recorded)")
+    local = save_npz(ctx.artifact_dir / "output.npz", outputs)
+    ctx.client.log_artifact(local, name="output_file")
+    ctx.client.log_artifact(exported, name="output_json")
+    return TensorRTInvocationResult.from_current_run(ctx, output=outputs)

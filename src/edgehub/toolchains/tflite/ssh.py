@@ -1,0 +1,16 @@
+"""The ``ssh`` providers of the TFLite profiler and invoker: the ``local`` providers' own
+bodies, with edgehub's agent run by the device's Python and LiteRT (ai-edge-litert or
+tflite-runtime) over SSH (`edgehub.toolchains.remote.select.device_agent` picks it). Compiling
+(onnx2tf + TensorFlow) stays on this host."""
+
+from __future__ import annotations
+
+from edgehub.toolchains.tflite import local
+from edgehub.toolchains.tflite.components import TFLiteInvoker, TFLiteProfiler
+
+__all__: list[str] = []
+
+SSH = "ssh"  # a plain provider type string: the seeds fix ProviderType's members
+
+TFLiteProfiler.provider(SSH)(local._profile_local)
+TFLiteInvoker.provider(SSH)(local._invoke_local)
