@@ -32,6 +32,7 @@ class DevicesScreen(HubScreen):
         Binding("d", "duplicate", "Duplicate"),
         Binding("x,delete", "remove", "Remove"),
         Binding("c", "check", "Check"),
+        Binding("t", "trust", "Trust key"),
         Binding("w", "save", "Save"),
         Binding("r", "reload", "Reload"),
     ]
@@ -198,13 +199,62 @@ class DevicesScreen(HubScreen):
             exit_on_error=False,
         )
 
+    # -- trusting an SSH host key ------------------------------------------------------------
+
+    def action_trust(self) -> None:
+        name = self._selected()
+        if name is None:
+            return
+        self.run_worker(
+            lambda: _offered_key(self.state, name),
+            name=f"trust {name}",
+            thread=True,
+            exit_on_error=False,
+        )
+
+    def _ask_trust(self, name: str, offer: Any) -> None:
+        if offer.state == "trusted":
+            self.notify(f"{name}: host key {offer.fingerprint} is already trusted", markup=False)
+            return
+        if offer.state != "unknown":
+            self.notify(
+                f"{name}: the host key CHANGED ({offer.fingerprint}); refusing it: this may be "
+                f"an attack. If the device was reinstalled, remove its old line from "
+                f"{offer.known_hosts} first",
+                severity="error",
+                timeout=15,
+                markup=False,
+            )
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(
+                    lambda: _trust(offer), name=f"trusted {name}", thread=True, exit_on_error=False
+                )
+
+        question = (
+            f"Trust {name}'s host key?\n{offer.host} {offer.key_type}\n{offer.fingerprint}\n"
+            f"(compare it with the device's own: ssh-keygen -lf /etc/ssh/ssh_host_*.pub)"
+        )
+        self.app.push_screen(ConfirmScreen(question, yes="Trust"), answer)
+
     def worker_done(self, name: str, result: Any) -> None:
+        if name.startswith("trust ") and result is not None:
+            self._ask_trust(name[6:], result)
+            return
+        if name.startswith("trusted ") and result is not None:
+            self.notify(f"{name[8:]}: host key written to {result}", markup=False)
+            return
         if name.startswith("check ") and result is not None:
             device, state, detail = result
             self._checks[device] = f"{state}: {detail}"
             self.refresh_table()
 
     def worker_failed(self, name: str, error: BaseException | None) -> None:
+        if name.startswith(("trust ", "trusted ")):
+            self.notify(str(error), severity="error", timeout=10, markup=False)
+            return
         if name.startswith("check "):
             self._checks[name[6:]] = f"FAIL: {error}"
             self.refresh_table()
@@ -215,3 +265,15 @@ def _check_device(state: Any, name: str) -> tuple[str, str, str]:
 
     check = check_device(state.project, name)
     return name, check.state, check.detail
+
+
+def _offered_key(state: Any, name: str) -> Any:
+    from edgehub.ops.trust import host_key_of
+
+    return host_key_of(state.project, name)
+
+
+def _trust(offer: Any) -> Any:
+    from edgehub.ops.trust import trust_host_key
+
+    return trust_host_key(offer)
