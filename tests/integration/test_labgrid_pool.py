@@ -10,11 +10,9 @@ instead of sharing them, and places are released after success, failure and canc
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from edgehub.ops.project import open_project
 from edgehub.ops.sweep import CellResult, run_sweep
 from edgehub.ops.sweep_grid import SweepGrid
 from edgehub.tracking import RunRecord, RunStore
+from labgrid_lab import free_port, labgrid_commands_present, labgrid_lab
 
 pytest.importorskip("labgrid", reason="needs labgrid: pip install 'edgehub[labgrid]'")
 pytestmark = pytest.mark.docker
@@ -49,72 +48,14 @@ board2:
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _client(address: str, *args: str) -> str:
-    done = subprocess.run(
-        [str(BIN / "labgrid-client"), "-x", address, *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="module")
 def coordinator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A coordinator on 127.0.0.1 and an exporter of two places; yields HOST:PORT."""
-    if shutil.which("labgrid-coordinator", path=str(BIN)) is None:
+    if not labgrid_commands_present():
         pytest.skip("needs the labgrid-coordinator command (pip install 'edgehub[labgrid]')")
     folder = tmp_path_factory.mktemp("labgrid")
-    address = f"127.0.0.1:{_free_port()}"
-    log = (folder / "coordinator.log").open("wb")
-    coord = subprocess.Popen(
-        [str(BIN / "labgrid-coordinator"), "-l", address], cwd=folder, stdout=log, stderr=log
-    )
-    (folder / "exports.yaml").write_text(EXPORTS)
-    exporter = None
-    try:
-        deadline = time.monotonic() + 30
-        host, port = address.split(":")
-        while socket.socket().connect_ex((host, int(port))) != 0:
-            if coord.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                tail = (folder / "coordinator.log").read_text()[-400:]
-                raise AssertionError(f"the labgrid coordinator did not start: {tail}")
-            time.sleep(0.2)
-        exporter = subprocess.Popen(
-            [str(BIN / "labgrid-exporter"), "-c", address, "-n", "exp", "exports.yaml"],
-            cwd=folder,
-            stdout=log,
-            stderr=log,
-        )
-        while "exp/board2/NetworkService" not in _client(address, "resources"):
-            assert time.monotonic() < deadline, "the labgrid exporter did not register"
-            time.sleep(0.3)
-        for place, board in (("p1", "board1"), ("p2", "board2")):
-            _client(address, "-p", place, "create")
-            _client(address, "-p", place, "add-match", f"exp/{board}/*")
-            _client(address, "-p", place, "set-tags", "pool=test")
+    with labgrid_lab(folder, EXPORTS, {"p1": "board1", "p2": "board2"}) as address:
         yield address
-    finally:
-        if exporter is not None:
-            _stop(exporter)
-        _stop(coord)
 
 
 def _held(address: str) -> set[str]:
@@ -267,7 +208,7 @@ def test_hold_place_waits_then_times_out_naming_the_holder(coordinator: str) -> 
 def test_unreachable_coordinator_is_a_one_line_error(tmp_path: Path, ort_image: str) -> None:
     (tmp_path / "hub.toml").write_text(
         '[devices.pool]\nprovider = "local"\n[devices.pool.labgrid]\n'
-        f'coordinator = "127.0.0.1:{_free_port()}"\n'
+        f'coordinator = "127.0.0.1:{free_port()}"\n'
     )
     shutil.copy(REPO / "examples" / "tiny_cnn.onnx", tmp_path / "a.onnx")
     done = subprocess.run(
@@ -280,3 +221,25 @@ def test_unreachable_coordinator_is_a_one_line_error(tmp_path: Path, ort_image: 
     assert done.returncode == 3 and "Traceback" not in done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("hub: error:")]
     assert "cannot reach the labgrid coordinator" in line
+
+
+def test_hub_devices_shows_the_pools_places_and_their_holders(
+    project: Path, coordinator: str
+) -> None:
+    from edgehub.ops.device_check import check_device
+    from edgehub.ops.devices import list_devices
+
+    hub = open_project(project / "hub.toml")
+    (row,) = [r for r in list_devices(hub) if r.name == "pool"]
+    assert row.places == "p1 free, p2 free"
+    config = LabgridConfig(coordinator=coordinator, place="p1")
+    pool = open_pool(config)
+    try:
+        with hold_place(pool, config):
+            (row,) = [r for r in list_devices(hub) if r.name == "pool"]
+            assert row.places is not None and row.places.startswith("p1 held by ")
+            assert row.places.endswith("p2 free")
+            check = check_device(hub, "pool")
+            assert check.state == "ok" and "p1 held by" in check.detail
+    finally:
+        pool.close()

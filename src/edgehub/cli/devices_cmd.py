@@ -56,7 +56,10 @@ def _devices(args: argparse.Namespace) -> int:
     if args.json:
         print_json([row.to_dict() for row in rows])
     else:
-        table(["device", "provider", "spec", "ssh"], [list(r.to_dict().values()) for r in rows])
+        headers = ["device", "provider", "spec", "ssh"]
+        if any(r.places is not None for r in rows):
+            headers.append("labgrid places")
+        table(headers, [list(r.to_dict().values())[: len(headers)] for r in rows])
     return 0
 
 

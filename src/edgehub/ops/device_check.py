@@ -172,6 +172,13 @@ def _local(report: DeviceReport) -> DeviceReport:
 
 def check_device(project: Project, name: str, *, timeout: float = 20.0) -> Check:
     """One `Check` for device ``name``: ``ok``, ``FAIL`` or ``warn`` (not checkable here)."""
+    section = project.config.devices.get(name)
+    if section is not None and section.labgrid is not None:
+        from edgehub.ops.devices import pool_places
+
+        places = pool_places(project, name)
+        state = "FAIL" if places.startswith(("pool unreachable", "no matching")) else "ok"
+        return Check(name, state, f"labgrid pool: {places}")
     report = inspect_device(project, name, timeout=timeout)
     if report.provider in CLOUD and report.provider != "qai_hub":
         return Check(name, "warn", report.error or "")

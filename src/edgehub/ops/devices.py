@@ -26,19 +26,38 @@ class DeviceRow:
     provider: str | None
     spec: str | None
     ssh: str | None
+    places: str | None = None  # a labgrid pool's matching places and who holds them
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def list_devices(project: Project) -> list[DeviceRow]:
-    """The devices hub.toml defines, in file order."""
+    """The devices hub.toml defines, in file order; for a labgrid pool device, its places and
+    who holds them (asked of the coordinator)."""
     rows = []
     for name, section in project.config.devices.items():
         ssh = getattr(section, "ssh", None)
         where = f"{ssh.user}@{ssh.host}:{ssh.port}" if ssh is not None else None
-        rows.append(DeviceRow(name, section.provider, section.spec, where))
+        places = pool_places(project, name) if section.labgrid is not None else None
+        rows.append(DeviceRow(name, section.provider, section.spec, where, places))
     return rows
+
+
+def pool_places(project: Project, name: str) -> str:
+    """``b1 free, b2 held by host/user`` for device ``name``'s labgrid pool (one line)."""
+    from edgehub.errors import EdgehubError
+    from edgehub.ops.labgrid_pool import device_places
+
+    try:
+        places = device_places(project, name) or []
+    except EdgehubError as error:
+        return f"pool unreachable: {error}"
+    if not places:
+        return "no matching places"
+    return ", ".join(
+        f"{p.name} held by {p.acquired_by}" if p.acquired_by else f"{p.name} free" for p in places
+    )
 
 
 def init_project(directory: Path, name: str | None = None) -> Path:

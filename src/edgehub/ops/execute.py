@@ -8,6 +8,7 @@ stopped, the run ends KILLED and `OperationCancelled` is raised.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from edgehub.core.component.base import Component
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import Device
+    from edgehub.ops.labgrid_pool import PlaceInfo
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
@@ -171,8 +174,41 @@ def _device_lease(
         command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
         events=ctx.events,
         cancelled=cancel.wait,
-    ):
+    ) as place:
+        if place is None or not place.address or device.provider_type == "local":
+            yield  # a local device's tools run in containers here, not on the board
+            return
+        with _reaching_place(device, place):
+            yield
+
+
+@contextmanager
+def _reaching_place(device: Device, place: PlaceInfo) -> Iterator[None]:
+    """Point ``device`` at the labgrid place it holds: an SSH runner to the board's address
+    (the place's network service), keeping the key and known_hosts of the device's own ``ssh``
+    table, for as long as the place is held."""
+    from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
+
+    own = getattr(device.runner, "config", None)
+    base = own if isinstance(own, SSHConfig) else None
+    user = place.username or (base.username if base is not None else None)
+    if user is None:
+        raise UsageError(
+            f"labgrid place {place.name} names no SSH user for device {device.name!r}; give "
+            f"one with [devices.{device.name}.ssh] user = ..."
+        )
+    host, port = str(place.address), int(place.port or 22)
+    config = (
+        dataclasses.replace(base, host=host, port=port, username=user)
+        if base is not None
+        else SSHConfig(host=host, port=port, username=user)
+    )
+    original, device.runner = device.runner, SSHCommandRunner(config)
+    try:
         yield
+    finally:
+        runner, device.runner = device.runner, original
+        runner.__exit__(None, None, None)
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:

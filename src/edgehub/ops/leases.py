@@ -27,6 +27,7 @@ from edgehub.errors import DeviceBusyError, OperationCancelled
 
 if TYPE_CHECKING:
     from edgehub.events import EventSink
+    from edgehub.ops.labgrid_pool import PlaceInfo
     from edgehub.ops.project import Project
 
 __all__ = [
@@ -195,15 +196,16 @@ def measurement_lease(
     command: str,
     events: EventSink,
     cancelled: Callable[[float], bool],
-) -> Iterator[None]:
+) -> Iterator[PlaceInfo | None]:
     """What a measurement on ``device`` holds: a free place of its labgrid pool when hub.toml
-    gives the device a ``labgrid`` table, else the device's lease on this host."""
+    gives the device a ``labgrid`` table (yielded, with the board's SSH address), else the
+    device's lease on this host (None)."""
     section = project.config.devices.get(device)
     if section is None or section.labgrid is None:
         with device_lease(
             device, timeout=timeout, command=command, on_wait=events.warning, cancelled=cancelled
         ):
-            yield
+            yield None
         return
     from edgehub.core.device.configs import LabgridConfig
     from edgehub.ops.labgrid_pool import hold_place, open_pool
@@ -216,6 +218,6 @@ def measurement_lease(
         ) as place:
             where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
             events.info(f"device {device!r}: holding labgrid place {place.name} ({where})")
-            yield
+            yield place
     finally:
         pool.close()
