@@ -4,8 +4,10 @@ point against the real ONNX Runtime image.
 - `--input` feeds the profiler: a dynamic-shape model profiled at two sizes records both shapes,
   and the larger one is slower; a model whose graph fails on 1-sized dynamic dimensions (a
   reflect Pad) profiles with `--input` (and fails on random inputs).
-- `hub runs compare A B --max-regression 5%`: two profiles of the same model are not flagged; a
-  profile of a model with more layers is, with exit code 5.
+- `hub runs compare A B --max-regression 50%`: two profiles of the same model are not flagged; a
+  profile of a model with 4x the layers (~6x the work) is, with exit code 5. The limit is wide
+  because two profiles of one model minutes apart on a shared 2-core CI machine were seen 23 %
+  apart, which the statistics rightly call significant: machine drift, not the model.
 """
 
 from __future__ import annotations
@@ -128,16 +130,17 @@ def test_the_regression_gate(project: Path) -> None:
     again = profile(project, "base.onnx", *runs)["run_id"]
     slower = profile(project, "slower.onnx", *runs)["run_id"]
 
-    same = hub("runs", "compare", first, again, "--max-regression", "5%", "--json", cwd=project)
+    gate = ("--max-regression", "50%", "--json")
+    same = hub("runs", "compare", first, again, *gate, cwd=project)
     assert same.returncode == 0, same.stderr
     verdict = json.loads(same.stdout)["latency"]
     assert verdict["regressed"] is False
 
-    worse = hub("runs", "compare", first, slower, "--max-regression", "5%", "--json", cwd=project)
+    worse = hub("runs", "compare", first, slower, *gate, cwd=project)
     assert worse.returncode == EXIT_REGRESSION, worse.stderr
     latency = json.loads(worse.stdout)["latency"]
     assert latency["regressed"] is True and latency["significant"] is True
-    assert latency["median"]["delta_pct"] > 5
+    assert latency["median"]["delta_pct"] > 50
 
     help_text = hub("--help", cwd=project).stdout
     assert f"{EXIT_REGRESSION}  `hub runs compare --max-regression`" in help_text

@@ -41,6 +41,8 @@ PRECISIONS = ("float32", "float16", "dynamic_int8", "int8")
 # the others are sanity bounds, the measured values are reported)
 BOUNDS = {"float32": 1e-4, "float16": 5e-2, "dynamic_int8": 0.25, "int8": 0.5}
 ALL_LIGHT = os.environ.get("EDGEHUB_TFLITE_ALL_LIGHT") == "1"
+# onnx2tf's conversion time (s, 2 busy cores) of the light models that take longest; only vgg19
+# is kept out of CI (it alone takes ~10 min)
 LIGHT_SLOW_S = {
     "light_resnet50": 93,
     "light_bvlc_alexnet": 109,
@@ -49,6 +51,10 @@ LIGHT_SLOW_S = {
     "light_densenet121": 103,
     "light_vgg19": 600,
 }
+OUT_OF_CI = {"light_vgg19"}
+# onnx2tf 1.28.8 cannot convert these two: it fails on their final Gemm's bias ("TensorSpec(
+# shape=(1000,), dtype=tf.float32)"), which edgehub reports as one `ModelError` line, run FAILED
+NOT_CONVERTING = {"light_bvlc_alexnet", "light_zfnet512"}
 
 
 @pytest.fixture(scope="session")
@@ -256,13 +262,15 @@ def _light_models() -> list[Any]:
     import onnx
 
     folder = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    # CI (2 cores) runs the models that convert in seconds: squeezenet in every precision,
-    # the others in float32; EDGEHUB_TFLITE_ALL_LIGHT=1 runs all nine in every precision
-    # (LIGHT_SLOW_S gives the conversion times that keep the rest out of CI).
+    # CI (2 cores) runs squeezenet in every precision and the other light models that convert
+    # in float32, but vgg19 (OUT_OF_CI); EDGEHUB_TFLITE_ALL_LIGHT=1 runs all that convert in
+    # every precision.
     params = []
     for model in sorted(folder.glob("light_*.onnx")):
+        if model.stem in NOT_CONVERTING:
+            continue
         for precision in PRECISIONS:
-            in_ci = model.stem not in LIGHT_SLOW_S and (
+            in_ci = model.stem not in OUT_OF_CI and (
                 model.stem == "light_squeezenet" or precision == "float32"
             )
             if ALL_LIGHT or in_ci:
