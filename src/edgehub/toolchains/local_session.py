@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,27 @@ def scratch_agent(
     runner = _container(ctx, runtime, device, component)
     local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
     return AgentCall(runner, CONTAINER_WORK / local.name, local, server=_server_socket(runner))
+
+
+def inspect_in_image(
+    ctx: HubContext,
+    runtime: str,
+    device: str | None,
+    component: type[Any],
+    command: str,
+    request: dict[str, Any],
+    files: dict[str, Path],
+) -> dict[str, Any]:
+    """Run an agent ``*.inspect`` command in ``runtime``'s image outside any run (its scratch
+    directory is removed after); the model's inputs and outputs it reports."""
+    from edgehub.errors import InvokeError
+
+    agent = scratch_agent(ctx, runtime, device, component)
+    try:
+        result = agent.call(command, request, inputs=files, failure=InvokeError)
+    finally:
+        shutil.rmtree(agent.local_dir, ignore_errors=True)
+    return result.data
 
 
 def record_agent_result(

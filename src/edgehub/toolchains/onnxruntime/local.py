@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +14,7 @@ from edgehub.errors import (
     ProfileError,
     UsageError,
 )
-from edgehub.toolchains.local_session import record_agent_result, scratch_agent
+from edgehub.toolchains.local_session import inspect_in_image, record_agent_result
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -207,14 +206,7 @@ def _invoke_local(
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
     """A model's inputs and outputs (name, dtype, shape) read in the runtime's container."""
     path = _model_file(model)
-    agent = scratch_agent(ctx, RUNTIME, device, ONNXRuntimeInvoker)
-    try:
-        result = agent.call(
-            "ort.inspect",
-            {"model": f"in/{path.name}"},
-            inputs={path.name: path},
-            failure=InvokeError,
-        )
-    finally:
-        shutil.rmtree(agent.local_dir, ignore_errors=True)
-    return result.data
+    request = {"model": f"in/{path.name}"}
+    return inspect_in_image(
+        ctx, RUNTIME, device, ONNXRuntimeInvoker, "ort.inspect", request, {path.name: path}
+    )

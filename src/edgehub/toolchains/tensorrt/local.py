@@ -10,7 +10,6 @@ output is read by :mod:`.trtexec_parse`.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +27,9 @@ from edgehub.errors import (
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
+    inspect_in_image,
     local_agent,
     record_agent_result,
-    scratch_agent,
 )
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.tensorrt import trtexec_parse
@@ -336,14 +335,7 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     """An ONNX model's (or, on a GPU, an engine's) inputs and outputs, read in the
     tensorrt-rtx container."""
     path = _model_file(model)
-    agent = scratch_agent(ctx, RTX_IMAGE, device, TensorRTInvoker)
-    try:
-        result = agent.call(
-            "trt.inspect",
-            {"model": f"in/{path.name}"},
-            inputs={path.name: path},
-            failure=InvokeError,
-        )
-    finally:
-        shutil.rmtree(agent.local_dir, ignore_errors=True)
-    return result.data
+    request = {"model": f"in/{path.name}"}
+    return inspect_in_image(
+        ctx, RTX_IMAGE, device, TensorRTInvoker, "trt.inspect", request, {path.name: path}
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +14,12 @@ from edgehub.errors import (
     ProfileError,
     UsageError,
 )
-from edgehub.toolchains.agent_call import AgentCall, AgentResult
-from edgehub.toolchains.local_session import local_agent, record_agent_result, scratch_agent
+from edgehub.toolchains.agent_call import AgentResult
+from edgehub.toolchains.local_session import (
+    inspect_in_image,
+    local_agent,
+    record_agent_result,
+)
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
@@ -258,9 +261,4 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     if path.is_file() and _is_tflite(path) and sidecar.is_file():
         files[sidecar.name] = sidecar
         request["mapping"] = f"in/{sidecar.name}"
-    agent: AgentCall = scratch_agent(ctx, RUNTIME, device, TFLiteInvoker)
-    try:
-        result = agent.call("tflite.inspect", request, inputs=files, failure=InvokeError)
-    finally:
-        shutil.rmtree(agent.local_dir, ignore_errors=True)
-    return result.data
+    return inspect_in_image(ctx, RUNTIME, device, TFLiteInvoker, "tflite.inspect", request, files)
