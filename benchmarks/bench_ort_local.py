@@ -63,7 +63,7 @@ print(json.dumps({"median_ms": float(np.median(ms)), "p99_ms": float(np.percenti
 SPLIT = r"""
 import sys, time
 t0 = time.perf_counter()
-from edgehub.cli.main import run
+from edgehub.cli.main import exit_now, main
 t1 = time.perf_counter()
 from edgehub.toolchains.agent_call import AgentCall
 spent = {"call": 0.0}
@@ -75,15 +75,10 @@ def timed(self, *args, **kwargs):
     finally:
         spent["call"] += time.perf_counter() - start
 AgentCall.call = timed
-sys.argv = ["hub", *sys.argv[1:]]
-code = 0
-try:
-    run()
-except SystemExit as exc:
-    code = exc.code
+code = main(sys.argv[1:])
 t2 = time.perf_counter()
 sys.stderr.write(f"SPLIT import={t1 - t0:.6f} main={t2 - t1:.6f} call={spent['call']:.6f}\n")
-sys.exit(code)
+exit_now(code)
 """
 DYNAMIC_SHAPE = "1,3,320,320"
 

@@ -1,11 +1,15 @@
 """Benchmark TensorRT engine builds through edgehub against a bare script (run on demand).
 
-For each model: wall time of `TensorRTCompiler(target=...).run(ctx, model)` in a fresh
-HubContext (starts the tensorrt-rtx container, ships the agent, builds, fetches the engine, layer
-info and log, records the run) against `docker run --rm IMAGE python3 bare.py` doing the same
-parse + build + write of the engine in the same image. Rounds are interleaved; medians are
-compared (goal: ratio <= 1.1). The builder-only times (TensorRT's build_serialized_network) of
-both are shown too.
+For each model, two comparisons, each against a bare script doing the same parse + build +
+write of the engine in the same image (rounds interleaved, medians compared; goal: ratio <= 1.1):
+
+- cold: `TensorRTCompiler(target=...).run(ctx, model)` in a fresh HubContext (starts the
+  tensorrt-rtx container, ships the agent, builds, fetches the engine, layer info and log,
+  records the run, removes the container) against `docker run --rm IMAGE python3 bare.py`;
+- warm: the same with a warm container (``EDGEHUB_KEEP_WARM``: its resident agent has TensorRT
+  imported) against `docker exec` of the bare script into a running container of the image.
+
+The builder-only times (TensorRT's build_serialized_network) of both are shown too.
 
     python benchmarks/bench_tensorrt.py [--rounds 3] [--target sm86]
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -66,10 +71,37 @@ def bare_once(image: str, model: Path, target: str) -> tuple[float, float]:
     return wall, float(json.loads(done.stdout.strip().splitlines()[-1])["build_s"])
 
 
-def edgehub_once(model: Path, target: str) -> tuple[float, float]:
+class WarmBare:
+    """A running container of the image with a work folder, for `docker exec` of the script."""
+
+    def __init__(self, image: str) -> None:
+        self.work = Path(tempfile.mkdtemp(prefix="edgehub-bench-trt-"))
+        (self.work / "bare.py").write_text(BARE)
+        self.work.chmod(0o777)
+        argv = ["docker", "run", "-d", "--rm", "--network", "none", "-v", f"{self.work}:/w",
+                "-w", "/w", image, "sleep", "infinity"]  # fmt: skip
+        self.id = subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+    def once(self, model: Path, target: str) -> tuple[float, float]:
+        (self.work / model.name).write_bytes(model.read_bytes())
+        argv = ["docker", "exec", self.id, "python3", "bare.py", model.name, target, "out.engine"]
+        start = time.perf_counter()
+        done = subprocess.run(argv, capture_output=True, text=True, check=True)
+        wall = time.perf_counter() - start
+        return wall, float(json.loads(done.stdout.strip().splitlines()[-1])["build_s"])
+
+    def close(self) -> None:
+        subprocess.run(["docker", "rm", "-f", self.id], capture_output=True, check=False)
+
+
+def edgehub_once(model: Path, target: str, warm: bool = False) -> tuple[float, float]:
     from edgehub.core import HubContext
     from edgehub.core.compile import TensorRTCompiler
 
+    if warm:
+        os.environ["EDGEHUB_KEEP_WARM"] = "600"
+    else:
+        os.environ.pop("EDGEHUB_KEEP_WARM", None)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         with HubContext(project_name="bench-trt", artifact_base_dir=Path(tmp)) as ctx:
@@ -89,20 +121,34 @@ def main() -> None:
 
     image = images.require_image("tensorrt-rtx").tag
     edgehub_once(models()[0], args.target)  # warm: agent zipapp built, image pages cached
-    for model in models():
-        hub, bare = [], []
-        for _ in range(args.rounds):
-            hub.append(edgehub_once(model, args.target))
-            bare.append(bare_once(image, model, args.target))
-        hub_wall = statistics.median(w for w, _ in hub)
-        bare_wall = statistics.median(w for w, _ in bare)
-        hub_build = statistics.median(b for _, b in hub)
-        bare_build = statistics.median(b for _, b in bare)
-        print(
-            f"{model.name}: end to end edgehub {hub_wall:.2f} s vs bare {bare_wall:.2f} s "
-            f"(ratio {hub_wall / bare_wall:.2f}); builder alone {hub_build:.2f} s vs "
-            f"{bare_build:.2f} s (ratio {hub_build / bare_build:.2f}); {args.rounds} rounds"
-        )
+    for _ in range(3):  # the warm container, then its resident agent (started after a job)
+        edgehub_once(models()[0], args.target, warm=True)
+    warm_bare = WarmBare(image)
+    try:
+        warm_bare.once(models()[0], args.target)
+        for model in models():
+            runs: dict[str, list[tuple[float, float]]] = {
+                k: [] for k in ("hub", "bare", "whub", "wbare")
+            }
+            for _ in range(args.rounds):
+                runs["hub"].append(edgehub_once(model, args.target))
+                runs["bare"].append(bare_once(image, model, args.target))
+                runs["whub"].append(edgehub_once(model, args.target, warm=True))
+                runs["wbare"].append(warm_bare.once(model, args.target))
+            wall = {k: statistics.median(w for w, _ in v) for k, v in runs.items()}
+            build = {k: statistics.median(b for _, b in v) for k, v in runs.items()}
+            print(
+                f"{model.name} ({args.rounds} rounds): cold: edgehub {wall['hub']:.2f} s vs bare "
+                f"`docker run` {wall['bare']:.2f} s (ratio {wall['hub'] / wall['bare']:.2f}); "
+                f"warm: edgehub {wall['whub']:.2f} s vs bare `docker exec` {wall['wbare']:.2f} s "
+                f"(ratio {wall['whub'] / wall['wbare']:.2f}); builder alone (cold) "
+                f"{build['hub']:.2f} vs {build['bare']:.2f} s (ratio "
+                f"{build['hub'] / build['bare']:.2f}), (warm) {build['whub']:.2f} vs "
+                f"{build['wbare']:.2f} s"
+            )
+    finally:
+        warm_bare.close()
+        os.environ.pop("EDGEHUB_KEEP_WARM", None)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,7 +24,9 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "edgehub"
 
 
 @pytest.fixture
-def fresh_registry() -> Iterator[None]:
+def fresh_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # a cache of its own: the tests replace the scan of the installed distributions
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     runtimes.reset_runtimes()
     yield
     runtimes.reset_runtimes()
@@ -130,3 +133,36 @@ def _modules_after(code: str) -> list[str]:
 def test_importing_core_and_building_the_cli_loads_no_runtime() -> None:
     assert _modules_after("import edgehub.core.compile, edgehub.core.profile") == []
     assert _modules_after("from edgehub.cli.main import build_parser; build_parser()") == []
+
+
+def test_one_runtime_loads_alone_and_the_scan_is_remembered(tmp_path: Path) -> None:
+    """`get_runtime` imports only the runtime asked for; a second process reads the entry
+    points from the cache (no importlib.metadata), and a package installed on sys.path (an
+    entry whose mtime changes) makes it scan again."""
+    site = tmp_path / "site"
+    site.mkdir()
+    code = (
+        f"import sys; sys.path.append({str(site)!r})\n"
+        "from edgehub.core.runtimes import get_runtime; get_runtime('onnxruntime')"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+    def loaded() -> list[str]:
+        probe = (
+            f"{code}\nimport sys, json\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m in ('importlib.metadata', "
+            "'edgehub.toolchains.onnxruntime', 'edgehub.toolchains.tensorrt'))))"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+        )
+        return list(json.loads(out.stdout))
+
+    scanned = ["edgehub.toolchains.onnxruntime", "importlib.metadata"]
+    assert loaded() == scanned
+    assert (tmp_path / "cache" / "edgehub" / "entry-points.json").is_file()
+    assert loaded() == ["edgehub.toolchains.onnxruntime"]
+    (site / "new_package-1.0.dist-info").mkdir()
+    stamp = site.stat().st_mtime + 5
+    os.utime(site, (stamp, stamp))
+    assert loaded() == scanned

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.core.entry_points import entry_point_list
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
@@ -136,14 +137,21 @@ def reset_runtimes() -> None:
 
 
 def get_runtime(name: str) -> RuntimeDescriptor:
-    """The runtime called ``name``; a clear error for unknown or not-yet-available ones."""
-    runtimes = all_runtimes()
-    runtime = runtimes.get(name)
+    """The runtime called ``name``; a clear error for unknown or not-yet-available ones.
+
+    Before the registry is loaded, only the entry point that would win ``name`` is loaded (a
+    command about one runtime does not import the others)."""
+    runtime = _load_one(name)
+    runtimes: dict[str, RuntimeDescriptor] = {}
+    if runtime is None:
+        runtimes = all_runtimes()
+        runtime = runtimes.get(name)
     if runtime is None:
         close = difflib.get_close_matches(name, runtimes, n=1, cutoff=0.4)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown runtime {name!r}{hint} (known: {', '.join(runtimes)})")
     if not runtime.available:
+        runtimes = runtimes or all_runtimes()
         available = ", ".join(r.name for r in runtimes.values() if r.available)
         raise UsageError(
             f"runtime {name!r} is not available yet ({runtime.issue or 'its toolchain'} is "
@@ -178,41 +186,66 @@ def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) ->
     raise AttributeError(name)
 
 
-def _discover(into: dict[str, RuntimeDescriptor]) -> None:
-    from importlib.metadata import EntryPoint, entry_points
-
-    found: list[tuple[str, str, str]] = []  # (name, value, distribution)
-    try:
-        points = list(entry_points(group=ENTRY_POINT_GROUP))
-    except Exception as error:  # a broken metadata file somewhere on sys.path
-        _warn(f"cannot read the {ENTRY_POINT_GROUP!r} entry points: {error}")
-        points = []
-    for point in points:
-        dist = getattr(getattr(point, "dist", None), "name", None) or "?"
-        found.append((point.name, point.value, dist))
+def _ordered_points() -> list[tuple[str, str, str]]:
+    """``(name, value, distribution)`` of every runtime entry point, in registration order:
+    edgehub's own first (the built-in list filling in for missing metadata), then the others
+    by name."""
+    found = entry_point_list(ENTRY_POINT_GROUP, _warn)
     ours = [f for f in found if f[2] == "edgehub"]
     named = {f[0] for f in ours}
     ours += [(n, v, "edgehub") for n, v in _BUILTIN.items() if n not in named]
     ours.sort(key=lambda f: list(_BUILTIN).index(f[0]) if f[0] in _BUILTIN else len(_BUILTIN))
     others = sorted((f for f in found if f[2] != "edgehub"), key=lambda f: (f[0], f[2]))
-    for name, value, dist in [*ours, *others]:
-        where = f"{name} = {value!r} (from {dist})"
+    return [*ours, *others]
+
+
+def _load_one(name: str) -> RuntimeDescriptor | None:
+    """The runtime ``name`` from the registry if loaded, else from the one entry point that
+    would register it; None when that is not a clean load (the full load then reports it)."""
+    with _lock:
+        if _runtimes is not None:
+            return _runtimes.get(name)
+        if _loading is not None:
+            return _loading.get(name)
+        point = next((p for p in _ordered_points() if p[0] == name), None)
+        if point is None:
+            return None
+        return _load_point(*point, warn=lambda _line: None)  # the full load says what failed
+
+
+def _discover(into: dict[str, RuntimeDescriptor]) -> None:
+    for name, value, dist in _ordered_points():
         if name in into:
+            where = f"{name} = {value!r} (from {dist})"
             _warn(f"runtime entry point {where} ignored: {name!r} is already registered")
             continue
-        try:
-            descriptor = EntryPoint(name, value, ENTRY_POINT_GROUP).load()
-        except Exception as error:
-            _warn(f"runtime entry point {where} failed to load: {type(error).__name__}: {error}")
-            continue
-        if not isinstance(descriptor, RuntimeDescriptor):
-            kind = type(descriptor).__name__
-            _warn(f"runtime entry point {where} is a {kind}, not a RuntimeDescriptor")
-            continue
-        if descriptor.name != name:
-            _warn(f"runtime entry point {where} describes {descriptor.name!r}; use one name")
-            continue
-        into[name] = descriptor
+        descriptor = _load_point(name, value, dist)
+        if descriptor is not None:
+            into[name] = descriptor
+
+
+def _load_point(
+    name: str, value: str, dist: str, warn: Callable[[str], None] | None = None
+) -> RuntimeDescriptor | None:
+    """The descriptor entry point ``name = value`` names; None (with a warning) if it does
+    not load or is not a proper descriptor."""
+    warn = warn or _warn
+    where = f"{name} = {value!r} (from {dist})"
+    module, _, attribute = value.partition(":")
+    try:
+        found: Any = importlib.import_module(module.strip())
+        for part in attribute.strip().split(".") if attribute.strip() else []:
+            found = getattr(found, part)
+    except Exception as error:
+        warn(f"runtime entry point {where} failed to load: {type(error).__name__}: {error}")
+        return None
+    if not isinstance(found, RuntimeDescriptor):
+        warn(f"runtime entry point {where} is a {type(found).__name__}, not a RuntimeDescriptor")
+        return None
+    if found.name != name:
+        warn(f"runtime entry point {where} describes {found.name!r}; use one name")
+        return None
+    return found
 
 
 def _warn(message: str) -> None:

@@ -52,15 +52,27 @@ def warm_containers() -> list[WarmContainer]:
     ]
 
 
-def reap_leftovers() -> ReapReport:
-    """Remove dead owners' containers and stop their warm jobs; never raises."""
-    from edgehub.runners.docker import reap
+def reap_leftovers(*, when_recorded: bool = False) -> ReapReport:
+    """Remove dead owners' containers and stop their warm jobs; never raises. With
+    ``when_recorded``, ask the daemon only if an owner record says a process of ours died
+    (or the records cannot tell)."""
+    from edgehub.runners.docker import ReapReport, reap
+    from edgehub.runners.docker.owner import dead_owner_records, forget_owner_records
 
-    return reap()
+    records = dead_owner_records()
+    if when_recorded and records == []:
+        return ReapReport()
+    report = reap()
+    if report.complete:
+        forget_owner_records(records or [])
+    return report
 
 
 def reap_leftovers_in_background() -> threading.Thread:
-    """`reap_leftovers` in a thread, so a command does not wait for it; join it before exit."""
-    thread = threading.Thread(target=reap_leftovers, name="edgehub-reaper", daemon=True)
+    """`reap_leftovers` (when an owner record calls for it) in a thread, so a command does
+    not wait for it; join it before exit."""
+    thread = threading.Thread(
+        target=reap_leftovers, kwargs={"when_recorded": True}, name="edgehub-reaper", daemon=True
+    )
     thread.start()
     return thread

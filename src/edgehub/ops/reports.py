@@ -118,13 +118,17 @@ def summarize(output: ComponentOutput) -> RunReport:
             (a.name or a.file_name).lstrip("$"): str(a.file_path) for a in log.artifacts.values()
         },
         environment=dict(log.environment),
-        outputs=(
-            {
-                name: {"dtype": str(array.dtype), "shape": list(array.shape)}
-                for name, array in outputs.items()
-            }
-            if isinstance(outputs, dict)
-            else None
-        ),
+        outputs=_output_signature(outputs),
         shapes=_shapes(params),
     )
+
+
+def _output_signature(outputs: Any) -> dict[str, dict[str, Any]] | None:
+    """Each output's dtype and shape (read from the file's headers where the invoker left
+    its outputs unread: no numpy for a report)."""
+    if not isinstance(outputs, dict):
+        return None
+    signature = getattr(outputs, "signature", None)
+    if callable(signature):
+        return {n: {"dtype": d, "shape": list(s)} for n, (d, s) in signature().items()}
+    return {n: {"dtype": str(a.dtype), "shape": list(a.shape)} for n, a in outputs.items()}

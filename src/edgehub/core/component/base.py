@@ -9,6 +9,7 @@ annotations and ``option_bounds`` (see `edgehub.core.component.options`).
 from __future__ import annotations
 
 import functools
+import importlib
 from abc import ABCMeta
 from collections.abc import Callable, Mapping
 from enum import Enum
@@ -73,6 +74,7 @@ class ComponentMeta(ABCMeta):
         cls._keyword_params = dict(signature.options)  # type: ignore[attr-defined]
         cls._call_interface = original  # type: ignore[attr-defined]
         cls._providers = {}  # type: ignore[attr-defined]
+        cls._provider_modules = {}  # type: ignore[attr-defined]
 
         @functools.wraps(original)
         def run(self: Component, ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -98,6 +100,7 @@ class Component(metaclass=ComponentMeta):
     _keyword_params: dict[str, Any]
     _call_interface: Callable[..., Any]
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]
+    _provider_modules: dict[str, str]
 
     def __init__(self, **kwargs: Any) -> None:
         name = kwargs.pop("name", None)
@@ -129,8 +132,39 @@ class Component(metaclass=ComponentMeta):
 
     @classmethod
     def providers(cls) -> list[str]:
-        """The provider types registered on this class, in registration order."""
-        return list(getattr(cls, "_providers", {}))
+        """The provider types registered (or announced) on this class, in registration order."""
+        found = list(getattr(cls, "_providers", {}))
+        return found + [k for k in getattr(cls, "_provider_modules", {}) if k not in found]
+
+    @classmethod
+    def provider_module(cls, provider_type: str, module: str) -> None:
+        """Announce that importing ``module`` registers this class's provider for
+        ``provider_type``; it is imported when such a device first runs the component (so a
+        toolchain does not import every provider's dependencies for a local run)."""
+        if "_provider_modules" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
+        key = str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
+        cls._provider_modules.setdefault(key, module)
+
+    @classmethod
+    def provider_for(
+        cls, provider_type: str
+    ) -> tuple[Callable[..., Any], ProviderSignature] | None:
+        """The provider function for ``provider_type`` and its checked signature, importing an
+        announced provider module first; None when there is none."""
+        providers = getattr(cls, "_providers", {})
+        if provider_type not in providers:
+            module = getattr(cls, "_provider_modules", {}).get(provider_type)
+            if module is None:
+                return None
+            importlib.import_module(module)
+            if provider_type not in providers:
+                raise TypeError(
+                    f"{module} was announced to register {cls.__name__}'s provider for "
+                    f"{provider_type!r} but did not"
+                )
+        entry: tuple[Callable[..., Any], ProviderSignature] = providers[provider_type]
+        return entry
 
     @classmethod
     def provider(cls, provider_type: str) -> Callable[[F], F]:

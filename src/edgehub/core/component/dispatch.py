@@ -71,7 +71,7 @@ def _select_provider(
             f"device {device.name!r} has no provider type, so {cls.__name__} cannot run on "
             "it; give it one, or wrap your own code with @hub_run"
         )
-    entry = cls._providers.get(device.provider_type)
+    entry = cls.provider_for(device.provider_type)
     if entry is None:
         raise ProviderError(
             f"{cls.__name__} has no provider for {device.provider_type!r} (device "

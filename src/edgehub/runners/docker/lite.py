@@ -1,16 +1,16 @@
 """`LiteClient`: the Docker Engine API over the local unix socket, with the standard library.
 
-Importing the docker SDK costs ~0.2 s (requests, urllib3) and most edgehub commands need a
-handful of calls; this client makes every call of the `DockerClient` protocol with
-`http.client`, and attaches to execs by taking over the connection (HTTP upgrade), as the
-Docker CLI does. It serves only a plain local daemon (`local_socket`); `connect` hands anything
-else to the SDK.
+Importing the docker SDK costs ~0.2 s (requests, urllib3), and even `http.client` ~20 ms (ssl,
+email), while most edgehub commands need a handful of calls; this client makes every call of
+the `DockerClient` protocol with its own small HTTP/1.1 exchange (one connection per call,
+``Connection: close``; bodies by length, in chunks or up to the close), and attaches to execs by
+taking over the connection (HTTP upgrade), as the Docker CLI does. It serves only a plain local
+daemon (`local_socket`); `connect` hands anything else to the SDK.
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import os
 import socket
@@ -49,16 +49,95 @@ def _error(status: int, body: bytes) -> DockerAPIError:
     return cls(status, message.strip() or f"HTTP {status}")
 
 
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
+class _Response:
+    """The response to one request on its own connection: ``status``, ``headers`` (lower-case
+    names), and the body through `read`."""
 
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self._path)
-        self.sock = sock
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = b""
+        while b"\r\n\r\n" not in self._buffer:
+            if not self._fill():
+                raise DockerAPIError(0, "the Docker daemon closed the connection without answering")
+        head, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[1].isdigit():
+            raise DockerAPIError(0, f"not an HTTP answer from the Docker daemon: {lines[0][:80]!r}")
+        self.status = int(parts[1])
+        self.headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            self.headers[name.strip().lower()] = value.strip()
+        self._chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+        length = self.headers.get("content-length")
+        self._left: int | None = None if self._chunked or length is None else int(length)
+        self._chunk_left = 0
+        self._done = self.status in (204, 304)
+
+    def getheader(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    def _fill(self) -> bool:
+        data = self._sock.recv(65536)
+        self._buffer += data
+        return bool(data)
+
+    def _take(self, limit: int, *, until_close: bool = False) -> bytes:
+        if not self._buffer and not self._fill():
+            if until_close:
+                return b""
+            raise DockerAPIError(0, "the Docker daemon closed the connection mid-answer")
+        data, self._buffer = self._buffer[:limit], self._buffer[limit:]
+        return data
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self._buffer:
+            if not self._fill():
+                raise DockerAPIError(0, "the Docker daemon closed the connection mid-answer")
+        line, _, self._buffer = self._buffer.partition(b"\r\n")
+        return line
+
+    def _some(self, limit: int) -> bytes:
+        """Up to ``limit`` bytes of the body (at least one), or b"" at its end."""
+        if self._done:
+            return b""
+        if self._chunked:
+            if self._chunk_left == 0:
+                size = int(self._line().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self._line():  # trailers, up to the empty line
+                        pass
+                    self._done = True
+                    return b""
+                self._chunk_left = size
+            data = self._take(min(limit, self._chunk_left))
+            self._chunk_left -= len(data)
+            if self._chunk_left == 0:
+                self._line()  # the CRLF closing the chunk
+            return data
+        if self._left is not None:
+            if self._left == 0:
+                self._done = True
+                return b""
+            data = self._take(min(limit, self._left))
+            self._left -= len(data)
+            return data
+        data = self._take(limit, until_close=True)
+        self._done = not data
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        """The rest of the body, or (``size`` >= 0) up to ``size`` bytes of it; b"" at its end."""
+        if size >= 0:
+            return self._some(size) if size else b""
+        parts = []
+        while chunk := self._some(1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+
+    def close(self) -> None:
+        self._sock.close()
 
 
 class _Hijacked:
@@ -95,41 +174,60 @@ class LiteClient:
         self.path = path
         self.timeout = timeout
 
-    def _open(
-        self, method: str, url: str, body: bytes | None, content_type: str
-    ) -> tuple[_UnixConnection, http.client.HTTPResponse]:
-        """Send a request; the caller reads the response and closes the connection."""
-        connection = _UnixConnection(self.path, self.timeout)
+    def _connect(self, timeout: float) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            headers = {"Content-Type": content_type} if body is not None else {}
-            connection.request(method, url, body=body, headers=headers)
-            response = connection.getresponse()
+            sock.settimeout(timeout)
+            sock.connect(self.path)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _open(
+        self,
+        method: str,
+        url: str,
+        body: bytes | None,
+        content_type: str,
+        timeout: float | None = None,
+    ) -> _Response:
+        """Send a request; the caller reads the response and closes it."""
+        sock = self._connect(self.timeout if timeout is None else timeout)
+        try:
+            head = f"{method} {url} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
+            if body is not None:
+                head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            elif method in ("POST", "PUT"):
+                head += "Content-Length: 0\r\n"
+            sock.sendall((head + "\r\n").encode("latin-1"))
+            if body:
+                sock.sendall(body)
+            response = _Response(sock)
             if response.status >= 300:
                 raise _error(response.status, response.read())
         except BaseException:
-            connection.close()
+            sock.close()
             raise
-        return connection, response
+        return response
 
     def _call(self, method: str, url: str, body: Any = None) -> Any:
         payload = None if body is None else json.dumps(body).encode()
-        connection, response = self._open(method, url, payload, "application/json")
+        response = self._open(method, url, payload, "application/json")
         try:
             data = response.read()
         finally:
-            connection.close()
+            response.close()
         return json.loads(data) if data else {}
 
     def ping(self) -> bool:
-        connection = _UnixConnection(self.path, min(self.timeout, 5.0))
+        response = self._open("GET", "/_ping", None, "", timeout=min(self.timeout, 5.0))
         try:
-            connection.request("GET", "/_ping")
-            response = connection.getresponse()
             if response.status != 200:
                 raise _error(response.status, response.read())
             return True
         finally:
-            connection.close()
+            response.close()
 
     def inspect_image(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/images/{quote(name, safe=':@')}/json")
@@ -214,14 +312,16 @@ class LiteClient:
     def put_archive(self, container: str, path: str, data: bytes) -> None:
         query = urlencode({"path": path})
         url = f"/containers/{quote(container, safe='')}/archive?{query}"
-        connection, response = self._open("PUT", url, data, "application/x-tar")
-        response.read()
-        connection.close()
+        response = self._open("PUT", url, data, "application/x-tar")
+        try:
+            response.read()
+        finally:
+            response.close()
 
     def get_archive(self, container: str, path: str) -> tuple[Iterator[bytes], dict[str, Any]]:
         query = urlencode({"path": path})
         url = f"/containers/{quote(container, safe='')}/archive?{query}"
-        connection, response = self._open("GET", url, None, "")
+        response = self._open("GET", url, None, "")
         header = response.getheader("X-Docker-Container-Path-Stat") or ""
         stat: dict[str, Any] = json.loads(base64.b64decode(header)) if header else {}
 
@@ -231,7 +331,6 @@ class LiteClient:
                     yield block
             finally:
                 response.close()
-                connection.close()
 
         return chunks(), stat
 

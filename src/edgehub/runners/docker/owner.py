@@ -4,6 +4,11 @@ A process is named by host, pid and start time (clock ticks since boot), so a re
 mistaken for the owner. Containers carry the owner in labels; every command exec'd into a
 container carries it in ``EDGEHUB_OWNER`` (``host:pid:ticks``), which is how the reaper finds
 the jobs a dead process left running in a shared warm container.
+
+A process that labels a container or an exec as its own also leaves an owner record (an empty
+file named by its marker in ``~/.cache/edgehub/owners``), removed by the reaper once it has
+cleaned up after that owner's death. So the reaper that runs at the start of every command
+asks the daemon only when a recorded owner has died (`dead_owner_records`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ __all__ = [
     "OWNER_STARTED",
     "WARM",
     "WARM_KEY",
+    "dead_owner_records",
+    "forget_owner_records",
     "owner_alive",
     "owner_labels",
     "owner_marker",
@@ -62,8 +69,64 @@ def owner_alive(pid: int, started: str | None) -> bool:
     return True
 
 
+def _records_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "edgehub" / "owners"
+
+
+_recorded: set[int] = set()
+
+
+def _record_owner() -> None:
+    """Leave this process's owner record (once; see the module docstring)."""
+    pid = os.getpid()
+    if pid in _recorded:
+        return
+    try:
+        folder = _records_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{socket.gethostname()}:{pid}:{start_ticks(pid) or ''}").touch()
+    except OSError:
+        return  # an unwritable folder: `dead_owner_records` says "unknown" for it too
+    _recorded.add(pid)
+
+
+def dead_owner_records() -> list[Path] | None:
+    """The records of owners on this host that have died; None when the records cannot tell
+    (no folder yet, or one this process cannot write): the daemon must be asked then."""
+    folder = _records_dir()
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return None
+    host = socket.gethostname()
+    dead = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    for name in names:
+        owner = parse_marker(name)
+        if owner is not None and owner[0] == host and not owner_alive(owner[1], owner[2]):
+            dead.append(folder / name)
+    return dead
+
+
+def forget_owner_records(records: list[Path]) -> None:
+    """After a complete clean-up: remove the records of the owners it covered, and make the
+    folder where there is none, so that from now on the records can tell."""
+    try:
+        _records_dir().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+    for record in records:
+        try:
+            record.unlink()
+        except OSError:
+            pass
+
+
 def owner_labels() -> dict[str, str]:
-    """The labels naming this process as a container's owner."""
+    """The labels naming this process as a container's owner (recorded as an owner)."""
+    _record_owner()
     labels = {MANAGED: "1", OWNER_PID: str(os.getpid()), OWNER_HOST: socket.gethostname()}
     started = start_ticks(os.getpid())
     if started:
@@ -72,7 +135,9 @@ def owner_labels() -> dict[str, str]:
 
 
 def owner_marker() -> str:
-    """``EDGEHUB_OWNER=host:pid:ticks`` for this process, for the environment of an exec."""
+    """``EDGEHUB_OWNER=host:pid:ticks`` for this process, for the environment of an exec
+    (recorded as an owner)."""
+    _record_owner()
     return f"{OWNER_ENV}={socket.gethostname()}:{os.getpid()}:{start_ticks(os.getpid()) or ''}"
 
 

@@ -40,6 +40,7 @@ class ReapReport:
     containers_removed: tuple[str, ...] = ()
     jobs_stopped: int = 0
     dead_owners: frozenset[int] = field(default_factory=frozenset)
+    complete: bool = True  # False: the daemon could not be asked (or not about everything)
 
     def __bool__(self) -> bool:
         return bool(self.containers_removed or self.jobs_stopped)
@@ -54,12 +55,12 @@ def reap(client: DockerClient | None = None, *, jobs: bool = True) -> ReapReport
 
         path = local_socket()
         if path is None:
-            return ReapReport()
+            return ReapReport(complete=False)
         client = LiteClient(path, timeout=_TIMEOUT_S)
     try:
         return _reap(client, jobs)
     except (DockerAPIError, OSError, ValueError, KeyError):
-        return ReapReport()
+        return ReapReport(complete=False)
     finally:
         if own:
             client.close()

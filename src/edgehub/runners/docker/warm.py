@@ -65,6 +65,7 @@ def warm_key(container: Container) -> str:
         settings.network,
         settings.user,
         settings.workdir,
+        settings.gpus,
         sorted(settings.labels.items()),
         os.getuid(),
         CHANNEL_VERSION,

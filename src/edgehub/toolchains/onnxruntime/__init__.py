@@ -1,8 +1,10 @@
 """The ONNX Runtime toolchain: its components, the providers registered on import, and the
 `RUNTIME` descriptor registered through the ``edgehub.runtimes`` entry point."""
 
+from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.toolchains import qai_hub
 from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local, ssh  # noqa: F401 (providers)
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
@@ -27,5 +29,6 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
 )
 
-# the qai_hub providers of these components register on import (after RUNTIME: no cycle)
-from edgehub.toolchains import qai_hub  # noqa: E402, F401
+for _component in (ONNXRuntimeCompiler, ONNXRuntimeProfiler, ONNXRuntimeInvoker):
+    _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)  # imported when used
+del _component

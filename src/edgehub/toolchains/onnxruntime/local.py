@@ -15,6 +15,7 @@ from edgehub.errors import (
     UsageError,
 )
 from edgehub.toolchains.local_session import inspect_in_image, record_agent_result
+from edgehub.toolchains.npz_arrays import NpzArrays
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -173,7 +174,7 @@ def _invoke_local(
     use_compiled_names: bool = False,
     input_shape: Any = None,
 ) -> ONNXRuntimeInvocationResult:
-    from edgehub.toolchains.tensors import load_npz, save_npz
+    from edgehub.toolchains.tensors import save_npz
 
     if input_data is not None and not isinstance(input_data, dict):
         raise InputDataError(
@@ -199,8 +200,10 @@ def _invoke_local(
     if input_data is None:
         ctx.client.log_artifact(result.files / "input.npz", name="input_data")
     local = result.files / "output.npz"
-    ctx.client.log_artifact(local, name="output_file")
-    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=load_npz(local))
+    stored = ctx.client.log_artifact(local, name="output_file")
+    return ONNXRuntimeInvocationResult.from_current_run(
+        ctx, output=NpzArrays(Path(stored.file_path))
+    )
 
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:

@@ -1,19 +1,27 @@
 """Qualcomm AI Hub (``qai_hub`` devices): providers of the ONNX Runtime and TFLite compilers,
-profilers and invokers, registered when this package is imported.
+profilers and invokers (`providers`, imported when a ``qai_hub`` device first runs one of them).
 
 ``qai_hub`` itself is imported only when such a device is used (`client.load_qai_hub`).
 The public helpers: `QAIHubConfig` (the provider's settings), `check_qai_hub` (token and
 client version, offline), `resume_job` (attach to a submitted job) and `run_on_devices`
-(fan one call out to several devices).
+(fan one call out to several devices). They are imported on first use, so that reading the
+settings class costs no more than that.
 """
 
-from edgehub.toolchains.qai_hub import compile, invoke, profile  # noqa: F401  (registers)
-from edgehub.toolchains.qai_hub.client import QAIHubCheck, check_qai_hub
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
-from edgehub.toolchains.qai_hub.fanout import FanOutError, run_on_devices
-from edgehub.toolchains.qai_hub.resume import resume_job
+
+if TYPE_CHECKING:
+    from edgehub.toolchains.qai_hub.client import QAIHubCheck, check_qai_hub
+    from edgehub.toolchains.qai_hub.fanout import FanOutError, run_on_devices
+    from edgehub.toolchains.qai_hub.resume import resume_job
 
 __all__ = [
+    "PROVIDERS",
     "PROVIDER_CONFIGS",
     "FanOutError",
     "QAIHubCheck",
@@ -24,3 +32,18 @@ __all__ = [
 ]
 
 PROVIDER_CONFIGS = (QAIHubConfig,)
+PROVIDERS = "edgehub.toolchains.qai_hub.providers"  # the module registering the providers
+_HELPERS = {
+    "QAIHubCheck": "client",
+    "check_qai_hub": "client",
+    "FanOutError": "fanout",
+    "run_on_devices": "fanout",
+    "resume_job": "resume",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HELPERS:
+        module = importlib.import_module(f"{__name__}.{_HELPERS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

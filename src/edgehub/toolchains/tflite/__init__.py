@@ -1,7 +1,9 @@
 """The TFLite / LiteRT toolchain: its `RUNTIME` descriptor; the local providers (onnx2tf and
 the LiteRT interpreter in the pinned image) register on import."""
 
+from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.toolchains import qai_hub
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
@@ -26,5 +28,6 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
 )
 
-# the qai_hub providers of these components register on import (after RUNTIME: no cycle)
-from edgehub.toolchains import qai_hub  # noqa: E402, F401
+for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
+    _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)  # imported when used
+del _component

@@ -20,6 +20,7 @@ from edgehub.toolchains.local_session import (
     local_agent,
     record_agent_result,
 )
+from edgehub.toolchains.npz_arrays import NpzArrays
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
@@ -218,7 +219,7 @@ def _invoke_local(
     device: str | None = None,
     use_compiled_names: bool = False,
 ) -> TFLiteInvocationResult:
-    from edgehub.toolchains.tensors import load_npz, save_npz
+    from edgehub.toolchains.tensors import save_npz
 
     if not isinstance(input_data, dict):
         raise InputDataError(
@@ -243,8 +244,8 @@ def _invoke_local(
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "input", "output"}))
     _log_toolchain(ctx, result)
     local = result.files / "output.npz"
-    ctx.client.log_artifact(local, name="output_file")
-    return TFLiteInvocationResult.from_current_run(ctx, output=load_npz(local))
+    stored = ctx.client.log_artifact(local, name="output_file")
+    return TFLiteInvocationResult.from_current_run(ctx, output=NpzArrays(Path(stored.file_path)))
 
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:

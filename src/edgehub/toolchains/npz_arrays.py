@@ -1,0 +1,147 @@
+"""`NpzArrays`: the arrays of an ``.npz`` file as a dict that reads the file when first used.
+
+An invoker returns its outputs as a dict of arrays; a caller that only reports them (``hub exec
+invoke`` prints each output's dtype and shape) should not pay for numpy. `NpzArrays` is a real
+``dict`` that loads the file on the first look at its contents, and `NpzArrays.signature` reads
+the dtypes and shapes from the ``.npy`` headers without numpy.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import struct
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = ["NpzArrays", "npz_signature"]
+
+_MAGIC = b"\x93NUMPY"
+_KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
+    """``{name: (dtype, shape)}`` of the arrays in ``path``, read from the ``.npy`` headers
+    (dtype named as numpy names it); None where a header is not a plain one."""
+    found: dict[str, tuple[str, tuple[int, ...]]] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                if not member.endswith(".npy"):
+                    return None
+                with archive.open(member) as handle:
+                    head = _npy_header(handle.read(12), handle)
+                if head is None:
+                    return None
+                found[member[: -len(".npy")]] = head
+    except (OSError, zipfile.BadZipFile, ValueError, SyntaxError):
+        return None
+    return found
+
+
+def _npy_header(start: bytes, handle: Any) -> tuple[str, tuple[int, ...]] | None:
+    if len(start) < 10 or not start.startswith(_MAGIC):
+        return None
+    major = start[6]
+    if major == 1:
+        (size,) = struct.unpack("<H", start[8:10])
+        text = start[10:] + handle.read(size - 2)
+    elif major in (2, 3):
+        (size,) = struct.unpack("<I", start[8:12])
+        text = handle.read(size)
+    else:
+        return None
+    header = ast.literal_eval(text.decode("latin1"))
+    descr, shape = header.get("descr"), header.get("shape")
+    if not isinstance(descr, str) or not isinstance(shape, tuple):
+        return None
+    dtype = _dtype_name(descr)
+    return None if dtype is None else (dtype, tuple(int(d) for d in shape))
+
+
+def _dtype_name(descr: str) -> str | None:
+    """numpy's name for a simple dtype descriptor (``<f4`` -> ``float32``)."""
+    code = descr.lstrip("<>|=")
+    kind, digits = code[:1], code[1:]
+    if not digits.isdigit():
+        return None
+    foreign = ">" if sys.byteorder == "little" else "<"
+    if descr.startswith(foreign) and kind in _KINDS and digits != "1":
+        return descr  # numpy names a non-native byte order by its descriptor
+    if kind == "b" and digits == "1":
+        return "bool"
+    if kind in _KINDS:
+        return f"{_KINDS[kind]}{int(digits) * 8}"
+    if kind == "U":
+        return descr if descr[0] in "<>" else f"<{code}"
+    return None
+
+
+def _loads(method: F) -> F:
+    """Make ``method`` read the file first."""
+
+    @functools.wraps(method)
+    def loaded(self: NpzArrays, *args: Any, **kwargs: Any) -> Any:
+        self._load()
+        return method(self, *args, **kwargs)
+
+    return loaded  # type: ignore[return-value]
+
+
+class NpzArrays(dict):  # type: ignore[type-arg]
+    """The arrays of the ``.npz`` at ``path`` by name, read on first use (a plain ``dict``
+    from then on). Pickled objects are refused, as by `~edgehub.toolchains.tensors.load_npz`."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self._loaded = False
+
+    def _load(self) -> None:
+        if not self._loaded:
+            from edgehub.toolchains.tensors import load_npz
+
+            dict.update(self, load_npz(self.path))
+            self._loaded = True
+
+    def signature(self) -> dict[str, tuple[str, tuple[int, ...]]]:
+        """``{name: (dtype, shape)}`` of the arrays, without reading them where the headers
+        say it all."""
+        if not self._loaded:
+            found = npz_signature(self.path)
+            if found is not None:
+                return found
+            self._load()
+        return {name: (str(a.dtype), tuple(a.shape)) for name, a in dict.items(self)}
+
+    def __reduce__(self) -> Any:
+        self._load()
+        return (dict, (dict(dict.items(self)),))
+
+    __getitem__ = _loads(dict.__getitem__)
+    __iter__ = _loads(dict.__iter__)
+    __len__ = _loads(dict.__len__)
+    __contains__ = _loads(dict.__contains__)
+    __eq__ = _loads(dict.__eq__)
+    __ne__ = _loads(dict.__ne__)
+    __or__ = _loads(dict.__or__)
+    __ror__ = _loads(dict.__ror__)
+    __ior__ = _loads(dict.__ior__)
+    __reversed__ = _loads(dict.__reversed__)
+    __setitem__ = _loads(dict.__setitem__)
+    __delitem__ = _loads(dict.__delitem__)
+    __repr__ = _loads(dict.__repr__)
+    keys = _loads(dict.keys)
+    values = _loads(dict.values)
+    items = _loads(dict.items)
+    get = _loads(dict.get)
+    copy = _loads(dict.copy)
+    pop = _loads(dict.pop)
+    popitem = _loads(dict.popitem)
+    setdefault = _loads(dict.setdefault)
+    update = _loads(dict.update)
+    clear = _loads(dict.clear)
