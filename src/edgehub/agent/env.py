@@ -114,7 +114,7 @@ def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
-        "numpy": _module_version("numpy"),
+        "numpy": _module_version("numpy") if "numpy" in sys.modules else _dist_version("numpy"),
         "onnx": _dist_version("onnx"),
     }
     env.update(runtime_envs(namespaces))

@@ -12,15 +12,16 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .protocol import InputDataError, UsageError
 
+if TYPE_CHECKING:
+    import numpy as np
+
 Dim = Union[int, str, None]
 Shape = Optional[List[Dim]]
-Arrays = Dict[str, np.ndarray]
+Arrays = Dict[str, "np.ndarray"]
 
 # ORT NodeArg.type strings -> numpy dtype names. Strings are "str" (unicode or object arrays).
 _ORT_TYPES = {
@@ -207,6 +208,8 @@ def concrete_shape(
 
 def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
     """Random data of the spec's dtype: normal floats, small non-negative ints, full-range 8-bit."""
+    import numpy as np
+
     dtype = spec.dtype
     size = tuple(int(d) for d in shape)
     if dtype in ("float16", "float32", "float64"):
@@ -232,6 +235,8 @@ def random_inputs(
     shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> tuple[Arrays, list[str]]:
     """Random feeds for ``specs``; also returns the inputs whose dynamic dims were set to 1."""
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     shapes = shapes or {}
     symbols: dict[str, int] = {}
@@ -257,6 +262,8 @@ def random_inputs(
 
 def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
     """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects."""
+    import numpy as np
+
     p = Path(path)
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
@@ -287,6 +294,8 @@ def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
 
 def load_inputs(path: str | Path, specs: Sequence[TensorSpec], what: str = "input") -> Arrays:
     """Load model inputs from a .npz keyed by input name (a bare .npy for a one-input model)."""
+    import numpy as np
+
     loaded = load_arrays(path, what)
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
@@ -300,6 +309,8 @@ def load_inputs(path: str | Path, specs: Sequence[TensorSpec], what: str = "inpu
 
 
 def _storable(array: Any) -> np.ndarray:
+    import numpy as np
+
     out = np.asarray(array)
     if out.dtype.kind == "O":
         out = out.astype(str)
@@ -308,6 +319,8 @@ def _storable(array: Any) -> np.ndarray:
 
 def save_npz(path: str | Path, arrays: Mapping[str, Any]) -> None:
     """Write a compressed .npz keyed by name (any name, even ``file``), atomically."""
+    import numpy as np
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
