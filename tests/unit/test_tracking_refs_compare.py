@@ -114,8 +114,14 @@ def test_a_two_percent_slower_b_is_not_flagged_at_five_percent() -> None:
     result = compare_samples(
         _latencies(rng, 5000), _latencies(rng, 5000, scale=1.02), max_regression=0.05
     )
-    assert result.significant  # real, but small
+    assert result.statistically_significant  # real, but small:
+    assert not result.significant  # within the run-to-run noise floor
+    assert "within the 5% run-to-run noise" in result.verdict
     assert not result.regressed and "within 5%" in result.verdict
+    finer = compare_samples(
+        _latencies(rng, 5000), _latencies(rng, 5000, scale=1.02), min_effect=0.01
+    )
+    assert finer.significant and finer.to_dict()["significant"] is True
 
 
 def test_faster_b_is_never_a_regression() -> None:

@@ -53,6 +53,12 @@ def add_parser(commands: Any) -> None:
         type=_fraction,
         help=f"e.g. 5%% or 0.05: exit {EXIT_REGRESSION} if B's median is slower by more (profiles)",
     )
+    compare.add_argument(
+        "--min-effect",
+        metavar="PCT",
+        type=_fraction,
+        help="the smallest median change called significant (default 5%%: run-to-run noise)",
+    )
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(handler=_compare)
 
@@ -161,7 +167,11 @@ def _compare(args: argparse.Namespace) -> int:
     from edgehub.ops.runs import compare_runs
 
     result = compare_runs(
-        _project(args), args.run_a, args.run_b, max_regression=args.max_regression
+        _project(args),
+        args.run_a,
+        args.run_b,
+        max_regression=args.max_regression,
+        min_effect=args.min_effect,
     )
     if args.json:
         print_json(result.to_dict())

@@ -57,12 +57,18 @@ class Comparison:
 
 
 def compare_runs(
-    project: Project, ref_a: str, ref_b: str, *, max_regression: float | None = None
+    project: Project,
+    ref_a: str,
+    ref_b: str,
+    *,
+    max_regression: float | None = None,
+    min_effect: float | None = None,
 ) -> Comparison:
     """Compare runs A and B; ``max_regression`` (a fraction) asks for a regression verdict,
-    which needs two profile runs."""
+    which needs two profile runs; ``min_effect`` (a fraction) is the smallest latency change
+    called significant (default: the profile comparison's)."""
     from edgehub.tracking.compare import compare_runs as diff_runs
-    from edgehub.tracking.profile_compare import compare_profiles
+    from edgehub.tracking.profile_compare import MIN_EFFECT, compare_profiles
 
     store = project.store()
     try:
@@ -74,5 +80,14 @@ def compare_runs(
         raise UsageError(
             f"--max-regression compares two profile runs; got {a.run_type} and {b.run_type}"
         )
-    latency = compare_profiles(a, b, max_regression=max_regression) if profiles else None
+    if min_effect is not None and not profiles:
+        raise UsageError(
+            f"--min-effect compares two profile runs; got {a.run_type} and {b.run_type}"
+        )
+    effect = MIN_EFFECT if min_effect is None else min_effect
+    latency = (
+        compare_profiles(a, b, max_regression=max_regression, min_effect=effect)
+        if profiles
+        else None
+    )
     return Comparison(diff_runs(a, b), latency)

@@ -5,6 +5,13 @@ A profile run stores its per-run latencies (µs) as ``samples_us`` in a JSON art
 and p99 of A and B, their deltas with bootstrap 95 % confidence intervals, the Mann-Whitney p
 value, and whether B regressed: B is slower than A by more than ``max_regression`` (a fraction)
 with confidence, i.e. the CI's lower bound of the relative median delta exceeds it.
+
+The samples of one run cannot show how much two runs of the same model differ (the machine's
+load, clocks and cache state move between runs), so with hundreds of samples a 2 % drift is
+already "statistically" certain. A difference is called significant only when its CI excludes
+0 *and* it is at least ``min_effect`` (default `MIN_EFFECT`, the run-to-run variation of a
+shared machine), as benchmark comparison tools commonly do; ``statistically_significant``
+keeps the first test alone.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ __all__ = ["ProfileComparison", "QuantileDelta", "compare_profiles", "compare_sa
 
 CONFIDENCE = 0.95
 MIN_SAMPLES = 10
+MIN_EFFECT = 0.05  # differences below 5 % are within run-to-run variation
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,20 @@ class ProfileComparison:
     resamples: int
     seed: int
     confidence: float = CONFIDENCE
+    min_effect: float = MIN_EFFECT
+
+    @property
+    def statistically_significant(self) -> bool:
+        """The CI of the median delta excludes 0 (at these sample sizes)."""
+        return self.median.significant
 
     @property
     def significant(self) -> bool:
-        """The medians differ: the CI of their delta excludes 0."""
-        return self.median.significant
+        """The medians differ beyond run-to-run variation: the CI of their delta excludes 0,
+        and the delta is at least ``min_effect``."""
+        return self.statistically_significant and abs(self.median.delta_pct) >= (
+            100.0 * self.min_effect
+        )
 
     @property
     def regressed(self) -> bool:
@@ -84,8 +101,11 @@ class ProfileComparison:
         size = f"B is {abs(self.median.delta_pct):.1f}% {change} (median)"
         low, high = self.median.ci_pct
         interval = f"95% CI {low:+.1f}% .. {high:+.1f}%"
-        if not self.significant:
+        floor = f"{100 * self.min_effect:g}%"
+        if not self.statistically_significant:
             verdict = f"{size}, not significant at these sample sizes ({interval})"
+        elif not self.significant:
+            verdict = f"{size}, not significant: within the {floor} run-to-run noise ({interval})"
         else:
             verdict = f"{size}, significant ({interval})"
         if self.max_regression is not None:
@@ -95,7 +115,12 @@ class ProfileComparison:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(significant=self.significant, regressed=self.regressed, verdict=self.verdict)
+        data.update(
+            significant=self.significant,
+            statistically_significant=self.statistically_significant,
+            regressed=self.regressed,
+            verdict=self.verdict,
+        )
         data["median"]["significant"] = self.median.significant
         data["p99"]["significant"] = self.p99.significant
         return data
@@ -149,10 +174,12 @@ def compare_samples(
     run_a: str = "A",
     run_b: str = "B",
     max_regression: float | None = None,
+    min_effect: float = MIN_EFFECT,
     resamples: int = 2000,
     seed: int = 0,
 ) -> ProfileComparison:
-    """Compare two latency samples (ms). ``max_regression`` is a fraction (0.05 = 5 %)."""
+    """Compare two latency samples (ms). ``max_regression`` and ``min_effect`` are fractions
+    (0.05 = 5 %)."""
     import numpy as np
 
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
@@ -163,6 +190,8 @@ def compare_samples(
         )
     if max_regression is not None and not 0 <= max_regression < 10:
         raise UsageError(f"max regression must be a fraction such as 0.05, got {max_regression}")
+    if not 0 <= min_effect < 10:
+        raise UsageError(f"min effect must be a fraction such as 0.05, got {min_effect}")
     boot = bootstrap_quantile_deltas(x, y, (0.5, 0.99), resamples=resamples, seed=seed)
     u, p = mann_whitney_u(x, y)
     return ProfileComparison(
@@ -177,6 +206,7 @@ def compare_samples(
         max_regression=max_regression,
         resamples=resamples,
         seed=seed,
+        min_effect=min_effect,
     )
 
 
@@ -185,6 +215,7 @@ def compare_profiles(
     b: RunRecord,
     *,
     max_regression: float | None = None,
+    min_effect: float = MIN_EFFECT,
     resamples: int = 2000,
     seed: int = 0,
 ) -> ProfileComparison:
@@ -195,6 +226,7 @@ def compare_profiles(
         run_a=a.run_id,
         run_b=b.run_id,
         max_regression=max_regression,
+        min_effect=min_effect,
         resamples=resamples,
         seed=seed,
     )
