@@ -11,23 +11,37 @@ from __future__ import annotations
 import json
 from typing import Any
 
+_ENUM_NAMES: dict[Any, str] = {}
+
 
 def _enum_name(value: Any) -> str:
-    return str(getattr(value, "name", value)).split(".")[-1]
+    name = _ENUM_NAMES.get(value)
+    if name is None:
+        name = _ENUM_NAMES[value] = str(getattr(value, "name", value)).split(".")[-1]
+    return name
 
 
-def _tensor(tensor: Any) -> dict[str, Any] | None:
+def _tensor(tensor: Any, seen: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """A tensor's name, shape and type (``seen``: those described already, by name: a layer's
+    output is the next layer's input, and each read through the bindings costs)."""
     if tensor is None:
         return None
-    return {
-        "name": tensor.name,
+    name = tensor.name
+    if seen is not None and name in seen:
+        return dict(seen[name])
+    described = {
+        "name": name,
         "shape": [int(d) for d in tensor.shape],
         "dtype": _enum_name(tensor.dtype),
     }
+    if seen is not None:
+        seen[name] = described
+    return dict(described)
 
 
 def network_layers(network: Any) -> list[dict[str, Any]]:
     layers = []
+    seen: dict[str, dict[str, Any]] = {}
     for index in range(network.num_layers):
         layer = network.get_layer(index)
         layers.append(
@@ -36,8 +50,8 @@ def network_layers(network: Any) -> list[dict[str, Any]]:
                 "name": layer.name,
                 "type": _enum_name(layer.type),
                 "metadata": getattr(layer, "metadata", None) or None,
-                "inputs": [_tensor(layer.get_input(i)) for i in range(layer.num_inputs)],
-                "outputs": [_tensor(layer.get_output(i)) for i in range(layer.num_outputs)],
+                "inputs": [_tensor(layer.get_input(i), seen) for i in range(layer.num_inputs)],
+                "outputs": [_tensor(layer.get_output(i), seen) for i in range(layer.num_outputs)],
             }
         )
     return layers
