@@ -937,3 +937,32 @@ def test_the_channel_keeps_the_warm_container_hardened(
     caps = channel_runner.run(["sh", "-c", "grep -E '^CapEff' /proc/self/status"]).stdout
     assert caps.split() == ["CapEff:", "0000000000000000"]
     assert not channel_runner.run(["sh", "-c", "touch /etc/x"], check=False).ok
+
+
+def test_reap_removes_the_channel_folders_of_expired_warm_containers(
+    channel_runner: DockerCommandRunner,
+) -> None:
+    import shutil
+
+    from edgehub.runners.docker import reap
+    from edgehub.runners.docker.channel import channels_base
+    from edgehub.runners.docker.reaper import CHANNEL_GRACE_S
+
+    live = channel_runner._container.channel
+    assert live is not None and live.parent == channels_base()
+    expired = channels_base() / "0000aaaa1111bbbb"
+    starting = channels_base() / "2222cccc3333dddd"
+    for folder in (expired, starting):
+        folder.mkdir(exist_ok=True)
+        (folder / "agent.log").write_text("left behind\n")
+    old = time.time() - 2 * CHANNEL_GRACE_S
+    for folder in (expired, live):
+        os.utime(folder, (old, old))
+    try:
+        reap()
+        assert not expired.exists()
+        assert live.is_dir()  # its container runs
+        assert starting.is_dir()  # too fresh to judge: a container may be starting
+    finally:
+        shutil.rmtree(expired, ignore_errors=True)
+        shutil.rmtree(starting, ignore_errors=True)

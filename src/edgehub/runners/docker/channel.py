@@ -24,7 +24,7 @@ from pathlib import Path
 
 from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START, socket_address
 
-__all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "open_agent_job"]
+__all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "channels_base", "open_agent_job"]
 
 CHANNEL_MOUNT = "/run/edgehub"
 # Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
@@ -34,12 +34,17 @@ CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0
 
 
+def channels_base() -> Path:
+    """Where the warm containers' channel folders are (one per warm key)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgehub" / "warm"
+
+
 def channel_dir(key: str) -> Path:
     """The host folder mounted into the warm container ``key`` (made, with a private parent).
 
     The parent is ``~/.cache/edgehub/warm`` (mode 0700), so only this user reaches the socket;
     the folder itself belongs to the container's user when this process may give it away."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgehub" / "warm"
+    base = channels_base()
     base.mkdir(parents=True, exist_ok=True)
     os.chmod(base, 0o700)
     folder = base / key

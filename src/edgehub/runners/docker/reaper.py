@@ -1,8 +1,9 @@
 """Cleaning up after processes that died without doing it themselves (SIGKILL, a crash).
 
-`reap` removes edgehub's containers whose owning process (on this host) is gone, and stops the
+`reap` removes edgehub's containers whose owning process (on this host) is gone, stops the
 jobs that dead processes left running inside shared warm containers (the daemon lists a
-container's execs, and a warm job's arguments name its owner). It is cheap enough to call at the
+container's execs, and a warm job's arguments name its owner), and removes the channel folders
+of warm containers that have expired. It is cheap enough to call at the
 start of every command: the light client only (no docker SDK), plain API calls (an exec only to
 kill), and it never raises — no daemon, a remote daemon or any API error mean "nothing
 reaped".
@@ -10,9 +11,12 @@ reaped".
 
 from __future__ import annotations
 
+import shutil
 import socket
+import time
 from dataclasses import dataclass, field
 
+from edgehub.runners.docker.channel import channels_base
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
 from edgehub.runners.docker.exec import KILL_SCRIPT, exec_quiet
 from edgehub.runners.docker.owner import (
@@ -22,6 +26,7 @@ from edgehub.runners.docker.owner import (
     OWNER_PID,
     OWNER_STARTED,
     WARM,
+    WARM_KEY,
     owner_alive,
     parse_marker,
 )
@@ -30,6 +35,7 @@ from edgehub.runners.docker.warm import JOB_WRAPPER
 __all__ = ["ReapReport", "reap", "reap_orphans"]
 
 _TIMEOUT_S = 5.0
+CHANNEL_GRACE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,9 @@ def _reap(client: DockerClient, jobs: bool) -> ReapReport:
     removed: list[str] = []
     dead: set[int] = set()
     stopped = 0
-    for summary in client.containers([f"{MANAGED}=1"]):
+    summaries = client.containers([f"{MANAGED}=1"])
+    _tidy_channels({str((s.get("Labels") or {}).get(WARM_KEY)) for s in summaries})
+    for summary in summaries:
         labels = summary.get("Labels") or {}
         if labels.get(WARM) == "1":
             if jobs and summary.get("State") == "running":
@@ -91,6 +99,25 @@ def _reap(client: DockerClient, jobs: bool) -> ReapReport:
         removed.append(str(summary["Id"]))
         dead.add(pid)
     return ReapReport(tuple(removed), stopped, frozenset(dead))
+
+
+def _tidy_channels(live: set[str]) -> None:
+    """Remove the channel folders of warm containers that are gone (they leave their socket,
+    log and agent copy behind); a folder touched in the last `CHANNEL_GRACE_S` may belong to
+    a container being started."""
+    base = channels_base()
+    try:
+        folders = list(base.iterdir())
+    except OSError:
+        return
+    now = time.time()
+    for folder in folders:
+        try:
+            if folder.name in live or now - folder.stat().st_mtime < CHANNEL_GRACE_S:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _stop_orphaned_jobs(client: DockerClient, container: str, host: str) -> tuple[int, set[int]]:
