@@ -10,6 +10,8 @@
     that imports onnxruntime, creates the session and runs it once; the paired ratio (goal <= 1)
     and the split of hub's time: interpreter start-up, CLI import, the agent round trip (of
     which the job in the container), and the rest of the command (context, store, artifacts).
+(c) Warm `hub exec profile` wall time against the time of its runs (mean latency x runs, median x
+    burn-ins): the constant it adds, next to a warm invoke's wall time.
 
     python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200] [--compare-src DIR]
 
@@ -236,6 +238,7 @@ def main() -> None:
         ),
     }
     fidelity: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in cases}
+    profile_walls: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
     bare_invoke = [*bare_loop, "/tmp/ex.onnx", "1", "0"]
     python_start = [sys.executable, "-c", "pass"]
     walls: dict[str, list[float]] = {k: [] for k in ("hub", "bare", "python", "split", "other")}
@@ -244,7 +247,10 @@ def main() -> None:
     hub_exe = str(Path(sys.executable).with_name("hub"))
     for _ in range(args.rounds):
         for name, (hub_args, bare_args) in cases.items():
-            _, report = hub(*hub_args, env=env)
+            wall, report = hub(*hub_args, env=env)
+            runs_s = (args.runs * report["latency_ms"]["mean"] + args.warmup * report[
+                "latency_ms"]["median"]) / 1000  # fmt: skip
+            profile_walls[name].append((wall, runs_s))
             _, out, _ = timed(bare_args)
             bare = json.loads(out)
             lat = report["latency_ms"]
@@ -290,6 +296,12 @@ def main() -> None:
             f"    the same from {args.compare_src}: {med(walls['other']):.3f} s, paired ratio "
             f"{paired(walls['other'], walls['bare']):.3f}; this tree against it "
             f"{paired(walls['hub'], walls['other']):.3f}"
+        )
+    for name, rows in profile_walls.items():
+        print(
+            f"(c) warm `hub exec profile` ({args.runs} runs + {args.warmup} burn-ins), {name}: "
+            f"{med(w for w, _ in rows):.3f} s = the runs {med(r for _, r in rows):.3f} s + "
+            f"{med(w - r for w, r in rows):.3f} s (a warm invoke: {med(walls['hub']):.3f} s)"
         )
     python, imported, main_s = med(walls["python"]), med(split["import"]), med(split["main"])
     call = med(split["call"])

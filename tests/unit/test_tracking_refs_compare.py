@@ -58,6 +58,14 @@ def test_latest_is_the_latest_of_the_kind_asked_for(tmp_path: Path) -> None:
     assert store.run_log("latest", run_type="compile").run_id == "c1"
     with pytest.raises(RunNotFoundError, match="no run of type EVAL"):
         store.resolve_id("latest:eval")
+    with pytest.raises(RunNotFoundError) as info:
+        store.resolve_id("latest:banana")
+    assert str(info.value) == (
+        "no run of type BANANA in the run store; the store holds latest:compile, "
+        "latest:inference, latest:profile"
+    )
+    with pytest.raises(RunNotFoundError, match="run `hub exec ...` first"):
+        RunStore(tmp_path / "empty").resolve_id("latest")
 
 
 def test_unknown_status_filter_is_a_usage_error(tmp_path: Path) -> None:

@@ -48,8 +48,12 @@ def resolve_run_ref(query: Query, ref: str, run_type: RunType | str | None = Non
             args = (wanted,)
         rows = query(sql + " ORDER BY started_at DESC LIMIT 1", args)
         if not rows:
-            of = f" of type {wanted}" if wanted else ""
-            raise RunNotFoundError(f"no run{of} in the run store yet; run `hub exec ...` first")
+            if not wanted:
+                raise RunNotFoundError("no run in the run store yet; run `hub exec ...` first")
+            kinds = sorted(str(r["type"]) for r in query("SELECT DISTINCT type FROM runs", ()))
+            known = ", ".join(f"latest:{k.lower()}" for k in kinds)
+            hint = f"the store holds {known}" if kinds else "run `hub exec ...` first"
+            raise RunNotFoundError(f"no run of type {wanted} in the run store; {hint}")
         return str(rows[0]["id"])
     exact = query("SELECT id FROM runs WHERE id = ?", (text,))
     if exact:
