@@ -64,7 +64,7 @@ def test_latest_is_the_latest_of_the_kind_asked_for(tmp_path: Path) -> None:
         "no run of type BANANA in the run store; the store holds latest:compile, "
         "latest:inference, latest:profile"
     )
-    with pytest.raises(RunNotFoundError, match="run `hub exec ...` first"):
+    with pytest.raises(RunNotFoundError, match=r"run `hub exec \.\.\.` first"):
         RunStore(tmp_path / "empty").resolve_id("latest")
 
 
