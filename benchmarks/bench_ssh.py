@@ -1,6 +1,6 @@
 """The SSH providers' figures against bare scripts on the same device (on demand, not CI).
 
-    .venv/bin/python benchmarks/bench_ssh.py [--repeat 15] [--size-mb 100]
+    .venv/bin/python benchmarks/bench_ssh.py [--repeat 15] [--size-mb 100] [--rounds 9]
 
 Starts the SSH test device (tests/ssh_device) and prints, each measured in this one run:
 
@@ -9,7 +9,12 @@ Starts the SSH test device (tests/ssh_device) and prints, each measured in this 
 (b) warm invoke through ``ssh`` with the resident agent vs the same bare script;
 (c) 100 MB upload and download through the runner vs OpenSSH ``scp``;
 (d) the same model profiled twice in one context: model bytes sent the second time;
-(e) the ``ssh`` profiler's reported median vs a bare ``session.run`` loop on the device.
+(e) the ``ssh`` profiler's reported median vs a bare ``session.run`` loop on the device, for a
+    conv net of a few ms per run (``conv_model``: too small a model measures noise): in each of
+    ``--rounds`` rounds the profiler (200 timed runs, method ``python``, random inputs) and the
+    bare loop (a fresh ``python3`` on the device: 10 untimed, 200 timed runs of the same inputs)
+    take turns; printed: the median of the rounds' ratios, their spread (middle half, all) and
+    each round's pair (a load swing on a shared machine hits one side of a round).
 
 Medians; methods take turns in each round, so load swings on a shared machine hit all alike.
 """
@@ -55,14 +60,46 @@ DEVICE_PYTHON = "/opt/device/bin/python3"
 BARE_LOOP = """
 import sys, time, statistics, numpy as np, onnxruntime as ort
 s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
-feeds = {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape], np.float32)
-         for i in s.get_inputs()}
+rng = np.random.default_rng(0)
+feeds = {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape])
+         .astype(np.float32) for i in s.get_inputs()}
 for _ in range(10): s.run(None, feeds)
 t = []
 for _ in range(200):
     a = time.perf_counter_ns(); s.run(None, feeds); t.append(time.perf_counter_ns() - a)
 print(statistics.median(t) / 1e6)
 """
+
+
+def conv_model(path: Path, size: int = 256) -> Path:
+    """A static conv net (3 -> 16 -> 16 channels, 3x3, ``size`` x ``size``): a few ms per
+    run on one core of the device container."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    weights = [
+        numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), f"w{i}")
+        for i, shape in enumerate([(16, 3, 3, 3), (16, 16, 3, 3)])
+    ]
+    pads = [1, 1, 1, 1]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], kernel_shape=[3, 3], pads=pads),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("Conv", ["r0", "w1"], ["c1"], kernel_shape=[3, 3], pads=pads),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("GlobalAveragePool", ["r1"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "bench_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 1, 1])],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return path
 
 
 class BareScript:
@@ -121,6 +158,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15, help="rounds for (a) and (b)")
     parser.add_argument("--size-mb", type=int, default=100, help="transfer size for (c)")
+    parser.add_argument("--rounds", type=int, default=9, help="rounds for (e)")
     args = parser.parse_args()
     with ssh_device() as device, tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -149,11 +187,16 @@ def main() -> int:
                 sizes.append(runner.transfer_stats.upload_bytes)
             first, second = sizes[1] - sizes[0], sizes[2] - sizes[1]
             fresh_bytes = (work / "fresh.onnx").stat().st_size
-            profile = ONNXRuntimeProfiler(runs=200, burn_ins=10).run(agent, model)
-            reported = float(profile.latency.value)
-        remote_model = "bare/model.onnx"
-        loop = bare.exec(f"{DEVICE_PYTHON} -c '{BARE_LOOP}' {remote_model}")
-        bare_median = float(loop.strip())
+            conv = ONNXRuntimeCompiledModel.from_path(conv_model(work / "conv.onnx"))
+            bare.sftp.put(str(work / "conv.onnx"), "bare/conv.onnx")
+            profiler = ONNXRuntimeProfiler(runs=200, burn_ins=10, profiling_method="python")
+            profiler.run(agent, conv)  # warm: model uploaded
+            ratios, reported, looped = [], [], []
+            for _ in range(args.rounds):
+                reported.append(float(profiler.run(agent, conv).latency.value))
+                loop = bare.exec(f"{DEVICE_PYTHON} -c '{BARE_LOOP}' bare/conv.onnx")
+                looped.append(float(loop.strip()))
+                ratios.append(reported[-1] / looped[-1])
         bare.client.close()
 
         size = args.size_mb * 1_000_000
@@ -189,8 +232,13 @@ def main() -> int:
           "(goal >= 1.3x each)")  # fmt: skip
     print(f"(d) same {fresh_bytes}-byte model profiled twice: {first} bytes sent the first "
           f"time, {second} the second (request only; goal: 0 model bytes)")  # fmt: skip
-    print(f"(e) profile median, ssh provider {reported:.4f} ms vs bare session.run loop "
-          f"{bare_median:.4f} ms = {reported / bare_median:.3f} (goal 0.98-1.02)")  # fmt: skip
+    quartiles = statistics.quantiles(ratios, n=4)
+    pairs = ", ".join(f"{a:.2f}/{b:.2f}" for a, b in zip(reported, looped, strict=True))
+    print(f"(e) profile median, ssh provider {statistics.median(reported):.3f} ms vs bare "
+          f"session.run loop {statistics.median(looped):.3f} ms over {args.rounds} rounds: "
+          f"ratio median {statistics.median(ratios):.3f} (goal 0.98-1.02), middle half "
+          f"{quartiles[0]:.3f}-{quartiles[2]:.3f}, all {min(ratios):.3f}-{max(ratios):.3f}; "
+          f"rounds (ssh/bare) {pairs} ms")  # fmt: skip
     return 0
 
 

@@ -430,3 +430,54 @@ def test_the_host_client_connects_to_no_link_in_place_of_the_socket(
     link.symlink_to(warm)  # what a container could leave in the folder it shares
     assert open_agent_job(link, ["env"], str(tmp_path / "job"), b"", "out") is None
     assert not (tmp_path / "job").exists()
+
+
+def test_a_stage_may_link_into_the_clients_shared_store_only(tmp_path: Path) -> None:
+    """The SSH relay's jobs carry links to models sent once, by content, to a store."""
+    import io
+    import tarfile
+
+    from edgehub.agent.server.stage import StageError, unpack
+
+    store = tmp_path / "shared"
+    (store / "ab").mkdir(parents=True)
+    (store / "ab" / "data").write_bytes(b"model")
+
+    def link(name: str, target: str) -> tarfile.TarInfo:
+        info = tarfile.TarInfo(f"job/in/{name}")
+        info.type, info.linkname = tarfile.SYMTYPE, target
+        return info
+
+    good = _stage_tar(tmp_path / "job", {"request.json": b"{}"}, link("m.onnx", f"{store}/ab/data"))
+    unpack(good, str(tmp_path / "ok"), str(store))
+    assert (tmp_path / "ok" / "job" / "in" / "m.onnx").read_bytes() == b"model"
+    bad = {
+        "outside": link("m.onnx", "/etc/passwd"),
+        "dotdot": link("m.onnx", f"{store}/../../etc/passwd"),
+        "relative": link("m.onnx", "ab/data"),
+        "prefix": link("m.onnx", f"{store}x/ab/data"),
+    }
+    for case, member in bad.items():
+        archive = _stage_tar(tmp_path / "job", {"request.json": b"{}"}, member)
+        with pytest.raises(StageError, match="not a file or directory"):
+            unpack(archive, str(tmp_path / case), str(store))
+        assert not (tmp_path / case / "job").exists(), case
+    without_store = _stage_tar(tmp_path / "job", {}, link("m.onnx", f"{store}/ab/data"))
+    with pytest.raises(StageError):
+        unpack(without_store, str(tmp_path / "none"))
+    under = tarfile.TarInfo("job/in/m.onnx/x")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.addfile(link("m.onnx", f"{store}/ab"))
+        tar.addfile(under, io.BytesIO(b""))
+    with pytest.raises(StageError, match="under a link"):
+        unpack(buffer.getvalue(), str(tmp_path / "under"), str(store))
+    assert not (tmp_path / "under" / "job").exists()
+    hard = tarfile.TarInfo("job/in/copy")
+    hard.type, hard.linkname = tarfile.LNKTYPE, "job/in/m.onnx"
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        tar.addfile(link("m.onnx", f"{store}/ab/data"))
+        tar.addfile(hard)
+    with pytest.raises(StageError, match="hard link to an unknown member"):
+        unpack(buffer.getvalue(), str(tmp_path / "hard"), str(store))

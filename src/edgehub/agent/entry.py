@@ -1,9 +1,9 @@
 """Where the agent starts (the zipapp's ``__main__`` and ``python -m edgehub.agent``).
 
 A ``--server`` call goes straight to :mod:`.server.client`, which loads neither :mod:`.cli` nor
-numpy nor the runtime unless it ends up running the command itself; everything else goes to
-:func:`.cli.main`. A command (not ``serve``) first starts what :mod:`.lifeline`'s environment
-variables ask for.
+numpy nor the runtime unless it ends up running the command itself; ``relay`` goes to
+:mod:`.server.relay`; everything else goes to :func:`.cli.main`. A command (not ``serve``)
+first starts what :mod:`.lifeline`'s environment variables ask for.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ def runs_a_command(argv: list[str]) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["relay"]:
+        from .server.relay import relay_main
+
+        return relay_main(args[1:])
     if runs_a_command(args):
         from .lifeline import start_from_env
 

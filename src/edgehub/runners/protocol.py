@@ -67,7 +67,7 @@ class CommandRunner(Protocol):
 class SupportsExchange(Protocol):
     """An optional capability: upload, run and download in one round trip.
 
-    Runners that offer it (the Docker runner) let callers test ``isinstance(runner,
+    Runners that offer it (the Docker and SSH runners) let callers test ``isinstance(runner,
     SupportsExchange)``; the others are used with ``put``, ``run`` and ``get``.
     """
 

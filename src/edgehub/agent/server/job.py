@@ -104,7 +104,7 @@ def run_job(
         stage = request.get("stage")
         try:
             if stage is not None:
-                unpack(upload, os.path.dirname(request["cwd"]))
+                unpack(upload, os.path.dirname(request["cwd"]), stage.get("links"))
             adopt_client(request)
         except (OSError, StageError) as exc:
             sys.stderr.write(f"error: the agent server cannot take the client's setup: {exc}\n")

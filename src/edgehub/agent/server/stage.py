@@ -6,9 +6,10 @@ right after its request line, and asks for one folder of it back (see :mod:`.wir
 process unpacks the tar into ``cwd``'s parent before it runs, and, once the command has ended,
 writes ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder to the connection.
 
-Only plain files, directories and hard links to members already unpacked are accepted, each
-under a relative name without ``..``; anything else refuses the whole archive before a byte is
-written.
+Only plain files, directories, hard links to members already unpacked and, where the request
+names the client's store of shared files (``stage.links``, an absolute folder), symbolic links
+to absolute paths inside it are accepted, each under a relative name without ``..`` (and not
+under such a link); anything else refuses the whole archive before a byte is written.
 """
 
 from __future__ import annotations
@@ -30,12 +31,18 @@ def _safe_name(name: str) -> bool:
     return bool(name) and not name.startswith("/") and ".." not in parts and "\0" not in name
 
 
-def check_members(tar: tarfile.TarFile) -> None:
+def check_members(tar: tarfile.TarFile, links: str | None = None) -> None:
     names = set()
+    symlinks: set[str] = set()
     for member in tar.getmembers():
         name = member.name.rstrip("/")
         if not _safe_name(name):
             raise StageError(f"unsafe name in the job's archive: {member.name!r}")
+        if any(name.startswith(link + "/") for link in symlinks):
+            raise StageError(f"a member under a link in the job's archive: {member.name!r}")
+        if member.issym() and _in_store(member.linkname, links):
+            symlinks.add(name)  # not among `names`: no hard link may name it
+            continue
         if member.islnk():
             if member.linkname.rstrip("/") not in names:
                 raise StageError(f"hard link to an unknown member: {member.name!r}")
@@ -44,18 +51,35 @@ def check_members(tar: tarfile.TarFile) -> None:
         names.add(name)
 
 
-def unpack(data: bytes, parent: str) -> None:
-    """Unpack the job's archive into ``parent`` (made if missing); raises `StageError`."""
+def _in_store(target: str, links: str | None) -> bool:
+    """Whether ``target`` is an absolute path under the folder ``links`` (no ``..``)."""
+    if not links or not target.startswith("/") or "\0" in target:
+        return False
+    parts = target.split("/")
+    return ".." not in parts and "." not in parts and target.startswith(links.rstrip("/") + "/")
+
+
+def unpack(data: bytes, parent: str, links: str | None = None) -> None:
+    """Unpack the job's archive into ``parent`` (made if missing); raises `StageError`.
+    ``links``: the client's store of shared files, which symbolic links may point into."""
     os.makedirs(parent, exist_ok=True)
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-            check_members(tar)
-            for member in tar.getmembers():
+            check_members(tar, links)
+            members = [member for member in tar.getmembers() if not member.issym()]
+            for member in members:
                 member.mode = (member.mode & 0o755) | (0o700 if member.isdir() else 0o600)
             if hasattr(tarfile, "data_filter"):  # a second guard where this Python has it
-                tar.extractall(parent, numeric_owner=True, filter="data")
+                tar.extractall(parent, members=members, numeric_owner=True, filter="data")
             else:
-                tar.extractall(parent, numeric_owner=True)
+                tar.extractall(parent, members=members, numeric_owner=True)
+            for member in tar.getmembers():
+                if member.issym():  # checked above; the data filter refuses absolute links
+                    path = os.path.join(parent, member.name.rstrip("/"))
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    if os.path.lexists(path):
+                        os.unlink(path)
+                    os.symlink(member.linkname, path)
     except tarfile.TarError as exc:
         raise StageError(f"cannot read the job's archive: {exc}") from exc
 

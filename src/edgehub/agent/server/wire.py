@@ -7,8 +7,10 @@ The client connects and sends one JSON line::
 
 (``argv`` and ``cwd`` are required; ``env`` replaces the job's environment; ``python`` lets the
 server refuse a client of another interpreter). A client on another file system adds
-``"stage": {"size": N, "fetch": "out"}`` and sends, right after the line, N bytes: the tar
-of the job's working directory, which the job unpacks into ``cwd``'s parent (:mod:`.stage`).
+``"stage": {"size": N, "fetch": "out"}`` (and ``"links": FOLDER`` where the tar's symbolic
+links point into FOLDER, its store of shared files) and sends, right after the line, N bytes:
+the tar of the job's working directory, which the job unpacks into ``cwd``'s parent
+(:mod:`.stage`).
 The client then keeps its side of the connection open: closing it, or dying, tells the server
 to kill the job. While the job runs the client may send ``signal N`` lines (N = SIGINT or
 SIGTERM) to pass a signal on to the job.
@@ -96,6 +98,9 @@ def decode_request(line: bytes) -> dict[str, Any]:
             raise ValueError("'stage' must hold a 'size' in bytes (at most 1 GiB)")
         if not isinstance(stage.get("fetch", "out"), str):
             raise ValueError("'stage.fetch' must be a folder name")
+        links = stage.get("links")
+        if links is not None and (not isinstance(links, str) or not os.path.isabs(links)):
+            raise ValueError("'stage.links' must be an absolute path")
     return request
 
 

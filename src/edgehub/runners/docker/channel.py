@@ -9,7 +9,7 @@ asked back and the exit code. The connection is the job's lifeline: when this pr
 it, or dies, the server kills the job with its process group.
 
 `AgentJob` is the runner base's `~edgehub.runners.base.Process` for such a job: the output
-comes as ``stderr``, the returned tar as ``stdout`` (as the exec path of ``docker/exchange.py``
+comes as ``stderr``, the returned tar as ``stdout`` (as the exec path of ``runners/exchange.py``
 delivers them), and `kill` closes the connection.
 """
 
@@ -22,7 +22,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START, socket_address
+from edgehub.agent.server.wire import socket_address
+from edgehub.runners.agent_reply import Refused, Reply, check_start
 
 __all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "channels_base", "open_agent_job"]
 
@@ -50,10 +51,6 @@ def channel_dir(key: str) -> Path:
     folder = base / key
     folder.mkdir(mode=0o700, exist_ok=True)
     return folder
-
-
-class Refused(Exception):
-    """The server did not take the job; nothing ran."""
 
 
 class AgentJob:
@@ -90,10 +87,7 @@ class AgentJob:
                 raise Refused("the server closed the connection")
             data += chunk
         line, _, rest = data.partition(b"\n")
-        if line.startswith(REFUSED):
-            raise Refused(line[len(REFUSED) :].decode("utf-8", "replace"))
-        if not line.startswith(START):
-            raise Refused("the server did not start the job")
+        check_start(line)
         return rest
 
     def _chunks(self) -> Iterator[bytes]:
@@ -110,39 +104,9 @@ class AgentJob:
 
     def read(self) -> Iterator[tuple[str, bytes]]:
         """The job's output (``stderr``), then the returned tar (``stdout``)."""
-        buffer = b""
-        files: bytearray | None = None
-        size = 0
-        for chunk in self._chunks():
-            if files is not None:
-                files += chunk
-                continue
-            buffer += chunk
-            while buffer and files is None:
-                cut = buffer.find(b"\0")
-                if cut != 0:  # plain output up to the next marker, if any
-                    yield "stderr", buffer if cut < 0 else buffer[:cut]
-                    buffer = b"" if cut < 0 else buffer[cut:]
-                    continue
-                line, newline, rest = buffer.partition(b"\n")
-                if not newline:
-                    break  # a marker line still coming
-                if line.startswith(FILES):
-                    size = _integer(line[len(FILES) :]) or 0
-                    files, buffer = bytearray(rest), b""
-                elif line.startswith(EXIT):
-                    self._code = _integer(line[len(EXIT) :])
-                    buffer = rest
-                else:  # a NUL in the job's own output
-                    yield "stderr", line + newline
-                    buffer = rest
-        if buffer:
-            yield "stderr", buffer
-        if files is not None and len(files) >= size:
-            yield "stdout", bytes(files[:size])
-            tail = bytes(files[size:])
-            if tail.startswith(EXIT):
-                self._code = _integer(tail[len(EXIT) :])
+        reply = Reply()
+        yield from reply.read(self._chunks())
+        self._code = reply.code
 
     def kill(self) -> None:
         """End the job: the server kills it when the connection closes."""
@@ -158,12 +122,6 @@ class AgentJob:
     def close(self) -> None:
         self.kill()
         self._sock.close()
-
-
-def _integer(text: bytes) -> int | None:
-    text = text.strip()
-    digits = text[1:] if text.startswith(b"-") else text
-    return int(text) if digits.isdigit() else None
 
 
 def open_agent_job(

@@ -30,11 +30,11 @@ from edgehub.runners.docker.container import (
     Container,
     ContainerSettings,
 )
-from edgehub.runners.docker.exchange import exchange
 from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
 from edgehub.runners.docker.files import ContainerFiles
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
+from edgehub.runners.exchange import exchange
 from edgehub.runners.protocol import CommandResult
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]

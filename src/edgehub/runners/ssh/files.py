@@ -1,7 +1,8 @@
 """Files over SSH: SFTP for single files, tar over a channel for directories.
 
 An upload is skipped when the remote file is known to match (same sha256, size and mtime as
-when this connection sent it, or a matching ``sha256sum`` on the device); files are written to
+when this connection sent it, or a matching ``sha256sum`` on the device; for a path named by
+its content, the same size, looked up once per connection); files are written to
 a temporary name and renamed into place. Directories come back as a tar stream, safely extracted.
 """
 
@@ -148,11 +149,16 @@ class RemoteFiles:
     def _put_file(self, sftp: Any, local: Path, target: str, content_named: bool = False) -> None:
         before = local.stat()
         size = before.st_size
+        known = self._uploaded.get(target)
+        if content_named and known is not None and known.size == size:
+            self._stats.cache_hits += 1  # seen there on this connection: no round trip
+            return
         info = self._remote_stat(sftp, target)
         if info is not None and stat.S_ISDIR(info.st_mode or 0):
             target = posixpath.join(target, local.name)
             info = self._remote_stat(sftp, target)
         if content_named and info is not None and info.st_size == size:
+            self._uploaded[target] = _Uploaded("", size, int(info.st_mtime or 0))
             self._stats.cache_hits += 1
             return
         digest = _remembered_sha256(local, before)

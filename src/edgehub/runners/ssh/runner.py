@@ -4,26 +4,33 @@ Host keys are always verified against known_hosts (never added on the fly), ever
 quoted with `shlex.quote`, and archives coming back from the device are extracted with
 `safe_extract`. Each command runs behind a one-line prologue that reports the remote shell's pid
 (sshd makes it a process-group leader), so a timeout or `cancel()` can stop the whole remote
-process group with a second command; the runner base does the rest. paramiko is imported only
-when a connection is made.
+process group with a second command; the runner base does the rest. `exchange` moves a staged
+directory in, runs a command and brings a folder back on one channel; `agent_exchange` hands a
+job to the device's resident agent through a relay channel kept open (``ssh/relay.py``).
+paramiko is imported only when a connection is made.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
 import secrets
 import select
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path, PurePath
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from edgehub.errors import SSHConnectionError
+from edgehub.runners.agent_reply import Refused
+from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
+from edgehub.runners.exchange import exchange, split_script
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
+from edgehub.runners.ssh.relay import MAX_RELAY_STAGE_BYTES, AgentRelay, RelayJob
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, start_command
 
@@ -42,6 +49,9 @@ class SSHCommandRunner(BaseRunner):
         self._session = SSHSession(config)
         self._files = RemoteFiles(self._session)
         self._on_release: dict[str, str] = {}
+        self._relay_argv: dict[str, list[str]] = {}
+        self._relays: dict[str, AgentRelay] = {}
+        self._relays_lock = threading.Lock()
 
     def __repr__(self) -> str:
         state = "connected" if self.is_active else "not connected"
@@ -85,6 +95,10 @@ class SSHCommandRunner(BaseRunner):
         return self._session.remote_path(str(remote))
 
     def release(self) -> None:
+        with self._relays_lock:
+            relays, self._relays = list(self._relays.values()), {}
+        for relay in relays:
+            relay.close()
         hooks, self._on_release = list(self._on_release.values()), {}
         for command in hooks:
             if self._session.is_active:
@@ -94,18 +108,36 @@ class SSHCommandRunner(BaseRunner):
                     pass
         self._session.close()
 
+    @property
+    def channels_opened(self) -> int:
+        """Channels opened so far (commands, directory transfers, relays, kills)."""
+        return self._session.channels_opened
+
     def start(
         self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
     ) -> Process:
+        return self._start(argv, cwd, env)
+
+    def _start(
+        self,
+        argv: list[str],
+        cwd: str | PurePath | None,
+        env: Mapping[str, str] | None,
+        setup: str | None = None,
+        finish: str | None = None,
+        stdin: bytes = b"",
+    ) -> Process:
         marker = PidMarker(secrets.token_hex(8))
-        command = build_command(argv, cwd, env, marker.prefix, watched=True)
+        command = build_command(
+            argv, cwd, env, marker.prefix, watched=True, setup=setup, finish=finish
+        )
         try:
-            return _RemoteProcess(self._session, command, marker)
+            return _RemoteProcess(self._session, command, marker, stdin)
         except SSHConnectionError:
             # the link dropped before the command started: one fresh connection, after a pause
             time.sleep(RETRY_BACKOFF_S)
             self._session.close()
-            return _RemoteProcess(self._session, command, marker)
+            return _RemoteProcess(self._session, command, marker, stdin)
 
     def check_result(
         self, argv: list[str], cwd: str | PurePath | None, result: CommandResult
@@ -126,11 +158,115 @@ class SSHCommandRunner(BaseRunner):
         """Download a file or directory (directories come as a tar stream, safely extracted)."""
         self._files.get(remote, local)
 
+    def exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult:
+        """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its ``fetch``
+        folder to ``local``, all on one channel: the tar goes first on stdin (unpacked before
+        the lifeline watches the rest), the command's output comes on stderr, the folder's tar
+        on stdout (safely extracted). The exit code is not checked."""
+        target = PurePosixPath(self.absolute_path(remote))
+
+        def start(words: list[str], data: bytes) -> Process:
+            unpack, command, send_back = split_script(words)
+            return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
+
+        return exchange(
+            self.execute, start, stage, target, argv,
+            fetch=fetch, local=local, timeout=timeout, hide=hide,
+        )  # fmt: skip
+
+    # -- the resident agent, through a relay (ssh/relay.py) ---------------------------------------
+
+    def agent_relay(self, socket: str, argv: Sequence[str]) -> None:
+        """Reach the agent server on the device socket ``socket`` through a relay started with
+        ``argv`` (``python AGENT relay --socket SOCKET ...``), opened by the first
+        `agent_exchange` to it and kept for the connection's life."""
+        self._relay_argv[socket] = [str(word) for word in argv]
+
+    def agent_exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        socket: str,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+        links: str | None = None,
+    ) -> CommandResult | None:
+        """`exchange` run by the resident agent on ``socket`` (its command line ``argv``:
+        ``[command, options...]``) through the relay: one round trip, no Python started.
+        ``links``: the device folder the staged symbolic links point into. None when no server
+        took the job (nothing ran): use `exchange` then."""
+        relay = self._relay(socket)
+        if relay is None:
+            return None
+        try:
+            target = PurePosixPath(self.absolute_path(remote))
+            words = [str(word) for word in argv]
+            data = pack(stage, arcname=target.name)
+            if len(data) > MAX_RELAY_STAGE_BYTES:
+                return None
+            files: dict[str, object] = {"size": len(data), "fetch": fetch}
+            if links is not None:
+                files["links"] = links
+            request = {"argv": words, "cwd": str(target), "stage": files}
+            payload = json.dumps(request).encode() + b"\n" + data
+
+            def start(_words: list[str], _stdin: bytes) -> Process:
+                return RelayJob(relay, payload)
+
+            return exchange(
+                self.execute, start, stage, target, words,
+                fetch=fetch, local=local, timeout=timeout, hide=hide, packed=data,
+            )  # fmt: skip
+        except Refused:
+            return None
+        finally:
+            relay.lock.release()
+
+    def _relay(self, socket: str) -> AgentRelay | None:
+        """The relay to ``socket``, held (its lock taken); None when there is none to use (not
+        asked for, busy with another job, or one that died before taking any)."""
+        argv = self._relay_argv.get(socket)
+        if argv is None:
+            return None
+        with self._relays_lock:
+            relay = self._relays.get(socket)
+            if relay is not None and (relay.closed or relay.generation != self._session.generation):
+                relay.close()
+                del self._relays[socket]
+                if relay.jobs == 0:  # it never took a job: do not start another one
+                    self._relay_argv.pop(socket, None)
+                    return None
+                relay = None
+            if relay is None:
+                try:
+                    relay = self._relays[socket] = AgentRelay(self._session, argv)
+                except SSHConnectionError:
+                    return None  # `exchange` retries, or says what is wrong
+            if not relay.lock.acquire(blocking=False):
+                return None
+            return relay
+
 
 class _RemoteProcess:
     """A command on one channel; killed through a second channel by its process group."""
 
-    def __init__(self, session: SSHSession, command: str, marker: PidMarker) -> None:
+    def __init__(
+        self, session: SSHSession, command: str, marker: PidMarker, stdin: bytes = b""
+    ) -> None:
         self._session = session
         self._marker = marker
         self._channel: Any = session.open_channel()
@@ -139,6 +275,13 @@ class _RemoteProcess:
         self._killed = False
         try:
             start_command(self._channel, command, session.config, keep_stdin=True)
+            if stdin:
+                self._channel.sendall(stdin)
+        except OSError as error:
+            self._channel.close()
+            raise SSHConnectionError(
+                f"cannot send files to {session.config.address}: {error}; check the connection"
+            ) from error
         except BaseException:
             self._channel.close()
             raise

@@ -32,6 +32,7 @@ class SSHSession:
         self.config = config
         self.device_name: str | None = None  # the hub.toml name, for the trust hint
         self.generation = 0
+        self.channels_opened = 0  # exec channels over this session's life (tests, benchmarks)
         self._lock = threading.RLock()
         self._transport: Any = None
         self._sftp: Any = None
@@ -74,6 +75,7 @@ class SSHSession:
         import paramiko
 
         transport = self.connect()
+        self.channels_opened += 1
         try:
             return transport.open_session(
                 window_size=WINDOW_SIZE,

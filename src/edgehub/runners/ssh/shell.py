@@ -52,7 +52,7 @@ _WATCHED = (
     "exec 3<&0 </dev/null; (cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null) "
     ">/dev/null 2>&1 & w=$!; exec 3<&-; "
 )
-_UNWATCH = "s=$?; kill $w 2>/dev/null; exit $s"
+_UNWATCH = "kill $w 2>/dev/null; exit $s"  # $s: the command's status
 
 
 def build_command(
@@ -62,14 +62,20 @@ def build_command(
     marker: str | None = None,
     *,
     watched: bool = False,
+    setup: str | None = None,
+    finish: str | None = None,
 ) -> str:
     """The remote shell line for ``argv``: every word quoted, ``cd`` and ``env`` in front.
 
     ``watched``: the command runs under the stdin lifeline (see ``_WATCHED``); the channel's
-    stdin must then stay open while it runs."""
+    stdin must then stay open while it runs. ``setup``: a shell line of ours run first, which
+    may read the start of stdin (to its exact size: the lifeline watches the rest); ``finish``:
+    one run after a watched command, still watched (the command's status is kept)."""
     parts: list[str] = []
     if marker is not None:
         parts.append(f"printf '%s%s\\n' {shlex.quote(marker)} \"$$\" >&2; ")
+    if setup is not None:
+        parts.append(setup)
     if watched:
         parts.append(_WATCHED)
     if cwd is not None:
@@ -83,7 +89,8 @@ def build_command(
         parts.extend(shlex.quote(f"{name}={value}") + " " for name, value in env.items())
     parts.append(" ".join(shlex.quote(str(word)) for word in argv))
     if watched:
-        parts.append(" & c=$!; wait $c; }; " + _UNWATCH)
+        after = f"{finish}; " if finish else ""
+        parts.append(" & c=$!; wait $c; }; s=$?; " + after + _UNWATCH)
     return "".join(parts)
 
 

@@ -1,8 +1,9 @@
 """The ``embedl_onnxruntime`` providers: the published ``embedl-onnxruntime`` CLI on a device.
 
-Each call is at most one upload, one remote command and one download: no version probe, no
-``mkdir`` or ``cp`` of its own (the command makes its output directory, results are fetched
-where the CLI wrote them), and a model already sent in this context is not sent again. Settings
+Each call is at most one upload, one remote command and one download (an invoke, where the
+runner offers `~edgehub.runners.protocol.SupportsExchange`, all three in one round trip): no
+version probe, no ``mkdir`` or ``cp`` of its own (results are fetched where the CLI wrote
+them), and a model already sent in this context is not sent again. Settings
 come from `EmbedlONNXRuntimeConfig` (the device's, or a per-component override), whose
 ``cli_args`` go after ours, each one a separate quoted word.
 
@@ -240,13 +241,20 @@ def _invoke(
     save_npz(inputs_dir / "data.npz", input_data)
     ctx.client.log_artifact(inputs_dir / "data.npz", name="input_data")
     remote_model = tool.push_model(model_path)
-    remote_inputs = tool.push(inputs_dir, "input")
-    remote_outputs = tool.run_dir / "output"
+    # inputs up, run-inference, outputs back: one round trip where the runner offers it
+    stage = ctx.artifact_dir / "device_stage"
+    (stage / "output").mkdir(parents=True)
+    link_tree(inputs_dir, stage / "input")
+    remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
     argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model", str(remote_model),
             "--input-dir", str(remote_inputs), "--output-dir", str(remote_outputs),
             "--use-npz", *config.cli_args]  # fmt: skip
-    tool.call(argv, failure=InvokeError, make_dirs=[remote_outputs])
-    outputs_dir = tool.fetch(remote_outputs, ctx.artifact_dir / "output")
+    try:
+        outputs_dir = tool.exchange(
+            stage, argv, fetch="output", local=ctx.artifact_dir / "output", failure=InvokeError
+        )
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     output: dict[str, Any] = {}
     for file in sorted(outputs_dir.glob("*.npz")):
         output.update(load_npz(file))

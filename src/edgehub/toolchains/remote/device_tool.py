@@ -3,7 +3,9 @@
 Models are uploaded once per content to ``<workspace>/models/<sha256[:16]>/<name>`` (a second
 run of the same model sends no bytes: the runner's upload cache sees the same file at the same
 path); everything else of a run lives in ``<workspace>/<run directory name>/``, which the tool's
-own command creates (no separate ``mkdir``). The context removes the workspace when it exits.
+own command creates (no separate ``mkdir``), or that `DeviceTool.exchange` sends with its inputs,
+running the command and bringing its outputs back in the same round trip. The context removes
+the workspace when it exits.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from edgehub.errors import DeviceError, ToolchainError
-from edgehub.runners.protocol import CommandResult, CommandRunner
+from edgehub.runners.protocol import CommandResult, CommandRunner, SupportsExchange
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -122,6 +124,40 @@ class DeviceTool:
             words = ["sh", "-c", _MKDIRS_THEN_EXEC, "edgehub", str(len(make_dirs)),
                      *map(str, make_dirs), *words]  # fmt: skip
         result = self.runner.run(words, timeout=timeout, check=False)
+        return self._checked(argv, result, failure, make_dirs)
+
+    def exchange(
+        self,
+        stage: Path,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        failure: type[ToolchainError],
+        timeout: float | None = None,
+    ) -> Path:
+        """Upload directory ``stage`` as the run directory, run ``argv`` (the run directory's
+        paths given in full), download its folder ``fetch`` to ``local``: one round trip where
+        the runner offers it (the output then all comes as stderr), else put, `call` and get.
+        Failures as in `call`; returns ``local``."""
+        words = [str(word) for word in argv]
+        if not isinstance(self.runner, SupportsExchange):
+            self.runner.put(stage, self.run_dir)
+            self.call(words, failure=failure, timeout=timeout)
+            return self.fetch(self.run_dir / fetch, local)
+        result = self.runner.exchange(
+            stage, self.run_dir, words, fetch=fetch, local=local, timeout=timeout
+        )
+        self._checked(words, result, failure)
+        return local
+
+    def _checked(
+        self,
+        argv: Sequence[str],
+        result: CommandResult,
+        failure: type[ToolchainError],
+        make_dirs: Sequence[PurePosixPath] = (),
+    ) -> CommandResult:
         local = self.ctx.artifact_dir
         (local / f"{self.tool}.stdout.txt").write_text(result.stdout)
         (local / f"{self.tool}.stderr.txt").write_text(result.stderr)

@@ -5,17 +5,21 @@ The agent zipapp goes once to ``~/.cache/edgehub/agent/edgehub-agent-<hash>.pyz`
 and inputs in one tar stream; models (and any input of 1 MiB or more) are uploaded separately to
 a path named by their content and reach the call as a link, so a model is sent once per
 context. With ``resident`` (the default), the first call starts an agent server on the device
-(``<workspace>/agent-<ns>.sock``) that keeps Python and the runtime loaded; the runner stops it
+(``<workspace>/agent-<ns>.sock``) that keeps Python and the runtime loaded, and the runner's
+relay (``runners/ssh/relay.py``) hands it each later job in one round trip (a job it cannot
+hand over goes through ``exchange``, one channel per call); the runner stops relay and server
 when the context closes the connection.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import DeviceError
+from edgehub.runners.protocol import CommandResult
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.remote.device_tool import content_hash, put_content
@@ -33,8 +37,8 @@ AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
 
 
 class _SharedInputs:
-    """The runner as `AgentCall` sees it: directory uploads send model-sized files once, by
-    content, and link them into the staged directory."""
+    """The runner as `AgentCall` sees it: staged directories (``put``, ``exchange``,
+    ``agent_exchange``) send model-sized files once, by content, and carry a link to them."""
 
     def __init__(self, runner: SSHCommandRunner, store: PurePosixPath) -> None:
         self._runner = runner
@@ -44,14 +48,51 @@ class _SharedInputs:
         return getattr(self._runner, name)
 
     def put(self, local: Path, remote: str | PurePath) -> None:
-        inputs = Path(local) / "in"
+        self._share_inputs(local)
+        self._runner.put(local, remote)
+
+    def exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult:
+        self._share_inputs(stage)
+        return self._runner.exchange(
+            stage, remote, argv, fetch=fetch, local=local, timeout=timeout, hide=hide
+        )
+
+    def agent_exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        socket: str,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult | None:
+        self._share_inputs(stage)
+        return self._runner.agent_exchange(
+            stage, remote, argv, socket=socket, fetch=fetch, local=local, timeout=timeout,
+            hide=hide, links=self._runner.absolute_path(self._store),
+        )  # fmt: skip
+
+    def _share_inputs(self, stage: Path) -> None:
+        inputs = Path(stage) / "in"
         if inputs.is_dir():
             for path in sorted(inputs.rglob("*")):
                 if path.is_symlink() or not path.is_file():
                     continue
                 if path.suffix in MODEL_SUFFIXES or path.stat().st_size >= SHARED_MIN_BYTES:
                     self._share(path)
-        self._runner.put(local, remote)
 
     def _share(self, path: Path) -> None:
         target = self._store / content_hash(path)[:16] / "data"
@@ -76,12 +117,15 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
     zipapp = build_agent_zipapp()
     remote_agent = f"~/{AGENT_DIR}/edgehub-agent-{agent_hash()[:16]}.pyz"
     runner.put(zipapp, remote_agent, content_named=True)
+    agent = runner.absolute_path(remote_agent)
     workspace = ctx.device_workspace(dev.name)
     server = None
     if config.resident:
         namespace = NAMESPACES.get(runtime, runtime)
         server = str(workspace / f"agent-{namespace}.sock")
         runner.on_release(_stop_server_script(server), key=server)
+        relay = [config.python, agent, "relay", "--socket", server, "--preload", namespace]
+        runner.agent_relay(server, relay)
     ctx.client.log_environment({"device_python": config.python, "runtime": runtime})
     shared = _SharedInputs(runner, workspace / "shared")
     return AgentCall(
@@ -90,7 +134,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         ctx.artifact_dir,
         python=config.python,
         server=server,
-        agent=runner.absolute_path(remote_agent),
+        agent=agent,
     )
 
 

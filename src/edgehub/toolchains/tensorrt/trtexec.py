@@ -8,13 +8,15 @@ statistics as the other profilers (`local.profile_document`). Invoke: inputs go 
 the build's layer information names them.
 
 ``trtexec_cli_args`` add to the flags edgehub sets; a flag set by both is an error naming both.
-Each call is one upload, one remote command and one download; no version probe.
+Each call is one upload, one remote command and one download (an invoke, where the runner
+offers ``exchange``, all three in one round trip); no version probe.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -255,25 +257,35 @@ def _invoke(
     tool, config = _tool(ctx, device, TensorRTInvoker)
     ctx.client.log_artifact(engine, name="input")
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")
-    stage = ctx.artifact_dir / "raw_inputs"
-    stage.mkdir()
-    remote = tool.run_dir / "invoke"
+    # the raw inputs go up, trtexec runs, its export comes back: one round trip where offered
+    stage = ctx.artifact_dir / "device_stage"
+    (stage / "inputs").mkdir(parents=True)
+    (stage / "outputs").mkdir()
+    remote = tool.run_dir
     loads: list[str] = []
-    for index, (name, array) in enumerate(input_data.items()):
-        if any(c in str(name) for c in ",:"):
-            raise InputDataError(
-                f"input name {name!r} contains ',' or ':', which trtexec splits on"
-            )
-        np.ascontiguousarray(array).tofile(stage / f"input_{index}.raw")
-        loads.append(f"{name}:{remote / f'input_{index}.raw'}")
-    remote_engine = tool.push_model(engine)
-    tool.push(stage, "invoke")
-    ours = [f"--loadEngine={remote_engine}", f"--loadInputs={','.join(loads)}",
-            f"--exportOutput={remote / 'output.json'}", "--iterations=1", "--warmUp=0",
-            "--duration=0"]  # fmt: skip
-    argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
-    tool.call(argv, failure=InvokeError)
-    exported = tool.fetch(remote / "output.json", ctx.artifact_dir / "output.json")
+    try:
+        for index, (name, array) in enumerate(input_data.items()):
+            if any(c in str(name) for c in ",:"):
+                raise InputDataError(
+                    f"input name {name!r} contains ',' or ':', which trtexec splits on"
+                )
+            np.ascontiguousarray(array).tofile(stage / "inputs" / f"input_{index}.raw")
+            loads.append(f"{name}:{remote / 'inputs' / f'input_{index}.raw'}")
+        remote_engine = tool.push_model(engine)
+        ours = [f"--loadEngine={remote_engine}", f"--loadInputs={','.join(loads)}",
+                f"--exportOutput={remote / 'outputs' / 'output.json'}", "--iterations=1",
+                "--warmUp=0", "--duration=0"]  # fmt: skip
+        argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
+        back = tool.exchange(
+            stage, argv, fetch="outputs", local=ctx.artifact_dir / "outputs", failure=InvokeError
+        )
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    exported = back / "output.json"
+    if not exported.is_file():
+        raise InvokeError(f"trtexec on device {tool.device.name!r} exported no outputs")
+    exported = exported.replace(ctx.artifact_dir / "output.json")
+    shutil.rmtree(back, ignore_errors=True)
     dtypes = binding_dtypes(model)
     try:
         outputs = trtexec_parse.parse_exported_outputs(exported.read_bytes(), dtypes)

@@ -2,12 +2,15 @@
 
 The tar goes in on stdin (read to its exact size, so a warm job's stdin can stay open), the
 command's output streams on stderr, and the tar of the folder comes back on stdout: one round
-trip instead of put + run + get, which matters for short jobs.
+trip instead of put + run + get, which matters for short jobs. A transport whose own prologue
+needs stdin after the tar (the SSH runner's lifeline) takes the script apart with
+`split_script`: the unpacking runs first, then the prologue, then the command.
 """
 
 from __future__ import annotations
 
 import io
+import shlex
 import shutil
 import tempfile
 import time
@@ -22,15 +25,17 @@ from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import LineCollector
 
-__all__ = ["STAGING_FAILED", "exchange"]
+__all__ = ["STAGING_FAILED", "exchange", "split_script"]
 
 STAGING_FAILED = 125
-# $1 parent, $2 name of the staged directory, $3 folder to send back, $4 size of the tar on
-# stdin; the rest is the command.
-_SCRIPT = (
-    'p=$1; n=$2; f=$3; s=$4; shift 4; mkdir -p -- "$p" && head -c "$s" | tar -x -f - -C "$p" '
-    f'&& cd -- "$p/$n" || exit {STAGING_FAILED}; "$@" 1>&2; rc=$?; tar -c -f - -- "$f"; exit $rc'
+# $p parent, $n name of the staged directory, $s size of the tar on stdin, $f folder to send
+# back; the script takes them as $1-$4, the rest is the command.
+_UNPACK = (
+    '{ [ -d "$p" ] || mkdir -p -- "$p"; } && head -c "$s" | tar -x -f - -C "$p" '
+    f'&& cd -- "$p/$n" || exit {STAGING_FAILED}; '
 )
+_RUN_AND_SEND = '"$@" 1>&2; rc=$?; tar -c -f - -- "$f"; exit $rc'
+_SCRIPT = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + _RUN_AND_SEND
 
 Execute = Callable[
     [Callable[[], Process], Callable[[bytes], None], Callable[[bytes], None], float | None],
@@ -73,6 +78,20 @@ def exchange(
         raise RunnerError(f"cannot stage files in {target}: {err.text.strip() or 'no tar?'}")
     _unpack(stdout.getvalue(), fetch, local)
     return result
+
+
+def split_script(words: Sequence[str]) -> tuple[str, list[str], str]:
+    """The words `exchange` hands to ``start``, taken apart for a transport that runs them in
+    its own shell line: (a line that unpacks the tar read from stdin, enters the directory and
+    sends stdout to stderr; the command's argv; a line that then sends the folder's tar on the
+    first stdout)."""
+    if len(words) < 8 or list(words[:3]) != ["sh", "-c", _SCRIPT]:
+        raise ValueError("not an exchange script")
+    parent, name, fetch, size = words[4:8]
+    values = {"p": parent, "n": name, "s": size}
+    unpack = "".join(f"{key}={shlex.quote(value)}; " for key, value in values.items())
+    unpack += _UNPACK + "exec 4>&1 1>&2; "
+    return unpack, list(words[8:]), f"tar -c -f - -- {shlex.quote(fetch)} 1>&4"
 
 
 def _writer(buffer: io.BytesIO) -> Callable[[bytes], None]:
