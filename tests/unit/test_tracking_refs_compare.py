@@ -124,6 +124,8 @@ def test_a_two_percent_slower_b_is_not_flagged_at_five_percent() -> None:
     )
     assert result.statistically_significant  # real, but small:
     assert not result.significant  # within the run-to-run noise floor
+    median = result.to_dict()["median"]
+    assert median["significant"] is False and median["statistically_significant"] is True
     assert "within the 5% run-to-run noise" in result.verdict
     assert not result.regressed and "within 5%" in result.verdict
     finer = compare_samples(

@@ -216,6 +216,7 @@ def _print_profile_comparison(result: ProfileComparison) -> None:
                 "yes" if q.significant else "no",
             ]
         )
-    table(["latency", "a ms", "b ms", "delta ms", "delta", "95% CI", "significant"], rows)
+    floor = f"significant (>= {100 * result.min_effect:g}%)"
+    table(["latency", "a ms", "b ms", "delta ms", "delta", "95% CI", floor], rows)
     print(f"\nMann-Whitney U p = {result.mann_whitney_p:.3g}")
     print(result.verdict)

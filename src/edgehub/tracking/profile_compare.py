@@ -49,11 +49,17 @@ class QuantileDelta:
     delta_pct: float
     ci_ms: tuple[float, float]
     ci_pct: tuple[float, float]
+    min_effect: float = 0.0
+
+    @property
+    def statistically_significant(self) -> bool:
+        """The confidence interval of the delta excludes 0."""
+        return self.ci_ms[0] > 0 or self.ci_ms[1] < 0
 
     @property
     def significant(self) -> bool:
-        """The confidence interval of the delta excludes 0."""
-        return self.ci_ms[0] > 0 or self.ci_ms[1] < 0
+        """The CI of the delta excludes 0 and the delta is at least ``min_effect``."""
+        return self.statistically_significant and abs(self.delta_pct) >= 100.0 * self.min_effect
 
 
 @dataclass(frozen=True)
@@ -77,15 +83,13 @@ class ProfileComparison:
     @property
     def statistically_significant(self) -> bool:
         """The CI of the median delta excludes 0 (at these sample sizes)."""
-        return self.median.significant
+        return self.median.statistically_significant
 
     @property
     def significant(self) -> bool:
         """The medians differ beyond run-to-run variation: the CI of their delta excludes 0,
         and the delta is at least ``min_effect``."""
-        return self.statistically_significant and abs(self.median.delta_pct) >= (
-            100.0 * self.min_effect
-        )
+        return self.median.significant
 
     @property
     def regressed(self) -> bool:
@@ -121,8 +125,9 @@ class ProfileComparison:
             regressed=self.regressed,
             verdict=self.verdict,
         )
-        data["median"]["significant"] = self.median.significant
-        data["p99"]["significant"] = self.p99.significant
+        for key, q in (("median", self.median), ("p99", self.p99)):
+            data[key]["significant"] = q.significant
+            data[key]["statistically_significant"] = q.statistically_significant
         return data
 
 
@@ -148,7 +153,12 @@ def profile_samples(record: RunRecord) -> FloatArray:
 
 
 def _delta(
-    q: float, a: FloatArray, b: FloatArray, absolute: FloatArray, relative: FloatArray
+    q: float,
+    a: FloatArray,
+    b: FloatArray,
+    absolute: FloatArray,
+    relative: FloatArray,
+    min_effect: float,
 ) -> QuantileDelta:
     import numpy as np
 
@@ -164,6 +174,7 @@ def _delta(
         delta_pct=100.0 * (qb / qa - 1.0) if qa else float("nan"),
         ci_ms=(float(low), float(high)),
         ci_pct=(float(low_pct), float(high_pct)),
+        min_effect=min_effect,
     )
 
 
@@ -199,8 +210,8 @@ def compare_samples(
         run_b=run_b,
         samples_a=len(x),
         samples_b=len(y),
-        median=_delta(0.5, x, y, boot.absolute[0.5], boot.relative[0.5]),
-        p99=_delta(0.99, x, y, boot.absolute[0.99], boot.relative[0.99]),
+        median=_delta(0.5, x, y, boot.absolute[0.5], boot.relative[0.5], min_effect),
+        p99=_delta(0.99, x, y, boot.absolute[0.99], boot.relative[0.99], min_effect),
         mann_whitney_u=u,
         mann_whitney_p=p,
         max_regression=max_regression,
