@@ -1,10 +1,12 @@
-"""Shared fixtures: an isolated store and working directory for every test."""
+"""Shared fixtures: an isolated store and working directory for every test, the Docker daemon,
+the ONNX Runtime image and the SSH test device."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,25 @@ def _docker_client():  # type: ignore[no-untyped-def]
         return docker_client(timeout=10)
     except Exception:
         return None
+
+
+@pytest.fixture(scope="module")
+def device() -> Iterator[Any]:
+    """The SSH test device (``tests/ssh_device``: sshd in a container playing an edge board),
+    one per test module; its tests skip, naming what is missing (Docker, the device image's
+    wheels), where it cannot start."""
+    import sys
+    from contextlib import ExitStack
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from ssh_device.device import DeviceUnavailable, ssh_device
+
+    with ExitStack() as stack:
+        try:
+            found = stack.enter_context(ssh_device())
+        except DeviceUnavailable as missing:
+            pytest.skip(f"SSH test device unavailable: {missing}")
+        yield found
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -17,22 +16,12 @@ from edgehub.ops.execute import ExecRequest, execute
 from edgehub.ops.labgrid_pool import open_pool
 from edgehub.ops.project import open_project
 from labgrid_lab import labgrid_commands_present, labgrid_lab
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device, write_known_hosts
+from ssh_device.device import SSHDevice, write_known_hosts
 
 pytest.importorskip("labgrid", reason="needs labgrid: pip install 'edgehub[labgrid]'")
 pytestmark = [pytest.mark.docker, pytest.mark.ssh]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -24,21 +22,11 @@ from edgehub.toolchains.onnxruntime import (
 from edgehub.toolchains.remote.config import SSHAgentConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 from unit.agent_models import make_cnn
 
 pytestmark = pytest.mark.ssh
 DEVICE_PYTHON = "/opt/device/bin/python3"
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 def _context(device: SSHDevice, tmp_path: Path, **config: object) -> HubContext:

@@ -8,31 +8,19 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 
 pytestmark = pytest.mark.ssh
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "tiny_cnn.onnx"
 HUB = str(Path(sys.executable).with_name("hub"))
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 def hub(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

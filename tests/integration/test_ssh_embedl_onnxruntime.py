@@ -8,8 +8,6 @@ names and cli_args reach the device as single words and run nothing.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -29,22 +27,12 @@ from edgehub.toolchains.onnxruntime import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 from unit.agent_models import make_cnn, make_two_input
 
 pytestmark = pytest.mark.ssh
 
 HOSTILE = "a b'c\"d;$(touch /tmp/pwned-s)`touch /tmp/pwned-b`"
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 def _context(

@@ -8,8 +8,6 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -27,30 +25,11 @@ from edgehub.toolchains.onnxruntime import (
 from edgehub.toolchains.remote.config import SSHAgentConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 from unit.agent_models import make_cnn
 
 pytestmark = pytest.mark.ssh
 DEVICE_PYTHON = "/opt/device/bin/python3"
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
-
-
-def _ours_left(device: SSHDevice, pattern: str, within: float = 8.0) -> str:
-    deadline = time.monotonic() + within
-    while True:
-        found = device.exec("pgrep", "-u", "edge", "-af", pattern, check=False).stdout.strip()
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
 
 
 def _stage(tmp_path: Path) -> Path:
@@ -83,7 +62,7 @@ def test_exchange_is_one_channel_and_brings_the_folder_back(
     assert result.stderr.splitlines() == ["said it's a file.txt", "/tmp/ex dir/job 1"]
     assert (tmp_path / "back" / "copy.txt").read_text() == "payload"
     assert sorted(left) == ["in", "out"]
-    assert _ours_left(device, "cat") == ""  # the lifeline ended with the command
+    assert device.processes_left("cat") == ""  # the lifeline ended with the command
 
 
 def test_exchange_where_the_files_cannot_go_says_so(device: SSHDevice, tmp_path: Path) -> None:
@@ -113,7 +92,7 @@ def test_exchange_stopped_leaves_nothing_on_the_device(
                                 local=tmp_path / "back", hide=True)  # fmt: skip
             timer.join()
         assert time.monotonic() - started < 15
-    assert _ours_left(device, "sleep 41") == ""
+    assert device.processes_left("sleep 41") == ""
 
 
 # --- the resident agent through the relay --------------------------------------------------
@@ -166,11 +145,11 @@ def test_relay_runs_warm_jobs_without_a_channel_and_is_gone_after(
         sent = runner.transfer_stats.uploads
         again, opened = _warm_invoke(ctx, compiled, inputs)
         assert (opened, runner.transfer_stats.uploads) == (0, sent)  # the model is linked
-        assert "relay --socket" in _ours_left(device, "relay --socket", within=0)
+        assert "relay --socket" in device.processes_left("relay --socket", within=0)
     expected = _reference(model, inputs)
     for output in (first, warm, again):
         np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-5)
-    assert _ours_left(device, "--socket /tmp/edgehub-") == ""  # relay and server stopped
+    assert device.processes_left("--socket /tmp/edgehub-") == ""  # relay and server stopped
 
 
 def test_relay_job_cancelled_midway_is_killed_on_the_device(
@@ -197,12 +176,12 @@ def test_relay_job_cancelled_midway_is_killed_on_the_device(
         # the job (a child of the server) and the relay are gone; the server waits on
         jobs = _ours_left_children(device, server[0])
         assert jobs == "", jobs
-        assert _ours_left(device, "relay --socket") == ""
+        assert device.processes_left("relay --socket") == ""
         before = runner.channels_opened
         ONNXRuntimeInvoker().run(ctx, model, inputs)
         assert runner.channels_opened - before == 1  # a new relay's channel took the job
-        assert "relay --socket" in _ours_left(device, "relay --socket", within=0)
-    assert _ours_left(device, "--socket /tmp/edgehub-") == ""
+        assert "relay --socket" in device.processes_left("relay --socket", within=0)
+    assert device.processes_left("--socket /tmp/edgehub-") == ""
 
 
 def _ours_left_children(device: SSHDevice, parent: str, within: float = 8.0) -> str:
@@ -224,10 +203,10 @@ def test_relay_without_a_server_falls_back_to_exchange(device: SSHDevice, tmp_pa
         _, opened = _warm_invoke(ctx, compiled, inputs)
         assert opened == 0
         device.exec("pkill", "-TERM", "-u", "edge", "-f", "serve --socket")
-        assert _ours_left(device, "serve --socket") == ""
+        assert device.processes_left("serve --socket") == ""
         before = runner.channels_opened
         output = ONNXRuntimeInvoker().run(ctx, compiled, inputs).output["logits"]
         assert runner.channels_opened - before == 1  # the relay found no server: exchange
-        assert "relay --socket" in _ours_left(device, "relay --socket", within=0)
+        assert "relay --socket" in device.processes_left("relay --socket", within=0)
     np.testing.assert_allclose(output, _reference(model, inputs), rtol=1e-5, atol=1e-5)
-    assert _ours_left(device, "--socket /tmp/edgehub-") == ""
+    assert device.processes_left("--socket /tmp/edgehub-") == ""

@@ -60,15 +60,6 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-def _ours_left(device: SSHDevice, pattern: str, within: float = 8.0) -> str:
-    deadline = time.monotonic() + within
-    while True:
-        found = device.exec("pgrep", "-u", "edge", "-af", pattern, check=False).stdout.strip()
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
-
-
 def test_ssh_config_alias_gives_hostname_port_and_key(device: SSHDevice, _home: Path) -> None:
     (_home / ".ssh" / "config").write_text(
         f"Host board\n  HostName {device.host}\n  Port {device.port}\n"
@@ -120,7 +111,7 @@ def test_cancel_during_a_long_remote_run_kills_it_and_the_run(
         timer.join()
     assert time.monotonic() - started < 15
     assert "\n" not in str(caught.value)
-    assert _ours_left(device, "embedl-onnxruntime") == ""
+    assert device.processes_left("embedl-onnxruntime") == ""
     records = RunStore(tmp_path / "store").list_runs(limit=None)
     assert records[0].status == "KILLED"
 
@@ -135,7 +126,7 @@ def test_sshd_session_killed_mid_run(own_device: SSHDevice) -> None:
             runner.run(["sleep", "37"], hide=True, timeout=30)
         killer.join()
     assert "\n" not in str(caught.value)
-    assert _ours_left(own_device, "sleep 37") == ""
+    assert own_device.processes_left("sleep 37") == ""
 
 
 def test_paused_device_times_out_and_leaves_nothing(own_device: SSHDevice) -> None:
@@ -152,7 +143,7 @@ def test_paused_device_times_out_and_leaves_nothing(own_device: SSHDevice) -> No
             pauser.join()
             subprocess.run(["docker", "unpause", own_device.container], check=False)
     assert "\n" not in str(caught.value)
-    assert _ours_left(own_device, "sleep 38", within=15) == ""
+    assert own_device.processes_left("sleep 38", within=15) == ""
 
 
 def test_network_cut_is_a_one_line_error_and_nothing_is_left(own_device: SSHDevice) -> None:
@@ -182,7 +173,7 @@ def test_network_cut_is_a_one_line_error_and_nothing_is_left(own_device: SSHDevi
     assert "\n" not in str(caught.value)
     # the device's sshd drops the silent client (ClientAliveInterval), the session ends, and the
     # command's lifeline stops its process group (checked through docker exec, not the network)
-    assert _ours_left(own_device, "sleep 39", within=20) == ""
+    assert own_device.processes_left("sleep 39", within=20) == ""
 
 
 def test_no_secret_in_repr_log_or_record(device: SSHDevice, tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -34,10 +33,8 @@ from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ssh_device.device import (
-    DeviceUnavailable,
     SSHDevice,
     make_key_pair,
-    ssh_device,
     write_known_hosts,
 )
 
@@ -58,16 +55,6 @@ NASTY_WORDS = [
     "ünïcødé",
     "a && touch /tmp/pwned-and || true",
 ]
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.invoke import ONNXRuntimeInvoker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 
 pytestmark = pytest.mark.ssh
 MODEL = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
@@ -49,16 +47,6 @@ def _compile_on_my_backend(ctx, onnx_path, *, device=None):  # type: ignore[no-u
     ctx.client.log_artifact(onnx_path, name="input")
     ctx.client.log_artifact(local_output, name="path")
     return ONNXRuntimeCompiledModel.from_current_run(ctx)
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 @pytest.fixture

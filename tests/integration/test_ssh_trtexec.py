@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -31,20 +29,10 @@ from edgehub.toolchains.tensorrt import (
 from edgehub.toolchains.tensorrt.trtexec import merge_args
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 
 pytestmark = pytest.mark.ssh
 MODEL = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 def _context(device: SSHDevice, tmp_path: Path, config: TrtexecConfig | None = None) -> HubContext:

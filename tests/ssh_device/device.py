@@ -90,6 +90,16 @@ class SSHDevice:
             stdin=stdin,
         )
 
+    def processes_left(self, pattern: str, within: float = 8.0) -> str:
+        """The device user's processes matching ``pattern`` (``pgrep -af``), waiting up to
+        ``within`` seconds for them to end; empty when none is left."""
+        deadline = time.monotonic() + within
+        while True:
+            found = self.exec("pgrep", "-u", USERNAME, "-af", pattern, check=False).stdout.strip()
+            if not found or time.monotonic() > deadline:
+                return found
+            time.sleep(0.2)
+
     def logs(self) -> str:
         """sshd's log so far (it logs to stderr in the foreground)."""
         done = _docker("logs", self.container, check=True)

@@ -4,8 +4,6 @@ after the user says yes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,9 @@ from textual.widgets import DataTable, Label
 
 from edgehub.tui.app import EdgehubApp
 from edgehub.tui.screens.confirm import ConfirmScreen
-from ssh_device.device import DeviceUnavailable, SSHDevice, ssh_device
+from ssh_device.device import SSHDevice
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.ssh]
-
-
-@pytest.fixture(scope="module")
-def device() -> Iterator[SSHDevice]:
-    with ExitStack() as stack:
-        try:
-            found = stack.enter_context(ssh_device())
-        except DeviceUnavailable as missing:
-            pytest.skip(f"SSH test device unavailable: {missing}")
-        yield found
 
 
 def _project(tmp_path: Path, device: SSHDevice, known_hosts: Path) -> Path:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -96,6 +95,9 @@ def _write(cache: Path | None, layouts: dict[str, object]) -> None:
     """Replace the cache atomically; a cache that cannot be written is no cache."""
     if cache is None:
         return
+    import tempfile  # only when the cache is written, not on every start
+
+    temporary: str | None = None
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=cache.parent, prefix=".entry-points-")
@@ -103,7 +105,8 @@ def _write(cache: Path | None, layouts: dict[str, object]) -> None:
             json.dump(layouts, file)
         os.replace(temporary, cache)
     except OSError:
-        try:
-            os.unlink(temporary)
-        except (OSError, UnboundLocalError):
-            pass
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass

@@ -28,7 +28,7 @@ import struct
 import time
 
 from .client import connect
-from .wire import MAX_REQUEST_BYTES, MAX_STAGE_BYTES
+from .wire import MAX_REQUEST_BYTES, MAX_STAGE_BYTES, write_all
 
 RELAY_USAGE = "usage: edgehub-agent relay --socket PATH [--preload NAMESPACE]"
 SERVER_START_S = 30.0  # a server this relay started may take that long to answer
@@ -69,13 +69,7 @@ class Input:
 
 
 def write_frame(kind: bytes, payload: bytes = b"") -> None:
-    view = memoryview(HEADER.pack(kind, len(payload)) + payload)
-    while view:
-        try:
-            written = os.write(1, view)
-        except InterruptedError:
-            continue
-        view = view[written:]
+    write_all(1, HEADER.pack(kind, len(payload)) + payload)
 
 
 def stage_size(line: bytes) -> int:

@@ -19,7 +19,7 @@ import os
 import tarfile
 from typing import Any
 
-from .wire import FILES, marker
+from .wire import FILES, marker, write_all
 
 
 class StageError(ValueError):
@@ -98,10 +98,4 @@ def pack(cwd: str, folder: str) -> bytes:
 def send_back(stage: dict[str, Any], cwd: str) -> None:
     """Write the FILES line and the tar of the folder the client asked for to stdout (fd 1)."""
     data = pack(cwd, str(stage.get("fetch") or "out"))
-    view = memoryview(marker(FILES, len(data)) + data)
-    while view:
-        try:
-            written = os.write(1, view)
-        except InterruptedError:
-            continue
-        view = view[written:]
+    write_all(1, marker(FILES, len(data)) + data)

@@ -135,3 +135,14 @@ def socket_address(path: str) -> Iterator[str]:
         yield address
     finally:
         os.close(dir_fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to file descriptor ``fd`` (a pipe or socket may take it in parts)."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except InterruptedError:
+            continue
+        view = view[written:]

@@ -136,6 +136,11 @@ class _Response:
             parts.append(chunk)
         return b"".join(parts)
 
+    def take_over(self) -> tuple[socket.socket, bytes]:
+        """The connection itself, and what was read past the head (an upgraded stream)."""
+        pending, self._buffer = self._buffer, b""
+        return self._sock, pending
+
     def close(self) -> None:
         self._sock.close()
 
@@ -191,11 +196,15 @@ class LiteClient:
         body: bytes | None,
         content_type: str,
         timeout: float | None = None,
+        *,
+        upgrade: bool = False,
     ) -> _Response:
-        """Send a request; the caller reads the response and closes it."""
+        """Send a request; the caller reads the response and closes it (or, ``upgrade``: takes
+        the connection over as the exec's raw stream)."""
         sock = self._connect(self.timeout if timeout is None else timeout)
         try:
-            head = f"{method} {url} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n"
+            connection = "Upgrade\r\nUpgrade: tcp" if upgrade else "close"
+            head = f"{method} {url} HTTP/1.1\r\nHost: docker\r\nConnection: {connection}\r\n"
             if body is not None:
                 head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
             elif method in ("POST", "PUT"):
@@ -277,33 +286,12 @@ class LiteClient:
         return str(self._call("POST", url, body)["Id"])
 
     def exec_start(self, exec_id: str) -> ExecSocket:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        sock.connect(self.path)
         body = b'{"Detach": false, "Tty": false}'
-        head = (
-            f"POST /exec/{exec_id}/start HTTP/1.1\r\nHost: docker\r\n"
-            "Content-Type: application/json\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        )
-        received = b""
-        try:
-            sock.sendall(head.encode() + body)
-            while b"\r\n\r\n" not in received:
-                chunk = sock.recv(4096)
-                if not chunk:
-                    raise DockerAPIError(0, "the daemon closed the exec stream")
-                received += chunk
-        except BaseException:
-            sock.close()
-            raise
-        status_line, _, rest = received.partition(b"\r\n\r\n")
-        status = int(status_line.split(b" ", 2)[1])
-        if status not in (101, 200):
-            sock.close()
-            raise _error(status, rest)
+        url = f"/exec/{exec_id}/start"
+        response = self._open("POST", url, body, "application/json", upgrade=True)
+        sock, pending = response.take_over()
         sock.settimeout(None)  # a quiet command may print nothing for a long time
-        return _Hijacked(sock, rest)
+        return _Hijacked(sock, pending)
 
     def exec_inspect(self, exec_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/exec/{exec_id}/json")
