@@ -11,13 +11,7 @@ from edgehub.ops.project import Project
 
 __all__ = ["DeviceRow", "init_project", "list_devices"]
 
-STARTER = """# edgehub project: devices and provider settings. See `hub devices`.
-[project]
-name = "{name}"
-
-[devices.local]
-provider = "local"
-"""
+HEADER = "# edgehub project: devices and provider settings. See `hub devices`.\n"
 
 
 @dataclass(frozen=True)
@@ -61,11 +55,25 @@ def pool_places(project: Project, name: str) -> str:
 
 
 def init_project(directory: Path, name: str | None = None) -> Path:
-    """Write a starter hub.toml in ``directory``; refuses to overwrite one."""
-    from edgehub.config.save import atomic_write
+    """Write a starter hub.toml in ``directory``; refuses to overwrite one.
+
+    The name goes in through the TOML library (`ConfigDocument`), so quotes, newlines or
+    control characters in it stay part of the name and the file always loads back.
+    """
+    from edgehub.config.save import ConfigDocument
 
     path = directory / "hub.toml"
     if path.exists():
         raise UsageError(f"{path} already exists; edit it, or remove it first")
-    atomic_write(path, STARTER.format(name=name or directory.resolve().name).encode())
+    name = name or directory.resolve().name
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"project name {name!r} is not UTF-8 text; name the project with 'hub init --name NAME'"
+        ) from None
+    document = ConfigDocument(path, HEADER)
+    document.set(("project", "name"), name)
+    document.add_device("local", "local")
+    document.save()
     return path
