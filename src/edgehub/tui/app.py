@@ -6,6 +6,7 @@ import argparse
 import sys
 from functools import partial
 from pathlib import Path
+from typing import NoReturn
 
 from textual.app import App
 from textual.binding import Binding
@@ -128,11 +129,34 @@ class EdgehubApp(App[int]):
             self.exit(0)
 
 
+class _OneLineErrors(argparse.ArgumentParser):
+    """Usage errors in one line (no usage dump), exit 2, as `hub` gives them."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}; see '{self.prog} --help'", file=sys.stderr)
+        sys.exit(2)
+
+
+def _port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) <= 65535):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port: give 1-65535, or 0 for any free one"
+        )
+    return int(text)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="hub-tui", description="edgehub's terminal UI")
+    parser = _OneLineErrors(prog="hub-tui", description="edgehub's terminal UI")
     parser.add_argument("--config", type=Path, help="hub.toml to use (default: the nearest)")
-    parser.add_argument("--serve", action="store_true", help="serve the UI to a browser")
-    parser.add_argument("--port", type=int, default=8000, help="port for --serve (8000)")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="serve the UI to a browser on 127.0.0.1; open the URL it prints (it holds a "
+        "secret token)",
+    )
+    parser.add_argument(
+        "--port", type=_port, default=8000, help="port for --serve (8000; 0: any free one)"
+    )
     return parser
 
 
@@ -141,14 +165,14 @@ def run(argv: list[str] | None = None) -> int:
     from edgehub.errors import EdgehubError
 
     args = _parser().parse_args(argv)
-    if args.serve:
-        from edgehub.tui.serve import serve
-
-        return serve(args.config, args.port)
     try:
+        if args.serve:
+            from edgehub.tui.serve import serve
+
+            return serve(args.config, args.port)
         app = EdgehubApp(args.config)
     except EdgehubError as error:
         print(f"hub-tui: {error}", file=sys.stderr)
-        return 2
+        return error.exit_code
     code = app.run()
     return code if isinstance(code, int) else 0
