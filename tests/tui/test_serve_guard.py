@@ -168,6 +168,10 @@ def test_the_page_needs_the_token_and_a_loopback_host_and_origin(served: Served)
         "other port": served.get(f"/?token={token}", Host="127.0.0.1:1"),
         "evil origin": served.get(f"/?token={token}", Origin=f"http://{EVIL}"),
         "null origin": served.get(f"/?token={token}", Origin="null"),
+        "origin suffix": served.get(
+            f"/?token={token}", Origin=f"http://127.0.0.1:{served.port}.{EVIL}"
+        ),
+        "host userinfo": served.get(f"/?token={token}", Host=f"127.0.0.1:{served.port}@{EVIL}"),
         "unknown path": served.get("/anything"),
     }
     assert {case: status for case, (status, _) in refused.items()} == dict.fromkeys(refused, 403)
@@ -237,3 +241,17 @@ def test_a_taken_port_is_one_line_exit_3(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert f"port {port}" in lines[0] and "in use" in lines[0] and "--port" in lines[0]
+
+
+def test_a_broken_hub_toml_is_one_line_before_serving(tmp_path: Path) -> None:
+    (tmp_path / "hub.toml").write_text("[project\n")
+    result = subprocess.run(
+        [HUB_TUI, "--serve", "--port", "0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "invalid TOML" in lines[0], result.stderr

@@ -169,6 +169,7 @@ def run(argv: list[str] | None = None) -> int:
         if args.serve:
             from edgehub.tui.serve import serve
 
+            ProjectState(args.config)  # a broken hub.toml: one line now, not a dead session later
             return serve(args.config, args.port)
         app = EdgehubApp(args.config)
     except EdgehubError as error:

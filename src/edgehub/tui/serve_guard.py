@@ -91,7 +91,8 @@ def guard_middleware(guard: Guard) -> Middleware:
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
         reason = guard.refusal(request)
         if reason is not None:
-            where = repr(request.path[:80])  # repr: no control characters reach the terminal
+            # repr: no control characters reach the terminal; the token is not echoed
+            where = repr(request.path[:80].replace(guard.token, "<token>"))
             print(f"hub-tui: refused {request.method} {where}: {reason}", file=sys.stderr)
             raise web.HTTPForbidden(text=f"refused: {reason}\n", headers=HEADERS)
         response = await handler(request)
