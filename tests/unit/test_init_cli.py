@@ -72,3 +72,13 @@ def test_init_leaves_an_existing_hub_toml_as_it_was(tmp_path: Path) -> None:
     result = _hub("init", "--name", "x", cwd=tmp_path)
     assert result.returncode == 2 and "already exists" in result.stderr
     assert (tmp_path / "hub.toml").read_text() == "# mine\n"
+
+
+def test_init_never_writes_through_a_planted_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere" / "victim"
+    target.parent.mkdir()
+    (tmp_path / "hub.toml").symlink_to(target)  # dangling: the target does not exist yet
+    result = _hub("init", cwd=tmp_path)
+    assert result.returncode == 2 and "already exists" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not target.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def init_project(directory: Path, name: str | None = None) -> Path:
     from edgehub.config.save import ConfigDocument
 
     path = directory / "hub.toml"
-    if path.exists():
+    if os.path.lexists(path):  # a link too, dangling or not: never write where it points
         raise UsageError(f"{path} already exists; edit it, or remove it first")
     name = name or directory.resolve().name
     try:
