@@ -169,7 +169,7 @@ def _device_lease(
         return
     with measurement_lease(
         project,
-        device.name,
+        device,
         timeout=request.lease_timeout,
         command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
         events=ctx.events,
