@@ -142,9 +142,11 @@ def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(
 
 def test_a_dangling_link_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
     lease_path("board", tmp_path).symlink_to(tmp_path / "made-by-the-link")
-    with pytest.raises(EnvironmentProblem, match="symbolic link"):
-        with device_lease("board", lease_dir=tmp_path, timeout=1):
-            pass
+    with (
+        pytest.raises(EnvironmentProblem, match="symbolic link"),
+        device_lease("board", lease_dir=tmp_path, timeout=1),
+    ):
+        pass
     assert not (tmp_path / "made-by-the-link").exists()
 
 
@@ -157,9 +159,11 @@ def test_a_hard_link_or_a_fifo_at_the_lock_path_is_refused_without_hanging(
     os.mkfifo(lease_path("fifo", tmp_path))
     for board, why in (("linked", "has other names"), ("fifo", "not a plain file")):
         started = time.monotonic()
-        with pytest.raises(EnvironmentProblem, match=why):
-            with device_lease(board, lease_dir=tmp_path, timeout=1):
-                pass
+        with (
+            pytest.raises(EnvironmentProblem, match=why),
+            device_lease(board, lease_dir=tmp_path, timeout=1),
+        ):
+            pass
         assert time.monotonic() - started < 5
     assert other.read_text() == "keep me"
 
@@ -209,7 +213,6 @@ def test_a_hostile_record_is_capped_and_printable(tmp_path: Path) -> None:
 def test_bad_lease_timeouts_are_usage_errors(seconds: float, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="finite number of seconds"):
         check_lease_timeout(seconds)
-    with pytest.raises(UsageError):
-        with device_lease("board", lease_dir=tmp_path, timeout=seconds):
-            pass
+    with pytest.raises(UsageError), device_lease("board", lease_dir=tmp_path, timeout=seconds):
+        pass
     assert check_lease_timeout(0) == 0 and check_lease_timeout(None) == 3600
