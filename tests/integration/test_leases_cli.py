@@ -192,7 +192,7 @@ def test_two_names_for_one_ssh_board_take_turns(
 
     env = _env(project)
     first = subprocess.Popen(
-        _profile(project, "edge-a", "--set", "runs=10000"), cwd=project, env=env,
+        _profile(project, "edge-a", "--set", "runs=40000"), cwd=project, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 120
