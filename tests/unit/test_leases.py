@@ -198,15 +198,21 @@ def test_a_hostile_record_is_capped_and_printable(tmp_path: Path) -> None:
     path = lease_path("board", tmp_path)
     record = {
         "pid": 1, "user": "mallory\x1b]0;pwned\x07", "host": "h\nhub: error: fake",
-        "command": "x" * 1000, "since": "nan", "device": "\x1b[2J",
+        "command": "x" * 1000, "since": 1e308, "device": "\x1b[2J",
     }  # fmt: skip
     path.write_text(json.dumps(record))
     holder = lease_holder("board", tmp_path)
     assert holder is not None
-    text = holder.describe()
-    assert text.isprintable() and len(holder.command) <= 200
-    path.write_text(json.dumps({**record, "command": "y" * 5000}))  # over the size cap
-    assert lease_holder("board", tmp_path) is None
+    text = holder.describe()  # a time far out of range is "since ?", not an error
+    assert text.isprintable() and len(holder.command) <= 200 and "since ?" in text
+    for bad in (
+        json.dumps({**record, "command": "y" * 5000}),  # over the size cap
+        "[" * 4000,  # nested deeper than the parser recurses
+        json.dumps({**record, "pid": -1}),  # os.kill(-1, 0) would ask about every process
+        b"\xff\xfe{".decode("latin-1"),
+    ):
+        path.write_text(bad, encoding="latin-1")
+        assert lease_holder("board", tmp_path) is None
 
 
 @pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf")])

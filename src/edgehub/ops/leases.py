@@ -93,7 +93,7 @@ class LeaseHolder:
         return True
 
     def describe(self) -> str:
-        started = time.strftime("%H:%M:%S", time.localtime(self.since))
+        started = time.strftime("%H:%M:%S", time.localtime(self.since)) if self.since else "?"
         text = f"{self.user}@{self.host} pid {self.pid} ({self.command}) since {started}"
         if self.device:
             text += f" for device {self.device!r}"
@@ -131,15 +131,18 @@ def _read_record(fd: int) -> LeaseHolder | None:
         if not stat.S_ISREG(info.st_mode) or info.st_size > _RECORD_MAX:
             return None
         data = json.loads(os.pread(fd, _RECORD_MAX, 0).decode("utf-8") or "null")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
     try:
-        since = float(data["since"])
+        since, pid = float(data["since"]), int(data["pid"])
+        if not 0 < pid < 2**31:
+            return None
         return LeaseHolder(
-            pid=int(data["pid"]), user=_text(data["user"], 64), host=_text(data["host"], 255),
-            command=_text(data["command"], 200), since=since if math.isfinite(since) else 0.0,
+            pid=pid, user=_text(data["user"], 64), host=_text(data["host"], 255),
+            command=_text(data["command"], 200),
+            since=since if 0 < since < time.time() + 86400 else 0.0,  # 0: unknown
             device=_text(data.get("device", ""), 100),
         )  # fmt: skip
     except (KeyError, TypeError, ValueError, OverflowError):
@@ -170,7 +173,7 @@ def _open_lock(path: Path) -> tuple[int, bool]:
         os.close(fd)
         what = "is not a plain file" if not stat.S_ISREG(info.st_mode) else "has other names"
         raise EnvironmentProblem(
-            f"lease file {path} {what} (a hard link or a device planted there?); edgehub will "
+            f"lease file {path} {what} (a hard link, FIFO or device planted there?); edgehub will "
             f"not use it: remove it and check who can write {path.parent}"
         )
     return fd, writable and info.st_uid == os.getuid()
