@@ -125,7 +125,7 @@ def _check_shared(path: Path, folder: Path, info: os.stat_result) -> None:
         raise _refuse(
             path,
             f"is writable by group or others without the sticky bit{where}: anyone could swap "
-            f"its lock files; chmod +t {folder}, or use another directory",
+            f"its lock files (chmod +t {folder})",
         )
 
 
