@@ -189,9 +189,13 @@ def test_own_lock_files_are_not_world_writable(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o1777)
-    with device_lease("board", lease_dir=shared, timeout=1):
-        pass
-    assert not stat.S_IMODE(lease_path("board", shared).stat().st_mode) & 0o022
+    umask = os.umask(0o077)  # others must still be able to open it to wait for the lease
+    try:
+        with device_lease("board", lease_dir=shared, timeout=1):
+            pass
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(lease_path("board", shared).stat().st_mode) == 0o644
 
 
 def test_a_hostile_record_is_capped_and_printable(tmp_path: Path) -> None:

@@ -158,8 +158,13 @@ def _open_lock(path: Path) -> tuple[int, bool]:
         try:
             fd = os.open(path, os.O_RDWR | _OPEN)
         except FileNotFoundError:
-            with contextlib.suppress(FileExistsError):
+            try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN, mode)
+                os.fchmod(fd, mode)  # the file we just made: readable by all in a shared dir
+            except FileExistsError:
+                continue
+            except OSError as error:
+                raise _refused(path, error) from error
         except PermissionError:  # another user's lock file: flock works on a read-only one
             fd, writable = _try(path, lambda: os.open(path, os.O_RDONLY | _OPEN)), False
         except OSError as error:
