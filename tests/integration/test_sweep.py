@@ -1,7 +1,7 @@
 """Sweeps and device leases against the real Docker daemon and ONNX Runtime image.
 
-Two hub.toml devices with the ``local`` provider and ``cpus = 1`` are two independent
-containers: the stand-ins for two boards (the SSH providers and labgrid places come later).
+Two hub.toml devices with the ``local`` provider and ``cpus = 1`` are two containers on one
+Docker daemon: one board for the leases (`ops.boards`), so their measurements take turns.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.config.devices import to_device
 from edgehub.errors import OperationCancelled
+from edgehub.ops.boards import board_key
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.leases import lease_holder
 from edgehub.ops.project import open_project
@@ -72,7 +74,7 @@ def _overlap(a: RunRecord, b: RunRecord) -> bool:
     return a.started_at < b.ended_at and b.started_at < a.ended_at
 
 
-def test_sweep_records_cells_in_parallel_per_device(project: Path) -> None:
+def test_sweep_records_cells_one_board_at_a_time(project: Path) -> None:
     grid = SweepGrid(
         models=[project / "a.onnx", project / "broken.onnx"],
         devices=["cpu1", "cpu2"],
@@ -110,9 +112,8 @@ def test_sweep_records_cells_in_parallel_per_device(project: Path) -> None:
     for same in by_device.values():
         for i, a in enumerate(same):
             assert not any(_overlap(a, b) for b in same[i + 1 :]), "two cells on one device"
-    assert any(_overlap(a, b) for a in by_device["cpu1"] for b in by_device["cpu2"]), (
-        "no cell on cpu1 ran while one ran on cpu2"
-    )
+    for i, a in enumerate(profiles):  # cpu1 and cpu2 are one board (one Docker daemon)
+        assert not any(_overlap(a, b) for b in profiles[i + 1 :]), "two measurements at once"
 
 
 def test_resume_skips_finished_cells(project: Path) -> None:
@@ -229,20 +230,24 @@ def _profile(device: str, cwd: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _wait_for_holder(device: str, pid: int, lease_dir: Path) -> None:
+def _board(project: Path, device: str) -> str:
+    return board_key(to_device(open_project(project / "hub.toml").config, device))
+
+
+def _wait_for_holder(board: str, pid: int, lease_dir: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        holder = lease_holder(device, lease_dir)
+        holder = lease_holder(board, lease_dir)
         if holder is not None and holder.pid == pid:
             return
         time.sleep(0.05)
-    raise AssertionError(f"process {pid} never took the lease of {device}")
+    raise AssertionError(f"process {pid} never took the lease of {board}")
 
 
 def test_two_profiles_on_one_device_take_turns(project: Path) -> None:
     lease_dir = Path(os.environ["EDGEHUB_LEASE_DIR"])
     first = _profile("cpu1", project)
-    _wait_for_holder("cpu1", first.pid, lease_dir)
+    _wait_for_holder(_board(project, "cpu1"), first.pid, lease_dir)
     second = _profile("cpu1", project)
     _, first_err = first.communicate(timeout=300)
     _, second_err = second.communicate(timeout=300)
@@ -252,21 +257,27 @@ def test_two_profiles_on_one_device_take_turns(project: Path) -> None:
     assert not _overlap(a, b)
 
 
-def test_two_profiles_on_two_devices_run_together(project: Path) -> None:
-    first, second = _profile("cpu1", project), _profile("cpu2", project)
+def test_two_local_devices_share_the_docker_daemon_and_take_turns(project: Path) -> None:
+    lease_dir = Path(os.environ["EDGEHUB_LEASE_DIR"])
+    assert _board(project, "cpu1") == _board(project, "cpu2")
+    first = _profile("cpu1", project)
+    _wait_for_holder(_board(project, "cpu1"), first.pid, lease_dir)
+    second = _profile("cpu2", project)
     _, first_err = first.communicate(timeout=300)
     _, second_err = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0, first_err + second_err
-    assert "is held by" not in first_err + second_err
+    assert "device 'cpu2' is held by" in second_err and "for device 'cpu1'" in second_err
     a, b = [r for r in _runs(project) if r.run_type == "PROFILE"]
-    assert _overlap(a, b)
+    assert not _overlap(a, b)
 
 
 def test_waiting_profile_times_out_or_stops_on_ctrl_c(project: Path) -> None:
     from edgehub.ops.leases import device_lease
 
     lease_dir = Path(os.environ["EDGEHUB_LEASE_DIR"])
-    with device_lease("cpu1", lease_dir=lease_dir, command="held-by-the-test"):
+    with device_lease(
+        _board(project, "cpu1"), device="cpu1", lease_dir=lease_dir, command="held-by-the-test"
+    ):
         timed_out = subprocess.run(
             [HUB, "exec", "profile", "onnxruntime", "a.onnx", "--device", "cpu1",
              "--lease-timeout", "1"],

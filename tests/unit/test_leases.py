@@ -1,9 +1,12 @@
-"""Device leases between real processes: flock files in a lease directory of the test's own."""
+"""Device leases between real processes: flock files in a lease directory of the test's own;
+lock files planted by someone else (links, hard links, FIFOs, other users' files, hostile
+records) are refused or left untouched."""
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -12,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from edgehub.errors import DeviceBusyError, OperationCancelled
-from edgehub.ops.leases import device_lease, lease_holder
+from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
+from edgehub.ops.leases import check_lease_timeout, device_lease, lease_holder, lease_path
 
 HOLD = """
 import sys, time
@@ -80,7 +83,7 @@ def test_a_killed_holder_frees_the_device(tmp_path: Path) -> None:
     assert stale is not None and stale.pid == holder.pid
     assert not stale.alive and "stale" in stale.describe()
     with device_lease("board", lease_dir=tmp_path, timeout=1):
-        record = json.loads((tmp_path / "board.lock").read_text())
+        record = json.loads(lease_path("board", tmp_path).read_text())
         assert record["pid"] == os.getpid()
     assert lease_holder("board", tmp_path) is None, "a released lease still names a holder"
 
@@ -117,3 +120,109 @@ def test_cancel_while_waiting(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_link_planted_at_the_lock_path_is_refused_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("private data")
+    secret.chmod(0o600)
+    leases = tmp_path / "leases"
+    leases.mkdir(mode=0o700)
+    lease_path("board", leases).symlink_to(secret)
+    with (
+        pytest.raises(EnvironmentProblem, match="is a symbolic link"),
+        device_lease("board", lease_dir=leases, timeout=1),
+    ):
+        pass
+    assert secret.read_text() == "private data"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+def test_a_dangling_link_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    lease_path("board", tmp_path).symlink_to(tmp_path / "made-by-the-link")
+    with (
+        pytest.raises(EnvironmentProblem, match="symbolic link"),
+        device_lease("board", lease_dir=tmp_path, timeout=1),
+    ):
+        pass
+    assert not (tmp_path / "made-by-the-link").exists()
+
+
+def test_a_hard_link_or_a_fifo_at_the_lock_path_is_refused_without_hanging(
+    tmp_path: Path,
+) -> None:
+    other = tmp_path / "other"
+    other.write_text("keep me")
+    os.link(other, lease_path("linked", tmp_path))
+    os.mkfifo(lease_path("fifo", tmp_path))
+    for board, why in (("linked", "has other names"), ("fifo", "not a plain file")):
+        started = time.monotonic()
+        with (
+            pytest.raises(EnvironmentProblem, match=why),
+            device_lease(board, lease_dir=tmp_path, timeout=1),
+        ):
+            pass
+        assert time.monotonic() - started < 5
+    assert other.read_text() == "keep me"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a lock file to another user")
+def test_another_users_lock_file_is_locked_but_never_written_or_re_moded(tmp_path: Path) -> None:
+    path = lease_path("board", tmp_path)
+    path.write_text('{"theirs": true}')
+    os.chown(path, 65534, 65534)
+    path.chmod(0o640)
+    with device_lease("board", lease_dir=tmp_path, timeout=1):
+        assert path.read_text() == '{"theirs": true}'
+    assert path.read_text() == '{"theirs": true}'
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640 and path.stat().st_uid == 65534
+
+
+def test_own_lock_files_are_not_world_writable(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with device_lease("board", lease_dir=private, timeout=1):
+        pass
+    assert stat.S_IMODE(lease_path("board", private).stat().st_mode) == 0o600
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    umask = os.umask(0o077)  # others must still be able to open it to wait for the lease
+    try:
+        with device_lease("board", lease_dir=shared, timeout=1):
+            pass
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(lease_path("board", shared).stat().st_mode) == 0o644
+
+
+def test_a_hostile_record_is_capped_and_printable(tmp_path: Path) -> None:
+    path = lease_path("board", tmp_path)
+    record = {
+        "pid": 1, "user": "mallory\x1b]0;pwned\x07", "host": "h\nhub: error: fake",
+        "command": "x" * 1000, "since": 1e308, "device": "\x1b[2J",
+    }  # fmt: skip
+    path.write_text(json.dumps(record))
+    holder = lease_holder("board", tmp_path)
+    assert holder is not None
+    text = holder.describe()  # a time far out of range is "since ?", not an error
+    assert text.isprintable() and len(holder.command) <= 200 and "since ?" in text
+    for bad in (
+        json.dumps({**record, "command": "y" * 5000}),  # over the size cap
+        "[" * 4000,  # nested deeper than the parser recurses
+        json.dumps({**record, "pid": -1}),  # os.kill(-1, 0) would ask about every process
+        b"\xff\xfe{".decode("latin-1"),
+    ):
+        path.write_text(bad, encoding="latin-1")
+        assert lease_holder("board", tmp_path) is None
+
+
+@pytest.mark.parametrize("seconds", [-1.0, float("nan"), float("inf")])
+def test_bad_lease_timeouts_are_usage_errors(seconds: float, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="finite number of seconds"):
+        check_lease_timeout(seconds)
+    with pytest.raises(UsageError), device_lease("board", lease_dir=tmp_path, timeout=seconds):
+        pass
+    assert check_lease_timeout(0) == 0 and check_lease_timeout(None) == 3600

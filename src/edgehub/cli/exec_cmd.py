@@ -67,7 +67,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument(
         "--lease-timeout",
-        type=float,
+        type=_seconds,
         metavar="SECONDS",
         help="how long to wait for a device another measurement holds (default 3600)",
     )
@@ -120,6 +120,21 @@ def handle(args: argparse.Namespace) -> int:
     else:
         _print_run(args.step, report)
     return 0
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds >= 0 (``--lease-timeout``)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds >= 0; give e.g. --lease-timeout 600"
+        )
+    return value
 
 
 def _split_pair(text: str, flag: str) -> tuple[str, str]:

@@ -151,8 +151,8 @@ def _device_lease(
 ) -> Iterator[None]:
     """Hold the device while a step runs: always for the measuring steps (profile, pipeline),
     and for every step on a device that is not this host (``local`` provider); never for a
-    cloud service (it queues jobs itself). The hold is a labgrid place for a device with a
-    ``labgrid`` table, else a lease on this host."""
+    cloud service (it queues jobs itself). The hold is the lease of the board (`ops.boards`),
+    after a labgrid place for a device with a ``labgrid`` table."""
     from edgehub.config.schema import CLOUD_PROVIDERS
     from edgehub.core.component.dispatch import resolve_device
     from edgehub.ops.leases import measurement_lease
@@ -169,7 +169,7 @@ def _device_lease(
         return
     with measurement_lease(
         project,
-        device.name,
+        device,
         timeout=request.lease_timeout,
         command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
         events=ctx.events,

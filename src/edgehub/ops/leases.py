@@ -1,61 +1,83 @@
-"""Exclusive device leases: one measurement on a device at a time, across processes and users.
+"""Exclusive device leases: one measurement on a board at a time, across processes and users.
 
-A lease is an ``flock`` on ``<lease dir>/<device>.lock`` (``$EDGEHUB_LEASE_DIR``, else
-``/tmp/edgehub-leases``, a sticky world-writable directory so that other users' processes
-meet the same locks). The holder writes its pid, user, host, command and start time into the
-file, so that a waiter can say for whom it waits. The kernel drops the lock when its holder
-exits, however it ends, so a crashed holder never blocks anyone; what a dead holder wrote is
-then stale and is reported as such. Leases key on the device name.
+A lease is an ``flock`` on a lock file named after the board (`edgehub.ops.boards.board_key`:
+two device names for one host and port share it) in the lease directory
+(`edgehub.ops.lease_dir`: private to the user by default, ``$EDGEHUB_LEASE_DIR`` to share).
+The kernel drops the lock when its holder exits, however it ends, so a crashed holder never
+blocks anyone.
+
+Lock files are opened without following links (a link planted at the path is refused, its
+target untouched), must be plain files with one name, and are written only by their owner while
+holding the lock: the holder's pid, user, host, command, device name and start time, so that a
+waiter can say for whom it waits. What a waiter reads there is size-capped and cut to printable
+text; what a dead holder wrote is reported as stale.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import getpass
+import hashlib
 import json
+import math
 import os
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import DeviceBusyError, OperationCancelled
+from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
 
 if TYPE_CHECKING:
+    from edgehub.core.device.spec import Device
     from edgehub.events import EventSink
     from edgehub.ops.labgrid_pool import PlaceInfo
     from edgehub.ops.project import Project
 
 __all__ = [
     "LeaseHolder",
-    "default_lease_dir",
+    "check_lease_timeout",
     "device_lease",
     "lease_holder",
+    "lease_path",
     "measurement_lease",
 ]
 
 DEFAULT_TIMEOUT_S = 3600.0
 _POLL_S = 0.25
+_RECORD_MAX = 4096
+_OPEN = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
 
 
-def default_lease_dir() -> Path:
-    env = os.environ.get("EDGEHUB_LEASE_DIR")
-    return Path(env).expanduser() if env else Path("/tmp/edgehub-leases")
+def check_lease_timeout(seconds: float | None) -> float:
+    """``seconds`` to wait for a lease (None: the default hour); negative, NaN and infinite
+    values are a `UsageError`."""
+    if seconds is None:
+        return DEFAULT_TIMEOUT_S
+    if not math.isfinite(seconds) or seconds < 0:
+        raise UsageError(
+            f"lease timeout must be a finite number of seconds >= 0, got {seconds!r}; "
+            "give e.g. --lease-timeout 600"
+        )
+    return float(seconds)
 
 
 @dataclass(frozen=True)
 class LeaseHolder:
-    """Who holds (or last held) a device's lease."""
+    """Who holds (or last held) a board's lease, as its lock file says (printable text)."""
 
     pid: int
     user: str
     host: str
     command: str
     since: float
+    device: str = ""
 
     @property
     def alive(self) -> bool:
@@ -66,54 +88,123 @@ class LeaseHolder:
             os.kill(self.pid, 0)
         except ProcessLookupError:
             return False
-        except PermissionError:
+        except (PermissionError, OverflowError, ValueError):
             return True
         return True
 
     def describe(self) -> str:
-        started = time.strftime("%H:%M:%S", time.localtime(self.since))
+        started = time.strftime("%H:%M:%S", time.localtime(self.since)) if self.since else "?"
         text = f"{self.user}@{self.host} pid {self.pid} ({self.command}) since {started}"
+        if self.device:
+            text += f" for device {self.device!r}"
         return text if self.alive else f"{text} [that process is gone: stale record]"
 
 
-def _lock_path(device: str, lease_dir: Path) -> Path:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in device)
-    return lease_dir / f"{safe}.lock"
+def lease_path(board: str, lease_dir: Path | None = None) -> Path:
+    """The lock file of ``board`` (a readable part of the key and a hash of all of it)."""
+    from edgehub.ops.lease_dir import lease_directory
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in board)[:60]
+    digest = hashlib.sha256(board.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return (lease_dir or lease_directory()) / f"{safe}-{digest}.lock"
 
 
-def _prepare(lease_dir: Path) -> None:
-    if not lease_dir.is_dir():
-        lease_dir.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(OSError):
-            lease_dir.chmod(0o1777)
-
-
-def lease_holder(device: str, lease_dir: Path | None = None) -> LeaseHolder | None:
-    """What the lease file of ``device`` records (the holder, or the last one)."""
-    path = _lock_path(device, lease_dir or default_lease_dir())
+def lease_holder(board: str, lease_dir: Path | None = None) -> LeaseHolder | None:
+    """What the lock file of ``board`` records (the holder, or the last one), if anything."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8") or "null")
-    except (OSError, ValueError):
+        fd = os.open(lease_path(board, lease_dir), os.O_RDONLY | _OPEN)
+    except OSError:
+        return None
+    try:
+        return _read_record(fd)
+    finally:
+        os.close(fd)
+
+
+def _text(value: Any, limit: int) -> str:
+    return "".join(c if c.isprintable() else "?" for c in str(value)[:limit])
+
+
+def _read_record(fd: int) -> LeaseHolder | None:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _RECORD_MAX:
+            return None
+        data = json.loads(os.pread(fd, _RECORD_MAX, 0).decode("utf-8") or "null")
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None
     try:
+        since, pid = float(data["since"]), int(data["pid"])
+        if not 0 < pid < 2**31:
+            return None
         return LeaseHolder(
-            int(data["pid"]), str(data["user"]), str(data["host"]), str(data["command"]),
-            float(data["since"]),
+            pid=pid, user=_text(data["user"], 64), host=_text(data["host"], 255),
+            command=_text(data["command"], 200),
+            since=since if 0 < since < time.time() + 86400 else 0.0,  # 0: unknown
+            device=_text(data.get("device", ""), 100),
         )  # fmt: skip
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
 
 
-def _open(path: Path) -> IO[str]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    with contextlib.suppress(OSError):
-        os.fchmod(fd, 0o666)
-    return os.fdopen(fd, "r+", encoding="utf-8")
+def _open_lock(path: Path) -> tuple[int, bool]:
+    """The lock file at ``path``, opened (made if missing) without following a link; and
+    whether we may write it (ours, one name)."""
+    mode = 0o600 if not os.stat(path.parent).st_mode & 0o077 else 0o644
+    fd, writable = -1, True
+    for _ in range(10):
+        try:
+            fd = os.open(path, os.O_RDWR | _OPEN)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN, mode)
+                os.fchmod(fd, mode)  # the file we just made: readable by all in a shared dir
+            except FileExistsError:
+                continue
+            except OSError as error:
+                raise _refused(path, error) from error
+        except PermissionError:  # another user's lock file: flock works on a read-only one
+            fd, writable = _try(path, lambda: os.open(path, os.O_RDONLY | _OPEN)), False
+        except OSError as error:
+            raise _refused(path, error) from error
+        if fd >= 0:
+            break
+    else:
+        raise EnvironmentProblem(f"lease file {path} keeps changing; check who writes there")
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(fd)
+        what = "is not a plain file" if not stat.S_ISREG(info.st_mode) else "has other names"
+        raise EnvironmentProblem(
+            f"lease file {path} {what} (a hard link, FIFO or device planted there?); edgehub will "
+            f"not use it: remove it and check who can write {path.parent}"
+        )
+    return fd, writable and info.st_uid == os.getuid()
 
 
-def _record_self(handle: IO[str], command: str) -> None:
+def _try(path: Path, opener: Callable[[], int]) -> int:
+    try:
+        return opener()
+    except OSError as error:
+        raise _refused(path, error) from error
+
+
+def _refused(path: Path, error: OSError) -> EnvironmentProblem:
+    if error.errno == errno.ELOOP:
+        return EnvironmentProblem(
+            f"lease file {path} is a symbolic link; edgehub does not follow links there (one "
+            f"planted there could make it write elsewhere): remove it and check who can write "
+            f"{path.parent}"
+        )
+    return EnvironmentProblem(
+        f"cannot open lease file {path}: {error.strerror}; set EDGEHUB_LEASE_DIR to a "
+        "directory you can write"
+    )
+
+
+def _record_self(fd: int, command: str, device: str) -> None:
     try:
         user = getpass.getuser()
     except Exception:
@@ -122,75 +213,80 @@ def _record_self(handle: IO[str], command: str) -> None:
         "pid": os.getpid(),
         "user": user,
         "host": socket.gethostname(),
-        "command": command,
+        "command": command[:200],
+        "device": device[:100],
         "since": time.time(),
     }
-    handle.seek(0)
-    handle.truncate()
-    handle.write(json.dumps(record))
-    handle.flush()
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode("utf-8")[:_RECORD_MAX], 0)
 
 
 @contextlib.contextmanager
 def device_lease(
-    device: str,
+    board: str,
     *,
+    device: str | None = None,
     timeout: float | None = None,
     command: str | None = None,
     on_wait: Callable[[str], None] | None = None,
     cancelled: Callable[[float], bool] | None = None,
     lease_dir: Path | None = None,
 ) -> Iterator[None]:
-    """Hold ``device`` exclusively for the ``with`` block.
+    """Hold ``board`` (a `board_key`) exclusively for the ``with`` block, for ``device``.
 
     While another process (or thread) holds it, ``on_wait`` is told once whom we wait for;
     after ``timeout`` seconds (default one hour) `DeviceBusyError` is raised.
     ``cancelled(seconds)`` sleeps and returns True to give up (`OperationCancelled`)."""
-    folder = lease_dir or default_lease_dir()
-    _prepare(folder)
-    path = _lock_path(device, folder)
-    limit = DEFAULT_TIMEOUT_S if timeout is None else timeout
-    handle = _open(path)
+    from edgehub.ops.lease_dir import lease_directory, shared_directory
+
+    limit = check_lease_timeout(timeout)
+    name = device or board
+    folder = shared_directory(lease_dir) if lease_dir is not None else lease_directory()
+    fd, ours = _open_lock(lease_path(board, folder))
     try:
         deadline = time.monotonic() + limit
         told = False
         while True:
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 pass
-            holder = lease_holder(device, folder)
+            holder = _read_record(fd)
             who = holder.describe() if holder else "another process"
+            if holder is not None and holder.device and holder.device != name:
+                who += f" (the same board: {board})"
             if time.monotonic() >= deadline:
                 raise DeviceBusyError(
-                    f"device {device!r} is still held by {who} after {limit:g} s; try again "
+                    f"device {name!r} is still held by {who} after {limit:g} s; try again "
                     "later or raise --lease-timeout"
                 )
             if not told and on_wait is not None:
-                on_wait(f"device {device!r} is held by {who}; waiting (up to {limit:g} s)")
+                on_wait(f"device {name!r} is held by {who}; waiting (up to {limit:g} s)")
                 told = True
             if cancelled is not None:
                 if cancelled(_POLL_S):
                     raise OperationCancelled("cancelled while waiting for a device")
             else:
                 time.sleep(_POLL_S)
-        _record_self(handle, command or " ".join(["hub", *sys.argv[1:]])[:200])
+        if ours:
+            _record_self(fd, command or " ".join(["hub", *sys.argv[1:]]), name)
         try:
             yield
         finally:
-            with contextlib.suppress(OSError):
-                handle.seek(0)
-                handle.truncate()  # no holder any more
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            if ours:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)  # no holder any more
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        handle.close()
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def measurement_lease(
     project: Project,
-    device: str,
+    device: Device,
     *,
     timeout: float | None,
     command: str,
@@ -198,13 +294,17 @@ def measurement_lease(
     cancelled: Callable[[float], bool],
 ) -> Iterator[PlaceInfo | None]:
     """What a measurement on ``device`` holds: a free place of its labgrid pool when hub.toml
-    gives the device a ``labgrid`` table (yielded, with the board's SSH address), else the
-    device's lease on this host (None)."""
-    section = project.config.devices.get(device)
+    gives the device a ``labgrid`` table (yielded, with the board's SSH address), and the lease
+    of the board (the place's, else the device's own; None yielded)."""
+    from edgehub.ops.boards import board_key, place_board_key
+
+    check_lease_timeout(timeout)
+    section = project.config.devices.get(device.name)
     if section is None or section.labgrid is None:
         with device_lease(
-            device, timeout=timeout, command=command, on_wait=events.warning, cancelled=cancelled
-        ):
+            board_key(device), device=device.name, timeout=timeout, command=command,
+            on_wait=events.warning, cancelled=cancelled,
+        ):  # fmt: skip
             yield None
         return
     from edgehub.core.device.configs import LabgridConfig
@@ -217,7 +317,11 @@ def measurement_lease(
             pool, config, timeout=timeout, on_wait=events.warning, cancelled=cancelled
         ) as place:
             where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
-            events.info(f"device {device!r}: holding labgrid place {place.name} ({where})")
-            yield place
+            events.info(f"device {device.name!r}: holding labgrid place {place.name} ({where})")
+            with device_lease(
+                place_board_key(place, config), device=device.name, timeout=timeout,
+                command=command, on_wait=events.warning, cancelled=cancelled,
+            ):  # fmt: skip
+                yield place
     finally:
         pool.close()

@@ -1,0 +1,123 @@
+"""Which board a device is: the identity that leases key on, not the device's name.
+
+Two hub.toml names for one board must exclude each other, and a result is about the board it
+ran on; `board_key` gives the one string for both:
+
+- an SSH device: ``ssh:HOST:PORT``, its ``~/.ssh/config`` alias resolved and the host name
+  looked up here (the first IPv4 address, else the first address; the name itself when it does
+  not resolve within a few seconds); with a jump host, ``ssh:HOST:PORT via ssh:JHOST:JPORT``
+  (the target's name then resolves on the jump host, so it stays as written, lower-cased);
+- a device of a labgrid pool: before a place is held, ``labgrid:COORDINATOR/PLACE`` (plus its
+  tags); the held place is keyed by its address (`place_board_key`), as an SSH device there;
+- a ``local`` device: ``docker:ENDPOINT``, the Docker daemon its containers run on;
+- a cloud service (``qai_hub``, ``aws``): ``cloud:PROVIDER:SPEC``;
+- any other device (its tool runs on this host): ``host:HOSTNAME``.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import os
+import socket
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from edgehub.core.device.configs import LabgridConfig
+    from edgehub.core.device.spec import Device
+    from edgehub.ops.labgrid_pool import PlaceInfo
+    from edgehub.runners.ssh.config import SSHConfig
+
+__all__ = ["board_key", "docker_board_key", "place_board_key", "ssh_board_key"]
+
+_LOOKUP_S = 5.0
+_CLOUD = ("qai_hub", "aws")
+
+
+def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
+    """The identity of the board ``device`` runs on (see the module's docstring); ``labgrid``
+    is the device's ``[devices.X.labgrid]`` table, if it has one."""
+    from edgehub.runners.ssh.config import SSHConfig
+
+    if labgrid is not None:
+        tags = f"[{','.join(sorted(labgrid.tags))}]" if labgrid.tags else ""
+        return f"labgrid:{labgrid.coordinator}/{labgrid.place}{tags}"
+    config = getattr(device.runner, "config", None)
+    if isinstance(config, SSHConfig):
+        return ssh_board_key(config)
+    if device.provider_type in _CLOUD:
+        return f"cloud:{device.provider_type}:{device.spec.device_name or device.name}"
+    if device.provider_type == "local":
+        return docker_board_key()
+    return f"host:{socket.gethostname().lower()}"
+
+
+def ssh_board_key(config: SSHConfig) -> str:
+    """``ssh:HOST:PORT`` (`` via ssh:…`` for a jump host) of an SSH device's settings."""
+    from edgehub.runners.ssh.user_config import jump_config, resolve
+
+    config = resolve(config)
+    if config.jump_host is None:
+        return f"ssh:{_address(config.host)}:{config.port}"
+    jump = jump_config(config)
+    target = _name(config.host)
+    return f"ssh:{target}:{config.port} via ssh:{_address(jump.host)}:{jump.port}"
+
+
+def place_board_key(place: PlaceInfo, config: LabgridConfig) -> str:
+    """The board a held labgrid place is: ``ssh:ADDRESS:PORT`` when the coordinator gives the
+    place an address (so an SSH device at that address is the same board), else
+    ``labgrid:COORDINATOR/PLACE``."""
+    if place.address:
+        return f"ssh:{_address(str(place.address))}:{int(place.port or 22)}"
+    return f"labgrid:{config.coordinator}/{place.name}"
+
+
+def docker_board_key() -> str:
+    """``docker:ENDPOINT``: the daemon that ``local`` devices' containers run on (a Docker
+    context by name, ``$DOCKER_HOST``, else the default socket; a local socket by its real
+    path)."""
+    context = os.environ.get("DOCKER_CONTEXT")
+    if context:
+        return f"docker:context:{context}"
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if host.startswith("unix://"):
+        return f"docker:unix://{os.path.realpath(host[len('unix://') :])}"
+    return f"docker:{host}"
+
+
+def _name(host: str) -> str:
+    name = host.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(name.strip("[]")))
+    except ValueError:
+        return name
+
+
+@functools.lru_cache(maxsize=64)
+def _address(host: str) -> str:
+    """``host`` as an address: an IP literal normalised, a name looked up (bounded in time)."""
+    name = _name(host)
+    try:
+        ipaddress.ip_address(name)
+        return name
+    except ValueError:
+        pass
+    found: list[tuple[int, str]] = []
+
+    def look_up() -> None:
+        try:
+            for family, _, _, _, sockaddr in socket.getaddrinfo(
+                name, None, type=socket.SOCK_STREAM
+            ):
+                found.append((0 if family == socket.AF_INET else 1, str(sockaddr[0])))
+        except (OSError, UnicodeError):
+            pass
+
+    thread = threading.Thread(target=look_up, name="edgehub-board-lookup", daemon=True)
+    thread.start()
+    thread.join(_LOOKUP_S)
+    if thread.is_alive() or not found:
+        return name
+    return min(found)[1]
