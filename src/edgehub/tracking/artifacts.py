@@ -14,11 +14,12 @@ import errno
 import hashlib
 import os
 import shutil
-import tempfile
+import time
 from pathlib import Path
 
 from edgehub.errors import UsageError
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.tracking.staging import make_staging
 
 __all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
 
@@ -96,10 +97,16 @@ def clone_or_copy(src: str, dst: str) -> str:
 
 
 class ArtifactStore:
-    """Stores each distinct file or directory once; returns its stored path."""
+    """Stores each distinct file or directory once; returns its stored path.
+
+    Copies are made in an unfinished-copy folder named by this process (`staging`), so that
+    `hub doctor --repair` can tell them from those of processes that died. Content already
+    stored is reused only once it verifies (size, then hash): a damaged copy is moved to
+    ``quarantine/`` beside the artifacts and stored afresh."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.quarantine = root.parent / "quarantine"
 
     def path_for(self, sha256: str, file_name: str) -> Path:
         return self.root / sha256 / file_name
@@ -112,14 +119,15 @@ class ArtifactStore:
         name = file_name or source.name
         try:
             known = hash_path(source)
+            size = path_size(source)
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             final = self.path_for(known, name)
-            if final.exists() and not _shares_inode(final):
-                return final, known, path_size(final)
+            if _intact(final, known, size):
+                return final, known, size
             self.root.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
+            staging = make_staging(self.root)
             try:
                 staged = staging / name
                 if source.is_dir():
@@ -129,22 +137,36 @@ class ArtifactStore:
                 sha = hash_path(staged)  # of the copy: the source may change meanwhile
                 final = self.path_for(sha, name)
                 final.parent.mkdir(parents=True, exist_ok=True)
-                _install(staged, final)
+                self._install(staged, final, sha)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
+
+    def _install(self, staged: Path, final: Path, sha: str) -> None:
+        """Move ``staged`` to ``final``. A file there is replaced (a damaged copy, or a hard
+        link an older release made); a directory there is kept when it verifies (stored
+        meanwhile by another process), else moved to quarantine first."""
+        try:
+            os.replace(staged, final)
+            return
+        except OSError:
+            if not final.is_dir() or final.is_symlink():
+                raise
+        if _intact(final, sha, path_size(staged)):
+            return
+        target = self.quarantine / f"{sha}-{int(time.time())}"
+        target.mkdir(parents=True, exist_ok=True)
+        os.replace(final, target / final.name)
+        os.replace(staged, final)
+
+
+def _intact(path: Path, sha: str, size: int) -> bool:
+    """A stored copy that can be reused: its own inode(s), the size and hash it should have."""
+    if not path.exists() or path.is_symlink() or _shares_inode(path):
+        return False
+    return path_size(path) == size and hash_path(path) == sha
 
 
 def _shares_inode(path: Path) -> bool:
     """A file stored by an older release as a hard link to someone else's file."""
     return path.is_file() and path.stat().st_nlink > 1
-
-
-def _install(staged: Path, final: Path) -> None:
-    """Move ``staged`` to ``final``; an existing file there (a hard link left by an older
-    release) is replaced, an existing directory (stored meanwhile by another process) kept."""
-    try:
-        os.replace(staged, final)
-    except OSError:
-        if not final.exists():
-            raise

@@ -106,7 +106,10 @@ def diagnose(error: BaseException, path: Path) -> Problem:
     ):
         return Problem(
             f"{path} is not a readable run store ({error})",
-            "if it is damaged, move it aside to start a new one",
+            f"it is damaged: keep a copy, then recover what can be read (sqlite3 {path} "
+            f".recover | sqlite3 {path.with_name('recovered.db')}, and put recovered.db in "
+            f"its place), or move {path.name} and its -wal and -shm files aside to start a "
+            "new store",
         )
     detail = os.strerror(code) if isinstance(code, int) else str(error)
     return Problem(f"{detail} at {path}", "check the file system and the permissions there")

@@ -25,6 +25,7 @@ from edgehub.tracking.compare import RunComparison, compare_runs
 from edgehub.tracking.db import (
     OPENED_READ_ONLY,
     Database,
+    Problem,
     configure,
     diagnose,
     open_database,
@@ -128,6 +129,24 @@ class RunStore:
         """Why this store cannot be written (``None`` when it can)."""
         problem = self._db.read_only
         return None if problem is None else problem.what
+
+    @property
+    def read_only_problem(self) -> Problem | None:
+        """Why this store cannot be written and what to do about it (``None`` when it can)."""
+        return self._db.read_only
+
+    def damage(self) -> str | None:
+        """What SQLite's quick check finds wrong in the database (``None``: nothing), as a
+        one-line `StorageError` message with what to do."""
+        try:
+            rows = self._query("PRAGMA quick_check(5)")
+        except StorageError as error:
+            return str(error)
+        found = [str(row[0]) for row in rows]
+        if found == ["ok"]:
+            return None
+        damaged = sqlite3.DatabaseError(f"database disk image is malformed: {found[0]}")
+        return str(storage_error(damaged, self.db_path, "check the run store"))
 
     def close(self) -> None:
         with self._lock:
