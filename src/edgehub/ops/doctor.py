@@ -85,10 +85,10 @@ def _store_checks(project: Project, repair: bool, item_limit: int | None) -> lis
 
 
 _WHAT = {
-    "mismatch": ("edited in place", "moved to quarantine"),
-    "linked": ("hard-linked outside the store", "given a copy of its own"),
-    "stale": ("unfinished copy of an ended process", "removed"),
-    "link": ("symbolic link", "removed (not followed)"),
+    "mismatch": ("edited in place", "edited one moved to quarantine"),
+    "linked": ("hard-linked outside the store", "hard-linked one given a copy of its own"),
+    "stale": ("unfinished copy of an ended process", "unfinished copy removed"),
+    "link": ("symbolic link", "symbolic link removed (not followed)"),
     "missing": ("missing", ""),
     "stray": ("not made by the store", ""),
 }

@@ -30,13 +30,14 @@ __all__ = [
     "retry_while_locked",
     "storage_error",
     "translate_storage_errors",
+    "unwritable_folder",
 ]
 
 T = TypeVar("T")
 
 _FREE_SPACE = (
-    "free space on that file system and run the command again; the store is intact and "
-    "nothing in it needs to be moved or removed"
+    "free space on that file system, or move the store ([project] store in hub.toml, or "
+    "EDGEHUB_STORE), and run the command again; the store is intact"
 )
 _WRITABLE_PLACE = (
     "give your user write access to it (chmod u+w, or chown), or set [project] store in "
@@ -115,6 +116,16 @@ def diagnose(error: BaseException, path: Path) -> Problem:
     return Problem(f"{detail} at {path}", "check the file system and the permissions there")
 
 
+def unwritable_folder(folder: Path) -> Problem:
+    """Why ``folder`` of the store cannot be written: a read-only mount, else its modes."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return diagnose(OSError(errno.EROFS, "read-only file system"), folder)
+    except OSError:
+        pass
+    return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
+
+
 def storage_error(error: BaseException, path: Path, doing: str) -> StorageError:
     """A one-line `StorageError` for an OS or SQLite failure on ``path`` while ``doing``."""
     return diagnose(error, path).error(doing)
@@ -161,7 +172,7 @@ def _why_read_only(path: Path) -> Problem | None:
     if path.exists() and not os.access(path, os.W_OK):
         return Problem(f"the database file {path} is read-only", _WRITABLE_PLACE)
     if not os.access(folder, os.W_OK):
-        return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
+        return unwritable_folder(folder)
     return None
 
 

@@ -136,11 +136,11 @@ def _unfinished(entry: Path, repair: bool, report: ArtifactReport) -> None:
     if not staging.removable:
         report.left_alone.append(staging)
         return
+    kind = "link" if entry.is_symlink() else "stale"
     done = None
     if repair:
         remove_staging(entry)
-        done = "removed"
-    kind = "link" if entry.is_symlink() else "stale"
+        done = "removed the link (its target untouched)" if kind == "link" else "removed"
     report.problems.append(ArtifactProblem(kind, entry, staging.reason, done))
 
 
