@@ -162,7 +162,7 @@ class ArtifactStore:
 
 def _intact(path: Path, sha: str, size: int) -> bool:
     """A stored copy that can be reused: its own inode(s), the size and hash it should have."""
-    if not path.exists() or path.is_symlink() or _shares_inode(path):
+    if path.is_symlink() or not (path.is_file() or path.is_dir()) or _shares_inode(path):
         return False
     return path_size(path) == size and hash_path(path) == sha
 

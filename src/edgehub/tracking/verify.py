@@ -83,6 +83,9 @@ def _check_entry(
 ) -> list[ArtifactProblem]:
     if entry.is_symlink():
         return [_link(entry, repair, runs)]
+    if not entry.is_file() and not entry.is_dir():  # a FIFO or a device: never opened
+        detail = "not a file the store made; remove or move it by hand"
+        return [ArtifactProblem("stray", entry, detail, runs=runs)]
     actual = hash_path(entry)
     if actual != sha:
         done = None
