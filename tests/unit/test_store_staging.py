@@ -13,6 +13,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from edgehub.core import HubContext, hub_run
 from edgehub.tracking import RunStore
 from edgehub.tracking.artifacts import ArtifactStore, hash_path
@@ -140,3 +142,18 @@ def test_stored_content_is_reused_only_once_it_verifies(tmp_path: Path) -> None:
     (quarantined,) = artifacts.quarantine.rglob("a.bin")
     assert quarantined.read_bytes() == b"bbbb"
     assert not [p for p in artifacts.root.iterdir() if p.name.startswith(".incoming-")]
+
+
+def test_a_sparse_file_is_stored_with_its_holes(tmp_path: Path) -> None:
+    source = tmp_path / "sparse.onnx"
+    with source.open("wb") as out:
+        out.write(b"head")
+        out.seek(64 << 20)
+        out.write(b"middle")
+        out.seek(128 << 20)
+        out.write(b"tail")
+    if source.stat().st_blocks * 512 >= source.stat().st_size:
+        pytest.skip(f"the file system of {tmp_path} does not keep holes")
+    stored, sha, size = ArtifactStore(tmp_path / "store" / "artifacts").add(source)
+    assert size == source.stat().st_size and sha == hash_path(source) == hash_path(stored)
+    assert stored.stat().st_blocks * 512 < 1 << 20  # not 128 MiB of zeros

@@ -3,8 +3,8 @@
 The file keeps its own name inside a directory named by the hash of its bytes, so a model that
 refers to side files (ONNX external data) still finds them. Directories hash over their sorted
 relative names and contents. The store always holds its own copy (a reflink where the file
-system can share blocks copy-on-write, else a plain copy), never a hard link to the caller's
-file: editing the original afterwards cannot change what was stored. The hash is taken of the
+system can share blocks copy-on-write, else a copy that keeps a sparse file's holes), never a
+hard link to the caller's file: editing the original afterwards cannot change what was stored. The hash is taken of the
 copy, so a stored artifact's name is the hash of the bytes it holds.
 """
 
@@ -80,14 +80,41 @@ def _copy_range(source: int, target: int, size: int) -> bool:
     return done == size
 
 
+def _copy_sparse(source: int, target: int, size: int) -> bool:
+    """Copy a file with holes by its data segments (``SEEK_DATA``/``SEEK_HOLE``), so the holes
+    stay holes; False where the file has none or the file system cannot tell."""
+    info = os.fstat(source)
+    if info.st_blocks * 512 >= size or not hasattr(os, "SEEK_DATA"):
+        return False
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(source, offset, os.SEEK_DATA)
+        except OSError as error:
+            if error.errno == errno.ENXIO:
+                break  # only a hole is left
+            if offset == 0 and error.errno in (errno.EINVAL, errno.EOPNOTSUPP):
+                return False
+            raise
+        end = min(os.lseek(source, start, os.SEEK_HOLE), size)
+        while start < end:
+            chunk = os.pread(source, min(_CHUNK, end - start), start)
+            if not chunk:
+                raise OSError(errno.EIO, "the file shrank while it was copied")
+            start += os.pwrite(target, chunk, start)
+        offset = end
+    os.ftruncate(target, size)
+    return True
+
+
 def clone_or_copy(src: str, dst: str) -> str:
-    """Copy file ``src`` to a new file ``dst``: reflink, else ``copy_file_range``, else a
-    plain copy. ``dst`` never shares an inode with ``src``. Returns ``dst``."""
+    """Copy file ``src`` to a new file ``dst``: reflink, else by data segments for a file with
+    holes (they stay holes), else ``copy_file_range``, else a plain copy. ``dst`` never shares
+    an inode with ``src``. Returns ``dst``."""
     with open(src, "rb") as source, open(dst, "xb") as target:
         size = os.fstat(source.fileno()).st_size
-        if not _reflink(source.fileno(), target.fileno()) and not _copy_range(
-            source.fileno(), target.fileno(), size
-        ):
+        fds = source.fileno(), target.fileno()
+        if not (_reflink(*fds) or _copy_sparse(*fds, size) or _copy_range(*fds, size)):
             source.seek(0)
             target.seek(0)
             target.truncate()
