@@ -175,9 +175,9 @@ def test_doctor_names_each_missing_artifact_and_what_it_repaired(project: Path) 
     assert missing["state"] == "warn"
     repair = hub("doctor", "--repair", cwd=project)
     summary_line = next(line for line in repair.stdout.splitlines() if line.startswith("run store"))
-    assert "repaired 2" in summary_line and "unfinished copy removed" in summary_line
+    assert "repaired 2" in summary_line and "unfinished copies removed: 1" in summary_line
     assert (
-        "edited one moved to quarantine" in summary_line
+        "edited, moved to quarantine: 1" in summary_line
         and "cannot be brought back" in summary_line
     )
     assert not dead.exists() and fine.read_bytes() == b"output 2"

@@ -85,10 +85,10 @@ def _store_checks(project: Project, repair: bool, item_limit: int | None) -> lis
 
 
 _WHAT = {
-    "mismatch": ("edited in place", "edited one moved to quarantine"),
-    "linked": ("hard-linked outside the store", "hard-linked one given a copy of its own"),
-    "stale": ("unfinished copy of an ended process", "unfinished copy removed"),
-    "link": ("symbolic link", "symbolic link removed (not followed)"),
+    "mismatch": ("edited in place", "edited, moved to quarantine"),
+    "linked": ("hard-linked outside the store", "hard-linked, given copies of their own"),
+    "stale": ("unfinished copies of ended processes", "unfinished copies removed"),
+    "link": ("symbolic links", "symbolic links removed (not followed)"),
     "missing": ("missing", ""),
     "stray": ("not made by the store", ""),
 }
@@ -108,7 +108,7 @@ def _count(problems: list[ArtifactProblem], label: int) -> str:
     counts: dict[str, int] = {}
     for problem in problems:
         counts[problem.kind] = counts.get(problem.kind, 0) + 1
-    return ", ".join(f"{n} {_WHAT[kind][label]}" for kind, n in sorted(counts.items()))
+    return ", ".join(f"{_WHAT[kind][label]}: {n}" for kind, n in sorted(counts.items()))
 
 
 def _summary(report: ArtifactReport, where: str, repair: bool) -> Check:
@@ -125,7 +125,7 @@ def _summary(report: ArtifactReport, where: str, repair: bool) -> Check:
         notes.append(f"{len(missing)} missing artifact(s) cannot be brought back: rerun the "
                      "runs named below to make them again")  # fmt: skip
     if rest:
-        notes.append(f"{_count(rest, 0)}: see below")
+        notes.append(f"{len(rest)} file(s) not made by the store: see below")
     if repair:
         done = [p for p in fixable if p.repaired]
         head = f"repaired {len(done)}" + (f" ({_count(done, 1)})" if done else "")
@@ -133,7 +133,8 @@ def _summary(report: ArtifactReport, where: str, repair: bool) -> Check:
         return Check("run store", "warn" if notes else "ok", detail)
     head = f"{len(report.problems)} problem(s) in {where}: {_count(report.problems, 0)}"
     if fixable:
-        notes.insert(0, f"run: hub doctor --repair (fixes the {_count(fixable, 0)})")
+        but = " (it fixes all but those)" if len(fixable) < len(report.problems) else ""
+        notes.insert(0, f"run: hub doctor --repair{but}")
     return Check("run store", "FAIL" if fixable else "warn", "; ".join([head, *notes]) + busy)
 
 

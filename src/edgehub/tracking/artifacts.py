@@ -4,8 +4,8 @@ The file keeps its own name inside a directory named by the hash of its bytes, s
 refers to side files (ONNX external data) still finds them. Directories hash over their sorted
 relative names and contents. The store always holds its own copy (a reflink where the file
 system can share blocks copy-on-write, else a copy that keeps a sparse file's holes), never a
-hard link to the caller's file: editing the original afterwards cannot change what was stored. The hash is taken of the
-copy, so a stored artifact's name is the hash of the bytes it holds.
+hard link to the caller's file: editing the original afterwards cannot change what was stored.
+The hash is taken of the copy, so a stored artifact's name is the hash of the bytes it holds.
 """
 
 from __future__ import annotations

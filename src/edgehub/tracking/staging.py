@@ -92,7 +92,10 @@ def inspect_staging(path: Path) -> Staging:
 
 def remove_staging(path: Path) -> None:
     """Remove an unfinished copy without following links (a link is removed itself)."""
-    if path.is_symlink() or not path.is_dir():
-        path.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(path)
+    try:
+        if path.is_symlink() or not path.is_dir():
+            path.unlink()
+        else:
+            shutil.rmtree(path)
+    except FileNotFoundError:
+        pass  # removed meanwhile (another `hub doctor --repair`)

@@ -110,7 +110,7 @@ def _check_entry(
 def _link(path: Path, repair: bool, runs: tuple[str, ...] = ()) -> ArtifactProblem:
     done = None
     if repair:
-        path.unlink()
+        path.unlink(missing_ok=True)
         done = "removed the link (its target untouched)"
     detail = "a symbolic link where the store keeps its own files (not followed)"
     return ArtifactProblem("link", path, detail, done, runs)
@@ -147,6 +147,29 @@ def _unfinished(entry: Path, repair: bool, report: ArtifactReport) -> None:
     report.problems.append(ArtifactProblem(kind, entry, staging.reason, done))
 
 
+def _check_top(
+    entry: Path,
+    users: dict[Path, list[str]],
+    quarantine: Path,
+    repair: bool,
+    report: ArtifactReport,
+) -> None:
+    """One entry of the artifacts folder: an unfinished copy, a link, a stray file, or a
+    content directory whose items are checked."""
+    if entry.name.startswith(PREFIX):
+        _unfinished(entry, repair, report)
+    elif entry.is_symlink():
+        report.problems.append(_link(entry, repair))
+    elif not entry.is_dir():
+        detail = "not a file the store made; remove or move it by hand"
+        report.problems.append(ArtifactProblem("stray", entry, detail))
+    else:
+        for item in sorted(entry.iterdir()):
+            report.checked += 1
+            runs = tuple(users.get(item, ()))
+            report.problems.extend(_check_entry(item, entry.name, quarantine, repair, runs))
+
+
 def verify_artifacts(store: RunStore, repair: bool = False) -> ArtifactReport:
     """Re-hash every stored artifact; with ``repair``, fix what can be fixed (see module).
     Links are never followed, and copies a running process is writing are left alone."""
@@ -157,18 +180,10 @@ def verify_artifacts(store: RunStore, repair: bool = False) -> ArtifactReport:
     with translate_storage_errors(root, doing):
         users, missing = _users(store)
         for entry in sorted(root.iterdir()) if root.is_dir() else []:
-            if entry.name.startswith(PREFIX):
-                _unfinished(entry, repair, report)
-            elif entry.is_symlink():
-                report.problems.append(_link(entry, repair))
-            elif not entry.is_dir():
-                detail = "not a file the store made; remove or move it by hand"
-                report.problems.append(ArtifactProblem("stray", entry, detail))
-            else:
-                for item in sorted(entry.iterdir()):
-                    report.checked += 1
-                    runs = tuple(users.get(item, ()))
-                    report.problems.extend(_check_entry(item, entry.name, quarantine, repair, runs))
+            try:
+                _check_top(entry, users, quarantine, repair, report)
+            except FileNotFoundError:
+                continue  # finished or removed meanwhile (a running `hub`, another doctor)
         gone = [p for p in report.problems if p.kind == "mismatch" and p.repaired]
         report.problems.extend(
             ArtifactProblem("missing", p.path, f"{use} is now in quarantine (edited in place); "
