@@ -157,3 +157,23 @@ def test_a_sparse_file_is_stored_with_its_holes(tmp_path: Path) -> None:
     stored, sha, size = ArtifactStore(tmp_path / "store" / "artifacts").add(source)
     assert size == source.stat().st_size and sha == hash_path(source) == hash_path(stored)
     assert stored.stat().st_blocks * 512 < 1 << 20  # not 128 MiB of zeros
+
+
+def test_the_store_never_writes_through_a_planted_content_folder(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    source = tmp_path / "model.onnx"
+    source.write_bytes(b"my private model")
+    artifacts = ArtifactStore(tmp_path / "store" / "artifacts")
+    artifacts.root.mkdir(parents=True)
+    (artifacts.root / hash_path(source)).symlink_to(victim, target_is_directory=True)
+    (victim / "model.onnx").write_bytes(b"my private model")  # "already stored" there
+    stored, _, _ = artifacts.add(source)
+    assert not stored.parent.is_symlink() and stored.read_bytes() == b"my private model"
+    assert [p.name for p in victim.iterdir()] == ["model.onnx"]
+    (victim / "model.onnx").unlink()
+    stored.unlink()
+    stored.parent.rmdir()
+    (artifacts.root / hash_path(source)).symlink_to(victim, target_is_directory=True)
+    again, _, _ = artifacts.add(source)  # nothing stored yet: the copy goes to a real folder
+    assert list(victim.iterdir()) == [] and not again.parent.is_symlink()

@@ -151,6 +151,7 @@ class ArtifactStore:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             final = self.path_for(known, name)
+            _unlink_planted(final.parent)
             if _intact(final, known, size):
                 return final, known, size
             self.root.mkdir(parents=True, exist_ok=True)
@@ -163,6 +164,7 @@ class ArtifactStore:
                     clone_or_copy(str(source), str(staged))
                 sha = hash_path(staged)  # of the copy: the source may change meanwhile
                 final = self.path_for(sha, name)
+                _unlink_planted(final.parent)
                 final.parent.mkdir(parents=True, exist_ok=True)
                 self._install(staged, final, sha)
             finally:
@@ -185,6 +187,13 @@ class ArtifactStore:
         target.mkdir(parents=True, exist_ok=True)
         os.replace(final, target / final.name)
         os.replace(staged, final)
+
+
+def _unlink_planted(folder: Path) -> None:
+    """The store makes its content folders itself: a symbolic link there is removed, never
+    written through."""
+    if folder.is_symlink():
+        folder.unlink(missing_ok=True)
 
 
 def _intact(path: Path, sha: str, size: int) -> bool:

@@ -147,7 +147,7 @@ class Client:
             status, error = "KILLED", "interrupted"
             raise
         except BaseException as exc:
-            full, _ = disk_full(exc)
+            full = disk_full(exc)
             if full:  # partial copies go, so that the end of the run can be recorded
                 keep_only_log(run_dir)
             clear = None

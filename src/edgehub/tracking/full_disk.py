@@ -21,20 +21,23 @@ __all__ = ["disk_full", "full_disk_error", "keep_only_log"]
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
-def disk_full(error: BaseException) -> tuple[bool, str | None]:
-    """Whether ``error`` (or one it was raised from) is a full disk or quota, and the file it
-    names if any."""
+def _full_cause(error: BaseException) -> BaseException | None:
+    """``error`` or the one it was raised from that is a full disk or quota, if any."""
     seen: BaseException | None = error
     for _ in range(8):  # a short chain of causes
         if seen is None:
             break
         if isinstance(seen, OSError) and seen.errno in _FULL:
-            name = seen.filename if isinstance(seen.filename, str) else None
-            return True, name
+            return seen
         if isinstance(seen, sqlite3.OperationalError) and "disk is full" in str(seen):
-            return True, None
+            return seen
         seen = seen.__cause__ or seen.__context__
-    return False, None
+    return None
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (or one it was raised from) is a full disk or quota."""
+    return _full_cause(error) is not None
 
 
 def _mount_point(path: Path) -> Path:
@@ -48,9 +51,10 @@ def full_disk_error(
     error: BaseException, run_dir: Path, store_root: Path, run: str
 ) -> StorageError:
     """The one-line error for a run that ran out of space (``error`` is a raw OS error)."""
-    _, name = disk_full(error)
-    where = Path(name) if name else run_dir
-    quota = isinstance(error, OSError) and error.errno == errno.EDQUOT
+    cause = _full_cause(error)
+    name = getattr(cause, "filename", None)
+    where = Path(name) if isinstance(name, str) else run_dir
+    quota = isinstance(cause, OSError) and cause.errno == errno.EDQUOT
     what = "disk quota left" if quota else "space left"
     place = _mount_point(where)
     inside = where.absolute().is_relative_to(store_root)
