@@ -4,6 +4,7 @@ once the run finished; `verify_artifacts` finds and repairs what went wrong."""
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,9 @@ def test_verify_finds_and_repairs_edited_linked_missing_and_stale(tmp_path: Path
         edited.write_bytes(b"changed in place")
         os.link(linked, tmp_path / "outside-link")
         missing.unlink()
-        (store.artifacts.root / ".incoming-x1").mkdir()
+        # a reused pid: this process's pid with another start time is a process that ended
+        stale = store.artifacts.root / f".incoming-{socket.gethostname()}:{os.getpid()}:1-x1"
+        stale.mkdir()
         report = verify_artifacts(store)
         kinds = sorted((p.kind, p.path) for p in report.problems)
         assert kinds == sorted(
@@ -125,7 +128,7 @@ def test_verify_finds_and_repairs_edited_linked_missing_and_stale(tmp_path: Path
                 ("mismatch", edited),
                 ("linked", linked),
                 ("missing", missing),
-                ("stale", store.artifacts.root / ".incoming-x1"),
+                ("stale", stale),
             ]
         )
         assert all(p.repaired is None for p in report.problems)

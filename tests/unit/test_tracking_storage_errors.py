@@ -238,3 +238,30 @@ def test_a_damaged_database_says_so(tmp_path: Path) -> None:
         RunStore(tmp_path)
     assert caught.value.exit_code == 3
     assert sqlite3.sqlite_version  # the message names SQLite's own words too
+
+
+@hub_run("CUSTOM", name="fills")
+def fill_the_disk(ctx: HubContext) -> None:
+    (ctx.artifact_dir / "part").mkdir()
+    with (ctx.artifact_dir / "part" / "big.bin").open("wb") as out:
+        while True:  # a device's results being unpacked, bigger than the disk
+            out.write(b"\1" * 65536)
+
+
+def test_a_run_that_fills_the_disk_fails_in_one_line_and_keeps_only_its_log(
+    tiny_fs: Path,
+) -> None:
+    store_dir = tiny_fs / ".hub"
+    with (
+        pytest.raises(StorageError) as caught,
+        HubContext(project_name="p", artifact_base_dir=store_dir) as ctx,
+    ):
+        ctx.events.info("starting")
+        fill_the_disk(ctx)
+    text = str(caught.value)
+    assert text.startswith(f"no space left on {tiny_fs} while storing the results of run ")
+    assert "move the store" in text and "\n" not in text and caught.value.exit_code == 3
+    (run,) = RunStore(store_dir).list_runs()
+    assert run.status == "FAILED" and "no space left" in (run.error or "")
+    assert run.artifact_dir is not None
+    assert [p.name for p in run.artifact_dir.iterdir()] == ["run.log"]

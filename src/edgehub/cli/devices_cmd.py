@@ -119,7 +119,7 @@ def _init(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from edgehub.ops.doctor import doctor
 
-    checks = doctor(args.config, repair=args.repair)
+    checks = doctor(args.config, repair=args.repair, item_limit=None if args.json else 20)
     if args.json:
         print_json([check.to_dict() for check in checks])
     else:

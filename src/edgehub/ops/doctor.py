@@ -10,6 +10,7 @@ from edgehub.errors import EdgehubError
 
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
+    from edgehub.tracking.verify import ArtifactProblem, ArtifactReport
 
 __all__ = ["Check", "doctor"]
 
@@ -28,8 +29,11 @@ class Check:
         return asdict(self)
 
 
-def doctor(config_path: str | Path | None = None, *, repair: bool = False) -> list[Check]:
-    """Check hub.toml, the run store's artifacts (``repair`` fixes what it can), the Docker
+def doctor(
+    config_path: str | Path | None = None, *, repair: bool = False, item_limit: int | None = None
+) -> list[Check]:
+    """Check hub.toml, the run store (its database, whether it can be written, its artifacts:
+    ``repair`` fixes what it can, one row per problem, at most ``item_limit``), the Docker
     daemon, leftovers of dead `hub` processes (removed here), warm containers and each
     runtime's image."""
     from edgehub.ops.project import open_project
@@ -37,34 +41,101 @@ def doctor(config_path: str | Path | None = None, *, repair: bool = False) -> li
     checks: list[Check] = []
     try:
         project = open_project(config_path)
-        checks.append(Check("hub.toml", "ok", str(project.config.path or "none (defaults)")))
-        checks.append(_store_check(project, repair))
     except EdgehubError as error:
         checks.append(Check("hub.toml", "FAIL", str(error)))
+    else:
+        checks.append(Check("hub.toml", "ok", str(project.config.path or "none (defaults)")))
+        checks.extend(_store_checks(project, repair, item_limit))
     checks.extend(_docker_checks())
     return checks
 
 
-def _store_check(project: Project, repair: bool) -> Check:
+def _store_checks(project: Project, repair: bool, item_limit: int | None) -> list[Check]:
     from edgehub.tracking.verify import verify_artifacts
 
     try:
         store = project.store()
     except EdgehubError as error:
-        return Check("run store", "FAIL", str(error))
+        return [Check("run store", "FAIL", str(error))]
     try:
-        report = verify_artifacts(store, repair=repair)
+        damage = store.damage()
+        if damage is not None:
+            return [Check("run store", "FAIL", damage)]
+        read_only = store.read_only_problem
+        report = verify_artifacts(store, repair=repair and read_only is None)
+    except EdgehubError as error:
+        return [Check("run store", "FAIL", str(error))]
     finally:
         store.close()
     where = str(project.store_dir)
+    items = [_problem_check(p) for p in report.problems]
+    items += [Check("artifact copy", "ok", f"{s.path.name}: {s.reason}; left alone")
+              for s in report.left_alone]  # fmt: skip
+    if item_limit is not None and len(items) > item_limit:
+        more = f"and {len(items) - item_limit} more (hub doctor --json lists them all)"
+        items = [*items[:item_limit], Check("artifact", "warn", more)]
+    if read_only is not None:
+        detail = (
+            f"read-only: {read_only.what}; runs cannot be recorded here: {read_only.advice}"
+            f" ({report.checked} artifacts checked, {len(report.problems)} problem(s)"
+            f"{', nothing repaired' if repair else ''})"
+        )
+        return [Check("run store", "FAIL", detail), *items]
+    return [_summary(report, where, repair), *items]
+
+
+_WHAT = {
+    "mismatch": ("edited in place", "edited, moved to quarantine"),
+    "linked": ("hard-linked outside the store", "hard-linked, given copies of their own"),
+    "stale": ("unfinished copies of ended processes", "unfinished copies removed"),
+    "link": ("symbolic links", "symbolic links removed (not followed)"),
+    "missing": ("missing", ""),
+    "stray": ("not made by the store", ""),
+}
+
+
+def _problem_check(problem: ArtifactProblem) -> Check:
+    if problem.kind == "missing":
+        return Check("artifact missing", "warn", f"{problem.detail} ({problem.path})")
+    used = f" (used by {', '.join(problem.runs)})" if problem.runs else ""
+    if problem.repaired:
+        return Check(f"artifact {problem.kind}", "ok", f"{problem.path}{used}: {problem.repaired}")
+    state = "FAIL" if problem.repairable else "warn"
+    return Check(f"artifact {problem.kind}", state, f"{problem.path}{used}: {problem.detail}")
+
+
+def _count(problems: list[ArtifactProblem], label: int) -> str:
+    counts: dict[str, int] = {}
+    for problem in problems:
+        counts[problem.kind] = counts.get(problem.kind, 0) + 1
+    return ", ".join(f"{_WHAT[kind][label]}: {n}" for kind, n in sorted(counts.items()))
+
+
+def _summary(report: ArtifactReport, where: str, repair: bool) -> Check:
+    busy = (
+        f"; {len(report.left_alone)} copy(ies) in progress left alone" if report.left_alone else ""
+    )
     if report.ok:
-        return Check("run store", "ok", f"{report.checked} artifacts verified in {where}")
-    kinds = sorted({p.kind for p in report.problems})
-    repaired = sum(1 for p in report.problems if p.repaired)
-    detail = f"{len(report.problems)} problem(s) ({', '.join(kinds)}) in {where}"
+        return Check("run store", "ok", f"{report.checked} artifacts verified in {where}{busy}")
+    fixable = [p for p in report.problems if p.repairable]
+    missing = [p for p in report.problems if p.kind == "missing"]
+    rest = [p for p in report.problems if not p.repairable and p.kind != "missing"]
+    notes = []
+    if missing:
+        notes.append(f"{len(missing)} missing artifact(s) cannot be brought back: rerun the "
+                     "runs named below to make them again")  # fmt: skip
+    if rest:
+        notes.append(f"{len(rest)} file(s) not made by the store: see below")
     if repair:
-        return Check("run store", "warn", f"{detail}; repaired {repaired}")
-    return Check("run store", "FAIL", f"{detail}; run: hub doctor --repair")
+        done = [p for p in fixable if p.repaired]
+        head = f"repaired {len(done)}" + (f" ({_count(done, 1)})" if done else "")
+        detail = "; ".join([f"{head} in {where}", *notes]) + busy
+        return Check("run store", "warn" if notes else "ok", detail)
+    head = f"{len(report.problems)} problem(s) in {where}: {_count(report.problems, 0)}"
+    if fixable:
+        but = " (it fixes all but those)" if len(fixable) < len(report.problems) else ""
+        notes.insert(0, f"run: hub doctor --repair{but}")
+    return Check("run store", "FAIL" if fixable else "warn", "; ".join([head, *notes]) + busy)
 
 
 def _leftover_checks() -> list[Check]:

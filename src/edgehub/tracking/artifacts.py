@@ -3,9 +3,9 @@
 The file keeps its own name inside a directory named by the hash of its bytes, so a model that
 refers to side files (ONNX external data) still finds them. Directories hash over their sorted
 relative names and contents. The store always holds its own copy (a reflink where the file
-system can share blocks copy-on-write, else a plain copy), never a hard link to the caller's
-file: editing the original afterwards cannot change what was stored. The hash is taken of the
-copy, so a stored artifact's name is the hash of the bytes it holds.
+system can share blocks copy-on-write, else a copy that keeps a sparse file's holes), never a
+hard link to the caller's file: editing the original afterwards cannot change what was stored.
+The hash is taken of the copy, so a stored artifact's name is the hash of the bytes it holds.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import errno
 import hashlib
 import os
 import shutil
-import tempfile
+import time
 from pathlib import Path
 
 from edgehub.errors import UsageError
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.tracking.staging import make_staging
 
 __all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
 
@@ -79,14 +80,41 @@ def _copy_range(source: int, target: int, size: int) -> bool:
     return done == size
 
 
+def _copy_sparse(source: int, target: int, size: int) -> bool:
+    """Copy a file with holes by its data segments (``SEEK_DATA``/``SEEK_HOLE``), so the holes
+    stay holes; False where the file has none or the file system cannot tell."""
+    info = os.fstat(source)
+    if info.st_blocks * 512 >= size or not hasattr(os, "SEEK_DATA"):
+        return False
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(source, offset, os.SEEK_DATA)
+        except OSError as error:
+            if error.errno == errno.ENXIO:
+                break  # only a hole is left
+            if offset == 0 and error.errno in (errno.EINVAL, errno.EOPNOTSUPP):
+                return False
+            raise
+        end = min(os.lseek(source, start, os.SEEK_HOLE), size)
+        while start < end:
+            chunk = os.pread(source, min(_CHUNK, end - start), start)
+            if not chunk:
+                raise OSError(errno.EIO, "the file shrank while it was copied")
+            start += os.pwrite(target, chunk, start)
+        offset = end
+    os.ftruncate(target, size)
+    return True
+
+
 def clone_or_copy(src: str, dst: str) -> str:
-    """Copy file ``src`` to a new file ``dst``: reflink, else ``copy_file_range``, else a
-    plain copy. ``dst`` never shares an inode with ``src``. Returns ``dst``."""
+    """Copy file ``src`` to a new file ``dst``: reflink, else by data segments for a file with
+    holes (they stay holes), else ``copy_file_range``, else a plain copy. ``dst`` never shares
+    an inode with ``src``. Returns ``dst``."""
     with open(src, "rb") as source, open(dst, "xb") as target:
         size = os.fstat(source.fileno()).st_size
-        if not _reflink(source.fileno(), target.fileno()) and not _copy_range(
-            source.fileno(), target.fileno(), size
-        ):
+        fds = source.fileno(), target.fileno()
+        if not (_reflink(*fds) or _copy_sparse(*fds, size) or _copy_range(*fds, size)):
             source.seek(0)
             target.seek(0)
             target.truncate()
@@ -96,10 +124,16 @@ def clone_or_copy(src: str, dst: str) -> str:
 
 
 class ArtifactStore:
-    """Stores each distinct file or directory once; returns its stored path."""
+    """Stores each distinct file or directory once; returns its stored path.
+
+    Copies are made in an unfinished-copy folder named by this process (`staging`), so that
+    `hub doctor --repair` can tell them from those of processes that died. Content already
+    stored is reused only once it verifies (size, then hash): a damaged copy is moved to
+    ``quarantine/`` beside the artifacts and stored afresh."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.quarantine = root.parent / "quarantine"
 
     def path_for(self, sha256: str, file_name: str) -> Path:
         return self.root / sha256 / file_name
@@ -112,14 +146,16 @@ class ArtifactStore:
         name = file_name or source.name
         try:
             known = hash_path(source)
+            size = path_size(source)
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             final = self.path_for(known, name)
-            if final.exists() and not _shares_inode(final):
-                return final, known, path_size(final)
+            _unlink_planted(final.parent)
+            if _intact(final, known, size):
+                return final, known, size
             self.root.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
+            staging = make_staging(self.root)
             try:
                 staged = staging / name
                 if source.is_dir():
@@ -128,23 +164,45 @@ class ArtifactStore:
                     clone_or_copy(str(source), str(staged))
                 sha = hash_path(staged)  # of the copy: the source may change meanwhile
                 final = self.path_for(sha, name)
+                _unlink_planted(final.parent)
                 final.parent.mkdir(parents=True, exist_ok=True)
-                _install(staged, final)
+                self._install(staged, final, sha)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
+
+    def _install(self, staged: Path, final: Path, sha: str) -> None:
+        """Move ``staged`` to ``final``. A file there is replaced (a damaged copy, or a hard
+        link an older release made); a directory there is kept when it verifies (stored
+        meanwhile by another process), else moved to quarantine first."""
+        try:
+            os.replace(staged, final)
+            return
+        except OSError:
+            if not final.is_dir() or final.is_symlink():
+                raise
+        if _intact(final, sha, path_size(staged)):
+            return
+        target = self.quarantine / f"{sha}-{int(time.time())}"
+        target.mkdir(parents=True, exist_ok=True)
+        os.replace(final, target / final.name)
+        os.replace(staged, final)
+
+
+def _unlink_planted(folder: Path) -> None:
+    """The store makes its content folders itself: a symbolic link there is removed, never
+    written through."""
+    if folder.is_symlink():
+        folder.unlink(missing_ok=True)
+
+
+def _intact(path: Path, sha: str, size: int) -> bool:
+    """A stored copy that can be reused: its own inode(s), the size and hash it should have."""
+    if path.is_symlink() or not (path.is_file() or path.is_dir()) or _shares_inode(path):
+        return False
+    return path_size(path) == size and hash_path(path) == sha
 
 
 def _shares_inode(path: Path) -> bool:
     """A file stored by an older release as a hard link to someone else's file."""
     return path.is_file() and path.stat().st_nlink > 1
-
-
-def _install(staged: Path, final: Path) -> None:
-    """Move ``staged`` to ``final``; an existing file there (a hard link left by an older
-    release) is replaced, an existing directory (stored meanwhile by another process) kept."""
-    try:
-        os.replace(staged, final)
-    except OSError:
-        if not final.exists():
-            raise

@@ -10,13 +10,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from edgehub.errors import OperationCancelled, StorageError
 from edgehub.events import EventSink, LogEvent
 from edgehub.paths import is_remote
 from edgehub.tracking.artifacts import path_size
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.tracking.full_disk import disk_full, full_disk_error, keep_only_log
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 __all__ = ["Client"]
+
+
+def _close_quietly(handle: TextIO) -> None:
+    try:
+        handle.close()
+    except OSError:
+        pass
 
 
 def new_run_id() -> str:
@@ -94,17 +102,21 @@ class Client:
             started_at=started,
             artifact_dir=run_dir,
         )
-        self.store.create_run(
-            run_id=run_id,
-            project=self.project,
-            name=name,
-            run_type=str(kind),
-            component=component,
-            parent_run_id=parent_run_id,
-            artifact_dir=run_dir,
-            started_at=started,
-            device=device,
-        )
+        try:
+            self.store.create_run(
+                run_id=run_id,
+                project=self.project,
+                name=name,
+                run_type=str(kind),
+                component=component,
+                parent_run_id=parent_run_id,
+                artifact_dir=run_dir,
+                started_at=started,
+                device=device,
+            )
+        except StorageError:
+            run_dir.rmdir()  # nothing recorded, nothing left behind
+            raise
         for key, value in (tags or {}).items():
             self.log_tag_for(run, key, value)
         stack: list[RunLog] = getattr(self._local, "stack", [])
@@ -120,8 +132,11 @@ class Client:
                 return
             with lock:
                 if not log_file.closed:
-                    log_file.write(f"[{event.kind}] {event.message}\n")
-                    log_file.flush()
+                    try:
+                        log_file.write(f"[{event.kind}] {event.message}\n")
+                        log_file.flush()
+                    except OSError:  # e.g. a full disk: the run goes on, its log stops
+                        _close_quietly(log_file)
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None
@@ -132,23 +147,38 @@ class Client:
             status, error = "KILLED", "interrupted"
             raise
         except BaseException as exc:
-            status, error = "FAILED", f"{type(exc).__name__}: {exc}"
-            self.events.emit(LogEvent(kind="error", message=str(exc), run_id=run_id))
+            full = disk_full(exc)
+            if full:  # partial copies go, so that the end of the run can be recorded
+                keep_only_log(run_dir)
+            clear = None
+            if full and not isinstance(exc, StorageError):
+                what = f"the results of run {run_id[:8]} ({name})"
+                clear = full_disk_error(exc, run_dir, self.store.root, what)
+            shown = clear or exc
+            status, error = "FAILED", f"{type(shown).__name__}: {shown}"
+            self.events.emit(LogEvent(kind="error", message=str(shown), run_id=run_id))
+            if clear is not None:
+                raise clear from exc
             raise
         finally:
             self._pending.pop(run_id, None)
             unsubscribe()
             with lock:
-                log_file.close()
+                _close_quietly(log_file)
             if log_path.stat().st_size:
                 try:
                     self._store_artifact(run, log_path, name="log")
                 except (OSError, StorageError):
                     pass  # the log stays in the run's directory
             run.status, run.error, run.ended_at = status, error, time.time()
-            self.store.end_run(
-                run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error
-            )
+            try:
+                self.store.end_run(
+                    run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error
+                )
+            except StorageError:
+                if status == "FINISHED":
+                    raise
+                # the error on its way out says more; readers see the run KILLED once we end
             self._local.stack = stack
             self.events.run_id = previous_run_id
             self.run_history.append(run)

@@ -30,13 +30,14 @@ __all__ = [
     "retry_while_locked",
     "storage_error",
     "translate_storage_errors",
+    "unwritable_folder",
 ]
 
 T = TypeVar("T")
 
 _FREE_SPACE = (
-    "free space on that file system and run the command again; the store is intact and "
-    "nothing in it needs to be moved or removed"
+    "free space on that file system, or move the store ([project] store in hub.toml, or "
+    "EDGEHUB_STORE), and run the command again; the store is intact"
 )
 _WRITABLE_PLACE = (
     "give your user write access to it (chmod u+w, or chown), or set [project] store in "
@@ -106,10 +107,23 @@ def diagnose(error: BaseException, path: Path) -> Problem:
     ):
         return Problem(
             f"{path} is not a readable run store ({error})",
-            "if it is damaged, move it aside to start a new one",
+            f"it is damaged: keep a copy, then recover what can be read (sqlite3 {path} "
+            f".recover | sqlite3 {path.with_name('recovered.db')}, and put recovered.db in "
+            f"its place), or move {path.name} and its -wal and -shm files aside to start a "
+            "new store",
         )
     detail = os.strerror(code) if isinstance(code, int) else str(error)
     return Problem(f"{detail} at {path}", "check the file system and the permissions there")
+
+
+def unwritable_folder(folder: Path) -> Problem:
+    """Why ``folder`` of the store cannot be written: a read-only mount, else its modes."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return diagnose(OSError(errno.EROFS, "read-only file system"), folder)
+    except OSError:
+        pass
+    return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
 
 
 def storage_error(error: BaseException, path: Path, doing: str) -> StorageError:
@@ -158,7 +172,7 @@ def _why_read_only(path: Path) -> Problem | None:
     if path.exists() and not os.access(path, os.W_OK):
         return Problem(f"the database file {path} is read-only", _WRITABLE_PLACE)
     if not os.access(folder, os.W_OK):
-        return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
+        return unwritable_folder(folder)
     return None
 
 

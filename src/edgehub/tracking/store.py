@@ -25,12 +25,14 @@ from edgehub.tracking.compare import RunComparison, compare_runs
 from edgehub.tracking.db import (
     OPENED_READ_ONLY,
     Database,
+    Problem,
     configure,
     diagnose,
     open_database,
     retry_while_locked,
     storage_error,
     translate_storage_errors,
+    unwritable_folder,
 )
 from edgehub.tracking.records import RunFilter, RunRecord
 from edgehub.tracking.refs import resolve_run_ref
@@ -128,6 +130,31 @@ class RunStore:
         """Why this store cannot be written (``None`` when it can)."""
         problem = self._db.read_only
         return None if problem is None else problem.what
+
+    @property
+    def read_only_problem(self) -> Problem | None:
+        """Why this store cannot be written and what to do about it (``None`` when it can):
+        its database, or the folders of its artifacts and runs."""
+        if self._db.read_only is not None:
+            return self._db.read_only
+        for folder in (self.artifacts.root, self.root / "runs"):
+            if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+                return unwritable_folder(folder)
+        return None
+
+    def damage(self) -> str | None:
+        """What SQLite's quick check finds wrong in the database (``None``: nothing), as a
+        one-line `StorageError` message with what to do."""
+        try:
+            rows = self._query("PRAGMA quick_check(1)")
+        except StorageError as error:
+            return str(error)
+        found = [str(row[0]) for row in rows]
+        if found == ["ok"]:
+            return None
+        first = " ".join(found[0].replace("*** in database main ***", "").split())
+        damaged = sqlite3.DatabaseError(f"database disk image is malformed: {first}")
+        return str(storage_error(damaged, self.db_path, "check the run store"))
 
     def close(self) -> None:
         with self._lock:
