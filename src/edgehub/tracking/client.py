@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import OperationCancelled, StorageError
 from edgehub.events import EventSink, LogEvent
+from edgehub.limits import LogLimits
 from edgehub.paths import is_remote
 from edgehub.tracking.artifacts import path_size
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.tracking.log_file import RunLogFile
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -76,6 +78,7 @@ class Client:
         Files from outside the run (a user's model) are copied into the store only when the
         run ends FINISHED, i.e. after the component accepted them; until then, and for a run
         that fails, only their path is recorded."""
+        log_limits = LogLimits.from_env()  # a bad setting is refused before the run exists
         run_id = new_run_id()
         started = time.time()
         stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S-%f")
@@ -112,7 +115,7 @@ class Client:
         previous_run_id = self.events.run_id
         self.events.run_id = run_id
         log_path = run_dir / "run.log"
-        log_file = log_path.open("a", encoding="utf-8")
+        log_file = RunLogFile(log_path, log_limits)
         lock = threading.Lock()
 
         def record(event: LogEvent) -> None:
@@ -120,8 +123,7 @@ class Client:
                 return
             with lock:
                 if not log_file.closed:
-                    log_file.write(f"[{event.kind}] {event.message}\n")
-                    log_file.flush()
+                    log_file.write_line(f"[{event.kind}] {event.message}")
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None

@@ -117,7 +117,7 @@ def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any)
     }
     inputs = {model.name: model, name: calibration}
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
-    qdq = result.files / f"qdq_{model.name}"
+    qdq = result.file(f"qdq_{model.name}")
     ctx.client.log_artifact(qdq, name="qdq_model")
     return qdq
 
@@ -170,9 +170,9 @@ def _compile_local(
         raise
     record_agent_result(ctx, result, skip=_PATH_KEYS)
     ctx.client.log_param("calib_path", None)
-    ctx.client.log_artifact(result.files / engine, name="path")
-    ctx.client.log_artifact(result.files / "layer_info.json", name="layer_info")
-    ctx.client.log_artifact(result.files / "build.log", name="build_log")
+    ctx.client.log_artifact(result.file(engine), name="path")
+    ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
+    ctx.client.log_artifact(result.file("build.log"), name="build_log")
     return TensorRTCompiledModel.from_current_run(ctx)
 
 
@@ -250,7 +250,7 @@ def _profile_local(
     profile = result.files / "profile.json"
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(result.files / "trtexec.log", name="trtexec_log")
+    ctx.client.log_artifact(result.file("trtexec.log"), name="trtexec_log")
     return TensorRTProfilingResult.from_current_run(ctx)
 
 
@@ -324,7 +324,7 @@ def _invoke_local(
     files = {engine.name: engine, "input.npz": inputs}
     result = agent.call("trt.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset(request))
-    exported = (result.files / "output.json").read_bytes()
+    exported = result.file("output.json").read_bytes()
     outputs = trtexec_parse.parse_exported_outputs(exported, result.data.get("output_dtypes"))
     local = save_npz(result.files / "output.npz", outputs)
     ctx.client.log_artifact(local, name="output_file")
