@@ -48,7 +48,7 @@ nonl)
 deep)
     python3 -c 'import sys; sys.stdout.write("[" * 100000 + "]" * 100000)' > out/result.json ;;
 huge)
-    python3 -c 'import json; print(json.dumps({{"ok": True, "data": {{"x": "y" * (20 << 20)}}}}))' \\
+    python3 -c 'import json; print(json.dumps({{"ok": True, "x": "y" * (20 << 20)}}))' \\
         > out/result.json ;;
 missing)
     echo '{{"ok": true, "params": {{}}, "metrics": {{}}, "data": {{}}}}' > out/result.json ;;
