@@ -318,3 +318,12 @@ def test_missing_output_is_named(tmp_path: Path) -> None:
     with pytest.raises(InvokeError) as missing:
         result.file("output.npz")
     assert "out/output.npz" in str(missing.value) and "result.json" in str(missing.value)
+
+
+def test_error_messages_quote_a_short_last_line() -> None:
+    from edgehub.runners.outcome import describe_failure
+    from edgehub.runners.protocol import CommandResult
+
+    result = CommandResult(("tool",), 1, "", "first\n" + "z" * MiB + "\n")
+    message = describe_failure(("tool",), result)
+    assert len(message) < 600 and message.endswith("[...]") and "\n" not in message

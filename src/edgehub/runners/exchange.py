@@ -25,7 +25,7 @@ from edgehub.runners.base import Process
 from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.spool import ArchiveSpool
-from edgehub.runners.streaming import LineCollector
+from edgehub.runners.streaming import LineCollector, last_line
 
 __all__ = ["STAGING_FAILED", "exchange", "split_script"]
 
@@ -80,7 +80,7 @@ def exchange(
         result = CommandResult(tuple(words), code, "", err.text, time.monotonic() - started)
         raise_for_outcome(result, stopped=stopped, timeout=timeout, check=False)
         if code == STAGING_FAILED:
-            raise RunnerError(f"cannot stage files in {target}: {err.text.strip() or 'no tar?'}")
+            raise RunnerError(f"cannot stage files in {target}: {last_line(err.text) or 'no tar?'}")
         _unpack(spool, fetch, local)
     return result
 

@@ -14,7 +14,20 @@ from collections import deque
 from edgehub.events import EventSink
 from edgehub.limits import LogLimits
 
-__all__ = ["HeadTail", "LineCollector", "cut_line"]
+__all__ = ["HeadTail", "LineCollector", "cut_line", "last_line"]
+
+MESSAGE_LINE = 400  # characters of a command's output quoted in an error message
+
+
+def last_line(*texts: str) -> str:
+    """The last non-empty line of the first of ``texts`` that has one, short enough to quote
+    in a one-line message ("" if none has a line)."""
+    for text in texts:
+        lines = text.strip().splitlines()
+        if lines:
+            line = lines[-1]
+            return line if len(line) <= MESSAGE_LINE else line[:MESSAGE_LINE] + " [...]"
+    return ""
 
 
 def cut_line(line: str, limit: int, dropped: int = 0) -> str:

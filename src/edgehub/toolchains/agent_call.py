@@ -29,6 +29,7 @@ from edgehub.errors import (
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.protocol import CommandResult
+from edgehub.runners.streaming import last_line
 
 __all__ = ["AgentCall", "AgentResult"]
 
@@ -145,8 +146,7 @@ class AgentCall:
                 self.runner.get(remote / "out", files)
             result = load_result(files / "result.json", limits.max_bytes, limits.max_depth)
         except (RunnerError, ResultFileError) as error:
-            tail = (outcome.stderr.strip() or outcome.stdout.strip()).splitlines()
-            last = tail[-1] if tail else str(error)
+            last = last_line(outcome.stderr, outcome.stdout) or str(error)
             if (files / "result.json").exists():  # a result came back, but is not one
                 last = str(error)
             raise failure(
