@@ -327,3 +327,19 @@ def test_error_messages_quote_a_short_last_line() -> None:
     result = CommandResult(("tool",), 1, "", "first\n" + "z" * MiB + "\n")
     message = describe_failure(("tool",), result)
     assert len(message) < 600 and message.endswith("[...]") and "\n" not in message
+
+
+def test_trtexec_exports_are_read_within_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgehub.errors import ProfileError
+    from edgehub.toolchains.tensorrt.local import profile_document
+
+    monkeypatch.setenv("EDGEHUB_RESULT_MAX_BYTES", "64K")
+    log = "noise\n" * 100_000 + "[I] Latency: min = 1 ms, max = 3 ms, mean = 2 ms, median = 2 ms\n"
+    (tmp_path / "trtexec.log").write_text(log)  # read from its end, where the summary is
+    (tmp_path / "times.json").write_text("[" + ",".join(['{"latencyMs": 1}'] * 10_000) + "]")
+    with pytest.raises(ProfileError, match="EDGEHUB_RESULT_MAX_BYTES"):
+        profile_document(tmp_path)
+    (tmp_path / "times.json").unlink()
+    assert profile_document(tmp_path)["metrics"]["latency_median_ms"] == 2

@@ -24,6 +24,7 @@ from edgehub.errors import (
     ToolchainError,
     UsageError,
 )
+from edgehub.limits import ResultLimits
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
@@ -254,18 +255,36 @@ def _profile_local(
     return TensorRTProfilingResult.from_current_run(ctx)
 
 
+def _device_file(path: Path, *, tail: bool = False) -> bytes:
+    """A file trtexec wrote, up to ``EDGEHUB_RESULT_MAX_BYTES`` of it: an export over that is
+    refused, a log (``tail``) is read from its end, where its summary is."""
+    limit = ResultLimits.from_env().max_bytes
+    size = path.stat().st_size
+    if size <= limit:
+        return path.read_bytes()
+    if not tail:
+        raise ProfileError(
+            f"trtexec's {path.name} is {size} bytes, over the limit of {limit}; raise "
+            "EDGEHUB_RESULT_MAX_BYTES to read it"
+        )
+    with path.open("rb") as handle:
+        handle.seek(size - limit)
+        return handle.read(limit)
+
+
 def profile_document(files: Path) -> dict[str, Any]:
     """Metrics and details from a trtexec profile run's log and exports in ``files``: the
     per-query samples give the statistics (type-7 percentiles, as the other profilers);
     trtexec's own summary lines are kept under ``trtexec_*``."""
     from edgehub.agent.stats import latency_stats
 
-    summary = trtexec_parse.parse_summary((files / "trtexec.log").read_text(errors="replace"))
+    log = _device_file(files / "trtexec.log", tail=True)
+    summary = trtexec_parse.parse_summary(log.decode("utf-8", "replace"))
     metrics: dict[str, float] = {
         f"trtexec_{k}": v for k, v in trtexec_parse.summary_metrics(summary).items()
     }
     times = files / "times.json"
-    samples = trtexec_parse.parse_times(times.read_bytes()) if times.is_file() else {}
+    samples = trtexec_parse.parse_times(_device_file(times)) if times.is_file() else {}
     for name, values in samples.items():
         stats = latency_stats([int(v * 1e6) for v in values])
         prefix = "latency" if name == "latency" else name
@@ -281,7 +300,9 @@ def profile_document(files: Path) -> dict[str, Any]:
         metrics["throughput_qps"] = summary.throughput_qps
     layers_file = files / "layers.json"
     layers = (
-        trtexec_parse.parse_layer_profile(layers_file.read_bytes()) if layers_file.is_file() else []
+        trtexec_parse.parse_layer_profile(_device_file(layers_file))
+        if layers_file.is_file()
+        else []
     )
     if layers:
         metrics["num_layers"] = float(len(layers))
