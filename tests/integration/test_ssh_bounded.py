@@ -34,6 +34,7 @@ LINE = "stderr of a flooding device, the same line again and again until 200 MB 
 # The device's "Python" for the ssh provider: called as `hostile.sh AGENT COMMAND --request
 # request.json --result out/result.json` in the staged folder; ~/hostile-mode says what to do.
 HOSTILE = f"""#!/bin/sh
+[ "$2" = relay ] && exec python3 "$HOME/relay.py"
 mode=$(cat "$HOME/hostile-mode")
 mkdir -p out
 fail='{{"ok": false, "error": {{"kind": "AgentError", "message": "failed on purpose"}}}}'
@@ -56,6 +57,35 @@ many)
     mkdir out/many && (cd out/many && seq 1 500 | xargs touch)
     echo "$fail" > out/result.json ;;
 esac
+"""
+
+# A faulty resident agent's relay (``[devices.X.agent] resident = true``): it takes the job,
+# then answers in well-formed frames with 200 MB of output and the tar of a 1 GiB sparse file.
+RELAY = f"""
+import json, os, struct, subprocess, sys
+take, out = sys.stdin.buffer, sys.stdout.buffer
+left = json.loads(take.readline())["stage"]["size"]
+while left > 0:
+    left -= len(take.read(min(left, 1 << 20)) or b"x" * left)
+def frame(kind, data=b""):
+    out.write(struct.pack(">cI", kind, len(data)) + data)
+frame(b"D", b"\\0EDGEHUB-START 1\\n")
+block = b"{LINE}\\n" * 700
+for _ in range(200_000_000 // len(block)):
+    frame(b"D", block)
+subprocess.run("rm -rf /tmp/hr && mkdir -p /tmp/hr/out && truncate -s 1G /tmp/hr/out/sparse.bin"
+               " && echo '{{\\"ok\\": false, \\"error\\": {{\\"message\\": \\"relayed\\"}}}}'"
+               " > /tmp/hr/out/result.json && tar --sparse -c -f /tmp/hr/t.tar -C /tmp/hr out",
+               shell=True, check=True)
+with open("/tmp/hr/t.tar", "rb") as tar:
+    data = tar.read()
+frame(b"D", b"\\0EDGEHUB-FILES %d\\n" % len(data))
+for start in range(0, len(data), 65536):
+    frame(b"D", data[start : start + 65536])
+frame(b"D", b"\\0EDGEHUB-EXIT 4\\n")
+frame(b"E")
+out.flush()
+take.read()  # a relay lives as long as the connection
 """
 
 # Runs `hub` with its output in files and reports its exit code and peak RSS (its own).
@@ -140,6 +170,7 @@ def test_exchange_flood_keeps_memory_and_output_bounded(device: SSHDevice, tmp_p
 @pytest.fixture
 def project(device: SSHDevice, tmp_path: Path) -> Path:
     device.exec("sh", "-c", "cat > ~/hostile.sh && chmod 0755 ~/hostile.sh", stdin=HOSTILE)
+    device.exec("sh", "-c", "cat > ~/relay.py", stdin=RELAY)
     folder = tmp_path / "proj"
     (folder / "home").mkdir(parents=True)
     (folder / "hub.toml").write_text(
@@ -199,6 +230,20 @@ def test_hub_survives_a_flooding_device(device: SSHDevice, project: Path) -> Non
     assert logs and all(log.stat().st_size < LOG_CAP + 4096 for log in logs)
     text = logs[0].read_text()
     assert f"[stderr] {LINE}" in text[:1000] and "dropped here" in text
+    (sparse,) = (project / ".hub").rglob("sparse.bin")
+    assert sparse.stat().st_size == GiB and _blocks(sparse) < 4 * MiB
+
+
+def test_hub_survives_a_flooding_resident_agent(device: SSHDevice, project: Path) -> None:
+    """The same flood through the resident agent's relay (the ``ssh`` provider's default)."""
+    config = project / "hub.toml"
+    config.write_text(config.read_text().replace("resident = false", "resident = true"))
+    code, peak, stderr = _hub(device, project, "flood")
+    assert code == 4, stderr[-2000:]
+    assert "relayed" in _error_line(stderr)
+    assert peak < 300 * MiB, f"hub's peak RSS was {peak / MiB:.0f} MiB"
+    logs = list((project / ".hub").rglob("run.log"))
+    assert logs and all(log.stat().st_size < LOG_CAP + 4096 for log in logs)
     (sparse,) = (project / ".hub").rglob("sparse.bin")
     assert sparse.stat().st_size == GiB and _blocks(sparse) < 4 * MiB
 
