@@ -16,10 +16,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
 
 from edgehub.errors import UsageError
-from edgehub.runners.archive import SparseWriter
 from edgehub.tracking.db import translate_storage_errors
 
 __all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
@@ -81,25 +79,14 @@ def _copy_range(source: int, target: int, size: int) -> bool:
     return done == size
 
 
-def _sparse_copy(source: BinaryIO, target: BinaryIO) -> None:
-    """Copy with holes where the data is zeros (a file that has holes keeps them)."""
-    writer = SparseWriter(target)
-    while chunk := source.read(_CHUNK):
-        writer.write(chunk)
-    writer.finish()
-
-
 def clone_or_copy(src: str, dst: str) -> str:
-    """Copy file ``src`` to a new file ``dst``: reflink, else (for a file with holes, such as
-    a device's sparse output) a copy that keeps them, else ``copy_file_range``, else a plain
-    copy. ``dst`` never shares an inode with ``src``. Returns ``dst``."""
+    """Copy file ``src`` to a new file ``dst``: reflink, else ``copy_file_range``, else a
+    plain copy. ``dst`` never shares an inode with ``src``. Returns ``dst``."""
     with open(src, "rb") as source, open(dst, "xb") as target:
-        info = os.fstat(source.fileno())
-        if _reflink(source.fileno(), target.fileno()):
-            pass
-        elif info.st_blocks * 512 < info.st_size:
-            _sparse_copy(source, target)
-        elif not _copy_range(source.fileno(), target.fileno(), info.st_size):
+        size = os.fstat(source.fileno()).st_size
+        if not _reflink(source.fileno(), target.fileno()) and not _copy_range(
+            source.fileno(), target.fileno(), size
+        ):
             source.seek(0)
             target.seek(0)
             target.truncate()

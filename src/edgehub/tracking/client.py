@@ -123,7 +123,8 @@ class Client:
                 return
             with lock:
                 if not log_file.closed:
-                    log_file.write_line(f"[{event.kind}] {event.message}")
+                    log_file.write(f"[{event.kind}] {event.message}\n")
+                    log_file.flush()
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None

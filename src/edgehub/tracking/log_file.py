@@ -18,7 +18,8 @@ __all__ = ["RunLogFile"]
 
 
 class RunLogFile:
-    """Appends lines to ``path``; `close` writes the kept tail. Not thread-safe: callers lock."""
+    """Appends lines to ``path`` (`write_line`, or `write` as a text file); `close` writes the
+    kept tail. Not thread-safe: callers lock."""
 
     def __init__(self, path: Path, limits: LogLimits | None = None) -> None:
         limits = limits or LogLimits.from_env()
@@ -34,6 +35,15 @@ class RunLogFile:
     @property
     def closed(self) -> bool:
         return self._file.closed
+
+    def write(self, text: str) -> int:
+        """Write whole lines (a text file's ``write``)."""
+        for line in text.removesuffix("\n").split("\n") if text else ():
+            self.write_line(line)
+        return len(text)
+
+    def flush(self) -> None:
+        """Lines are flushed as they are written."""
 
     def write_line(self, line: str) -> None:
         line = cut_line(line, self._max_line) + "\n"
