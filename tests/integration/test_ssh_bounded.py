@@ -136,6 +136,31 @@ def test_get_refuses_too_many_files_and_writes_nothing(
     assert not target.exists() or not any(target.iterdir())
 
 
+def test_get_of_one_file_writes_holes_and_checks_its_size(
+    device: SSHDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SSHCommandRunner(device.config()) as runner:
+        runner.run(["sh", "-c", "mkdir -p sp && truncate -s 128M sp/one.bin"], hide=True)
+        runner.get("sp/one.bin", tmp_path / "one.bin")  # SFTP: zeros on the wire, holes here
+        monkeypatch.setenv("EDGEHUB_FETCH_MAX_MEMBER_BYTES", "64M")
+        with pytest.raises(DeviceOutputError, match="EDGEHUB_FETCH_MAX_MEMBER_BYTES"):
+            runner.get("sp/one.bin", tmp_path / "again.bin")
+    one = tmp_path / "one.bin"
+    assert one.stat().st_size == 128 * MiB and _blocks(one) < 4 * MiB
+    assert not (tmp_path / "again.bin").exists()
+
+
+def test_run_keeps_head_and_tail_of_a_flood(device: SSHDevice) -> None:
+    with SSHCommandRunner(device.config()) as runner:
+        result = runner.run(
+            ["sh", "-c", "echo first; yes 0123456789 | head -c 100000000; echo; echo last"],
+            hide=True,
+        )
+    assert len(result.stdout) < LOG_CAP + 1024
+    assert result.stdout.startswith("first\n") and result.stdout.endswith("last\n")
+    assert "dropped here" in result.stdout
+
+
 def test_exchange_flood_keeps_memory_and_output_bounded(device: SSHDevice, tmp_path: Path) -> None:
     """1 GiB sparse file and 200 MB of stderr through `exchange`: the file comes back sparse,
     the output kept is head and tail within the cap, and this process's memory stays bounded
