@@ -161,6 +161,24 @@ def test_run_keeps_head_and_tail_of_a_flood(device: SSHDevice) -> None:
     assert "dropped here" in result.stdout
 
 
+def test_exchange_stops_a_device_sending_too_much(
+    device: SSHDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the size limit the stream is refused as it comes: the device's tar is stopped and
+    nothing lands here."""
+    monkeypatch.setenv("EDGEHUB_FETCH_MAX_BYTES", "8M")
+    stage = tmp_path / "stage"
+    (stage / "out").mkdir(parents=True)
+    with SSHCommandRunner(device.config()) as runner, pytest.raises(DeviceOutputError) as refused:
+        runner.exchange(
+            stage, "too-much-job", ["sh", "-c", "head -c 100000000 /dev/urandom > out/r"],
+            fetch="out", local=tmp_path / "back", hide=True,
+        )  # fmt: skip
+    assert "EDGEHUB_FETCH_MAX_BYTES" in str(refused.value)
+    assert not (tmp_path / "back").exists()
+    assert device.processes_left("tar -c") == ""
+
+
 def test_exchange_flood_keeps_memory_and_output_bounded(device: SSHDevice, tmp_path: Path) -> None:
     """1 GiB sparse file and 200 MB of stderr through `exchange`: the file comes back sparse,
     the output kept is head and tail within the cap, and this process's memory stays bounded
