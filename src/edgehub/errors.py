@@ -104,6 +104,11 @@ class UnsafeArchiveError(RunnerError):
     """An archive from a device tried to write outside its target directory."""
 
 
+class DeviceOutputError(RunnerError):
+    """What a device sent back broke a limit (an archive's size, files or depth, a result's
+    size or nesting) or is not what it claims; the message names the limit to raise."""
+
+
 class ToolchainError(EdgehubError, RuntimeError):
     """A toolchain step (compile, profile, invoke) failed."""
 

@@ -240,33 +240,75 @@ class ResultFileError(ValueError):
     """A result file is missing or is not an agent result."""
 
 
-def load_result(path: str | Path) -> JSONDict:
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` levels deep."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, (dict, list))
+        ]
+    return bool(level)
+
+
+def load_json_file(
+    path: str | Path, what: str, max_bytes: int = 16 << 20, max_depth: int = 64
+) -> Any:
+    """The JSON document in ``path`` (from a device, so untrusted), refused with a one-line
+    `ResultFileError` if it cannot be read, is larger than ``max_bytes``, is not JSON or nests
+    deeper than ``max_depth``. ``what`` names it in messages."""
+    p = Path(path)
+    try:
+        with p.open("rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise ResultFileError(f"{what} '{p}' cannot be read: {exc.strerror or exc}") from exc
+    if len(raw) > max_bytes:
+        raise ResultFileError(
+            f"{what} '{p}' is over {max_bytes} bytes; refusing it (raise "
+            "EDGEHUB_RESULT_MAX_BYTES to accept it)"
+        )
+    too_deep = ResultFileError(
+        f"{what} '{p}' nests deeper than {max_depth} levels; refusing it (raise "
+        "EDGEHUB_RESULT_MAX_DEPTH to accept it)"
+    )
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise too_deep from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise ResultFileError(f"{what} '{p}' is not JSON: {one_line(str(exc))}") from None
+    if _depth_over(document, max_depth):
+        raise too_deep
+    return document
+
+
+def load_result(path: str | Path, max_bytes: int = 16 << 20, max_depth: int = 64) -> JSONDict:
     """Read and sanity-check an agent result file (for the host; standard library only).
 
     Returns the parsed dict. On success it has ``params``, ``metrics``, ``data``, ``warnings``
     and ``env``; on failure ``error`` = ``{kind, message, exit_code, user_error}``.
-    Raises :class:`ResultFileError` if the file is missing, is not JSON or lacks ``ok``.
+    Raises :class:`ResultFileError` if the file is missing, is not JSON, is larger than
+    ``max_bytes`` or nests deeper than ``max_depth`` (see `load_json_file`), or lacks ``ok``.
     """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ResultFileError(f"agent result '{p}' cannot be read: {exc}") from exc
-    try:
-        result = json.loads(text)
-    except ValueError as exc:
-        raise ResultFileError(f"agent result '{p}' is not JSON: {exc}") from exc
+    result = load_json_file(p, "agent result", max_bytes, max_depth)
     if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):
         raise ResultFileError(f"agent result '{p}' has no boolean 'ok' field")
     if result["ok"]:
         for key in ("params", "metrics", "data", "env"):
-            result.setdefault(key, {})
-        result.setdefault("warnings", [])
+            if not isinstance(result.setdefault(key, {}), dict):
+                raise ResultFileError(f"agent result '{p}' has a '{key}' that is not an object")
+        if not isinstance(result.setdefault("warnings", []), list):
+            raise ResultFileError(f"agent result '{p}' has 'warnings' that are not a list")
     else:
         error = result.get("error")
         if not isinstance(error, dict) or "message" not in error:
             raise ResultFileError(f"agent result '{p}' failed without an error message")
-        error.setdefault("kind", "AgentError")
+        if not isinstance(error.setdefault("kind", "AgentError"), str):
+            error["kind"] = "AgentError"
         error.setdefault("user_error", error["kind"] in USER_ERROR_KINDS)
     return result
 

@@ -13,7 +13,9 @@ from collections.abc import Iterable, Iterator
 
 from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START
 
-__all__ = ["Refused", "Reply", "check_start"]
+__all__ = ["MAX_MARKER", "Refused", "Reply", "check_start"]
+
+MAX_MARKER = 4096  # a marker line (START, FILES, EXIT) is never longer
 
 
 class Refused(Exception):
@@ -35,16 +37,20 @@ class Reply:
         self.code: int | None = None
 
     def read(self, chunks: Iterable[bytes]) -> Iterator[tuple[str, bytes]]:
-        """The job's output (``stderr``), then the returned tar (``stdout``)."""
+        """The job's output (``stderr``), then the returned tar (``stdout``), each passed on
+        as it arrives: nothing is held but a marker line (at most `MAX_MARKER` bytes)."""
         buffer = b""
-        files: bytearray | None = None
-        size = 0
+        files_left: int | None = None  # bytes of the tar still to come, once FILES is read
         for chunk in chunks:
-            if files is not None:
-                files += chunk
+            if files_left is not None:
+                part = chunk[:files_left]
+                if part:
+                    files_left -= len(part)
+                    yield "stdout", part
+                buffer = (buffer + chunk[len(part) :])[:MAX_MARKER]
                 continue
             buffer += chunk
-            while buffer and files is None:
+            while buffer and files_left is None:
                 cut = buffer.find(b"\0")
                 if cut != 0:  # plain output up to the next marker, if any
                     yield "stderr", buffer if cut < 0 else buffer[:cut]
@@ -52,23 +58,27 @@ class Reply:
                     continue
                 line, newline, rest = buffer.partition(b"\n")
                 if not newline:
-                    break  # a marker line still coming
+                    if len(buffer) <= MAX_MARKER:
+                        break  # a marker line still coming
+                    line, newline, rest = buffer[:1], b"", buffer[1:]  # a NUL in the output
                 if line.startswith(FILES):
-                    size = _integer(line[len(FILES) :]) or 0
-                    files, buffer = bytearray(rest), b""
+                    files_left = _integer(line[len(FILES) :]) or 0
+                    part = rest[:files_left]
+                    files_left -= len(part)
+                    if part:
+                        yield "stdout", part
+                    buffer = rest[len(part) :][:MAX_MARKER]
                 elif line.startswith(EXIT):
                     self.code = _integer(line[len(EXIT) :])
                     buffer = rest
                 else:  # a NUL in the job's own output
                     yield "stderr", line + newline
                     buffer = rest
-        if buffer:
-            yield "stderr", buffer
-        if files is not None and len(files) >= size:
-            yield "stdout", bytes(files[:size])
-            tail = bytes(files[size:])
-            if tail.startswith(EXIT):
-                self.code = _integer(tail[len(EXIT) :])
+        if files_left is None:
+            if buffer:
+                yield "stderr", buffer
+        elif files_left == 0 and buffer.startswith(EXIT):
+            self.code = _integer(buffer[len(EXIT) :])
 
 
 def _integer(text: bytes) -> int | None:

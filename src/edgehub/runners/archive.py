@@ -1,4 +1,5 @@
-"""Tar archives for moving files: `pack`, and `safe_extract`, which cannot write outside its target.
+"""Tar archives for moving files: `pack`, and `safe_extract`, which cannot write outside its target
+and stays within `~edgehub.limits.FetchLimits`.
 
 `safe_extract` reads the whole member list first and checks every member against the target as
 it would be after the members before it were written (and the links already on disk there):
@@ -7,21 +8,34 @@ then ``a/l/m -> ..`` are caught. Absolute names, ``..``, links (symbolic or hard
 outside the target, devices and FIFOs are refused, and when any member is refused nothing at
 all is written. The same checks run whether or not this Python's tarfile has the ``data``
 extraction filter (3.10.12+, 3.11.4+); where it has it, the filter runs as a second guard.
+
+What a device sends is bounded: the member list (count, path depth, the size of each file and
+of all of them, the bytes of headers) is checked before anything is written, no header may
+ask for more than a MiB, and files are written with holes where their data is zeros
+(`SparseWriter`), so a device's sparse or zero-filled file costs no disk blocks here. An
+archive arriving in chunks is spooled to disk the same way (``spool.py``), never held in memory.
 """
 
 from __future__ import annotations
 
 import io
 import os
+import stat
 import tarfile
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
-from edgehub.errors import UnsafeArchiveError
+from edgehub.errors import DeviceOutputError, UnsafeArchiveError
+from edgehub.limits import FetchLimits
 
-__all__ = ["pack", "safe_extract"]
+__all__ = ["SparseWriter", "human_size", "pack", "safe_extract"]
 
 _HAS_DATA_FILTER = hasattr(tarfile, "data_filter")
 _MAX_LINK_HOPS = 40  # as the kernel's ELOOP limit
+_CHUNK = 1 << 20  # file data is copied in chunks of this size; no header may be larger
+_MAX_HEADER_BYTES = 32 << 20  # all headers of one archive (names, pax records, sparse maps)
+_HOLE_BLOCK = 64 << 10
+_ZEROS = bytes(_HOLE_BLOCK)
 
 
 def pack(source: Path, arcname: str | None = None) -> bytes:
@@ -101,25 +115,181 @@ class _Tree:
         self.links["/".join([*parent, parts[-1]])] = member.linkname if member.issym() else None
 
 
-def safe_extract(data: bytes | io.IOBase, target: Path) -> list[str]:
+def human_size(size: int) -> str:
+    """``size`` bytes for a message: "512 bytes", "1.5 MiB", "16 GiB"."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+
+
+class SparseWriter:
+    """Writes a stream to a new file, seeking over blocks of zeros instead of writing them, so
+    they become holes; `finish` sets the file's length (a trailing hole included)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        length = len(data)
+        position = 0
+        while position < length:
+            end = min(length, position + _HOLE_BLOCK - self.size % _HOLE_BLOCK)
+            piece = data[position:end]
+            if piece == _ZEROS or piece.count(0) == len(piece):
+                self._handle.seek(len(piece), os.SEEK_CUR)
+            else:
+                self._handle.write(piece)
+            self.size += len(piece)
+            position = end
+        return length
+
+    def finish(self) -> None:
+        self._handle.truncate(self.size)
+        self._handle.flush()
+
+
+class _Guarded:
+    """The archive as `tarfile` reads it: no single read over `_CHUNK` bytes (only a header
+    asks for more: a pax record or a long name), and while the member list is read (no file
+    data then), no more than `_MAX_HEADER_BYTES` in all."""
+
+    def __init__(self, raw: BinaryIO | io.IOBase) -> None:
+        self._raw = raw
+        self.listing = True
+        self.header_bytes = 0
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or size > _CHUNK:
+            raise DeviceOutputError(
+                "refusing an archive from the device: one of its headers is over "
+                f"{human_size(_CHUNK)}"
+            )
+        data: bytes = self._raw.read(size)
+        if self.listing:
+            self.header_bytes += len(data)
+            if self.header_bytes > _MAX_HEADER_BYTES:
+                raise DeviceOutputError(
+                    "refusing an archive from the device: its headers (names, pax records) "
+                    f"are over {human_size(_MAX_HEADER_BYTES)}"
+                )
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return int(self._raw.seek(offset, whence))
+
+    def tell(self) -> int:
+        return int(self._raw.tell())
+
+
+def _list_members(tar: tarfile.TarFile, limits: FetchLimits) -> list[tarfile.TarInfo]:
+    """The archive's members, refused as soon as one breaks a limit."""
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    while (member := tar.next()) is not None:
+        members.append(member)
+        name = member.name
+        if len(members) > limits.max_files:
+            raise DeviceOutputError(
+                f"the archive from the device holds more than {limits.max_files} entries; "
+                "raise EDGEHUB_FETCH_MAX_FILES to accept more"
+            )
+        depth = len([part for part in PurePosixPath(name).parts if part not in ("/", ".")])
+        if depth > limits.max_depth:
+            raise DeviceOutputError(
+                f"the archive from the device holds a path {depth} levels deep "
+                f"({name[:80]!r}...), over the limit of {limits.max_depth}; raise "
+                "EDGEHUB_FETCH_MAX_DEPTH to accept it"
+            )
+        if member.isreg():
+            if member.size > limits.max_member_bytes:
+                raise DeviceOutputError(
+                    f"the device sent {name!r} of {human_size(member.size)}, over the limit of "
+                    f"{human_size(limits.max_member_bytes)} a file; raise "
+                    "EDGEHUB_FETCH_MAX_MEMBER_BYTES to accept it"
+                )
+            total += member.size
+            if total > limits.max_bytes:
+                raise DeviceOutputError(
+                    f"the device sent more than {human_size(limits.max_bytes)} of files; raise "
+                    "EDGEHUB_FETCH_MAX_BYTES to accept more"
+                )
+    return members
+
+
+def _clear(path: Path) -> None:
+    """Remove what is at ``path`` (not a directory) so a member can take its place."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+
+
+def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
+    """Write one checked member under ``target``; regular files keep their holes."""
+    if _HAS_DATA_FILTER:
+        tarfile.data_filter(member, str(target))  # the second guard: raises, or passes
+    parts = [part for part in PurePosixPath(member.name).parts if part != "."]
+    if not parts:
+        return
+    path = target.joinpath(*parts)
+    mode = member.mode & 0o755
+    if member.isdir():
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(mode | 0o700)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _clear(path)
+    if member.issym():
+        os.symlink(member.linkname, path)
+    elif member.islnk():
+        source = target.joinpath(*[p for p in member.linkname.split("/") if p not in ("", ".")])
+        if not stat.S_ISREG(os.lstat(source).st_mode):
+            raise UnsafeArchiveError(f"refusing hard link {member.name!r}: not to a file")
+        os.link(source, path, follow_symlinks=False)
+    else:
+        data = tar.extractfile(member)
+        assert data is not None, "a regular member has data"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with data, os.fdopen(os.open(path, flags, 0o600), "wb") as handle:
+            writer = SparseWriter(handle)
+            while chunk := data.read(_CHUNK):
+                writer.write(chunk)
+            writer.finish()
+        if writer.size != member.size:
+            raise UnsafeArchiveError(f"cannot extract archive: {member.name!r} is truncated")
+        path.chmod((mode if mode & 0o100 else mode & ~0o111) | 0o600)
+        os.utime(path, (member.mtime, member.mtime))
+
+
+def safe_extract(
+    data: bytes | io.IOBase | BinaryIO, target: Path, limits: FetchLimits | None = None
+) -> list[str]:
     """Extract a tar archive (bytes or a seekable file) into ``target``; returns member names.
 
-    Raises `UnsafeArchiveError`, having written nothing, if any member is unsafe.
+    Raises `UnsafeArchiveError` if any member is unsafe, `DeviceOutputError` if the archive
+    breaks ``limits`` (by default `FetchLimits.from_env`), in both cases having written nothing.
     """
+    limits = limits or FetchLimits.from_env()
     fileobj = io.BytesIO(data) if isinstance(data, bytes) else data
+    guarded = _Guarded(fileobj)
     try:
-        with tarfile.open(fileobj=fileobj, mode="r:*") as tar:
-            members = tar.getmembers()
+        with tarfile.open(fileobj=guarded, mode="r:") as tar:  # type: ignore[call-overload]
+            members = _list_members(tar, limits)
             target.mkdir(parents=True, exist_ok=True)
             tree = _Tree(target)
             for member in members:
                 tree.check(member)
-            if _HAS_DATA_FILTER:
-                tar.extractall(str(target), members=members, filter="data")
-            else:
-                for member in members:
-                    member.mode &= 0o755  # as the data filter: no setuid/setgid, no g/o write
-                tar.extractall(str(target), members=members)
+            guarded.listing = False
+            for member in members:
+                _write(tar, member, target)
     except tarfile.TarError as error:  # a damaged archive, or the data filter's own refusal
         raise UnsafeArchiveError(f"cannot extract archive: {error}") from error
+    except OSError as error:
+        raise UnsafeArchiveError(
+            f"cannot extract archive into {target}: {error.strerror or error}"
+        ) from error
     return [member.name for member in members]

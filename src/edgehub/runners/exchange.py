@@ -2,14 +2,15 @@
 
 The tar goes in on stdin (read to its exact size, so a warm job's stdin can stay open), the
 command's output streams on stderr, and the tar of the folder comes back on stdout: one round
-trip instead of put + run + get, which matters for short jobs. A transport whose own prologue
+trip instead of put + run + get, which matters for short jobs. The tar coming back is spooled
+to disk as it arrives (`~edgehub.runners.spool.ArchiveSpool`: capped, holes kept), and the
+output is kept within `~edgehub.limits.LogLimits`. A transport whose own prologue
 needs stdin after the tar (the SSH runner's lifeline) takes the script apart with
 `split_script`: the unpacking runs first, then the prologue, then the command.
 """
 
 from __future__ import annotations
 
-import io
 import shlex
 import shutil
 import tempfile
@@ -19,11 +20,12 @@ from pathlib import Path, PurePosixPath
 
 from edgehub.errors import RunnerError
 from edgehub.events import current_sink
-from edgehub.runners.archive import pack, safe_extract
+from edgehub.runners.archive import pack
 from edgehub.runners.base import Process
 from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
-from edgehub.runners.streaming import LineCollector
+from edgehub.runners.spool import ArchiveSpool
+from edgehub.runners.streaming import LineCollector, last_line
 
 __all__ = ["STAGING_FAILED", "exchange", "split_script"]
 
@@ -34,7 +36,10 @@ _UNPACK = (
     '{ [ -d "$p" ] || mkdir -p -- "$p"; } && head -c "$s" | tar -x -f - -C "$p" '
     f'&& cd -- "$p/$n" || exit {STAGING_FAILED}; '
 )
-_RUN_AND_SEND = '"$@" 1>&2; rc=$?; tar -c -f - -- "$f"; exit $rc'
+# GNU tar is asked for a sparse archive (holes not sent); other tars send zeros, which the
+# host's spool and extraction turn back into holes.
+_SPARSE = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; "
+_RUN_AND_SEND = '"$@" 1>&2; rc=$?; ' + _SPARSE + 'tar -c $S -f - -- "$f"; exit $rc'
 _SCRIPT = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + _RUN_AND_SEND
 
 Execute = Callable[
@@ -65,18 +70,18 @@ def exchange(
     data = pack(stage, arcname=target.name) if packed is None else packed
     script = ["sh", "-c", _SCRIPT, "edgehub", str(target.parent), target.name, fetch]
     script.append(str(len(data)))
-    stdout = io.BytesIO()
     err = LineCollector("stderr", None if hide else current_sink())
     started = time.monotonic()
-    code, stopped = execute(
-        lambda: start([*script, *words], data), _writer(stdout), err.feed_bytes, timeout
-    )
-    err.close()
-    result = CommandResult(tuple(words), code, "", err.text, time.monotonic() - started)
-    raise_for_outcome(result, stopped=stopped, timeout=timeout, check=False)
-    if code == STAGING_FAILED:
-        raise RunnerError(f"cannot stage files in {target}: {err.text.strip() or 'no tar?'}")
-    _unpack(stdout.getvalue(), fetch, local)
+    with ArchiveSpool(local.parent) as spool:
+        code, stopped = execute(
+            lambda: start([*script, *words], data), spool.write, err.feed_bytes, timeout
+        )
+        err.close()
+        result = CommandResult(tuple(words), code, "", err.text, time.monotonic() - started)
+        raise_for_outcome(result, stopped=stopped, timeout=timeout, check=False)
+        if code == STAGING_FAILED:
+            raise RunnerError(f"cannot stage files in {target}: {last_line(err.text) or 'no tar?'}")
+        _unpack(spool, fetch, local)
     return result
 
 
@@ -91,23 +96,16 @@ def split_script(words: Sequence[str]) -> tuple[str, list[str], str]:
     values = {"p": parent, "n": name, "s": size}
     unpack = "".join(f"{key}={shlex.quote(value)}; " for key, value in values.items())
     unpack += _UNPACK + "exec 4>&1 1>&2; "
-    return unpack, list(words[8:]), f"tar -c -f - -- {shlex.quote(fetch)} 1>&4"
+    return unpack, list(words[8:]), _SPARSE + f"tar -c $S -f - -- {shlex.quote(fetch)} 1>&4"
 
 
-def _writer(buffer: io.BytesIO) -> Callable[[bytes], None]:
-    def write(data: bytes) -> None:
-        buffer.write(data)
-
-    return write
-
-
-def _unpack(data: bytes, fetch: str, local: Path) -> None:
-    if not data:
+def _unpack(spool: ArchiveSpool, fetch: str, local: Path) -> None:
+    if not spool.received:
         return  # nothing came back (e.g. the command made no such folder)
     local.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=".edgehub-fetch-", dir=local.parent))
     try:
-        safe_extract(data, scratch)
+        spool.extract(scratch)
         if local.exists():
             shutil.rmtree(local)
         (scratch / fetch).replace(local)

@@ -6,14 +6,15 @@ from collections.abc import Sequence
 
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
 from edgehub.runners.protocol import CommandResult
+from edgehub.runners.streaming import last_line
 
 __all__ = ["describe_failure", "raise_for_outcome"]
 
 
 def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
     """A one-line message for a failed command, with the last line it printed."""
-    tail = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    last = f": {tail[-1]}" if tail else ""
+    line = last_line(result.stderr, result.stdout)
+    last = f": {line}" if line else ""
     return f"command {argv[0]!r} exited with code {result.returncode}{last}"
 
 

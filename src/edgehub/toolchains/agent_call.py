@@ -2,7 +2,9 @@
 
 Each call stages a directory (the agent zipapp, the request and the input files), uploads it
 with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
-output files) with one ``get``. Agent errors become edgehub errors.
+output files) with one ``get``. Agent errors become edgehub errors. The result file is read
+within `~edgehub.limits.ResultLimits`, and a file the caller needs from ``out/`` that the device
+did not return is named in a one-line error (`AgentResult.file`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from edgehub.errors import (
     UsageError,
 )
 from edgehub.fsutil import link_tree
+from edgehub.limits import ResultLimits
 from edgehub.runners.protocol import CommandResult
+from edgehub.runners.streaming import last_line
 
 __all__ = ["AgentCall", "AgentResult"]
 
@@ -49,6 +53,20 @@ class AgentResult:
     data: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
+    command: str = "the agent"
+    failure: type[ToolchainError] = ToolchainError
+
+    def file(self, name: str) -> Path:
+        """``files / name``, which must exist: a result that names an output the device did
+        not send back is the command's failure, in one line naming the file."""
+        path = self.files / name
+        if not (path.exists() or path.is_symlink()):
+            sent = sorted(p.name for p in self.files.iterdir()) if self.files.is_dir() else []
+            raise self.failure(
+                f"{self.command} reported success but the device returned no out/{name} "
+                f"(it returned: {', '.join(sent[:10]) or 'nothing'})"
+            )
+        return path
 
 
 class AgentCall:
@@ -91,6 +109,7 @@ class AgentCall:
         refers to it as ``in/<name>`` and writes outputs under ``out/``."""
         from edgehub.agent.protocol import ResultFileError, load_result
 
+        limits = ResultLimits.from_env()
         self._calls += 1
         slot = f"{self._calls}-{command.replace('.', '_')}"
         remote = self.workdir / slot
@@ -125,10 +144,11 @@ class AgentCall:
         try:
             if not exchange:
                 self.runner.get(remote / "out", files)
-            result = load_result(files / "result.json")
+            result = load_result(files / "result.json", limits.max_bytes, limits.max_depth)
         except (RunnerError, ResultFileError) as error:
-            tail = (outcome.stderr.strip() or outcome.stdout.strip()).splitlines()
-            last = tail[-1] if tail else str(error)
+            last = last_line(outcome.stderr, outcome.stdout) or str(error)
+            if (files / "result.json").exists():  # a result came back, but is not one
+                last = str(error)
             raise failure(
                 f"{command} failed (exit {outcome.returncode}) without a result: {last}; "
                 f"command: {shlex.join(argv)} in {remote}"
@@ -144,6 +164,8 @@ class AgentCall:
             data=dict(result["data"]),
             warnings=list(result["warnings"]),
             env=dict(result["env"]),
+            command=command,
+            failure=failure,
         )
 
     def _stage_agent(self, stage: Path) -> None:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from edgehub.errors import OperationCancelled, StorageError
 from edgehub.events import EventSink, LogEvent
+from edgehub.limits import LogLimits
 from edgehub.paths import is_remote
 from edgehub.tracking.artifacts import path_size
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.full_disk import disk_full, full_disk_error, keep_only_log
+from edgehub.tracking.log_file import RunLogFile
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Client"]
 
 
-def _close_quietly(handle: TextIO) -> None:
+def _close_quietly(handle: RunLogFile | TextIO) -> None:
     try:
         handle.close()
     except OSError:
@@ -84,6 +86,7 @@ class Client:
         Files from outside the run (a user's model) are copied into the store only when the
         run ends FINISHED, i.e. after the component accepted them; until then, and for a run
         that fails, only their path is recorded."""
+        log_limits = LogLimits.from_env()  # a bad setting is refused before the run exists
         run_id = new_run_id()
         started = time.time()
         stamp = datetime.fromtimestamp(started).strftime("%Y%m%d-%H%M%S-%f")
@@ -124,7 +127,7 @@ class Client:
         previous_run_id = self.events.run_id
         self.events.run_id = run_id
         log_path = run_dir / "run.log"
-        log_file = log_path.open("a", encoding="utf-8")
+        log_file = RunLogFile(log_path, log_limits)
         lock = threading.Lock()
 
         def record(event: LogEvent) -> None:

@@ -3,7 +3,8 @@ for images without ``tar``.
 
 An exec of ``tar`` costs a few tens of milliseconds and extracts as the container's own user;
 the archive API (~0.2 s a call) is the fallback when the image has no ``tar`` (exit 126/127).
-Both are plain API calls, so they work on a remote daemon too. Downloads are extracted with
+Both are plain API calls, so they work on a remote daemon too. Downloads are spooled to disk as
+they arrive (`~edgehub.runners.spool.ArchiveSpool`: capped, zeros kept as holes), extracted with
 `safe_extract` in a scratch directory next to the destination and moved into place.
 """
 
@@ -16,19 +17,25 @@ import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path, PurePath, PurePosixPath
-from typing import IO, Any, cast
+from typing import Any
 
 from edgehub.errors import RunnerError
-from edgehub.runners.archive import pack, safe_extract
+from edgehub.runners.archive import pack
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
 from edgehub.runners.docker.container import Container, image_owner
 from edgehub.runners.docker.exec import exec_quiet, exit_code
 from edgehub.runners.docker.frames import frames
+from edgehub.runners.spool import ArchiveSpool
 
 __all__ = ["NO_TAR", "ContainerFiles"]
 
 NO_TAR = (126, 127)  # exit codes of a shell that cannot find or run the command
 _PUT_SCRIPT = 'mkdir -p -- "$1" && exec tar -x -f - -C "$1"'
+# a sparse archive where the image's tar can make one (GNU tar)
+_GET_SCRIPT = (
+    'S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; exec tar -c $S -f - -C "$1" -- "$2"'
+)
+_KEPT_STDERR = 4096
 
 
 class ContainerFiles:
@@ -109,17 +116,17 @@ class ContainerFiles:
         source = self.remote(remote)
         parent, name = str(PurePosixPath(source).parent), PurePosixPath(source).name
         local.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".edgehub-get-", dir=local.parent) as scratch:
-            archive = Path(scratch) / "archive.tar"
+        with (
+            tempfile.TemporaryDirectory(prefix=".edgehub-get-", dir=local.parent) as scratch,
+            ArchiveSpool(Path(scratch)) as spool,
+        ):
             stat: dict[str, Any] = {"name": name}
             try:
-                with archive.open("wb") as stream:
-                    code, err = self._tar_out(container_id, parent, name, stream)
-                if code in NO_TAR:  # no tar in the image: the archive API
+                code, err = self._tar_out(container_id, parent, name, spool)
+                if code in NO_TAR and not spool.received:  # no tar in the image: the archive API
                     chunks, stat = self._client().get_archive(container_id, source)
-                    with archive.open("wb") as stream:
-                        for chunk in chunks:
-                            stream.write(chunk)
+                    for chunk in chunks:
+                        spool.write(chunk)
                 elif code != 0:
                     raise RunnerError(f"cannot copy {source} from the container: {_tar_error(err)}")
             except DockerNotFound:
@@ -129,8 +136,7 @@ class ContainerFiles:
             except DockerAPIError as error:
                 raise RunnerError(f"cannot copy {source}: {error.explanation}") from error
             extracted = Path(scratch) / "out"
-            with archive.open("rb") as stream:
-                names = safe_extract(cast(io.IOBase, stream), extracted)
+            names = spool.extract(extracted)
             top = str(stat.get("name") or (names[0].split("/")[0] if names else ""))
             item = extracted / top
             if not top or not (item.exists() or item.is_symlink()):
@@ -138,20 +144,21 @@ class ContainerFiles:
             _move_into_place(item, local)
 
     def _tar_out(
-        self, container_id: str, parent: str, name: str, target: IO[bytes]
+        self, container_id: str, parent: str, name: str, target: ArchiveSpool
     ) -> tuple[int, str]:
-        """Write a tar of ``parent/name`` to ``target`` through an exec of tar; (code, stderr)."""
+        """Write a tar of ``parent/name`` to ``target`` through an exec of tar; (code, the
+        end of its stderr)."""
         client = self._client()
-        argv = ["tar", "-c", "-f", "-", "-C", parent, "--", name]
+        argv = ["sh", "-c", _GET_SCRIPT, "edgehub-get", parent, name]
         exec_id = client.exec_create(container_id, argv)
         sock = client.exec_start(exec_id)
-        errors = bytearray()
+        errors = b""
         try:
             for kind, payload in frames(sock):
                 if kind == 1:
                     target.write(payload)
                 else:
-                    errors += payload
+                    errors = (errors + payload)[-_KEPT_STDERR:]
         finally:
             sock.close()
         return exit_code(client, exec_id), errors.decode("utf-8", "replace")

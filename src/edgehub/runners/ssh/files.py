@@ -3,7 +3,9 @@
 An upload is skipped when the remote file is known to match (same sha256, size and mtime as
 when this connection sent it, or a matching ``sha256sum`` on the device; for a path named by
 its content, the same size, looked up once per connection); files are written to
-a temporary name and renamed into place. Directories come back as a tar stream, safely extracted.
+a temporary name and renamed into place. Directories come back as a tar stream (sparse where
+the device's tar can make one), spooled to disk and safely extracted; what comes back is held to
+`~edgehub.limits.FetchLimits` and written with holes where it is zeros.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ import hashlib
 import os
 import posixpath
 import secrets
+import select
 import shlex
 import stat
 import tarfile
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO, Any, cast
 
-from edgehub.errors import RunnerError
-from edgehub.runners.archive import safe_extract
+from edgehub.errors import DeviceOutputError, RunnerError
+from edgehub.limits import FetchLimits
+from edgehub.runners.archive import SparseWriter, human_size
+from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import start_command
 
@@ -31,6 +35,8 @@ __all__ = ["RemoteFiles", "TransferStats"]
 SFTP_REQUEST_SIZE = 128 * 1024
 PREFETCH_REQUESTS = 64
 REMOTE_HASH_MIN_BYTES = 256 * 1024
+_TAR_OUT = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; exec tar -c $S -f - -C {} ."
+_KEPT_STDERR = 4096  # of a tar's complaints, the last bytes are kept for the message
 
 
 @dataclass
@@ -228,7 +234,7 @@ class RemoteFiles:
                 pass  # the remote side stopped reading; its exit status says why
             channel.shutdown_write()
             status = channel.recv_exit_status()
-            errors = channel.makefile_stderr("rb").read().decode("utf-8", "replace")
+            errors = _drain(channel, lambda _: None)
         finally:
             channel.close()
         if status != 0:
@@ -240,6 +246,12 @@ class RemoteFiles:
         self._stats.upload_bytes += sink.sent
 
     def _get_file(self, sftp: Any, source: str, size: int, local: Path) -> None:
+        limit = FetchLimits.from_env().max_member_bytes
+        if size > limit:
+            raise DeviceOutputError(
+                f"{source} on {self.config.host} is {human_size(size)}, over the limit of "
+                f"{human_size(limit)} a file; raise EDGEHUB_FETCH_MAX_MEMBER_BYTES to accept it"
+            )
         destination = local / posixpath.basename(source) if local.is_dir() else local
         destination.parent.mkdir(parents=True, exist_ok=True)
         partial = destination.with_name(f".{destination.name}.{secrets.token_hex(4)}.part")
@@ -248,8 +260,12 @@ class RemoteFiles:
                 remote_file.MAX_REQUEST_SIZE = SFTP_REQUEST_SIZE
                 if size:
                     remote_file.prefetch(size, PREFETCH_REQUESTS)
+                writer = SparseWriter(sink)
                 for block in iter(lambda: remote_file.read(SFTP_REQUEST_SIZE), b""):
-                    sink.write(block)
+                    writer.write(block)
+                    if writer.size > size:
+                        break  # the file grew while it was read: the check below says so
+                writer.finish()
             if partial.stat().st_size != size:
                 raise RunnerError(f"download of {source} is incomplete; try again")
             os.replace(partial, destination)
@@ -266,15 +282,11 @@ class RemoteFiles:
         if local.exists() and not local.is_dir():
             raise RunnerError(f"cannot download directory {source} onto file {local}")
         channel = self._session.open_channel()
-        with tempfile.TemporaryFile() as spool:
+        with ArchiveSpool(local.parent) as spool:
             try:
-                start_command(channel, f"tar -c -f - -C {shlex.quote(source)} .", self.config)
-                received = 0
-                for block in iter(lambda: channel.recv(1024 * 1024), b""):
-                    spool.write(block)
-                    received += len(block)
+                start_command(channel, _TAR_OUT.format(shlex.quote(source)), self.config)
+                errors = _drain(channel, spool.write)
                 status = channel.recv_exit_status()
-                errors = channel.makefile_stderr("rb").read().decode("utf-8", "replace")
             finally:
                 channel.close()
             if status != 0:
@@ -282,10 +294,28 @@ class RemoteFiles:
                     f"cannot pack {source} on {self.config.host}: "
                     f"{_last_line(errors) or f'exit code {status}'}"
                 )
-            spool.seek(0)
-            safe_extract(spool, local)
+            spool.extract(local)
         self._stats.downloads += 1
-        self._stats.download_bytes += received
+        self._stats.download_bytes += spool.received
+
+
+def _drain(channel: Any, on_stdout: Any) -> str:
+    """Pass a command's stdout to ``on_stdout`` as it comes, reading its stderr alongside (a
+    device that floods it cannot stall the transfer); the last of the stderr, as text."""
+    errors = b""
+    while True:
+        got = False
+        while channel.recv_ready():
+            on_stdout(channel.recv(1 << 20))
+            got = True
+        while channel.recv_stderr_ready():
+            errors = (errors + channel.recv_stderr(1 << 16))[-_KEPT_STDERR:]
+            got = True
+        if got:
+            continue
+        if channel.closed or (channel.eof_received and channel.exit_status_ready()):
+            return errors.decode("utf-8", "replace")
+        select.select([channel], [], [], 0.1)
 
 
 class _RemoteClosed(Exception):

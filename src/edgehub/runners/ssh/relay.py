@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from edgehub.agent.server.relay import DATA, END, NOT_TAKEN
+from edgehub.errors import DeviceOutputError
 from edgehub.runners.agent_reply import Refused, Reply, check_start
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import build_command, start_command
@@ -29,6 +30,7 @@ START_TIMEOUT_S = 10.0  # a job the server has not started by then is passed ove
 # Bigger jobs go through `exchange`, which streams their files to disk: the server holds a
 # job's files in memory until the job starts (models travel apart, see ssh_agent.py).
 MAX_RELAY_STAGE_BYTES = 256 << 20
+MAX_FRAME = 1 << 20  # the relay sends frames of at most 64 KiB
 
 
 class AgentRelay:
@@ -64,6 +66,12 @@ class AgentRelay:
         while True:
             while len(self._buffer) >= FRAME.size:
                 kind, size = FRAME.unpack_from(self._buffer)
+                if size > MAX_FRAME:
+                    self.close()
+                    raise DeviceOutputError(
+                        f"the agent relay on the device sent a frame of {size} bytes (at most "
+                        f"{MAX_FRAME} expected); is the device's edgehub agent genuine?"
+                    )
                 if len(self._buffer) < FRAME.size + size:
                     break
                 payload = self._buffer[FRAME.size : FRAME.size + size]

@@ -94,7 +94,7 @@ def _compile_local(
         )
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
     record_agent_result(ctx, result)
-    ctx.client.log_artifact(result.files / output, name="path")
+    ctx.client.log_artifact(result.file(output), name="path")
     return ONNXRuntimeCompiledModel.from_current_run(ctx)
 
 
@@ -160,7 +160,7 @@ def _profile_local(
         ctx.client.log_metric("$load_time", float(metrics["session_create_ms"]))
     if "fps" not in metrics:
         ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
-    ctx.client.log_artifact(result.files / "profile.json", name="output_file")
+    ctx.client.log_artifact(result.file("profile.json"), name="output_file")
     return ONNXRuntimeProfilingResult.from_current_run(ctx)
 
 
@@ -198,8 +198,8 @@ def _invoke_local(
     result = agent.call("ort.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result)
     if input_data is None:
-        ctx.client.log_artifact(result.files / "input.npz", name="input_data")
-    local = result.files / "output.npz"
+        ctx.client.log_artifact(result.file("input.npz"), name="input_data")
+    local = result.file("output.npz")
     stored = ctx.client.log_artifact(local, name="output_file")
     return ONNXRuntimeInvocationResult.from_current_run(
         ctx, output=NpzArrays(Path(stored.file_path))

@@ -24,6 +24,7 @@ from edgehub.errors import (
     ToolchainError,
     UsageError,
 )
+from edgehub.limits import ResultLimits
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
@@ -117,7 +118,7 @@ def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any)
     }
     inputs = {model.name: model, name: calibration}
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
-    qdq = result.files / f"qdq_{model.name}"
+    qdq = result.file(f"qdq_{model.name}")
     ctx.client.log_artifact(qdq, name="qdq_model")
     return qdq
 
@@ -170,9 +171,9 @@ def _compile_local(
         raise
     record_agent_result(ctx, result, skip=_PATH_KEYS)
     ctx.client.log_param("calib_path", None)
-    ctx.client.log_artifact(result.files / engine, name="path")
-    ctx.client.log_artifact(result.files / "layer_info.json", name="layer_info")
-    ctx.client.log_artifact(result.files / "build.log", name="build_log")
+    ctx.client.log_artifact(result.file(engine), name="path")
+    ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
+    ctx.client.log_artifact(result.file("build.log"), name="build_log")
     return TensorRTCompiledModel.from_current_run(ctx)
 
 
@@ -250,8 +251,25 @@ def _profile_local(
     profile = result.files / "profile.json"
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(result.files / "trtexec.log", name="trtexec_log")
+    ctx.client.log_artifact(result.file("trtexec.log"), name="trtexec_log")
     return TensorRTProfilingResult.from_current_run(ctx)
+
+
+def _device_file(path: Path, *, tail: bool = False) -> bytes:
+    """A file trtexec wrote, up to ``EDGEHUB_RESULT_MAX_BYTES`` of it: an export over that is
+    refused, a log (``tail``) is read from its end, where its summary is."""
+    limit = ResultLimits.from_env().max_bytes
+    size = path.stat().st_size
+    if size <= limit:
+        return path.read_bytes()
+    if not tail:
+        raise ProfileError(
+            f"trtexec's {path.name} is {size} bytes, over the limit of {limit}; raise "
+            "EDGEHUB_RESULT_MAX_BYTES to read it"
+        )
+    with path.open("rb") as handle:
+        handle.seek(size - limit)
+        return handle.read(limit)
 
 
 def profile_document(files: Path) -> dict[str, Any]:
@@ -260,12 +278,13 @@ def profile_document(files: Path) -> dict[str, Any]:
     trtexec's own summary lines are kept under ``trtexec_*``."""
     from edgehub.agent.stats import latency_stats
 
-    summary = trtexec_parse.parse_summary((files / "trtexec.log").read_text(errors="replace"))
+    log = _device_file(files / "trtexec.log", tail=True)
+    summary = trtexec_parse.parse_summary(log.decode("utf-8", "replace"))
     metrics: dict[str, float] = {
         f"trtexec_{k}": v for k, v in trtexec_parse.summary_metrics(summary).items()
     }
     times = files / "times.json"
-    samples = trtexec_parse.parse_times(times.read_bytes()) if times.is_file() else {}
+    samples = trtexec_parse.parse_times(_device_file(times)) if times.is_file() else {}
     for name, values in samples.items():
         stats = latency_stats([int(v * 1e6) for v in values])
         prefix = "latency" if name == "latency" else name
@@ -281,7 +300,9 @@ def profile_document(files: Path) -> dict[str, Any]:
         metrics["throughput_qps"] = summary.throughput_qps
     layers_file = files / "layers.json"
     layers = (
-        trtexec_parse.parse_layer_profile(layers_file.read_bytes()) if layers_file.is_file() else []
+        trtexec_parse.parse_layer_profile(_device_file(layers_file))
+        if layers_file.is_file()
+        else []
     )
     if layers:
         metrics["num_layers"] = float(len(layers))
@@ -324,7 +345,7 @@ def _invoke_local(
     files = {engine.name: engine, "input.npz": inputs}
     result = agent.call("trt.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset(request))
-    exported = (result.files / "output.json").read_bytes()
+    exported = result.file("output.json").read_bytes()
     outputs = trtexec_parse.parse_exported_outputs(exported, result.data.get("output_dtypes"))
     local = save_npz(result.files / "output.npz", outputs)
     ctx.client.log_artifact(local, name="output_file")

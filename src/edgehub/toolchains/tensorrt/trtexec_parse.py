@@ -180,6 +180,8 @@ _TIME_FIELDS = {"latencyMs": "latency", "computeMs": "gpu_compute", "h2dMs": "h2
 def _load(text: str | bytes, what: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"trtexec's {what} nests too deeply to be read") from None
     except ValueError as error:
         raise ValueError(f"trtexec's {what} is not JSON: {error}") from None
 

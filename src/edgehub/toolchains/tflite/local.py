@@ -144,8 +144,8 @@ def _compile_local(
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
     record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
     _log_toolchain(ctx, result)
-    ctx.client.log_artifact(result.files / output, name="path")
-    ctx.client.log_artifact(result.files / sidecar, name="mapping")
+    ctx.client.log_artifact(result.file(output), name="path")
+    ctx.client.log_artifact(result.file(sidecar), name="mapping")
     return TFLiteCompiledModel.from_current_run(ctx)
 
 
@@ -200,7 +200,7 @@ def _profile_local(
     if metrics.get("peak_rss_mb") is not None:
         ctx.client.log_metric("$peak_memory_usage", float(metrics["peak_rss_mb"]))
     ctx.client.log_metric("$load_time", float(metrics["load_ms"]))
-    ctx.client.log_artifact(result.files / "profile.json", name="output_file")
+    ctx.client.log_artifact(result.file("profile.json"), name="output_file")
     return TFLiteProfilingResult.from_current_run(ctx)
 
 
@@ -243,7 +243,7 @@ def _invoke_local(
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "input", "output"}))
     _log_toolchain(ctx, result)
-    local = result.files / "output.npz"
+    local = result.file("output.npz")
     stored = ctx.client.log_artifact(local, name="output_file")
     return TFLiteInvocationResult.from_current_run(ctx, output=NpzArrays(Path(stored.file_path)))
 

@@ -1,0 +1,88 @@
+"""How much edgehub accepts from a device: archives, logs and results, each capped.
+
+A device (an SSH board, a container) is not trusted: what it sends back is bounded so that a
+faulty or hostile one cannot exhaust the host's memory or disk. Each cap has a default and an
+environment variable to raise it; the error that reports a breach names the variable. Sizes
+take a plain number of bytes or a number with a K, M, G or T suffix (powers of 1024).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from edgehub.errors import ConfigError
+
+__all__ = ["FetchLimits", "LogLimits", "ResultLimits", "env_size"]
+
+_SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def env_size(name: str, default: int, environ: Mapping[str, str] | None = None) -> int:
+    """The size (or count) in environment variable ``name``, else ``default``."""
+    text = (os.environ if environ is None else environ).get(name, "").strip()
+    if not text:
+        return default
+    match = _SIZE.fullmatch(text)
+    if match is None or int(match.group(1)) <= 0:
+        raise ConfigError(
+            f"{name}={text!r} is not a positive size; give a number, optionally with K, M, G "
+            "or T (e.g. 16G)"
+        )
+    return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+@dataclass(frozen=True)
+class FetchLimits:
+    """Caps on an archive from a device: the total size of its files, the size of any one
+    file (both as the files' full sizes, holes of sparse files included), the number of
+    entries and the depth of their paths."""
+
+    max_bytes: int = 16 << 30
+    max_member_bytes: int = 8 << 30
+    max_files: int = 10_000
+    max_depth: int = 32
+
+    @classmethod
+    def from_env(cls) -> FetchLimits:
+        return cls(
+            max_bytes=env_size("EDGEHUB_FETCH_MAX_BYTES", cls.max_bytes),
+            max_member_bytes=env_size("EDGEHUB_FETCH_MAX_MEMBER_BYTES", cls.max_member_bytes),
+            max_files=env_size("EDGEHUB_FETCH_MAX_FILES", cls.max_files),
+            max_depth=env_size("EDGEHUB_FETCH_MAX_DEPTH", cls.max_depth),
+        )
+
+
+@dataclass(frozen=True)
+class LogLimits:
+    """Caps on a command's output: the characters kept of one line, and the characters kept
+    of a whole stream (and of a run's log file): its head and its tail, with a note of what
+    was dropped between them."""
+
+    max_line: int = 64 << 10
+    max_total: int = 16 << 20
+
+    @classmethod
+    def from_env(cls) -> LogLimits:
+        return cls(
+            max_line=env_size("EDGEHUB_LOG_MAX_LINE", cls.max_line),
+            max_total=env_size("EDGEHUB_LOG_MAX_BYTES", cls.max_total),
+        )
+
+
+@dataclass(frozen=True)
+class ResultLimits:
+    """Caps on a JSON document from a device (an agent's ``result.json``): size and nesting."""
+
+    max_bytes: int = 16 << 20
+    max_depth: int = 64
+
+    @classmethod
+    def from_env(cls) -> ResultLimits:
+        return cls(
+            max_bytes=env_size("EDGEHUB_RESULT_MAX_BYTES", cls.max_bytes),
+            max_depth=env_size("EDGEHUB_RESULT_MAX_DEPTH", cls.max_depth),
+        )
