@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, ModelError, UsageError
+from edgehub.errors import GpuUnavailableError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.reports import PipelineReport, RunReport, summarize
+from edgehub.user_files import input_data_path, regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
@@ -92,10 +93,10 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:
         raise UsageError("give either MODEL or --from-run, not both")
-    if request.model is not None and not request.model.exists():
-        raise ModelError(f"model {request.model} not found; check the path")
-    if request.inputs is not None and not request.inputs.is_file():
-        raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
+    if request.model is not None:
+        regular_file(request.model, "model")
+    if request.inputs is not None:
+        input_data_path(request.inputs)
 
 
 def _options(component: type[Component]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from edgehub.errors import UsageError
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.user_files import ensure_room, regular_file, tree_size
 
 __all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
 
@@ -110,6 +111,7 @@ class ArtifactStore:
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
         name = file_name or source.name
+        regular_file(source, "artifact", UsageError, directory_ok=True)
         try:
             known = hash_path(source)
         except OSError as error:
@@ -118,6 +120,7 @@ class ArtifactStore:
             final = self.path_for(known, name)
             if final.exists() and not _shares_inode(final):
                 return final, known, path_size(final)
+            ensure_room(tree_size(source), self.root, f"a copy of {source}")
             self.root.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(prefix=".incoming-", dir=self.root))
             try:
