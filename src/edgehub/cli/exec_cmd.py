@@ -181,7 +181,11 @@ def _print_pipeline(report: PipelineReport) -> None:
     if report.stopped_after_compile:
         print(f"stopped after compile: {report.stopped_after_compile}")
         return
-    print("accuracy of the compiled model against the original (ONNX Runtime):")
+    if report.reference_note:
+        print(report.reference_note)
+    if not report.accuracy:
+        return
+    print("accuracy of the compiled model against the original (ONNX Runtime on this host):")
     table(
         ["output", "max abs error", "max rel error", "cosine similarity"],
         [[r.name, r.max_abs_error, r.max_rel_error, r.cosine_similarity] for r in report.accuracy],
