@@ -75,8 +75,9 @@ def test_inputs_named_allow_pickle_and_file(ort_image: str) -> None:
     stored = json.loads(invoked.stdout)["artifacts"]["output_file"]
     with np.load(stored) as out:
         np.testing.assert_array_equal(out["out"], a + b)
-    piped = _hub("exec", "pipeline", "onnxruntime", str(model), "--set", "compile.quantization=none",
-                 "--json")  # fmt: skip  (random inputs by name, then the reference)
+    # random inputs made by name, then the reference
+    piped = _hub("exec", "pipeline", "onnxruntime", str(model),
+                 "--set", "compile.quantization=none", "--json")  # fmt: skip
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["accuracy"][0]["max_abs_error"] < 1e-6
 

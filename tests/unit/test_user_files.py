@@ -74,7 +74,8 @@ def test_hub_refuses_special_input_data(specials: dict[str, Path], tmp_path: Pat
     model = tmp_path / "m.onnx"
     model.write_bytes(b"not read: the inputs are checked first")
     for kind in ("/dev/zero", "fifo", "socket"):
-        done, took = _hub("exec", "invoke", "onnxruntime", str(model), "--input", str(specials[kind]))
+        bad = str(specials[kind])
+        done, took = _hub("exec", "invoke", "onnxruntime", str(model), "--input", bad)
         _refused(done, took, "not a regular file")
     empty = tmp_path / "no-samples"
     empty.mkdir()
