@@ -106,14 +106,16 @@ def test_python_api_refuses_a_special_model_before_a_run(
     from edgehub.toolchains.onnxruntime import ONNXRuntimeCompiledModel, ONNXRuntimeCompiler
 
     with HubContext(artifact_base_dir=tmp_path / "store") as ctx:
-        for kind in ("fifo", "/dev/zero", "directory"):
+        for kind in ("fifo", "/dev/zero", "socket"):
             with pytest.raises(ModelError, match="not a regular file"):
                 ONNXRuntimeCompiler().run(ctx, specials[kind])
             with pytest.raises(ModelError, match="not a regular file"):
                 ONNXRuntimeCompiler().run(ctx, str(specials[kind]))
         with pytest.raises(ModelError, match="FIFO"):
             ONNXRuntimeCompiledModel.from_path(specials["fifo"])
-        assert ctx.store.list_runs() == []
+        assert ctx.store.list_runs() == []  # refused before a run opened
+        with pytest.raises(ModelError, match="is a directory"):  # the provider's own check
+            ONNXRuntimeCompiler().run(ctx, specials["directory"])
 
 
 @pytest.mark.parametrize("names", [("allow_pickle",), ("file", "allow_pickle"), ("fix_imports",)])

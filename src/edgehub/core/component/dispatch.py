@@ -148,16 +148,17 @@ def dispatch(
 
 
 def _check_path_inputs(component: type[Component], args: tuple[Any, ...]) -> None:
-    """A model named by a local path must be a regular file (no directory, FIFO, device or
-    socket), refused before the run opens; see `edgehub.user_files`."""
+    """A path input that names a FIFO, a device or a socket is refused before the run opens
+    (reading one would hang or never end); what a missing path or a directory means is the
+    provider's to say. See `edgehub.user_files`."""
     import inspect
 
     parameters = inspect.signature(component._call_interface).parameters
     for name, value in zip(component._run_signature.positional, args, strict=False):
         if not isinstance(value, (str, os.PathLike)) or is_remote(value):
             continue
-        if _names_path(parameters[name].annotation):
-            regular_file(value, "model")
+        if _names_path(parameters[name].annotation) and os.path.exists(value):
+            regular_file(value, "model", directory_ok=True)
 
 
 def _names_path(annotation: Any) -> bool:
