@@ -68,8 +68,8 @@ def regular_file(
     mode = _stat(found, what, error).st_mode
     if stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode)):
         return found
-    wanted = "a file or a directory" if directory_ok else f"a {what} file"
-    raise error(f"{what} {found} is {_kind(mode)}, not a regular file; give the path of {wanted}")
+    wanted = "a regular file or a directory" if directory_ok else f"a regular {what} file"
+    raise error(f"{what} {found} is {_kind(mode)}, not a regular file; give {wanted}")
 
 
 def input_data_path(path: str | os.PathLike[str], flag: str = "--input") -> Path:
@@ -170,5 +170,8 @@ def link_or_copy_checked(source: Path, target: Path) -> None:
 
 
 def _link(src: str, dst: str) -> str:
+    mode = os.stat(src).st_mode
+    if not stat.S_ISREG(mode):  # a linked FIFO would hang its reader on the other side
+        raise ModelError(f"{src} is {_kind(mode)}, not a regular file; it was not staged")
     os.link(src, dst)
     return dst

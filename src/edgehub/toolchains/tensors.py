@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,7 +51,7 @@ def arrays_file(data: Any, save_as: Path, what: str, accepted: str) -> Path | No
     path = Path(data).expanduser()
     if not path.exists():
         raise InputDataError(f"{what} {path} not found; pass {accepted}")
-    return path
+    return regular_file(path, what, InputDataError, directory_ok=True)
 
 
 def calibration_file(directory: Path, data: Any) -> Path | None:
