@@ -141,13 +141,13 @@ def copy_regular(src: str, dst: str) -> str:
         with os.fdopen(fd, "rb", closefd=False) as source, open(dst, "xb") as target:
             try:
                 shutil.copyfileobj(source, target, 1 << 20)
+                os.fchmod(target.fileno(), stat.S_IMODE(mode))
             except BaseException:
                 target.close()
                 os.unlink(dst)
                 raise
     finally:
         os.close(fd)
-    shutil.copymode(src, dst)
     return dst
 
 
