@@ -26,6 +26,7 @@ __all__ = [
     "tree_size",
 ]
 
+_KERNEL_TREES = ("/proc", "/sys")
 HEADROOM = 64 << 20
 """Bytes a copy leaves free on its file system (the run store's database and logs need some)."""
 
@@ -66,10 +67,21 @@ def regular_file(
         raise error(f"the {what} path is empty; give the path of a {what} file")
     found = Path(text).expanduser()
     mode = _stat(found, what, error).st_mode
+    kernel = _kernel_file_system(found)
+    if kernel is not None:
+        raise error(f"{what} {found} is a file of the kernel's {kernel}, not a {what} file")
     if stat.S_ISREG(mode) or (directory_ok and stat.S_ISDIR(mode)):
         return found
     wanted = "a regular file or a directory" if directory_ok else f"a regular {what} file"
     raise error(f"{what} {found} is {_kind(mode)}, not a regular file; give {wanted}")
+
+
+def _kernel_file_system(path: Path) -> str | None:
+    """``/proc`` or ``/sys`` where ``path`` leads there: their "regular" files may block a
+    reader (``/proc/kmsg``), fail every read or never end."""
+    parts = Path(os.path.realpath(path)).parts
+    top = f"/{parts[1]}" if len(parts) > 1 else ""
+    return top if top in _KERNEL_TREES else None
 
 
 def input_data_path(path: str | os.PathLike[str], flag: str = "--input") -> Path:
@@ -163,10 +175,13 @@ def link_or_copy_checked(source: Path, target: Path) -> None:
     except OSError:
         shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(True)
     ensure_room(tree_size(source), target.parent, f"a copy of {source}")
-    if source.is_dir():
-        shutil.copytree(source, target, copy_function=copy_regular)
-    else:
-        copy_regular(str(source), str(target))
+    try:
+        if source.is_dir():
+            shutil.copytree(source, target, copy_function=copy_regular)
+        else:
+            copy_regular(str(source), str(target))
+    except OSError as why:  # the source went away, or cannot be read
+        raise ModelError(f"cannot copy {source}: {why.strerror or why}; check the file") from None
 
 
 def _link(src: str, dst: str) -> str:

@@ -38,6 +38,7 @@ def specials(tmp_path: Path) -> Iterator[dict[str, Path]]:
         "socket": sock_path,
         "directory": tmp_path / "folder",
         "link to /dev/zero": tmp_path / "zero.onnx",
+        "/proc/self/mem": Path("/proc/self/mem"),  # "regular", but every read fails
     }
     server.close()
 
@@ -55,9 +56,12 @@ def _refused(done: subprocess.CompletedProcess[str], took: float, words: str) ->
     assert words in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "socket", "directory", "link to /dev/zero"])
+@pytest.mark.parametrize(
+    "kind", ["/dev/zero", "fifo", "socket", "directory", "link to /dev/zero", "/proc/self/mem"]
+)
 def test_hub_refuses_a_special_model_at_once(specials: dict[str, Path], kind: str) -> None:
     words = {"fifo": "FIFO", "socket": "a socket", "directory": "a directory"}
+    words["/proc/self/mem"] = "the kernel's /proc"
     for step in ("invoke", "compile", "pipeline"):
         done, took = _hub("exec", step, "onnxruntime", str(specials[kind]))
         _refused(done, took, words.get(kind, "a character device"))
