@@ -12,7 +12,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -80,23 +79,6 @@ def test_inputs_named_allow_pickle_and_file(ort_image: str) -> None:
                  "--set", "compile.quantization=none", "--json")  # fmt: skip
     assert piped.returncode == 0, piped.stderr
     assert json.loads(piped.stdout)["accuracy"][0]["max_abs_error"] < 1e-6
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 100 MB tmpfs (needs root to mount)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs for the free-space check")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)  # fmt: skip
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_model_larger_than_the_stores_free_space_is_refused(small_disk: Path) -> None:

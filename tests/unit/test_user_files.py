@@ -17,7 +17,7 @@ import pytest
 
 from edgehub.errors import InputDataError, ModelError, StorageError
 from edgehub.toolchains.tensors import load_npz, save_npz
-from edgehub.user_files import ensure_room, input_data_path, regular_file
+from edgehub.user_files import ensure_room, input_data_path, link_or_copy_checked, regular_file
 
 HUB = str(Path(sys.executable).with_name("hub"))
 
@@ -135,3 +135,21 @@ def test_ensure_room_counts_the_destinations_free_space(tmp_path: Path) -> None:
     ensure_room(1 << 20, tmp_path / "not" / "made" / "yet", "a small copy")
     with pytest.raises(StorageError, match="not enough free space"):
         ensure_room(1 << 62, tmp_path, "an impossible copy")
+
+
+def test_a_staged_copy_that_does_not_fit_is_refused_before_copying(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    """The source on another file system than the stage (a real tmpfs), so it is copied."""
+    big = tmp_path / "big.onnx"
+    with big.open("wb") as handle:
+        handle.truncate(300 << 20)  # sparse: takes no room on this disk
+    with pytest.raises(StorageError, match="not enough free space"):
+        link_or_copy_checked(big, small_disk / "stage" / "big.onnx")
+    assert not (small_disk / "stage" / "big.onnx").exists()
+    small = tmp_path / "small.onnx"
+    small.write_bytes(b"x" * 1000)
+    (small_disk / "stage").mkdir()
+    link_or_copy_checked(small, small_disk / "stage" / "small.onnx")  # copied: another disk
+    assert (small_disk / "stage" / "small.onnx").read_bytes() == small.read_bytes()
+    assert (small_disk / "stage" / "small.onnx").stat().st_ino != small.stat().st_ino
