@@ -2,8 +2,9 @@
 
 Whatever is named is looked at with `os.stat`, which opens nothing, before anything reads it: a
 FIFO would block its reader forever, ``/dev/zero`` never ends, a socket cannot be read, and a
-directory given as a model (``""`` is the current directory) would be copied whole. Each is
-refused with a one-line error. A copy is made only where the destination's file system has room
+directory given as a model (``""`` is the current directory) would be copied whole, and the
+"regular" files of ``/proc`` and ``/sys`` block (``/proc/kmsg``) or fail. Each is refused with a
+one-line error. A copy is made only where the destination's file system has room
 for it (`ensure_room`), and a file is opened without blocking and checked again when copied
 (`copy_regular`), so one swapped for a FIFO after the check cannot hang the copy.
 """

@@ -322,7 +322,7 @@ def _pipeline(
 
     assert request.model is not None
     model = request.model.resolve()
-    here = reference_device(ctx)
+    here = _reference_device(ctx)
     if here is None and request.inputs is None:
         raise UsageError(
             "the pipeline needs input data: no device with provider 'local' here to read the "
@@ -356,7 +356,7 @@ def _pipeline(
     return report
 
 
-def reference_device(ctx: HubContext) -> str | None:
+def _reference_device(ctx: HubContext) -> str | None:
     """Where the pipeline's reference runs, whatever device the pipeline measures: ONNX
     Runtime in its container on this host, i.e. the device ``local`` (else the first device
     with provider ``local``); None where the context has none."""
