@@ -4,6 +4,7 @@ the ONNX Runtime image and the SSH test device."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             container.remove(force=True)
         session.exitstatus = 1
         print(f"\nERROR: tests left containers behind: {names}")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 100 MB tmpfs (needs root to mount)."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs for the free-space check")
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)  # fmt: skip
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

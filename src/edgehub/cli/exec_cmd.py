@@ -28,7 +28,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
     )
-    parser.add_argument("model", nargs="?", type=Path, help="the model file (.onnx, ...)")
+    parser.add_argument("model", nargs="?", type=_path, help="the model file (.onnx, ...)")
     parser.add_argument("--device", help="device from hub.toml (default: the first that fits)")
     parser.add_argument(
         "--set",
@@ -40,9 +40,10 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--input",
-        type=Path,
-        metavar="FILE.npz",
-        help="input tensors by name (profile, invoke, pipeline)",
+        type=_path,
+        metavar="FILE.npz|DIR",
+        help="input tensors by name (profile, invoke, pipeline); a directory of .npz samples: "
+        "profile runs them all, invoke the first",
     )
     parser.add_argument(
         "--from-run",
@@ -137,6 +138,13 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _path(text: str) -> Path:
+    """A path argument; an empty one (which would mean the current directory) is refused."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the path is empty; give a file")
+    return Path(text)
+
+
 def _split_pair(text: str, flag: str) -> tuple[str, str]:
     if "=" not in text:
         raise UsageError(f"{flag} needs KEY=VALUE, got {text!r}")
@@ -188,7 +196,11 @@ def _print_pipeline(report: PipelineReport) -> None:
     if report.stopped_after_compile:
         print(f"stopped after compile: {report.stopped_after_compile}")
         return
-    print("accuracy of the compiled model against the original (ONNX Runtime):")
+    if report.reference_note:
+        print(report.reference_note)
+    if not report.accuracy:
+        return
+    print("accuracy of the compiled model against the original (ONNX Runtime on this host):")
     table(
         ["output", "max abs error", "max rel error", "cosine similarity"],
         [[r.name, r.max_abs_error, r.max_rel_error, r.cosine_similarity] for r in report.accuracy],

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, ModelError, UsageError
+from edgehub.errors import GpuUnavailableError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.reports import PipelineReport, RunReport, summarize
+from edgehub.user_files import input_data_path, regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
@@ -92,10 +93,10 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:
         raise UsageError("give either MODEL or --from-run, not both")
-    if request.model is not None and not request.model.exists():
-        raise ModelError(f"model {request.model} not found; check the path")
-    if request.inputs is not None and not request.inputs.is_file():
-        raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
+    if request.model is not None:
+        regular_file(request.model, "model")
+    if request.inputs is not None:
+        input_data_path(request.inputs)
 
 
 def _options(component: type[Component]) -> dict[str, Any]:
@@ -317,12 +318,19 @@ def _pipeline(
     ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
 ) -> PipelineReport:
     from edgehub.ops.inputs import model_inputs
-    from edgehub.toolchains.accuracy import compare_outputs
+    from edgehub.toolchains.registry import get_runtime
 
     assert request.model is not None
     model = request.model.resolve()
-    # the compiled and the original model must see the same arrays: make them here
-    inputs = model_inputs(ctx, runtime, model, request.device, request.inputs)
+    here = _reference_device(ctx)
+    if here is None and request.inputs is None:
+        raise UsageError(
+            "the pipeline needs input data: no device with provider 'local' here to read the "
+            "model's inputs with; pass --input FILE.npz"
+        )
+    # the compiled and the original model must see the same arrays: make them here, from the
+    # original ONNX model, with ONNX Runtime on this host
+    inputs = model_inputs(ctx, get_runtime("onnxruntime"), model, here, request.inputs)
     ctx.events.info("step 1/4: compile")
     compiler = runtime.compiler(**_common(request, "compile", named=False))
     with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
@@ -341,17 +349,56 @@ def _pipeline(
     invoker = runtime.invoker(**_common(request, "invoke", named=False))
     result = invoker.run(ctx, compiled, inputs)
     cancel.check()
-    ctx.events.info("step 4/4: invoke the original model in ONNX Runtime (reference)")
+    report = PipelineReport(
+        compile=summarize(compiled), profile=summarize(profile), invoke=summarize(result)
+    )
+    _reference(ctx, model, inputs, here, result.output, report)
+    return report
+
+
+def _reference_device(ctx: HubContext) -> str | None:
+    """Where the pipeline's reference runs, whatever device the pipeline measures: ONNX
+    Runtime in its container on this host, i.e. the device ``local`` (else the first device
+    with provider ``local``); None where the context has none."""
+    devices = ctx.devices
+    if "local" in devices and devices["local"].provider_type == "local":
+        return "local"
+    return next((n for n, d in devices.items() if d.provider_type == "local"), None)
+
+
+def _reference(
+    ctx: HubContext,
+    model: Path,
+    inputs: dict[str, Any],
+    here: str | None,
+    compiled_outputs: dict[str, Any],
+    report: PipelineReport,
+) -> None:
+    """Step 4: the original model in ONNX Runtime on this host (float32), and the compiled
+    model's accuracy against it; skipped with a note where this host has no ONNX Runtime."""
     from edgehub.core.compile import ONNXRuntimeCompiledModel
     from edgehub.core.invoke import ONNXRuntimeInvoker
+    from edgehub.errors import DockerUnavailableError, ImageNotBuiltError
+    from edgehub.toolchains.accuracy import compare_outputs
 
-    reference_invoker = ONNXRuntimeInvoker(name="reference", device=request.device)
-    reference = reference_invoker.run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
-    accuracy = compare_outputs(result.output, reference.output)
-    return PipelineReport(
-        compile=summarize(compiled),
-        profile=summarize(profile),
-        invoke=summarize(result),
-        reference=summarize(reference),
-        accuracy=accuracy,
-    )
+    if here is None:
+        report.reference_note = "reference skipped: no device with provider 'local' here"
+        ctx.events.warning(report.reference_note)
+        return
+    ctx.events.info(f"step 4/4: invoke the original model in ONNX Runtime on {here} (reference)")
+    invoker = ONNXRuntimeInvoker(name="reference", device=here)
+    try:
+        reference = invoker.run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
+    except (DockerUnavailableError, ImageNotBuiltError) as why:
+        report.reference_note = f"reference skipped: no ONNX Runtime on this host ({why})"
+        ctx.events.warning(report.reference_note)
+        return
+    report.reference = summarize(reference)
+    report.accuracy = compare_outputs(compiled_outputs, reference.output)
+    if not report.accuracy:
+        report.reference_note = (
+            "no output of the compiled model has the name of one of the original's "
+            f"(compiled: {', '.join(compiled_outputs) or 'none'}; original: "
+            f"{', '.join(reference.output) or 'none'}): nothing to compare"
+        )
+        ctx.events.warning(report.reference_note)

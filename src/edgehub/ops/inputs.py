@@ -37,10 +37,18 @@ def model_inputs(
     device: str | None,
     input_path: Path | None,
 ) -> dict[str, Any]:
-    """The arrays of ``input_path``, else random inputs (seed 0) shaped by the runtime's own
-    inspection of the model."""
+    """The arrays of ``input_path`` (of its first ``.npz`` sample, by name, for a directory),
+    else random inputs (seed 0) shaped by the runtime's own inspection of the model."""
     from edgehub.toolchains.tensors import load_npz, random_inputs
 
+    if input_path is not None and input_path.is_dir():
+        samples = sorted(input_path.glob("*.npz"))
+        if not samples:
+            raise UsageError(f"{input_path} holds no .npz samples; pass an .npz file")
+        ctx.events.info(
+            f"inputs: {samples[0].name}, the first of {len(samples)} samples in {input_path}"
+        )
+        return load_npz(samples[0])
     if input_path is not None:
         return load_npz(input_path)
     if runtime.inspect is None:

@@ -73,6 +73,8 @@ class PipelineReport:
     reference: RunReport | None = None
     accuracy: list[OutputAccuracy] = field(default_factory=list)
     stopped_after_compile: str | None = None
+    reference_note: str | None = None
+    """Why there is no accuracy: the reference was skipped, or no output names match."""
 
     def steps(self) -> dict[str, RunReport]:
         every = {
@@ -88,6 +90,8 @@ class PipelineReport:
         data["accuracy"] = [row.to_dict() for row in self.accuracy]
         if self.stopped_after_compile:
             data["stopped_after_compile"] = self.stopped_after_compile
+        if self.reference_note:
+            data["reference_note"] = self.reference_note
         return data
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from edgehub.errors import UsageError
+from edgehub.user_files import input_data_path, regular_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -98,16 +99,15 @@ class SweepGrid:
         if not self.models:
             raise UsageError("the sweep has no models; list them in [sweep] models or --models")
         for model in self.models:
-            if not model.is_file():
-                raise UsageError(f"sweep model {model} not found; check the path")
+            regular_file(model, "sweep model")
         for name, values in (("devices", self.devices), ("runtimes", self.runtimes)):
             if not values:
                 raise UsageError(f"the sweep has no {name}; give at least one")
         for key, options in self.vary.items():
             if not options:
                 raise UsageError(f"sweep option {key!r} has no values; give at least one")
-        if self.inputs is not None and not self.inputs.is_file():
-            raise UsageError(f"sweep inputs {self.inputs} not found; pass an existing .npz")
+        if self.inputs is not None:
+            input_data_path(self.inputs, "sweep inputs")
 
     def cells(self) -> list[SweepCell]:
         keys = list(self.vary)

@@ -30,6 +30,7 @@ from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import last_line
+from edgehub.user_files import link_or_copy_checked
 
 __all__ = ["AgentCall", "AgentResult"]
 
@@ -115,18 +116,18 @@ class AgentCall:
         remote = self.workdir / slot
         local = self.local_dir / slot
         stage = local / "stage"
-        (stage / "in").mkdir(parents=True)
-        (stage / "out").mkdir()
-        for name, path in (inputs or {}).items():
-            link_tree(path, stage / "in" / name)
-        (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
         job = [command, "--request", "request.json", "--result", "out/result.json"]
         argv = [self.python, self.agent or AGENT_NAME, *job]
         if self.server:
             argv[2:2] = ["--server", self.server]
         files = local / "out"
         exchange = isinstance(self.runner, SupportsExchange)
-        try:
+        try:  # the staged copies go however the call ends (an error, Ctrl-C, SIGTERM)
+            (stage / "in").mkdir(parents=True)
+            (stage / "out").mkdir()
+            for name, path in (inputs or {}).items():
+                link_or_copy_checked(Path(path), stage / "in" / name)
+            (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
             outcome = self._direct(stage, remote, job, files, timeout)
             if outcome is not None:
                 exchange = True

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -32,16 +33,11 @@ def load_npz(path: Path) -> dict[str, np.ndarray]:
 
 
 def save_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
-    import numpy as np
+    """Write ``arrays`` to ``path`` keyed by name; any name works, even one of
+    ``numpy.savez``'s own parameters (``file``, ``allow_pickle``)."""
+    from edgehub.agent.tensors import save_npz as write_npz
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def storable(value: Any) -> np.ndarray:
-        array = np.asarray(value)
-        return array.astype(str) if array.dtype.kind == "O" else array  # strings, no pickle
-
-    save: Any = np.savez  # numpy's stubs reserve the keyword 'allow_pickle'
-    save(path, **{name: storable(value) for name, value in arrays.items()})
+    write_npz(path, arrays)
     return path
 
 
@@ -55,7 +51,7 @@ def arrays_file(data: Any, save_as: Path, what: str, accepted: str) -> Path | No
     path = Path(data).expanduser()
     if not path.exists():
         raise InputDataError(f"{what} {path} not found; pass {accepted}")
-    return path
+    return regular_file(path, what, InputDataError, directory_ok=True)
 
 
 def calibration_file(directory: Path, data: Any) -> Path | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from edgehub.errors import UsageError
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.staging import make_staging
+from edgehub.user_files import ensure_room, regular_file, tree_size
 
 __all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
 
@@ -144,6 +145,7 @@ class ArtifactStore:
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
         name = file_name or source.name
+        regular_file(source, "artifact", UsageError, directory_ok=True)
         try:
             known = hash_path(source)
             size = path_size(source)
@@ -154,6 +156,7 @@ class ArtifactStore:
             _unlink_planted(final.parent)
             if _intact(final, known, size):
                 return final, known, size
+            ensure_room(tree_size(source), self.root, f"a copy of {source}")
             self.root.mkdir(parents=True, exist_ok=True)
             staging = make_staging(self.root)
             try:

@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TextIO
 
-from edgehub.errors import OperationCancelled, StorageError
+from edgehub.errors import OperationCancelled, StorageError, UsageError
 from edgehub.events import EventSink, LogEvent
 from edgehub.limits import LogLimits
 from edgehub.paths import is_remote
@@ -23,6 +23,7 @@ from edgehub.tracking.log_file import RunLogFile
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
+from edgehub.user_files import ensure_room, regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -275,6 +276,7 @@ class Client:
         """Store a file the run made (or one already in the store) now; defer any other."""
         if not path.exists():
             raise FileNotFoundError(f"cannot log artifact {path}: no such file or directory")
+        regular_file(path, "artifact", UsageError, directory_ok=True)  # no FIFO, device, socket
         if not self._is_own(run, path):
             return self._defer(run, path.absolute(), name=name, file_name=file_name)
         stored, sha, size = self.store.artifacts.add(path, file_name)
@@ -311,6 +313,8 @@ class Client:
             name=name,
             artifact_dir=path.parent,
         )
+        # stored when the run ends: refuse now what the store's disk could not hold then
+        ensure_room(artifact.file_size, self.store.artifacts.root, f"a copy of {path}")
         self._remember(run, artifact)
         self._pending.setdefault(run.run_id, []).append(artifact)
         return artifact

@@ -3,13 +3,18 @@ provider."""
 
 from __future__ import annotations
 
+import os
+import typing
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.options import check_options
 from edgehub.core.component.outputs import ComponentOutput
 from edgehub.errors import DeviceError, ProviderError
+from edgehub.paths import is_remote
 from edgehub.tracking.run_log import RunLog
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
@@ -101,6 +106,7 @@ def dispatch(
             f"known: {', '.join(sorted(signature.options))}"
         )
     check_options(cls, kwargs)
+    _check_path_inputs(cls, args)
     resolved = {
         key: kwargs[key] if key in kwargs else component._defaults.get(key, default)
         for key, default in signature.options.items()
@@ -139,6 +145,29 @@ def dispatch(
         result = fn(ctx, *args, **call_kwargs)
         run.output_type = type(result).__name__ if result is not None else None
         return result
+
+
+def _check_path_inputs(component: type[Component], args: tuple[Any, ...]) -> None:
+    """A path input that names a FIFO, a device or a socket is refused before the run opens
+    (reading one would hang or never end); what a missing path or a directory means is the
+    provider's to say. See `edgehub.user_files`."""
+    import inspect
+
+    parameters = inspect.signature(component._call_interface).parameters
+    for name, value in zip(component._run_signature.positional, args, strict=False):
+        if not isinstance(value, (str, os.PathLike)) or is_remote(value):
+            continue
+        if _names_path(parameters[name].annotation) and os.path.exists(value):
+            regular_file(value, "model", directory_ok=True)
+
+
+def _names_path(annotation: Any) -> bool:
+    """Whether a parameter annotated ``annotation`` takes a path (``Path``, ``Path | str``...)."""
+    if isinstance(annotation, str):
+        return "Path" in annotation
+    if isinstance(annotation, type):
+        return issubclass(annotation, PurePath)
+    return any(_names_path(member) for member in typing.get_args(annotation))
 
 
 def _loggable(value: Any) -> bool:

@@ -133,11 +133,9 @@ class CompiledModel(ComponentOutput):
         if is_remote(path):
             target, size = PurePosixPath(path), 0
         else:
-            target = Path(path).expanduser()
-            if not target.exists():
-                from edgehub.errors import ModelError
+            from edgehub.user_files import regular_file
 
-                raise ModelError(f"model {target} does not exist; check the path")
+            target = regular_file(path, "model", directory_ok=True)
             size = target.stat().st_size if target.is_file() else 0
         artifact = LoggedArtifact(
             id="",

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
-from edgehub.fsutil import link_tree
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -34,6 +33,7 @@ from edgehub.toolchains.onnxruntime.components import (
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.user_files import link_or_copy_checked
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,22 +83,22 @@ def _compile(
     tool, config = _tool(ctx, device, ONNXRuntimeCompiler)
     ctx.client.log_artifact(model, name="input")
     # model and calibration samples go up together, in one transfer
-    stage = ctx.artifact_dir / "device_stage"
-    stage.mkdir()
-    name = device_file_name(model.name, "model")
-    link_tree(model, stage / name)
-    samples = _calibration_samples(calibration_data, stage / "calibration_data")
     if calibration_method not in (None, "minmax", "entropy"):
         raise InputDataError(
             f"calibration_method must be minmax or entropy, got {calibration_method!r}"
         )
-    method = (calibration_method or "minmax") if samples else "random"
-    if not samples:
-        ctx.events.warning(
-            "no calibration_data: embedl-onnxruntime calibrates with one all-ones sample "
-            "(--calib-method random); pass calibration_data for a usable INT8 model"
-        )
-    try:
+    stage = ctx.artifact_dir / "device_stage"
+    name = device_file_name(model.name, "model")
+    try:  # the staged copies go however the step ends
+        stage.mkdir()
+        link_or_copy_checked(model, stage / name)
+        samples = _calibration_samples(calibration_data, stage / "calibration_data")
+        method = (calibration_method or "minmax") if samples else "random"
+        if not samples:
+            ctx.events.warning(
+                "no calibration_data: embedl-onnxruntime calibrates with one all-ones sample "
+                "(--calib-method random); pass calibration_data for a usable INT8 model"
+            )
         remote = tool.push(stage, "compile")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -143,7 +143,7 @@ def _calibration_samples(data: Any, directory: Path) -> int:
                 raise InputDataError(f"calibration directory {path} holds no .npy samples")
             directory.mkdir()
             for file in files:
-                link_tree(file, directory / file.name)
+                link_or_copy_checked(file, directory / file.name)
             return len(files)
         if path.suffix != ".npz" or not path.is_file():
             raise InputDataError(
@@ -243,13 +243,13 @@ def _invoke(
     remote_model = tool.push_model(model_path)
     # inputs up, run-inference, outputs back: one round trip where the runner offers it
     stage = ctx.artifact_dir / "device_stage"
-    (stage / "output").mkdir(parents=True)
-    link_tree(inputs_dir, stage / "input")
     remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
     argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model", str(remote_model),
             "--input-dir", str(remote_inputs), "--output-dir", str(remote_outputs),
             "--use-npz", *config.cli_args]  # fmt: skip
     try:
+        (stage / "output").mkdir(parents=True)
+        link_or_copy_checked(inputs_dir, stage / "input")
         outputs_dir = tool.exchange(
             stage, argv, fetch="output", local=ctx.artifact_dir / "output", failure=InvokeError
         )

@@ -10,7 +10,6 @@ from edgehub.errors import (
     CompileError,
     InputDataError,
     InvokeError,
-    ModelError,
     ProfileError,
     UsageError,
 )
@@ -27,6 +26,7 @@ from edgehub.toolchains.onnxruntime.components import (
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,10 +40,7 @@ MODES = {"static": "quantize-static", "dynamic": "quantize-dynamic", "none": "op
 
 
 def _model_file(path: Path | str) -> Path:
-    model = Path(path).expanduser()
-    if not model.exists():
-        raise ModelError(f"model {model} not found; check the path")
-    return model
+    return regular_file(path, "model")
 
 
 def _shape(value: Any) -> Any:

@@ -19,7 +19,6 @@ from edgehub.errors import (
     GpuUnavailableError,
     InputDataError,
     InvokeError,
-    ModelError,
     ProfileError,
     ToolchainError,
     UsageError,
@@ -43,6 +42,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,10 +58,7 @@ _PATH_KEYS = frozenset({"model", "output", "layer_info", "build_log"})
 
 
 def _model_file(path: Path | str) -> Path:
-    model = Path(path).expanduser()
-    if not model.exists():
-        raise ModelError(f"model {model} not found; check the path")
-    return model
+    return regular_file(path, "model")
 
 
 def _shapes(value: Any) -> dict[str, Any] | None:

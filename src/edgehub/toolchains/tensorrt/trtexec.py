@@ -31,7 +31,6 @@ from edgehub.errors import (
     ProviderError,
     UsageError,
 )
-from edgehub.fsutil import link_tree
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
@@ -44,6 +43,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
+from edgehub.user_files import link_or_copy_checked, regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -116,23 +116,22 @@ def _compile(
     input_shapes: Any = None,
     workspace_mb: int | None = None,
 ) -> TensorRTCompiledModel:
-    model = Path(onnx_path).expanduser()
-    if not model.is_file():
-        raise ModelError(f"model {model} not found; check the path")
+    model = regular_file(onnx_path, "model")
     if precision not in ("fp32", "fp16", "int8"):
         raise UsageError(f"precision must be fp32, fp16 or int8, got {precision!r}")
     tool, config = _tool(ctx, device, TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
     stage = ctx.artifact_dir / "device_stage"
-    stage.mkdir()
     name = device_file_name(model.name, "model")
-    link_tree(model, stage / name)
-    if calib_path is not None:
-        calib = Path(calib_path).expanduser()
-        if not calib.is_file():
-            raise InputDataError(f"calib_path {calib} not found; give an INT8 calibration cache")
-        link_tree(calib, stage / "calibration.cache")
-    remote = tool.push(stage, "build")
+    try:  # the staged copies go however the step ends
+        stage.mkdir()
+        link_or_copy_checked(model, stage / name)
+        if calib_path is not None:
+            calib = regular_file(calib_path, "calib_path", InputDataError)
+            link_or_copy_checked(calib, stage / "calibration.cache")
+        remote = tool.push(stage, "build")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     engine = f"{device_file_name(model.stem, 'model')}.trt"
     old = tensorrt_version is not None and _version(tensorrt_version) < (8, 6)
     ours = ["--buildOnly" if old else "--skipInference", f"--onnx={remote / name}",

@@ -33,6 +33,7 @@ from edgehub.toolchains.tflite.components import (
     TFLiteProfiler,
     TFLiteProfilingResult,
 )
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,10 +57,8 @@ def _is_tflite(path: Path) -> bool:
 
 
 def _onnx_file(path: Path | str) -> Path:
-    model = Path(path).expanduser()
-    if not model.exists():
-        raise ModelError(f"model {model} not found; check the path")
-    if model.is_file() and _is_tflite(model):
+    model = regular_file(path, "model")
+    if _is_tflite(model):
         raise ModelError(
             f"{model.name} is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
             "or invoke it with TFLiteProfiler / TFLiteInvoker"
