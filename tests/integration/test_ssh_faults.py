@@ -414,6 +414,7 @@ def test_step_timeout_stops_a_command_that_runs_too_long(device: SSHDevice) -> N
             runner.run(["sleep", "41"], hide=True)
         assert time.monotonic() - started < 30
         assert "longer than 2.0 s" in str(caught.value)
+        assert "step_timeout is 2 s" in str(caught.value) and "\n" not in str(caught.value)
         assert runner.run(["sleep", "0.1"], hide=True, timeout=10).returncode == 0
     assert device.processes_left("sleep 41", within=15) == ""
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
-from edgehub.errors import RunnerError, SSHConnectionError
+from edgehub.errors import CommandTimeout, RunnerError, SSHConnectionError
 from edgehub.runners.agent_reply import Refused
 from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
@@ -142,7 +142,22 @@ class SSHCommandRunner(BaseRunner):
         check: bool = True,
     ) -> CommandResult:
         """`BaseRunner.run`, limited to the config's ``step_timeout`` by default."""
-        return super().run(argv, cwd, hide=hide, env=env, timeout=self._limit(timeout), check=check)
+        try:
+            return super().run(
+                argv, cwd, hide=hide, env=env, timeout=self._limit(timeout), check=check
+            )
+        except CommandTimeout as error:
+            raise self._step_timeout(error, timeout) from None
+
+    def _step_timeout(self, error: CommandTimeout, timeout: float | None) -> CommandTimeout:
+        """``error``, saying where the limit comes from when it is the device's step_timeout."""
+        if timeout is not None or self.config.step_timeout is None:
+            return error
+        name = self.device_name or "<name>"
+        return CommandTimeout(
+            f"{error} ({self._session.label}'s step_timeout is {self.config.step_timeout:g} s; "
+            f"raise it in [devices.{name}.ssh] of hub.toml if the step needs longer)"
+        )
 
     def _limit(self, timeout: float | None) -> float | None:
         return self.config.step_timeout if timeout is None else timeout
@@ -215,11 +230,16 @@ class SSHCommandRunner(BaseRunner):
             if lost is not None:
                 raise lost from error
 
-    def _checked_link(self, call: Callable[[], CommandResult]) -> CommandResult:
+    def _checked_link(
+        self, call: Callable[[], CommandResult], timeout: float | None
+    ) -> CommandResult:
         """``call``'s result, or the lost connection's error where the link went down under
-        it (a command cut off has no exit status, and its output may be cut off anywhere)."""
+        it (a command cut off has no exit status, and its output may be cut off anywhere).
+        ``timeout``: the caller's (None: the step_timeout applies)."""
         try:
             result = call()
+        except CommandTimeout as error:
+            raise self._step_timeout(error, timeout) from None
         except (RunnerError, OSError, EOFError, ValueError) as error:
             self._raise_if_lost(error)
             raise
@@ -254,7 +274,8 @@ class SSHCommandRunner(BaseRunner):
             lambda: exchange(
                 self.execute, start, stage, target, argv,
                 fetch=fetch, local=local, timeout=self._limit(timeout), hide=hide,
-            )
+            ),
+            timeout,
         )  # fmt: skip
 
     # -- the resident agent, through a relay (ssh/relay.py) ---------------------------------------
@@ -304,7 +325,8 @@ class SSHCommandRunner(BaseRunner):
                 lambda: exchange(
                     self.execute, start, stage, target, words, fetch=fetch, local=local,
                     timeout=self._limit(timeout), hide=hide, packed=data,
-                )
+                ),
+                timeout,
             )  # fmt: skip
         except Refused:
             return None
