@@ -462,3 +462,27 @@ def test_a_new_connection_removes_what_dead_ones_left_and_never_a_live_ones(
         live.kill()
         live.wait()
         device.exec("sh", "-c", f"rm -rf {base}/*; pkill -u edge -x sleep", check=False)
+
+
+def test_sigterm_while_the_device_is_frozen_exits_soon_and_leaves_nothing(
+    own_device: SSHDevice, tmp_path: Path
+) -> None:
+    """Clean-up does not wait for a device that does not answer (default keepalives: 45 s
+    before it counts as gone); its janitor cleans up once it runs again."""
+    project = _project(tmp_path, own_device)
+    proc = _start_hub(project, *LONG_PROFILE)
+    try:
+        _wait_for_job(own_device, proc)
+        _pause(own_device.container)
+        proc.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        _out, err = proc.communicate(timeout=120)
+        took = time.monotonic() - stopped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        subprocess.run(["docker", "unpause", own_device.container], check=False)
+    assert proc.returncode == 143, err
+    assert took < 25, took
+    assert _nothing_left(own_device) == ""

@@ -42,6 +42,7 @@ from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, sta
 __all__ = ["SSHCommandRunner"]
 
 RETRY_BACKOFF_S = 0.5
+ANSWER_S = 2.0  # how long a device may take to answer before clean-up stops waiting for it
 
 
 class SSHCommandRunner(BaseRunner):
@@ -119,8 +120,11 @@ class SSHCommandRunner(BaseRunner):
         for relay in relays:
             relay.close()
         hooks, self._on_release = list(self._on_release.values()), {}
+        # a device that does not answer now is not waited for: what runs there ends with the
+        # connection anyway (the janitor and the commands' lifelines)
+        answers = bool(hooks or self._janitor) and self._session.answers(within=ANSWER_S)
         for command in hooks:
-            if self._session.is_active:
+            if answers:
                 try:
                     self._session.capture(command, timeout=STOP_GRACE_S)
                 except Exception:
@@ -128,7 +132,7 @@ class SSHCommandRunner(BaseRunner):
         with self._janitor_lock:
             janitor, self._janitor = self._janitor, None
         if janitor is not None:
-            janitor.close(wait=STOP_GRACE_S if self._session.is_active else 0)
+            janitor.close(wait=STOP_GRACE_S if answers else 0)
         self._session.close()
 
     def run(
@@ -423,6 +427,8 @@ class _RemoteProcess:
             if self._killed:
                 return
             self._killed = True
+        if not self._session.answers(within=ANSWER_S):
+            return  # not answering: the lifeline stops it when the connection ends
         try:
             self._session.capture(kill_script(pid), timeout=STOP_GRACE_S)
         except Exception:

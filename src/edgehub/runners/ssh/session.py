@@ -79,6 +79,15 @@ class SSHSession:
         name = self.device_name
         return f"device {name!r}" if name else f"device {self.config.address}"
 
+    def answers(self, within: float = 2.0) -> bool:
+        """Whether the connection is open and the device answers within ``within`` seconds
+        (True where keepalives are off: it cannot tell)."""
+        transport = self._transport
+        if transport is None or not transport.is_active():
+            return False
+        watchdog = watchdog_of(transport)
+        return watchdog is None or watchdog.answers(within)
+
     def lost(self, wait: float = 2.0) -> str | None:
         """Why the connection is gone, in one line naming the device; None while it is open
         (``wait``: how long a closing connection may take to say so)."""

@@ -49,6 +49,7 @@ class Watchdog:
         self._link = link
         self._stop = threading.Event()
         self._ping: threading.Thread | None = None
+        self._ping_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._watch, name="edgehub-ssh-watchdog", daemon=True
         )
@@ -70,13 +71,33 @@ class Watchdog:
                 self.silent_s = silent
                 self._transport.close()  # every channel on it ends now
                 return
-            if silent >= self.interval and (self._ping is None or not self._ping.is_alive()):
-                # paramiko's wait=True blocks until the answer comes or the transport closes
-                self._ping = threading.Thread(
-                    target=self._transport.global_request,
-                    args=(KEEPALIVE_REQUEST,),
-                    kwargs={"wait": True},
-                    name="edgehub-ssh-keepalive",
-                    daemon=True,
-                )
-                self._ping.start()
+            if silent >= self.interval:
+                self._send_ping()
+
+    def answers(self, within: float) -> bool:
+        """Whether the device answers now (a keepalive, within ``within`` seconds): a
+        clean-up that needs the device is skipped when it does not."""
+        asked = time.monotonic()
+        if asked - self._link.last_received < 0.5:
+            return True
+        self._send_ping()
+        while time.monotonic() - asked < within:
+            if self._link.last_received >= asked:
+                return True
+            time.sleep(0.02)
+        return False
+
+    def _send_ping(self) -> None:
+        """A keepalive that sshd answers, unless one is still waiting for its answer."""
+        with self._ping_lock:
+            if self._ping is not None and self._ping.is_alive():
+                return
+            # paramiko's wait=True blocks until the answer comes or the transport closes
+            self._ping = threading.Thread(
+                target=self._transport.global_request,
+                args=(KEEPALIVE_REQUEST,),
+                kwargs={"wait": True},
+                name="edgehub-ssh-keepalive",
+                daemon=True,
+            )
+            self._ping.start()
