@@ -79,8 +79,8 @@ def open_transport(config: SSHConfig, name: str | None = None) -> Any:
         if not negotiated.wait(config.connect_timeout):
             raise SSHConnectionError(
                 f"SSH handshake with {config.host}:{config.port} timed out after "
-                f"{config.connect_timeout:g} s; check that an SSH server (not another service) "
-                "listens on that port"
+                f"{config.connect_timeout:g} s; check that the device is not frozen and that an "
+                "SSH server (not another service) listens on that port"
             )
         if not transport.is_active():
             raise SSHConnectionError(
