@@ -81,7 +81,14 @@ _BEFORE: set[str] = set()
 
 
 def _managed(client):  # type: ignore[no-untyped-def]
-    return client.containers.list(all=True, filters={"label": "org.edgehub.managed=1"})
+    from docker.errors import NotFound
+
+    for _ in range(5):
+        try:
+            return client.containers.list(all=True, filters={"label": "org.edgehub.managed=1"})
+        except NotFound:  # one went away between the listing and its inspection (other tests)
+            continue
+    return []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -87,8 +87,10 @@ def test_invoke_profile_compile_resident_and_cleaned_up(device: SSHDevice, tmp_p
     while _agent_processes(device) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _agent_processes(device) == ""  # the resident agent ended with the context
-    left = device.exec("sh", "-c", "ls -d /tmp/edgehub-* 2>/dev/null || true").stdout
-    assert left.strip() == ""
+    left = device.exec(
+        "sh", "-c", "ls -d /tmp/edgehub-* ~/.cache/edgehub/work/* 2>/dev/null || true"
+    ).stdout
+    assert left.strip() == ""  # the connection's work folder went with it
 
 
 def test_not_resident_leaves_no_server(device: SSHDevice, tmp_path: Path) -> None:

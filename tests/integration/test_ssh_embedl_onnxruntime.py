@@ -189,8 +189,10 @@ def test_no_remote_workspace_is_left(device: SSHDevice, tmp_path: Path) -> None:
             ONNXRuntimeCompiledModel.from_path(model),
             {"image": np.zeros((1, 3, 16, 16), np.float32)},
         )
-    left = device.exec("sh", "-c", "ls -d /tmp/edgehub-* 2>/dev/null || true").stdout
-    assert left.strip() == ""
+    left = device.exec(
+        "sh", "-c", "ls -d /tmp/edgehub-* ~/.cache/edgehub/work/* 2>/dev/null || true"
+    ).stdout
+    assert left.strip() == ""  # the connection's work folder went with it
 
 
 def test_failed_compile_is_one_line(device: SSHDevice, tmp_path: Path) -> None:

@@ -149,7 +149,9 @@ def test_relay_runs_warm_jobs_without_a_channel_and_is_gone_after(
     expected = _reference(model, inputs)
     for output in (first, warm, again):
         np.testing.assert_allclose(output, expected, rtol=1e-5, atol=1e-5)
-    assert device.processes_left("--socket /tmp/edgehub-") == ""  # relay and server stopped
+    assert (
+        device.processes_left("--socket /home/edge/.cache/edgehub/work/") == ""
+    )  # relay and server stopped
 
 
 def test_relay_job_cancelled_midway_is_killed_on_the_device(
@@ -181,7 +183,7 @@ def test_relay_job_cancelled_midway_is_killed_on_the_device(
         ONNXRuntimeInvoker().run(ctx, model, inputs)
         assert runner.channels_opened - before == 1  # a new relay's channel took the job
         assert "relay --socket" in device.processes_left("relay --socket", within=0)
-    assert device.processes_left("--socket /tmp/edgehub-") == ""
+    assert device.processes_left("--socket /home/edge/.cache/edgehub/work/") == ""
 
 
 def _ours_left_children(device: SSHDevice, parent: str, within: float = 8.0) -> str:
@@ -209,4 +211,4 @@ def test_relay_without_a_server_falls_back_to_exchange(device: SSHDevice, tmp_pa
         assert runner.channels_opened - before == 1  # the relay found no server: exchange
         assert "relay --socket" in device.processes_left("relay --socket", within=0)
     np.testing.assert_allclose(output, _reference(model, inputs), rtol=1e-5, atol=1e-5)
-    assert device.processes_left("--socket /tmp/edgehub-") == ""
+    assert device.processes_left("--socket /home/edge/.cache/edgehub/work/") == ""

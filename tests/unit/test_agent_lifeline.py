@@ -4,6 +4,8 @@
   and a client with ``EDGEHUB_AGENT_HEARTBEAT_FILE`` keeps touching that file while it waits.
 - ``EDGEHUB_AGENT_WATCH_STDIN=1``: closing the client's stdin ends its job (on a server: the
   job's process group is killed, the server stays up; here: the run ends cancelled).
+- A server whose socket is removed (its folder went with the SSH connection that started it)
+  stops its jobs and leaves, long before its idle timeout.
 """
 
 from __future__ import annotations
@@ -179,3 +181,31 @@ def test_without_the_variable_stdin_is_left_alone(pyz: Path, cnn: Path, tmp_path
     proc.stdin.close()  # nobody watches: the run goes on to the end
     assert proc.wait(timeout=60) == 0
     assert load_result(result_path)["ok"]
+
+
+def test_a_server_whose_socket_is_removed_kills_its_job_and_leaves(
+    pyz: Path, cnn: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "connection"
+    folder.mkdir()
+    sock = folder / "agent.sock"
+    proc = start_server(pyz, sock, "--preload", "ort")  # the default idle timeout: 600 s
+    try:
+        wait_until(lambda: answers(sock), 30, "the server to answer")
+        leader = server_pid(sock)
+        request = {"model": str(cnn), "runs": 10_000_000, "warmup": 0}
+        job, _ = client(pyz, sock, request, tmp_path, {})
+        read_until(job, "timing:", 60)
+        jobs = children(leader)
+        assert len(jobs) == 1, jobs
+        sock.unlink()  # as the janitor's rm -rf of the connection's folder does
+        removed = time.monotonic()
+        assert proc.wait(timeout=30) == 0
+        assert time.monotonic() - removed < 15  # about a second plus the jobs' grace period
+        assert not alive(jobs[0])
+        assert job.wait(timeout=30) != 0
+    finally:
+        kill_everything_on(sock)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -316,6 +316,24 @@ def test_unknown_override_component(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             'hub.toml:1: devices must be a table, got "rpi"',
             id="devices-not-table",
         ),
+        pytest.param(
+            '[devices.rpi]\nprovider = "trtexec"\n[devices.rpi.ssh]\nhost = "h"\nuser = "u"\n'
+            "keepalive = nan\n",
+            "hub.toml:6: devices.rpi.ssh.keepalive must be a finite number, got nan",
+            id="keepalive-nan",
+        ),
+        pytest.param(
+            '[devices.rpi]\nprovider = "trtexec"\n[devices.rpi.ssh]\nhost = "h"\nuser = "u"\n'
+            "keepalive_count = 0\n",
+            "hub.toml:6: devices.rpi.ssh.keepalive_count must be between 1 and 1000, got 0",
+            id="keepalive-count",
+        ),
+        pytest.param(
+            '[devices.rpi]\nprovider = "trtexec"\n[devices.rpi.ssh]\nhost = "h"\nuser = "u"\n'
+            "step_timeout = -1\n",
+            "hub.toml:6: devices.rpi.ssh.step_timeout must be 0 or more, got -1",
+            id="step-timeout-negative",
+        ),
     ],
 )
 def test_schema_errors(
@@ -508,6 +526,8 @@ key = "~/.ssh/id_ed25519"
 known_hosts = "keys/known_hosts"
 connect_timeout = 5
 keepalive = 0
+keepalive_count = 5
+step_timeout = 0
 [devices.rpi.embedl_onnxruntime]
 path = "/home/pi/venv/bin/embedl-onnxruntime"
 cli_args = ["--intra-op-threads", "4"]
@@ -570,6 +590,7 @@ def test_to_devices_builds_runners_and_configs(devices_config: HubConfig, tmp_pa
     assert ssh.private_key_path == tmp_path / "home" / ".ssh" / "id_ed25519"
     assert ssh.known_hosts == tmp_path / "keys" / "known_hosts"
     assert (ssh.connect_timeout, ssh.keepalive_s) == (5.0, 0.0)
+    assert (ssh.keepalive_count, ssh.step_timeout) == (5, None)  # 0: no step limit
     assert rpi.spec.device_name == "Raspberry Pi 5"
     base = EmbedlONNXRuntimeConfig(
         embedl_onnxruntime_path="/home/pi/venv/bin/embedl-onnxruntime",
@@ -588,6 +609,7 @@ def test_to_devices_builds_runners_and_configs(devices_config: HubConfig, tmp_pa
     jetson = devices["jetson"]
     assert isinstance(jetson.runner, SSHCommandRunner)
     assert jetson.runner.config.password == "s3cret"
+    assert (jetson.runner.config.keepalive_count, jetson.runner.config.step_timeout) == (3, 3600)
     assert jetson.provider_config == TrtexecConfig(
         trtexec_path="/usr/src/tensorrt/bin/trtexec", trtexec_cli_args=("--fp16",)
     )
@@ -603,12 +625,19 @@ def test_to_devices_builds_runners_and_configs(devices_config: HubConfig, tmp_pa
     )
 
 
-def test_missing_password_env_names_line(
+def test_missing_password_env_names_line_and_fails_only_that_device(
     devices_config: HubConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    from edgehub.runners.ssh import SSHCommandRunner
+
     monkeypatch.chdir(tmp_path)
+    every = to_devices(devices_config, component_lookup=fake_lookup, environ={})
+    devices = {device.name: device for device in every}
+    assert isinstance(devices["rpi"].runner, SSHCommandRunner)
+    jetson = to_device(devices_config, "jetson", environ={})
+    assert jetson.runner is not None
     with pytest.raises(ConfigError) as info:
-        to_device(devices_config, "jetson", environ={})
+        jetson.runner.run(["true"])  # refused before any connection is tried
     line = line_of(DEVICES, 'password_env = "JETSON_PASSWORD"')
     assert str(info.value).startswith(
         f"hub.toml:{line}: devices.jetson.ssh.password_env names JETSON_PASSWORD, which is not set"

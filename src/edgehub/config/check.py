@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ _SSH_KEYS = (
     "password_env",
     "connect_timeout",
     "keepalive",
+    "keepalive_count",
+    "step_timeout",
     "jump_host",
 )
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
@@ -118,6 +121,8 @@ class _Table:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.wrong(name, "a number", value)
+        if not math.isfinite(value):
+            raise self.wrong(name, "a finite number", value)
         if value < 0 or (positive and value == 0):
             raise self.wrong(name, "greater than 0" if positive else "0 or more", value)
         return float(value)
@@ -280,6 +285,8 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
         raise table.wrong("password_env", "the name of an environment variable", password_env)
     connect_timeout = table.number("connect_timeout", positive=True)
     keepalive = table.number("keepalive", positive=False)
+    keepalive_count = table.integer("keepalive_count", 1, 1000)
+    step_timeout = table.number("step_timeout", positive=False)
     return SSHSection(
         host=table.required("host"),
         user=table.required("user"),
@@ -289,6 +296,8 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
         password_env=password_env,
         connect_timeout=10.0 if connect_timeout is None else connect_timeout,
         keepalive=15.0 if keepalive is None else keepalive,
+        keepalive_count=3 if keepalive_count is None else keepalive_count,
+        step_timeout=3600.0 if step_timeout is None else step_timeout,
         jump_host=table.string("jump_host"),
     )
 

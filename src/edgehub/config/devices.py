@@ -120,12 +120,12 @@ def _ssh_runner(
 ) -> CommandRunner:
     from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
-    password = None
+    password = unusable = None
     if ssh.password_env is not None:
         password = (os.environ if environ is None else environ).get(ssh.password_env)
-        if password is None:
+        if password is None:  # only this device fails, and only when it is used
             where = config.where(("devices", name, "ssh", "password_env"))
-            raise ConfigError(
+            unusable = (
                 f"{where}: devices.{name}.ssh.password_env names {ssh.password_env}, which is not "
                 f"set; export {ssh.password_env}=... or use a key file"
             )
@@ -139,7 +139,10 @@ def _ssh_runner(
             known_hosts=_local_path(config, ssh.known_hosts),
             connect_timeout=ssh.connect_timeout,
             keepalive_s=ssh.keepalive,
+            keepalive_count=ssh.keepalive_count,
+            step_timeout=ssh.step_timeout or None,
             jump_host=ssh.jump_host,
+            unusable=unusable,
         )
     )
     return runner

@@ -24,7 +24,9 @@ its parents. Every table and key is optional unless marked *required*::
     known_hosts = "~/.ssh/known_hosts"
     password_env = "RPI_PASSWORD"   # read the password from this environment variable
     connect_timeout = 10.0     # seconds
-    keepalive = 15.0           # seconds between keepalives; 0 turns them off
+    keepalive = 15.0           # seconds of silence before a keepalive; 0 turns them off
+    keepalive_count = 3        # unanswered keepalives before the device counts as gone
+    step_timeout = 3600.0      # seconds a command may run on the device; 0: no limit
     jump_host = "me@bastion:22"  # reach it through this host ("[user@]host[:port]" or an alias)
                                # ~/.ssh/config's HostName, Port, IdentityFile and ProxyJump for
                                # `host` apply where these keys leave them unset
@@ -155,6 +157,8 @@ class SSHSection:
     password_env: str | None = None
     connect_timeout: float = 10.0
     keepalive: float = 15.0
+    keepalive_count: int = 3
+    step_timeout: float = 3600.0
     jump_host: str | None = None
 
 

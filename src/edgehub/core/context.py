@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.spec import Device, DeviceSpec
 from edgehub.errors import DeviceError
 from edgehub.events import EventSink, use_sink
+from edgehub.runners.protocol import SupportsWorkFolder
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
@@ -102,6 +103,7 @@ class HubContext:
         self._client: Client | None = None
         self._docker: dict[tuple[Any, ...], DockerCommandRunner] = {}
         self._workspaces: dict[str, PurePosixPath] = {}
+        self._connected_before: set[int] = set()  # ids of runners connected before __enter__
         self._lock = threading.Lock()
         self._local = threading.local()
         self._cancelled = False
@@ -111,6 +113,10 @@ class HubContext:
         if self._active:
             raise RuntimeError("this HubContext is already active")
         stack = ExitStack()
+        self._connected_before = {
+            id(d.runner) for d in self._devices.values()
+            if isinstance(d.runner, SupportsWorkFolder) and d.runner.is_active
+        }  # fmt: skip
         try:
             self._store = RunStore(self._base_dir or default_store_dir())
             stack.callback(self._store.close)
@@ -140,7 +146,8 @@ class HubContext:
             stack.close()
 
     def _close_resources(self) -> None:
-        """Remove containers and device workspaces this context created."""
+        """Remove containers and device workspaces this context created, and close the device
+        connections it opened (their work folders go with them)."""
         with self._lock:
             runners, self._docker = list(self._docker.values()), {}
             workspaces, self._workspaces = dict(self._workspaces), {}
@@ -149,13 +156,28 @@ class HubContext:
                 runner.__exit__(None, None, None)
             except Exception:
                 self.events.warning(f"could not remove container of {runner.image}")
+        opened: list[SupportsWorkFolder] = []
+        for held in self._devices.values():
+            held_runner = held.runner
+            if isinstance(held_runner, SupportsWorkFolder) and (
+                id(held_runner) not in self._connected_before
+            ):
+                opened.append(held_runner)
+        closing = {id(item) for item in opened}
         for name, path in workspaces.items():
             device = self._devices.get(name)
             if device is not None and device.runner is not None:
+                if id(device.runner) in closing:
+                    continue  # closing the connection removes its work folder
                 try:
                     device.runner.run(["rm", "-rf", str(path)], hide=True, check=False)
                 except Exception:
                     self.events.warning(f"could not remove {path} on device {name!r}")
+        for connection in opened:
+            try:
+                connection.close()
+            except Exception:
+                self.events.warning("could not close a device connection")
 
     def cancel(self) -> None:
         """Stop every command this context's runners are running (from any thread).
@@ -296,15 +318,25 @@ class HubContext:
         return runner
 
     def device_workspace(self, device_name: str) -> PurePosixPath:
-        """This context's scratch directory on a device (removed when the context exits)."""
+        """This context's scratch directory on a device (removed when the context exits); in
+        the connection's work folder where the runner has one (so it also goes when the
+        connection ends, however this process ends)."""
         device = self.device(device_name)
         if device.runner is None:
             raise DeviceError(f"device {device_name!r} has no runner to hold files")
+        runner = device.runner
         with self._lock:
             path = self._workspaces.get(device_name)
-        if path is None:
+        if isinstance(runner, SupportsWorkFolder):
+            base = runner.work_folder()  # this connection's (a new one after a reconnection)
+            if path is None or path.parent != base:
+                path = base / self._id
+                runner.run(["mkdir", "-p", str(path)], hide=True)
+                with self._lock:
+                    self._workspaces[device_name] = path
+        elif path is None:
             path = PurePosixPath(f"/tmp/edgehub-{self._id}")
-            device.runner.run(["mkdir", "-p", str(path)], hide=True)
+            runner.run(["mkdir", "-p", str(path)], hide=True)
             with self._lock:
                 self._workspaces[device_name] = path
         return path

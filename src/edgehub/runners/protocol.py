@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PurePosixPath
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-__all__ = ["CommandResult", "CommandRunner", "SupportsExchange"]
+__all__ = ["CommandResult", "CommandRunner", "SupportsExchange", "SupportsWorkFolder"]
 
 
 @dataclass(frozen=True)
@@ -84,4 +84,24 @@ class SupportsExchange(Protocol):
     ) -> CommandResult:
         """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its
         ``fetch`` subdirectory to ``local``; the exit code is not checked."""
+        ...
+
+
+@runtime_checkable
+class SupportsWorkFolder(Protocol):
+    """An optional capability of a runner that holds a connection to its device (the SSH
+    runner): a private folder on the device that lives exactly as long as the connection (it
+    is removed, with what runs from it, however the connection ends), and closing."""
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the connection is open."""
+        ...
+
+    def work_folder(self) -> PurePosixPath:
+        """The connection's work folder on the device (connecting first if need be)."""
+        ...
+
+    def close(self) -> None:
+        """Stop what runs and close the connection (its work folder goes with it)."""
         ...

@@ -9,7 +9,9 @@ skips the interpreter's and the libraries' start-up. It runs jobs side by side; 
 (no threads, so forking is safe) accepts connections, reads requests, passes signals on, kills a
 job whose client went away, reaps finished jobs (SIGCHLD wakes the loop) and writes their exit
 codes. It exits, removing the socket, after ``--idle`` seconds (default 600) without a job or on
-SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for them).
+SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for them); and it
+stops the same way within ``SOCKET_CHECK_S`` once its socket is gone (its folder was removed:
+the SSH connection that started it ended, see ``runners/ssh/janitor.py``).
 
 Only one server runs per socket path: it holds ``PATH.lock`` (flock) while it lives, and refuses
 to start when another one holds it or answers on the socket. Messages go to stderr (the
@@ -56,6 +58,7 @@ DEFAULT_IDLE_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection must send its request within this
 CANCEL_GRACE_S = 5.0  # after a forwarded signal, SIGKILL a job still running this much later
 SEND_TIMEOUT_S = 2.0
+SOCKET_CHECK_S = 1.0  # how often the server checks that its socket is still there
 # Environment variables that the interpreter or the preloaded libraries read when they start: a
 # client whose values differ would not get what a fresh process gives it, so it is refused.
 IMPORT_TIME_ENV = (
@@ -302,6 +305,10 @@ class Server:
                 self.stop()
             if self.stopping and not self.jobs:
                 return
+            if not self.stopping and self.socket_gone():
+                log(f"{self.path} is gone: stopping")
+                self.stop()
+                continue
             now = time.monotonic()
             if not self.jobs and not self.pending and now - self.idle_since >= self.idle:
                 log(f"idle for {self.idle:g} s: exiting")
@@ -316,7 +323,19 @@ class Server:
         deadlines += [j.kill_at for j in self.jobs.values() if j.kill_at is not None]
         if not self.jobs and not self.pending:
             deadlines.append(self.idle_since + self.idle)
-        return max(0.0, min(deadlines) - now) if deadlines else 3600.0
+        return max(0.0, min(min(deadlines) - now, SOCKET_CHECK_S)) if deadlines else SOCKET_CHECK_S
+
+    def socket_gone(self) -> bool:
+        """Whether the socket this server made was removed or replaced."""
+        if self.bound is None:
+            return False
+        try:
+            info = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return (info.st_dev, info.st_ino) != self.bound
 
     def enforce_deadlines(self) -> None:
         now = time.monotonic()

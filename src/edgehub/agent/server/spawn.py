@@ -1,7 +1,8 @@
 """Start an agent server in the background, for the next ``--server PATH`` call. Best effort.
 
 The running zipapp is copied next to the socket (``PATH.pyz``, written to a temporary name and
-renamed, left alone when it already holds the same bytes) and started with this interpreter as
+renamed, left alone when it already holds the same bytes) and started, where the folder above
+the socket's still exists (one that is gone belongs to an owner that ended), as
 ``python PATH.pyz serve --socket PATH [--preload NS]`` in a new session, with stdin from
 /dev/null and its messages appended to ``PATH.log``, so that it outlives this process. If another
 server starts at the same time, one of the two refuses to run (see :mod:`.serve`). Run from
@@ -79,7 +80,11 @@ def start_server(socket_path: str, namespace: str | None = None) -> bool:
     try:
         import subprocess
 
-        os.makedirs(os.path.dirname(socket_path), mode=0o700, exist_ok=True)
+        folder = os.path.dirname(socket_path)
+        if not os.path.isdir(folder):
+            # the socket's folder is made, not the ones above it: where those are gone (an SSH
+            # connection's work folder, removed when it ended) nobody is left to serve
+            os.mkdir(folder, 0o700)
         if os.path.abspath(archive) != target:
             copy_archive(archive, target)
         log = open_log(socket_path + ".log")

@@ -1,4 +1,5 @@
-"""Opening an SSH connection: socket (TCP_NODELAY, keepalives), handshake, host key, login."""
+"""Opening an SSH connection: socket (TCP_NODELAY, keepalives), handshake, host key, login
+(key files others may read are refused, as OpenSSH does), then its `Watchdog`."""
 
 from __future__ import annotations
 
@@ -16,8 +17,17 @@ from edgehub.runners.ssh.known_hosts import (
     prefer_known_types,
     verify_host_key,
 )
+from edgehub.runners.ssh.watchdog import Link, Watchdog
 
-__all__ = ["MAX_PACKET_SIZE", "WINDOW_SIZE", "close_transport", "open_socket", "open_transport"]
+__all__ = [
+    "MAX_PACKET_SIZE",
+    "WINDOW_SIZE",
+    "close_transport",
+    "key_setting",
+    "open_socket",
+    "open_transport",
+    "watchdog_of",
+]
 
 WINDOW_SIZE = 128 * 1024 * 1024
 MAX_PACKET_SIZE = 256 * 1024
@@ -33,22 +43,25 @@ _CIPHERS = (
 )
 
 
-def open_transport(config: SSHConfig) -> Any:
-    """Socket (TCP_NODELAY) -> SSH handshake -> host key check -> authentication."""
+def open_transport(config: SSHConfig, name: str | None = None) -> Any:
+    """Socket (TCP_NODELAY) -> SSH handshake -> host key check -> authentication; then the
+    `Watchdog` watches it. ``name``: the hub.toml device, for hints."""
     import paramiko
 
     from edgehub.runners.ssh.user_config import resolve
 
     config = resolve(config)
-    if config.private_key_path is not None and not config.private_key_path.is_file():
-        raise SSHConnectionError(
-            f"private key file {config.private_key_path} does not exist; "
-            "fix private_key_path in hub.toml"
-        )
+    key = config.private_key_path
+    if key is not None:
+        if not key.is_file():
+            raise SSHConnectionError(
+                f"private key file {key} does not exist; fix {key_setting(name)}"
+            )
+        _check_key_mode(key)
     trusted, revoked = load_known_hosts(config)
     jump = _open_jump(config) if config.jump_host else None
     try:
-        sock = open_socket(config) if jump is None else _tunnel(jump, config)
+        sock = Link(open_socket(config) if jump is None else _tunnel(jump, config))
     except BaseException:
         if jump is not None:
             jump.close()
@@ -66,8 +79,8 @@ def open_transport(config: SSHConfig) -> Any:
         if not negotiated.wait(config.connect_timeout):
             raise SSHConnectionError(
                 f"SSH handshake with {config.host}:{config.port} timed out after "
-                f"{config.connect_timeout:g} s; check that an SSH server (not another service) "
-                "listens on that port"
+                f"{config.connect_timeout:g} s; check that the device is not frozen and that an "
+                "SSH server (not another service) listens on that port"
             )
         if not transport.is_active():
             raise SSHConnectionError(
@@ -76,9 +89,11 @@ def open_transport(config: SSHConfig) -> Any:
                 "listens on that port and shares an algorithm with paramiko"
             )
         verify_host_key(config, transport.get_remote_server_key(), trusted, revoked)
-        _authenticate(transport, config)
+        _authenticate(transport, config, name)
+        watchdog = None
         if config.keepalive_s > 0:
-            transport.set_keepalive(max(1, round(config.keepalive_s)))
+            watchdog = Watchdog(transport, sock, config.keepalive_s, config.keepalive_count)
+            watchdog.start()
     except BaseException:
         transport.close()
         sock.close()
@@ -86,11 +101,21 @@ def open_transport(config: SSHConfig) -> Any:
             jump.close()
         raise
     transport.edgehub_jump = jump  # closed with this transport (`close_transport`)
+    transport.edgehub_watchdog = watchdog
     return transport
+
+
+def watchdog_of(transport: Any) -> Watchdog | None:
+    """The `Watchdog` of a transport from `open_transport` (None: keepalives are off)."""
+    found = getattr(transport, "edgehub_watchdog", None)
+    return found if isinstance(found, Watchdog) else None
 
 
 def close_transport(transport: Any) -> None:
     """Close a transport from `open_transport` and the jump host connection under it."""
+    watchdog = watchdog_of(transport)
+    if watchdog is not None:
+        watchdog.stop()
     transport.close()
     jump = getattr(transport, "edgehub_jump", None)
     if jump is not None:
@@ -147,26 +172,27 @@ def open_socket(config: SSHConfig) -> socket.socket:
         ) from error
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     if config.keepalive_s > 0:
-        # Notice a dead link in about three keepalive periods instead of TCP's hours.
+        # Notice a dead link in keepalive_count periods instead of TCP's hours (the Watchdog
+        # notices a device that is frozen while its kernel still answers).
         period = max(1, round(config.keepalive_s))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         for option, value in (
             ("TCP_KEEPIDLE", period),
             ("TCP_KEEPINTVL", period),
-            ("TCP_KEEPCNT", 3),
-            ("TCP_USER_TIMEOUT", 3 * period * 1000),
+            ("TCP_KEEPCNT", config.keepalive_count),
+            ("TCP_USER_TIMEOUT", config.keepalive_count * period * 1000),
         ):
             if hasattr(socket, option):
                 sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
     return sock
 
 
-def _candidate_keys(config: SSHConfig) -> tuple[list[tuple[str, Any]], Any]:
+def _candidate_keys(config: SSHConfig, name: str | None) -> tuple[list[tuple[str, Any]], Any]:
     """The keys to offer, labelled, and the agent connection to close afterwards."""
     import paramiko
 
     if config.private_key_path is not None:
-        return [(str(config.private_key_path), _load_key(config.private_key_path))], None
+        return [(str(config.private_key_path), _load_key(config.private_key_path, name))], None
     keys: list[tuple[str, Any]] = []
     agent = None
     if os.environ.get("SSH_AUTH_SOCK"):
@@ -175,40 +201,54 @@ def _candidate_keys(config: SSHConfig) -> tuple[list[tuple[str, Any]], Any]:
             keys.extend((f"agent key {fingerprint(key)}", key) for key in agent.get_keys())
         except Exception:  # an unusable agent is the same as no agent
             agent = None
-    for name in _DEFAULT_KEY_FILES:
-        path = Path.home() / ".ssh" / name
+    for file_name in _DEFAULT_KEY_FILES:
+        path = Path.home() / ".ssh" / file_name
         if path.is_file():
             try:
-                keys.append((f"~/.ssh/{name}", paramiko.PKey.from_path(path)))
-            except Exception:  # encrypted or unsupported default keys are skipped
+                _check_key_mode(path)
+                keys.append((f"~/.ssh/{file_name}", paramiko.PKey.from_path(path)))
+            except Exception:  # keys readable by others, encrypted or unsupported: skipped
                 continue
     return keys, agent
 
 
-def _load_key(path: Path) -> Any:
+def key_setting(name: str | None) -> str:
+    """Where hub.toml names a device's key file, for hints."""
+    table = f"[devices.{name}.ssh]" if name else "the device's [devices.<name>.ssh] table"
+    return f"`key` in {table} of hub.toml"
+
+
+def _check_key_mode(path: Path) -> None:
+    """Refuse a key file that others may read or write, as OpenSSH does."""
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise SSHConnectionError(
+            f"key file {path} is readable by others (mode {mode:04o}); chmod 600 {path}"
+        )
+
+
+def _load_key(path: Path, name: str | None) -> Any:
     import paramiko
 
+    encrypted = (
+        f"private key {path} is encrypted; load it into ssh-agent (`ssh-add {path}`) and "
+        f"remove {key_setting(name)}, or use a key without a passphrase"
+    )
     try:
         return paramiko.PKey.from_path(path)
     except paramiko.PasswordRequiredException as error:
-        raise SSHConnectionError(
-            f"private key {path} is encrypted; load it into ssh-agent (`ssh-add {path}`) and "
-            "unset private_key_path, or use a key without a passphrase"
-        ) from error
+        raise SSHConnectionError(encrypted) from error
     except Exception as error:
         if "password" in str(error).lower():
-            raise SSHConnectionError(
-                f"private key {path} is encrypted; load it into ssh-agent (`ssh-add {path}`) "
-                "and unset private_key_path, or use a key without a passphrase"
-            ) from error
+            raise SSHConnectionError(encrypted) from error
         raise SSHConnectionError(f"cannot load private key {path}: {error}") from error
 
 
-def _authenticate(transport: Any, config: SSHConfig) -> None:
+def _authenticate(transport: Any, config: SSHConfig, name: str | None) -> None:
     """Key file, else agent keys, else default keys; then the password if one is set."""
     import paramiko
 
-    keys, agent = _candidate_keys(config)
+    keys, agent = _candidate_keys(config, name)
     tried: list[str] = []
     allowed: list[str] | None = None
     try:
@@ -244,7 +284,7 @@ def _authenticate(transport: Any, config: SSHConfig) -> None:
     raise SSHConnectionError(
         f"SSH authentication as {config.address} failed (tried: {offered}){accepts}; check that "
         f"the public key is in ~{config.username}/.ssh/authorized_keys on the device, or set "
-        "private_key_path in hub.toml"
+        f"{key_setting(name)}"
     )
 
 

@@ -7,7 +7,11 @@ quoted with `shlex.quote`, and archives coming back from the device are extracte
 process group with a second command; the runner base does the rest. `exchange` moves a staged
 directory in, runs a command and brings a folder back on one channel; `agent_exchange` hands a
 job to the device's resident agent through a relay channel kept open (``ssh/relay.py``).
-paramiko is imported only when a connection is made.
+`work_folder` is the connection's folder on the device, removed with everything in it when the
+connection ends, however it ends (``ssh/janitor.py``). A command runs at most the config's
+``step_timeout`` unless its caller says otherwise; a device that stops answering or a link that
+breaks fails the command with `SSHConnectionError` naming the device (``ssh/watchdog.py``),
+never as the command's own failure. paramiko is imported only when a connection is made.
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import secrets
 import select
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
-from edgehub.errors import SSHConnectionError
+from edgehub.errors import CommandTimeout, RunnerError, SSHConnectionError
 from edgehub.runners.agent_reply import Refused
 from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
@@ -30,6 +34,7 @@ from edgehub.runners.exchange import exchange, split_script
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
+from edgehub.runners.ssh.janitor import Janitor
 from edgehub.runners.ssh.relay import MAX_RELAY_STAGE_BYTES, AgentRelay, RelayJob
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, start_command
@@ -37,6 +42,7 @@ from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, sta
 __all__ = ["SSHCommandRunner"]
 
 RETRY_BACKOFF_S = 0.5
+ANSWER_S = 2.0  # how long a device may take to answer before clean-up stops waiting for it
 
 
 class SSHCommandRunner(BaseRunner):
@@ -52,6 +58,8 @@ class SSHCommandRunner(BaseRunner):
         self._relay_argv: dict[str, list[str]] = {}
         self._relays: dict[str, AgentRelay] = {}
         self._relays_lock = threading.Lock()
+        self._janitor: Janitor | None = None
+        self._janitor_lock = threading.Lock()
 
     def __repr__(self) -> str:
         state = "connected" if self.is_active else "not connected"
@@ -94,19 +102,74 @@ class SSHCommandRunner(BaseRunner):
         self._session.sftp()
         return self._session.remote_path(str(remote))
 
+    def work_folder(self) -> PurePosixPath:
+        """This connection's private folder on the device (``~/.cache/edgehub/work/...``,
+        0700), removed when the connection ends, with the agent servers serving from it."""
+        with self._janitor_lock:
+            janitor = self._janitor
+            self._session.connect()
+            if janitor is None or janitor.closed or janitor.generation != self._session.generation:
+                if janitor is not None:
+                    janitor.close(wait=0)
+                janitor = self._janitor = Janitor(self._session)
+            return janitor.folder
+
     def release(self) -> None:
         with self._relays_lock:
             relays, self._relays = list(self._relays.values()), {}
         for relay in relays:
             relay.close()
         hooks, self._on_release = list(self._on_release.values()), {}
+        # a device that does not answer now is not waited for: what runs there ends with the
+        # connection anyway (the janitor and the commands' lifelines)
+        answers = bool(hooks or self._janitor) and self._session.answers(within=ANSWER_S)
         for command in hooks:
-            if self._session.is_active:
+            if answers:
                 try:
                     self._session.capture(command, timeout=STOP_GRACE_S)
                 except Exception:
                     pass
+        with self._janitor_lock:
+            janitor, self._janitor = self._janitor, None
+        if janitor is not None:
+            janitor.close(wait=STOP_GRACE_S if answers else 0)
         self._session.close()
+
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: str | PurePath | None = None,
+        *,
+        hide: bool = False,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> CommandResult:
+        """`BaseRunner.run`, limited to the config's ``step_timeout`` by default."""
+        try:
+            return super().run(
+                argv, cwd, hide=hide, env=env, timeout=self._limit(timeout), check=check
+            )
+        except CommandTimeout as error:
+            raise self._step_timeout(error, timeout) from None
+
+    def _step_timeout(self, error: CommandTimeout, timeout: float | None) -> CommandTimeout:
+        """``error``, saying where the limit comes from when it is the device's step_timeout."""
+        if timeout is not None or self.config.step_timeout is None:
+            return error
+        name = self.device_name or "<name>"
+        return CommandTimeout(
+            f"{error} ({self._session.label}'s step_timeout is {self.config.step_timeout:g} s; "
+            f"raise it in [devices.{name}.ssh] of hub.toml if the step needs longer)"
+        )
+
+    def _limit(self, timeout: float | None) -> float | None:
+        return self.config.step_timeout if timeout is None else timeout
+
+    def _link_error(self, wait: float = 2.0) -> SSHConnectionError | None:
+        """The error to raise when the connection went down under a call, else None."""
+        lost = self._session.lost(wait=wait)
+        return None if lost is None else SSHConnectionError(lost)
 
     @property
     def channels_opened(self) -> int:
@@ -142,21 +205,53 @@ class SSHCommandRunner(BaseRunner):
     def check_result(
         self, argv: list[str], cwd: str | PurePath | None, result: CommandResult
     ) -> None:
-        if result.returncode == -1 and not self.is_active:
-            raise SSHConnectionError(
-                f"connection to {self.config.address} was lost while {argv[0]!r} ran; "
-                "check the network and the device"
-            )
+        if result.returncode == -1:
+            lost = self._link_error()
+            if lost is not None:
+                raise lost
 
     def put(self, local: Path, remote: str | PurePath, *, content_named: bool = False) -> None:
         """Upload a file or directory; an unchanged file is not sent again to the same path.
         ``content_named``: the remote name holds the content's hash, so a file of the same size
         there is taken as it."""
-        self._files.put(local, remote, content_named=content_named)
+        try:
+            self._files.put(local, remote, content_named=content_named)
+        except (RunnerError, OSError, EOFError) as error:
+            self._raise_if_lost(error)
+            raise
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""
-        self._files.get(remote, local)
+        try:
+            self._files.get(remote, local)
+        except (RunnerError, OSError, EOFError) as error:
+            self._raise_if_lost(error)
+            raise
+
+    def _raise_if_lost(self, error: BaseException) -> None:
+        if not isinstance(error, SSHConnectionError):
+            lost = self._link_error(wait=1.0)
+            if lost is not None:
+                raise lost from error
+
+    def _checked_link(
+        self, call: Callable[[], CommandResult], timeout: float | None
+    ) -> CommandResult:
+        """``call``'s result, or the lost connection's error where the link went down under
+        it (a command cut off has no exit status, and its output may be cut off anywhere).
+        ``timeout``: the caller's (None: the step_timeout applies)."""
+        try:
+            result = call()
+        except CommandTimeout as error:
+            raise self._step_timeout(error, timeout) from None
+        except (RunnerError, OSError, EOFError, ValueError) as error:
+            self._raise_if_lost(error)
+            raise
+        if result.returncode == -1:
+            lost = self._link_error()
+            if lost is not None:
+                raise lost
+        return result
 
     def exchange(
         self,
@@ -179,9 +274,12 @@ class SSHCommandRunner(BaseRunner):
             unpack, command, send_back = split_script(words)
             return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
 
-        return exchange(
-            self.execute, start, stage, target, argv,
-            fetch=fetch, local=local, timeout=timeout, hide=hide,
+        return self._checked_link(
+            lambda: exchange(
+                self.execute, start, stage, target, argv,
+                fetch=fetch, local=local, timeout=self._limit(timeout), hide=hide,
+            ),
+            timeout,
         )  # fmt: skip
 
     # -- the resident agent, through a relay (ssh/relay.py) ---------------------------------------
@@ -227,9 +325,12 @@ class SSHCommandRunner(BaseRunner):
             def start(_words: list[str], _stdin: bytes) -> Process:
                 return RelayJob(relay, payload)
 
-            return exchange(
-                self.execute, start, stage, target, words,
-                fetch=fetch, local=local, timeout=timeout, hide=hide, packed=data,
+            return self._checked_link(
+                lambda: exchange(
+                    self.execute, start, stage, target, words, fetch=fetch, local=local,
+                    timeout=self._limit(timeout), hide=hide, packed=data,
+                ),
+                timeout,
             )  # fmt: skip
         except Refused:
             return None
@@ -326,6 +427,8 @@ class _RemoteProcess:
             if self._killed:
                 return
             self._killed = True
+        if not self._session.answers(within=ANSWER_S):
+            return  # not answering: the lifeline stops it when the connection ends
         try:
             self._session.capture(kill_script(pid), timeout=STOP_GRACE_S)
         except Exception:

@@ -2,22 +2,26 @@
 
 It opens the transport on first use and again after the link dropped (each opening bumps
 ``generation``, so caches tied to a connection know to forget), opens channels with large
-windows, runs short helper lines, and keeps one SFTP client.
+windows, runs short helper lines, and keeps one SFTP client. When the connection ends under a
+command, `lost` says why in one line naming the device: it stopped answering (the
+`~edgehub.runners.ssh.watchdog.Watchdog` gave it up) or the link went down.
 """
 
 from __future__ import annotations
 
 import posixpath
 import threading
+import time
 from typing import Any
 
-from edgehub.errors import HostKeyError, SSHConnectionError
+from edgehub.errors import ConfigError, HostKeyError, SSHConnectionError
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.connect import (
     MAX_PACKET_SIZE,
     WINDOW_SIZE,
     close_transport,
     open_transport,
+    watchdog_of,
 )
 from edgehub.runners.ssh.known_hosts import UnknownHostKeyError
 from edgehub.runners.ssh.shell import start_command
@@ -37,6 +41,7 @@ class SSHSession:
         self._transport: Any = None
         self._sftp: Any = None
         self._home: str | None = None
+        self._silent: str | None = None  # "stopped responding" of the last connection, if so
 
     @property
     def is_active(self) -> bool:
@@ -45,11 +50,14 @@ class SSHSession:
 
     def connect(self) -> Any:
         """The open transport (host key verified, authenticated), opened if need be."""
+        if self.config.unusable:
+            raise ConfigError(self.config.unusable)
         with self._lock:
             if not self.is_active:
+                silent = self.lost(wait=0)
                 self.close()
                 try:
-                    self._transport = open_transport(self.config)
+                    self._transport = open_transport(self.config, self.device_name)
                 except UnknownHostKeyError as error:
                     if not self.device_name:
                         raise
@@ -57,8 +65,50 @@ class SSHSession:
                         f"unknown SSH host key for {error.described}; check the fingerprint on "
                         f"the device, then trust it with `hub devices trust {self.device_name}`"
                     ) from None
+                except SSHConnectionError as error:
+                    if silent is not None and silent == self._silent:
+                        raise SSHConnectionError(silent) from error  # it still does not answer
+                    raise
+                self._silent = None
                 self.generation += 1
             return self._transport
+
+    @property
+    def label(self) -> str:
+        """``device 'NAME'`` (or the address where the device has no name), for messages."""
+        name = self.device_name
+        return f"device {name!r}" if name else f"device {self.config.address}"
+
+    def answers(self, within: float = 2.0) -> bool:
+        """Whether the connection is open and the device answers within ``within`` seconds
+        (True where keepalives are off: it cannot tell)."""
+        transport = self._transport
+        if transport is None or not transport.is_active():
+            return False
+        watchdog = watchdog_of(transport)
+        return watchdog is None or watchdog.answers(within)
+
+    def lost(self, wait: float = 2.0) -> str | None:
+        """Why the connection is gone, in one line naming the device; None while it is open
+        (``wait``: how long a closing connection may take to say so)."""
+        deadline = time.monotonic() + wait
+        while self.is_active:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.05)
+        transport = self._transport
+        watchdog = watchdog_of(transport) if transport is not None else None
+        if watchdog is not None and watchdog.silent_s is not None:
+            self._silent = (
+                f"{self.label} stopped responding (no reply for {watchdog.silent_s:.0f} s); "
+                "check that it is powered, not frozen, and on the network"
+            )
+        if self._silent is not None:
+            return self._silent
+        return (
+            f"lost the connection to {self.label} ({self.config.address}); check the network "
+            "and the device's sshd"
+        )
 
     def close(self) -> None:
         with self._lock:
