@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,12 @@ def add_parser(commands: Any) -> None:
         metavar="SECONDS",
         help="how long to wait for a device another measurement holds (default 3600)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="stop the run (FAILED, exit 3) if it takes longer; a sweep: each cell",
+    )
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 
     add_sweep_arguments(parser)
@@ -106,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
+        timeout=args.timeout,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)
@@ -120,6 +128,17 @@ def handle(args: argparse.Namespace) -> int:
     else:
         _print_run(args.step, report)
     return 0
+
+
+def _seconds(text: str) -> float:
+    """A number of seconds above 0 (``nan`` and ``inf`` refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
+    return value
 
 
 def _split_pair(text: str, flag: str) -> tuple[str, str]:

@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, ModelError, UsageError
+from edgehub.errors import (
+    CommandTimeout,
+    GpuUnavailableError,
+    ModelError,
+    OperationCancelled,
+    UsageError,
+)
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.reports import PipelineReport, RunReport, summarize
@@ -43,7 +49,9 @@ class ExecRequest:
     Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
-    the device's lease (see `_device_lease`; default one hour).
+    the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
+    the whole request: past it, its commands are stopped, its runs end FAILED and
+    `~edgehub.errors.CommandTimeout` is raised.
     """
 
     step: str
@@ -58,6 +66,7 @@ class ExecRequest:
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
+    timeout: float | None = None
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -129,12 +138,41 @@ def execute(
     _check(request, runtime)
     cancel = cancel or Cancellation()
     with (
+        _deadline(cancel, request.timeout) as cancel,
         _context(project, request, subscriber, cancel) as ctx,
         _device_lease(project, ctx, request, runtime, cancel),
     ):
         if request.step == "pipeline":
             return _pipeline(ctx, request, runtime, cancel)
         return _one_step(ctx, request, runtime)
+
+
+@contextmanager
+def _deadline(cancel: Cancellation, seconds: float | None) -> Iterator[Cancellation]:
+    """``cancel``, or with ``seconds`` a `Cancellation` of its own that ``cancel`` stops too
+    and that stops itself after ``seconds`` with a `CommandTimeout` as its reason."""
+    if seconds is None:
+        yield cancel
+        return
+    import threading
+
+    own = Cancellation()
+    expired = CommandTimeout(
+        f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
+    )
+    timer = threading.Timer(seconds, own.cancel, kwargs={"reason": expired})
+    timer.daemon = True
+    unlink = cancel.link(own)
+    timer.start()
+    try:
+        yield own
+    except OperationCancelled:
+        if own.reason is None:
+            raise
+        raise own.reason from None
+    finally:
+        timer.cancel()
+        unlink()
 
 
 # -- device leases: one measurement per device at a time (see ops/leases.py) -------------------

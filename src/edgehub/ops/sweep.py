@@ -200,10 +200,11 @@ class _Sweep:
         cancel: Cancellation,
         on_cell: CellCallback | None,
         lease_timeout: float | None,
+        timeout: float | None = None,
     ) -> None:
         self.project, self.grid, self.parent = project, grid, parent
         self.subscriber, self.cancel, self.on_cell = subscriber, cancel, on_cell
-        self.lease_timeout = lease_timeout
+        self.lease_timeout, self.timeout = lease_timeout, timeout
         self.lock = threading.Lock()
 
     def notify(self, result: CellResult) -> None:
@@ -225,6 +226,7 @@ class _Sweep:
             inputs=self.grid.inputs,
             tags={"sweep": self.parent, "sweep.cell": cell_run},
             lease_timeout=self.lease_timeout,
+            timeout=self.timeout,
         )
 
     def run_device(self, cells: queue.SimpleQueue[tuple[SweepCell, CellResult]]) -> None:
@@ -326,9 +328,11 @@ def run_sweep(
     cancel: Cancellation | None = None,
     on_cell: CellCallback | None = None,
     lease_timeout: float | None = None,
+    timeout: float | None = None,
 ) -> SweepReport:
     """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
-    `OperationCancelled` (the parent run KILLED) when cancelled or interrupted."""
+    `OperationCancelled` (the parent run KILLED) when cancelled or interrupted. A cell taking
+    longer than ``timeout`` seconds is stopped and FAILED; the others go on."""
 
     grid.check()
     cells = grid.cells()
@@ -356,7 +360,9 @@ def run_sweep(
                     "cells": len(cells),
                 }
             )
-            sweep = _Sweep(project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout)
+            sweep = _Sweep(
+                project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout, timeout
+            )
             pending, noted = [], set()
             for cell, result in zip(cells, results, strict=True):
                 done = earlier.get(result.key)
