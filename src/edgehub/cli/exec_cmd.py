@@ -76,7 +76,8 @@ def add_parser(commands: Any) -> None:
         "--timeout",
         type=_seconds,
         metavar="SECONDS",
-        help="stop the run (FAILED, exit 3) if it takes longer; a sweep: each cell",
+        help="stop the run (FAILED, exit 3) if it runs longer once the device is held "
+        "(a sweep: each cell)",
     )
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 

@@ -50,8 +50,8 @@ class ExecRequest:
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
     the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
-    the whole request: past it, its commands are stopped, its runs end FAILED and
-    `~edgehub.errors.CommandTimeout` is raised.
+    the request once the device is held: past it, its commands are stopped, its runs end
+    FAILED and `~edgehub.errors.CommandTimeout` is raised.
     """
 
     step: str
@@ -138,9 +138,9 @@ def execute(
     _check(request, runtime)
     cancel = cancel or Cancellation()
     with (
-        _deadline(cancel, request.timeout) as cancel,
         _context(project, request, subscriber, cancel) as ctx,
         _device_lease(project, ctx, request, runtime, cancel),
+        _deadline(ctx, cancel, request.timeout) as cancel,
     ):
         if request.step == "pipeline":
             return _pipeline(ctx, request, runtime, cancel)
@@ -148,15 +148,19 @@ def execute(
 
 
 @contextmanager
-def _deadline(cancel: Cancellation, seconds: float | None) -> Iterator[Cancellation]:
-    """``cancel``, or with ``seconds`` a `Cancellation` of its own that ``cancel`` stops too
-    and that stops itself after ``seconds`` with a `CommandTimeout` as its reason."""
+def _deadline(
+    ctx: HubContext, cancel: Cancellation, seconds: float | None
+) -> Iterator[Cancellation]:
+    """``cancel``, or with ``seconds`` a `Cancellation` of ``ctx`` that ``cancel`` stops too
+    and that stops itself after ``seconds`` (counted once the device is held) with a
+    `CommandTimeout` as its reason."""
     if seconds is None:
         yield cancel
         return
     import threading
 
     own = Cancellation()
+    own.bind(ctx)
     expired = CommandTimeout(
         f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
     )
@@ -173,6 +177,7 @@ def _deadline(cancel: Cancellation, seconds: float | None) -> Iterator[Cancellat
     finally:
         timer.cancel()
         unlink()
+        own.release(ctx)
 
 
 # -- device leases: one measurement per device at a time (see ops/leases.py) -------------------
