@@ -1,5 +1,6 @@
-"""`hub exec sweep --resume` keys cells on what the device is, not its name: through the real
-`hub`, against the SSH test device (tests/ssh_device: real sshd, real embedl-onnxruntime)."""
+"""Through the real `hub`, against the SSH test device (tests/ssh_device: real sshd, real
+embedl-onnxruntime): `hub exec sweep --resume` keys cells on what the device is, not its name;
+`hub exec --timeout` stops the job on the device."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ pytestmark = pytest.mark.ssh
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "tiny_cnn.onnx"
 HUB = str(Path(sys.executable).with_name("hub"))
+JOB = "embedl-onnxruntime|ort.profile"  # the profile job's command line on the device
 
 
 def _write(project: Path, device: SSHDevice, name: str, host: str) -> None:
@@ -89,3 +92,37 @@ def test_resume_follows_the_board_not_the_name(device: SSHDevice, tmp_path: Path
     aliased, note = sweep(project)
     assert aliased["reused_from"] == moved["run_id"], note
     assert profiles(project) == 2
+
+
+def test_timeout_stops_the_command_on_an_ssh_device(device: SSHDevice, tmp_path: Path) -> None:
+    """`hub exec --timeout` on an SSH device: exit 3, the run FAILED, its remote job gone."""
+    project = tmp_path / "proj"
+    (project / "home").mkdir(parents=True)
+    shutil.copy(MODEL, project / "model.onnx")
+    (project / "known_hosts").write_text(device.known_hosts.read_text())
+    _write(project, device, "edge", device.host)
+    env = {**os.environ, "HOME": str(project / "home")}
+    env.pop("SSH_AUTH_SOCK", None)
+    process = subprocess.Popen(
+        [HUB, "exec", "profile", "onnxruntime", "model.onnx", "--device", "edge",
+         "--set", "runs=1000000", "--timeout", "5"],
+        cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    seen = ""
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        seen = seen or device.processes_left(JOB, within=0)  # the job, while it runs
+        time.sleep(0.3)
+    out, err = process.communicate(timeout=60)
+    done = subprocess.CompletedProcess(process.args, process.returncode, out, err)
+    assert done.returncode == 3, done.stderr
+    assert seen, "the profile job was never seen on the device"
+    errors = [line for line in done.stderr.splitlines() if line.startswith("hub: error:")]
+    assert len(errors) == 1 and "timed out after 5 s" in errors[0], done.stderr
+    store = RunStore(project / ".hub")
+    try:
+        (run,) = store.list_runs(limit=None)
+    finally:
+        store.close()
+    assert run.status == "FAILED"
+    assert device.processes_left(JOB, within=15) == ""
