@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ToolchainError
-from edgehub.toolchains.qai_hub.client import hub_call, one_line
+from edgehub.toolchains.qai_hub.client import QAIHubUnreachable, hub_call, one_line
 from edgehub.toolchains.qai_hub.config import JobKind, QAIHubConfig
 from edgehub.toolchains.qai_hub.session import current_plan, session_for
 
@@ -97,7 +97,11 @@ def wait_for_job(
     last = None
     try:
         while True:
-            status = hub_call(hub, failure, f"reading the {kind} job's status", job.get_status)
+            try:
+                status = hub_call(hub, failure, f"reading the {kind} job's status", job.get_status)
+            except QAIHubUnreachable as lost:  # the job goes on without us
+                text = f"{lost}; job {job.job_id} keeps running, {resume}"
+                raise QAIHubUnreachable(text) from None
             if status.code != last:
                 last = status.code
                 ctx.events.info(f"qai_hub {kind} job {job.job_id}: {describe(status)}")
