@@ -152,22 +152,34 @@ def _deadline(
     ctx: HubContext, cancel: Cancellation, seconds: float | None
 ) -> Iterator[Cancellation]:
     """``cancel``, or with ``seconds`` a `Cancellation` of ``ctx`` that ``cancel`` stops too
-    and that stops itself after ``seconds`` (counted once the device is held) with a
-    `CommandTimeout` as its reason."""
+    and that, from ``seconds`` on (counted once the device is held), stops what runs with a
+    `CommandTimeout` as its reason, and again every half second what starts after."""
     if seconds is None:
         yield cancel
         return
     import threading
+    import time
 
     own = Cancellation()
     own.bind(ctx)
     expired = CommandTimeout(
         f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
     )
-    timer = threading.Timer(seconds, own.cancel, kwargs={"reason": expired})
-    timer.daemon = True
+    done = threading.Event()
+
+    def watch() -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if done.wait(min(left, 3600.0)):
+                return
+        while True:
+            own.cancel(expired)
+            if done.wait(0.5):
+                return
+
+    watcher = threading.Thread(target=watch, name="edgehub-timeout", daemon=True)
     unlink = cancel.link(own)
-    timer.start()
+    watcher.start()
     try:
         yield own
     except OperationCancelled:
@@ -175,7 +187,7 @@ def _deadline(
             raise
         raise own.reason from None
     finally:
-        timer.cancel()
+        done.set()
         unlink()
         own.release(ctx)
 
