@@ -155,3 +155,14 @@ def test_timeout_must_be_a_positive_number(project: Path) -> None:
         line = one_error_line(result, 2)
         assert "--timeout" in line, line
     assert runs(project) == []
+
+
+def test_a_tiny_timeout_stops_the_run_and_a_huge_one_never_fires(project: Path) -> None:
+    tiny = hub("exec", "profile", "onnxruntime", "model.onnx", "--timeout", "1e-9", cwd=project)
+    assert "timed out after 1e-09 s" in one_error_line(tiny, 3)
+    huge = hub(
+        "exec", "profile", "onnxruntime", "model.onnx", "--set", "runs=3", "--timeout", "1e308",
+        cwd=project,
+    )  # fmt: skip
+    assert huge.returncode == 0, huge.stderr
+    assert [r.status for r in runs(project)] == ["FINISHED", "FAILED"]  # newest first
