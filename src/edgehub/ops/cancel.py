@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -13,12 +14,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Cancellation"]
 
+_AGAIN_S = 0.5  # how often a cancelled operation's commands are stopped again
+
 
 class Cancellation:
     """A handle that a front end keeps while an operation runs in a worker thread.
 
     `cancel` stops the commands that the operation's context is running (container and remote
-    processes included); the operation then ends its run KILLED and raises
+    processes included), and those it starts after, until it lets the context go; the
+    operation then ends its run KILLED and raises
     `OperationCancelled`. Cancelling before the operation has opened its context stops it as
     soon as it does. Cancelling with a ``reason`` (a timeout) stops it the same way, but its
     run ends FAILED and the operation raises ``reason`` instead.
@@ -37,14 +41,32 @@ class Cancellation:
 
     def cancel(self, reason: EdgehubError | None = None) -> None:
         with self._lock:
-            if not self._event.is_set():
+            first = not self._event.is_set()
+            if first:
                 self.reason = reason
             self._event.set()
             contexts, linked = list(self._contexts), list(self._linked)
-        for ctx in contexts:
-            ctx.cancel(self.reason)
+        self._stop(contexts)
         for other in linked:
             other.cancel()
+        if first and contexts:
+            threading.Thread(target=self._keep_stopping, name="edgehub-cancel", daemon=True).start()
+
+    def _stop(self, contexts: list[HubContext]) -> None:
+        for ctx in contexts:
+            ctx.cancel(self.reason)
+
+    def _keep_stopping(self) -> None:
+        """Every half second, stop again what the operation's contexts run: a command that
+        started after the cancel (the step's next one) is stopped too. Ends once the
+        operation has released its contexts (before their clean-up commands run)."""
+        while True:
+            time.sleep(_AGAIN_S)
+            with self._lock:
+                contexts = list(self._contexts)
+            if not contexts:
+                return
+            self._stop(contexts)
 
     def link(self, other: Cancellation) -> Callable[[], None]:
         """Cancel ``other`` too when this one is cancelled; returns the undo."""

@@ -152,8 +152,8 @@ def _deadline(
     ctx: HubContext, cancel: Cancellation, seconds: float | None
 ) -> Iterator[Cancellation]:
     """``cancel``, or with ``seconds`` a `Cancellation` of ``ctx`` that ``cancel`` stops too
-    and that, from ``seconds`` on (counted once the device is held), stops what runs with a
-    `CommandTimeout` as its reason, and again every half second what starts after."""
+    and that stops itself after ``seconds`` (counted once the device is held) with a
+    `CommandTimeout` as its reason."""
     if seconds is None:
         yield cancel
         return
@@ -170,12 +170,9 @@ def _deadline(
     def watch() -> None:
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            if done.wait(min(left, 3600.0)):
+            if done.wait(min(left, 3600.0)):  # in steps: a wait has a largest timeout
                 return
-        while True:
-            own.cancel(expired)
-            if done.wait(0.5):
-                return
+        own.cancel(expired)
 
     watcher = threading.Thread(target=watch, name="edgehub-timeout", daemon=True)
     unlink = cancel.link(own)
