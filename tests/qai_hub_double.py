@@ -89,6 +89,20 @@ def recorded_profile(samples_us: list[int] | None = None) -> dict[str, Any]:
     }
 
 
+def _lost_connection() -> Exception:
+    """The client's error for a request that could not connect (an `InternalError` raised
+    from the `requests` ConnectionError under it)."""
+    import requests
+
+    try:
+        raise requests.exceptions.ConnectionError("Max retries exceeded (Connection refused)")
+    except requests.exceptions.ConnectionError as cause:
+        try:
+            raise real.InternalError("Internal API failure. Could not connect.") from cause
+        except real.InternalError as error:
+            return error
+
+
 class _Scripted:
     """What the double's jobs share: a scripted state walk and a URL."""
 
@@ -117,6 +131,8 @@ class _Scripted:
         step = self._states.pop(0) if len(self._states) > 1 else self._states[0]
         if step == "interrupt":  # the user presses Ctrl-C while edgehub waits
             raise KeyboardInterrupt
+        if step == "disconnect":  # the network goes away: what the real client raises then
+            raise _lost_connection()
         state, message = step if isinstance(step, tuple) else (step, None)
         return real.JobStatus(state, message)
 

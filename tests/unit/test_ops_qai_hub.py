@@ -76,3 +76,27 @@ def test_from_job_does_not_apply_to_a_pipeline(project: Path) -> None:
     request = ExecRequest("pipeline", "onnxruntime", project / "one.onnx", from_job="j1")
     with pytest.raises(UsageError, match="--from-job does not apply to pipeline"):
         execute(hub, request)
+
+
+def test_timeout_stops_waiting_for_a_job_and_says_it_keeps_running(
+    project: Path, service: QAIHubDouble
+) -> None:
+    """`--timeout` (`ExecRequest.timeout`) also bounds a wait on the service, which runs no
+    command to stop: the run ends FAILED, the job id is given to resume."""
+    from edgehub.errors import CommandTimeout
+    from edgehub.events import LogEvent
+    from edgehub.tracking import RunStore
+
+    text = (project / "hub.toml").read_text().replace("timeout = 0.05", "timeout = 600")
+    (project / "hub.toml").write_text(text.replace("poll_interval = 0", "poll_interval = 5"))
+    service.script["profile"] = [State.CREATED, State.PROVISIONING_DEVICE]
+    seen: list[LogEvent] = []
+    request = ExecRequest("profile", "onnxruntime", project / "one.onnx", device="s24", timeout=0.5)
+    with pytest.raises(CommandTimeout, match=r"timed out after 0\.5 s"):
+        execute(open_project(project / "hub.toml"), request, subscriber=seen.append)
+    (job,) = service.jobs.values()
+    assert job.status_reads == 1  # left during the first pause (5 s), not after it
+    warnings = [e.message for e in seen if e.kind == "warning"]
+    assert any(f"job {job.job_id} keeps running" in w and "--from-job" in w for w in warnings)
+    (run,) = RunStore(project / ".hub").list_runs(limit=None)
+    assert run.status == "FAILED"

@@ -560,3 +560,23 @@ def test_device_os_and_attributes_narrow_the_device(tmp_path: Path, service: QAI
         ONNXRuntimeProfiler().run(ctx, ONNXRuntimeCompiledModel.from_path(one_input(tmp_path)))
     (call,) = service.called("submit_inference_job")
     assert call["device"] == real.Device("Samsung Galaxy S24", "[14,15)", list(attributes))
+
+
+def test_a_lost_connection_while_waiting_is_exit_3_with_the_job_to_resume(
+    tmp_path: Path, service: QAIHubDouble
+) -> None:
+    from edgehub.toolchains.qai_hub.client import QAIHubUnreachable
+
+    service.script["profile"] = [State.CREATED, "disconnect"]
+    compiled = ONNXRuntimeCompiledModel.from_path(one_input(tmp_path))
+    with context(tmp_path) as ctx:
+        with pytest.raises(QAIHubUnreachable) as error:
+            ONNXRuntimeProfiler().run(ctx, compiled)
+        failed = last_run(ctx)
+    (job,) = service.jobs.values()
+    message = str(error.value)
+    assert error.value.exit_code == 3 and "\n" not in message
+    assert message.startswith("cannot reach Qualcomm AI Hub while reading the profile job")
+    assert f"job {job.job_id} keeps running, resume with" in message
+    assert f"--from-job {job.job_id}" in message
+    assert failed.status == "FAILED"

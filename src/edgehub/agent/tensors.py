@@ -207,13 +207,44 @@ def concrete_shape(
 
 
 def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generator) -> np.ndarray:
-    """Random data of the spec's dtype: normal floats, small non-negative ints, full-range 8-bit."""
+    """Random data of the spec's dtype: normal floats, small non-negative ints, full-range 8-bit.
+    A shape larger than this machine's (or container's) memory is a `UsageError` naming the
+    input and its size, before anything is allocated."""
+    import numpy as np
+
+    from .resources import memory_ceiling
+
+    count = 1
+    for dim in shape:
+        count *= max(int(dim), 0)
+    try:
+        needed = count * np.dtype(spec.dtype).itemsize
+    except TypeError:
+        needed = count * 8
+    ceiling = memory_ceiling()
+    problem = None
+    if ceiling is not None and needed > ceiling:
+        problem = f"more than the {ceiling / (1 << 30):.3g} GiB of memory here"
+    else:
+        try:
+            return _random_array(spec, tuple(int(d) for d in shape), rng)
+        except (MemoryError, ValueError) as error:
+            problem = f"cannot be allocated here ({type(error).__name__})"
+    dims = ",".join(str(int(d)) for d in shape)
+    raise UsageError(
+        f"input '{spec.name}' of shape [{dims}] needs {needed / (1 << 30):.3g} GiB "
+        f"({spec.dtype}), {problem}; give a smaller input_shape"
+    )
+
+
+def _random_array(spec: TensorSpec, size: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     import numpy as np
 
     dtype = spec.dtype
-    size = tuple(int(d) for d in shape)
-    if dtype in ("float16", "float32", "float64"):
-        return rng.standard_normal(size).astype(dtype)
+    if dtype in ("float32", "float64"):  # drawn in the dtype itself: no float64 copy
+        return rng.standard_normal(size, dtype=np.dtype(dtype))
+    if dtype == "float16":
+        return rng.standard_normal(size, dtype=np.float32).astype(dtype)
     if dtype in ("int8", "uint8"):
         info = np.iinfo(dtype)
         return rng.integers(int(info.min), int(info.max) + 1, size=size).astype(dtype)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,13 @@ def add_parser(commands: Any) -> None:
         metavar="SECONDS",
         help="how long to wait for a device another measurement holds (default 3600)",
     )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="stop the run (FAILED, exit 3) if it runs longer once the device is held "
+        "(a sweep: each cell)",
+    )
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 
     add_sweep_arguments(parser)
@@ -107,6 +115,7 @@ def handle(args: argparse.Namespace) -> int:
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
+        timeout=args.timeout,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)
@@ -125,8 +134,6 @@ def handle(args: argparse.Namespace) -> int:
 
 def _seconds(text: str) -> float:
     """A finite number of seconds >= 0 (``--lease-timeout``)."""
-    import math
-
     try:
         value = float(text)
     except ValueError:
@@ -143,6 +150,17 @@ def _path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("the path is empty; give a file")
     return Path(text)
+
+
+def _positive_seconds(text: str) -> float:
+    """A finite number of seconds above 0 (``--timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
+    return value
 
 
 def _split_pair(text: str, flag: str) -> tuple[str, str]:

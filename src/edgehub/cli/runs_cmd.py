@@ -23,7 +23,9 @@ def add_parser(commands: Any) -> None:
     sub = parser.add_subparsers(dest="runs_command", metavar="ACTION")
     sub.required = True
     listing = sub.add_parser("list", help="recent runs, newest first")
-    listing.add_argument("-n", "--limit", type=int, default=20)
+    listing.add_argument(
+        "-n", "--limit", type=_run_count, default=20, help="how many (default 20; 0: all)"
+    )
     listing.add_argument("--status", help="FINISHED, FAILED, KILLED or RUNNING")
     listing.add_argument("--type", dest="run_type", help="COMPILE, PROFILE, INFERENCE, ...")
     listing.add_argument("--device", help="runs on this device (its name in hub.toml)")
@@ -82,6 +84,17 @@ def _project(args: argparse.Namespace) -> Project:
 
 def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
+
+
+def _run_count(text: str) -> int | None:
+    """``-n``: a count of runs; 0 (or more than any store holds) lists them all."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{text} is negative; give 1 or more, or 0 for all")
+    return None if count == 0 or count >= 2**62 else count
 
 
 def _duration(run: RunRecord) -> str:

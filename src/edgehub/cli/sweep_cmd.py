@@ -84,6 +84,7 @@ def handle_sweep(args: argparse.Namespace) -> int:
             resume=args.resume,
             subscriber=printer,
             lease_timeout=args.lease_timeout,
+            timeout=args.timeout,
         )
     finally:
         printer.done()

@@ -13,7 +13,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.spec import Device, DeviceSpec
-from edgehub.errors import DeviceError
+from edgehub.errors import DeviceError, OperationCancelled
 from edgehub.events import EventSink, use_sink
 from edgehub.runners.protocol import SupportsWorkFolder
 from edgehub.tracking.client import Client
@@ -107,6 +107,7 @@ class HubContext:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._cancelled = False
+        self._cancel_reason: BaseException | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def __enter__(self) -> HubContext:
@@ -179,14 +180,16 @@ class HubContext:
             except Exception:
                 self.events.warning("could not close a device connection")
 
-    def cancel(self) -> None:
+    def cancel(self, reason: BaseException | None = None) -> None:
         """Stop every command this context's runners are running (from any thread).
 
-        The component running now fails with a cancellation, and its run ends KILLED; the
+        The component running now fails with a cancellation, and its run ends KILLED; with a
+        ``reason`` (a timeout) its run ends FAILED and ``reason`` is raised instead. The
         context stays usable for clean-up.
         """
         with self._lock:
             self._cancelled = True
+            self._cancel_reason = self._cancel_reason or reason
             runners: list[Any] = list(self._docker.values())
         runners += [d.runner for d in self._devices.values() if d.runner is not None]
         for runner in runners:
@@ -289,7 +292,12 @@ class HubContext:
                 }
                 env[f"device.{device.name}"] = device.spec.device_name or device.name
             self.client.log_environment(env)
-            yield run
+            try:
+                yield run
+            except OperationCancelled:
+                if self._cancel_reason is None:
+                    raise
+                raise self._cancel_reason from None  # the run ends FAILED, not KILLED
 
     # -- shared resources for providers -------------------------------------------------------
     def docker_runner(

@@ -3,40 +3,85 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from edgehub.errors import OperationCancelled
+from edgehub.errors import EdgehubError, OperationCancelled
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 __all__ = ["Cancellation"]
 
+_AGAIN_S = 0.5  # how often a cancelled operation's commands are stopped again
+
 
 class Cancellation:
     """A handle that a front end keeps while an operation runs in a worker thread.
 
     `cancel` stops the commands that the operation's context is running (container and remote
-    processes included); the operation then ends its run KILLED and raises
+    processes included), and those it starts after, until it lets the context go; the
+    operation then ends its run KILLED and raises
     `OperationCancelled`. Cancelling before the operation has opened its context stops it as
-    soon as it does.
+    soon as it does. Cancelling with a ``reason`` (a timeout) stops it the same way, but its
+    run ends FAILED and the operation raises ``reason`` instead.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._event = threading.Event()
         self._contexts: list[HubContext] = []
+        self._linked: list[Cancellation] = []
+        self.reason: EdgehubError | None = None
 
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: EdgehubError | None = None) -> None:
         with self._lock:
+            first = not self._event.is_set()
+            if first:
+                self.reason = reason
             self._event.set()
-            contexts = list(self._contexts)
+            contexts, linked = list(self._contexts), list(self._linked)
+        self._stop(contexts)
+        for other in linked:
+            other.cancel()
+        if first and contexts:
+            threading.Thread(target=self._keep_stopping, name="edgehub-cancel", daemon=True).start()
+
+    def _stop(self, contexts: list[HubContext]) -> None:
         for ctx in contexts:
-            ctx.cancel()
+            ctx.cancel(self.reason)
+
+    def _keep_stopping(self) -> None:
+        """Every half second, stop again what the operation's contexts run: a command that
+        started after the cancel (the step's next one) is stopped too. Ends once the
+        operation has released its contexts (before their clean-up commands run)."""
+        while True:
+            time.sleep(_AGAIN_S)
+            with self._lock:
+                contexts = list(self._contexts)
+            if not contexts:
+                return
+            self._stop(contexts)
+
+    def link(self, other: Cancellation) -> Callable[[], None]:
+        """Cancel ``other`` too when this one is cancelled; returns the undo."""
+        with self._lock:
+            self._linked.append(other)
+            cancelled = self._event.is_set()
+        if cancelled:
+            other.cancel()
+
+        def unlink() -> None:
+            with self._lock:
+                if other in self._linked:
+                    self._linked.remove(other)
+
+        return unlink
 
     def bind(self, ctx: HubContext) -> None:
         """Called by an operation once its context is open."""
@@ -44,7 +89,7 @@ class Cancellation:
             self._contexts.append(ctx)
             cancelled = self._event.is_set()
         if cancelled:
-            ctx.cancel()
+            ctx.cancel(self.reason)
         self.check()
 
     def release(self, ctx: HubContext) -> None:
@@ -53,9 +98,10 @@ class Cancellation:
                 self._contexts.remove(ctx)
 
     def check(self) -> None:
-        """Raise `OperationCancelled` if `cancel` was called (between steps)."""
+        """Raise `OperationCancelled` (or the reason given) if `cancel` was called (between
+        steps)."""
         if self._event.is_set():
-            raise OperationCancelled("cancelled")
+            raise self.reason or OperationCancelled("cancelled")
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to ``timeout`` seconds; True if cancelled meanwhile."""

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, UsageError
+from edgehub.errors import (
+    CommandTimeout,
+    GpuUnavailableError,
+    OperationCancelled,
+    UsageError,
+)
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.reports import PipelineReport, RunReport, summarize
@@ -44,7 +49,9 @@ class ExecRequest:
     Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
-    the device's lease (see `_device_lease`; default one hour).
+    the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
+    the request once the device is held: past it, its commands are stopped, its runs end
+    FAILED and `~edgehub.errors.CommandTimeout` is raised.
     """
 
     step: str
@@ -59,6 +66,7 @@ class ExecRequest:
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
+    timeout: float | None = None
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -132,10 +140,53 @@ def execute(
     with (
         _context(project, request, subscriber, cancel) as ctx,
         _device_lease(project, ctx, request, runtime, cancel),
+        _deadline(ctx, cancel, request.timeout) as cancel,
     ):
         if request.step == "pipeline":
             return _pipeline(ctx, request, runtime, cancel)
         return _one_step(ctx, request, runtime)
+
+
+@contextmanager
+def _deadline(
+    ctx: HubContext, cancel: Cancellation, seconds: float | None
+) -> Iterator[Cancellation]:
+    """``cancel``, or with ``seconds`` a `Cancellation` of ``ctx`` that ``cancel`` stops too
+    and that stops itself after ``seconds`` (counted once the device is held) with a
+    `CommandTimeout` as its reason."""
+    if seconds is None:
+        yield cancel
+        return
+    import threading
+    import time
+
+    own = Cancellation()
+    own.bind(ctx)
+    expired = CommandTimeout(
+        f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
+    )
+    done = threading.Event()
+
+    def watch() -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if done.wait(min(left, 3600.0)):  # in steps: a wait has a largest timeout
+                return
+        own.cancel(expired)
+
+    watcher = threading.Thread(target=watch, name="edgehub-timeout", daemon=True)
+    unlink = cancel.link(own)
+    watcher.start()
+    try:
+        yield own
+    except OperationCancelled:
+        if own.reason is None:
+            raise
+        raise own.reason from None
+    finally:
+        done.set()
+        unlink()
+        own.release(ctx)
 
 
 # -- device leases: one measurement per device at a time (see ops/leases.py) -------------------

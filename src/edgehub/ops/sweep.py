@@ -8,7 +8,11 @@ each of its cells holds a free place of the pool. A failed cell is recorded FAIL
 others go on. A `Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the
 cells not yet started are reported NOT_STARTED, and the parent run ends KILLED. With
 ``resume`` a cell that finished in an earlier sweep (same step, model content, device, runtime
-and values) is not run again: its earlier result is reported.
+and values) is not run again: its earlier result is reported. The device there is what it *is*
+(`ops.device_identity`: its resolved address, provider and settings), not its name: a device
+renamed in hub.toml keeps its finished cells, one whose host or settings changed is measured
+again (with a note). Cells recorded before identities were kept name only the device; they
+are measured again too, with a note.
 
 The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's params and the
 headline metrics; the component runs the cell starts carry the tags ``sweep`` and
@@ -17,6 +21,7 @@ headline metrics; the component runs the cell starts carry the tags ``sweep`` an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import threading
@@ -33,6 +38,7 @@ from edgehub.ops.reports import PipelineReport, RunReport
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
+    from edgehub.ops.device_identity import DeviceIdentity
     from edgehub.ops.project import Project, Subscriber
     from edgehub.ops.sweep_grid import SweepCell, SweepGrid
 
@@ -60,6 +66,8 @@ class CellResult:
     cosine_similarity: float | None = None
     error: str | None = None
     reused_from: str | None = None  # the earlier sweep cell run (--resume)
+    device_identity: str | None = None  # what the device is (`DeviceIdentity.describe`)
+    name_key: str | None = None  # the key with the device's name in place of its identity
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,15 +96,26 @@ class SweepReport:
 CellCallback = Callable[[CellResult], None]
 
 
-def _result(cell: SweepCell, step: str) -> CellResult:
+def _result(cell: SweepCell, step: str, identities: dict[str, DeviceIdentity]) -> CellResult:
+    identity = identities.get(cell.device)
     return CellResult(
         label=cell.label,
         model=str(cell.model),
         device=cell.device,
         runtime=cell.runtime,
         settings=dict(cell.settings),
-        key=cell.key(step),
+        key=cell.key(step, f"identity {identity.key}" if identity else None),
+        device_identity=identity.describe() if identity else None,
+        name_key=cell.key(step),
     )
+
+
+def _identities(project: Project, devices: list[str]) -> dict[str, DeviceIdentity]:
+    """The identity of each device of the grid that hub.toml declares."""
+    from edgehub.ops.device_identity import device_identity
+
+    known = project.config.devices
+    return {name: device_identity(project.config, name) for name in devices if name in known}
 
 
 def _headline(result: CellResult, report: RunReport | PipelineReport) -> None:
@@ -123,11 +142,16 @@ def _metrics(result: CellResult) -> dict[str, float]:
     return {n: float(v) for n, v in values.items() if isinstance(v, (int, float))}
 
 
-def _finished_cells(project: Project) -> dict[str, CellResult]:
-    """Earlier FINISHED cells by key (the newest wins)."""
+_CELL_FIELDS = {f.name for f in dataclasses.fields(CellResult)}
+
+
+def _finished_cells(project: Project) -> tuple[dict[str, CellResult], dict[str, CellResult]]:
+    """Earlier FINISHED cells by key and by name key (the newest wins). A cell recorded before
+    identities were kept has only a key, made with the device's name: its name key."""
     from edgehub.tracking.records import RunFilter
 
     found: dict[str, CellResult] = {}
+    by_name: dict[str, CellResult] = {}
     store = project.store()
     try:
         runs = store.query_runs(RunFilter(run_type=CELL_RUN, status="FINISHED", limit=None))
@@ -135,12 +159,35 @@ def _finished_cells(project: Project) -> dict[str, CellResult]:
         store.close()
     for run in reversed(runs):  # oldest first, so that newer ones overwrite
         text = run.params.get("cell")
-        if isinstance(text, str):
-            cell = CellResult(**json.loads(text))
-            cell.status, cell.run_id, cell.error = "FINISHED", run.run_id, None
-            cell.reused_from = None
+        try:
+            data = json.loads(text) if isinstance(text, str) else None
+            if not isinstance(data, dict):
+                continue
+            cell = CellResult(**{k: v for k, v in data.items() if k in _CELL_FIELDS})
+        except (ValueError, TypeError):
+            continue  # not a cell record this version can read: measured again
+        cell.status, cell.run_id, cell.error = "FINISHED", run.run_id, None
+        cell.reused_from = None
+        if cell.device_identity is None:  # recorded before identities were kept
+            cell.name_key = cell.key
+        else:
             found[cell.key] = cell
-    return found
+        if cell.name_key:
+            by_name[cell.name_key] = cell
+    return found, by_name
+
+
+def _changed_note(result: CellResult, earlier: CellResult) -> str:
+    """Why an earlier finished cell of this device name is not reused."""
+    if earlier.device_identity is None:
+        return (
+            f"device {result.device!r}: its earlier sweep results do not record what the device "
+            "is (older edgehub); its cells are measured again"
+        )
+    return (
+        f"device {result.device!r} changed in hub.toml (now {result.device_identity}; was "
+        f"{earlier.device_identity}); its cells are measured again"
+    )
 
 
 class _Sweep:
@@ -153,10 +200,11 @@ class _Sweep:
         cancel: Cancellation,
         on_cell: CellCallback | None,
         lease_timeout: float | None,
+        timeout: float | None = None,
     ) -> None:
         self.project, self.grid, self.parent = project, grid, parent
         self.subscriber, self.cancel, self.on_cell = subscriber, cancel, on_cell
-        self.lease_timeout = lease_timeout
+        self.lease_timeout, self.timeout = lease_timeout, timeout
         self.lock = threading.Lock()
 
     def notify(self, result: CellResult) -> None:
@@ -178,6 +226,7 @@ class _Sweep:
             inputs=self.grid.inputs,
             tags={"sweep": self.parent, "sweep.cell": cell_run},
             lease_timeout=self.lease_timeout,
+            timeout=self.timeout,
         )
 
     def run_device(self, cells: queue.SimpleQueue[tuple[SweepCell, CellResult]]) -> None:
@@ -279,16 +328,19 @@ def run_sweep(
     cancel: Cancellation | None = None,
     on_cell: CellCallback | None = None,
     lease_timeout: float | None = None,
+    timeout: float | None = None,
 ) -> SweepReport:
     """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
-    `OperationCancelled` (the parent run KILLED) when cancelled or interrupted."""
+    `OperationCancelled` (the parent run KILLED) when cancelled or interrupted. A cell taking
+    longer than ``timeout`` seconds is stopped and FAILED; the others go on."""
 
     grid.check()
     cells = grid.cells()
     _check_options(grid, cells)
     cancel = cancel or Cancellation()
-    results = [_result(cell, grid.step) for cell in cells]
-    earlier = _finished_cells(project) if resume else {}
+    identities = _identities(project, grid.devices)
+    results = [_result(cell, grid.step, identities) for cell in cells]
+    earlier, earlier_by_name = _finished_cells(project) if resume else ({}, {})
     with project.context(subscriber) as ctx:
         unknown = sorted({c.device for c in cells} - set(ctx.devices))
         if unknown:
@@ -308,15 +360,21 @@ def run_sweep(
                     "cells": len(cells),
                 }
             )
-            sweep = _Sweep(project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout)
-            pending = []
+            sweep = _Sweep(
+                project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout, timeout
+            )
+            pending, noted = [], set()
             for cell, result in zip(cells, results, strict=True):
                 done = earlier.get(result.key)
                 if done is not None:
                     _reuse(result, done)
                     sweep.notify(result)
-                else:
-                    pending.append((cell, result))
+                    continue
+                other = earlier_by_name.get(result.name_key or "")
+                if other is not None and result.device not in noted:
+                    noted.add(result.device)
+                    ctx.events.warning(_changed_note(result, other))
+                pending.append((cell, result))
             queues = _queues(project, pending)
             try:
                 with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:

@@ -73,11 +73,13 @@ class SweepCell:
         values = " ".join(f"{k}={v}" for k, v in self.settings)
         return " ".join(p for p in (self.model.name, self.device, self.runtime, values) if p)
 
-    def key(self, step: str) -> str:
-        """Stable across processes: the step, the model (path and content), device, runtime
-        and values."""
+    def key(self, step: str, device: str | None = None) -> str:
+        """Stable across processes: the step, the model (path and content), the device,
+        runtime and values. ``device`` stands for the device (`run_sweep` passes its identity,
+        see `~edgehub.ops.device_identity`); without it, its name (how earlier sweeps keyed
+        their cells)."""
         model = str(self.model.resolve())
-        parts = [step, model, _file_digest(self.model), self.device, self.runtime]
+        parts = [step, model, _file_digest(self.model), device or self.device, self.runtime]
         parts += [f"{k}={v}" for k, v in sorted(self.settings)]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 

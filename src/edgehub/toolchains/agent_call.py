@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -77,7 +77,9 @@ class AgentCall:
     With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
     container) the agent hands each job to a resident agent that has the runtime loaded
     already, starting one on first use. With ``agent`` (a path on the runner's side) that
-    zipapp is run instead of sending one with every call.
+    zipapp is run instead of sending one with every call. ``explain_exit`` turns the exit
+    status of an agent that ended without a result into a message where the runner knows why
+    (the container's memory limit killed it), else ``None``.
     """
 
     def __init__(
@@ -88,7 +90,9 @@ class AgentCall:
         python: str = "python3",
         server: str | None = None,
         agent: str | None = None,
+        explain_exit: Callable[[int], str | None] | None = None,
     ) -> None:
+        self.explain_exit = explain_exit
         self.agent = agent  # the zipapp already on the runner's side; else staged per call
         self.runner = runner
         self.workdir = workdir
@@ -147,6 +151,9 @@ class AgentCall:
                 self.runner.get(remote / "out", files)
             result = load_result(files / "result.json", limits.max_bytes, limits.max_depth)
         except (RunnerError, ResultFileError) as error:
+            why = self.explain_exit(outcome.returncode) if self.explain_exit else None
+            if why is not None:
+                raise failure(f"{command}: {why}") from None
             last = last_line(outcome.stderr, outcome.stdout) or str(error)
             if (files / "result.json").exists():  # a result came back, but is not one
                 last = str(error)

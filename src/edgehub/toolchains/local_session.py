@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +46,30 @@ def local_agent(
     ctx.client.log_environment(
         {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
     )
-    return AgentCall(runner, workdir, ctx.artifact_dir, server=_server_socket(runner))
+    return AgentCall(
+        runner,
+        workdir,
+        ctx.artifact_dir,
+        server=_server_socket(runner),
+        explain_exit=_memory_explanation(runner, device or "local"),
+    )
+
+
+_KILLED = (137, -9)  # SIGKILL: what the kernel's OOM killer sends
+
+
+def _memory_explanation(runner: DockerCommandRunner, device: str) -> Callable[[int], str | None]:
+    """An agent killed by the container's memory limit: say so, and which setting raises it."""
+
+    def explain(returncode: int) -> str | None:
+        if returncode not in _KILLED or not runner.out_of_memory():
+            return None
+        return (
+            f"out of memory: the container limit is {runner.memory}; raise "
+            f"[devices.{device}.docker] memory in hub.toml"
+        )
+
+    return explain
 
 
 def _server_socket(runner: DockerCommandRunner) -> str | None:
@@ -65,7 +89,13 @@ def scratch_agent(
     """An agent for a quick look outside any run (e.g. reading a model's inputs)."""
     runner = _container(ctx, runtime, device, component)
     local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
-    return AgentCall(runner, CONTAINER_WORK / local.name, local, server=_server_socket(runner))
+    return AgentCall(
+        runner,
+        CONTAINER_WORK / local.name,
+        local,
+        server=_server_socket(runner),
+        explain_exit=_memory_explanation(runner, device or "local"),
+    )
 
 
 def inspect_in_image(

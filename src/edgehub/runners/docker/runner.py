@@ -77,6 +77,7 @@ class DockerCommandRunner(BaseRunner):
         )
         self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
         self._container = Container(settings, client)
+        self._oom_kills_seen = 0
         self._files = ContainerFiles(self._container, self._ensure_started)
 
     # -- identity -------------------------------------------------------------------------------
@@ -112,6 +113,19 @@ class DockerCommandRunner(BaseRunner):
             return None
         digests = attrs.get("RepoDigests") or []
         return str(digests[0]) if digests else str(attrs["Id"])
+
+    @property
+    def memory(self) -> str | None:
+        """The container's memory limit as configured ("4g")."""
+        return self._container.settings.memory
+
+    def out_of_memory(self) -> bool:
+        """Whether the memory limit killed a process in the container since the last ask."""
+        from edgehub.runners.docker.memory import oom_kills
+
+        count, seen = oom_kills(self), self._oom_kills_seen
+        self._oom_kills_seen = max(count, seen)
+        return count > seen
 
     def __repr__(self) -> str:
         state = self.container_id[:12] if self.container_id else "not started"

@@ -1,6 +1,10 @@
 """Access to the ``qai_hub`` client: loading it (the one seam tests replace), checking that it
 is usable (accepted version, a configured token) and mapping its errors to edgehub's.
 
+The client retries a failed connection 6 times with growing pauses (about 47 s without a
+network); edgehub bounds that to `CONNECT_RETRIES` short retries, and a service it cannot
+reach is `QAIHubUnreachable` (exit 3, an environment problem), not a toolchain failure.
+
 The token is read by qai-hub itself from ``~/.qai_hub/client.ini`` or ``$QAIHUB_CLIENT_INI``
 (section ``[api]``, key ``api_token``); edgehub only checks that one is there and never shows
 it.
@@ -22,6 +26,7 @@ __all__ = [
     "ACCEPTED_CLIENT",
     "QAIHubCheck",
     "QAIHubSetupError",
+    "QAIHubUnreachable",
     "check_qai_hub",
     "hub_call",
     "load_qai_hub",
@@ -35,6 +40,8 @@ CONFIGURE_HINT = (
     "run `qai-hub configure --api_token TOKEN` (it writes ~/.qai_hub/client.ini; "
     "$QAIHUB_CLIENT_INI points elsewhere); the token never goes in hub.toml"
 )
+CONNECT_RETRIES = 2  # retries of a failed request (the client's default is 6)
+RETRY_BACKOFF_S = 0.25  # first pause between them, doubling (the client's default: 0.75)
 T = TypeVar("T")
 
 
@@ -48,7 +55,42 @@ def load_qai_hub() -> Any:
         import qai_hub
     except ImportError:
         raise QAIHubSetupError(f"the qai-hub client is not installed; {INSTALL_HINT}") from None
+    _bound_retries()
     return qai_hub
+
+
+class QAIHubUnreachable(EnvironmentProblem):
+    """Qualcomm AI Hub cannot be reached from here (no network, DNS, proxy, firewall)."""
+
+
+def _bound_retries() -> None:
+    """Fewer and shorter retries in the client's HTTP sessions (read when each is made)."""
+    try:
+        from qai_hub.util import session
+    except ImportError:  # another client layout: its own defaults apply
+        return
+    session.MAX_RETRIES = min(getattr(session, "MAX_RETRIES", CONNECT_RETRIES), CONNECT_RETRIES)
+    session.BACKOFF_FACTOR = RETRY_BACKOFF_S
+
+
+def _connection_failure(error: BaseException) -> str | None:
+    """Why the connection failed, if ``error`` (or what caused it) is a failed connection or a
+    timeout of the HTTP library underneath the client; else ``None``."""
+    seen: set[int] = set()
+    found: str | None = None
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        module = type(current).__module__.split(".")[0]
+        name = type(current).__name__
+        if module in ("requests", "urllib3") and ("Connection" in name or "Timeout" in name):
+            found = found or name
+        if isinstance(current, OSError) and current.strerror:
+            found = current.strerror  # the innermost reason: "Connection refused"
+        current = current.__cause__ or current.__context__
+    if found is None and isinstance(error, (ConnectionError, TimeoutError)):
+        found = type(error).__name__
+    return found
 
 
 def config_path() -> Path:
@@ -158,6 +200,12 @@ def hub_call(
         raise
     except Exception as error:
         text = one_line(str(error)) or type(error).__name__
+        reason = _connection_failure(error)
+        if reason is not None:
+            raise QAIHubUnreachable(
+                f"cannot reach Qualcomm AI Hub while {what} ({reason}); check the network "
+                "connection and proxy settings (HTTPS_PROXY), then try again"
+            ) from None
         if isinstance(error, getattr(hub, "UserError", ())):
             lowered = text.lower()
             if "no longer supported" in lowered:

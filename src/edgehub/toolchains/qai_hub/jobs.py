@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import ToolchainError
-from edgehub.toolchains.qai_hub.client import hub_call, one_line
+from edgehub.errors import OperationCancelled, ToolchainError
+from edgehub.toolchains.qai_hub.client import QAIHubUnreachable, hub_call, one_line
 from edgehub.toolchains.qai_hub.config import JobKind, QAIHubConfig
 from edgehub.toolchains.qai_hub.session import current_plan, session_for
 
@@ -88,8 +88,9 @@ def wait_for_job(
     """Wait until ``job`` finishes; each status change is an event on the run.
 
     A job that fails on the service, or does not finish within ``config.timeout`` seconds, is a
-    ``failure`` error naming the job and its URL. Ctrl-C stops waiting (not the job) and says
-    so, with the URL and how to resume.
+    ``failure`` error naming the job and its URL. Ctrl-C, or cancelling ``ctx`` (the TUI's
+    cancel, ``hub exec --timeout``), stops waiting (not the job) and says so, with the URL and
+    how to resume.
     """
     hub = session_for(ctx).hub
     resume = f"resume with `hub exec … --from-job {job.job_id}`"
@@ -97,7 +98,13 @@ def wait_for_job(
     last = None
     try:
         while True:
-            status = hub_call(hub, failure, f"reading the {kind} job's status", job.get_status)
+            if ctx.cancelled:  # the TUI's cancel, hub exec --timeout: stop waiting
+                raise OperationCancelled(f"stopped waiting for qai_hub {kind} job {job.job_id}")
+            try:
+                status = hub_call(hub, failure, f"reading the {kind} job's status", job.get_status)
+            except QAIHubUnreachable as lost:  # the job goes on without us
+                text = f"{lost}; job {job.job_id} keeps running, {resume}"
+                raise QAIHubUnreachable(text) from None
             if status.code != last:
                 last = status.code
                 ctx.events.info(f"qai_hub {kind} job {job.job_id}: {describe(status)}")
@@ -117,13 +124,20 @@ def wait_for_job(
                     f"on the service at {job.url}; {resume}, or raise timeout in the qai_hub "
                     "provider config"
                 )
-            time.sleep(min(config.poll_interval, config.timeout - waited))
-    except KeyboardInterrupt:
+            _pause(ctx, min(config.poll_interval, config.timeout - waited))
+    except (KeyboardInterrupt, OperationCancelled):
         ctx.events.warning(
             f"stopped waiting; qai_hub {kind} job {job.job_id} keeps running on the service "
             f"at {job.url}; {resume}"
         )
         raise
+
+
+def _pause(ctx: HubContext, seconds: float) -> None:
+    """Sleep ``seconds``, in short steps that end early once ``ctx`` is cancelled."""
+    end = time.monotonic() + seconds
+    while not ctx.cancelled and (left := end - time.monotonic()) > 0:
+        time.sleep(min(left, 0.2))
 
 
 def record_qairt(ctx: HubContext, model: Any, config: QAIHubConfig) -> None:

@@ -166,8 +166,9 @@ class SweepScreen(HubScreen):
             "cosine": _number(cell.cosine_similarity),
         }
         columns = list(table.columns)
+        row = cell.name_key or cell.key  # rows are keyed by device name (cell.key(step))
         for name, value in values.items():
-            table.update_cell(cell.key, columns[COLUMNS.index(name)], value)
+            table.update_cell(row, columns[COLUMNS.index(name)], value)
         if cell.status == "FAILED" and cell.error:
             self.notify(f"{cell.label}: {cell.error}", severity="error", markup=False)
 
