@@ -1,0 +1,87 @@
+"""``ort.batch``: run a model over every sample of a dataset in one call.
+
+Request::
+
+    {"model": PATH, "samples": NPZ | DIR, "stacked": false, "output": NPZ,
+     "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
+
+``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
+sorted name order), or one ``.npz`` whose arrays carry a leading samples axis when ``stacked``
+is true. Every sample is checked against the model's inputs. The outputs go to one compressed
+``.npz`` keyed by output name, each stacked along a new leading samples axis (so sample ``i``'s
+output is ``output[name][i]``); outputs whose shape varies across samples are refused.
+Metrics: inference_ms (total), session_create_ms. Data: samples, outputs [{name, dtype, shape}]
+(shape of one sample's output).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..inputs import load_samples, split_stacked
+from ..protocol import CommandOutput, Params, RuntimeFailure, one_line
+from ..report import Report
+from ..stats import ms
+from ..tensors import save_npz
+from .sessions import create_session, input_specs, resolve_providers, session_options
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    import numpy as np
+
+    model_arg = params.path("model")
+    samples_arg = params.path("samples")
+    output_arg = params.path("output")
+    stacked = params.boolean("stacked", False)
+    providers = resolve_providers(params.string_list("providers"))
+    params.resolved["providers"] = providers
+    intra = params.integer("intra_op_threads", None, minimum=0)
+    inter = params.integer("inter_op_threads", None, minimum=0)
+    params.finish()
+    assert model_arg is not None and samples_arg is not None and output_arg is not None
+
+    options = session_options(intra_op_threads=intra, inter_op_threads=inter)
+    start = time.perf_counter_ns()
+    session = create_session(Path(model_arg), options, providers)
+    created = time.perf_counter_ns() - start
+    specs = input_specs(session)
+    if stacked:
+        samples = split_stacked(samples_arg, specs)
+    else:
+        samples = load_samples(samples_arg, specs, "dataset")
+    names = [o.name for o in session.get_outputs()]
+    collected: dict[str, list[Any]] = {name: [] for name in names}
+    elapsed = 0
+    for index, feeds in enumerate(samples):
+        start = time.perf_counter_ns()
+        try:
+            values = session.run(names, feeds)
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"onnxruntime failed on sample #{index}: {one_line(str(exc))}"
+            ) from exc
+        elapsed += time.perf_counter_ns() - start
+        for name, value in zip(names, values):
+            collected[name].append(np.asarray(value))
+    stacked_out: dict[str, Any] = {}
+    for name, values in collected.items():
+        shapes = {tuple(v.shape) for v in values}
+        if len(shapes) > 1:
+            raise RuntimeFailure(
+                f"output '{name}' changes shape across samples ({sorted(shapes)[:3]}...); "
+                "eval compares outputs of one shape per dataset"
+            )
+        stacked_out[name] = np.stack(values) if values else np.zeros((0,))
+    save_npz(output_arg, stacked_out)
+    report.info(f"{len(samples)} samples run in {ms(elapsed):.1f} ms")
+    data = {
+        "samples": len(samples),
+        "outputs": [
+            {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
+            for n, a in stacked_out.items()
+        ],
+    }
+    metrics = {"inference_ms": ms(elapsed), "session_create_ms": ms(created)}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)

@@ -1,0 +1,307 @@
+"""`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
+
+Every sample runs through the compiled model (on the chosen device, one agent call for the
+whole dataset) and through the reference (the original ONNX model in float32 on this host's
+ONNX Runtime); the outputs are compared per output and scored by task metrics, and goals decide
+whether the model passes. The dataset is checked against the reference's inputs before any run
+starts, so bad data leaves no run behind. The EVAL run keeps the dataset and labels (stored by
+content, once), every figure as a metric and the per-sample values as ``per_sample.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import ModelError, UsageError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
+from edgehub.ops.eval.goals import Goal, check_goal, parse_goal
+from edgehub.ops.eval.metrics import output_figures, score, summarize_figures, task_metric
+from edgehub.ops.eval.report import EvalReport
+from edgehub.ops.project import Project, Subscriber
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.registry import Runtime
+
+__all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
+
+EVAL_RUNTIMES = ("onnxruntime",)
+REFERENCE_RUNTIME = "onnxruntime"
+
+
+@dataclass
+class EvalRequest:
+    """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
+    ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
+    to compute (those the goals name are added); ``worst`` how many samples to name."""
+
+    runtime: str
+    dataset: Path
+    model: Path | None = None
+    from_run: str | None = None
+    labels: Path | None = None
+    metrics: list[str] = field(default_factory=list)
+    goals: list[str] = field(default_factory=list)
+    device: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    worst: int = 5
+
+
+def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
+    """The goals and the task metrics to compute; usage errors before anything runs."""
+    if request.runtime not in EVAL_RUNTIMES:
+        raise UsageError(
+            f"hub exec eval does not support {request.runtime!r} yet; runtimes: "
+            f"{', '.join(EVAL_RUNTIMES)}"
+        )
+    if (request.model is None) == (request.from_run is None):
+        raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
+    if request.model is not None and not request.model.is_file():
+        raise ModelError(f"model {request.model} not found; check the path")
+    goals = [parse_goal(text) for text in request.goals]
+    names: list[str] = []
+    for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
+        if name not in names:
+            task_metric(name)  # unknown names fail here
+            names.append(name)
+    if any(g.degradation is not None for g in goals) and not names:
+        raise UsageError(
+            "max-degradation compares task metrics; name one with --metric (e.g. top1)"
+        )
+    return goals, names
+
+
+def evaluate(
+    project: Project,
+    request: EvalRequest,
+    *,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+) -> EvalReport:
+    """Run ``request`` on ``project``; the compile run (if any) and the EVAL run are recorded."""
+    from edgehub.toolchains.registry import get_runtime
+
+    runtime = get_runtime(request.runtime)
+    goals, metric_names = _plan(request)
+    cancel = cancel or Cancellation()
+    with _context(project, request, subscriber, cancel) as ctx:
+        reference, compiled_path, compile_run = _models(ctx, request, runtime, check_only=True)
+        inspect = get_runtime(REFERENCE_RUNTIME).inspect
+        assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
+        signature = inspect(ctx, reference, None)
+        dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
+        ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
+        cancel.check()
+        if compiled_path is None:
+            reference, compiled_path, compile_run = _models(ctx, request, runtime)
+            cancel.check()
+        assert compiled_path is not None
+        return _eval_run(
+            ctx,
+            request,
+            dataset,
+            reference,
+            compiled_path,
+            compile_run,
+            goals,
+            metric_names,
+            cancel,
+        )
+
+
+@contextmanager
+def _context(
+    project: Project, request: EvalRequest, subscriber: Subscriber | None, cancel: Cancellation
+) -> Iterator[HubContext]:
+    with project.context(subscriber, tags=request.tags) as ctx:
+        cancel.bind(ctx)
+        try:
+            yield ctx
+        finally:
+            cancel.release(ctx)
+
+
+def _models(
+    ctx: HubContext, request: EvalRequest, runtime: Runtime, *, check_only: bool = False
+) -> tuple[Path, Path | None, str | None]:
+    """(reference ONNX, compiled model, compile run id). With ``check_only`` a MODEL is not
+    compiled yet (its compiled path is None)."""
+    if request.from_run is not None:
+        log = ctx.store.run_log(request.from_run, run_type="COMPILE")
+        if "path" not in log.artifacts or "input" not in log.artifacts:
+            raise UsageError(
+                f"run {log.run_id[:8]} ({log.name}) kept no model and input; pass the id of a "
+                "compile run"
+            )
+        compiled = runtime.compiled_model.from_run_log(log)
+        reference = Path(log.artifacts["input"].local())
+        return reference, Path(compiled.path.to_local(ctx).local()), log.run_id
+    assert request.model is not None
+    model = request.model.resolve()
+    if check_only:
+        return model, None, None
+    options = dict(request.options)
+    if request.device:
+        options["device"] = request.device
+    ctx.events.info(f"compile {model.name} for {runtime.name}")
+    compiled = runtime.compiler(**options).run(ctx, model)
+    return model, Path(compiled.path.to_local(ctx).local()), compiled.run_log.run_id
+
+
+def _eval_run(
+    ctx: HubContext,
+    request: EvalRequest,
+    dataset: Dataset,
+    reference: Path,
+    compiled: Path,
+    compile_run: str | None,
+    goals: list[Goal],
+    metric_names: list[str],
+    cancel: Cancellation,
+) -> EvalReport:
+    from edgehub.core import RunType
+    from edgehub.toolchains.onnxruntime.batch import BatchRunner
+    from edgehub.tracking.artifacts import hash_path
+
+    device_name = request.device or "local"
+    device = ctx.device(device_name)
+    name = request.name or f"eval-{reference.stem}"
+    with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]) as run:
+        sha = hash_path(dataset.path)
+        ctx.client.log_params(
+            {
+                "$runtime": request.runtime,
+                "dataset_sha256": sha,
+                "samples": len(dataset),
+                "metrics": metric_names,
+                "goals": list(request.goals),
+                "compile_run": compile_run,
+            }
+        )
+        ctx.client.log_artifact(compiled, name="input")
+        ctx.client.log_artifact(reference, name="reference")
+        stored = ctx.client.log_artifact(dataset.path, name="dataset")
+        if dataset.labels_path is not None:
+            ctx.client.log_artifact(dataset.labels_path, name="labels")
+        samples = Path(stored.local())
+        model_runner = BatchRunner(ctx, request.device)
+        ctx.events.info(f"run {len(dataset)} samples through the compiled model on {device_name}")
+        model_out = model_runner.run(compiled, samples, stacked=dataset.stacked, role="model")
+        cancel.check()
+        ctx.events.info("run them through the reference (ONNX Runtime, float32, this host)")
+        local = device.provider_type == "local"
+        reference_runner = model_runner if local else BatchRunner(ctx, None, scratch="reference")
+        reference_out = reference_runner.run(
+            reference, samples, stacked=dataset.stacked, role="reference"
+        )
+        cancel.check()
+        report = EvalReport(
+            run_id=run.run_id,
+            name=name,
+            status="RUNNING",
+            runtime=request.runtime,
+            device=device_name,
+            model=str(compiled),
+            reference=str(reference),
+            dataset=str(dataset.path),
+            dataset_sha256=sha,
+            samples=len(dataset),
+            sample_names=dataset.names,
+            labels=None if dataset.labels_path is None else str(dataset.labels_path),
+            compile_run_id=compile_run,
+            timings_ms={
+                "model": float(model_out.metrics.get("inference_ms", 0.0)),
+                "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
+            },
+        )
+        pairs = _pair_outputs(ctx, model_out.arrays, reference_out.arrays)
+        _compare(report, pairs, dataset, metric_names, request.worst)
+        report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
+        _record(ctx, report)
+    report.status = "FINISHED"
+    return report
+
+
+def _pair_outputs(
+    ctx: HubContext, model: dict[str, np.ndarray], reference: dict[str, np.ndarray]
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(reference output name, model's, reference's) by name, else by position."""
+    if set(reference) <= set(model):
+        return [(n, model[n], reference[n]) for n in reference]
+    if len(model) == len(reference):
+        ctx.events.warning(
+            f"the compiled model's outputs ({', '.join(model)}) differ in name from the "
+            f"reference's ({', '.join(reference)}): compared in order"
+        )
+        return [(n, m, r) for (n, r), m in zip(reference.items(), model.values(), strict=True)]
+    raise UsageError(
+        f"the compiled model has outputs {', '.join(model)} but the reference has "
+        f"{', '.join(reference)}; they cannot be paired"
+    )
+
+
+def _compare(
+    report: EvalReport,
+    pairs: list[tuple[str, np.ndarray, np.ndarray]],
+    dataset: Dataset,
+    metric_names: list[str],
+    worst: int,
+) -> None:
+    figures_by_output: dict[str, dict[str, list[float]]] = {}
+    for name, model, reference in pairs:
+        if model.shape != reference.shape:
+            raise UsageError(
+                f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
+                f"{list(reference.shape[1:])} in the reference; they cannot be compared"
+            )
+        per_sample = output_figures(model, reference)
+        figures_by_output[name] = per_sample
+        report.outputs[name] = summarize_figures(per_sample)
+        order = sorted(range(len(dataset)), key=lambda i: per_sample["cosine"][i])[:worst]
+        report.worst[name] = [
+            {
+                "sample": dataset.names[i],
+                "cosine": per_sample["cosine"][i],
+                "max_abs": per_sample["max_abs"][i],
+            }
+            for i in order
+        ]
+    tasks: dict[str, dict[str, list[float]]] = {}
+    primary, model, reference = pairs[0]
+    for metric in metric_names:
+        values, ref_values = score(metric, task_metric(metric), model, reference, dataset.labels)
+        tasks[metric] = {"model": values, "reference": ref_values}
+        report.tasks[metric] = {
+            "model": sum(values) / len(values),
+            "reference": sum(ref_values) / len(ref_values),
+            "output": primary,
+            "against": "labels" if dataset.labels is not None else "reference",
+        }
+    report.per_sample = {"outputs": figures_by_output, "tasks": tasks}
+
+
+def _record(ctx: HubContext, report: EvalReport) -> None:
+    metrics: dict[str, float] = {"samples": float(report.samples)}
+    for output, figures in report.outputs.items():
+        metrics.update({f"{output}.{k}": v for k, v in figures.items()})
+    for metric, values in report.tasks.items():
+        metrics[metric] = float(values["model"])
+        metrics[f"reference.{metric}"] = float(values["reference"])
+    if report.passed is not None:
+        metrics["goals_passed"] = 1.0 if report.passed else 0.0
+        ctx.client.log_param("goal_results", [g.to_dict() for g in report.goals])
+    ctx.client.log_metrics(metrics)
+    ctx.client.log_param("worst_samples", report.worst)
+    path = ctx.artifact_dir / "per_sample.json"
+    path.write_text(json.dumps({"samples": report.sample_names, **report.per_sample}))
+    ctx.client.log_artifact(path, name="per_sample")
