@@ -5,7 +5,8 @@ whole dataset) and through the reference (the original ONNX model in float32 on 
 ONNX Runtime); the outputs are compared per output and scored by task metrics, and goals decide
 whether the model passes. The dataset is checked against the reference's inputs before any run
 starts, so bad data leaves no run behind. The EVAL run keeps the dataset and labels (stored by
-content, once), every figure as a metric and the per-sample values as ``per_sample.json``.
+content, once), both models' outputs (``outputs``, ``reference_outputs``: .npz stacked over the
+samples), every figure as a metric and the per-sample values as ``per_sample.json``.
 """
 
 from __future__ import annotations
@@ -205,6 +206,10 @@ def _eval_run(
             reference, samples, stacked=dataset.stacked, role="reference"
         )
         cancel.check()
+        ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
+        ctx.client.log_artifact(
+            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+        )
         report = EvalReport(
             run_id=run.run_id,
             name=name,

@@ -30,11 +30,12 @@ RUNTIME = "onnxruntime"
 
 @dataclass
 class BatchOutputs:
-    """Each output stacked over the samples (``arrays[name][i]`` is sample ``i``'s), and the
-    agent's timing metrics."""
+    """Each output stacked over the samples (``arrays[name][i]`` is sample ``i``'s), the
+    agent's timing metrics, and the .npz they came in."""
 
     arrays: dict[str, np.ndarray]
     metrics: dict[str, Any]
+    path: Path
 
 
 class BatchRunner:
@@ -65,7 +66,8 @@ class BatchRunner:
         self.ctx.client.log_metrics(
             {f"{role}.{k}": float(v) for k, v in result.metrics.items() if _is_number(v)}
         )
-        return BatchOutputs(load_npz(result.files / "outputs.npz"), dict(result.metrics))
+        path = result.files / "outputs.npz"
+        return BatchOutputs(load_npz(path), dict(result.metrics), path)
 
 
 def _is_number(value: Any) -> bool:

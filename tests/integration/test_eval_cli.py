@@ -1,0 +1,266 @@
+"""`hub exec eval` through its real entry point, the real Docker daemon and the ORT image.
+
+The models are built here with the onnx helper API; every figure the command reports is
+recomputed in the test with numpy from the two models run by the host's ONNX Runtime (the
+same version as the image's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgehub.errors import EXIT_GOAL_FAILED
+from edgehub.tracking import RunRecord, RunStore
+
+pytestmark = pytest.mark.docker
+
+onnx = pytest.importorskip("onnx", reason="the onnx package builds the test models")
+ort = pytest.importorskip("onnxruntime", reason="host ONNX Runtime recomputes the figures")
+
+HUB = str(Path(sys.executable).with_name("hub"))
+FEATURES, CLASSES, SAMPLES = 16, 10, 24
+
+
+def hub(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HUB, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def _classifier(path: Path, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = rng.standard_normal((FEATURES, CLASSES)).astype(np.float32)
+    bias = rng.standard_normal(CLASSES).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "W"], ["h"]),
+            helper.make_node("Add", ["h", "b"], ["logits"]),
+        ],
+        "classifier",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", FEATURES])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", CLASSES])],
+        [numpy_helper.from_array(weights, "W"), numpy_helper.from_array(bias, "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return weights, bias
+
+
+@pytest.fixture
+def project(tmp_path: Path, ort_image: str) -> Path:
+    """A project with a classifier, a dataset directory and labels (three of them wrong)."""
+    folder = tmp_path / "proj"
+    (folder / "ds").mkdir(parents=True)
+    (folder / "hub.toml").write_text('[project]\nname = "eval-tests"\n')
+    rng = np.random.default_rng(7)
+    weights, bias = _classifier(folder / "clf.onnx", rng)
+    labels = []
+    for i in range(SAMPLES):
+        x = rng.standard_normal((1, FEATURES)).astype(np.float32)
+        np.savez(folder / "ds" / f"{i:03d}.npz", x=x)
+        labels.append(int((x @ weights + bias).argmax()))
+    for i in (0, 5, 9):
+        labels[i] = (labels[i] + 1) % CLASSES
+    np.savez(folder / "labels.npz", labels=np.array(labels))
+    return folder
+
+
+def runs(project: Path) -> list[RunRecord]:
+    return RunStore(project / ".hub").list_runs(limit=None)
+
+
+def _run_host(model: str, folder: Path) -> np.ndarray:
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    files = sorted(folder.glob("*.npz"))
+    return np.stack([session.run(None, {"x": np.load(f)["x"]})[0] for f in files])
+
+
+def _int8(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return hub(
+        "exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--labels", "labels.npz",
+        "--set", "quantization=static", "--set", "calibration_data=ds", *extra, cwd=project,
+    )  # fmt: skip
+
+
+def test_int8_classifier_figures_match_numpy(project: Path) -> None:
+    result = _int8(project, "--metric", "top1", "--metric", "top5", "--goal", "cosine>=0.9",
+                   "--goal", "top1>=0.5*reference", "--json")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["passed"] is True and report["samples"] == SAMPLES
+    model = _run_host(report["model"], project / "ds").astype(np.float64)
+    reference = _run_host(str(project / "clf.onnx"), project / "ds").astype(np.float64)
+    assert not np.array_equal(model, reference)  # int8: the outputs do differ
+    a, b = model.reshape(SAMPLES, -1), reference.reshape(SAMPLES, -1)
+    cosine = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    noise = np.mean((a - b) ** 2, axis=1)
+    figures = report["outputs"]["logits"]
+    assert figures["cosine"] == pytest.approx(cosine.mean(), rel=1e-6)
+    assert figures["cosine_min"] == pytest.approx(cosine.min(), rel=1e-6)
+    assert figures["max_abs"] == pytest.approx(np.abs(a - b).max(), rel=1e-6)
+    assert figures["mean_abs"] == pytest.approx(np.abs(a - b).mean(axis=1).mean(), rel=1e-6)
+    snr = 10 * np.log10(np.mean(b**2, axis=1) / noise)
+    assert figures["snr_db"] == pytest.approx(snr.mean(), rel=1e-6)
+    psnr = 10 * np.log10(np.ptp(b, axis=1) ** 2 / noise)
+    assert figures["psnr_db"] == pytest.approx(psnr.mean(), rel=1e-6)
+    labels = np.load(project / "labels.npz")["labels"]
+    top1 = report["tasks"]["top1"]
+    assert top1["against"] == "labels"
+    assert top1["model"] == pytest.approx(np.mean(a.argmax(axis=1) == labels))
+    assert top1["reference"] == pytest.approx(np.mean(b.argmax(axis=1) == labels))
+    assert top1["reference"] == pytest.approx((SAMPLES - 3) / SAMPLES)
+    top5 = [labels[i] in np.argsort(-a[i])[:5] for i in range(SAMPLES)]
+    assert report["tasks"]["top5"]["model"] == pytest.approx(np.mean(top5))
+    worst = report["worst_samples"]["logits"]
+    assert worst[0]["sample"] == f"{int(cosine.argmin()):03d}.npz"
+    per_sample = report["per_sample"]
+    assert per_sample["samples"][0] == "000.npz"
+    assert per_sample["outputs"]["logits"]["cosine"] == pytest.approx(list(cosine), rel=1e-6)
+    # recorded: the EVAL run with its figures, the dataset stored, the per-sample values
+    by_type = {r.run_type: r for r in runs(project)}
+    assert set(by_type) == {"COMPILE", "EVAL"}
+    run = by_type["EVAL"]
+    assert run.status == "FINISHED" and run.run_id == report["run_id"]
+    assert run.metrics["logits.cosine"] == pytest.approx(figures["cosine"])
+    assert run.metrics["reference.top1"] == pytest.approx(top1["reference"])
+    assert run.metrics["goals_passed"] == 1.0
+    assert run.artifacts["dataset"].sha256 == report["dataset_sha256"]
+    stored = json.loads(Path(str(run.artifacts["per_sample"].file_path)).read_text())
+    assert stored["tasks"]["top1"]["model"] == [float(v) for v in a.argmax(axis=1) == labels]
+    outputs = np.load(str(run.artifacts["outputs"].file_path))
+    assert np.allclose(outputs["logits"].reshape(SAMPLES, -1), a, rtol=0, atol=1e-6)
+
+
+def test_missed_goal_exits_with_its_code(project: Path) -> None:
+    result = _int8(project, "--goal", "cosine>=0.99999999", "--goal", "top1>=0.5*reference")
+    assert result.returncode == EXIT_GOAL_FAILED == 6, result.stderr
+    assert "goal cosine>=0.99999999: MISSED" in result.stdout
+    assert "goal top1>=0.5*reference: passed" in result.stdout  # top1 added for the goal
+    assert f"goals missed: exit {EXIT_GOAL_FAILED}" in result.stdout
+    (run,) = [r for r in runs(project) if r.run_type == "EVAL"]
+    assert run.status == "FINISHED" and run.metrics["goals_passed"] == 0.0
+    again = _int8(project, "--goal", "max-degradation=0%", "--metric", "top1", "--json")
+    report = json.loads(again.stdout)
+    (goal,) = report["goals"]
+    tasks = report["tasks"]["top1"]
+    assert goal["passed"] is (tasks["model"] >= tasks["reference"])
+    assert again.returncode == (0 if goal["passed"] else EXIT_GOAL_FAILED)
+
+
+def test_float_model_without_labels_and_a_stacked_dataset(project: Path) -> None:
+    stack = np.stack([np.load(f)["x"] for f in sorted((project / "ds").glob("*.npz"))])
+    np.savez(project / "all.npz", x=stack)
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "all.npz",
+                 "--set", "quantization=none", "--metric", "top1", "--goal", "cosine>=0.99999",
+                 "--goal", "top1>=1", "--json", cwd=project)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["tasks"]["top1"] == {
+        "model": 1.0, "reference": 1.0, "output": "logits", "against": "reference"
+    }  # fmt: skip
+    assert report["per_sample"]["samples"][:2] == ["#0", "#1"]
+
+
+def test_dataset_stored_once_across_evals(project: Path) -> None:
+    for _ in range(2):
+        result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds",
+                     "--set", "quantization=none", cwd=project)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    stored = {str(r.artifacts["dataset"].file_path) for r in runs(project) if r.run_type == "EVAL"}
+    assert len(stored) == 1
+    (path,) = stored
+    assert Path(path).is_dir() and len(list(Path(path).glob("*.npz"))) == SAMPLES
+
+
+def test_user_metric_from_an_entry_point(project: Path, tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    (plugin / "mine-0.1.dist-info").mkdir(parents=True)
+    (plugin / "mine_metrics.py").write_text(
+        "import numpy as np\n\ndef peak(output, target):\n"
+        "    return float(np.max(np.abs(np.asarray(output) - np.asarray(target))))\n"
+    )
+    (plugin / "mine-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: mine\n"
+                                                             "Version: 0.1\n")  # fmt: skip
+    (plugin / "mine-0.1.dist-info" / "entry_points.txt").write_text(
+        "[edgehub.metrics]\npeak = mine_metrics:peak\n"
+    )
+    env = {"PYTHONPATH": str(plugin)}
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--metric", "peak",
+                 "--set", "quantization=static", "--json", cwd=project, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["tasks"]["peak"]["model"] == pytest.approx(
+        np.mean(report["per_sample"]["outputs"]["logits"]["max_abs"]), rel=1e-6
+    )
+    unknown = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds",
+                  "--metric", "nope", cwd=project, env=env)  # fmt: skip
+    assert unknown.returncode == 2 and "known: top1, top5, iou, mse, peak" in unknown.stderr
+
+
+def _bad(project: Path, case: str) -> tuple[list[str], str]:
+    """Arguments of a bad dataset ``case`` and the words its error must hold."""
+    ds = project / "bad"
+    ds.mkdir()
+    x = np.zeros((1, FEATURES), np.float32)
+    for i in range(3):
+        np.savez(ds / f"{i}.npz", x=x)
+    args = ["--dataset", "bad"]
+    if case == "missing input":
+        np.savez(ds / "1.npz", y=x)
+        return args, "sample 1.npz data does not match the model: missing 'x'"
+    if case == "wrong dtype":
+        np.savez(ds / "2.npz", x=x.astype(np.float64))
+        return args, "sample 2.npz data does not match the model: 'x' has dtype float64"
+    if case == "wrong shape":
+        np.savez(ds / "0.npz", x=np.zeros((1, FEATURES + 1), np.float32))
+        return args, "sample 0.npz data does not match the model: 'x' has shape [1,17]"
+    if case == "empty directory":
+        for f in ds.iterdir():
+            f.unlink()
+        return args, "dataset directory bad holds no .npz samples"
+    if case == "pickled npz":
+        save: Any = np.savez
+        save(ds / "1.npz", x=np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        return args, "sample 1.npz file 'bad/1.npz' holds pickled (object) arrays"
+    assert case == "wrong label count"
+    (project / "few.json").write_text("[1, 2]")
+    return [*args, "--labels", "few.json"], "labels few.json hold 2 entries but dataset bad has 3"
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing input", "wrong dtype", "wrong shape", "empty directory", "pickled npz",
+     "wrong label count"],
+)  # fmt: skip
+def test_bad_dataset_one_line_exit_2_nothing_finished(project: Path, case: str) -> None:
+    args, needle = _bad(project, case)
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", *args, "--metric", "top1", cwd=project)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hub: error:")]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert runs(project) == []  # checked before any run: nothing stored, nothing FINISHED
+
+
+def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:
+    top = hub("--help", cwd=tmp_path)
+    assert "6  `hub exec eval --goal`: the model missed an accuracy goal" in top.stdout
+    sub = hub("exec", "--help", cwd=tmp_path)
+    assert "--goal EXPR" in sub.stdout and "--dataset" in sub.stdout
