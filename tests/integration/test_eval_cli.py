@@ -264,3 +264,59 @@ def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:
     assert "6  `hub exec eval --goal`: the model missed an accuracy goal" in top.stdout
     sub = hub("exec", "--help", cwd=tmp_path)
     assert "--goal EXPR" in sub.stdout and "--dataset" in sub.stdout
+
+
+@pytest.fixture
+def tflite_built(docker_daemon: Any) -> str:
+    from edgehub import images
+
+    if not images.image_status("tflite", client=docker_daemon).built:
+        pytest.skip("needs the tflite image (hub images build tflite)")
+    return images.image_tag("tflite")
+
+
+def _conv(path: Path, rng: np.random.Generator) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["image", "W"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c"], ["features"]),
+        ],
+        "conv",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [numpy_helper.from_array(weights, "W")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+
+
+def test_tflite_eval_in_the_onnx_layout(tmp_path: Path, tflite_built: str) -> None:
+    """A TFLite model (NHWC inside) is fed and read in the ONNX names and NCHW layout."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "hub.toml").write_text('[project]\nname = "eval-tflite"\n')
+    rng = np.random.default_rng(11)
+    _conv(folder / "conv.onnx", rng)
+    np.savez(folder / "all.npz", image=rng.standard_normal((6, 1, 3, 8, 8)).astype(np.float32))
+    goals = ["--goal", "cosine>=0.9999", "--goal", "snr_db>=60"]
+    result = hub("exec", "eval", "tflite", "conv.onnx", "--dataset", "all.npz", *goals, "--json",
+                 cwd=folder)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["runtime"] == "tflite" and report["passed"] is True
+    (run,) = [r for r in runs(folder) if r.run_type == "EVAL"]
+    model = np.load(str(run.artifacts["outputs"].file_path))["features"]
+    reference = np.load(str(run.artifacts["reference_outputs"].file_path))["features"]
+    assert model.shape == reference.shape == (6, 1, 4, 8, 8)  # NCHW, as the ONNX model says
+    host = ort.InferenceSession(str(folder / "conv.onnx"), providers=["CPUExecutionProvider"])
+    images = np.load(folder / "all.npz")["image"]
+    expected = np.stack([host.run(None, {"image": images[i]})[0] for i in range(6)])
+    assert np.allclose(reference, expected, atol=1e-5)
+    a, b = model.reshape(6, -1).astype(np.float64), reference.reshape(6, -1).astype(np.float64)
+    cosine = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert report["outputs"]["features"]["cosine"] == pytest.approx(cosine.mean(), rel=1e-9)
+    assert report["outputs"]["features"]["max_abs"] == pytest.approx(np.abs(a - b).max())

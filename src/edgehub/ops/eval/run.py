@@ -1,12 +1,13 @@
 """`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
 
-Every sample runs through the compiled model (on the chosen device, one agent call for the
-whole dataset) and through the reference (the original ONNX model in float32 on this host's
-ONNX Runtime); the outputs are compared per output and scored by task metrics, and goals decide
-whether the model passes. The dataset is checked against the reference's inputs before any run
-starts, so bad data leaves no run behind. The EVAL run keeps the dataset and labels (stored by
-content, once), both models' outputs (``outputs``, ``reference_outputs``: .npz stacked over the
-samples), every figure as a metric and the per-sample values as ``per_sample.json``.
+Every sample runs through the compiled model (ONNX Runtime or TFLite, on the chosen device,
+one agent call for the whole dataset) and through the reference (the original ONNX model in
+float32 on this host's ONNX Runtime); the outputs are compared per output and scored by task
+metrics, and goals decide whether the model passes. The dataset is checked against the
+reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run keeps
+the dataset and labels (stored by content, once), both models' outputs (``outputs``,
+``reference_outputs``: .npz stacked over the samples), every figure as a metric and the
+per-sample values as ``per_sample.json``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from edgehub.ops.project import Project, Subscriber
 if TYPE_CHECKING:
     import numpy as np
 
+    from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
+    from edgehub.toolchains.batch import BatchRunner
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
 
-EVAL_RUNTIMES = ("onnxruntime",)
+EVAL_RUNTIMES = ("onnxruntime", "tflite")
 REFERENCE_RUNTIME = "onnxruntime"
 
 
@@ -96,23 +99,23 @@ def evaluate(
     goals, metric_names = _plan(request)
     cancel = cancel or Cancellation()
     with _context(project, request, subscriber, cancel) as ctx:
-        reference, compiled_path, compile_run = _models(ctx, request, runtime, check_only=True)
+        reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
         inspect = get_runtime(REFERENCE_RUNTIME).inspect
         assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
         signature = inspect(ctx, reference, None)
         dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
         cancel.check()
-        if compiled_path is None:
-            reference, compiled_path, compile_run = _models(ctx, request, runtime)
+        if compiled is None:
+            reference, compiled, compile_run = _models(ctx, request, runtime)
             cancel.check()
-        assert compiled_path is not None
+        assert compiled is not None
         return _eval_run(
             ctx,
             request,
             dataset,
             reference,
-            compiled_path,
+            compiled,
             compile_run,
             goals,
             metric_names,
@@ -134,9 +137,9 @@ def _context(
 
 def _models(
     ctx: HubContext, request: EvalRequest, runtime: Runtime, *, check_only: bool = False
-) -> tuple[Path, Path | None, str | None]:
+) -> tuple[Path, CompiledModel | None, str | None]:
     """(reference ONNX, compiled model, compile run id). With ``check_only`` a MODEL is not
-    compiled yet (its compiled path is None)."""
+    compiled yet (its compiled model is None)."""
     if request.from_run is not None:
         log = ctx.store.run_log(request.from_run, run_type="COMPILE")
         if "path" not in log.artifacts or "input" not in log.artifacts:
@@ -144,9 +147,9 @@ def _models(
                 f"run {log.run_id[:8]} ({log.name}) kept no model and input; pass the id of a "
                 "compile run"
             )
-        compiled = runtime.compiled_model.from_run_log(log)
+        stored = runtime.compiled_model.from_run_log(log)
         reference = Path(log.artifacts["input"].local())
-        return reference, Path(compiled.path.to_local(ctx).local()), log.run_id
+        return reference, stored, log.run_id
     assert request.model is not None
     model = request.model.resolve()
     if check_only:
@@ -155,8 +158,8 @@ def _models(
     if request.device:
         options["device"] = request.device
     ctx.events.info(f"compile {model.name} for {runtime.name}")
-    compiled = runtime.compiler(**options).run(ctx, model)
-    return model, Path(compiled.path.to_local(ctx).local()), compiled.run_log.run_id
+    compiled: CompiledModel = runtime.compiler(**options).run(ctx, model)
+    return model, compiled, compiled.run_log.run_id if compiled.run_log else None
 
 
 def _eval_run(
@@ -164,14 +167,14 @@ def _eval_run(
     request: EvalRequest,
     dataset: Dataset,
     reference: Path,
-    compiled: Path,
+    compiled: CompiledModel,
     compile_run: str | None,
     goals: list[Goal],
     metric_names: list[str],
     cancel: Cancellation,
 ) -> EvalReport:
     from edgehub.core import RunType
-    from edgehub.toolchains.onnxruntime.batch import BatchRunner
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
     from edgehub.tracking.artifacts import hash_path
 
     device_name = request.device or "local"
@@ -189,19 +192,20 @@ def _eval_run(
                 "compile_run": compile_run,
             }
         )
-        ctx.client.log_artifact(compiled, name="input")
+        compiled_path = Path(compiled.path.to_local(ctx).local())
+        ctx.client.log_artifact(compiled_path, name="input")
         ctx.client.log_artifact(reference, name="reference")
         stored = ctx.client.log_artifact(dataset.path, name="dataset")
         if dataset.labels_path is not None:
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
-        model_runner = BatchRunner(ctx, request.device)
+        model_runner = _batch_runner(request.runtime)(ctx, request.device)
         ctx.events.info(f"run {len(dataset)} samples through the compiled model on {device_name}")
         model_out = model_runner.run(compiled, samples, stacked=dataset.stacked, role="model")
         cancel.check()
         ctx.events.info("run them through the reference (ONNX Runtime, float32, this host)")
-        local = device.provider_type == "local"
-        reference_runner = model_runner if local else BatchRunner(ctx, None, scratch="reference")
+        same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
+        reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         reference_out = reference_runner.run(
             reference, samples, stacked=dataset.stacked, role="reference"
         )
@@ -216,7 +220,7 @@ def _eval_run(
             status="RUNNING",
             runtime=request.runtime,
             device=device_name,
-            model=str(compiled),
+            model=str(compiled_path),
             reference=str(reference),
             dataset=str(dataset.path),
             dataset_sha256=sha,
@@ -235,6 +239,16 @@ def _eval_run(
         _record(ctx, report)
     report.status = "FINISHED"
     return report
+
+
+def _batch_runner(runtime: str) -> type[BatchRunner]:
+    if runtime == "tflite":
+        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
+
+        return TFLiteBatchRunner
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+
+    return ORTBatchRunner
 
 
 def _pair_outputs(
