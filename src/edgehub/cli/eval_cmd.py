@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_GOAL_FAILED, UsageError
@@ -51,6 +51,17 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         f"'max-degradation=1%%'; a miss exits {EXIT_GOAL_FAILED} (repeatable)",
     )
 
+    group.add_argument(
+        "--layers",
+        nargs="?",
+        const=0.2,
+        type=float,
+        metavar="REL_L2",
+        help="onnxruntime: find the first layer whose output diverges from the reference's "
+        "(worst channel's relative L2 error above REL_L2, default 0.2), bisecting over the "
+        "graph order on the first 4 samples",
+    )
+
 
 def handle_eval(args: argparse.Namespace) -> int:
     from edgehub.ops.eval import EvalRequest, evaluate
@@ -81,6 +92,7 @@ def handle_eval(args: argparse.Namespace) -> int:
         options=options,
         name=args.name,
         tags=dict(_pair(t) for t in args.tag),
+        layers=args.layers,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)
@@ -140,5 +152,31 @@ def _print(report: EvalReport) -> None:
                 where = f" ({check['output']})" if "output" in check else ""
                 value, needed = check["value"], check["threshold"]
                 print(f"    {check['metric']}{where} = {value:.6g}, needed {needed:.6g}")
+    if report.layers is not None:
+        _print_layers(report.layers)
     if report.passed is False:
         print(f"goals missed: exit {EXIT_GOAL_FAILED}")
+
+
+def _print_layers(layers: dict[str, Any]) -> None:
+    print(
+        f"layers: {layers['layers']} in graph order, {layers['runs']} extra runs of both models "
+        f"on {layers['samples']} samples; diverges above {layers['threshold']:g} (worst channel)"
+    )
+    table(
+        ["layer", "op", "tensor", "rel L2", "worst channel", "grew by", "cosine", "SNR dB"],
+        [
+            [r["node"], r["op"], r["tensor"], r["rel_l2"], r["channel_rel_l2"], r["growth"],
+             r["cosine"], r["snr_db"]]
+            for r in layers["measured"]
+        ],
+    )  # fmt: skip
+    fused = layers["fused_or_renamed"]
+    if fused:
+        names = ", ".join(f"{f['node']} ({f['op']})" for f in fused)
+        print(f"  fused or renamed in the compiled model (not compared): {names}")
+    first = layers["first_divergent"]
+    if first is None:
+        print("  no layer diverges above the threshold")
+    else:
+        print(f"  first divergent layer: {first['node']} ({first['op']}, tensor {first['tensor']})")

@@ -7,6 +7,7 @@ per sample. Each runtime's subclass names its agent command and the files its mo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -33,6 +34,7 @@ class BatchOutputs:
     arrays: dict[str, np.ndarray]
     metrics: dict[str, Any]
     path: Path
+    data: dict[str, Any]
 
 
 class BatchRunner:
@@ -56,11 +58,20 @@ class BatchRunner:
         path = model if isinstance(model, Path) else Path(model.path.to_local(self.ctx).local())
         return {path.name: path}, {"model": f"in/{path.name}"}
 
-    def run(self, model: Any, samples: Path, *, stacked: bool, role: str) -> BatchOutputs:
+    def run(
+        self,
+        model: Any,
+        samples: Path,
+        *,
+        stacked: bool,
+        role: str,
+        options: Mapping[str, Any] | None = None,
+    ) -> BatchOutputs:
         """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through
         ``model``; the outputs file is kept in the run's directory and the timings are logged
-        as ``<role>.<metric>``."""
+        as ``<role>.<metric>``. ``options`` adds request fields the command takes."""
         files, request = self.model_files(model)
+        request.update(options or {})
         staged = "samples.npz" if stacked else "samples"
         files[staged] = samples
         request.update({"samples": f"in/{staged}", "stacked": stacked, "output": "out/outputs.npz"})
@@ -71,7 +82,7 @@ class BatchRunner:
             {f"{role}.{k}": float(v) for k, v in result.metrics.items() if _is_number(v)}
         )
         path = result.files / "outputs.npz"
-        return BatchOutputs(load_npz(path), dict(result.metrics), path)
+        return BatchOutputs(load_npz(path), dict(result.metrics), path, dict(result.data))
 
 
 def _is_number(value: Any) -> bool:

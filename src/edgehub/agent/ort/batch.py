@@ -3,6 +3,7 @@
 Request::
 
     {"model": PATH, "samples": NPZ | DIR, "stacked": false, "output": NPZ,
+     "extra_outputs": [tensor names], "graph": false,
      "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
 
 ``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
@@ -10,8 +11,10 @@ sorted name order), or one ``.npz`` whose arrays carry a leading samples axis wh
 is true. Every sample is checked against the model's inputs. The outputs go to one compressed
 ``.npz`` keyed by output name, each stacked along a new leading samples axis (so sample ``i``'s
 output is ``output[name][i]``); outputs whose shape varies across samples are refused.
-Metrics: inference_ms (total), session_create_ms. Data: samples, outputs [{name, dtype, shape}]
-(shape of one sample's output).
+``extra_outputs`` names intermediate tensors to save too (made graph outputs of a copy of the
+model, which needs the onnx package). Metrics: inference_ms (total), session_create_ms. Data:
+samples, outputs [{name, dtype, shape}] (shape of one sample's output) and, with ``graph``, the
+model's nodes in graph (topological) order [{name, op, inputs, outputs}].
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs import load_samples, split_stacked
-from ..protocol import CommandOutput, Params, RuntimeFailure, one_line
+from ..models import import_onnx, load_model, save_model
+from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
 from ..tensors import save_npz
@@ -35,6 +39,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     samples_arg = params.path("samples")
     output_arg = params.path("output")
     stacked = params.boolean("stacked", False)
+    extra = params.string_list("extra_outputs") or []
+    graph = params.boolean("graph", False)
     providers = resolve_providers(params.string_list("providers"))
     params.resolved["providers"] = providers
     intra = params.integer("intra_op_threads", None, minimum=0)
@@ -42,9 +48,13 @@ def run(params: Params, report: Report) -> CommandOutput:
     params.finish()
     assert model_arg is not None and samples_arg is not None and output_arg is not None
 
+    path = Path(model_arg)
+    nodes = _nodes(path) if graph or extra else []
+    if extra:
+        path = _with_outputs(path, extra, nodes)
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)
     start = time.perf_counter_ns()
-    session = create_session(Path(model_arg), options, providers)
+    session = create_session(path, options, providers)
     created = time.perf_counter_ns() - start
     specs = input_specs(session)
     if stacked:
@@ -83,5 +93,38 @@ def run(params: Params, report: Report) -> CommandOutput:
             for n, a in stacked_out.items()
         ],
     }
+    if graph:
+        data["graph"] = nodes
     metrics = {"inference_ms": ms(elapsed), "session_create_ms": ms(created)}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+
+
+def _nodes(path: Path) -> list[dict[str, Any]]:
+    model = load_model(path)
+    return [
+        {
+            "name": node.name or f"{node.op_type}_{index}",
+            "op": node.op_type,
+            "inputs": [n for n in node.input if n],
+            "outputs": [n for n in node.output if n],
+        }
+        for index, node in enumerate(model.graph.node)
+    ]
+
+
+def _with_outputs(path: Path, names: list[str], nodes: list[dict[str, Any]]) -> Path:
+    """A copy of the model (beside it) whose graph outputs include the tensors ``names``."""
+    made = {n for node in nodes for n in node["outputs"]}
+    unknown = [n for n in names if n not in made]
+    if unknown:
+        raise UsageError(
+            f"extra_outputs {', '.join(repr(n) for n in unknown)} are not produced by any node "
+            f"of '{path.name}'"
+        )
+    onnx = import_onnx()
+    model = load_model(path)
+    present = {o.name for o in model.graph.output}
+    model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in present)
+    target = path.with_name(f".probe-{path.name}")
+    save_model(model, target)
+    return target

@@ -15,7 +15,8 @@ __all__ = ["EvalReport"]
 class EvalReport:
     """An EVAL run's figures. ``outputs``: output -> figure -> value (over the samples);
     ``tasks``: metric -> {"model", "reference", "output"}; ``worst``: output -> the samples of
-    lowest cosine; ``per_sample``: every per-sample value, by output (figures) and by metric.
+    lowest cosine; ``per_sample``: every per-sample value, by output (figures) and by metric;
+    ``layers``: the search for the first divergent layer (`layers.LayerSearch.to_dict`).
     ``passed`` is None without goals."""
 
     run_id: str
@@ -37,6 +38,7 @@ class EvalReport:
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     per_sample: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    layers: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool | None:
@@ -63,5 +65,6 @@ class EvalReport:
             "passed": self.passed,
             "worst_samples": self.worst,
             "timings_ms": self.timings_ms,
+            "layers": self.layers,
             "per_sample": {"samples": self.sample_names, **self.per_sample},
         }

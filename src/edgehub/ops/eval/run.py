@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.batch import BatchRunner
+    from edgehub.toolchains.batch import BatchOutputs, BatchRunner
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
@@ -45,7 +45,9 @@ REFERENCE_RUNTIME = "onnxruntime"
 class EvalRequest:
     """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
-    to compute (those the goals name are added); ``worst`` how many samples to name."""
+    to compute (those the goals name are added); ``worst`` how many samples to name.
+    ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
+    (see `layers`), run on the first ``layer_samples`` samples; None: no search."""
 
     runtime: str
     dataset: Path
@@ -59,6 +61,8 @@ class EvalRequest:
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     worst: int = 5
+    layers: float | None = None
+    layer_samples: int = 4
 
 
 def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
@@ -72,6 +76,11 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
     if request.model is not None and not request.model.is_file():
         raise ModelError(f"model {request.model} not found; check the path")
+    if request.layers is not None:
+        if request.runtime != "onnxruntime":
+            raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
+        if not request.layers > 0 or request.layer_samples < 1:
+            raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     goals = [parse_goal(text) for text in request.goals]
     names: list[str] = []
     for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
@@ -201,13 +210,16 @@ def _eval_run(
         samples = Path(stored.local())
         model_runner = _batch_runner(request.runtime)(ctx, request.device)
         ctx.events.info(f"run {len(dataset)} samples through the compiled model on {device_name}")
-        model_out = model_runner.run(compiled, samples, stacked=dataset.stacked, role="model")
+        graph = {"graph": True} if request.layers is not None else None
+        model_out = model_runner.run(
+            compiled, samples, stacked=dataset.stacked, role="model", options=graph
+        )
         cancel.check()
         ctx.events.info("run them through the reference (ONNX Runtime, float32, this host)")
         same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         reference_out = reference_runner.run(
-            reference, samples, stacked=dataset.stacked, role="reference"
+            reference, samples, stacked=dataset.stacked, role="reference", options=graph
         )
         cancel.check()
         ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
@@ -236,9 +248,51 @@ def _eval_run(
         pairs = _pair_outputs(ctx, model_out.arrays, reference_out.arrays)
         _compare(report, pairs, dataset, metric_names, request.worst)
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
+        if request.layers is not None:
+            runners = (model_runner, reference_runner)
+            outs = (model_out, reference_out)
+            report.layers = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
         _record(ctx, report)
     report.status = "FINISHED"
     return report
+
+
+def _layers(
+    ctx: HubContext,
+    request: EvalRequest,
+    dataset: Dataset,
+    models: tuple[CompiledModel, Path],
+    runners: tuple[BatchRunner, BatchRunner],
+    outs: tuple[BatchOutputs, BatchOutputs],
+) -> dict[str, Any]:
+    """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.toolchains.tensors import save_npz
+
+    assert request.layers is not None
+    count = min(request.layer_samples, len(dataset))
+    folder = ctx.artifact_dir / "layer_samples"
+    for index in range(count):
+        save_npz(folder / f"{index:06d}.npz", dataset.samples[index])
+    rows = layer_rows(outs[1].data.get("graph", []), outs[0].data.get("graph", []))
+
+    def probe(marks: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        ctx.events.info(f"layers: probe {', '.join(marks.values())}")
+        arrays = []
+        for model, runner, names in zip(
+            models, runners, (list(marks), list(marks.values())), strict=True
+        ):
+            result = runner.run(
+                model, folder, stacked=False, role="layers", options={"extra_outputs": names}
+            )
+            arrays.append(result.arrays)
+        return arrays[0], arrays[1]
+
+    search = LayerSearch(rows, request.layers, probe)
+    first = search.first_divergent()
+    if first is not None:
+        ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
+    return search.to_dict(first, count)
 
 
 def _batch_runner(runtime: str) -> type[BatchRunner]:
@@ -319,6 +373,11 @@ def _record(ctx: HubContext, report: EvalReport) -> None:
     if report.passed is not None:
         metrics["goals_passed"] = 1.0 if report.passed else 0.0
         ctx.client.log_param("goal_results", [g.to_dict() for g in report.goals])
+    if report.layers is not None:
+        first = report.layers["first_divergent"]
+        metrics["layers.runs"] = float(report.layers["runs"])
+        ctx.client.log_param("first_divergent_layer", first["node"] if first else None)
+        ctx.client.log_param("layers", report.layers)
     ctx.client.log_metrics(metrics)
     ctx.client.log_param("worst_samples", report.worst)
     path = ctx.artifact_dir / "per_sample.json"
