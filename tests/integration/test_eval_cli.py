@@ -320,3 +320,72 @@ def test_tflite_eval_in_the_onnx_layout(tmp_path: Path, tflite_built: str) -> No
     cosine = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert report["outputs"]["features"]["cosine"] == pytest.approx(cosine.mean(), rel=1e-9)
     assert report["outputs"]["features"]["max_abs"] == pytest.approx(np.abs(a - b).max())
+
+
+def _outlier_model(path: Path, rng: np.random.Generator) -> int:
+    """Six 3x3 convolutions with ReLUs between; conv3 makes one outlier channel (x500) that
+    conv4 ignores, so a per-tensor int8 scale on conv3's output crushes its other channels.
+    Returns the number of layers (nodes)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    weights = [(rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32) for _ in range(6)]
+    weights[0] = weights[0][:, :3]
+    weights[5] = weights[5][:4]
+    weights[2] = np.abs(weights[2]) * 0.3
+    weights[2][0] *= 500.0
+    weights[3][:, 0] = 0.0
+    nodes, tensors, previous = [], [], "x"
+    for i, w in enumerate(weights, start=1):
+        nodes.append(helper.make_node("Conv", [previous, f"W{i}"], [f"c{i}"], name=f"conv{i}",
+                                      pads=[1, 1, 1, 1]))  # fmt: skip
+        tensors.append(numpy_helper.from_array(w, f"W{i}"))
+        previous = f"c{i}"
+        if i < 6:
+            nodes.append(helper.make_node("Relu", [previous], [f"s{i}"], name=f"relu{i}"))
+            previous = f"s{i}"
+    graph = helper.make_graph(
+        nodes,
+        "outlier",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [1, 4, 8, 8])],
+        tensors,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+    return len(nodes)
+
+
+def test_layers_name_the_outlier_layer_in_few_runs(project: Path) -> None:
+    rng = np.random.default_rng(5)
+    layers = _outlier_model(project / "outlier.onnx", rng)
+    (project / "ods").mkdir()
+    for i in range(8):
+        np.savez(project / "ods" / f"{i}.npz", x=rng.standard_normal((1, 3, 8, 8)).astype("f4"))
+    result = hub("exec", "eval", "onnxruntime", "outlier.onnx", "--dataset", "ods",
+                 "--set", "quantization=static", "--set", "calibration_data=ods",
+                 "--layers", "--json", cwd=project)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["layers"]
+    assert report["layers"] == layers == 11
+    first = report["first_divergent"]  # the quantizer folds each Conv into its ReLU
+    assert (first["node"], first["fused"]) == ("relu3", ["conv3"])
+    assert first["channel_rel_l2"] > 0.2
+    fused = [row["node"] for row in report["fused_or_renamed"]]
+    assert fused == ["conv1", "conv2", "conv3", "conv4", "conv5"]  # reported, not skipped
+    assert 1 <= report["runs"] <= int(np.ceil(np.log2(layers))) + 2
+    assert result.stderr.count("layers: probe") == report["runs"]
+    measured = {row["node"]: row for row in report["measured"]}
+    assert measured["relu3"]["growth"] > 0.2  # conv3 + relu3 themselves added the error
+    before = [row for row in report["measured"] if row["index"] < measured["relu3"]["index"]]
+    assert all(row["channel_rel_l2"] <= 0.2 for row in before)
+    (run,) = [r for r in runs(project) if r.run_type == "EVAL"]
+    assert run.params["first_divergent_layer"] == "relu3"
+    assert run.metrics["layers.runs"] == report["runs"]
+    text = hub("exec", "eval", "onnxruntime", "outlier.onnx", "--dataset", "ods",
+               "--set", "quantization=static", "--layers", "0.2", cwd=project)  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert "first divergent layer: relu3 (Relu, tensor s3; conv3 fused into it)" in text.stdout
+    tflite = hub("exec", "eval", "tflite", "outlier.onnx", "--dataset", "ods", "--layers",
+                 cwd=project)  # fmt: skip
+    assert tflite.returncode == 2 and "--layers compares ONNX Runtime models" in tflite.stderr

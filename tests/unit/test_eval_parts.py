@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,3 +156,42 @@ def test_bad_datasets_name_the_sample(tmp_path: Path) -> None:
     np.savez(tmp_path / "uneven.npz", x=np.zeros((3, 1, 4), np.float32), y=np.zeros((2, 1)))
     with pytest.raises(InputDataError, match="disagree on the number of samples"):
         load_dataset(tmp_path / "uneven.npz", SPECS)
+
+
+def _chain(count: int) -> list[dict[str, object]]:
+    nodes = []
+    for i in range(count):
+        nodes.append({"name": f"n{i}", "op": "Relu", "inputs": [f"t{i - 1}" if i else "x"],
+                      "outputs": [f"t{i}"]})  # fmt: skip
+    return nodes
+
+
+def test_layer_bisection_finds_the_first_divergent_layer_in_few_runs() -> None:
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+
+    count, bad = 100, 37
+    reference = _chain(count)
+    compiled = [n for n in _chain(count) if n["name"] != "n36"]  # n36 folded into n37
+    rows = layer_rows(reference, compiled)
+    marked: list[list[str]] = []
+
+    def probe(marks: dict[str, str], bad: int = bad) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Stands in for the two models' runs: from layer ``bad`` on, 100 % error."""
+        marked.append(list(marks))
+        model = {}
+        for name in marks:
+            noise = 1.0 if int(name[1:]) >= bad else 0.01
+            model[name] = np.ones((2, 1, 3)) * (1 + noise)
+        return model, {ref: np.ones((2, 1, 3)) for ref in marks.values()}
+
+    search = LayerSearch(rows, 0.2, probe)
+    first = search.first_divergent()
+    assert first is not None and first.node == "n37" and first.fused == ["n36"]
+    assert search.runs == len(marked) <= int(np.ceil(np.log2(count))) + 1
+    assert all(len(names) <= 2 for names in marked)  # a few tensors per run, never all
+    assert first.growth == pytest.approx(1.0)  # its producer n36 was folded: nothing before
+    report = search.to_dict(first, 2)
+    assert report["fused_or_renamed"] == [{"node": "n36", "op": "Relu", "tensor": "t36"}]
+
+    calm = LayerSearch(layer_rows(reference, reference), 0.2, lambda m: probe(m, bad=count))
+    assert calm.first_divergent() is None and calm.runs == 1

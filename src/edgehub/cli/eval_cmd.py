@@ -179,4 +179,8 @@ def _print_layers(layers: dict[str, Any]) -> None:
     if first is None:
         print("  no layer diverges above the threshold")
     else:
-        print(f"  first divergent layer: {first['node']} ({first['op']}, tensor {first['tensor']})")
+        folded = f"; {', '.join(first['fused'])} fused into it" if first["fused"] else ""
+        print(
+            f"  first divergent layer: {first['node']} ({first['op']}, tensor "
+            f"{first['tensor']}{folded})"
+        )

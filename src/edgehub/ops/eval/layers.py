@@ -4,14 +4,16 @@ the float reference's, found by bisection over the graph order.
 Layers are the reference's nodes in graph (topological) order; a node's tensor is its first
 output, found in the compiled (QDQ) model as ``<tensor>_DequantizeLinear_Output`` (the value
 its consumers see) or under its own name. A layer without a counterpart was fused or renamed
-by the compiler and is reported as such. A layer's error is measured on a few samples: the
-relative L2 error, cosine and SNR of the whole tensor, and the worst per-channel relative L2
-(channels on axis 1), which catches channels a per-tensor int8 scale crushes even where one
-outlier channel dominates the whole tensor's norm. A layer **diverges** when its worst channel
-error exceeds the threshold; errors carry forward through the graph, so the first divergent
-layer is found by bisection, each probe one extra run of both models with that layer's tensor
-(and its producers', to tell how much the layer itself added) marked as outputs: at most
-ceil(log2(layers)) + 1 extra runs, never every tensor at once.
+by the compiler and is reported as such, and named in the ``fused`` list of the next matched
+layer it feeds (a Conv folded into the Relu after it is judged with that Relu). A layer's
+error is measured on a few samples: the relative L2 error, cosine and SNR of the whole tensor,
+and the worst per-channel relative L2 (channels on axis 1), which catches channels a
+per-tensor int8 scale crushes even where one outlier channel dominates the whole tensor's
+norm. A layer **diverges** when its worst channel error exceeds the threshold; errors carry
+forward through the graph, so the first divergent layer is found by bisection, each probe one
+extra run of both models with that layer's tensor (and its producers', to tell how much the
+layer itself added) marked as outputs: at most ceil(log2(layers)) + 1 extra runs, never every
+tensor at once.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class LayerRow:
     cosine: float | None = None
     snr_db: float | None = None
     growth: float | None = None
+    fused: list[str] = field(default_factory=list)
 
     @property
     def measured(self) -> bool:
@@ -75,7 +78,21 @@ def layer_rows(
         rows.append(LayerRow(len(rows), node["name"], node["op"], tensor, match, producers))
         for name in node["outputs"]:
             producer[name] = len(rows) - 1
+    for row in rows:  # the unmatched layers just before a matched one were folded into it
+        if row.compiled_tensor is not None:
+            row.fused = _folded(rows, row)
     return rows
+
+
+def _folded(rows: list[LayerRow], row: LayerRow) -> list[str]:
+    found: list[str] = []
+    pending = [i for i in row.producers if rows[i].compiled_tensor is None]
+    while pending:
+        other = rows[pending.pop()]
+        if other.node not in found:
+            found.insert(0, other.node)
+            pending += [i for i in other.producers if rows[i].compiled_tensor is None]
+    return found
 
 
 def tensor_errors(model: np.ndarray, reference: np.ndarray) -> dict[str, float]:
