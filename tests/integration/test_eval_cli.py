@@ -381,6 +381,8 @@ def test_layers_name_the_outlier_layer_in_few_runs(project: Path) -> None:
     assert all(row["channel_rel_l2"] <= 0.2 for row in before)
     (run,) = [r for r in runs(project) if r.run_type == "EVAL"]
     assert run.params["first_divergent_layer"] == "relu3"
+    stored = json.loads(Path(str(run.artifacts["layers"].file_path)).read_text())
+    assert stored["first_divergent"]["node"] == "relu3" and stored["runs"] == report["runs"]
     assert run.metrics["layers.runs"] == report["runs"]
     text = hub("exec", "eval", "onnxruntime", "outlier.onnx", "--dataset", "ods",
                "--set", "quantization=static", "--layers", "0.2", cwd=project)  # fmt: skip

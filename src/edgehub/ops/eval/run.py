@@ -6,8 +6,8 @@ float32 on this host's ONNX Runtime); the outputs are compared per output and sc
 metrics, and goals decide whether the model passes. The dataset is checked against the
 reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run keeps
 the dataset and labels (stored by content, once), both models' outputs (``outputs``,
-``reference_outputs``: .npz stacked over the samples), every figure as a metric and the
-per-sample values as ``per_sample.json``.
+``reference_outputs``: .npz stacked over the samples), every figure as a metric, the
+per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def _eval_run(
                 "$runtime": request.runtime,
                 "dataset_sha256": sha,
                 "samples": len(dataset),
-                "metrics": metric_names,
+                "task_metrics": metric_names,
                 "goals": list(request.goals),
                 "compile_run": compile_run,
             }
@@ -377,7 +377,9 @@ def _record(ctx: HubContext, report: EvalReport) -> None:
         first = report.layers["first_divergent"]
         metrics["layers.runs"] = float(report.layers["runs"])
         ctx.client.log_param("first_divergent_layer", first["node"] if first else None)
-        ctx.client.log_param("layers", report.layers)
+        layers = ctx.artifact_dir / "layers.json"
+        layers.write_text(json.dumps(report.layers))
+        ctx.client.log_artifact(layers, name="layers")
     ctx.client.log_metrics(metrics)
     ctx.client.log_param("worst_samples", report.worst)
     path = ctx.artifact_dir / "per_sample.json"
