@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
 
 EVAL_RUNTIMES = ("onnxruntime", "tflite")
+EVAL_PROVIDERS = ("local", "ssh")
 REFERENCE_RUNTIME = "onnxruntime"
 
 
@@ -108,6 +109,12 @@ def evaluate(
     goals, metric_names = _plan(request)
     cancel = cancel or Cancellation()
     with _context(project, request, subscriber, cancel) as ctx:
+        provider = ctx.device(request.device or "local").provider_type
+        if provider not in EVAL_PROVIDERS:
+            raise UsageError(
+                f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
+                f"far; device {request.device!r} uses {provider!r}"
+            )
         reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
         inspect = get_runtime(REFERENCE_RUNTIME).inspect
         assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
@@ -119,17 +126,18 @@ def evaluate(
             reference, compiled, compile_run = _models(ctx, request, runtime)
             cancel.check()
         assert compiled is not None
-        return _eval_run(
-            ctx,
-            request,
-            dataset,
-            reference,
-            compiled,
-            compile_run,
-            goals,
-            metric_names,
-            cancel,
-        )
+        with _device_lease(project, ctx, request, cancel):
+            return _eval_run(
+                ctx,
+                request,
+                dataset,
+                reference,
+                compiled,
+                compile_run,
+                goals,
+                metric_names,
+                cancel,
+            )
 
 
 @contextmanager
@@ -142,6 +150,30 @@ def _context(
             yield ctx
         finally:
             cancel.release(ctx)
+
+
+@contextmanager
+def _device_lease(
+    project: Project, ctx: HubContext, request: EvalRequest, cancel: Cancellation
+) -> Iterator[None]:
+    """Hold a device other than this host while the samples run on it, as every step on such
+    a device does (see `ops.leases`), so an eval does not disturb a measurement there."""
+    from edgehub.config.schema import CLOUD_PROVIDERS
+    from edgehub.ops.leases import measurement_lease
+
+    name = request.device or "local"
+    if ctx.device(name).provider_type in ("local", *CLOUD_PROVIDERS):
+        yield
+        return
+    with measurement_lease(
+        project,
+        name,
+        timeout=None,
+        command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
+        events=ctx.events,
+        cancelled=cancel.wait,
+    ):
+        yield
 
 
 def _models(
