@@ -7,8 +7,8 @@ per sample. Each runtime's subclass names its agent command and the files its mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.agent_call import AgentCall
 
-__all__ = ["BatchOutputs", "BatchRunner"]
+__all__ = ["BatchJob", "BatchOutputs", "BatchRunner"]
 
 
 @dataclass
@@ -35,6 +35,16 @@ class BatchOutputs:
     metrics: dict[str, Any]
     path: Path
     data: dict[str, Any]
+
+
+@dataclass
+class BatchJob:
+    """One model to run over the samples: a compiled model or a path, the ``role`` its timings
+    are logged under (``<role>.<metric>``), and request fields of its run (``options``)."""
+
+    model: Any
+    role: str
+    options: Mapping[str, Any] = field(default_factory=dict)
 
 
 class BatchRunner:
@@ -53,8 +63,8 @@ class BatchRunner:
             self._agent.local_dir = ctx.artifact_dir / scratch
 
     def model_files(self, model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
-        """The files ``model`` (a compiled model, or a path) needs and the request fields
-        naming them."""
+        """The files ``model`` (a compiled model, or a path) needs and the run's fields naming
+        them (``in/<name>``)."""
         path = model if isinstance(model, Path) else Path(model.path.to_local(self.ctx).local())
         return {path.name: path}, {"model": f"in/{path.name}"}
 
@@ -67,22 +77,50 @@ class BatchRunner:
         role: str,
         options: Mapping[str, Any] | None = None,
     ) -> BatchOutputs:
-        """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through
-        ``model``; the outputs file is kept in the run's directory and the timings are logged
-        as ``<role>.<metric>``. ``options`` adds request fields the command takes."""
-        files, request = self.model_files(model)
-        request.update(options or {})
+        """Every sample of ``samples`` through ``model`` (see `run_many`)."""
+        job = BatchJob(model, role, options or {})
+        return self.run_many([job], samples, stacked=stacked)[0]
+
+    def run_many(
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool
+    ) -> list[BatchOutputs]:
+        """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through each
+        job's model, in one agent call (the samples travel and load once); the outputs files
+        are kept in the run's directory."""
         staged = "samples.npz" if stacked else "samples"
-        files[staged] = samples
-        request.update({"samples": f"in/{staged}", "stacked": stacked, "output": "out/outputs.npz"})
+        files: dict[str, Path] = {staged: samples}
+        runs = []
+        for index, job in enumerate(jobs):
+            own, fields = self.model_files(job.model)
+            if any(name in files for name in own):  # two models of one file name
+                own, fields = _prefixed(own, fields, f"{index}-")
+            files.update(own)
+            runs.append({**fields, **job.options, "output": f"out/outputs-{index}.npz"})
+        request = {"samples": f"in/{staged}", "stacked": stacked, "runs": runs}
         result = self._agent.call(self.command, request, inputs=files, failure=InvokeError)
         skip = frozenset(result.params) | frozenset(result.metrics)
         record_agent_result(self.ctx, result, skip=skip)  # environment and warnings
-        self.ctx.client.log_metrics(
-            {f"{role}.{k}": float(v) for k, v in result.metrics.items() if _is_number(v)}
-        )
-        path = result.files / "outputs.npz"
-        return BatchOutputs(load_npz(path), dict(result.metrics), path, dict(result.data))
+        found = []
+        for index, job in enumerate(jobs):
+            data = dict(result.data["runs"][index])
+            metrics = {k: float(v) for k, v in data.items() if _is_number(v)}
+            self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
+            path = result.files / f"outputs-{index}.npz"
+            found.append(BatchOutputs(load_npz(path), metrics, path, data))
+        return found
+
+
+def _prefixed(
+    files: dict[str, Path], fields: dict[str, Any], prefix: str
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    renamed = {f"{prefix}{name}": path for name, path in files.items()}
+    moved = {
+        key: f"in/{prefix}{value[3:]}"
+        if isinstance(value, str) and value.startswith("in/")
+        else value
+        for key, value in fields.items()
+    }
+    return renamed, moved
 
 
 def _is_number(value: Any) -> bool:

@@ -1,20 +1,21 @@
-"""``ort.batch``: run a model over every sample of a dataset in one call.
+"""``ort.batch``: run models over every sample of a dataset in one call.
 
 Request::
 
-    {"model": PATH, "samples": NPZ | DIR, "stacked": false, "output": NPZ,
-     "extra_outputs": [tensor names], "graph": false,
+    {"samples": NPZ | DIR, "stacked": false,
+     "runs": [{"model": PATH, "output": NPZ, "extra_outputs": [tensor names], "graph": false}],
      "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
 
 ``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
 sorted name order), or one ``.npz`` whose arrays carry a leading samples axis when ``stacked``
-is true. Every sample is checked against the model's inputs. The outputs go to one compressed
-``.npz`` keyed by output name, each stacked along a new leading samples axis (so sample ``i``'s
-output is ``output[name][i]``); outputs whose shape varies across samples are refused.
-``extra_outputs`` names intermediate tensors to save too (made graph outputs of a copy of the
-model, which needs the onnx package). Metrics: inference_ms (total), session_create_ms. Data:
-samples, outputs [{name, dtype, shape}] (shape of one sample's output) and, with ``graph``, the
-model's nodes in graph (topological) order [{name, op, inputs, outputs}].
+is true; it is read once and every sample is checked against each model's inputs. Each run's
+outputs go to its own uncompressed ``.npz`` keyed by output name, each stacked along a new
+leading samples axis (sample ``i``'s output is ``output[name][i]``); outputs whose shape varies
+across samples are refused. ``extra_outputs`` names intermediate tensors to save too (made
+graph outputs of a copy of the model, which needs the onnx package); ``graph`` reports the
+model's nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs
+[{outputs [{name, dtype, shape}], inference_ms, session_create_ms, graph (with ``graph``: the
+nodes in graph order [{name, op, inputs, outputs}])}].
 """
 
 from __future__ import annotations
@@ -28,39 +29,72 @@ from ..models import import_onnx, load_model, save_model
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
-from ..tensors import save_npz
+from ..tensors import Arrays, check_arrays, save_npz
 from .sessions import create_session, input_specs, resolve_providers, session_options
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    import numpy as np
-
-    model_arg = params.path("model")
     samples_arg = params.path("samples")
-    output_arg = params.path("output")
     stacked = params.boolean("stacked", False)
-    extra = params.string_list("extra_outputs") or []
-    graph = params.boolean("graph", False)
+    runs = params.raw_value("runs")
     providers = resolve_providers(params.string_list("providers"))
     params.resolved["providers"] = providers
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     params.finish()
-    assert model_arg is not None and samples_arg is not None and output_arg is not None
-
-    path = Path(model_arg)
-    nodes = _nodes(path) if graph or extra else []
-    if extra:
-        path = _with_outputs(path, extra, nodes)
+    assert samples_arg is not None
+    if not isinstance(runs, list) or not runs:
+        raise UsageError("ort.batch: parameter 'runs' must be a non-empty list of runs")
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)
-    start = time.perf_counter_ns()
-    session = create_session(path, options, providers)
-    created = time.perf_counter_ns() - start
-    specs = input_specs(session)
-    if stacked:
-        samples = split_stacked(samples_arg, specs)
-    else:
-        samples = load_samples(samples_arg, specs, "dataset")
+    samples: list[Arrays] | None = None
+    results: list[dict[str, Any]] = []
+    for index, raw in enumerate(runs):
+        job = Params(raw, f"ort.batch run {index}")
+        model_arg, output_arg = job.path("model"), job.path("output")
+        extra = job.string_list("extra_outputs") or []
+        graph = job.boolean("graph", False)
+        job.finish()
+        assert model_arg is not None and output_arg is not None
+        path = Path(model_arg)
+        nodes = _nodes(path) if graph or extra else []
+        if extra:
+            path = _with_outputs(path, extra, nodes)
+        start = time.perf_counter_ns()
+        session = create_session(path, options, providers)
+        created = time.perf_counter_ns() - start
+        specs = input_specs(session)
+        if samples is None:
+            loader = split_stacked if stacked else load_samples
+            samples = loader(samples_arg, specs, "dataset")
+        else:
+            for number, sample in enumerate(samples):
+                check_arrays(sample, specs, f"dataset sample #{number}")
+        outputs, elapsed = _run_all(session, samples)
+        save_npz(output_arg, outputs, compress=False)
+        report.info(f"{path.name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
+        result: dict[str, Any] = {
+            "outputs": [
+                {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
+                for n, a in outputs.items()
+            ],
+            "inference_ms": ms(elapsed),
+            "session_create_ms": ms(created),
+        }
+        if graph:
+            result["graph"] = nodes
+        results.append(result)
+    metrics = {
+        "inference_ms": sum(r["inference_ms"] for r in results),
+        "session_create_ms": sum(r["session_create_ms"] for r in results),
+    }
+    data = {"samples": len(samples or []), "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+
+
+def _run_all(session: Any, samples: list[Arrays]) -> tuple[dict[str, Any], int]:
+    """Each output stacked over the samples, and the nanoseconds spent in ``session.run``."""
+    import numpy as np
+
     names = [o.name for o in session.get_outputs()]
     collected: dict[str, list[Any]] = {name: [] for name in names}
     elapsed = 0
@@ -75,7 +109,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         elapsed += time.perf_counter_ns() - start
         for name, value in zip(names, values):
             collected[name].append(np.asarray(value))
-    stacked_out: dict[str, Any] = {}
+    stacked: dict[str, Any] = {}
     for name, values in collected.items():
         shapes = {tuple(v.shape) for v in values}
         if len(shapes) > 1:
@@ -83,20 +117,8 @@ def run(params: Params, report: Report) -> CommandOutput:
                 f"output '{name}' changes shape across samples ({sorted(shapes)[:3]}...); "
                 "eval compares outputs of one shape per dataset"
             )
-        stacked_out[name] = np.stack(values) if values else np.zeros((0,))
-    save_npz(output_arg, stacked_out)
-    report.info(f"{len(samples)} samples run in {ms(elapsed):.1f} ms")
-    data = {
-        "samples": len(samples),
-        "outputs": [
-            {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-            for n, a in stacked_out.items()
-        ],
-    }
-    if graph:
-        data["graph"] = nodes
-    metrics = {"inference_ms": ms(elapsed), "session_create_ms": ms(created)}
-    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+        stacked[name] = np.stack(values) if values else np.zeros((0,))
+    return stacked, elapsed
 
 
 def _nodes(path: Path) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.batch import BatchOutputs, BatchRunner
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
@@ -215,6 +215,7 @@ def _eval_run(
     cancel: Cancellation,
 ) -> EvalReport:
     from edgehub.core import RunType
+    from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
     from edgehub.tracking.artifacts import hash_path
 
@@ -241,17 +242,17 @@ def _eval_run(
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
         model_runner = _batch_runner(request.runtime)(ctx, request.device)
-        ctx.events.info(f"run {len(dataset)} samples through the compiled model on {device_name}")
-        graph = {"graph": True} if request.layers is not None else None
-        model_out = model_runner.run(
-            compiled, samples, stacked=dataset.stacked, role="model", options=graph
-        )
-        cancel.check()
-        ctx.events.info("run them through the reference (ONNX Runtime, float32, this host)")
         same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
-        reference_out = reference_runner.run(
-            reference, samples, stacked=dataset.stacked, role="reference", options=graph
+        runners = (model_runner, reference_runner)
+        where = "both models in one call" if same else f"the compiled model on {device_name}"
+        ctx.events.info(f"run {len(dataset)} samples: {where}, the reference on this host")
+        graph = {"graph": True} if request.layers is not None else {}
+        model_out, reference_out = _run_both(
+            runners,
+            (BatchJob(compiled, "model", graph), BatchJob(reference, "reference", graph)),
+            samples,
+            dataset.stacked,
         )
         cancel.check()
         ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
@@ -281,7 +282,6 @@ def _eval_run(
         _compare(report, pairs, dataset, metric_names, request.worst)
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
         if request.layers is not None:
-            runners = (model_runner, reference_runner)
             outs = (model_out, reference_out)
             report.layers = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
         _record(ctx, report)
@@ -299,6 +299,7 @@ def _layers(
 ) -> dict[str, Any]:
     """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
     from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.tensors import save_npz
 
     assert request.layers is not None
@@ -310,21 +311,34 @@ def _layers(
 
     def probe(marks: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx.events.info(f"layers: probe {', '.join(marks.values())}")
-        arrays = []
-        for model, runner, names in zip(
-            models, runners, (list(marks), list(marks.values())), strict=True
-        ):
-            result = runner.run(
-                model, folder, stacked=False, role="layers", options={"extra_outputs": names}
-            )
-            arrays.append(result.arrays)
-        return arrays[0], arrays[1]
+        jobs = (
+            BatchJob(models[0], "layers.model", {"extra_outputs": list(marks)}),
+            BatchJob(models[1], "layers.reference", {"extra_outputs": list(marks.values())}),
+        )
+        model, reference = _run_both(runners, jobs, folder, False)
+        return model.arrays, reference.arrays
 
     search = LayerSearch(rows, request.layers, probe)
     first = search.first_divergent()
     if first is not None:
         ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
     return search.to_dict(first, count)
+
+
+def _run_both(
+    runners: tuple[BatchRunner, BatchRunner],
+    jobs: tuple[BatchJob, BatchJob],
+    samples: Path,
+    stacked: bool,
+) -> tuple[BatchOutputs, BatchOutputs]:
+    """The compiled model's and the reference's outputs: in one call where one runner serves
+    both, else one call each."""
+    if runners[0] is runners[1]:
+        model, reference = runners[0].run_many(jobs, samples, stacked=stacked)
+        return model, reference
+    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked)
+    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked)
+    return model, reference
 
 
 def _batch_runner(runtime: str) -> type[BatchRunner]:
