@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -391,3 +393,52 @@ def test_layers_name_the_outlier_layer_in_few_runs(project: Path) -> None:
     tflite = hub("exec", "eval", "tflite", "outlier.onnx", "--dataset", "ods", "--layers",
                  cwd=project)  # fmt: skip
     assert tflite.returncode == 2 and "--layers compares ONNX Runtime models" in tflite.stderr
+
+
+def test_interrupted_eval_is_killed_and_leaves_no_container(project: Path) -> None:
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    width, depth = 256, 40  # ~2.6 M multiply-adds a sample: 20,000 samples take a while
+    weights = [(rng.standard_normal((width, width)) / 16).astype(np.float32) for _ in range(depth)]
+    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i - 1}", f"W{i}"], [f"h{i}"])
+             for i in range(depth)]  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "slow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width])],
+        [helper.make_tensor_value_info(f"h{depth - 1}", TensorProto.FLOAT, [1, width])],
+        [numpy_helper.from_array(w, f"W{i}") for i, w in enumerate(weights)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(project / "slow.onnx"))
+    np.savez(project / "many.npz", x=rng.standard_normal((20000, 1, width)).astype(np.float32))
+    proc = subprocess.Popen(
+        [HUB, "exec", "eval", "onnxruntime", "slow.onnx", "--dataset", "many.npz",
+         "--set", "quantization=none"],
+        cwd=project, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:  # the samples are on their way through the models
+        lines.append(line)
+        if line.startswith("run 20000 samples"):
+            break
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130, "".join(lines)
+    lines += proc.stderr.readlines()
+    assert not any("Traceback" in line for line in lines), "".join(lines)
+    statuses = {r.run_type: r.status for r in runs(project)}
+    assert statuses == {"COMPILE": "FINISHED", "EVAL": "KILLED"}, "".join(lines)
+    deadline = time.monotonic() + 15
+    left = ["?"]
+    while left and time.monotonic() < deadline:
+        left = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=org.edgehub.owner-pid={proc.pid}"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        time.sleep(0.2)
+    assert left == []
