@@ -442,3 +442,35 @@ def test_interrupted_eval_is_killed_and_leaves_no_container(project: Path) -> No
         ).stdout.split()  # fmt: skip
         time.sleep(0.2)
     assert left == []
+
+
+def test_reference_from_an_earlier_eval_run(project: Path) -> None:
+    float_eval = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds",
+                     "--set", "quantization=none", "--json", cwd=project)  # fmt: skip
+    assert float_eval.returncode == 0, float_eval.stderr
+    first = json.loads(float_eval.stdout)
+    int8 = _int8(project, "--metric", "top1", "--json")
+    against_ort = json.loads(int8.stdout)
+    result = _int8(project, "--metric", "top1", "--reference", first["run_id"][:8], "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["reference"] == f"run {first['run_id']}"
+    assert "reference: run" in result.stderr and "both models in one call" not in result.stderr
+    stored = np.load(str(next(r for r in runs(project) if r.run_id == first["run_id"])
+                         .artifacts["outputs"].file_path))["logits"]  # fmt: skip
+    model = np.load(str(next(r for r in runs(project) if r.run_id == report["run_id"])
+                        .artifacts["outputs"].file_path))["logits"]  # fmt: skip
+    a, b = model.reshape(SAMPLES, -1), stored.reshape(SAMPLES, -1)
+    assert report["outputs"]["logits"]["max_abs"] == pytest.approx(float(np.abs(a - b).max()))
+    for key in ("cosine", "snr_db"):  # the float run's outputs are the original's, or nearly
+        ort_value = against_ort["outputs"]["logits"][key]
+        assert report["outputs"]["logits"][key] == pytest.approx(ort_value, rel=1e-4)
+    labels = np.load(project / "labels.npz")["labels"]
+    assert report["tasks"]["top1"]["reference"] == pytest.approx(np.mean(b.argmax(1) == labels))
+    np.savez(project / "other.npz", x=np.zeros((3, 1, FEATURES), np.float32))
+    other = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "other.npz",
+                "--reference", first["run_id"], cwd=project)  # fmt: skip
+    assert other.returncode == 2 and "evaluated another dataset" in other.stderr
+    layers = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--layers",
+                 "--reference", first["run_id"], cwd=project)  # fmt: skip
+    assert layers.returncode == 2 and "drop --reference RUN_ID" in layers.stderr

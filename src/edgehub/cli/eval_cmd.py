@@ -52,6 +52,13 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     group.add_argument(
+        "--reference",
+        metavar="onnxruntime|RUN_ID",
+        help="what the outputs are compared with: the original ONNX model in float32 here "
+        "(onnxruntime, the default), or the model outputs of an earlier eval run on the same "
+        "dataset",
+    )
+    group.add_argument(
         "--layers",
         nargs="?",
         const=0.2,
@@ -93,6 +100,7 @@ def handle_eval(args: argparse.Namespace) -> int:
         name=args.name,
         tags=dict(_pair(t) for t in args.tag),
         layers=args.layers,
+        reference=args.reference,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError
+from edgehub.tracking.artifacts import hash_path
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,7 +32,7 @@ MAX_LABELS_JSON = 256 << 20
 @dataclass
 class Dataset:
     """Checked samples in order, their names (file names, or ``#i`` in one stacked file),
-    and the labels (one array per sample) when given."""
+    the labels (one array per sample) when given, and the content hash of ``path``."""
 
     path: Path
     stacked: bool
@@ -39,6 +40,7 @@ class Dataset:
     samples: list[dict[str, np.ndarray]]
     labels: list[np.ndarray] | None = None
     labels_path: Path | None = None
+    sha256: str = ""
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -85,6 +87,7 @@ def load_dataset(path: Path, specs: Sequence[TensorSpec], labels: Path | None = 
     if labels is not None:
         dataset.labels = _load_labels(labels, dataset)
         dataset.labels_path = labels
+    dataset.sha256 = hash_path(path)
     return dataset
 
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.registry import Runtime
+    from edgehub.tracking.run_log import RunLog
 
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
 
@@ -48,7 +49,9 @@ class EvalRequest:
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
     to compute (those the goals name are added); ``worst`` how many samples to name.
     ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
-    (see `layers`), run on the first ``layer_samples`` samples; None: no search."""
+    (see `layers`), run on the first ``layer_samples`` samples; None: no search.
+    ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
+    an EVAL run on the same dataset whose model's outputs serve as the reference."""
 
     runtime: str
     dataset: Path
@@ -64,6 +67,7 @@ class EvalRequest:
     worst: int = 5
     layers: float | None = None
     layer_samples: int = 4
+    reference: str | None = None
 
 
 def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
@@ -82,6 +86,8 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
             raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
         if not request.layers > 0 or request.layer_samples < 1:
             raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
+    if _stored_reference(request) and request.layers is not None:
+        raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
     goals = [parse_goal(text) for text in request.goals]
     names: list[str] = []
     for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
@@ -121,6 +127,7 @@ def evaluate(
         signature = inspect(ctx, reference, None)
         dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
+        stored = _reference_run(ctx, request, dataset)
         cancel.check()
         if compiled is None:
             reference, compiled, compile_run = _models(ctx, request, runtime)
@@ -137,6 +144,7 @@ def evaluate(
                 goals,
                 metric_names,
                 cancel,
+                stored,
             )
 
 
@@ -150,6 +158,27 @@ def _context(
             yield ctx
         finally:
             cancel.release(ctx)
+
+
+def _stored_reference(request: EvalRequest) -> bool:
+    return request.reference not in (None, REFERENCE_RUNTIME)
+
+
+def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> RunLog | None:
+    """The EVAL run ``--reference`` names, checked to have run on this very dataset."""
+    if not _stored_reference(request):
+        return None
+    assert request.reference is not None
+    log = ctx.store.run_log(request.reference, run_type="EVAL")
+    if "outputs" not in log.artifacts:
+        raise UsageError(f"run {log.run_id[:8]} kept no outputs; pass the id of an eval run")
+    logged = log.params.get("dataset_sha256")
+    if logged is None or logged.value != dataset.sha256:
+        raise UsageError(
+            f"run {log.run_id[:8]} evaluated another dataset; give --dataset the same samples "
+            "(compared by content), or drop --reference"
+        )
+    return log
 
 
 @contextmanager
@@ -213,17 +242,18 @@ def _eval_run(
     goals: list[Goal],
     metric_names: list[str],
     cancel: Cancellation,
+    stored_ref: RunLog | None = None,
 ) -> EvalReport:
     from edgehub.core import RunType
-    from edgehub.toolchains.batch import BatchJob
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.toolchains.tensors import load_npz
 
     device_name = request.device or "local"
     device = ctx.device(device_name)
     name = request.name or f"eval-{reference.stem}"
     with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]) as run:
-        sha = hash_path(dataset.path)
+        sha = dataset.sha256
         ctx.client.log_params(
             {
                 "$runtime": request.runtime,
@@ -246,14 +276,20 @@ def _eval_run(
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         runners = (model_runner, reference_runner)
         where = "both models in one call" if same else f"the compiled model on {device_name}"
-        ctx.events.info(f"run {len(dataset)} samples: {where}, the reference on this host")
+        if stored_ref is not None:
+            where = f"the compiled model on {device_name}; reference: run {stored_ref.run_id[:8]}"
+        ctx.events.info(f"run {len(dataset)} samples: {where}")
         graph = {"graph": True} if request.layers is not None else {}
-        model_out, reference_out = _run_both(
-            runners,
-            (BatchJob(compiled, "model", graph), BatchJob(reference, "reference", graph)),
-            samples,
-            dataset.stacked,
-        )
+        model_job = BatchJob(compiled, "model", graph)
+        if stored_ref is not None:
+            (model_out,) = model_runner.run_many([model_job], samples, stacked=dataset.stacked)
+            path = Path(stored_ref.artifacts["outputs"].local())
+            reference_out = BatchOutputs(load_npz(path), {}, path, {})
+        else:
+            reference_job = BatchJob(reference, "reference", graph)
+            model_out, reference_out = _run_both(
+                runners, (model_job, reference_job), samples, dataset.stacked
+            )
         cancel.check()
         ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
         ctx.client.log_artifact(
@@ -266,7 +302,7 @@ def _eval_run(
             runtime=request.runtime,
             device=device_name,
             model=str(compiled_path),
-            reference=str(reference),
+            reference=str(reference) if stored_ref is None else f"run {stored_ref.run_id}",
             dataset=str(dataset.path),
             dataset_sha256=sha,
             samples=len(dataset),
