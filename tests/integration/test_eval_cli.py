@@ -474,3 +474,31 @@ def test_reference_from_an_earlier_eval_run(project: Path) -> None:
     layers = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--layers",
                  "--reference", first["run_id"], cwd=project)  # fmt: skip
     assert layers.returncode == 2 and "drop --reference RUN_ID" in layers.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--goal", "cosine:nope>=0.9"], "the model has no output 'nope'; outputs: logits"),
+        (["--goal", "top1>=x"], "'x' is not a number"),
+        (["--metric", "f1"], "unknown metric 'f1'"),
+        (["--labels", "missing.json"], "labels missing.json not found"),
+    ],
+)
+def test_bad_goals_and_metrics_exit_2_before_any_run(
+    project: Path, args: list[str], needle: str
+) -> None:
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", *args, cwd=project)
+    assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert result.stderr.count("hub: error:") == 1 and "Traceback" not in result.stderr
+    assert runs(project) == []
+
+
+def test_devices_of_other_providers_are_refused(project: Path) -> None:
+    with (project / "hub.toml").open("a") as toml:
+        toml.write('\n[devices.board]\nprovider = "embedl_onnxruntime"\n')
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--device",
+                 "board", cwd=project)  # fmt: skip
+    assert result.returncode == 2
+    assert "providers local, ssh so far; device 'board' uses 'embedl_onnxruntime'" in result.stderr
+    assert runs(project) == []

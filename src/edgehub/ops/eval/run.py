@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import ModelError, UsageError
+from edgehub.errors import InputDataError, ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
 from edgehub.ops.eval.goals import Goal, check_goal, parse_goal
@@ -81,6 +81,12 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
     if request.model is not None and not request.model.is_file():
         raise ModelError(f"model {request.model} not found; check the path")
+    if not request.dataset.exists():
+        raise InputDataError(
+            f"dataset {request.dataset} not found; pass a directory of .npz or one .npz"
+        )
+    if request.labels is not None and not request.labels.is_file():
+        raise InputDataError(f"labels {request.labels} not found; pass an .npz or .json")
     if request.layers is not None:
         if request.runtime != "onnxruntime":
             raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
@@ -125,6 +131,13 @@ def evaluate(
         inspect = get_runtime(REFERENCE_RUNTIME).inspect
         assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
         signature = inspect(ctx, reference, None)
+        outputs = [str(o["name"]) for o in signature.get("outputs", [])]
+        for goal in goals:
+            if goal.output is not None and goal.output not in outputs:
+                raise UsageError(
+                    f"goal {goal.text!r}: the model has no output {goal.output!r}; outputs: "
+                    f"{', '.join(outputs)}"
+                )
         dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
         stored = _reference_run(ctx, request, dataset)
