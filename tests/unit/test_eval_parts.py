@@ -195,3 +195,18 @@ def test_layer_bisection_finds_the_first_divergent_layer_in_few_runs() -> None:
 
     calm = LayerSearch(layer_rows(reference, reference), 0.2, lambda m: probe(m, bad=count))
     assert calm.first_divergent() is None and calm.runs == 1
+
+
+def test_two_models_of_one_file_name_are_staged_apart() -> None:
+    from edgehub.toolchains.batch import _prefixed
+
+    files, fields = _prefixed(
+        {"m.tflite": Path("/x/m.tflite"), "m.mapping.json": Path("/x/m.mapping.json")},
+        {"model": "in/m.tflite", "mapping": "in/m.mapping.json", "graph": True},
+        "1-",
+    )
+    assert files == {
+        "1-m.tflite": Path("/x/m.tflite"),
+        "1-m.mapping.json": Path("/x/m.mapping.json"),
+    }
+    assert fields == {"model": "in/1-m.tflite", "mapping": "in/1-m.mapping.json", "graph": True}
