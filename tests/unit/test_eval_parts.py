@@ -210,3 +210,20 @@ def test_two_models_of_one_file_name_are_staged_apart() -> None:
         "1-m.mapping.json": Path("/x/m.mapping.json"),
     }
     assert fields == {"model": "in/1-m.tflite", "mapping": "in/1-m.mapping.json", "graph": True}
+
+
+def test_files_that_are_not_arrays_and_labels_that_are_not_finite(tmp_path: Path) -> None:
+    (tmp_path / "text.npz").write_text("not an archive")
+    with pytest.raises(InputDataError, match=r"text.npz is not an .npz or .npy file"):
+        load_dataset(tmp_path / "text.npz", SPECS)
+    folder = _samples(tmp_path / "ds", 2)
+    (folder / "s1.npz").write_text("broken")
+    with pytest.raises(InputDataError, match=r"dataset sample s1.npz: .* is not an .npz"):
+        load_dataset(folder, SPECS)
+    good = _samples(tmp_path / "good", 2)
+    (tmp_path / "nan.json").write_text("[1, NaN]")
+    with pytest.raises(InputDataError, match=r"label of sample s1.npz is not finite"):
+        load_dataset(good, SPECS, tmp_path / "nan.json")
+    (tmp_path / "labels.txt").write_text("1\n2\n")
+    with pytest.raises(InputDataError, match=r"labels: .*labels.txt is not an .npz or .npy"):
+        load_dataset(good, SPECS, tmp_path / "labels.txt")

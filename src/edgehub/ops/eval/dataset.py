@@ -76,9 +76,12 @@ def load_dataset(path: Path, specs: Sequence[TensorSpec], labels: Path | None = 
                     f"dataset directory {path} holds no .npz samples; save one "
                     "numpy.savez(FILE, input_name=array) per sample there"
                 )
+            for file in files:
+                _npz_or_npy(file, f"dataset sample {file.name}")
             samples = [load_inputs(f, specs, f"dataset sample {f.name}") for f in files]
             dataset = Dataset(path, False, [f.name for f in files], samples)
         else:
+            _npz_or_npy(path, "dataset")
             samples = agent_inputs.split_stacked(str(path), specs)
             names = [f"#{i}" for i in range(len(samples))]
             dataset = Dataset(path, True, names, samples)
@@ -102,13 +105,34 @@ def _load_labels(path: Path, dataset: Dataset) -> list[np.ndarray]:
             f"labels {path} hold {len(values)} entries but dataset {dataset.path} has "
             f"{len(dataset)} samples; give one label per sample, in sample order"
         )
-    return [np.asarray(v) for v in values]
+    arrays = [np.asarray(v) for v in values]
+    for name, array in zip(dataset.names, arrays, strict=True):
+        if array.dtype.kind not in "biuf" or not np.all(np.isfinite(array)):
+            raise InputDataError(
+                f"labels {path}: the label of sample {name} is not finite numbers; give "
+                "numeric targets (class indices, masks or values)"
+            )
+    return arrays
+
+
+def _npz_or_npy(path: Path, what: str) -> None:
+    """Refuse a file that is neither an .npz (a zip) nor an .npy before numpy reads it."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(6)
+    except OSError as error:
+        raise InputDataError(f"{what}: cannot read {path} ({error.strerror})") from None
+    if head[:4] != b"PK\x03\x04" and head != b"\x93NUMPY":
+        raise InputDataError(
+            f"{what}: {path} is not an .npz or .npy file; save it with numpy.savez"
+        )
 
 
 def _npz_labels(path: Path) -> list[Any]:
     from edgehub.agent.protocol import AgentError
     from edgehub.agent.tensors import load_arrays
 
+    _npz_or_npy(path, "labels")
     try:
         loaded = load_arrays(path, "labels")
     except AgentError as error:
