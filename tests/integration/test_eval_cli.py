@@ -502,3 +502,38 @@ def test_devices_of_other_providers_are_refused(project: Path) -> None:
     assert result.returncode == 2
     assert "providers local, ssh so far; device 'board' uses 'embedl_onnxruntime'" in result.stderr
     assert runs(project) == []
+
+
+def test_runs_compare_of_two_evals(project: Path) -> None:
+    ids = []
+    for mode in ("none", "static"):
+        result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--labels",
+                     "labels.npz", "--metric", "top1", "--set", f"quantization={mode}", "--json",
+                     cwd=project)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        ids.append(json.loads(result.stdout)["run_id"])
+    compared = hub("runs", "compare", *ids, "--json", cwd=project)
+    assert compared.returncode == 0, compared.stderr
+    figures = {f["name"]: f for f in json.loads(compared.stdout)["accuracy"]["figures"]}
+    stored = [
+        json.loads(Path(str(r.artifacts["per_sample"].file_path)).read_text())
+        for run_id in ids
+        for r in runs(project)
+        if r.run_id == run_id
+    ]
+    pick = {"top1": lambda d: d["tasks"]["top1"]["model"],
+            "logits.cosine": lambda d: d["outputs"]["logits"]["cosine"]}  # fmt: skip
+    for name, values in pick.items():
+        a, b = (np.mean(values(d)) for d in stored)
+        figure = figures[name]
+        assert figure["a"] == pytest.approx(a) and figure["b"] == pytest.approx(b)
+        low, high = figure["ci95"]
+        assert low <= figure["delta"] <= high
+    assert figures["logits.cosine"]["significant"] is True  # int8 is measurably off float
+    text = hub("runs", "compare", *ids, cwd=project)
+    assert "paired bootstrap 95% CI" in text.stdout and "logits.snr_db" in text.stdout
+    np.savez(project / "other.npz", x=np.zeros((3, 1, FEATURES), np.float32))
+    other = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "other.npz", "--json",
+                cwd=project)  # fmt: skip
+    different = hub("runs", "compare", ids[0], json.loads(other.stdout)["run_id"], cwd=project)
+    assert different.returncode == 2 and "evaluated different datasets" in different.stderr
