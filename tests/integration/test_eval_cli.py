@@ -143,6 +143,7 @@ def test_int8_classifier_figures_match_numpy(project: Path) -> None:
     assert run.metrics["logits.cosine"] == pytest.approx(figures["cosine"])
     assert run.metrics["reference.top1"] == pytest.approx(top1["reference"])
     assert run.metrics["goals_passed"] == 1.0
+    assert run.params["worst_samples"]["logits"] == [row["sample"] for row in worst]
     assert run.artifacts["dataset"].sha256 == report["dataset_sha256"]
     stored = json.loads(Path(str(run.artifacts["per_sample"].file_path)).read_text())
     assert stored["tasks"]["top1"]["model"] == [float(v) for v in a.argmax(axis=1) == labels]

@@ -266,7 +266,8 @@ def _record(ctx: HubContext, report: EvalReport) -> None:
         layers.write_text(json.dumps(report.layers))
         ctx.client.log_artifact(layers, name="layers")
     ctx.client.log_metrics(metrics)
-    ctx.client.log_param("worst_samples", report.worst)
+    worst = {output: [row["sample"] for row in rows] for output, rows in report.worst.items()}
+    ctx.client.log_param("worst_samples", worst)  # names; their figures: per_sample.json
     path = ctx.artifact_dir / "per_sample.json"
     path.write_text(json.dumps({"samples": report.sample_names, **report.per_sample}))
     ctx.client.log_artifact(path, name="per_sample")
