@@ -133,6 +133,10 @@ def test_stacked_dataset(tmp_path: Path) -> None:
     dataset = load_dataset(tmp_path / "all.npz", SPECS, tmp_path / "labels.npz")
     assert dataset.stacked and dataset.names == [f"#{i}" for i in range(5)]
     assert dataset.samples[0]["x"].shape == (2, 4)
+    np.savez(tmp_path / "batch_first.npz", x=np.arange(24, dtype=np.float32).reshape(6, 4))
+    split = load_dataset(tmp_path / "batch_first.npz", SPECS)  # as calibration data reads it
+    assert len(split) == 6 and split.samples[1]["x"].shape == (1, 4)
+    assert split.samples[1]["x"][0, 0] == 4.0
 
 
 def test_bad_datasets_name_the_sample(tmp_path: Path) -> None:

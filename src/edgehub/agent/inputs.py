@@ -98,7 +98,9 @@ def split_stacked(
     path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
 ) -> list[Arrays]:
     """The samples of one ``.npz`` whose arrays share a leading samples axis, each checked
-    against ``specs`` (named ``#index`` in errors)."""
+    against ``specs`` (named ``#index`` in errors). As for calibration data, an array of the
+    input's rank + 1 is split into ``arr[i]``, and one of the input's own rank whose first
+    dimension is dynamic or 1 (batch-first) into ``arr[i:i+1]``."""
     import numpy as np
 
     from .tensors import check_arrays, load_arrays
@@ -123,14 +125,27 @@ def split_stacked(
             f"({', '.join(f'{k}: {v}' for k, v in counts.items())}); give every input the same "
             "leading samples axis"
         )
+    ranks = {s.name: len(s.shape) for s in specs if s.shape is not None}
+    batch_first = {
+        s.name
+        for s in specs
+        if s.shape is not None and s.shape and (not isinstance(s.shape[0], int) or s.shape[0] == 1)
+    }
+
+    def take(name: str, array: Any, i: int) -> Any:
+        if name in batch_first and array.ndim == ranks.get(name):
+            return array[i : i + 1]
+        return array[i]
+
     samples = [
-        {name: array[i] for name, array in loaded.items()} for i in range(min(counts.values()))
+        {name: take(name, array, i) for name, array in loaded.items()}
+        for i in range(min(counts.values()))
     ]
     for index, sample in enumerate(samples):
         try:
             check_arrays(sample, specs, f"{what} sample #{index}")
         except InputDataError as exc:
             raise InputDataError(
-                f"{exc} (a single .npz holds every sample along a new leading axis)"
+                f"{exc} (a single .npz holds every sample along a leading axis)"
             ) from exc
     return samples
