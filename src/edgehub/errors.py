@@ -141,6 +141,9 @@ class StorageError(StoreError, EnvironmentProblem):
 EXIT_REGRESSION = 5
 """Exit code of a comparison that found B slower than A beyond the allowed regression."""
 
+EXIT_GOAL_FAILED = 6
+"""Exit code of an evaluation (`hub exec eval --goal`) whose model missed a goal."""
+
 
 class RunNotFoundError(StoreError, UsageError):
     """A run id (or prefix) matches no run, or more than one."""

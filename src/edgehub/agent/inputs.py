@@ -92,3 +92,60 @@ def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:
             entry["shapes"] = seen
         record[name] = entry
     return record
+
+
+def split_stacked(
+    path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
+) -> list[Arrays]:
+    """The samples of one ``.npz`` whose arrays share a leading samples axis, each checked
+    against ``specs`` (named ``#index`` in errors). As for calibration data, an array of the
+    input's rank + 1 is split into ``arr[i]``, and one of the input's own rank whose first
+    dimension is dynamic or 1 (batch-first) into ``arr[i:i+1]``."""
+    import numpy as np
+
+    from .tensors import check_arrays, load_arrays
+
+    loaded = load_arrays(path_arg, what)
+    if isinstance(loaded, np.ndarray):
+        if len(specs) != 1:
+            raise InputDataError(
+                f"{what} '{path_arg}' is a single .npy array but the model has {len(specs)} "
+                f"inputs: save an .npz keyed by input name ({describe_specs(specs)})"
+            )
+        loaded = {specs[0].name: loaded}
+    counts = {name: int(array.shape[0]) if array.ndim else 0 for name, array in loaded.items()}
+    if not counts or 0 in counts.values():
+        raise InputDataError(
+            f"{what} '{path_arg}' holds no samples: save numpy.savez(path, input_name="
+            f"numpy.stack(samples)) for inputs {describe_specs(specs)}"
+        )
+    if len(set(counts.values())) != 1:
+        raise InputDataError(
+            f"{what} '{path_arg}': arrays disagree on the number of samples "
+            f"({', '.join(f'{k}: {v}' for k, v in counts.items())}); give every input the same "
+            "leading samples axis"
+        )
+    ranks = {s.name: len(s.shape) for s in specs if s.shape is not None}
+    batch_first = {
+        s.name
+        for s in specs
+        if s.shape is not None and s.shape and (not isinstance(s.shape[0], int) or s.shape[0] == 1)
+    }
+
+    def take(name: str, array: Any, i: int) -> Any:
+        if name in batch_first and array.ndim == ranks.get(name):
+            return array[i : i + 1]
+        return array[i]
+
+    samples = [
+        {name: take(name, array, i) for name, array in loaded.items()}
+        for i in range(min(counts.values()))
+    ]
+    for index, sample in enumerate(samples):
+        try:
+            check_arrays(sample, specs, f"{what} sample #{index}")
+        except InputDataError as exc:
+            raise InputDataError(
+                f"{exc} (a single .npz holds every sample along a leading axis)"
+            ) from exc
+    return samples

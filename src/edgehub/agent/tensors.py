@@ -348,8 +348,9 @@ def _storable(array: Any) -> np.ndarray:
     return out
 
 
-def save_npz(path: str | Path, arrays: Mapping[str, Any]) -> None:
-    """Write a compressed .npz keyed by name (any name, even ``file``), atomically."""
+def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
+    """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
+    ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
     import numpy as np
 
     target = Path(path)
@@ -357,7 +358,8 @@ def save_npz(path: str | Path, arrays: Mapping[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
     os.close(fd)
     try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as zf:
+        method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+        with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
             for name, array in arrays.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
                     np.lib.format.write_array(fh, _storable(array), allow_pickle=False)

@@ -1,6 +1,7 @@
 """`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
 
-`hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`)."""
+`hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`); `hub exec eval`
+measures accuracy on a dataset (see `cli.eval_cmd`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-STEPS = ("compile", "profile", "invoke", "pipeline", "sweep")
+STEPS = ("compile", "profile", "invoke", "pipeline", "sweep", "eval")
 
 
 def add_parser(commands: Any) -> None:
@@ -25,7 +26,9 @@ def add_parser(commands: Any) -> None:
         description="Run a component headless. Results go to stdout (a table, or JSON with "
         "--json); logs go to stderr. Every run is recorded in the local run store.",
     )
-    parser.add_argument("step", choices=STEPS, help="what to run (sweep: a grid of runs)")
+    parser.add_argument(
+        "step", choices=STEPS, help="what to run (sweep: a grid of runs; eval: accuracy)"
+    )
     parser.add_argument(
         "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
     )
@@ -83,6 +86,9 @@ def add_parser(commands: Any) -> None:
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 
     add_sweep_arguments(parser)
+    from edgehub.cli.eval_cmd import add_eval_arguments
+
+    add_eval_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -97,6 +103,10 @@ def handle(args: argparse.Namespace) -> int:
         from edgehub.cli.sweep_cmd import handle_sweep
 
         return handle_sweep(args)
+    if args.step == "eval":
+        from edgehub.cli.eval_cmd import handle_eval
+
+        return handle_eval(args)
     if args.runtime is None:
         raise UsageError(f"hub exec {args.step} needs a RUNTIME (onnxruntime, tflite, tensorrt)")
     if args.name and args.step == "pipeline":

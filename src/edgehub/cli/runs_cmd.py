@@ -10,6 +10,7 @@ from edgehub.cli.output import print_json, table
 from edgehub.errors import EXIT_REGRESSION
 
 if TYPE_CHECKING:
+    from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.profile_compare import ProfileComparison
@@ -193,7 +194,24 @@ def _compare(args: argparse.Namespace) -> int:
         if result.latency is not None:
             print()
             _print_profile_comparison(result.latency)
+        if result.accuracy is not None:
+            print()
+            _print_accuracy_comparison(result.accuracy)
     return EXIT_REGRESSION if result.regressed else 0
+
+
+def _print_accuracy_comparison(result: AccuracyComparison) -> None:
+    print(
+        f"accuracy, {result.samples} samples (means over samples; b - a, paired bootstrap 95% CI):"
+    )
+    table(
+        ["figure", "a", "b", "delta", "95% CI", "significant"],
+        [
+            [d.name, d.a, d.b, f"{d.delta:+.4g}", f"{d.low:+.4g} .. {d.high:+.4g}",
+             "yes" if d.significant else "no"]
+            for d in result.deltas
+        ],
+    )  # fmt: skip
 
 
 def _print_comparison(diff: RunComparison) -> None:

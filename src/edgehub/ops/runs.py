@@ -1,7 +1,8 @@
 """Queries over the run store: list with filters, show one run, compare two.
 
 Comparing two profile runs adds a latency comparison from their raw samples (deltas with
-confidence intervals, significance, and a regression verdict for ``max_regression``).
+confidence intervals, significance, and a regression verdict for ``max_regression``); two eval
+runs, an accuracy comparison from their per-sample values (`ops.eval.compare`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.profile_compare import ProfileComparison
@@ -40,10 +42,12 @@ def show_run(project: Project, ref: str, run_type: str | None = None) -> RunReco
 
 @dataclass
 class Comparison:
-    """Two runs side by side; ``latency`` when both are profiles."""
+    """Two runs side by side; ``latency`` when both are profiles, ``accuracy`` when both are
+    evals."""
 
     runs: RunComparison
     latency: ProfileComparison | None = None
+    accuracy: AccuracyComparison | None = None
 
     @property
     def regressed(self) -> bool:
@@ -53,6 +57,8 @@ class Comparison:
         data = self.runs.to_dict()
         if self.latency is not None:
             data["latency"] = self.latency.to_dict()
+        if self.accuracy is not None:
+            data["accuracy"] = self.accuracy.to_dict()
         return data
 
 
@@ -90,4 +96,9 @@ def compare_runs(
         if profiles
         else None
     )
-    return Comparison(diff_runs(a, b), latency)
+    accuracy = None
+    if a.run_type == b.run_type == "EVAL":
+        from edgehub.ops.eval.compare import compare_evals
+
+        accuracy = compare_evals(a, b)
+    return Comparison(diff_runs(a, b), latency, accuracy)

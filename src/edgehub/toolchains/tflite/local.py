@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["inspect_model"]
+__all__ = ["inspect_model", "model_request"]
 
 RUNTIME = "tflite"
 _TFLITE_MAGIC = b"TFL3"
@@ -262,3 +262,11 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
         files[sidecar.name] = sidecar
         request["mapping"] = f"in/{sidecar.name}"
     return inspect_in_image(ctx, RUNTIME, device, TFLiteInvoker, "tflite.inspect", request, files)
+
+
+def model_request(
+    ctx: HubContext, model: TFLiteCompiledModel, component: str
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    """A ``.tflite`` model's files (with its mapping sidecar) and the request fields naming
+    them, for an agent command of ``component``."""
+    return _model_files(ctx, model, _tflite_file(model, ctx, component))

@@ -1,0 +1,178 @@
+"""Benchmark `hub exec eval` on local ONNX Runtime (run on demand, not in CI).
+
+(a) Dataset throughput: `hub exec eval onnxruntime --from-run C --dataset 1000.npz` (a float
+    model of about 1 ms per run, compiled once; a warm container, EDGEHUB_KEEP_WARM) against a
+    bare script that runs both models (compiled and reference) over the same samples in the same
+    container (`docker exec`, the samples copied in once); the paired ratio of wall times, goal
+    <= 1.2: the samples go per model in one agent call, never one call per sample.
+(b) `--layers` on a chain of >= 100 layers (quantized): extra model runs and wall time, against a
+    bare script in the same container that marks every tensor as an output at once; the peak
+    RSS of that script's process next to one marking a single tensor (the cost bisection avoids).
+
+    python benchmarks/bench_eval.py [--rounds 5] [--samples 1000] [--layers 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+BARE = r"""
+import sys, time, numpy as np, onnxruntime as ort
+samples = np.load(sys.argv[3])["x"]
+start = time.perf_counter()
+for path in sys.argv[1:3]:
+    options = ort.SessionOptions(); options.log_severity_level = 3
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    outputs = [session.run(None, {"x": s})[0] for s in samples]
+print(time.perf_counter() - start)
+"""
+
+MARK_ALL = r"""
+import resource, sys, time, onnx, numpy as np, onnxruntime as ort
+model = onnx.load(sys.argv[1]); keep = int(sys.argv[3])
+names = [n.output[0] for n in model.graph.node][: keep or None]
+model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names)
+samples = np.load(sys.argv[2])["x"][:4]
+start = time.perf_counter()
+options = ort.SessionOptions(); options.log_severity_level = 3
+session = ort.InferenceSession(
+    model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+)
+outputs = [session.run(None, {"x": s}) for s in samples]
+print(time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def _model(path: Path, layers: int, width: int, rng: np.random.Generator, rows: int = 16) -> None:
+    """A chain of ``layers`` (MatMul, Relu alternating) on ``rows`` x ``width`` activations."""
+    nodes, weights, previous = [], [], "x"
+    for i in range(layers // 2):
+        w = (rng.standard_normal((width, width)) / np.sqrt(width)).astype(np.float32)
+        weights.append(numpy_helper.from_array(w, f"W{i}"))
+        nodes.append(helper.make_node("MatMul", [previous, f"W{i}"], [f"m{i}"], name=f"mm{i}"))
+        nodes.append(helper.make_node("Relu", [f"m{i}"], [f"r{i}"], name=f"relu{i}"))
+        previous = f"r{i}"
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, width])],
+        [helper.make_tensor_value_info(previous, TensorProto.FLOAT, [rows, width])],
+        weights,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    onnx.save(model, str(path))
+
+
+def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
+    exe = str(Path(sys.executable).with_name("hub"))
+    start = time.perf_counter()
+    out = subprocess.run([exe, "-q", *args], capture_output=True, text=True, env=env, check=True)
+    return time.perf_counter() - start, json.loads(out.stdout) if out.stdout.startswith("{") else {}
+
+
+def copy_in(container: str, local: Path, remote: str) -> None:
+    with local.open("rb") as fh:
+        subprocess.run(["docker", "exec", "-i", container, "sh", "-c", f"cat > {remote}"],
+                       stdin=fh, check=True)  # fmt: skip
+
+
+def warm_container(image: str) -> str:
+    found = subprocess.run(
+        ["docker", "ps", "-q", "--filter", "label=org.edgehub.warm=1", "--filter",
+         f"ancestor={image}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    if not found:
+        sys.exit(f"no warm container of {image} is running")
+    return found[0]
+
+
+def bare(container: str, *argv: str) -> list[float]:
+    start = time.perf_counter()
+    out = subprocess.run(["docker", "exec", container, "python3", *argv], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return [time.perf_counter() - start, *map(float, out.stdout.split())]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--layers", type=int, default=120)
+    parser.add_argument("--skip-throughput", action="store_true", help="only (b)")
+    args = parser.parse_args()
+
+    from edgehub import images
+
+    image = images.require_image("onnxruntime").tag
+    work = Path(tempfile.mkdtemp(prefix="edgehub-bench-eval-"))
+    rng = np.random.default_rng(0)
+    _model(work / "float.onnx", 16, 512, rng)  # about 1 ms per run on one core
+    _model(work / "chain.onnx", args.layers, 256, rng, rows=256)  # 256 KiB a tensor
+    np.savez(work / "data.npz", x=rng.standard_normal((args.samples, 16, 512)).astype("f4"))
+    np.savez(work / "chain.npz", x=rng.standard_normal((8, 256, 256)).astype("f4"))
+    env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
+    os.chdir(work)
+    hub("exec", "compile", "onnxruntime", "float.onnx", "--set", "quantization=none", env=env)
+    _, compiled = hub("runs", "show", "latest:compile", "--json", env=env)
+    model = next(a["path"] for a in compiled["artifacts"] if a["name"] == "path")
+    evaluate = ["exec", "eval", "onnxruntime", "--from-run", compiled["run_id"], "--dataset",
+                "data.npz", "--json"]  # fmt: skip
+    hub(*evaluate, env=env)  # warm: container, resident agent
+    warm = warm_container(image)
+    copies = {"data.npz": work / "data.npz", "c.onnx": Path(model), "f.onnx": work / "float.onnx",
+              "chain.onnx": work / "chain.onnx", "chain.npz": work / "chain.npz"}  # fmt: skip
+    for name, local in copies.items():
+        copy_in(warm, local, f"/tmp/{name}")
+    copy_in(warm, _text(work / "bare.py", BARE), "/tmp/bare.py")
+    copy_in(warm, _text(work / "mark.py", MARK_ALL), "/tmp/mark.py")
+    ratios, hub_walls, bare_walls = [], [], []
+    for _ in range(0 if args.skip_throughput else args.rounds):
+        wall, _ = hub(*evaluate, env=env)
+        base = bare(warm, "/tmp/bare.py", "/tmp/c.onnx", "/tmp/f.onnx", "/tmp/data.npz")[0]
+        hub_walls.append(wall)
+        bare_walls.append(base)
+        ratios.append(wall / base)
+    if ratios:
+        print(f"(a) eval of {args.samples} samples, both models: hub "
+              f"{statistics.median(hub_walls):.2f} s, bare loop in the same container "
+              f"{statistics.median(bare_walls):.2f} s, median paired ratio "
+              f"{statistics.median(ratios):.3f} (goal <= 1.2)")  # fmt: skip
+
+    hub("exec", "compile", "onnxruntime", "chain.onnx", "--set", "quantization=static",
+        "--set", "calibration_data=chain.npz", env=env)  # fmt: skip
+    start = time.perf_counter()
+    _, report = hub("exec", "eval", "onnxruntime", "--from-run", "latest", "--dataset",
+                    "chain.npz", "--layers", "--json", env=env)  # fmt: skip
+    layers_wall = time.perf_counter() - start
+    found = report["layers"]
+    every = bare(warm, "/tmp/mark.py", "/tmp/chain.onnx", "/tmp/chain.npz", "0")
+    single = bare(warm, "/tmp/mark.py", "/tmp/chain.onnx", "/tmp/chain.npz", "1")
+    first = found["first_divergent"]
+    print(f"(b) --layers on {found['layers']} layers: {found['runs']} extra runs of both models "
+          f"(bound ceil(log2)+1 = {int(np.ceil(np.log2(found['layers']))) + 1}), whole eval "
+          f"{layers_wall:.2f} s, first divergent: {first['node'] if first else None}; marking "
+          f"every tensor at once: peak RSS {every[2]:.0f} MiB vs one tensor "
+          f"{single[2]:.0f} MiB")  # fmt: skip
+
+
+def _text(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+if __name__ == "__main__":
+    main()

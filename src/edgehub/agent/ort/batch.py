@@ -1,0 +1,152 @@
+"""``ort.batch``: run models over every sample of a dataset in one call.
+
+Request::
+
+    {"samples": NPZ | DIR, "stacked": false,
+     "runs": [{"model": PATH, "output": NPZ, "extra_outputs": [tensor names], "graph": false}],
+     "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
+
+``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
+sorted name order), or one ``.npz`` whose arrays carry a leading samples axis when ``stacked``
+is true; it is read once and every sample is checked against each model's inputs. Each run's
+outputs go to its own uncompressed ``.npz`` keyed by output name, each stacked along a new
+leading samples axis (sample ``i``'s output is ``output[name][i]``); outputs whose shape varies
+across samples are refused. ``extra_outputs`` names intermediate tensors to save too (made
+graph outputs of a copy of the model, which needs the onnx package); ``graph`` reports the
+model's nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs
+[{outputs [{name, dtype, shape}], inference_ms, session_create_ms, graph (with ``graph``: the
+nodes in graph order [{name, op, inputs, outputs}])}].
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..inputs import load_samples, split_stacked
+from ..models import import_onnx, load_model, save_model
+from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
+from ..report import Report
+from ..stats import ms
+from ..tensors import Arrays, check_arrays, save_npz
+from .sessions import create_session, input_specs, resolve_providers, session_options
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    samples_arg = params.path("samples")
+    stacked = params.boolean("stacked", False)
+    runs = params.raw_value("runs")
+    providers = resolve_providers(params.string_list("providers"))
+    params.resolved["providers"] = providers
+    intra = params.integer("intra_op_threads", None, minimum=0)
+    inter = params.integer("inter_op_threads", None, minimum=0)
+    params.finish()
+    assert samples_arg is not None
+    if not isinstance(runs, list) or not runs:
+        raise UsageError("ort.batch: parameter 'runs' must be a non-empty list of runs")
+    options = session_options(intra_op_threads=intra, inter_op_threads=inter)
+    samples: list[Arrays] | None = None
+    results: list[dict[str, Any]] = []
+    for index, raw in enumerate(runs):
+        job = Params(raw, f"ort.batch run {index}")
+        model_arg, output_arg = job.path("model"), job.path("output")
+        extra = job.string_list("extra_outputs") or []
+        graph = job.boolean("graph", False)
+        job.finish()
+        assert model_arg is not None and output_arg is not None
+        path = Path(model_arg)
+        nodes = _nodes(path) if graph or extra else []
+        if extra:
+            path = _with_outputs(path, extra, nodes)
+        start = time.perf_counter_ns()
+        session = create_session(path, options, providers)
+        created = time.perf_counter_ns() - start
+        specs = input_specs(session)
+        if samples is None:
+            loader = split_stacked if stacked else load_samples
+            samples = loader(samples_arg, specs, "dataset")
+        else:
+            for number, sample in enumerate(samples):
+                check_arrays(sample, specs, f"dataset sample #{number}")
+        outputs, elapsed = _run_all(session, samples)
+        save_npz(output_arg, outputs, compress=False)
+        report.info(f"{path.name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
+        result: dict[str, Any] = {
+            "outputs": [
+                {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
+                for n, a in outputs.items()
+            ],
+            "inference_ms": ms(elapsed),
+            "session_create_ms": ms(created),
+        }
+        if graph:
+            result["graph"] = nodes
+        results.append(result)
+    metrics = {
+        "inference_ms": sum(r["inference_ms"] for r in results),
+        "session_create_ms": sum(r["session_create_ms"] for r in results),
+    }
+    data = {"samples": len(samples or []), "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+
+
+def _run_all(session: Any, samples: list[Arrays]) -> tuple[dict[str, Any], int]:
+    """Each output stacked over the samples, and the nanoseconds spent in ``session.run``."""
+    import numpy as np
+
+    names = [o.name for o in session.get_outputs()]
+    collected: dict[str, list[Any]] = {name: [] for name in names}
+    elapsed = 0
+    for index, feeds in enumerate(samples):
+        start = time.perf_counter_ns()
+        try:
+            values = session.run(names, feeds)
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"onnxruntime failed on sample #{index}: {one_line(str(exc))}"
+            ) from exc
+        elapsed += time.perf_counter_ns() - start
+        for name, value in zip(names, values):
+            collected[name].append(np.asarray(value))
+    stacked: dict[str, Any] = {}
+    for name, values in collected.items():
+        shapes = {tuple(v.shape) for v in values}
+        if len(shapes) > 1:
+            raise RuntimeFailure(
+                f"output '{name}' changes shape across samples ({sorted(shapes)[:3]}...); "
+                "eval compares outputs of one shape per dataset"
+            )
+        stacked[name] = np.stack(values) if values else np.zeros((0,))
+    return stacked, elapsed
+
+
+def _nodes(path: Path) -> list[dict[str, Any]]:
+    model = load_model(path)
+    return [
+        {
+            "name": node.name or f"{node.op_type}_{index}",
+            "op": node.op_type,
+            "inputs": [n for n in node.input if n],
+            "outputs": [n for n in node.output if n],
+        }
+        for index, node in enumerate(model.graph.node)
+    ]
+
+
+def _with_outputs(path: Path, names: list[str], nodes: list[dict[str, Any]]) -> Path:
+    """A copy of the model (beside it) whose graph outputs include the tensors ``names``."""
+    made = {n for node in nodes for n in node["outputs"]}
+    unknown = [n for n in names if n not in made]
+    if unknown:
+        raise UsageError(
+            f"extra_outputs {', '.join(repr(n) for n in unknown)} are not produced by any node "
+            f"of '{path.name}'"
+        )
+    onnx = import_onnx()
+    model = load_model(path)
+    present = {o.name for o in model.graph.output}
+    model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in present)
+    target = path.with_name(f".probe-{path.name}")
+    save_model(model, target)
+    return target

@@ -1,0 +1,100 @@
+"""``tflite.batch``: run ``.tflite`` models over every sample of a dataset in one call.
+
+Request::
+
+    {"samples": NPZ | DIR, "stacked": false,
+     "runs": [{"model": PATH (.tflite), "output": NPZ, "mapping": null | PATH}],
+     "threads": null | int, "xnnpack": true}
+
+Samples are keyed by the ONNX input names in the ONNX layout (as ``tflite.invoke`` takes them
+through the mapping sidecar; a model without one uses its own names), given as in ``ort.batch``
+(a directory of ``.npz``, or one ``.npz`` with a leading samples axis when ``stacked``). Each
+run's outputs, keyed and laid out as the ONNX model's, are stacked along a new leading samples
+axis in one uncompressed ``.npz``. Metrics: inference_ms, load_ms (totals). Data: samples,
+runs [{outputs, inference_ms, load_ms}].
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ..inputs import load_samples, split_stacked
+from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
+from ..report import Report
+from ..stats import ms
+from ..tensors import save_npz
+from .edges import ModelEdges
+from .inspect import find_mapping
+from .interpreter import load_interpreter, resolve_tflite_path
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    samples_arg = params.path("samples")
+    stacked = params.boolean("stacked", False)
+    runs = params.raw_value("runs")
+    threads = params.integer("threads", None, minimum=1)
+    xnnpack = params.boolean("xnnpack", True)
+    params.finish()
+    assert samples_arg is not None
+    if not isinstance(runs, list) or not runs:
+        raise UsageError("tflite.batch: parameter 'runs' must be a non-empty list of runs")
+    results: list[dict[str, Any]] = []
+    for index, raw in enumerate(runs):
+        job = Params(raw, f"tflite.batch run {index}")
+        model_arg, output_arg = job.path("model"), job.path("output")
+        mapping_arg = job.path("mapping", required=False)
+        job.finish()
+        assert model_arg is not None and output_arg is not None
+        path = resolve_tflite_path(model_arg, "TFLite eval")
+        start = time.perf_counter_ns()
+        interpreter = load_interpreter(path, threads=threads, xnnpack=xnnpack)
+        loaded = time.perf_counter_ns() - start
+        edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
+        specs = edges.original_specs()
+        loader = split_stacked if stacked else load_samples
+        samples = loader(samples_arg, specs, "dataset")
+        outputs, elapsed = _run_all(edges, samples)
+        save_npz(output_arg, outputs, compress=False)
+        report.info(f"{Path(path).name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
+        results.append(
+            {
+                "outputs": [
+                    {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
+                    for n, a in outputs.items()
+                ],
+                "inference_ms": ms(elapsed),
+                "load_ms": ms(loaded),
+                "samples": len(samples),
+            }
+        )
+    metrics = {
+        "inference_ms": sum(r["inference_ms"] for r in results),
+        "load_ms": sum(r["load_ms"] for r in results),
+    }
+    data = {"samples": results[0]["samples"], "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+
+
+def _run_all(edges: ModelEdges, samples: list[Any]) -> tuple[dict[str, Any], int]:
+    import numpy as np
+
+    collected: dict[str, list[Any]] = {}
+    elapsed = 0
+    for arrays in samples:
+        edges.set_inputs(edges.feeds(arrays, False))
+        start = time.perf_counter_ns()
+        edges.invoke()
+        elapsed += time.perf_counter_ns() - start
+        for name, value in edges.results(False).items():
+            collected.setdefault(name, []).append(np.array(value))
+    outputs: dict[str, Any] = {}
+    for name, values in collected.items():
+        if len({tuple(v.shape) for v in values}) > 1:
+            raise RuntimeFailure(
+                f"output '{name}' changes shape across samples; eval compares outputs of one "
+                "shape per dataset"
+            )
+        outputs[name] = np.stack(values)
+    return outputs, elapsed

@@ -1,0 +1,194 @@
+"""`hub exec eval RUNTIME MODEL --dataset D`: parse, call `ops.eval.evaluate`, print."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.cli.output import LogPrinter, print_json, table
+from edgehub.errors import EXIT_GOAL_FAILED, UsageError
+
+if TYPE_CHECKING:
+    from edgehub.ops.eval import EvalReport
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "eval",
+        "hub exec eval RUNTIME MODEL --dataset D: accuracy of the compiled model against the "
+        f"original ONNX model (ONNX Runtime, float32) over a dataset; exit {EXIT_GOAL_FAILED} "
+        "when a --goal is missed",
+    )
+    group.add_argument(
+        "--dataset",
+        type=Path,
+        metavar="DIR|FILE.npz",
+        help="a directory of .npz samples keyed by input name, or one .npz with a leading "
+        "samples axis",
+    )
+    group.add_argument(
+        "--labels",
+        type=Path,
+        metavar="FILE.npz|FILE.json",
+        help="per-sample targets in sample order (task metrics score against them; without, "
+        "against the reference's outputs)",
+    )
+    group.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a task metric on the first output: top1, top5, iou, mse, or one registered in "
+        "the entry point group edgehub.metrics (repeatable)",
+    )
+    group.add_argument(
+        "--goal",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="e.g. 'top1>=0.99*reference', 'cosine>=0.999', 'snr_db:logits>30', "
+        f"'max-degradation=1%%'; a miss exits {EXIT_GOAL_FAILED} (repeatable)",
+    )
+
+    group.add_argument(
+        "--reference",
+        metavar="onnxruntime|RUN_ID",
+        help="what the outputs are compared with: the original ONNX model in float32 here "
+        "(onnxruntime, the default), or the model outputs of an earlier eval run on the same "
+        "dataset",
+    )
+    group.add_argument(
+        "--layers",
+        nargs="?",
+        const=0.2,
+        type=float,
+        metavar="REL_L2",
+        help="onnxruntime: find the first layer whose output diverges from the reference's "
+        "(worst channel's relative L2 error above REL_L2, default 0.2), bisecting over the "
+        "graph order on the first 4 samples",
+    )
+
+
+def handle_eval(args: argparse.Namespace) -> int:
+    from edgehub.ops.eval import EvalRequest, evaluate
+    from edgehub.ops.options import parse_sets
+    from edgehub.ops.project import open_project
+    from edgehub.toolchains.registry import get_runtime
+
+    if args.runtime is None:
+        raise UsageError("hub exec eval needs a RUNTIME (onnxruntime, tflite) and a MODEL")
+    if args.dataset is None:
+        raise UsageError("hub exec eval needs --dataset DIR|FILE.npz (samples keyed by input)")
+    for flag, value in (("--input", args.input), ("--from-job", args.from_job)):
+        if value:
+            raise UsageError(f"{flag} does not apply to eval; give the samples with --dataset")
+    if args.transform:
+        raise UsageError("--transform does not apply to eval")
+    runtime = get_runtime(args.runtime)
+    options = parse_sets(args.set, {"compile": runtime.compiler})["compile"]
+    request = EvalRequest(
+        runtime=args.runtime,
+        dataset=args.dataset,
+        model=args.model,
+        from_run=args.from_run,
+        labels=args.labels,
+        metrics=list(args.metric),
+        goals=list(args.goal),
+        device=args.device,
+        options=options,
+        name=args.name,
+        tags=dict(_pair(t) for t in args.tag),
+        layers=args.layers,
+        reference=args.reference,
+    )
+    project = open_project(args.config)
+    printer = LogPrinter(quiet=args.quiet)
+    try:
+        report = evaluate(project, request, subscriber=printer)
+    finally:
+        printer.done()
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        _print(report)
+    return EXIT_GOAL_FAILED if report.passed is False else 0
+
+
+def _pair(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise UsageError(f"--tag needs KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    return key.strip(), value
+
+
+def _print(report: EvalReport) -> None:
+    print(
+        f"eval: run {report.run_id[:8]} {report.status} on {report.device}, "
+        f"{report.samples} samples ({report.dataset})"
+    )
+    table(
+        ["output", "cosine", "cosine min", "max abs", "mean abs", "SNR dB", "PSNR dB"],
+        [
+            [
+                name,
+                f["cosine"],
+                f["cosine_min"],
+                f["max_abs"],
+                f["mean_abs"],
+                f["snr_db"],
+                f["psnr_db"],
+            ]
+            for name, f in report.outputs.items()
+        ],
+    )
+    if report.tasks:
+        table(
+            ["metric", "model", "reference", "against", "output"],
+            [
+                [k, v["model"], v["reference"], v["against"], v["output"]]
+                for k, v in report.tasks.items()
+            ],
+        )
+    for output, rows in report.worst.items():
+        names = ", ".join(f"{r['sample']} ({r['cosine']:.4g})" for r in rows)
+        print(f"  worst samples of {output} by cosine: {names}")
+    for goal in report.goals:
+        print(f"  goal {goal.goal}: {'passed' if goal.passed else 'MISSED'}")
+        for check in goal.checks:
+            if not check["passed"]:
+                where = f" ({check['output']})" if "output" in check else ""
+                value, needed = check["value"], check["threshold"]
+                print(f"    {check['metric']}{where} = {value:.6g}, needed {needed:.6g}")
+    if report.layers is not None:
+        _print_layers(report.layers)
+    if report.passed is False:
+        print(f"goals missed: exit {EXIT_GOAL_FAILED}")
+
+
+def _print_layers(layers: dict[str, Any]) -> None:
+    print(
+        f"layers: {layers['layers']} in graph order, {layers['runs']} extra runs of both models "
+        f"on {layers['samples']} samples; diverges above {layers['threshold']:g} (worst channel)"
+    )
+    table(
+        ["layer", "op", "tensor", "rel L2", "worst channel", "grew by", "cosine", "SNR dB"],
+        [
+            [r["node"], r["op"], r["tensor"], r["rel_l2"], r["channel_rel_l2"], r["growth"],
+             r["cosine"], r["snr_db"]]
+            for r in layers["measured"]
+        ],
+    )  # fmt: skip
+    fused = layers["fused_or_renamed"]
+    if fused:
+        names = ", ".join(f"{f['node']} ({f['op']})" for f in fused)
+        print(f"  fused or renamed in the compiled model (not compared): {names}")
+    first = layers["first_divergent"]
+    if first is None:
+        print("  no layer diverges above the threshold")
+    else:
+        folded = f"; {', '.join(first['fused'])} fused into it" if first["fused"] else ""
+        print(
+            f"  first divergent layer: {first['node']} ({first['op']}, tensor "
+            f"{first['tensor']}{folded})"
+        )

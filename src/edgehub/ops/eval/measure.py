@@ -1,0 +1,273 @@
+"""One EVAL run: both models over the samples, the figures, the goals, the layer search.
+
+`measure` runs the compiled model (on its device) and the reference over the checked dataset
+with one agent call per model, or one for both where one ONNX Runtime container serves both;
+pairs their outputs by name; scores them (`metrics`), judges the goals (`goals`), searches the
+first divergent layer when asked (`layers`), and records every figure with the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+from edgehub.ops.eval.goals import check_goal
+from edgehub.ops.eval.metrics import output_figures, score, summarize_figures, task_metric
+from edgehub.ops.eval.report import EvalReport
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.component.outputs import CompiledModel
+    from edgehub.core.context import HubContext
+    from edgehub.ops.cancel import Cancellation
+    from edgehub.ops.eval.dataset import Dataset
+    from edgehub.ops.eval.goals import Goal
+    from edgehub.ops.eval.run import EvalRequest
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
+    from edgehub.tracking.run_log import RunLog
+
+__all__ = ["measure"]
+
+
+def measure(
+    ctx: HubContext,
+    request: EvalRequest,
+    dataset: Dataset,
+    reference: Path,
+    compiled: CompiledModel,
+    compile_run: str | None,
+    goals: list[Goal],
+    metric_names: list[str],
+    cancel: Cancellation,
+    stored_ref: RunLog | None = None,
+) -> EvalReport:
+    """The EVAL run of ``compiled`` against ``reference`` (or the outputs of the EVAL run
+    ``stored_ref``) over ``dataset``: figures, task metrics, goals and, asked for, the layer
+    search, all recorded with the run."""
+    from edgehub.core import RunType
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+    from edgehub.toolchains.tensors import load_npz
+
+    device_name = request.device or "local"
+    device = ctx.device(device_name)
+    name = request.name or f"eval-{reference.stem}"
+    with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]) as run:
+        sha = dataset.sha256
+        ctx.client.log_params(
+            {
+                "$runtime": request.runtime,
+                "dataset_sha256": sha,
+                "samples": len(dataset),
+                "task_metrics": metric_names,
+                "goals": list(request.goals),
+                "compile_run": compile_run,
+            }
+        )
+        compiled_path = Path(compiled.path.to_local(ctx).local())
+        ctx.client.log_artifact(compiled_path, name="input")
+        ctx.client.log_artifact(reference, name="reference")
+        stored = ctx.client.log_artifact(dataset.path, name="dataset")
+        if dataset.labels_path is not None:
+            ctx.client.log_artifact(dataset.labels_path, name="labels")
+        samples = Path(stored.local())
+        model_runner = _batch_runner(request.runtime)(ctx, request.device)
+        same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
+        reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
+        runners = (model_runner, reference_runner)
+        where = "both models in one call" if same else f"the compiled model on {device_name}"
+        if stored_ref is not None:
+            where = f"the compiled model on {device_name}; reference: run {stored_ref.run_id[:8]}"
+        ctx.events.info(f"run {len(dataset)} samples: {where}")
+        graph = {"graph": True} if request.layers is not None else {}
+        model_job = BatchJob(compiled, "model", graph)
+        if stored_ref is not None:
+            (model_out,) = model_runner.run_many([model_job], samples, stacked=dataset.stacked)
+            path = Path(stored_ref.artifacts["outputs"].local())
+            reference_out = BatchOutputs(load_npz(path), {}, path, {})
+        else:
+            reference_job = BatchJob(reference, "reference", graph)
+            model_out, reference_out = _run_both(
+                runners, (model_job, reference_job), samples, dataset.stacked
+            )
+        cancel.check()
+        ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
+        ctx.client.log_artifact(
+            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+        )
+        report = EvalReport(
+            run_id=run.run_id,
+            name=name,
+            status="RUNNING",
+            runtime=request.runtime,
+            device=device_name,
+            model=str(compiled_path),
+            reference=str(reference) if stored_ref is None else f"run {stored_ref.run_id}",
+            dataset=str(dataset.path),
+            dataset_sha256=sha,
+            samples=len(dataset),
+            sample_names=dataset.names,
+            labels=None if dataset.labels_path is None else str(dataset.labels_path),
+            compile_run_id=compile_run,
+            timings_ms={
+                "model": float(model_out.metrics.get("inference_ms", 0.0)),
+                "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
+            },
+        )
+        pairs = _pair_outputs(ctx, model_out.arrays, reference_out.arrays)
+        _compare(report, pairs, dataset, metric_names, request.worst)
+        report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
+        if request.layers is not None:
+            outs = (model_out, reference_out)
+            report.layers = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
+        _record(ctx, report)
+    report.status = "FINISHED"
+    return report
+
+
+def _layers(
+    ctx: HubContext,
+    request: EvalRequest,
+    dataset: Dataset,
+    models: tuple[CompiledModel, Path],
+    runners: tuple[BatchRunner, BatchRunner],
+    outs: tuple[BatchOutputs, BatchOutputs],
+) -> dict[str, Any]:
+    """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.toolchains.batch import BatchJob
+    from edgehub.toolchains.tensors import save_npz
+
+    assert request.layers is not None
+    count = min(request.layer_samples, len(dataset))
+    folder = ctx.artifact_dir / "layer_samples"
+    for index in range(count):
+        save_npz(folder / f"{index:06d}.npz", dataset.samples[index])
+    rows = layer_rows(outs[1].data.get("graph", []), outs[0].data.get("graph", []))
+
+    def probe(marks: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        ctx.events.info(f"layers: probe {', '.join(marks.values())}")
+        jobs = (
+            BatchJob(models[0], "layers.model", {"extra_outputs": list(marks)}),
+            BatchJob(models[1], "layers.reference", {"extra_outputs": list(marks.values())}),
+        )
+        model, reference = _run_both(runners, jobs, folder, False)
+        return model.arrays, reference.arrays
+
+    search = LayerSearch(rows, request.layers, probe)
+    first = search.first_divergent()
+    if first is not None:
+        ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
+    return search.to_dict(first, count)
+
+
+def _run_both(
+    runners: tuple[BatchRunner, BatchRunner],
+    jobs: tuple[BatchJob, BatchJob],
+    samples: Path,
+    stacked: bool,
+) -> tuple[BatchOutputs, BatchOutputs]:
+    """The compiled model's and the reference's outputs: in one call where one runner serves
+    both, else one call each."""
+    if runners[0] is runners[1]:
+        model, reference = runners[0].run_many(jobs, samples, stacked=stacked)
+        return model, reference
+    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked)
+    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked)
+    return model, reference
+
+
+def _batch_runner(runtime: str) -> type[BatchRunner]:
+    if runtime == "tflite":
+        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
+
+        return TFLiteBatchRunner
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+
+    return ORTBatchRunner
+
+
+def _pair_outputs(
+    ctx: HubContext, model: dict[str, np.ndarray], reference: dict[str, np.ndarray]
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(reference output name, model's, reference's) by name, else by position."""
+    if set(reference) <= set(model):
+        return [(n, model[n], reference[n]) for n in reference]
+    if len(model) == len(reference):
+        ctx.events.warning(
+            f"the compiled model's outputs ({', '.join(model)}) differ in name from the "
+            f"reference's ({', '.join(reference)}): compared in order"
+        )
+        return [(n, m, r) for (n, r), m in zip(reference.items(), model.values(), strict=True)]
+    raise UsageError(
+        f"the compiled model has outputs {', '.join(model)} but the reference has "
+        f"{', '.join(reference)}; they cannot be paired"
+    )
+
+
+def _compare(
+    report: EvalReport,
+    pairs: list[tuple[str, np.ndarray, np.ndarray]],
+    dataset: Dataset,
+    metric_names: list[str],
+    worst: int,
+) -> None:
+    figures_by_output: dict[str, dict[str, list[float]]] = {}
+    for name, model, reference in pairs:
+        if model.shape != reference.shape:
+            raise UsageError(
+                f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
+                f"{list(reference.shape[1:])} in the reference; they cannot be compared"
+            )
+        per_sample = output_figures(model, reference)
+        figures_by_output[name] = per_sample
+        report.outputs[name] = summarize_figures(per_sample)
+        order = sorted(range(len(dataset)), key=lambda i: per_sample["cosine"][i])[:worst]
+        report.worst[name] = [
+            {
+                "sample": dataset.names[i],
+                "cosine": per_sample["cosine"][i],
+                "max_abs": per_sample["max_abs"][i],
+            }
+            for i in order
+        ]
+    tasks: dict[str, dict[str, list[float]]] = {}
+    primary, model, reference = pairs[0]
+    for metric in metric_names:
+        values, ref_values = score(metric, task_metric(metric), model, reference, dataset.labels)
+        tasks[metric] = {"model": values, "reference": ref_values}
+        report.tasks[metric] = {
+            "model": sum(values) / len(values),
+            "reference": sum(ref_values) / len(ref_values),
+            "output": primary,
+            "against": "labels" if dataset.labels is not None else "reference",
+        }
+    report.per_sample = {"outputs": figures_by_output, "tasks": tasks}
+
+
+def _record(ctx: HubContext, report: EvalReport) -> None:
+    metrics: dict[str, float] = {"samples": float(report.samples)}
+    for output, figures in report.outputs.items():
+        metrics.update({f"{output}.{k}": v for k, v in figures.items()})
+    for metric, values in report.tasks.items():
+        metrics[metric] = float(values["model"])
+        metrics[f"reference.{metric}"] = float(values["reference"])
+    if report.passed is not None:
+        metrics["goals_passed"] = 1.0 if report.passed else 0.0
+        ctx.client.log_param("goal_results", [g.to_dict() for g in report.goals])
+    if report.layers is not None:
+        first = report.layers["first_divergent"]
+        metrics["layers.runs"] = float(report.layers["runs"])
+        ctx.client.log_param("first_divergent_layer", first["node"] if first else None)
+        layers = ctx.artifact_dir / "layers.json"
+        layers.write_text(json.dumps(report.layers))
+        ctx.client.log_artifact(layers, name="layers")
+    ctx.client.log_metrics(metrics)
+    worst = {output: [row["sample"] for row in rows] for output, rows in report.worst.items()}
+    ctx.client.log_param("worst_samples", worst)  # names; their figures: per_sample.json
+    path = ctx.artifact_dir / "per_sample.json"
+    path.write_text(json.dumps({"samples": report.sample_names, **report.per_sample}))
+    ctx.client.log_artifact(path, name="per_sample")

@@ -1,0 +1,242 @@
+"""`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
+
+Every sample runs through the compiled model (ONNX Runtime or TFLite, on the chosen device,
+one agent call for the whole dataset) and through the reference (the original ONNX model in
+float32 on this host's ONNX Runtime); the outputs are compared per output and scored by task
+metrics, and goals decide whether the model passes. The dataset is checked against the
+reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run (see
+`measure`) keeps the dataset and labels (stored by content, once), both models' outputs
+(``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a metric,
+the per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import InputDataError, ModelError, UsageError
+from edgehub.ops.cancel import Cancellation
+from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
+from edgehub.ops.eval.goals import Goal, parse_goal
+from edgehub.ops.eval.measure import measure
+from edgehub.ops.eval.metrics import task_metric
+from edgehub.ops.eval.report import EvalReport
+from edgehub.ops.project import Project, Subscriber
+
+if TYPE_CHECKING:
+    from edgehub.core.component.outputs import CompiledModel
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.registry import Runtime
+    from edgehub.tracking.run_log import RunLog
+
+__all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
+
+EVAL_RUNTIMES = ("onnxruntime", "tflite")
+EVAL_PROVIDERS = ("local", "ssh")
+REFERENCE_RUNTIME = "onnxruntime"
+
+
+@dataclass
+class EvalRequest:
+    """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
+    ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
+    to compute (those the goals name are added); ``worst`` how many samples to name.
+    ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
+    (see `layers`), run on the first ``layer_samples`` samples; None: no search.
+    ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
+    an EVAL run on the same dataset whose model's outputs serve as the reference."""
+
+    runtime: str
+    dataset: Path
+    model: Path | None = None
+    from_run: str | None = None
+    labels: Path | None = None
+    metrics: list[str] = field(default_factory=list)
+    goals: list[str] = field(default_factory=list)
+    device: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    worst: int = 5
+    layers: float | None = None
+    layer_samples: int = 4
+    reference: str | None = None
+
+
+def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
+    """The goals and the task metrics to compute; usage errors before anything runs."""
+    if request.runtime not in EVAL_RUNTIMES:
+        raise UsageError(
+            f"hub exec eval does not support {request.runtime!r} yet; runtimes: "
+            f"{', '.join(EVAL_RUNTIMES)}"
+        )
+    if (request.model is None) == (request.from_run is None):
+        raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
+    if request.model is not None and not request.model.is_file():
+        raise ModelError(f"model {request.model} not found; check the path")
+    if not request.dataset.exists():
+        raise InputDataError(
+            f"dataset {request.dataset} not found; pass a directory of .npz or one .npz"
+        )
+    if request.labels is not None and not request.labels.is_file():
+        raise InputDataError(f"labels {request.labels} not found; pass an .npz or .json")
+    if request.layers is not None:
+        if request.runtime != "onnxruntime":
+            raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
+        if not request.layers > 0 or request.layer_samples < 1:
+            raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
+    if _stored_reference(request) and request.layers is not None:
+        raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
+    goals = [parse_goal(text) for text in request.goals]
+    names: list[str] = []
+    for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
+        if name not in names:
+            task_metric(name)  # unknown names fail here
+            names.append(name)
+    if any(g.degradation is not None for g in goals) and not names:
+        raise UsageError(
+            "max-degradation compares task metrics; name one with --metric (e.g. top1)"
+        )
+    return goals, names
+
+
+def evaluate(
+    project: Project,
+    request: EvalRequest,
+    *,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+) -> EvalReport:
+    """Run ``request`` on ``project``; the compile run (if any) and the EVAL run are recorded."""
+    from edgehub.toolchains.registry import get_runtime
+
+    runtime = get_runtime(request.runtime)
+    goals, metric_names = _plan(request)
+    cancel = cancel or Cancellation()
+    with _context(project, request, subscriber, cancel) as ctx:
+        provider = ctx.device(request.device or "local").provider_type
+        if provider not in EVAL_PROVIDERS:
+            raise UsageError(
+                f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
+                f"far; device {request.device!r} uses {provider!r}"
+            )
+        reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
+        inspect = get_runtime(REFERENCE_RUNTIME).inspect
+        assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
+        signature = inspect(ctx, reference, None)
+        outputs = [str(o["name"]) for o in signature.get("outputs", [])]
+        for goal in goals:
+            if goal.output is not None and goal.output not in outputs:
+                raise UsageError(
+                    f"goal {goal.text!r}: the model has no output {goal.output!r}; outputs: "
+                    f"{', '.join(outputs)}"
+                )
+        dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
+        ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
+        stored = _reference_run(ctx, request, dataset)
+        cancel.check()
+        if compiled is None:
+            reference, compiled, compile_run = _models(ctx, request, runtime)
+            cancel.check()
+        assert compiled is not None
+        with _device_lease(project, ctx, request, cancel):
+            return measure(
+                ctx,
+                request,
+                dataset,
+                reference,
+                compiled,
+                compile_run,
+                goals,
+                metric_names,
+                cancel,
+                stored,
+            )
+
+
+@contextmanager
+def _context(
+    project: Project, request: EvalRequest, subscriber: Subscriber | None, cancel: Cancellation
+) -> Iterator[HubContext]:
+    with project.context(subscriber, tags=request.tags) as ctx:
+        cancel.bind(ctx)
+        try:
+            yield ctx
+        finally:
+            cancel.release(ctx)
+
+
+def _stored_reference(request: EvalRequest) -> bool:
+    return request.reference not in (None, REFERENCE_RUNTIME)
+
+
+def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> RunLog | None:
+    """The EVAL run ``--reference`` names, checked to have run on this very dataset."""
+    if not _stored_reference(request):
+        return None
+    assert request.reference is not None
+    log = ctx.store.run_log(request.reference, run_type="EVAL")
+    if "outputs" not in log.artifacts:
+        raise UsageError(f"run {log.run_id[:8]} kept no outputs; pass the id of an eval run")
+    logged = log.params.get("dataset_sha256")
+    if logged is None or logged.value != dataset.sha256:
+        raise UsageError(
+            f"run {log.run_id[:8]} evaluated another dataset; give --dataset the same samples "
+            "(compared by content), or drop --reference"
+        )
+    return log
+
+
+@contextmanager
+def _device_lease(
+    project: Project, ctx: HubContext, request: EvalRequest, cancel: Cancellation
+) -> Iterator[None]:
+    """Hold a device other than this host while the samples run on it, as every step on such
+    a device does (see `ops.leases`), so an eval does not disturb a measurement there."""
+    from edgehub.config.schema import CLOUD_PROVIDERS
+    from edgehub.ops.leases import measurement_lease
+
+    name = request.device or "local"
+    if ctx.device(name).provider_type in ("local", *CLOUD_PROVIDERS):
+        yield
+        return
+    with measurement_lease(
+        project,
+        name,
+        timeout=None,
+        command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
+        events=ctx.events,
+        cancelled=cancel.wait,
+    ):
+        yield
+
+
+def _models(
+    ctx: HubContext, request: EvalRequest, runtime: Runtime, *, check_only: bool = False
+) -> tuple[Path, CompiledModel | None, str | None]:
+    """(reference ONNX, compiled model, compile run id). With ``check_only`` a MODEL is not
+    compiled yet (its compiled model is None)."""
+    if request.from_run is not None:
+        log = ctx.store.run_log(request.from_run, run_type="COMPILE")
+        if "path" not in log.artifacts or "input" not in log.artifacts:
+            raise UsageError(
+                f"run {log.run_id[:8]} ({log.name}) kept no model and input; pass the id of a "
+                "compile run"
+            )
+        stored = runtime.compiled_model.from_run_log(log)
+        reference = Path(log.artifacts["input"].local())
+        return reference, stored, log.run_id
+    assert request.model is not None
+    model = request.model.resolve()
+    if check_only:
+        return model, None, None
+    options = dict(request.options)
+    if request.device:
+        options["device"] = request.device
+    ctx.events.info(f"compile {model.name} for {runtime.name}")
+    compiled: CompiledModel = runtime.compiler(**options).run(ctx, model)
+    return model, compiled, compiled.run_log.run_id if compiled.run_log else None

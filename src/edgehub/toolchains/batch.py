@@ -1,0 +1,127 @@
+"""Running a model over a whole dataset in one agent call (`BatchRunner`, one per runtime).
+
+Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
+runs in the same session, so a dataset of many small samples costs one round trip, not one
+per sample. Each runtime's subclass names its agent command and the files its model needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from edgehub.errors import InvokeError
+from edgehub.toolchains.local_session import record_agent_result
+from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.tensors import load_npz
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.agent_call import AgentCall
+
+__all__ = ["BatchJob", "BatchOutputs", "BatchRunner"]
+
+
+@dataclass
+class BatchOutputs:
+    """Each output stacked over the samples (``arrays[name][i]`` is sample ``i``'s), the
+    agent's timing metrics, and the .npz they came in."""
+
+    arrays: dict[str, np.ndarray]
+    metrics: dict[str, Any]
+    path: Path
+    data: dict[str, Any]
+
+
+@dataclass
+class BatchJob:
+    """One model to run over the samples: a compiled model or a path, the ``role`` its timings
+    are logged under (``<role>.<metric>``), and request fields of its run (``options``)."""
+
+    model: Any
+    role: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class BatchRunner:
+    """Runs models over a dataset with the agent of ``device`` (an ``ssh`` device's own, else
+    the runtime's container here), inside the context's current run. ``scratch`` keeps a
+    second runner's local files apart from the first's in the same run."""
+
+    runtime: ClassVar[str]
+    command: ClassVar[str]
+    component: ClassVar[type[Any]]
+
+    def __init__(self, ctx: HubContext, device: str | None, scratch: str | None = None) -> None:
+        self.ctx = ctx
+        self._agent: AgentCall = device_agent(ctx, self.runtime, device, self.component)
+        if scratch is not None:
+            self._agent.local_dir = ctx.artifact_dir / scratch
+
+    def model_files(self, model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
+        """The files ``model`` (a compiled model, or a path) needs and the run's fields naming
+        them (``in/<name>``)."""
+        path = model if isinstance(model, Path) else Path(model.path.to_local(self.ctx).local())
+        return {path.name: path}, {"model": f"in/{path.name}"}
+
+    def run(
+        self,
+        model: Any,
+        samples: Path,
+        *,
+        stacked: bool,
+        role: str,
+        options: Mapping[str, Any] | None = None,
+    ) -> BatchOutputs:
+        """Every sample of ``samples`` through ``model`` (see `run_many`)."""
+        job = BatchJob(model, role, options or {})
+        return self.run_many([job], samples, stacked=stacked)[0]
+
+    def run_many(
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool
+    ) -> list[BatchOutputs]:
+        """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through each
+        job's model, in one agent call (the samples travel and load once); the outputs files
+        are kept in the run's directory."""
+        staged = "samples.npz" if stacked else "samples"
+        files: dict[str, Path] = {staged: samples}
+        runs = []
+        for index, job in enumerate(jobs):
+            own, fields = self.model_files(job.model)
+            if any(name in files for name in own):  # two models of one file name
+                own, fields = _prefixed(own, fields, f"{index}-")
+            files.update(own)
+            runs.append({**fields, **job.options, "output": f"out/outputs-{index}.npz"})
+        request = {"samples": f"in/{staged}", "stacked": stacked, "runs": runs}
+        result = self._agent.call(self.command, request, inputs=files, failure=InvokeError)
+        skip = frozenset(result.params) | frozenset(result.metrics)
+        record_agent_result(self.ctx, result, skip=skip)  # environment and warnings
+        found = []
+        for index, job in enumerate(jobs):
+            data = dict(result.data["runs"][index])
+            metrics = {k: float(v) for k, v in data.items() if _is_number(v)}
+            self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
+            path = result.files / f"outputs-{index}.npz"
+            found.append(BatchOutputs(load_npz(path), metrics, path, data))
+        return found
+
+
+def _prefixed(
+    files: dict[str, Path], fields: dict[str, Any], prefix: str
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    renamed = {f"{prefix}{name}": path for name, path in files.items()}
+    moved = {
+        key: f"in/{prefix}{value[3:]}"
+        if isinstance(value, str) and value.startswith("in/")
+        else value
+        for key, value in fields.items()
+    }
+    return renamed, moved
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -1,0 +1,14 @@
+"""`ORTBatchRunner`: a dataset through an ONNX model in ONNX Runtime (agent ``ort.batch``)."""
+
+from __future__ import annotations
+
+from edgehub.toolchains.batch import BatchRunner
+from edgehub.toolchains.onnxruntime.components import ONNXRuntimeInvoker
+
+__all__ = ["ORTBatchRunner"]
+
+
+class ORTBatchRunner(BatchRunner):
+    runtime = "onnxruntime"
+    command = "ort.batch"
+    component = ONNXRuntimeInvoker
