@@ -1,6 +1,7 @@
 """`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
 
-`hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`)."""
+`hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`); `hub exec ab RUNTIME A B`
+compares two models interleaved on one device (see `cli.ab_cmd`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-STEPS = ("compile", "profile", "invoke", "pipeline", "sweep")
+STEPS = ("compile", "profile", "invoke", "pipeline", "sweep", "ab")
 
 
 def add_parser(commands: Any) -> None:
@@ -24,11 +25,14 @@ def add_parser(commands: Any) -> None:
         description="Run a component headless. Results go to stdout (a table, or JSON with "
         "--json); logs go to stderr. Every run is recorded in the local run store.",
     )
-    parser.add_argument("step", choices=STEPS, help="what to run (sweep: a grid of runs)")
+    parser.add_argument(
+        "step", choices=STEPS, help="what to run (sweep: a grid of runs; ab: A against B)"
+    )
     parser.add_argument(
         "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
     )
     parser.add_argument("model", nargs="?", type=Path, help="the model file (.onnx, ...)")
+    parser.add_argument("model_b", nargs="?", type=Path, help="ab: the model compared with MODEL")
     parser.add_argument("--device", help="device from hub.toml (default: the first that fits)")
     parser.add_argument(
         "--set",
@@ -74,16 +78,23 @@ def add_parser(commands: Any) -> None:
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 
     add_sweep_arguments(parser)
+    from edgehub.cli.ab_cmd import add_ab_arguments
+
+    add_ab_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from edgehub.cli.ab_cmd import handle_ab, reject_ab_flags
     from edgehub.cli.options import parse_sets
     from edgehub.ops.execute import ExecRequest, execute, step_components
     from edgehub.ops.project import open_project
     from edgehub.ops.reports import PipelineReport
     from edgehub.toolchains.registry import get_runtime
 
+    reject_ab_flags(args)
+    if args.step == "ab":
+        return handle_ab(args)
     if args.step == "sweep":
         from edgehub.cli.sweep_cmd import handle_sweep
 

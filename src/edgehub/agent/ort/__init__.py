@@ -1,4 +1,5 @@
-"""ONNX Runtime commands: ``ort.inspect``, ``ort.compile``, ``ort.profile``, ``ort.invoke``.
+"""ONNX Runtime commands: ``ort.inspect``, ``ort.compile``, ``ort.profile``, ``ort.invoke``,
+``ort.ab``.
 
 Command ``ort.VERB`` is served by the module ``ort/VERB.py`` (its ``run(params, report)``).
 Importing this package imports nothing heavy; :data:`PRELOAD` names what a resident agent
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-COMMANDS = ("inspect", "compile", "profile", "invoke")
+COMMANDS = ("inspect", "compile", "profile", "invoke", "ab")
 PRELOAD = ("numpy", "onnxruntime", "onnx")
 
 

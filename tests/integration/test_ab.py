@@ -1,0 +1,131 @@
+"""`hub exec ab onnxruntime A B` through the real `hub` entry point against the real ONNX Runtime
+image: both models in one agent process, timed in alternating blocks.
+
+What holds on a loaded machine is asserted, not what a quiet one would show: a model against a
+copy of itself is not a regression and its median ratio stays within 0.9-1.1; a model with twice
+the MatMuls is flagged with exit code 5. The comparison run and its two PROFILE children (their
+``parent_run_id``) are in the store, and the children compare with `hub runs compare`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+pytestmark = pytest.mark.docker
+
+HUB = str(Path(sys.executable).with_name("hub"))
+EXIT_REGRESSION = 5
+
+
+def matmul_chain(path: Path, length: int, size: int = 128) -> Path:
+    """x float32[16,size] -> ``length`` MatMuls with size x size weights -> y."""
+    rng = np.random.default_rng(0)
+    nodes, inits, source = [], [], "x"
+    for i in range(length):
+        weight = (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
+        inits.append(numpy_helper.from_array(weight, f"w{i}"))
+        target = "y" if i == length - 1 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [source, f"w{i}"], [target]))
+        source = target
+    graph = helper.make_graph(
+        nodes,
+        "matmul_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, size])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def hub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "EDGEHUB_KEEP_WARM"}
+    return subprocess.run(
+        [HUB, *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env
+    )
+
+
+def show(cwd: Path, run_id: str) -> dict[str, Any]:
+    result = hub("runs", "show", run_id, "--json", cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    record: dict[str, Any] = json.loads(result.stdout)
+    return record
+
+
+@pytest.fixture
+def project(tmp_path: Path, ort_image: str) -> Path:
+    (tmp_path / "hub.toml").write_text('[project]\nname = "ab"\n')
+    matmul_chain(tmp_path / "base.onnx", 16)
+    shutil.copy(tmp_path / "base.onnx", tmp_path / "same.onnx")
+    matmul_chain(tmp_path / "double.onnx", 32)
+    return tmp_path
+
+
+def _ab(project: Path, b: str, *extra: str) -> tuple[int, dict[str, Any], str]:
+    result = hub(
+        "exec",
+        "ab",
+        "onnxruntime",
+        "base.onnx",
+        b,
+        "--rounds",
+        "20",
+        "--json",
+        *extra,
+        cwd=project,
+    )
+    report = json.loads(result.stdout) if result.stdout.strip() else {}
+    return result.returncode, report, result.stderr
+
+
+def test_a_model_against_itself_is_no_regression(project: Path) -> None:
+    code, report, stderr = _ab(project, "same.onnx", "--max-regression", "5%")
+    assert code == 0, stderr
+    verdict = report["verdict"]
+    assert verdict["regressed"] is False, verdict["verdict"]
+    assert 0.9 <= verdict["median_ratio"] <= 1.1, verdict["verdict"]
+    assert verdict["rounds"] == 20 and len(report["rounds"]) == 20
+    assert {r["order"] for r in report["rounds"]} <= {"AB", "BA"}
+
+    parent = show(project, report["run_id"])
+    assert parent["run_type"] == "AB" and parent["status"] == "FINISHED"
+    assert parent["params"]["seed"] == report["seed"]
+    assert parent["params"]["run_a"] == report["run_a"]
+    for side in ("run_a", "run_b"):
+        child = show(project, report[side])
+        assert child["run_type"] == "PROFILE" and child["status"] == "FINISHED"
+        assert child["parent_run_id"] == report["run_id"]
+        assert child["metrics"]["runs"] == 20 * report["runs_per_block"][side[-1]]
+
+
+def test_a_model_with_twice_the_work_is_flagged(project: Path) -> None:
+    code, report, stderr = _ab(project, "double.onnx", "--max-regression", "5%")
+    assert code == EXIT_REGRESSION, stderr
+    verdict = report["verdict"]
+    assert verdict["significant"] is True and verdict["regressed"] is True
+    assert verdict["median_ratio"] > 1.3 and verdict["slower"] > verdict["faster"]
+    assert "REGRESSION" in stderr  # the verdict is logged as well
+
+    # the children are ordinary profile runs: runs compare reads their samples
+    compared = hub("runs", "compare", report["run_a"], report["run_b"], "--json", cwd=project)
+    assert compared.returncode == 0, compared.stderr
+    assert json.loads(compared.stdout)["latency"]["median"]["delta_pct"] > 30
+
+    # without --max-regression the same difference is reported, exit 0
+    code, plain, stderr = _ab(project, "double.onnx", "--set", "seed=5")
+    assert code == 0, stderr
+    assert plain["seed"] == 5 and plain["verdict"]["significant"] is True
+    assert plain["verdict"]["regressed"] is False
