@@ -118,6 +118,7 @@ def test_a_model_with_twice_the_work_is_flagged(project: Path) -> None:
     assert verdict["significant"] is True and verdict["regressed"] is True
     assert verdict["median_ratio"] > 1.3 and verdict["slower"] > verdict["faster"]
     assert "REGRESSION" in stderr  # the verdict is logged as well
+    assert "(or `hub exec ab`)" in hub("--help", cwd=project).stdout
 
     # the children are ordinary profile runs: runs compare reads their samples
     compared = hub("runs", "compare", report["run_a"], report["run_b"], "--json", cwd=project)

@@ -155,7 +155,8 @@ def _check(request: AbRequest) -> None:
         )
     for model in (request.model_a, request.model_b):
         if not model.is_file():
-            raise ModelError(f"model {model} not found; check the path")
+            what = "is a directory, not a model file" if model.is_dir() else "not found"
+            raise ModelError(f"model {model} {what}; check the path")
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
     if request.rounds < 6:

@@ -45,11 +45,13 @@ def run_ab_agent(
             f"{device!r} is {provider}: profile each model there and use hub runs compare"
         )
     agent = device_agent(ctx, "onnxruntime", device, ONNXRuntimeProfiler)
-    # the two files go under fixed names: A and B may share a file name (or be one file)
-    inputs = {"a.onnx": model_a, "b.onnx": model_b}
+    # their own names (the agent's messages name them), B's prefixed where A has its name
+    name_a = model_a.name
+    name_b = model_b.name if model_b.name != name_a else f"B-{model_b.name}"
+    inputs = {name_a: model_a, name_b: model_b}
     request: dict[str, Any] = {
-        "model_a": "in/a.onnx",
-        "model_b": "in/b.onnx",
+        "model_a": f"in/{name_a}",
+        "model_b": f"in/{name_b}",
         "rounds": rounds,
         "block_ms": block_ms,
         "warmup": warmup,
