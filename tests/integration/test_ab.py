@@ -4,7 +4,8 @@ image: both models in one agent process, timed in alternating blocks.
 What holds on a loaded machine is asserted, not what a quiet one would show: a model against a
 copy of itself is not a regression and its median ratio stays within 0.9-1.1; a model with twice
 the MatMuls is flagged with exit code 5. The comparison run and its two PROFILE children (their
-``parent_run_id``) are in the store, and the children compare with `hub runs compare`.
+``parent_run_id``) are in the store, and the children compare with `hub runs compare`. Each
+measurement records the conditions it ran under (``conditions.*`` in the run's environment).
 """
 
 from __future__ import annotations
@@ -109,6 +110,25 @@ def test_a_model_against_itself_is_no_regression(project: Path) -> None:
         assert child["run_type"] == "PROFILE" and child["status"] == "FINISHED"
         assert child["parent_run_id"] == report["run_id"]
         assert child["metrics"]["runs"] == 20 * report["runs_per_block"][side[-1]]
+        assert {"conditions.loop_s", "conditions.other_cpu_share"} <= set(child["environment"])
+    # what the rounds ran under, read in the container from /proc and /sys
+    conditions = {k: v for k, v in parent["environment"].items() if k.startswith("conditions.")}
+    assert float(conditions["conditions.loop_s"]) > 0
+    assert 0 <= float(conditions["conditions.other_cpu_share"]) <= 1
+    assert int(conditions["conditions.usable_cpus"]) >= 1
+
+
+def test_a_profile_records_its_conditions(project: Path) -> None:
+    result = hub(
+        "exec", "profile", "onnxruntime", "base.onnx", "--set", "runs=50", "--json", cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    assert "conditions: other processes" in result.stderr
+    environment = show(project, json.loads(result.stdout)["run_id"])["environment"]
+    assert 0 <= float(environment["conditions.other_cpu_share"]) <= 1
+    assert float(environment["conditions.loop_s"]) > 0
+    shown = hub("runs", "show", "latest", cwd=project).stdout
+    assert "conditions.other_cpu_share" in shown
 
 
 def test_a_model_with_twice_the_work_is_flagged(project: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ab(pyz: Path, root: Path, a: Path, b: Path, seed: int) -> dict[str, object]:
-    out = root / f"out-{seed}"
+    out = Path(tempfile.mkdtemp(prefix=f"out-{seed}-", dir=root))  # one per call
     request = {
         "model_a": str(a),
         "model_b": str(b),

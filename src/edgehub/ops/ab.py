@@ -312,6 +312,9 @@ def _child(
         devices=devices,
     ) as run:
         ctx.client.log_params({"$runtime": runtime, "ab.side": label, "ab.run": parent})
+        conditions = result.data.get("conditions")
+        if isinstance(conditions, dict):  # the rounds of both models ran under these
+            ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
         ctx.client.log_artifact(model, name="input")
         ctx.client.log_metrics(metrics)
         ctx.client.log_metric("$latency", metrics["latency_median_ms"])

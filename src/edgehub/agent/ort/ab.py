@@ -22,8 +22,10 @@ How it measures (the order of the blocks comes from ``seed``, recorded with the 
 
 Result: ``data.rounds`` (per round: order, session set, each block's median in ms, and the
 ratio B/A), ``data.runs_per_block``; metrics ``a_*``/``b_*`` are the latency statistics of all
-timed samples of each model. ``profile_json_a``/``_b`` get ``ort.profile``-shaped documents
-(``samples_us``, ``stats``, ``env``, ``settings``) so each model's samples can be compared alone.
+timed samples of each model; ``data.conditions`` is what the rounds ran under
+(:mod:`..conditions`). ``profile_json_a``/``_b`` get ``ort.profile``-shaped documents
+(``samples_us``, ``stats``, ``env``, ``settings``, ``conditions``) so each model's samples can be
+compared alone.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import random
 import time
 from typing import Any
 
+from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -150,6 +153,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     # 4. the rounds
     all_samples: dict[str, list[int]] = {"a": [], "b": []}
     rows: list[dict[str, Any]] = []
+    probe = ConditionsProbe()
     for number in range(rounds):
         order = "ab" if rng.random() < 0.5 else "ba"
         index = number % 2
@@ -172,6 +176,9 @@ def run(params: Params, report: Report) -> CommandOutput:
             }
         )
     sessions = []
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
 
     metrics: dict[str, Any] = {"rounds": rounds, "seed": seed}
     stats: dict[str, dict[str, float]] = {}
@@ -187,7 +194,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     settings["runs_per_block"] = per_block
     settings["switch_in_runs"] = SWITCH_IN
     env = collect_env()
-    data: dict[str, Any] = {"rounds": rows, "runs_per_block": per_block, "seed": seed}
+    data: dict[str, Any] = {
+        "rounds": rows,
+        "runs_per_block": per_block,
+        "seed": seed,
+        "conditions": conditions,
+    }
     for side in SIDES:
         target = json_paths[side]
         if target:
@@ -196,6 +208,7 @@ def run(params: Params, report: Report) -> CommandOutput:
                 "stats": stats[side],
                 "env": env,
                 "settings": dict(settings, model_path=str(models[side]), side=side.upper()),
+                "conditions": conditions,
             }
             write_json_atomic(target, document)
             data[f"profile_json_{side}"] = target
