@@ -150,3 +150,29 @@ def test_a_model_with_twice_the_work_is_flagged(project: Path) -> None:
     assert code == 0, stderr
     assert plain["seed"] == 5 and plain["verdict"]["significant"] is True
     assert plain["verdict"]["regressed"] is False
+
+
+@pytest.mark.ssh
+def test_ab_on_an_ssh_device(device: Any, tmp_path: Path) -> None:
+    """The same comparison on the SSH test device: its own Python and onnxruntime, one agent."""
+    folder = tmp_path / "ssh"
+    folder.mkdir()
+    (folder / "hub.toml").write_text(
+        '[project]\nname = "ab-ssh"\n\n[devices.board]\nprovider = "ssh"\n\n'
+        f'[devices.board.ssh]\nhost = "{device.host}"\nuser = "{device.username}"\n'
+        f'port = {device.port}\nkey = "{device.private_key}"\n'
+        f'known_hosts = "{device.known_hosts}"\n\n'
+        '[devices.board.agent]\npython = "/opt/device/bin/python3"\n'
+    )
+    matmul_chain(folder / "base.onnx", 16)
+    matmul_chain(folder / "double.onnx", 32)
+    result = hub(
+        "exec", "ab", "onnxruntime", "base.onnx", "double.onnx", "--device", "board",
+        "--rounds", "12", "--max-regression", "5%", "--json", cwd=folder,
+    )  # fmt: skip
+    assert result.returncode == EXIT_REGRESSION, result.stderr
+    report = json.loads(result.stdout)
+    assert report["device"] == "board" and report["verdict"]["median_ratio"] > 1.3
+    parent = show(folder, report["run_id"])
+    assert parent["device"] == "board" and "conditions.loop_s" in parent["environment"]
+    assert show(folder, report["run_b"])["parent_run_id"] == report["run_id"]
