@@ -128,7 +128,7 @@ def _parse_settings(pairs: dict[str, str]) -> _Settings:
         elif key == "burn_ins":
             settings.warmup = _integer(key, raw, 0)
         elif key == "block_ms":
-            settings.block_ms = _integer(key, raw, 1)
+            settings.block_ms = _integer(key, raw, 5)  # shorter blocks measure the switch
         elif key == "seed":
             settings.seed = _integer(key, raw, 0)
         elif key == "min_effect":

@@ -39,7 +39,14 @@ from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
-from ..protocol import CommandOutput, Params, RuntimeFailure, one_line, write_json_atomic
+from ..protocol import (
+    Cancelled,
+    CommandOutput,
+    Params,
+    RuntimeFailure,
+    one_line,
+    write_json_atomic,
+)
 from ..report import Report
 from ..stats import latency_stats, ms
 from ..tensors import Arrays
@@ -73,11 +80,16 @@ def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
-    for i in range(runs):
-        feeds = inputs[(start_at + i) % count]
-        begin = clock()
-        run(None, feeds)
-        samples[i] = clock() - begin
+    try:
+        for i in range(runs):
+            feeds = inputs[(start_at + i) % count]
+            begin = clock()
+            run(None, feeds)
+            samples[i] = clock() - begin
+    except Cancelled:
+        raise
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
     return samples
 
 
