@@ -140,10 +140,18 @@ def test_a_model_with_twice_the_work_is_flagged(project: Path) -> None:
     assert "REGRESSION" in stderr  # the verdict is logged as well
     assert "(or `hub exec ab`)" in hub("--help", cwd=project).stdout
 
-    # the children are ordinary profile runs: runs compare reads their samples
-    compared = hub("runs", "compare", report["run_a"], report["run_b"], "--json", cwd=project)
-    assert compared.returncode == 0, compared.stderr
-    assert json.loads(compared.stdout)["latency"]["median"]["delta_pct"] > 30
+    # the children are profile runs (runs compare reads their samples), and their comparison
+    # is decided by the A/B's paired rounds, in either order
+    children = (report["run_a"], report["run_b"])
+    compared = hub("runs", "compare", *children, "--max-regression", "5%", "--json", cwd=project)
+    assert compared.returncode == EXIT_REGRESSION, compared.stderr
+    both = json.loads(compared.stdout)
+    assert both["latency"]["median"]["delta_pct"] > 30
+    assert both["paired"]["regressed"] is True and both["paired"]["rounds"] == 20
+    assert both["paired"]["median_ratio"] == pytest.approx(verdict["median_ratio"])
+    swapped = hub("runs", "compare", *children[::-1], "--max-regression", "5%", cwd=project)
+    assert swapped.returncode == 0, swapped.stderr
+    assert "faster than A" in swapped.stdout and "paired rounds" in swapped.stdout
 
     # without --max-regression the same difference is reported, exit 0
     code, plain, stderr = _ab(project, "double.onnx", "--set", "seed=5")

@@ -180,6 +180,9 @@ def _compare(args: argparse.Namespace) -> int:
         if result.latency is not None:
             print()
             _print_profile_comparison(result.latency)
+        if result.paired is not None:
+            print(f"\nthe {result.paired.rounds} paired rounds of their A/B run decide:")
+            print(result.paired.verdict)
     return EXIT_REGRESSION if result.regressed else 0
 
 

@@ -7,7 +7,8 @@ per-round ratios B/A (`tracking.paired`): a bootstrap CI of the median ratio, an
 test and a minimum effect. Recorded as an ``AB`` run (params: models, seed, rounds; metrics:
 the ratio and its CI; artifact ``ab.json`` with every round) with two ``PROFILE`` child runs
 (``parent_run_id``: the ``AB`` run), one per model, whose ``profile.json`` holds that model's
-samples as a profile run's does. ONNX Runtime only, for now.
+samples as a profile run's does; `hub runs compare` of the two children uses the rounds' pairing
+(`paired_from_parent`). ONNX Runtime only, for now.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.ops.project import Project, Subscriber
     from edgehub.toolchains.agent_call import AgentResult
+    from edgehub.tracking.records import RunRecord
 
-__all__ = ["AB_RUN", "AbReport", "AbRequest", "run_ab"]
+__all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
 AB_RUN = "AB"
 RUNTIMES = ("onnxruntime",)
@@ -322,3 +324,38 @@ def _child(
             ctx.client.log_metric("$load_time", metrics["session_create_ms"])
         ctx.client.log_artifact(result.files / f"profile_{side}.json", name="output_file")
         return run.run_id
+
+
+def paired_from_parent(
+    parent: RunRecord,
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    max_regression: float | None = None,
+    min_effect: float | None = None,
+) -> PairedVerdict | None:
+    """The paired verdict for two PROFILE children of one ``AB`` run (`hub runs compare` of
+    them), from the rounds the comparison recorded; B/A as asked, also when given as B A.
+    None when ``parent`` is no A/B run of these two."""
+    from edgehub.tracking.paired import paired_verdict
+
+    if parent.run_type != AB_RUN:
+        return None
+    pair = (parent.params.get("run_a"), parent.params.get("run_b"))
+    if (a.run_id, b.run_id) not in (pair, pair[::-1]):
+        return None
+    stored = [x for x in parent.all_artifacts if x.name == "ab" and x.is_stored]
+    try:
+        rounds = json.loads(stored[0].local().read_text(encoding="utf-8"))["rounds"]
+        ratios = [float(r["ratio"]) for r in rounds]
+    except (IndexError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if (a.run_id, b.run_id) != pair:
+        ratios = [1.0 / r for r in ratios if r > 0]
+    seed = parent.params.get("seed")
+    return paired_verdict(
+        ratios,
+        min_effect=MIN_EFFECT if min_effect is None else min_effect,
+        max_regression=max_regression,
+        seed=seed if isinstance(seed, int) else 0,
+    )

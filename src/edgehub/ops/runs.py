@@ -1,7 +1,8 @@
 """Queries over the run store: list with filters, show one run, compare two.
 
 Comparing two profile runs adds a latency comparison from their raw samples (deltas with
-confidence intervals, significance, and a regression verdict for ``max_regression``).
+confidence intervals, significance, and a regression verdict for ``max_regression``); for the
+two profiles of one `hub exec ab`, the verdict comes from its paired rounds instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.paired import PairedVerdict
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunFilter, RunRecord
 
@@ -44,15 +46,20 @@ class Comparison:
 
     runs: RunComparison
     latency: ProfileComparison | None = None
+    paired: PairedVerdict | None = None  # two profiles of one `hub exec ab`: its rounds' verdict
 
     @property
     def regressed(self) -> bool:
+        if self.paired is not None:
+            return self.paired.regressed
         return self.latency is not None and self.latency.regressed
 
     def to_dict(self) -> dict[str, Any]:
         data = self.runs.to_dict()
         if self.latency is not None:
             data["latency"] = self.latency.to_dict()
+        if self.paired is not None:
+            data["paired"] = self.paired.to_dict()
         return data
 
 
@@ -73,6 +80,8 @@ def compare_runs(
     store = project.store()
     try:
         a, b = store.get_run(ref_a), store.get_run(ref_b)
+        siblings = a.parent_run_id is not None and a.parent_run_id == b.parent_run_id
+        parent = store.get_run(a.parent_run_id) if siblings and a.parent_run_id else None
     finally:
         store.close()
     profiles = a.run_type == b.run_type == "PROFILE"
@@ -90,4 +99,11 @@ def compare_runs(
         if profiles
         else None
     )
-    return Comparison(diff_runs(a, b), latency)
+    paired = None
+    if profiles and parent is not None:
+        from edgehub.ops.ab import paired_from_parent
+
+        paired = paired_from_parent(
+            parent, a, b, max_regression=max_regression, min_effect=min_effect
+        )
+    return Comparison(diff_runs(a, b), latency, paired)
