@@ -1,7 +1,8 @@
 """`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
 
 `hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`); `hub exec eval`
-measures accuracy on a dataset (see `cli.eval_cmd`)."""
+measures accuracy on a dataset (see `cli.eval_cmd`); `hub exec ab RUNTIME A B` compares two
+models interleaved on one device (see `cli.ab_cmd`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-STEPS = ("compile", "profile", "invoke", "pipeline", "sweep", "eval")
+STEPS = ("compile", "profile", "invoke", "pipeline", "sweep", "eval", "ab")
 
 
 def add_parser(commands: Any) -> None:
@@ -27,12 +28,15 @@ def add_parser(commands: Any) -> None:
         "--json); logs go to stderr. Every run is recorded in the local run store.",
     )
     parser.add_argument(
-        "step", choices=STEPS, help="what to run (sweep: a grid of runs; eval: accuracy)"
+        "step",
+        choices=STEPS,
+        help="what to run (sweep: a grid of runs; eval: accuracy; ab: A against B)",
     )
     parser.add_argument(
         "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
     )
     parser.add_argument("model", nargs="?", type=_path, help="the model file (.onnx, ...)")
+    parser.add_argument("model_b", nargs="?", type=_path, help="ab: the model compared with MODEL")
     parser.add_argument("--device", help="device from hub.toml (default: the first that fits)")
     parser.add_argument(
         "--set",
@@ -89,16 +93,24 @@ def add_parser(commands: Any) -> None:
     from edgehub.cli.eval_cmd import add_eval_arguments
 
     add_eval_arguments(parser)
+
+    from edgehub.cli.ab_cmd import add_ab_arguments
+
+    add_ab_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from edgehub.cli.ab_cmd import handle_ab, reject_ab_flags
     from edgehub.cli.options import parse_sets
     from edgehub.ops.execute import ExecRequest, execute, step_components
     from edgehub.ops.project import open_project
     from edgehub.ops.reports import PipelineReport
     from edgehub.toolchains.registry import get_runtime
 
+    reject_ab_flags(args)
+    if args.step == "ab":
+        return handle_ab(args)
     if args.step == "sweep":
         from edgehub.cli.sweep_cmd import handle_sweep
 

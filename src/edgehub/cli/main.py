@@ -3,9 +3,9 @@
 Exit codes: 0 success; 1 internal error (a bug: run with --debug for the traceback);
 2 bad usage, hub.toml, model or input; 3 environment not ready (Docker daemon, image, device
 connection, run store not writable); 4 a toolchain step failed; 5 `hub runs compare
---max-regression` found a regression; 6 `hub exec eval --goal` found a goal missed; 130
-interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM (the run is recorded KILLED and its
-containers are removed, as for Ctrl-C).
+--max-regression` (or `hub exec ab --max-regression`) found a regression; 6 `hub exec eval
+--goal` found a goal missed; 130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM
+(the run is recorded KILLED and its containers are removed, as for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ EPILOG = """exit codes:
   3  environment not ready: Docker daemon, image not built, device unreachable,
      run store not writable (permissions, read-only, disk full, locked)
   4  a toolchain step (compile, profile, invoke) failed
-  5  `hub runs compare --max-regression`: B is significantly slower than A beyond the limit
+  5  `hub runs compare --max-regression` (or `hub exec ab`): B is significantly slower
+     than A beyond the limit
   6  `hub exec eval --goal`: the model missed an accuracy goal
   130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM"""
 

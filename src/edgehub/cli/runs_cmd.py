@@ -197,6 +197,9 @@ def _compare(args: argparse.Namespace) -> int:
         if result.accuracy is not None:
             print()
             _print_accuracy_comparison(result.accuracy)
+        if result.paired is not None:
+            print(f"\nthe {result.paired.rounds} paired rounds of their A/B run decide:")
+            print(result.paired.verdict)
     return EXIT_REGRESSION if result.regressed else 0
 
 

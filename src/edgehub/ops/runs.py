@@ -1,7 +1,8 @@
 """Queries over the run store: list with filters, show one run, compare two.
 
 Comparing two profile runs adds a latency comparison from their raw samples (deltas with
-confidence intervals, significance, and a regression verdict for ``max_regression``); two eval
+confidence intervals, significance, and a regression verdict for ``max_regression``); for the
+two profiles of one `hub exec ab`, the verdict comes from its paired rounds instead; two eval
 runs, an accuracy comparison from their per-sample values (`ops.eval.compare`).
 """
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
     from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.paired import PairedVerdict
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunFilter, RunRecord
 
@@ -48,9 +50,12 @@ class Comparison:
     runs: RunComparison
     latency: ProfileComparison | None = None
     accuracy: AccuracyComparison | None = None
+    paired: PairedVerdict | None = None  # two profiles of one `hub exec ab`: its rounds' verdict
 
     @property
     def regressed(self) -> bool:
+        if self.paired is not None:
+            return self.paired.regressed
         return self.latency is not None and self.latency.regressed
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +64,8 @@ class Comparison:
             data["latency"] = self.latency.to_dict()
         if self.accuracy is not None:
             data["accuracy"] = self.accuracy.to_dict()
+        if self.paired is not None:
+            data["paired"] = self.paired.to_dict()
         return data
 
 
@@ -79,6 +86,8 @@ def compare_runs(
     store = project.store()
     try:
         a, b = store.get_run(ref_a), store.get_run(ref_b)
+        siblings = a.parent_run_id is not None and a.parent_run_id == b.parent_run_id
+        parent = store.get_run(a.parent_run_id) if siblings and a.parent_run_id else None
     finally:
         store.close()
     profiles = a.run_type == b.run_type == "PROFILE"
@@ -101,4 +110,11 @@ def compare_runs(
         from edgehub.ops.eval.compare import compare_evals
 
         accuracy = compare_evals(a, b)
-    return Comparison(diff_runs(a, b), latency, accuracy)
+    paired = None
+    if profiles and parent is not None:
+        from edgehub.ops.ab import paired_from_parent
+
+        paired = paired_from_parent(
+            parent, a, b, max_regression=max_regression, min_effect=min_effect
+        )
+    return Comparison(diff_runs(a, b), latency, accuracy, paired)

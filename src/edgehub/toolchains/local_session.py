@@ -122,7 +122,8 @@ def inspect_in_image(
 def record_agent_result(
     ctx: HubContext, result: AgentResult, *, skip: frozenset[str] = frozenset()
 ) -> None:
-    """Log the agent's params, numeric metrics, warnings and environment on the current run."""
+    """Log the agent's params, numeric metrics, warnings and environment on the current run,
+    and the ``conditions`` record of a measurement (as ``conditions.*`` environment entries)."""
     for key, value in result.params.items():
         if key not in skip:
             ctx.client.log_param(key, value)
@@ -149,3 +150,6 @@ def record_agent_result(
         "ort_providers": ",".join(providers) if isinstance(providers, list) else providers,
     }
     ctx.client.log_environment({k: v for k, v in flat.items() if v})
+    conditions = result.data.get("conditions")
+    if isinstance(conditions, dict):  # what the timed loop ran under (agent/conditions.py)
+        ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})

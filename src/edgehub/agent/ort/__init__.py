@@ -1,5 +1,5 @@
 """ONNX Runtime commands: ``ort.inspect``, ``ort.compile``, ``ort.profile``, ``ort.invoke``,
-``ort.batch``.
+``ort.batch``, ``ort.ab``.
 
 Command ``ort.VERB`` is served by the module ``ort/VERB.py`` (its ``run(params, report)``).
 Importing this package imports nothing heavy; :data:`PRELOAD` names what a resident agent
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-COMMANDS = ("inspect", "compile", "profile", "invoke", "batch")
+COMMANDS = ("inspect", "compile", "profile", "invoke", "batch", "ab")
 PRELOAD = ("numpy", "onnxruntime", "onnx")
 
 

@@ -30,7 +30,8 @@ fps (1000 / mean), session_create_ms, first_run_ms, peak_rss_mb (MiB, the proces
 resident set: VmHWM, else ru_maxrss), runs, warmup, cold_starts; with a trace also
 model_run_mean_ms, profiled_runs and (layerwise) num_layers.
 ``profile_json`` (if given) receives ``{samples_us, cold_starts, stats, layers, trace, env,
-settings}``.
+settings, conditions}``; ``data.conditions`` is what the timed loop ran under
+(:mod:`..conditions`: load, other processes' CPU time, CPU model, governor, limits, memory).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -174,6 +176,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"timing: {runs} runs")
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
+    probe = ConditionsProbe()
     try:
         samples = timed_runs(session, inputs, runs)
     except Cancelled:
@@ -181,6 +184,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     except Exception as exc:
         raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
     session = None
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
 
     metrics: dict[str, Any] = latency_stats(samples)
     report.info(
@@ -232,6 +238,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         "cold_starts": cold,
         "shapes": params.resolved["shapes"],
         "input_source": settings["input_source"],
+        "conditions": conditions,
     }
     layers = trace.layers if (trace is not None and method == "layerwise") else []
     if method == "layerwise":
@@ -245,6 +252,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "stats": metrics,
             "env": collect_env(),
             "settings": settings,
+            "conditions": conditions,
         }
         if trace is not None:
             document["layers"] = layers

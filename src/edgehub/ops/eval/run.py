@@ -200,13 +200,13 @@ def _device_lease(
     from edgehub.config.schema import CLOUD_PROVIDERS
     from edgehub.ops.leases import measurement_lease
 
-    name = request.device or "local"
-    if ctx.device(name).provider_type in ("local", *CLOUD_PROVIDERS):
+    device = ctx.device(request.device or "local")
+    if device.provider_type in ("local", *CLOUD_PROVIDERS):
         yield
         return
     with measurement_lease(
         project,
-        name,
+        device,
         timeout=None,
         command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
         events=ctx.events,

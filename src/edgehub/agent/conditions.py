@@ -1,0 +1,215 @@
+"""The conditions a measurement ran under, read from ``/proc`` and ``/sys`` (Linux; elsewhere,
+or where a file is not readable, that entry is left out). Standard library only.
+
+:class:`ConditionsProbe` is started right before a timed loop and finished right after it. Its
+record (flat, JSON-able) holds:
+
+- ``cpu_model``, ``online_cpus`` (``/sys/devices/system/cpu/online``), ``usable_cpus`` (this
+  process's affinity), ``host_cpus`` (CPUs in ``/proc/stat``);
+- ``governor``, ``cur_freq_mhz``, ``max_freq_mhz`` of cpu0 where cpufreq is exposed;
+- ``cpu_quota`` (the cgroup's CPU limit in CPUs, ``max`` when unlimited) and ``cpuset``;
+- ``mem_available_mb`` (``MemAvailable``) and ``cgroup_mem_limit_mb``;
+- ``load_1m`` at the start and ``load_1m_end``;
+- ``other_cpu_share``: the CPU time every other process on the machine took during the loop
+  (``/proc/stat``'s busy time less this process's), as a fraction of all host CPUs over the
+  loop's wall time; ``other_cpu_s`` the same in seconds, ``loop_s`` the wall time;
+- ``temp_max_c`` and ``temp_max_c_end``: the hottest thermal zone at the start and the end.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from typing import Any
+
+_BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (not idle, iowait)
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(65536).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _cpu_model() -> str | None:
+    text = _read("/proc/cpuinfo") or ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+            return value.strip()[:120]
+    return None
+
+
+def _cpu_list_count(text: str | None) -> int | None:
+    """How many CPUs a list such as ``0-3,6`` names."""
+    if not text:
+        return None
+    count = 0
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            count += int(high or low) - int(low) + 1
+    except ValueError:
+        return None
+    return count
+
+
+def _host_busy() -> tuple[float | None, int]:
+    """Busy seconds of all CPUs since boot, and how many CPUs ``/proc/stat`` lists."""
+    text = _read("/proc/stat")
+    if not text:
+        return None, 0
+    busy: float | None = None
+    cpus = 0
+    tick = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "cpu":
+            try:
+                values = [int(v) for v in words[1:]]
+                busy = sum(values[i] for i in _BUSY_FIELDS if i < len(values)) / tick
+            except ValueError:
+                return None, 0
+        elif words[0].startswith("cpu") and words[0][3:].isdigit():
+            cpus += 1
+    return busy, cpus
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return float(times.user + times.system)
+
+
+def _load_1m() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def _temp_max_c() -> float | None:
+    hottest: float | None = None
+    for path in sorted(glob.glob("/sys/class/thermal/thermal_zone*/temp"))[:64]:
+        text = _read(path)
+        try:
+            value = int(text or "") / 1000.0
+        except ValueError:
+            continue
+        hottest = value if hottest is None else max(hottest, value)
+    return None if hottest is None else round(hottest, 1)
+
+
+def _cpu_quota() -> str | None:
+    text = _read("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD" or "max PERIOD"
+    if text:
+        quota, _, period = text.partition(" ")
+        if quota == "max":
+            return "max"
+        try:
+            return str(round(int(quota) / int(period), 2))
+        except ValueError:
+            return None
+    quota_v1 = _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or _read(
+        "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"
+    )
+    period_v1 = _read("/sys/fs/cgroup/cpu/cpu.cfs_period_us") or _read(
+        "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us"
+    )
+    try:
+        if quota_v1 is not None and int(quota_v1) < 0:
+            return "max"
+        if quota_v1 and period_v1:
+            return str(round(int(quota_v1) / int(period_v1), 2))
+    except ValueError:
+        pass
+    return None
+
+
+def _memory() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            try:
+                found["mem_available_mb"] = int(line.split()[1]) // 1024
+            except (ValueError, IndexError):
+                pass
+    limit = _read("/sys/fs/cgroup/memory.max") or _read(
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes"
+    )
+    if limit and limit != "max":
+        try:
+            value = int(limit) // (1024 * 1024)
+            if value < 1 << 40:  # v1 says "no limit" with a huge number
+                found["cgroup_mem_limit_mb"] = value
+        except ValueError:
+            pass
+    return found
+
+
+def static_conditions() -> dict[str, Any]:
+    """What does not change during a loop: CPUs, frequency settings, limits, memory."""
+    record: dict[str, Any] = {"cpu_model": _cpu_model()}
+    record["online_cpus"] = _cpu_list_count(_read("/sys/devices/system/cpu/online"))
+    try:
+        record["usable_cpus"] = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        record["usable_cpus"] = os.cpu_count()
+    freq = "/sys/devices/system/cpu/cpu0/cpufreq/"
+    record["governor"] = _read(freq + "scaling_governor")
+    for key, name in (("cur_freq_mhz", "scaling_cur_freq"), ("max_freq_mhz", "cpuinfo_max_freq")):
+        text = _read(freq + name)
+        if text and text.isdigit():
+            record[key] = int(text) // 1000
+    record["cpu_quota"] = _cpu_quota()
+    cpuset = _read("/sys/fs/cgroup/cpuset.cpus.effective") or _read(
+        "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"
+    )
+    record["cpuset"] = cpuset[:200] if cpuset else None
+    record.update(_memory())
+    return record
+
+
+class ConditionsProbe:
+    """Started before a timed loop, finished after it; :meth:`finish` gives the record."""
+
+    def __init__(self) -> None:
+        self.record = static_conditions()
+        self.record["load_1m"] = _load_1m()
+        self.record["temp_max_c"] = _temp_max_c()
+        self._busy, self._cpus = _host_busy()
+        self._own = _own_cpu()
+        self._wall = time.monotonic()
+
+    def finish(self) -> dict[str, Any]:
+        wall = time.monotonic() - self._wall
+        own = _own_cpu() - self._own
+        busy, cpus = _host_busy()
+        record = dict(self.record)
+        record["loop_s"] = round(wall, 3)
+        record["load_1m_end"] = _load_1m()
+        record["temp_max_c_end"] = _temp_max_c()
+        if busy is not None and self._busy is not None and cpus and wall > 0:
+            other = max(0.0, (busy - self._busy) - own)
+            record["host_cpus"] = cpus
+            record["other_cpu_s"] = round(other, 3)
+            record["other_cpu_share"] = round(min(1.0, other / (wall * cpus)), 3)
+        return {k: v for k, v in record.items() if v is not None}
+
+
+def conditions_lines(record: dict[str, Any]) -> list[str]:
+    """A short human summary of ``record`` for the job's log."""
+    parts = []
+    if "other_cpu_share" in record:
+        parts.append(f"other processes {100 * record['other_cpu_share']:.0f}% of the CPUs")
+    if "load_1m" in record:
+        parts.append(f"load {record['load_1m']}")
+    if "governor" in record:
+        parts.append(f"governor {record['governor']}")
+    if "cpu_quota" in record:
+        parts.append(f"CPU quota {record['cpu_quota']}")
+    return [f"conditions: {', '.join(parts)}"] if parts else []

@@ -1,0 +1,227 @@
+"""``ort.ab``: two models measured in one process, in alternating short blocks (interleaved A/B).
+
+Request::
+
+    {"model_a": PATH, "model_b": PATH, "rounds": 30, "block_ms": 40, "warmup": 10, "seed": 0,
+     "input_seed": 0, "input_data": null | NPZ | DIR, "input_shape": null | [ints] | {name: [ints]},
+     "intra_op_threads": null | int, "inter_op_threads": null | int, "providers": null | [names],
+     "graph_optimization_level": "all", "profile_json_a": null | PATH, "profile_json_b": ...}
+
+Random inputs (no ``input_data``) come from ``input_seed``, as ``ort.profile``'s from its seed.
+How it measures (the order of the blocks comes from ``seed``, recorded with the result):
+
+1. Two sets of sessions: set 0 creates A then B, set 1 creates B then A; rounds alternate
+   between the sets. A bias from being created (or placed in memory) second then hits A and B
+   alike instead of making B look slower.
+2. Every session runs ``warmup`` untimed runs, in the same interleaved order for A and B.
+3. Calibration: a few timed runs of each model give its runs per block, so that a block lasts
+   about ``block_ms`` (at least ``MIN_BLOCK_RUNS`` runs).
+4. Each round runs one block of A and one of B, in an order drawn per round (AB or BA). A block
+   starts with ``SWITCH_IN`` untimed runs (the other session's threads wind down, caches refill),
+   then its timed runs; the block's value is the median of its samples.
+
+Result: ``data.rounds`` (per round: order, session set, each block's median in ms, and the
+ratio B/A), ``data.runs_per_block``; metrics ``a_*``/``b_*`` are the latency statistics of all
+timed samples of each model; ``data.conditions`` is what the rounds ran under
+(:mod:`..conditions`). ``profile_json_a``/``_b`` get ``ort.profile``-shaped documents
+(``samples_us``, ``stats``, ``env``, ``settings``, ``conditions``) so each model's samples can be
+compared alone.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Any
+
+from ..conditions import ConditionsProbe, conditions_lines
+from ..env import collect_env
+from ..inputs import prepare_inputs, shapes_record
+from ..models import resolve_model_path
+from ..protocol import (
+    Cancelled,
+    CommandOutput,
+    Params,
+    RuntimeFailure,
+    one_line,
+    write_json_atomic,
+)
+from ..report import Report
+from ..stats import latency_stats, ms
+from ..tensors import Arrays
+from .sessions import (
+    OPTIMIZATION_LEVELS,
+    create_session,
+    input_specs,
+    resolve_providers,
+    session_options,
+)
+
+MIN_BLOCK_RUNS = 3
+MAX_BLOCK_RUNS = 100000
+SWITCH_IN = 2
+CALIBRATION_RUNS = 5
+SIDES = ("a", "b")
+
+
+def _run(session: Any, feeds: Arrays) -> None:
+    try:
+        session.run(None, feeds)
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+
+
+def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
+    """``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling."""
+    count = len(inputs)
+    for i in range(SWITCH_IN):
+        _run(session, inputs[(start_at + i) % count])
+    run = session.run
+    clock = time.perf_counter_ns
+    samples = [0] * runs
+    try:
+        for i in range(runs):
+            feeds = inputs[(start_at + i) % count]
+            begin = clock()
+            run(None, feeds)
+            samples[i] = clock() - begin
+    except Cancelled:
+        raise
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+    return samples
+
+
+def _median(values: list[int]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[mid])
+    return (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    paths = {"a": params.path("model_a"), "b": params.path("model_b")}
+    rounds = params.integer("rounds", 30, minimum=2)
+    block_ms = params.integer("block_ms", 40, minimum=1)
+    warmup = params.integer("warmup", 10, minimum=0)
+    seed = params.integer("seed", 0)
+    input_seed = params.integer("input_seed", 0)
+    input_data = params.path("input_data", required=False)
+    intra = params.integer("intra_op_threads", None, minimum=0)
+    inter = params.integer("inter_op_threads", None, minimum=0)
+    providers = resolve_providers(params.string_list("providers"))
+    params.resolved["providers"] = providers
+    level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
+    raw_shape = params.raw_value("input_shape")
+    json_paths = {
+        "a": params.path("profile_json_a", required=False),
+        "b": params.path("profile_json_b", required=False),
+    }
+    params.finish()
+    models = {side: resolve_model_path(str(paths[side])) for side in SIDES}
+    rng = random.Random(seed)
+    options_args = {
+        "intra_op_threads": intra,
+        "inter_op_threads": inter,
+        "optimization_level": level,
+    }
+
+    # 1. two session sets, created in opposite orders
+    sessions: list[dict[str, Any]] = [{}, {}]
+    create_ms: dict[str, list[float]] = {"a": [], "b": []}
+    for index, creation in enumerate((SIDES, SIDES[::-1])):
+        for side in creation:
+            begin = time.perf_counter_ns()
+            sessions[index][side] = create_session(
+                models[side], session_options(**options_args), providers
+            )
+            create_ms[side].append(ms(time.perf_counter_ns() - begin))
+    inputs: dict[str, list[Arrays]] = {}
+    for side in SIDES:
+        specs = input_specs(sessions[0][side])
+        inputs[side] = prepare_inputs(specs, input_data, raw_shape, input_seed, report)
+
+    # 2. the same warm-up for every session, interleaved
+    report.info(f"warmup: {warmup} runs of each of 2 sessions per model")
+    for i in range(warmup):
+        for index in (0, 1):
+            for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
+                _run(sessions[index][side], inputs[side][i % len(inputs[side])])
+
+    # 3. runs per block from a short calibration
+    per_block: dict[str, int] = {}
+    for side in SIDES:
+        samples = _block(sessions[0][side], inputs[side], CALIBRATION_RUNS, 0)
+        typical_ms = max(ms(_median(samples)), 1e-6)
+        wanted = math.ceil(block_ms / typical_ms)
+        per_block[side] = max(MIN_BLOCK_RUNS, min(MAX_BLOCK_RUNS, wanted))
+    report.info(
+        f"{rounds} rounds; runs per block: A {per_block['a']}, B {per_block['b']} "
+        f"(about {block_ms} ms each), order seed {seed}"
+    )
+
+    # 4. the rounds
+    all_samples: dict[str, list[int]] = {"a": [], "b": []}
+    rows: list[dict[str, Any]] = []
+    probe = ConditionsProbe()
+    for number in range(rounds):
+        order = "ab" if rng.random() < 0.5 else "ba"
+        index = number % 2
+        block_median: dict[str, float] = {}
+        for side in order:
+            samples = _block(
+                sessions[index][side], inputs[side], per_block[side], len(all_samples[side])
+            )
+            all_samples[side].extend(samples)
+            block_median[side] = _median(samples)
+        if block_median["a"] <= 0:
+            raise RuntimeFailure("a block of model A measured 0 ms: the clock is too coarse here")
+        rows.append(
+            {
+                "order": order.upper(),
+                "set": index,
+                "a_ms": round(block_median["a"] / 1e6, 6),
+                "b_ms": round(block_median["b"] / 1e6, 6),
+                "ratio": round(block_median["b"] / block_median["a"], 6),
+            }
+        )
+    sessions = []
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
+
+    metrics: dict[str, Any] = {"rounds": rounds, "seed": seed}
+    stats: dict[str, dict[str, float]] = {}
+    for side in SIDES:
+        stats[side] = latency_stats(all_samples[side])
+        stats[side]["session_create_ms"] = round(sum(create_ms[side]) / 2.0, 3)
+        stats[side]["runs"] = len(all_samples[side])
+        for key, value in stats[side].items():
+            metrics[f"{side}_{key}"] = value
+    params.resolved["shapes_a"] = shapes_record(inputs["a"])
+    params.resolved["shapes_b"] = shapes_record(inputs["b"])
+    settings = dict(params.resolved)
+    settings["runs_per_block"] = per_block
+    settings["switch_in_runs"] = SWITCH_IN
+    env = collect_env()
+    data: dict[str, Any] = {
+        "rounds": rows,
+        "runs_per_block": per_block,
+        "seed": seed,
+        "conditions": conditions,
+    }
+    for side in SIDES:
+        target = json_paths[side]
+        if target:
+            document = {
+                "samples_us": [round(s / 1000.0, 3) for s in all_samples[side]],
+                "stats": stats[side],
+                "env": env,
+                "settings": dict(settings, model_path=str(models[side]), side=side.upper()),
+                "conditions": conditions,
+            }
+            write_json_atomic(target, document)
+            data[f"profile_json_{side}"] = target
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)

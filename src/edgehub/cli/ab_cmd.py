@@ -1,0 +1,107 @@
+"""`hub exec ab RUNTIME A.onnx B.onnx`: interleaved A/B on one device, then the verdict."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from edgehub.cli.output import LogPrinter, print_json, table
+from edgehub.errors import EXIT_REGRESSION, UsageError
+
+if TYPE_CHECKING:
+    from edgehub.ops.ab import AbReport
+
+AB_FLAGS = ("model_b", "rounds", "max_regression")
+
+
+def add_ab_arguments(parser: argparse.ArgumentParser) -> None:
+    from edgehub.cli.runs_cmd import _fraction
+
+    group = parser.add_argument_group(
+        "ab",
+        "hub exec ab RUNTIME A.onnx B.onnx: both models in one agent process, timed in "
+        "alternating blocks; --set input_shape=..., burn_ins=N, block_ms=N, seed=N, "
+        "min_effect=2%",
+    )
+    group.add_argument(
+        "--rounds", type=int, metavar="N", help="rounds of one A block and one B block (30)"
+    )
+    group.add_argument(
+        "--max-regression",
+        metavar="PCT",
+        type=_fraction,
+        help=f"e.g. 5%%: exit {EXIT_REGRESSION} when B is significantly slower than A by more",
+    )
+
+
+def reject_ab_flags(args: argparse.Namespace) -> None:
+    """The A/B words and flags given to another step: a usage error."""
+    if args.step == "ab":
+        return
+    if args.model_b is not None:
+        raise UsageError(f"hub exec {args.step} takes one MODEL; got also {args.model_b}")
+    for flag in AB_FLAGS[1:]:
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')} applies to hub exec ab only")
+
+
+def handle_ab(args: argparse.Namespace) -> int:
+    from edgehub.cli.exec_cmd import _split_pair
+    from edgehub.ops.ab import DEFAULT_ROUNDS, AbRequest, run_ab
+    from edgehub.ops.project import open_project
+
+    for flag in ("from_run", "from_job", "transform"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag.replace('_', '-')} does not apply to ab")
+    if args.runtime is None or args.model is None or args.model_b is None:
+        raise UsageError("hub exec ab needs RUNTIME A.onnx B.onnx")
+    request = AbRequest(
+        runtime=args.runtime,
+        model_a=args.model,
+        model_b=args.model_b,
+        device=args.device,
+        rounds=DEFAULT_ROUNDS if args.rounds is None else args.rounds,
+        settings=dict(_split_pair(p, "--set") for p in args.set),
+        inputs=args.input,
+        max_regression=args.max_regression,
+        name=args.name,
+        tags=dict(_split_pair(t, "--tag") for t in args.tag),
+        lease_timeout=args.lease_timeout,
+    )
+    printer = LogPrinter(quiet=args.quiet)
+    try:
+        report = run_ab(open_project(args.config), request, subscriber=printer)
+    finally:
+        printer.done()
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        _print(report)
+    return EXIT_REGRESSION if report.regressed else 0
+
+
+def _print(report: AbReport) -> None:
+    verdict = report.verdict
+    print(f"ab: run {report.run_id[:8]} on {report.device}, order seed {report.seed}")
+    low, high = verdict.ci_pct
+    table(
+        ["model", "run", "median ms", "runs per block"],
+        [
+            ["A", report.run_a[:8], f"{report.median_a_ms:.4f}", report.runs_per_block.get("a")],
+            ["B", report.run_b[:8], f"{report.median_b_ms:.4f}", report.runs_per_block.get("b")],
+        ],
+    )
+    table(
+        ["rounds", "B/A median", "95% CI", "B slower", "B faster", "sign p"],
+        [
+            [
+                verdict.rounds,
+                f"{verdict.median_ratio:.4f}",
+                f"{low:+.1f}% .. {high:+.1f}%",
+                verdict.slower,
+                verdict.faster,
+                f"{verdict.sign_p:.3g}",
+            ]
+        ],
+    )
+    print(verdict.verdict)

@@ -1,0 +1,361 @@
+"""Interleaved A/B: two models compared on one device in one agent process (`hub exec ab`).
+
+Both models are loaded once into the same agent (the runtime's warm container, or an SSH
+device's resident agent) and timed in alternating short blocks, A B or B A per round as drawn
+from a recorded seed, so that the machine's drift hits both alike. The verdict comes from the
+per-round ratios B/A (`tracking.paired`): a bootstrap CI of the median ratio, an exact sign
+test and a minimum effect. Recorded as an ``AB`` run (params: models, seed, rounds; metrics:
+the ratio and its CI; artifact ``ab.json`` with every round) with two ``PROFILE`` child runs
+(``parent_run_id``: the ``AB`` run), one per model, whose ``profile.json`` holds that model's
+samples as a profile run's does; `hub runs compare` of the two children uses the rounds' pairing
+(`paired_from_parent`). ONNX Runtime only, for now.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import ModelError, UsageError
+from edgehub.ops.cancel import Cancellation
+from edgehub.tracking.paired import MIN_EFFECT, PairedVerdict
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.ops.project import Project, Subscriber
+    from edgehub.toolchains.agent_call import AgentResult
+    from edgehub.tracking.records import RunRecord
+
+__all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
+
+AB_RUN = "AB"
+RUNTIMES = ("onnxruntime",)
+SETTINGS = ("input_shape", "burn_ins", "block_ms", "seed", "min_effect")
+DEFAULT_ROUNDS = 30
+DEFAULT_BLOCK_MS = 40
+DEFAULT_WARMUP = 10
+# the agent's params that the comparison run records in its own words already
+_OWN_PARAMS = frozenset(
+    {"model_a", "model_b", "rounds", "seed", "block_ms", "profile_json_a", "profile_json_b"}
+)
+
+
+@dataclass
+class AbRequest:
+    """Compare ``model_b`` against ``model_a`` with ``runtime`` on ``device``.
+
+    ``settings`` (``--set``): ``input_shape``, ``burn_ins`` (warm-up runs per session),
+    ``block_ms`` (the length of a block), ``seed`` (the order of the blocks; default: drawn and
+    recorded), ``min_effect`` (a fraction, default `MIN_EFFECT`). ``max_regression`` (a fraction)
+    asks for a regression verdict; ``inputs`` is an .npz fed to both models.
+    """
+
+    runtime: str
+    model_a: Path
+    model_b: Path
+    device: str | None = None
+    rounds: int = DEFAULT_ROUNDS
+    settings: dict[str, str] = field(default_factory=dict)
+    inputs: Path | None = None
+    max_regression: float | None = None
+    name: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    lease_timeout: float | None = None
+
+
+@dataclass
+class AbReport:
+    """The comparison run, its two profile runs, and the verdict."""
+
+    run_id: str
+    run_a: str
+    run_b: str
+    device: str
+    seed: int
+    verdict: PairedVerdict
+    median_a_ms: float
+    median_b_ms: float
+    runs_per_block: dict[str, int]
+    rounds: list[dict[str, Any]]
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict.regressed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "device": self.device,
+            "seed": self.seed,
+            "median_a_ms": self.median_a_ms,
+            "median_b_ms": self.median_b_ms,
+            "runs_per_block": self.runs_per_block,
+            "verdict": self.verdict.to_dict(),
+            "rounds": self.rounds,
+        }
+
+
+@dataclass
+class _Settings:
+    input_shape: Any = None
+    warmup: int = DEFAULT_WARMUP
+    block_ms: int = DEFAULT_BLOCK_MS
+    seed: int | None = None
+    min_effect: float = MIN_EFFECT
+
+
+def _integer(key: str, raw: str, minimum: int) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise UsageError(f"--set {key}={raw}: give a whole number") from None
+    if value < minimum:
+        raise UsageError(f"--set {key}={raw}: must be at least {minimum}")
+    return value
+
+
+def _parse_settings(pairs: dict[str, str]) -> _Settings:
+    from edgehub.ops.options import parse_value
+    from edgehub.toolchains.onnxruntime.components import ONNXRuntimeProfiler
+
+    settings = _Settings()
+    for key, raw in pairs.items():
+        if key == "input_shape":
+            settings.input_shape = parse_value(ONNXRuntimeProfiler, "input_shape", raw)
+        elif key == "burn_ins":
+            settings.warmup = _integer(key, raw, 0)
+        elif key == "block_ms":
+            settings.block_ms = _integer(key, raw, 5)  # shorter blocks measure the switch
+        elif key == "seed":
+            settings.seed = _integer(key, raw, 0)
+        elif key == "min_effect":
+            text = raw.strip()
+            try:
+                value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
+            except ValueError:
+                raise UsageError(f"--set min_effect={raw}: give a percentage such as 2%") from None
+            if not 0 <= value < 1:
+                raise UsageError(f"--set min_effect={raw}: give a percentage below 100%")
+            settings.min_effect = value
+        else:
+            raise UsageError(
+                f"--set {key}: not an option of hub exec ab (options: {', '.join(SETTINGS)})"
+            )
+    return settings
+
+
+def _check(request: AbRequest) -> None:
+    if request.runtime not in RUNTIMES:
+        raise UsageError(
+            f"hub exec ab supports {', '.join(RUNTIMES)} for now, not {request.runtime!r}; "
+            "profile each model and use hub runs compare"
+        )
+    for model in (request.model_a, request.model_b):
+        if not model.is_file():
+            what = "is a directory, not a model file" if model.is_dir() else "not found"
+            raise ModelError(f"model {model} {what}; check the path")
+    if request.inputs is not None and not request.inputs.is_file():
+        raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
+    if request.rounds < 6:
+        raise UsageError(f"--rounds {request.rounds} is too few; give at least 6 (default 30)")
+    if request.rounds > 10000:
+        raise UsageError(f"--rounds {request.rounds} is too many; give at most 10000")
+
+
+def run_ab(
+    project: Project,
+    request: AbRequest,
+    *,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+) -> AbReport:
+    """Run the comparison; every run it starts is recorded in the project's store."""
+    from edgehub.core.component.dispatch import resolve_device
+    from edgehub.ops.execute import ExecRequest, _device_lease
+    from edgehub.toolchains.onnxruntime.components import ONNXRuntimeProfiler
+    from edgehub.toolchains.registry import get_runtime
+
+    _check(request)
+    settings = _parse_settings(request.settings)
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    runtime = get_runtime(request.runtime)
+    cancel = cancel or Cancellation()
+    # the device's lease, exactly as for `hub exec profile` on it
+    hold = ExecRequest(
+        step="profile",
+        runtime=request.runtime,
+        model=request.model_a,
+        device=request.device,
+        lease_timeout=request.lease_timeout,
+    )
+    with project.context(subscriber, tags=request.tags) as ctx:
+        cancel.bind(ctx)
+        try:
+            device = resolve_device(ONNXRuntimeProfiler, ctx, request.device)
+            with _device_lease(project, ctx, hold, runtime, cancel):
+                return _recorded(ctx, request, settings, seed, device.name)
+        finally:
+            cancel.release(ctx)
+
+
+def _recorded(
+    ctx: HubContext, request: AbRequest, settings: _Settings, seed: int, device: str
+) -> AbReport:
+    from edgehub.toolchains.local_session import record_agent_result
+    from edgehub.toolchains.onnxruntime.ab import run_ab_agent
+    from edgehub.tracking.paired import paired_verdict
+
+    a, b = request.model_a.resolve(), request.model_b.resolve()
+    name = request.name or f"ab {a.name} vs {b.name}"
+    devices = [ctx.device(device)]
+    with ctx.open_run(AB_RUN, name, devices=devices) as parent:
+        ctx.client.log_params(
+            {
+                "$runtime": request.runtime,
+                "model_a": str(a),
+                "model_b": str(b),
+                "rounds": request.rounds,
+                "seed": seed,
+                "block_ms": settings.block_ms,
+                "burn_ins": settings.warmup,
+                "min_effect": settings.min_effect,
+            }
+        )
+        if request.max_regression is not None:
+            ctx.client.log_param("max_regression", request.max_regression)
+        ctx.events.info(f"A/B on {device}: {request.rounds} rounds, order seed {seed}")
+        result = run_ab_agent(
+            ctx,
+            a,
+            b,
+            device=device,
+            rounds=request.rounds,
+            block_ms=settings.block_ms,
+            warmup=settings.warmup,
+            seed=seed,
+            input_data=request.inputs.resolve() if request.inputs else None,
+            input_shape=_shape(settings.input_shape),
+        )
+        record_agent_result(ctx, result, skip=_OWN_PARAMS)
+        rounds = list(result.data["rounds"])
+        verdict = paired_verdict(
+            [float(r["ratio"]) for r in rounds],
+            min_effect=settings.min_effect,
+            max_regression=request.max_regression,
+            seed=seed,
+        )
+        children = {
+            side: _child(ctx, parent.run_id, side, model, result, devices, request.runtime)
+            for side, model in (("a", a), ("b", b))
+        }
+        ctx.client.log_params({"run_a": children["a"], "run_b": children["b"]})
+        ctx.client.log_metrics(
+            {
+                "ratio_median": verdict.median_ratio,
+                "ratio_ci_low": verdict.ci[0],
+                "ratio_ci_high": verdict.ci[1],
+                "sign_p": verdict.sign_p,
+                "significant": float(verdict.significant),
+                "regressed": float(verdict.regressed),
+            }
+        )
+        ctx.events.info(verdict.verdict)
+        report = AbReport(
+            run_id=parent.run_id,
+            run_a=children["a"],
+            run_b=children["b"],
+            device=device,
+            seed=seed,
+            verdict=verdict,
+            median_a_ms=float(result.metrics["a_latency_median_ms"]),
+            median_b_ms=float(result.metrics["b_latency_median_ms"]),
+            runs_per_block={k: int(v) for k, v in result.data["runs_per_block"].items()},
+            rounds=rounds,
+        )
+        summary = ctx.artifact_dir / "ab.json"
+        summary.write_text(json.dumps(report.to_dict(), indent=1))
+        ctx.client.log_artifact(summary, name="ab")
+    return report
+
+
+def _shape(value: Any) -> Any:
+    if value is None or isinstance(value, dict):
+        return None if value is None else {k: list(v) for k, v in value.items()}
+    return [int(d) for d in value]
+
+
+def _child(
+    ctx: HubContext,
+    parent: str,
+    side: str,
+    model: Path,
+    result: AgentResult,
+    devices: list[Any],
+    runtime: str,
+) -> str:
+    """One model's PROFILE run under the comparison, with its samples and statistics."""
+    label = side.upper()
+    prefix = f"{side}_"
+    metrics = {
+        k[len(prefix) :]: float(v)
+        for k, v in result.metrics.items()
+        if k.startswith(prefix) and isinstance(v, (int, float))
+    }
+    with ctx.open_run(
+        "PROFILE",
+        f"ab {label}: {model.name}",
+        component="ONNXRuntimeProfiler",
+        parent_run_id=parent,
+        devices=devices,
+    ) as run:
+        ctx.client.log_params({"$runtime": runtime, "ab.side": label, "ab.run": parent})
+        conditions = result.data.get("conditions")
+        if isinstance(conditions, dict):  # the rounds of both models ran under these
+            ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
+        ctx.client.log_artifact(model, name="input")
+        ctx.client.log_metrics(metrics)
+        ctx.client.log_metric("$latency", metrics["latency_median_ms"])
+        if "session_create_ms" in metrics:
+            ctx.client.log_metric("$load_time", metrics["session_create_ms"])
+        ctx.client.log_artifact(result.files / f"profile_{side}.json", name="output_file")
+        return run.run_id
+
+
+def paired_from_parent(
+    parent: RunRecord,
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    max_regression: float | None = None,
+    min_effect: float | None = None,
+) -> PairedVerdict | None:
+    """The paired verdict for two PROFILE children of one ``AB`` run (`hub runs compare` of
+    them), from the rounds the comparison recorded; B/A as asked, also when given as B A.
+    None when ``parent`` is no A/B run of these two."""
+    from edgehub.tracking.paired import paired_verdict
+
+    if parent.run_type != AB_RUN:
+        return None
+    pair = (parent.params.get("run_a"), parent.params.get("run_b"))
+    if (a.run_id, b.run_id) not in (pair, pair[::-1]):
+        return None
+    stored = [x for x in parent.all_artifacts if x.name == "ab" and x.is_stored]
+    try:
+        rounds = json.loads(stored[0].local().read_text(encoding="utf-8"))["rounds"]
+        ratios = [float(r["ratio"]) for r in rounds]
+    except (IndexError, OSError, ValueError, KeyError, TypeError):
+        return None
+    if (a.run_id, b.run_id) != pair:
+        ratios = [1.0 / r for r in ratios if r > 0]
+    seed = parent.params.get("seed")
+    return paired_verdict(
+        ratios,
+        min_effect=MIN_EFFECT if min_effect is None else min_effect,
+        max_regression=max_regression,
+        seed=seed if isinstance(seed, int) else 0,
+    )
