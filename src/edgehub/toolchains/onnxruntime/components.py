@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
     InvocationResult,
@@ -65,7 +66,7 @@ class ONNXRuntimeCompiler(Component):
         *,
         name: str | None = None,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         calibration_method: CalibrationMethod | None = None,
         per_channel: bool = False,
@@ -89,7 +90,7 @@ class ONNXRuntimeCompiler(Component):
         onnx_path: Path,
         *,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         calibration_method: CalibrationMethod | None = None,
         per_channel: bool = False,
@@ -122,7 +123,7 @@ class ONNXRuntimeProfiler(Component):
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -146,7 +147,7 @@ class ONNXRuntimeProfiler(Component):
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
@@ -168,7 +169,7 @@ class ONNXRuntimeInvoker(Component):
         name: str | None = None,
         device: str | None = None,
         use_compiled_names: bool = False,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -185,7 +186,7 @@ class ONNXRuntimeInvoker(Component):
         *,
         device: str | None = None,
         use_compiled_names: bool = False,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> ONNXRuntimeInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array; None: random inputs)."""
         raise NoProviderError

@@ -42,6 +42,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
+from edgehub.toolchains.tensorrt.shapes import shape_options
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,23 +62,6 @@ def _model_file(path: Path | str) -> Path:
     if not model.exists():
         raise ModelError(f"model {model} not found; check the path")
     return model
-
-
-def _shapes(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise UsageError(
-            "input_shapes must map each dynamic input to a shape or to "
-            "{'min': shape, 'opt': shape, 'max': shape}"
-        )
-    out: dict[str, Any] = {}
-    for name, entry in value.items():
-        if isinstance(entry, dict):
-            out[name] = {kind: [int(d) for d in shape] for kind, shape in entry.items()}
-        else:
-            out[name] = [int(d) for d in entry]
-    return out
 
 
 def _check_calib_path(calib_path: Any) -> None:
@@ -132,6 +116,8 @@ def _compile_local(
     calib_path: Path | None = None,
     precision: str = "fp32",
     target: str | None = None,
+    input_shape: Any = None,
+    input_shape_range: Any = None,
     input_shapes: Any = None,
     workspace_mb: int | None = None,
     calibration_data: Any = None,
@@ -140,7 +126,7 @@ def _compile_local(
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     _check_calib_path(calib_path)
-    shapes = _shapes(input_shapes)
+    static, shapes = shape_options(ctx, input_shape, input_shape_range, input_shapes)
     if calibration_data is not None and precision != "int8":
         raise UsageError("calibration_data applies to precision 'int8' only")
     ctx.client.log_param("$runtime", RUNTIME)
@@ -156,6 +142,7 @@ def _compile_local(
         "precision": precision,
         "target": target,
         "shapes": shapes,
+        "input_shape": static,
         "workspace_mb": workspace_mb,
         "tensorrt_version": tensorrt_version,
         "layer_info": "out/layer_info.json",

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
@@ -146,7 +147,7 @@ class TFLiteCompiler(Component):
         *,
         name: str | None = None,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
         precision: Precision | None = None,
@@ -168,7 +169,7 @@ class TFLiteCompiler(Component):
         onnx_path: Path,
         *,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
         precision: Precision | None = None,
@@ -205,7 +206,7 @@ class TFLiteProfiler(Component):
         threads: int | None = None,
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -233,7 +234,7 @@ class TFLiteProfiler(Component):
         threads: int | None = None,
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> TFLiteProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
