@@ -209,6 +209,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "tensorrt_flavor": trt.flavor,
             "target": ",".join(targets),
             "shapes": shapes or None,
+            "renamed_dims": renamed or None,
         }
     )
     report.info(

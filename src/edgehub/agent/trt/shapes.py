@@ -194,7 +194,7 @@ def name_unknown_dims(
                 while fresh in taken:
                     fresh, count = f"{value.name}_dim{axis}_{count}", count + 1
                 taken.add(fresh)
-                renamed.setdefault(value.name, {})[str(axis)] = dim.dim_param
+                renamed.setdefault(value.name, {})[str(axis)] = fresh
                 dim.dim_param = fresh
                 axes.append(None)
             else:
@@ -206,7 +206,9 @@ def name_unknown_dims(
         for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param") and not is_named_dim(dim.dim_param):
                 dim.Clear()
-    listed = "; ".join(f"{k} dims {', '.join(v)}" for k, v in renamed.items())
+    listed = "; ".join(
+        f"{k} dims {', '.join(f'{a} as {n!r}' for a, n in v.items())}" for k, v in renamed.items()
+    )
     report.info(
         f"unnamed dynamic dims given names of their own so TensorRT keeps them apart: {listed}"
     )

@@ -102,7 +102,8 @@ class ONNXRuntimeCompiler(Component):
 
 
 class ONNXRuntimeProfiler(Component):
-    """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` warm-up runs, ``runs``
+    """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` (or ``warmup``, the name
+    the other profilers use) warm-up runs, ``runs``
     timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``.
 
     ``input_data`` (a dict of arrays, an ``.npz``, or a directory of ``.npz`` samples cycled
@@ -112,6 +113,7 @@ class ONNXRuntimeProfiler(Component):
     """
 
     run_type = RunType.PROFILE
+    option_aliases = {"warmup": "burn_ins"}
 
     def __init__(
         self,
@@ -120,6 +122,7 @@ class ONNXRuntimeProfiler(Component):
         device: str | None = None,
         runs: int = 100,
         burn_ins: int = 10,
+        warmup: int | None = None,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
@@ -130,6 +133,7 @@ class ONNXRuntimeProfiler(Component):
             device=device,
             runs=runs,
             burn_ins=burn_ins,
+            warmup=warmup,
             cold_starts=cold_starts,
             profiling_method=profiling_method,
             input_data=input_data,
@@ -144,6 +148,7 @@ class ONNXRuntimeProfiler(Component):
         device: str | None = None,
         runs: int = 100,
         burn_ins: int = 10,
+        warmup: int | None = None,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,

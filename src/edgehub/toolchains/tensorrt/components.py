@@ -117,7 +117,8 @@ class TensorRTCompiler(Component):
 class TensorRTProfiler(Component):
     """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
     ``warm_up_ms`` of warm-up; latency, enqueue, H2D, GPU compute and D2H statistics, and
-    per-layer times with ``LAYERWISE``. Needs a GPU where it runs."""
+    per-layer times with ``LAYERWISE``; ``input_shape`` (by input name: ``x:1x3x48x192``) the
+    shapes an engine built for a range of shapes runs at. Needs a GPU where it runs."""
 
     run_type = RunType.PROFILE
 
@@ -129,6 +130,7 @@ class TensorRTProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         iterations: int = 100,
         warm_up_ms: int = 200,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -136,6 +138,7 @@ class TensorRTProfiler(Component):
             profiling_method=profiling_method,
             iterations=iterations,
             warm_up_ms=warm_up_ms,
+            input_shape=input_shape,
         )
 
     def run(
@@ -147,6 +150,7 @@ class TensorRTProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         iterations: int = 100,
         warm_up_ms: int = 200,
+        input_shape: InputShape | None = None,
     ) -> TensorRTProfilingResult:
         """Profile ``model``."""
         raise NoProviderError

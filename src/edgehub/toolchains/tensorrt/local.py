@@ -42,7 +42,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
-from edgehub.toolchains.tensorrt.shapes import shape_options
+from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 
 if TYPE_CHECKING:
     import numpy as np
@@ -210,7 +210,9 @@ def _profile_local(
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     iterations: int = 100,
     warm_up_ms: int = 200,
+    input_shape: Any = None,
 ) -> TensorRTProfilingResult:
+    shapes = runtime_shapes(input_shape)
     _require_gpu("TensorRTProfiler")
     engine = _engine_file(model, ctx)
     method = ProfilingMethod(profiling_method)
@@ -225,6 +227,7 @@ def _profile_local(
         "log": "out/trtexec.log",
         "times_json": "out/times.json",
         "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
+        "shapes": shapes,
     }
     result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
     record_agent_result(

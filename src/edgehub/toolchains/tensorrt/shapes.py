@@ -12,7 +12,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["shape_options"]
+__all__ = ["runtime_shapes", "shape_options"]
 
 DEPRECATED = (
     "input_shapes is deprecated: use input_shape_range (the same forms), or input_shape for "
@@ -65,3 +65,26 @@ def shape_options(
         ctx.events.warning(DEPRECATED)
         input_shape_range = input_shapes
     return _static(input_shape), _ranges(input_shape_range)
+
+
+def runtime_shapes(input_shape: Any) -> dict[str, list[int]] | None:
+    """The profiler's ``input_shape``: the shapes a dynamic engine runs at, by input name (an
+    engine's input names come from trtexec, which takes ``--shapes=NAME:DIMS`` only)."""
+    if input_shape is None:
+        return None
+    if not isinstance(input_shape, dict):
+        raise UsageError(
+            "TensorRTProfiler takes input_shape by input name (trtexec's --shapes): give "
+            'input_shape=NAME:1x3x224x224 (or JSON {"NAME": [1, 3, 224, 224]})'
+        )
+    for name in input_shape:
+        if any(c in str(name) for c in ",:"):
+            raise UsageError(f"input name {name!r} contains ',' or ':', which trtexec cannot take")
+    return {str(k): _shape(v) for k, v in input_shape.items()}
+
+
+def shapes_flag(shapes: dict[str, list[int]] | None) -> list[str]:
+    """``--shapes=x:1x3x48x192,y:1x4`` for trtexec (nothing without shapes)."""
+    if not shapes:
+        return []
+    return ["--shapes=" + ",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shapes.items())]

@@ -44,7 +44,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
-from edgehub.toolchains.tensorrt.shapes import shape_options
+from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options, shapes_flag
 
 if TYPE_CHECKING:
     import numpy as np
@@ -208,8 +208,11 @@ def _profile(
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     iterations: int = 100,
     warm_up_ms: int = 200,
+    input_shape: Any = None,
 ) -> TensorRTProfilingResult:
     from edgehub.toolchains.tensorrt.local import profile_document
+
+    shapes = runtime_shapes(input_shape)
 
     engine = _engine(ctx, model)
     method = ProfilingMethod(profiling_method)
@@ -221,8 +224,10 @@ def _profile(
             f"--warmUp={int(warm_up_ms)}", f"--exportTimes={out / 'times.json'}"]  # fmt: skip
     if method is ProfilingMethod.LAYERWISE:
         ours += [f"--exportProfile={out / 'layers.json'}", "--separateProfileRun"]
+    ours += shapes_flag(shapes)
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
     ctx.client.log_params({"profiling_method": method.value, "iterations": int(iterations)})
+    ctx.client.log_param("shapes", shapes)
     result = tool.call(argv, failure=ProfileError, make_dirs=[out])
     files = tool.fetch(out, ctx.artifact_dir / "profile")
     (files / "trtexec.log").write_text(result.stdout)

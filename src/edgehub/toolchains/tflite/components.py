@@ -182,7 +182,8 @@ class TFLiteCompiler(Component):
 class TFLiteProfiler(Component):
     """Measures a ``.tflite`` model's latency in the LiteRT interpreter.
 
-    ``warmup`` untimed runs, then ``runs`` timed ones, ``cold_starts`` fresh interpreters;
+    ``warmup`` (or ``burn_ins``, ONNX Runtime's name) untimed runs, then ``runs`` timed ones,
+    ``cold_starts`` fresh interpreters;
     ``threads`` (None: LiteRT's default), ``xnnpack`` (the default CPU delegate, or the builtin
     kernels). ``benchmark_params`` takes TFLite benchmark_model's documented parameters
     (``num_threads``, ``num_runs``, ``warmup_runs``, ``use_xnnpack``, ``enable_op_profiling``,
@@ -193,6 +194,7 @@ class TFLiteProfiler(Component):
     """
 
     run_type = RunType.PROFILE
+    option_aliases = {"burn_ins": "warmup"}
 
     def __init__(
         self,
@@ -202,6 +204,7 @@ class TFLiteProfiler(Component):
         benchmark_params: dict[str, Any] | None = None,
         runs: int = 100,
         warmup: int = 10,
+        burn_ins: int | None = None,
         cold_starts: int = 1,
         threads: int | None = None,
         xnnpack: bool = True,
@@ -214,6 +217,7 @@ class TFLiteProfiler(Component):
             benchmark_params=benchmark_params,
             runs=runs,
             warmup=warmup,
+            burn_ins=burn_ins,
             cold_starts=cold_starts,
             threads=threads,
             xnnpack=xnnpack,
@@ -230,6 +234,7 @@ class TFLiteProfiler(Component):
         benchmark_params: dict[str, Any] | None = None,
         runs: int = 100,
         warmup: int = 10,
+        burn_ins: int | None = None,
         cold_starts: int = 1,
         threads: int | None = None,
         xnnpack: bool = True,
