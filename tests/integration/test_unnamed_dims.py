@@ -191,8 +191,8 @@ def test_tensorrt_builds_for_sm86_without_a_gpu(
     log = ctx.store.run_log(compiled.run_log.run_id)
     assert log.status == "FINISHED"
     params = {k: p.value for k, p in log.params.items()}
-    name, shape = next(iter(_feeds(kind).items()))
-    assert params["shapes"][name]["opt"] == list(shape)
+    name, array = next(iter(_feeds(kind).items()))
+    assert params["shapes"][name]["opt"] == list(array.shape)
     renamed = params["renamed_dims"][name]
     assert len(set(renamed.values())) == len(renamed) >= 2  # each "?" got its own name
     assert Path(compiled.path.local()).stat().st_size > 1000

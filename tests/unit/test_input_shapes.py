@@ -97,7 +97,8 @@ def test_input_shape_range_forms(text: str, value: Any) -> None:
 @pytest.mark.parametrize(
     ("text", "detail"),
     [
-        ("1x0x3", "at least 1"),
+        ("1x0x3", "between 1 and 10000000"),
+        ("", "no dimensions given"),
         ("x:1xa", "'1xa' is not a shape"),
         ("x:1,x:2", "named twice"),
         (":1x2", "no input name"),

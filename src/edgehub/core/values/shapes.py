@@ -25,7 +25,8 @@ from edgehub.core.values.types import Range, TextForm, ValueProblem
 __all__ = ["KINDS", "InputShape", "InputShapeRange", "read_input_shape", "read_shape_range"]
 
 KINDS = ("min", "opt", "max")
-_Dim = Annotated[int, Range(1, 10_000_000)]
+_MAX_DIM = 10_000_000
+_Dim = Annotated[int, Range(1, _MAX_DIM)]
 _Shape = tuple[_Dim, ...]
 _Plain = _Shape | dict[str, _Shape]
 _PlainRange = dict[str, _Shape | dict[str, _Shape]]
@@ -59,12 +60,13 @@ def _json(text: str, tp: Any, forms: str) -> Any:
 
 def _dims(text: str, forms: str) -> tuple[int, ...]:
     text = text.strip()
+    if not text:
+        raise _problem(forms, "no dimensions given")
     if not _DIMS.fullmatch(text):
-        shown = text or "nothing"
-        raise _problem(forms, f"{shown!r} is not a shape: positive integers joined by 'x'")
+        raise _problem(forms, f"{text!r} is not a shape: positive integers joined by 'x'")
     dims = tuple(int(d) for d in re.split(r"\s*[xX*,]\s*", text))
-    if not all(d >= 1 for d in dims):
-        raise _problem(forms, "every dimension must be at least 1")
+    if not all(1 <= d <= _MAX_DIM for d in dims):
+        raise _problem(forms, f"every dimension must be between 1 and {_MAX_DIM}")
     return dims
 
 
