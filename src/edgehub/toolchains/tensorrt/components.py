@@ -64,6 +64,7 @@ class TensorRTCompiler(Component):
     """
 
     run_type = RunType.COMPILE
+    option_aliases = {"input_shapes": "input_shape_range"}  # the old name, deprecated
 
     def __init__(
         self,

@@ -58,7 +58,7 @@ def shape_options(
     """(``input_shape``, ``input_shape_range``) as JSON-ready values; ``input_shapes`` counts as
     the range, after a deprecation line."""
     if input_shapes is not None:
-        if input_shape_range is not None:
+        if input_shape_range is not None and input_shape_range != input_shapes:
             raise UsageError(
                 "input_shapes is the old name of input_shape_range: give only input_shape_range"
             )
