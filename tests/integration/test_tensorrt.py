@@ -130,7 +130,7 @@ def test_dynamic_batch_with_a_min_opt_max_profile(ctx: Any, tmp_path: Path) -> N
         value.type.tensor_type.shape.dim[0].dim_param = "N"
     dynamic = tmp_path / "dynamic.onnx"
     onnx.save(model, str(dynamic))
-    with pytest.raises(UsageError, match=r"image\[\?,3,32,32\] need an optimization profile"):
+    with pytest.raises(UsageError, match=r"image\[\?,3,32,32\] need a shape to build for"):
         TensorRTCompiler(target="sm86").run(ctx, dynamic)
     shapes = {"image": {"min": (1, 3, 32, 32), "opt": (4, 3, 32, 32), "max": (8, 3, 32, 32)}}
     compiled = TensorRTCompiler(target="sm86", input_shapes=shapes, workspace_mb=64).run(

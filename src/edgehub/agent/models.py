@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .protocol import MissingDependencyError, ModelError, one_line
-from .tensors import ONNX_ELEM_TYPES, Dim, Shape, TensorSpec
+from .tensors import ONNX_ELEM_TYPES, Dim, Shape, TensorSpec, is_named_dim
 
 # Above this many bytes of initializers a model is saved with external data (protobuf's limit
 # for one message is 2 GiB).
@@ -153,7 +153,7 @@ def _dims(value_info: Any) -> tuple[str, Shape]:
     for dim in tensor_type.shape.dim:
         if dim.HasField("dim_value") and dim.dim_value >= 0:
             dims.append(int(dim.dim_value))
-        elif dim.HasField("dim_param") and dim.dim_param:
+        elif dim.HasField("dim_param") and is_named_dim(dim.dim_param):
             dims.append(str(dim.dim_param))
         else:
             dims.append(None)

@@ -2,8 +2,9 @@
 
 ``input_shape`` is ``[ints]`` (the first input; the only one for most models) or
 ``{input name: [ints]}``. Each shape must have the input's rank and agree with its fixed dims.
-Fixing a symbolic dim (``"N"``) fixes it everywhere it appears (other inputs, outputs); then ONNX
-shape inference runs again.
+Fixing a named dim (``"N"``) fixes it everywhere it appears (other inputs, outputs); inputs that
+share a name must agree. Unnamed dims (``"?"``, ``""``, ``"-1"``) are each their own unknown;
+outputs' unnamed dims are left to ONNX shape inference, which runs again after fixing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,24 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .protocol import UsageError
-from .tensors import TensorSpec, describe_specs
+from .tensors import TensorSpec, describe_specs, is_named_dim
+
+
+def shape_example(specs: Sequence[TensorSpec]) -> str:
+    """The accepted forms of ``input_shape``, with an example made of the model's own inputs."""
+
+    def dims(spec: TensorSpec) -> list[int]:  # unknown dims: 1 for a batch, else 32
+        return [
+            d if isinstance(d, int) else (32 if i else 1) for i, d in enumerate(spec.shape or [1])
+        ]
+
+    named = ",".join(f"{s.name}:{'x'.join(map(str, dims(s)))}" for s in specs[:3])
+    as_json = ", ".join(f'"{s.name}": {dims(s)}' for s in specs[:3])
+    first = "x".join(map(str, dims(specs[0]))) if specs else "1x3x224x224"
+    return (
+        f"accepted forms: input_shape={first} (the first input), input_shape={named} "
+        f"(per input), or JSON {{{as_json}}}"
+    )
 
 
 def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[int]]:
@@ -21,21 +39,21 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
     if not specs:
         raise UsageError("input_shape given but the model has no inputs")
     if isinstance(raw, list):
+        if len(specs) > 1 and not (raw and isinstance(raw[0], int)):
+            raise UsageError(f"input_shape {raw!r} is not a shape; {shape_example(specs)}")
         requested: dict[str, Any] = {specs[0].name: raw}
     elif isinstance(raw, dict):
         requested = dict(raw)
     else:
-        raise UsageError(
-            "input_shape must be a list of ints (the first input) or {input name: [ints]}, "
-            f"got {raw!r}"
-        )
+        raise UsageError(f"input_shape {raw!r} is not a shape; {shape_example(specs)}")
     by_name = {s.name: s for s in specs}
     shapes: dict[str, list[int]] = {}
     for name, shape in requested.items():
         spec = by_name.get(name)
         if spec is None:
             raise UsageError(
-                f"input_shape names unknown input '{name}'; model inputs: {describe_specs(specs)}"
+                f"input_shape names unknown input '{name}'; model inputs: "
+                f"{describe_specs(specs)}; {shape_example(specs)}"
             )
         if (
             not isinstance(shape, list)
@@ -49,7 +67,7 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
             if len(shape) != len(spec.shape):
                 raise UsageError(
                     f"input_shape for '{name}' has rank {len(shape)} but the input is "
-                    f"{spec.describe()} (rank {len(spec.shape)})"
+                    f"{spec.describe()} (rank {len(spec.shape)}); {shape_example(specs)}"
                 )
             for axis, (got, want) in enumerate(zip(shape, spec.shape)):
                 if isinstance(want, int) and got != want:
@@ -58,25 +76,47 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
                         f"it to {want} ({spec.describe()})"
                     )
         shapes[name] = [int(d) for d in shape]
+    _check_named(shapes, by_name)
     return shapes
 
 
+def _check_named(shapes: dict[str, list[int]], by_name: dict[str, TensorSpec]) -> None:
+    """Inputs sharing a named dim (``"batch"``) give it one size."""
+    seen: dict[str, tuple[int, str]] = {}
+    for name, shape in shapes.items():
+        for axis, (dim, size) in enumerate(zip(by_name[name].shape or [], shape)):
+            if not isinstance(dim, str):
+                continue
+            where = f"{name} dim {axis}"
+            known = seen.setdefault(dim, (size, where))
+            if known[0] != size:
+                raise UsageError(
+                    f"input_shape gives dimension '{dim}' two values: {known[0]} ({known[1]}) "
+                    f"and {size} ({where}); inputs sharing a named dimension must agree: give "
+                    "both the same size"
+                )
+
+
 def _symbol_values(model: Any, shapes: dict[str, list[int]]) -> dict[str, int]:
-    values: dict[str, int] = {}
+    """The value ``shapes`` gives each named dim; two different values are a UsageError."""
+    values: dict[str, tuple[int, str]] = {}
     for value_info in model.graph.input:
         shape = shapes.get(value_info.name)
         if shape is None:
             continue
-        for dim, size in zip(value_info.type.tensor_type.shape.dim, shape):
-            if dim.HasField("dim_param") and dim.dim_param:
-                known = values.get(dim.dim_param)
-                if known is not None and known != size:
-                    raise UsageError(
-                        f"input_shape gives dimension '{dim.dim_param}' two values "
-                        f"({known} and {size}); inputs sharing a dimension name must agree"
-                    )
-                values[dim.dim_param] = size
-    return values
+        for axis, (dim, size) in enumerate(zip(value_info.type.tensor_type.shape.dim, shape)):
+            if not (dim.HasField("dim_param") and is_named_dim(dim.dim_param)):
+                continue
+            where = f"{value_info.name} dim {axis}"
+            known = values.get(dim.dim_param)
+            if known is not None and known[0] != size:
+                raise UsageError(
+                    f"input_shape gives dimension '{dim.dim_param}' two values: {known[0]} "
+                    f"({known[1]}) and {size} ({where}); inputs sharing a named dimension "
+                    "must agree: give both the same size"
+                )
+            values.setdefault(dim.dim_param, (size, where))
+    return {name: size for name, (size, _) in values.items()}
 
 
 def fix_input_shapes(model: Any, shapes: dict[str, list[int]]) -> list[str]:
@@ -97,7 +137,15 @@ def fix_input_shapes(model: Any, shapes: dict[str, list[int]]) -> list[str]:
                 tensor_type.shape.dim.add()
         for index, dim in enumerate(tensor_type.shape.dim):
             size = shape[index] if shape is not None else None
-            if size is None and dim.HasField("dim_param"):
+            named = dim.HasField("dim_param") and is_named_dim(dim.dim_param)
+            if (
+                size is None
+                and not named
+                and not (dim.HasField("dim_value") and dim.dim_value >= 0)
+            ):
+                dim.Clear()  # an unknown ("?", -1): shape inference gives it its size
+                continue
+            if size is None and named:
                 size = symbols.get(dim.dim_param)
             if size is not None:
                 dim.dim_value = int(size)  # clears dim_param (a oneof)

@@ -2,12 +2,14 @@
 
 A dimension is an ``int`` (fixed), a ``str`` (a symbolic dimension such as ``"N"``) or ``None``
 (dynamic without a name; written ``"?"`` in JSON and messages). A shape of ``None`` means the
-rank is unknown.
+rank is unknown. Exporters write unknown dims as ``"?"``, ``""`` or a number (``"-1"``): these
+name nothing (see :func:`is_named_dim`), so each is its own unknown, never tied to another.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -73,12 +75,21 @@ def dtype_from_ort(type_string: str) -> str:
     return type_string
 
 
+_UNNAMED = re.compile(r"\s*(\?+|[+-]?[0-9.]*)\s*")
+
+
+def is_named_dim(param: str) -> bool:
+    """Whether a ``dim_param`` names a dimension that ties the dims sharing it (``"batch"``);
+    ``"?"``, ``""`` and numeric-looking ones (``"-1"``) stand for "unknown" and tie nothing."""
+    return _UNNAMED.fullmatch(param) is None
+
+
 def normalize_dim(dim: Any) -> Dim:
     if isinstance(dim, bool):
         return None
     if isinstance(dim, int):
         return dim if dim >= 0 else None
-    if isinstance(dim, str) and dim and dim != "?":
+    if isinstance(dim, str) and is_named_dim(dim):
         return dim
     return None
 

@@ -14,10 +14,12 @@ from edgehub.errors import UsageError
 __all__ = ["component_options", "parse_sets", "parse_value"]
 
 
-def component_options(component: type[Component]) -> dict[str, Any]:
+def component_options(component: type[Component], *, aliases: bool = True) -> dict[str, Any]:
     """The options a caller may give (every keyword option of ``run`` but the device), each
-    with its default."""
-    return {k: v for k, v in component._keyword_params.items() if k not in ("device", "devices")}
+    with its default; without the other names of options (``warmup`` for ``burn_ins``) when
+    ``aliases`` is false, as a form shows them."""
+    hidden = {"device", "devices", *(() if aliases else component.option_aliases)}
+    return {k: v for k, v in component._keyword_params.items() if k not in hidden}
 
 
 def parse_value(component: type[Component], option: str, raw: str) -> Any:

@@ -27,7 +27,7 @@ import numpy as np
 from ..models import graph_inputs
 from ..protocol import ModelError, UsageError
 from ..report import Report
-from ..shapes import fix_input_shapes, parse_input_shape
+from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
@@ -57,7 +57,7 @@ def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict
     if unresolved:
         raise UsageError(
             f"TFLite needs static input shapes but {', '.join(unresolved)} has dynamic "
-            "dimensions: pass input_shape, e.g. [1, 3, 224, 224] (or {input name: shape})"
+            f"dimensions: pass input_shape; {shape_example(specs)}"
         )
     return shapes
 

@@ -5,12 +5,14 @@ Request::
     {"model": PATH, "output": ENGINE PATH, "precision": "fp32" | "fp16" | "int8",
      "target": null | "sm86" | "sm86,sm89" | ["sm86", ...] | "current",
      "shapes": null | {input: {"min": [ints], "opt": [ints], "max": [ints]} | [ints]},
+     "input_shape": null | [ints] (the first input) | {input: [ints]},
      "workspace_mb": null | int, "tensorrt_version": null | "1.7",
      "layer_info": null | JSON PATH, "build_log": null | PATH}
 
 ``target`` is the compute capability the engine is built for; TensorRT for RTX builds for any it
 knows without a GPU, ``current`` (the default) needs one. ``shapes`` gives the optimization
-profile of each dynamic input (a plain list means min = opt = max). ``tensorrt_version`` must
+profile of each dynamic input (a plain list means min = opt = max), ``input_shape`` static shapes
+(see :mod:`.shapes`, which also names unnamed dims apart first). ``tensorrt_version`` must
 prefix the installed version (e.g. ``1.7`` matches 1.7.1.116). Precision: see :mod:`.prepare`.
 
 Metrics: build_time_s (TensorRT's builder alone), prepare_time_s, parse_time_s,
@@ -41,7 +43,7 @@ from .layers import engine_layers, network_io, network_layers, precision_counts
 from .logger import make_logger
 from .prepare import PRECISIONS, prepare_model
 from .runtime import TensorRT, describe_flavor, import_tensorrt, resolve_targets, set_targets
-from .shapes import optimization_profile, parse_shapes
+from .shapes import Profile, name_unknown_dims, optimization_profile, parse_shapes
 
 
 def check_version(trt: TensorRT, wanted: str | None) -> None:
@@ -70,12 +72,26 @@ def parser_error(parser: Any, path: Path) -> ModelError:
     return ModelError(f"TensorRT's ONNX parser cannot import '{path.name}': {message}")
 
 
-def build_failure(logger: Any, targets: list[str]) -> ModelError:
+_SHAPE_WORDS = ("dimension", "shape", "profile")
+
+
+def build_failure(logger: Any, targets: list[str], shapes: Profile | None = None) -> ModelError:
     errors = [line for line in logger.errors if "catchCudaError" not in line] or logger.errors
     detail = " | ".join(errors[-3:]) or "no error message"
+    advice = "try another target or precision"
+    if any(word in detail.lower() for word in _SHAPE_WORDS):
+        given = "; ".join(
+            f"{name} " + "/".join("x".join(map(str, entry[k])) for k in ("min", "opt", "max"))
+            for name, entry in (shapes or {}).items()
+        )
+        advice = (
+            f"the input shapes do not fit the model (built for {given or 'its own shapes'}, "
+            "min/opt/max): inputs sharing a named dimension need the same size, and the "
+            "model's reshapes must accept the sizes; check them by running the model at those "
+            "shapes on ONNX Runtime (hub exec profile onnxruntime MODEL --set input_shape=...)"
+        )
     return ModelError(
-        f"TensorRT could not build the engine for {', '.join(targets)}: {detail}; "
-        "try another target or precision"
+        f"TensorRT could not build the engine for {', '.join(targets)}: {detail}; {advice}"
     )
 
 
@@ -97,6 +113,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     precision = params.choice("precision", PRECISIONS, "fp32")
     raw_target = params.raw_value("target")
     raw_shapes = params.raw_value("shapes")
+    raw_static = params.raw_value("input_shape")
     workspace_mb = params.integer("workspace_mb", None, minimum=1)
     wanted_version = params.string("tensorrt_version", None)
     layer_info = params.path("layer_info", required=False)
@@ -118,6 +135,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     with tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-") as tmp:
         started = time.perf_counter()
         source, notes = prepare_model(path, Path(tmp) / path.name, precision, report)
+        source, dim_names, renamed = name_unknown_dims(source, Path(tmp) / f"n_{path.name}", report)
+        if renamed:
+            notes["renamed_unknown_dims"] = renamed
         prepared = time.perf_counter()
         builder = trt.module.Builder(logger)
         flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
@@ -129,7 +149,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             raise parser_error(parser, path)
         parsed = time.perf_counter()
         io = network_io(network)
-        shapes = parse_shapes(raw_shapes, io["inputs"])
+        shapes = parse_shapes(raw_shapes, io["inputs"], raw_static, dim_names)
         config = builder.create_builder_config()
         set_targets(trt, config, targets)
         config.profiling_verbosity = trt.module.ProfilingVerbosity.DETAILED
@@ -150,7 +170,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     if build_log:
         logger.write(build_log)
     if blob is None:
-        raise build_failure(logger, targets)
+        raise build_failure(logger, targets, shapes)
     tmp_out = out.with_name(f".{out.name}.partial")
     with open(tmp_out, "wb") as fh:
         fh.write(blob)
@@ -189,6 +209,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "tensorrt_flavor": trt.flavor,
             "target": ",".join(targets),
             "shapes": shapes or None,
+            "renamed_dims": renamed or None,
         }
     )
     report.info(

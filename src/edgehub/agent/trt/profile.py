@@ -4,7 +4,8 @@ Request::
 
     {"engine": PATH, "iterations": 100, "warmup_ms": 200, "duration_s": 0,
      "method": "python" | "layerwise" | "model", "extra_args": null | ["--useSpinWait", ...],
-     "log": PATH, "times_json": PATH, "profile_json": null | PATH}
+     "log": PATH, "times_json": PATH, "profile_json": null | PATH,
+     "shapes": null | {input: [ints]}   (trtexec's --shapes, for an engine built for a range)}
 
 trtexec runs ``--loadEngine`` with ``--percentile=50,90,95,99`` and ``--exportTimes`` (every
 timed query); ``layerwise`` adds ``--exportProfile`` with ``--separateProfileRun`` so per-layer
@@ -13,7 +14,7 @@ timing does not slow the timed runs. The host parses the log and the JSON files.
 
 from __future__ import annotations
 
-from ..protocol import CommandOutput, Params
+from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
 
@@ -28,7 +29,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     log = params.path("log")
     times_json = params.path("times_json")
     profile_json = params.path("profile_json", required=False)
+    shapes = params.raw_value("shapes")
     params.finish()
+    if shapes is not None and not (
+        isinstance(shapes, dict) and all(isinstance(v, list) for v in shapes.values())
+    ):
+        raise UsageError(f"shapes must be {{input: [ints]}}, got {shapes!r}")
     trtexec = require_gpu_and_trtexec("trt.profile")
     argv = [
         trtexec,
@@ -39,6 +45,10 @@ def run(params: Params, report: Report) -> CommandOutput:
         "--percentile=50,90,95,99",
         f"--exportTimes={times_json}",
     ]
+    if shapes:
+        argv.append(
+            "--shapes=" + ",".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shapes.items())
+        )
     if method == "layerwise" and profile_json:
         argv += [f"--exportProfile={profile_json}", "--separateProfileRun"]
     assert log is not None

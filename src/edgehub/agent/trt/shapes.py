@@ -1,18 +1,27 @@
 """Optimization profiles: the min / opt / max shapes of each dynamic network input.
 
-``shapes`` is ``{input: {"min": [ints], "opt": [ints], "max": [ints]}}``; a plain list is one
-shape for all three. Every input with a dynamic dimension (-1 in the parsed network) needs an
-entry; each shape must have the input's rank, keep its fixed dimensions and satisfy
-min <= opt <= max.
+``shapes`` (``input_shape_range``) is ``{input: {"min": [ints], "opt": [ints], "max": [ints]}}``;
+a plain list is one shape for all three. ``input_shape`` is a static shape: ``[ints]`` (the first
+input) or ``{input: [ints]}``, min = opt = max. Every input with a dynamic dimension (-1 in the
+parsed network) needs an entry; each shape must have the input's rank, keep its fixed dimensions
+and satisfy min <= opt <= max; inputs sharing a named dimension (``"batch"``) must give it the
+same sizes. TensorRT ties every dim of one ``dim_param``, ``"?"`` included, so
+:func:`name_unknown_dims` first gives each unnamed dim (``"?"``, ``""``, ``"-1"``) a name of
+its own.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from pathlib import Path
+from typing import Any, Dict, List, Optional
 
+from ..models import load_model, save_model, uses_external_data
 from ..protocol import UsageError
+from ..report import Report
+from ..tensors import is_named_dim
 
 Profile = Dict[str, Dict[str, List[int]]]
+DimNames = Dict[str, List[Optional[str]]]  # input -> the named dim of each axis (None: unnamed)
 KINDS = ("min", "opt", "max")
 
 
@@ -21,52 +30,110 @@ def _describe(tensor: dict[str, Any]) -> str:
     return f"{tensor['name']}[{dims}]"
 
 
-def _shape(name: str, kind: str, value: Any, fixed: list[int]) -> list[int]:
+def _dims_example(tensor: dict[str, Any]) -> str:
+    return "x".join(str(d if d >= 0 else (32 if i else 1)) for i, d in enumerate(tensor["shape"]))
+
+
+def _shape(what: str, value: Any, tensor: dict[str, Any]) -> list[int]:
+    fixed = tensor["shape"]
+    hint = f"the input is {_describe(tensor)}: give e.g. {tensor['name']}:{_dims_example(tensor)}"
     if not isinstance(value, list) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value
     ):
-        raise UsageError(
-            f"shapes: {kind} of '{name}' must be a list of positive ints, got {value!r}"
-        )
+        raise UsageError(f"{what} must be a list of positive ints, got {value!r}; {hint}")
     if len(value) != len(fixed):
-        raise UsageError(
-            f"shapes: {kind} of '{name}' has rank {len(value)}, the input has {len(fixed)}"
-        )
+        raise UsageError(f"{what} has rank {len(value)}, but {hint}")
     for axis, (got, want) in enumerate(zip(value, fixed)):
         if want >= 0 and got != want:
             raise UsageError(
-                f"shapes: {kind} of '{name}' sets dim {axis} to {got}, "
-                f"but the model fixes it to {want}"
+                f"{what} sets dim {axis} to {got}, but the model fixes it to {want}; {hint}"
             )
     return [int(d) for d in value]
 
 
-def parse_shapes(raw: Any, inputs: list[dict[str, Any] | None]) -> Profile:
-    """Validate ``raw`` against the network inputs; returns {input: {min, opt, max}}."""
+def _example(tensors: dict[str, dict[str, Any]]) -> str:
+    dims = _dims_example
+    listed = list(tensors.values())[:3]
+    named = ",".join(f"{t['name']}:{dims(t)}" for t in listed)
+    first = listed[0] if listed else {"name": "x", "shape": [1, 3, 224, 224]}
+    return (
+        f"give input_shape={dims(first)} (the first input) or input_shape={named}, or a range "
+        f"input_shape_range={first['name']}:{dims(first)}/{dims(first)}/{dims(first)} "
+        "(min/opt/max; JSON works too)"
+    )
+
+
+def _static(raw: Any, tensors: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``input_shape`` as ``{input: shape}``."""
+    if raw is None:
+        return {}
+    if isinstance(raw, list) and raw and all(isinstance(d, int) for d in raw) and tensors:
+        return {next(iter(tensors)): raw}
+    if isinstance(raw, dict) and all(isinstance(v, list) for v in raw.values()):
+        return dict(raw)
+    raise UsageError(f"input_shape {raw!r} is not a shape; {_example(tensors)}")
+
+
+def parse_shapes(
+    raw: Any,
+    inputs: list[dict[str, Any] | None],
+    static: Any = None,
+    names: DimNames | None = None,
+) -> Profile:
+    """Validate ``raw`` (ranges) and ``static`` (``input_shape``) against the network inputs;
+    returns {input: {min, opt, max}}."""
     tensors = {t["name"]: t for t in inputs if t is not None}
     dynamic = [t for t in tensors.values() if any(d < 0 for d in t["shape"])]
     if raw is None:
         raw = {}
+    if (
+        isinstance(raw, dict)
+        and len(tensors) == 1
+        and sorted(raw) == sorted(KINDS)
+        and next(iter(tensors)) not in raw
+    ):
+        raw = {next(iter(tensors)): raw}  # one input's {min, opt, max}
     if not isinstance(raw, dict):
-        raise UsageError(f"shapes must be {{input: {{min, opt, max}}}}, got {raw!r}")
+        raise UsageError(
+            f"input_shape_range must be {{input: {{min, opt, max}}}}, got {raw!r}; "
+            + _example(tensors)
+        )
+    fixed = _static(static, tensors)
+    both = sorted(set(fixed) & set(raw))
+    if both:
+        raise UsageError(
+            f"input_shape and input_shape_range both give {', '.join(both)}: give each input "
+            "one of the two"
+        )
+    raw = {**fixed, **raw}
     profile: Profile = {}
     for name, entry in raw.items():
         tensor = tensors.get(name)
         if tensor is None:
             known = ", ".join(_describe(t) for t in tensors.values())
-            raise UsageError(f"shapes names unknown input '{name}'; inputs: {known}")
+            raise UsageError(
+                f"input_shape names unknown input '{name}'; inputs: {known}; {_example(tensors)}"
+            )
         if isinstance(entry, list):
             entry = {kind: entry for kind in KINDS}
         if not isinstance(entry, dict) or sorted(entry) != sorted(KINDS):
             raise UsageError(
-                f"shapes for '{name}' must have exactly min, opt and max, got {entry!r}"
+                f"input_shape_range for '{name}' must have exactly min, opt and max, got {entry!r}"
             )
-        shapes = {kind: _shape(name, kind, entry[kind], tensor["shape"]) for kind in KINDS}
+        static = name in fixed
+        shapes = {
+            kind: _shape(
+                f"input_shape for '{name}'" if static else f"input_shape_range {kind} of '{name}'",
+                entry[kind],
+                tensor,
+            )
+            for kind in KINDS
+        }
         for axis in range(len(tensor["shape"])):
             low, mid, high = (shapes[kind][axis] for kind in KINDS)
             if not low <= mid <= high:
                 raise UsageError(
-                    f"shapes for '{name}' dim {axis}: need min <= opt <= max, "
+                    f"input_shape_range for '{name}' dim {axis}: need min <= opt <= max, "
                     f"got {low}, {mid}, {high}"
                 )
         profile[name] = shapes
@@ -74,10 +141,86 @@ def parse_shapes(raw: Any, inputs: list[dict[str, Any] | None]) -> Profile:
     if missing:
         listed = ", ".join(_describe(t) for t in missing)
         raise UsageError(
-            f"dynamic input(s) {listed} need an optimization profile: pass shapes="
-            "{input: {min: [...], opt: [...], max: [...]}} for each"
+            f"dynamic input(s) {listed} need a shape to build for: {_example(tensors)}"
         )
+    _check_named(profile, names or {})
     return profile
+
+
+def _check_named(profile: Profile, names: DimNames) -> None:
+    """Inputs sharing a named dim give it the same min, opt and max (TensorRT would refuse)."""
+    seen: dict[str, tuple[str, list[int]]] = {}
+    for name, entry in profile.items():
+        for axis, symbol in enumerate(names.get(name, [])):
+            if symbol is None or axis >= len(entry["min"]):
+                continue
+            sizes = [entry[kind][axis] for kind in KINDS]
+            where = f"{name} dim {axis}"
+            first = seen.setdefault(symbol, (where, sizes))
+            if first[1] != sizes:
+                shown = [
+                    str(s[0]) if len(set(s)) == 1 else "/".join(map(str, s))
+                    for s in (first[1], sizes)
+                ]
+                raise UsageError(
+                    f"input_shape gives dimension '{symbol}' two values: {shown[0]} "
+                    f"({first[0]}) and {shown[1]} ({where}); inputs sharing a named dimension "
+                    "must agree: give both the same size"
+                )
+
+
+def name_unknown_dims(
+    src: Path, dst: Path, report: Report
+) -> tuple[Path, DimNames, dict[str, Any]]:
+    """``src``, or a copy at ``dst`` whose unnamed input dims have names of their own (TensorRT
+    would tie all ``"?"`` dims together); also each input's named dims and what was renamed."""
+    model = load_model(src, load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    taken = {
+        d.dim_param
+        for v in (*model.graph.input, *model.graph.output)
+        for d in v.type.tensor_type.shape.dim
+        if d.HasField("dim_param")
+    }
+    names: DimNames = {}
+    renamed: dict[str, Any] = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        axes: list[str | None] = []
+        for axis, dim in enumerate(value.type.tensor_type.shape.dim):
+            if dim.HasField("dim_param") and not is_named_dim(dim.dim_param):
+                fresh, count = f"{value.name}_dim{axis}", 1
+                while fresh in taken:
+                    fresh, count = f"{value.name}_dim{axis}_{count}", count + 1
+                taken.add(fresh)
+                renamed.setdefault(value.name, {})[str(axis)] = fresh
+                dim.dim_param = fresh
+                axes.append(None)
+            else:
+                axes.append(dim.dim_param if dim.HasField("dim_param") else None)
+        names[value.name] = axes
+    if not renamed:
+        return src, names, {}
+    for value in model.graph.output:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and not is_named_dim(dim.dim_param):
+                dim.Clear()
+    listed = "; ".join(
+        f"{k} dims {', '.join(f'{a} as {n!r}' for a, n in v.items())}" for k, v in renamed.items()
+    )
+    report.info(
+        f"unnamed dynamic dims given names of their own so TensorRT keeps them apart: {listed}"
+    )
+    if uses_external_data(model):
+        full = load_model(src)
+        for mine, theirs in zip(model.graph.input, full.graph.input):
+            theirs.CopyFrom(mine)
+        del full.graph.output[:]
+        full.graph.output.extend(model.graph.output)
+        model = full
+    save_model(model, dst)
+    return dst, names, renamed
 
 
 def optimization_profile(builder: Any, shapes: Profile) -> Any:

@@ -68,6 +68,9 @@ class ComponentMeta(ABCMeta):
         check_init(name, namespace["__init__"], signature)
         if "option_bounds" in namespace:
             check_bounds_declaration(name, namespace["option_bounds"], signature.options)
+        for alias, option in namespace.get("option_aliases", {}).items():
+            if alias not in signature.options or option not in signature.options:
+                raise TypeError(f"{name}.option_aliases: {alias!r} and {option!r} must be options")
         original = namespace["run"]
         cls._run_signature = signature  # type: ignore[attr-defined]
         cls._positional_params = list(signature.positional)  # type: ignore[attr-defined]
@@ -95,6 +98,9 @@ class Component(metaclass=ComponentMeta):
 
     run_type: RunType | str
     option_bounds: Mapping[str, Range] = DEFAULT_BOUNDS
+    # another name of an option (alias -> option, both in ``run``; the alias defaults to None):
+    # a value given under the alias is the option's, and the run records the name used
+    option_aliases: Mapping[str, str] = {}
     _run_signature: RunSignature
     _positional_params: list[str]
     _keyword_params: dict[str, Any]

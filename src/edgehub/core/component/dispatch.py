@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.options import check_options
 from edgehub.core.component.outputs import ComponentOutput
-from edgehub.errors import DeviceError, ProviderError
+from edgehub.errors import DeviceError, ProviderError, UsageError
 from edgehub.paths import is_remote
 from edgehub.tracking.run_log import RunLog
 from edgehub.user_files import regular_file
@@ -111,6 +111,7 @@ def dispatch(
         key: kwargs[key] if key in kwargs else component._defaults.get(key, default)
         for key, default in signature.options.items()
     }
+    _apply_aliases(cls, resolved, signature.options)
     if signature.device_param == "device":
         device = resolve_device(cls, ctx, resolved["device"])
         resolved["device"] = device.name
@@ -123,6 +124,8 @@ def dispatch(
     for key, value in resolved.items():
         if var_keyword or key in accepts:
             call_kwargs[key] = value
+        elif key in cls.option_aliases:
+            continue  # its value went to the option it names
         elif key not in ("device", "devices") and value != signature.options[key]:
             raise ProviderError(
                 f"option {key!r}={value!r} is not supported by {cls.__name__}'s "
@@ -188,3 +191,19 @@ def _resolve_many(component: type[Component], ctx: HubContext, names: Any) -> li
             "one run serves one provider type"
         )
     return devices
+
+
+def _apply_aliases(
+    cls: type[Component], resolved: dict[str, Any], defaults: dict[str, Any]
+) -> None:
+    """A value given under an alias (``warmup`` for ``burn_ins``) becomes the option's."""
+    for alias, option in cls.option_aliases.items():
+        given = resolved.get(alias)
+        if given is None:
+            continue
+        if resolved[option] != defaults[option] and resolved[option] != given:
+            raise UsageError(
+                f"{cls.__name__}: {alias}={given!r} and {option}={resolved[option]!r} are one "
+                f"option under two names; give one of them"
+            )
+        resolved[option] = given

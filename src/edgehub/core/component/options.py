@@ -37,6 +37,7 @@ __all__ = [
 DEFAULT_BOUNDS: Mapping[str, Range] = {
     "runs": Range(1, 1_000_000),
     "burn_ins": Range(0, 100_000),
+    "warmup": Range(0, 100_000),
     "warmup_runs": Range(0, 100_000),
     "cold_starts": Range(1, 1_000),
     "num_threads": Range(0, 1_024),

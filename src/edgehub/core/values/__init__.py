@@ -4,7 +4,8 @@
 ``Path``, ``Literal``, an `Enum`, ``None``, unions, ``tuple``/``list``/``dict`` of those);
 `parse` turns command-line text into such a value; `from_data` takes a value read from TOML or
 JSON (arrays become tuples, strings become paths or enum members). Bounds and formats ride on
-``typing.Annotated``: ``Annotated[int, Range(1, 1_000_000)]``, ``Annotated[str, Matches(...)]``.
+``typing.Annotated``: ``Annotated[int, Range(1, 1_000_000)]``, ``Annotated[str, Matches(...)]``;
+a `TextForm` gives a type its own command-line spelling (input shapes: :mod:`.shapes`).
 Each raises `ValueProblem` whose ``expected`` completes "must be ...". Annotations this module
 does not understand (``np.ndarray``, a protocol, an unresolved name) accept any value.
 """
@@ -14,6 +15,7 @@ from edgehub.core.values.parse import from_data, guess, parse
 from edgehub.core.values.types import (
     Matches,
     Range,
+    TextForm,
     ValueProblem,
     describe,
     resolve,
@@ -23,6 +25,7 @@ from edgehub.core.values.types import (
 __all__ = [
     "Matches",
     "Range",
+    "TextForm",
     "ValueProblem",
     "check",
     "describe",

@@ -36,7 +36,7 @@ def check(value: Any, tp: Any) -> None:
                 continue
             break
         else:
-            raise next((p for p in problems if p.bound), ValueProblem(describe(tp)))
+            raise next((p for p in problems if p.bound), ValueProblem(describe(full)))
     else:
         try:
             _check_plain(value, tp)

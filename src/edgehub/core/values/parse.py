@@ -20,6 +20,7 @@ from edgehub.core.values.types import (
     _members,
     _unpack,
     describe,
+    text_form,
 )
 
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
@@ -33,9 +34,11 @@ def parse(text: str, tp: Any) -> Any:
 
     Integers also accept a whole number written as a float (``1e3``); arrays are JSON
     (``[1, 2]``) or comma-separated (``1,3,224,224``); tables are JSON objects; ``none`` or
-    ``null`` is ``None`` where ``None`` is allowed.
+    ``null`` is ``None`` where ``None`` is allowed; a type carrying a `TextForm` reads its own
+    spelling.
     """
-    value = _parse_plain(text.strip(), tp)
+    form = text_form(tp)
+    value = form.read(text.strip()) if form is not None else _parse_plain(text.strip(), tp)
     check(value, tp)
     return value
 

@@ -1,6 +1,6 @@
-"""The annotation vocabulary of typed values: `Range` and `Matches` (bounds and formats
-carried in ``typing.Annotated``), `ValueProblem`, resolving postponed annotations, and
-`describe` (what an annotation expects, in words)."""
+"""The annotation vocabulary of typed values: `Range`, `Matches` and `TextForm` (bounds, formats
+and command-line spellings carried in ``typing.Annotated``), `ValueProblem`, resolving postponed
+annotations, and `describe` (what an annotation expects, in words)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import enum
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Annotated, Any, Literal, Union
@@ -45,6 +45,20 @@ class Matches:
 
     def holds(self, value: str) -> bool:
         return re.fullmatch(self.pattern, value, re.IGNORECASE) is not None
+
+
+@dataclass(frozen=True)
+class TextForm:
+    """A value's own command-line spelling: ``read`` turns text into the value (or raises
+    `ValueProblem`); ``description`` completes "must be ..." for it."""
+
+    read: Callable[[str], Any]
+    description: str
+
+
+def text_form(tp: Any) -> TextForm | None:
+    """The `TextForm` an annotation carries, if any."""
+    return next((m for m in _unpack(tp)[1] if isinstance(m, TextForm)), None)
 
 
 class ValueProblem(ValueError):
@@ -125,6 +139,9 @@ def _plural(text: str) -> str:
 
 def describe(tp: Any) -> str:
     """What a value of ``tp`` is, in words: "an integer between 1 and 100", "a path or none"."""
+    form = text_form(tp)
+    if form is not None:
+        return form.description
     tp, meta = _unpack(tp)
     members = _members(tp)
     if members is not None:

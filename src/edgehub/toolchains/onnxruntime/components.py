@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
     InvocationResult,
@@ -65,7 +66,7 @@ class ONNXRuntimeCompiler(Component):
         *,
         name: str | None = None,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         calibration_method: CalibrationMethod | None = None,
         per_channel: bool = False,
@@ -89,7 +90,7 @@ class ONNXRuntimeCompiler(Component):
         onnx_path: Path,
         *,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         calibration_method: CalibrationMethod | None = None,
         per_channel: bool = False,
@@ -101,7 +102,8 @@ class ONNXRuntimeCompiler(Component):
 
 
 class ONNXRuntimeProfiler(Component):
-    """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` warm-up runs, ``runs``
+    """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` (or ``warmup``, the name
+    the other profilers use) warm-up runs, ``runs``
     timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``.
 
     ``input_data`` (a dict of arrays, an ``.npz``, or a directory of ``.npz`` samples cycled
@@ -111,6 +113,7 @@ class ONNXRuntimeProfiler(Component):
     """
 
     run_type = RunType.PROFILE
+    option_aliases = {"warmup": "burn_ins"}
 
     def __init__(
         self,
@@ -119,16 +122,18 @@ class ONNXRuntimeProfiler(Component):
         device: str | None = None,
         runs: int = 100,
         burn_ins: int = 10,
+        warmup: int | None = None,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
             device=device,
             runs=runs,
             burn_ins=burn_ins,
+            warmup=warmup,
             cold_starts=cold_starts,
             profiling_method=profiling_method,
             input_data=input_data,
@@ -143,10 +148,11 @@ class ONNXRuntimeProfiler(Component):
         device: str | None = None,
         runs: int = 100,
         burn_ins: int = 10,
+        warmup: int | None = None,
         cold_starts: int = 1,
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
@@ -168,7 +174,7 @@ class ONNXRuntimeInvoker(Component):
         name: str | None = None,
         device: str | None = None,
         use_compiled_names: bool = False,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -185,7 +191,7 @@ class ONNXRuntimeInvoker(Component):
         *,
         device: str | None = None,
         use_compiled_names: bool = False,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> ONNXRuntimeInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array; None: random inputs)."""
         raise NoProviderError

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel
+from edgehub.core.values.shapes import InputShape, InputShapeRange
 from edgehub.toolchains.outputs import (
     InvocationResult,
     ProfilingMethod,
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 Precision = Literal["fp32", "fp16", "int8"]
-ShapeProfile = tuple[int, ...] | dict[str, tuple[int, ...]]
 
 __all__ = [
     "TensorRTCompiledModel",
@@ -57,11 +57,14 @@ class TensorRTCompiler(Component):
     ``fp16`` (float32 tensors converted to float16, I/O kept float32) or ``int8`` (from a QDQ
     model such as ONNXRuntimeCompiler's output, or quantized first from ``calibration_data``).
     ``target``: the compute capability to build for (``"sm86"``, ``"8.9"``, several comma
-    separated; default: the GPU present). ``input_shapes``: per dynamic input, one shape or
-    ``{"min": ..., "opt": ..., "max": ...}``. ``workspace_mb``: the builder's workspace limit.
+    separated; default: the GPU present). ``input_shape``: the static shape to build for (the
+    first input's, or input name → shape); ``input_shape_range``: input name → ``{"min": ...,
+    "opt": ..., "max": ...}`` for an engine that takes a range of shapes (``input_shapes``, its
+    old name, still works). ``workspace_mb``: the builder's workspace limit.
     """
 
     run_type = RunType.COMPILE
+    option_aliases = {"input_shapes": "input_shape_range"}  # the old name, deprecated
 
     def __init__(
         self,
@@ -72,7 +75,9 @@ class TensorRTCompiler(Component):
         calib_path: Path | None = None,
         precision: Precision = "fp32",
         target: str | None = None,
-        input_shapes: dict[str, ShapeProfile] | None = None,
+        input_shape: InputShape | None = None,
+        input_shape_range: InputShapeRange | None = None,
+        input_shapes: InputShapeRange | None = None,
         workspace_mb: int | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
     ) -> None:
@@ -83,6 +88,8 @@ class TensorRTCompiler(Component):
             calib_path=calib_path,
             precision=precision,
             target=target,
+            input_shape=input_shape,
+            input_shape_range=input_shape_range,
             input_shapes=input_shapes,
             workspace_mb=workspace_mb,
             calibration_data=calibration_data,
@@ -98,7 +105,9 @@ class TensorRTCompiler(Component):
         calib_path: Path | None = None,
         precision: Precision = "fp32",
         target: str | None = None,
-        input_shapes: dict[str, ShapeProfile] | None = None,
+        input_shape: InputShape | None = None,
+        input_shape_range: InputShapeRange | None = None,
+        input_shapes: InputShapeRange | None = None,
         workspace_mb: int | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
     ) -> TensorRTCompiledModel:
@@ -109,7 +118,8 @@ class TensorRTCompiler(Component):
 class TensorRTProfiler(Component):
     """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
     ``warm_up_ms`` of warm-up; latency, enqueue, H2D, GPU compute and D2H statistics, and
-    per-layer times with ``LAYERWISE``. Needs a GPU where it runs."""
+    per-layer times with ``LAYERWISE``; ``input_shape`` (by input name: ``x:1x3x48x192``) the
+    shapes an engine built for a range of shapes runs at. Needs a GPU where it runs."""
 
     run_type = RunType.PROFILE
 
@@ -121,6 +131,7 @@ class TensorRTProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         iterations: int = 100,
         warm_up_ms: int = 200,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -128,6 +139,7 @@ class TensorRTProfiler(Component):
             profiling_method=profiling_method,
             iterations=iterations,
             warm_up_ms=warm_up_ms,
+            input_shape=input_shape,
         )
 
     def run(
@@ -139,6 +151,7 @@ class TensorRTProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         iterations: int = 100,
         warm_up_ms: int = 200,
+        input_shape: InputShape | None = None,
     ) -> TensorRTProfilingResult:
         """Profile ``model``."""
         raise NoProviderError

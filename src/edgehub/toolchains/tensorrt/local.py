@@ -42,6 +42,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
+from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
@@ -59,23 +60,6 @@ _PATH_KEYS = frozenset({"model", "output", "layer_info", "build_log"})
 
 def _model_file(path: Path | str) -> Path:
     return regular_file(path, "model")
-
-
-def _shapes(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise UsageError(
-            "input_shapes must map each dynamic input to a shape or to "
-            "{'min': shape, 'opt': shape, 'max': shape}"
-        )
-    out: dict[str, Any] = {}
-    for name, entry in value.items():
-        if isinstance(entry, dict):
-            out[name] = {kind: [int(d) for d in shape] for kind, shape in entry.items()}
-        else:
-            out[name] = [int(d) for d in entry]
-    return out
 
 
 def _check_calib_path(calib_path: Any) -> None:
@@ -130,6 +114,8 @@ def _compile_local(
     calib_path: Path | None = None,
     precision: str = "fp32",
     target: str | None = None,
+    input_shape: Any = None,
+    input_shape_range: Any = None,
     input_shapes: Any = None,
     workspace_mb: int | None = None,
     calibration_data: Any = None,
@@ -138,7 +124,7 @@ def _compile_local(
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     _check_calib_path(calib_path)
-    shapes = _shapes(input_shapes)
+    static, shapes = shape_options(ctx, input_shape, input_shape_range, input_shapes)
     if calibration_data is not None and precision != "int8":
         raise UsageError("calibration_data applies to precision 'int8' only")
     ctx.client.log_param("$runtime", RUNTIME)
@@ -154,6 +140,7 @@ def _compile_local(
         "precision": precision,
         "target": target,
         "shapes": shapes,
+        "input_shape": static,
         "workspace_mb": workspace_mb,
         "tensorrt_version": tensorrt_version,
         "layer_info": "out/layer_info.json",
@@ -221,7 +208,9 @@ def _profile_local(
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     iterations: int = 100,
     warm_up_ms: int = 200,
+    input_shape: Any = None,
 ) -> TensorRTProfilingResult:
+    shapes = runtime_shapes(input_shape)
     _require_gpu("TensorRTProfiler")
     engine = _engine_file(model, ctx)
     method = ProfilingMethod(profiling_method)
@@ -236,6 +225,7 @@ def _profile_local(
         "log": "out/trtexec.log",
         "times_json": "out/times.json",
         "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
+        "shapes": shapes,
     }
     result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
     record_agent_result(

@@ -43,6 +43,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
+from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options, shapes_flag
 from edgehub.user_files import link_or_copy_checked, regular_file
 
 if TYPE_CHECKING:
@@ -85,13 +86,28 @@ def _tool(ctx: HubContext, device: str | None, component: type) -> tuple[DeviceT
     return tool, config
 
 
-def _shape_flags(shapes: Any) -> list[str]:
-    """``input_shapes`` as ``--minShapes/--optShapes/--maxShapes`` (a plain shape is all
-    three)."""
-    if shapes is None:
+def _shape_flags(static: Any, shapes: Any) -> list[str]:
+    """``input_shape`` and ``input_shape_range`` as ``--minShapes/--optShapes/--maxShapes`` (a
+    plain shape is all three); trtexec takes shapes by input name only."""
+    if static is not None and not isinstance(static, dict):
+        raise UsageError(
+            "trtexec takes shapes by input name: give input_shape=NAME:1x3x224x224 "
+            '(or JSON {"NAME": [1, 3, 224, 224]})'
+        )
+    if shapes is not None and set(shapes) == {"min", "opt", "max"}:
+        raise UsageError(
+            "trtexec takes shapes by input name: give input_shape_range="
+            "NAME:MINxDIMS/OPTxDIMS/MAXxDIMS (e.g. x:1x3x32x96/1x3x48x192/1x3x64x384)"
+        )
+    both = sorted(set(static or {}) & set(shapes or {}))
+    if both:
+        raise UsageError(
+            f"input_shape and input_shape_range both give {', '.join(both)}: give each input "
+            "one of the two"
+        )
+    shapes = {**(static or {}), **(shapes or {})}
+    if not shapes:
         return []
-    if not isinstance(shapes, dict):
-        raise UsageError("input_shapes must map each dynamic input to a shape or min/opt/max")
     kinds: dict[str, list[str]] = {"min": [], "opt": [], "max": []}
     for name, entry in shapes.items():
         if any(c in str(name) for c in ",:"):
@@ -99,7 +115,7 @@ def _shape_flags(shapes: Any) -> list[str]:
         profile = entry if isinstance(entry, dict) else {k: entry for k in kinds}
         for kind in kinds:
             if kind not in profile:
-                raise UsageError(f"input_shapes[{name!r}] needs min, opt and max")
+                raise UsageError(f"input_shape_range for {name!r} needs min, opt and max")
             kinds[kind].append(f"{name}:{'x'.join(str(int(d)) for d in profile[kind])}")
     return [f"--{kind}Shapes={','.join(values)}" for kind, values in kinds.items()]
 
@@ -113,6 +129,8 @@ def _compile(
     tensorrt_version: str | None = None,
     calib_path: Path | None = None,
     precision: str = "fp32",
+    input_shape: Any = None,
+    input_shape_range: Any = None,
     input_shapes: Any = None,
     workspace_mb: int | None = None,
 ) -> TensorRTCompiledModel:
@@ -145,7 +163,7 @@ def _compile(
         ours.append(f"--calib={remote / 'calibration.cache'}")
     if workspace_mb is not None:
         ours.append(f"--memPoolSize=workspace:{int(workspace_mb)}M")
-    ours += _shape_flags(input_shapes)
+    ours += _shape_flags(*shape_options(ctx, input_shape, input_shape_range, input_shapes))
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
     ctx.client.log_params({"precision": precision, "tensorrt_version": tensorrt_version})
     result = tool.call(argv, failure=CompileError)
@@ -189,8 +207,11 @@ def _profile(
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     iterations: int = 100,
     warm_up_ms: int = 200,
+    input_shape: Any = None,
 ) -> TensorRTProfilingResult:
     from edgehub.toolchains.tensorrt.local import profile_document
+
+    shapes = runtime_shapes(input_shape)
 
     engine = _engine(ctx, model)
     method = ProfilingMethod(profiling_method)
@@ -202,8 +223,10 @@ def _profile(
             f"--warmUp={int(warm_up_ms)}", f"--exportTimes={out / 'times.json'}"]  # fmt: skip
     if method is ProfilingMethod.LAYERWISE:
         ours += [f"--exportProfile={out / 'layers.json'}", "--separateProfileRun"]
+    ours += shapes_flag(shapes)
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
     ctx.client.log_params({"profiling_method": method.value, "iterations": int(iterations)})
+    ctx.client.log_param("shapes", shapes)
     result = tool.call(argv, failure=ProfileError, make_dirs=[out])
     files = tool.fetch(out, ctx.artifact_dir / "profile")
     (files / "trtexec.log").write_text(result.stdout)

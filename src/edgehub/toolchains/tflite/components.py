@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
@@ -146,7 +147,7 @@ class TFLiteCompiler(Component):
         *,
         name: str | None = None,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
         precision: Precision | None = None,
@@ -168,7 +169,7 @@ class TFLiteCompiler(Component):
         onnx_path: Path,
         *,
         device: str | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
         quantize_io: bool = False,
         precision: Precision | None = None,
@@ -181,7 +182,8 @@ class TFLiteCompiler(Component):
 class TFLiteProfiler(Component):
     """Measures a ``.tflite`` model's latency in the LiteRT interpreter.
 
-    ``warmup`` untimed runs, then ``runs`` timed ones, ``cold_starts`` fresh interpreters;
+    ``warmup`` (or ``burn_ins``, ONNX Runtime's name) untimed runs, then ``runs`` timed ones,
+    ``cold_starts`` fresh interpreters;
     ``threads`` (None: LiteRT's default), ``xnnpack`` (the default CPU delegate, or the builtin
     kernels). ``benchmark_params`` takes TFLite benchmark_model's documented parameters
     (``num_threads``, ``num_runs``, ``warmup_runs``, ``use_xnnpack``, ``enable_op_profiling``,
@@ -192,6 +194,7 @@ class TFLiteProfiler(Component):
     """
 
     run_type = RunType.PROFILE
+    option_aliases = {"burn_ins": "warmup"}
 
     def __init__(
         self,
@@ -201,11 +204,12 @@ class TFLiteProfiler(Component):
         benchmark_params: dict[str, Any] | None = None,
         runs: int = 100,
         warmup: int = 10,
+        burn_ins: int | None = None,
         cold_starts: int = 1,
         threads: int | None = None,
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -213,6 +217,7 @@ class TFLiteProfiler(Component):
             benchmark_params=benchmark_params,
             runs=runs,
             warmup=warmup,
+            burn_ins=burn_ins,
             cold_starts=cold_starts,
             threads=threads,
             xnnpack=xnnpack,
@@ -229,11 +234,12 @@ class TFLiteProfiler(Component):
         benchmark_params: dict[str, Any] | None = None,
         runs: int = 100,
         warmup: int = 10,
+        burn_ins: int | None = None,
         cold_starts: int = 1,
         threads: int | None = None,
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
-        input_shape: tuple[int, ...] | dict[str, tuple[int, ...]] | None = None,
+        input_shape: InputShape | None = None,
     ) -> TFLiteProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

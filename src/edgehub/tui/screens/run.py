@@ -124,7 +124,7 @@ class RunScreen(HubScreen):
             return
         for name, component in components.items():
             form = FieldForm(
-                option_fields(component_options(component)),
+                option_fields(component_options(component, aliases=False)),
                 parse_text=partial(parse_value, component),
                 id=f"opt-{name}",
             )
