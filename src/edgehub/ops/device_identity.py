@@ -90,7 +90,7 @@ def _ssh_address(ssh: SSHSection) -> str:
     config = SSHConfig(host=ssh.host, username=ssh.user, port=ssh.port, jump_host=ssh.jump_host)
     try:
         board = ssh_board(config, look_up=False)
-    except EdgehubError:  # an unreadable ~/.ssh/config: hub.toml's own values are all we know
+    except EdgehubError:  # an unreadable ~/.ssh/config or a bad jump host: hub.toml as written
         text = f"ssh {ssh.host.lower()}:{ssh.port}"
         return text if ssh.jump_host is None else f"{text} via {ssh.jump_host.lower()}"
     text = f"ssh {board.host}:{board.port}"
