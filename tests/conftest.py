@@ -4,8 +4,9 @@ the ONNX Runtime image and the SSH test device."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,17 +122,31 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 100 MB tmpfs (needs root to mount)."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("needs root to mount a small tmpfs for the free-space check")
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)  # fmt: skip
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+def tmpfs(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """``tmpfs(size)`` mounts a real tmpfs of ``size`` (``"48m"``) so that a disk really fills
+    up, and returns its mount point; unmounted after the test. Skips without root or mount."""
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            pytest.skip("needs root and mount(8) to mount a small tmpfs")
+        point = tmp_path / f"tmpfs-{len(mounted)}"
+        point.mkdir()
+        made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(point)],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if made.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {made.stderr.strip()}")
+        mounted.append(point)
+        return point
+
     try:
         yield mount
     finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        for point in reversed(mounted):
+            subprocess.run(["umount", "--lazy", str(point)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmpfs: Callable[[str], Path]) -> Path:
+    """A real 100 MB tmpfs (needs root to mount)."""
+    return tmpfs("100m")

@@ -11,9 +11,8 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -234,24 +233,9 @@ def test_a_damaged_database_is_a_run_store_problem(project: Path) -> None:
 
 
 @pytest.fixture
-def tiny_disk() -> Iterator[Path]:
+def tiny_disk(tmpfs: Callable[[str], Path]) -> Path:
     """A 48 MiB tmpfs, so the disk really fills up (needs root and mount)."""
-    if not IS_ROOT or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a small tmpfs")
-    mount_point = Path(tempfile.mkdtemp(prefix="edgehub-full-"))
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        mount_point.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount_point)], check=False)
-        shutil.rmtree(mount_point, ignore_errors=True)
+    return tmpfs("48m")
 
 
 @pytest.mark.docker

@@ -7,22 +7,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.tui.polling import wait_for
 
 HUB_TUI = str(Path(sys.executable).with_name("hub-tui"))
-
-
-def _wait_for(check: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 @pytest.fixture
@@ -64,7 +55,7 @@ def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(
     def screen() -> str:
         return tmux("capture-pane", "-p", "-t", "hub")
 
-    assert _wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
+    assert wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
     expectations = {
         "2": "Launch (^r)",
         "3": "runs",
@@ -73,9 +64,9 @@ def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(
     }
     for key, text in expectations.items():
         tmux("send-keys", "-t", "hub", key)
-        assert _wait_for(lambda text=text: text in screen(), 15), (key, screen())  # type: ignore[misc]
+        assert wait_for(lambda text=text: text in screen(), 15), (key, screen())  # type: ignore[misc]
     assert "1 Devices" in screen() and "q Quit" in screen() and "w Save" in screen()
     tmux("send-keys", "-t", "hub", "q")
 
-    assert _wait_for(status_file.exists, 15), screen()
+    assert wait_for(status_file.exists, 15), screen()
     assert status_file.read_text() == "0"

@@ -14,23 +14,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from tests.tui.polling import wait_for
 
 HUB_TUI = str(Path(sys.executable).with_name("hub-tui"))
 EVIL = "evil.example"
-
-
-def _wait_for(check: Callable[[], bool], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 @dataclass
@@ -117,7 +109,7 @@ def served(project: Path) -> Iterator[Served]:
         return False
 
     try:
-        assert _wait_for(url_printed, 60), server.stderr
+        assert wait_for(url_printed, 60), server.stderr
         assert len(server.token) >= 40  # token_urlsafe(32)
         yield server
     finally:
@@ -125,7 +117,7 @@ def served(project: Path) -> Iterator[Served]:
         process.terminate()
         process.wait(timeout=30)
         reader.join(timeout=10)
-    assert _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 30)
+    assert wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 30)
 
 
 def test_the_printed_url_serves_the_page_and_a_live_session(served: Served) -> None:
@@ -139,11 +131,11 @@ def test_the_printed_url_serves_the_page_and_a_live_session(served: Served) -> N
     status, connection = served.upgrade(f"/ws/{served.token}", origin=origin)
     with connection:
         assert status == 101
-        assert _wait_for(lambda: len(served.children()) == 1, 60), served.stderr
+        assert wait_for(lambda: len(served.children()) == 1, 60), served.stderr
         connection.settimeout(60)
         assert connection.recv(65536)  # the TUI's first frames
     # closing the WebSocket ends its TUI process
-    assert _wait_for(lambda: served.children() == [], 60), served.stderr
+    assert wait_for(lambda: served.children() == [], 60), served.stderr
 
     # bound to loopback only: another address of this machine refuses
     address = socket.gethostbyname(socket.gethostname())

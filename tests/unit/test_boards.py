@@ -8,7 +8,7 @@ import pytest
 
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.core.device.spec import Device, DeviceSpec
-from edgehub.ops.boards import board_key, place_board_key
+from edgehub.ops.boards import SSHBoard, board_key, place_board_key, ssh_board
 from edgehub.ops.labgrid_pool import PlaceInfo
 from edgehub.runners.local import LocalCommandRunner
 from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
@@ -66,3 +66,14 @@ def test_cloud_and_labgrid_devices(ssh_config_file: Path) -> None:
     same = board_key(_ssh("a", "127.0.0.1", 2222, ssh_config_file))
     assert place_board_key(place, pool) == same
     assert place_board_key(PlaceInfo(name="rpi-2"), pool) == "labgrid:lab:20408/rpi-2"
+
+
+def test_the_shared_resolver_looks_up_names_only_when_asked(ssh_config_file: Path) -> None:
+    """Leases look the name up (`board_key`); the sweep identity does not (``look_up=False``)."""
+    settings = SSHConfig(host="LocalHost.", username="edge", port=22, ssh_config=ssh_config_file)
+    assert ssh_board(settings, look_up=False) == SSHBoard("localhost", 22)
+    assert ssh_board(settings, look_up=True) == SSHBoard("127.0.0.1", 22)
+    alias = SSHConfig(host="board-alias", username="edge", jump_host="ops@LOCALHOST:2200",
+                      ssh_config=ssh_config_file)  # fmt: skip
+    assert ssh_board(alias, look_up=False) == SSHBoard("127.0.0.1", 2222, "localhost", 2200)
+    assert ssh_board(alias, look_up=True) == SSHBoard("127.0.0.1", 2222, "127.0.0.1", 2200)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgehub.config.load import parse_config
+from edgehub.ops.boards import docker_endpoint
 from edgehub.ops.device_identity import DeviceIdentity, device_identity
 
 
@@ -71,7 +72,7 @@ def test_local_cloud_and_other_devices() -> None:
     one = identity('[devices.cpu1]\nprovider = "local"\n[devices.cpu1.docker]\ncpus = 1\n', "cpu1")
     two = identity('[devices.cpu2]\nprovider = "local"\n[devices.cpu2.docker]\ncpus = 1\n', "cpu2")
     four = identity('[devices.cpu4]\nprovider = "local"\n[devices.cpu4.docker]\ncpus = 4\n', "cpu4")
-    assert one == two and one.key != four.key and one.address.startswith("docker ")
+    assert one == two and one.key != four.key and one.address == f"docker {docker_endpoint()}"
     s24 = identity('[devices.s24]\nprovider = "qai_hub"\nspec = "Samsung Galaxy S24"\n', "s24")
     s23 = identity('[devices.s24]\nprovider = "qai_hub"\nspec = "Samsung Galaxy S23"\n', "s24")
     assert s24.address == "qai_hub Samsung Galaxy S24" and s24.key != s23.key

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,24 +63,9 @@ def test_disk_full_while_storing_an_artifact(
 
 
 @pytest.fixture
-def tiny_fs() -> Iterator[Path]:
+def tiny_fs(tmpfs: Callable[[str], Path]) -> Path:
     """A 512 KiB tmpfs, so the disk really fills up (needs root and mount)."""
-    if not IS_ROOT or shutil.which("mount") is None:
-        pytest.skip("needs root to mount a small tmpfs")
-    mount_point = Path(tempfile.mkdtemp(prefix="edgehub-tinyfs-"))
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount_point)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        mount_point.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "--lazy", str(mount_point)], check=False)
-        shutil.rmtree(mount_point, ignore_errors=True)
+    return tmpfs("512k")
 
 
 def test_a_really_full_disk_fails_writes_clearly_and_reads_still_work(tiny_fs: Path) -> None:

@@ -12,6 +12,9 @@ ran on; `board_key` gives the one string for both:
 - a ``local`` device: ``docker:ENDPOINT``, the Docker daemon its containers run on;
 - a cloud service (``qai_hub``, ``aws``): ``cloud:PROVIDER:SPEC``;
 - any other device (its tool runs on this host): ``host:HOSTNAME``.
+
+`ssh_board` and `docker_endpoint` are the one resolver of where an SSH device or the local Docker
+daemon is; `edgehub.ops.device_identity` uses them too, without the DNS look-up.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import ipaddress
 import os
 import socket
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,10 +33,44 @@ if TYPE_CHECKING:
     from edgehub.ops.labgrid_pool import PlaceInfo
     from edgehub.runners.ssh.config import SSHConfig
 
-__all__ = ["board_key", "docker_board_key", "place_board_key", "ssh_board_key"]
+__all__ = [
+    "SSHBoard",
+    "board_key",
+    "docker_board_key",
+    "docker_endpoint",
+    "place_board_key",
+    "ssh_board",
+    "ssh_board_key",
+]
 
 _LOOKUP_S = 5.0
 _CLOUD = ("qai_hub", "aws")
+
+
+@dataclass(frozen=True)
+class SSHBoard:
+    """Where an SSH device is: its host and port, and its jump host's when it has one."""
+
+    host: str
+    port: int
+    jump_host: str | None = None
+    jump_port: int = 22
+
+
+def ssh_board(config: SSHConfig, *, look_up: bool) -> SSHBoard:
+    """The board an SSH device's settings reach: an alias, port and jump host completed from
+    ``~/.ssh/config``; names lower-cased without a trailing dot, IP literals normalised. With
+    ``look_up``, the name that this host connects to (the jump host's, when there is one: the
+    target's name then resolves on the jump host) is looked up in DNS, bounded in time; without
+    it, no name is looked up. A `ConfigError` where ``~/.ssh/config`` or the jump host is bad."""
+    from edgehub.runners.ssh.user_config import jump_config, resolve
+
+    where = _address if look_up else _name
+    config = resolve(config)
+    if config.jump_host is None:
+        return SSHBoard(where(config.host), config.port)
+    jump = jump_config(config)
+    return SSHBoard(_name(config.host), config.port, where(jump.host), jump.port)
 
 
 def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
@@ -55,14 +93,9 @@ def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
 
 def ssh_board_key(config: SSHConfig) -> str:
     """``ssh:HOST:PORT`` (`` via ssh:…`` for a jump host) of an SSH device's settings."""
-    from edgehub.runners.ssh.user_config import jump_config, resolve
-
-    config = resolve(config)
-    if config.jump_host is None:
-        return f"ssh:{_address(config.host)}:{config.port}"
-    jump = jump_config(config)
-    target = _name(config.host)
-    return f"ssh:{target}:{config.port} via ssh:{_address(jump.host)}:{jump.port}"
+    board = ssh_board(config, look_up=True)
+    key = f"ssh:{board.host}:{board.port}"
+    return key if board.jump_host is None else f"{key} via ssh:{board.jump_host}:{board.jump_port}"
 
 
 def place_board_key(place: PlaceInfo, config: LabgridConfig) -> str:
@@ -75,16 +108,20 @@ def place_board_key(place: PlaceInfo, config: LabgridConfig) -> str:
 
 
 def docker_board_key() -> str:
-    """``docker:ENDPOINT``: the daemon that ``local`` devices' containers run on (a Docker
-    context by name, ``$DOCKER_HOST``, else the default socket; a local socket by its real
-    path)."""
+    """``docker:ENDPOINT`` (`docker_endpoint`)."""
+    return f"docker:{docker_endpoint()}"
+
+
+def docker_endpoint() -> str:
+    """The daemon that ``local`` devices' containers run on: ``context:NAME`` for a Docker
+    context, else ``$DOCKER_HOST``, else the default socket; a local socket by its real path."""
     context = os.environ.get("DOCKER_CONTEXT")
     if context:
-        return f"docker:context:{context}"
+        return f"context:{context}"
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     if host.startswith("unix://"):
-        return f"docker:unix://{os.path.realpath(host[len('unix://') :])}"
-    return f"docker:{host}"
+        return f"unix://{os.path.realpath(host[len('unix://') :])}"
+    return host
 
 
 def _name(host: str) -> str:

@@ -2,12 +2,13 @@
 
 `device_identity` gives a device's `DeviceIdentity` from its ``[devices.<name>]`` table:
 
-- ``address``: where its measurements run. An SSH device: ``ssh HOST:PORT`` completed from
-  ``~/.ssh/config`` (an alias's ``HostName``, ``Port`` and ``ProxyJump``), with `` via
-  JUMP:PORT`` when a jump host is used; host names are compared in lower case and are not
-  looked up in DNS. A labgrid pool device: its coordinator, place and tags. A cloud device
-  (``qai_hub``, ``aws``): its catalog device. A ``local`` device: the Docker daemon of this
-  host (``$DOCKER_HOST`` where set). Any other device: this host.
+- ``address``: where its measurements run, resolved as leases resolve the board
+  (`edgehub.ops.boards`) except that no host name is looked up in DNS. An SSH device:
+  ``ssh HOST:PORT`` completed from ``~/.ssh/config`` (an alias's ``HostName``, ``Port`` and
+  ``ProxyJump``), with `` via JUMP:PORT`` when a jump host is used. A labgrid pool device: its
+  coordinator, place and tags. A cloud device (``qai_hub``, ``aws``): its catalog device. A
+  ``local`` device: ``docker ENDPOINT``, the Docker daemon its containers run on. Any other
+  device: this host.
 - ``provider``: the provider type.
 - ``settings``: a hash of the provider settings table and its per-component overrides.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,28 +76,25 @@ def _address(section: DeviceSection) -> str:
     if section.ssh is not None:
         return _ssh_address(section.ssh)
     if section.provider == "local":
-        return f"docker {os.environ.get('DOCKER_HOST') or 'local daemon'}"
+        from edgehub.ops.boards import docker_endpoint
+
+        return f"docker {docker_endpoint()}"
     return "this host"
 
 
 def _ssh_address(ssh: SSHSection) -> str:
     """``ssh HOST:PORT[ via JUMP:PORT]``, completed from the user's OpenSSH client config."""
+    from edgehub.ops.boards import ssh_board
     from edgehub.runners.ssh import SSHConfig
-    from edgehub.runners.ssh.user_config import jump_config, resolve
 
     config = SSHConfig(host=ssh.host, username=ssh.user, port=ssh.port, jump_host=ssh.jump_host)
     try:
-        config = resolve(config)
-    except EdgehubError:
-        pass  # an unreadable ~/.ssh/config: hub.toml's own values are all we know
-    text = f"ssh {config.host.lower()}:{config.port}"
-    if config.jump_host is None:
-        return text
-    try:
-        jump = jump_config(config)
-        return f"{text} via {jump.host.lower()}:{jump.port}"
-    except EdgehubError:
-        return f"{text} via {config.jump_host.lower()}"
+        board = ssh_board(config, look_up=False)
+    except EdgehubError:  # an unreadable ~/.ssh/config or a bad jump host: hub.toml as written
+        text = f"ssh {ssh.host.lower()}:{ssh.port}"
+        return text if ssh.jump_host is None else f"{text} via {ssh.jump_host.lower()}"
+    text = f"ssh {board.host}:{board.port}"
+    return text if board.jump_host is None else f"{text} via {board.jump_host}:{board.jump_port}"
 
 
 def _settings_hash(section: DeviceSection) -> str:
