@@ -101,3 +101,18 @@ def test_resume_reads_cells_recorded_before_identities_by_name_only(tmp_path: Pa
     assert set(by_key) == {"idkey"} and by_key["idkey"].median_ms == 1.5
     assert set(by_name) == {"namekey0", "namekey1"}
     assert by_name["namekey0"].device_identity is None
+
+
+def test_a_port_in_ssh_config_that_is_not_a_number_is_one_config_error(_home: Path) -> None:
+    """Connecting reads ~/.ssh/config through the same resolver: a bad Port there is one
+    ConfigError naming the file (it was a raw ValueError); the sweep identity falls back to
+    hub.toml as written."""
+    from edgehub.errors import ConfigError
+    from edgehub.runners.ssh import SSHConfig
+    from edgehub.runners.ssh.user_config import resolve
+
+    (_home / ".ssh" / "config").write_text("Host rpi\n  HostName 10.0.0.4\n  Port notanumber\n")
+    with pytest.raises(ConfigError, match=r"Port 'notanumber' is not a port number") as caught:
+        resolve(SSHConfig(host="rpi", username="pi"))
+    assert str(_home / ".ssh" / "config") in str(caught.value)
+    assert identity(ssh_device(host="rpi")).address == "ssh rpi:22"

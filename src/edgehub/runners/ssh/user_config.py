@@ -18,10 +18,14 @@ from edgehub.runners.ssh.config import SSHConfig
 __all__ = ["jump_config", "resolve"]
 
 
+def _config_path(config: SSHConfig) -> Path:
+    return config.ssh_config or Path.home() / ".ssh" / "config"
+
+
 def _user_config(config: SSHConfig) -> Any:
     import paramiko
 
-    path = config.ssh_config or Path.home() / ".ssh" / "config"
+    path = _config_path(config)
     if not path.is_file():
         if config.ssh_config is not None:
             raise ConfigError(f"ssh_config file {path} does not exist; fix ssh_config in hub.toml")
@@ -42,7 +46,13 @@ def resolve(config: SSHConfig) -> SSHConfig:
     if entry.get("hostname") and entry["hostname"] != config.host:
         changes["host"] = entry["hostname"]
     if config.port == 22 and entry.get("port"):
-        changes["port"] = int(entry["port"])
+        text = str(entry["port"])
+        if not text.isdigit() or not 0 < int(text) < 65536:
+            raise ConfigError(
+                f"{_config_path(config)}: Host {config.host}: Port {text!r} is not a port number "
+                "(1-65535); fix it there or set port in hub.toml"
+            )
+        changes["port"] = int(text)
     if config.private_key_path is None:
         for candidate in entry.get("identityfile", []):
             if Path(candidate).expanduser().is_file():
