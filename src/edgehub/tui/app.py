@@ -197,7 +197,7 @@ class EdgehubApp(App[int]):
         """Ctrl-C: cancel the run in view (after a confirm); pressed again, quit."""
         if self._interrupting:
             self.state.cancel_all()
-            self.exit(130)
+            self.exit(130, return_code=130)  # as a shell reports an interrupt
             return
         if not self.state.runs:
             self.action_request_quit()

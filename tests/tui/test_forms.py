@@ -1,0 +1,53 @@
+"""Every form is usable from the keyboard on a small terminal: at 80x24 and 60x18, Tab reaches
+each field and the form's launch/save button, and whatever has focus is on screen (not
+scrolled away or hidden under another widget)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widget import Widget
+
+from edgehub.tui.app import EdgehubApp
+
+pytestmark = pytest.mark.asyncio
+
+FORMS = {  # key pressed on the Devices screen: (the button to reach, fields that must be passed)
+    "2": ("launch", {"model", "pick", "runtime", "step", "device"}),
+    "5": ("launch", {"grid-file", "models", "devices", "runtimes", "vary", "step", "resume"}),
+    "a": ("save", {"ssh-on", "override-pick", "override-add"}),
+    "e": ("save", {"ssh-on", "override-pick", "override-add"}),
+}
+
+
+def _on_screen(app: EdgehubApp, widget: Widget) -> bool:
+    region = widget.region
+    if region.area == 0:
+        return False
+    hit, _ = app.screen.get_widget_at(region.x + min(1, region.width - 1), region.y)
+    return hit is widget or widget in hit.ancestors
+
+
+@pytest.mark.parametrize("size", [(80, 24), (60, 18)], ids=["80x24", "60x18"])
+@pytest.mark.parametrize("key", list(FORMS), ids=["run", "sweep", "add-device", "edit-device"])
+async def test_tab_reaches_every_field_and_the_button_on_screen(
+    project: Path, size: tuple[int, int], key: str
+) -> None:
+    target, fields = FORMS[key]
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=size) as pilot:
+        await pilot.press(key)
+        await pilot.pause()
+        passed: set[str] = set()
+        for _ in range(60):
+            focused = app.focused
+            if focused is not None:
+                assert _on_screen(app, focused), (focused, focused.region)
+                passed.add(focused.id or "")
+                if focused.id == target and fields <= passed:
+                    break
+            await pilot.press("tab")
+            await pilot.pause()
+        assert app.focused is not None and app.focused.id == target, passed
+        assert fields <= passed, fields - passed
