@@ -16,8 +16,8 @@ pytestmark = pytest.mark.asyncio
 FORMS = {  # key pressed on the Devices screen: (the button to reach, fields that must be passed)
     "2": ("launch", {"model", "pick", "runtime", "step", "device"}),
     "5": ("launch", {"grid-file", "models", "devices", "runtimes", "vary", "step", "resume"}),
-    "a": ("save", {"ssh-on", "override-pick", "override-add"}),
-    "e": ("save", {"ssh-on", "override-pick", "override-add"}),
+    "a": ("save", {"name", "spec", "ssh-on", "cli_args", "override-pick", "override-add"}),
+    "e": ("save", {"name", "spec", "override-pick", "override-add"}),  # local: no SSH
 }
 
 
@@ -44,7 +44,7 @@ async def test_tab_reaches_every_field_and_the_button_on_screen(
             focused = app.focused
             if focused is not None:
                 assert _on_screen(app, focused), (focused, focused.region)
-                passed.add(focused.id or "")
+                passed.add(focused.id or focused.name or "")
                 if focused.id == target and fields <= passed:
                     break
             await pilot.press("tab")
