@@ -26,7 +26,8 @@ pytestmark = pytest.mark.asyncio
 SYNTAX_ERROR = HUB_TOML + "\n[devices.broken\n"
 SCHEMA_ERROR = (
     HUB_TOML
-    + '\n[devices.far]\nprovider = "local"\n[devices.far.ssh]\nhost = "h"\nuser = "u"\nport = 70000\n'
+    + '\n[devices.far]\nprovider = "local"\n[devices.far.ssh]\nhost = "h"\nuser = "u"\n'
+    + "port = 70000\n"
 )
 
 
