@@ -51,3 +51,24 @@ async def test_tab_reaches_every_field_and_the_button_on_screen(
             await pilot.pause()
         assert app.focused is not None and app.focused.id == target, passed
         assert fields <= passed, fields - passed
+
+
+async def test_question_mark_lists_the_screens_keys_and_the_global_ones(project: Path) -> None:
+    from textual.widgets import Static
+
+    from edgehub.tui.screens.help import HelpScreen
+
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        for line in ("^r  Launch", "^t  Pick model", "Cancel run", "^c", "?", "Esc"):
+            assert line in text, (line, text)
+        assert "Keys of the Run screen" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)

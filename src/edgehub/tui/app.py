@@ -51,6 +51,7 @@ class EdgehubApp(App[int]):
         Binding("4,f4", "go('images')", "Images", show=False),
         Binding("5,f5", "go('sweep')", "Sweep", show=False),
         Binding("q", "request_quit", "Quit", show=False),
+        Binding("question_mark", "help", "Help", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
         Binding("ctrl+k", "cancel_run", "Cancel run", priority=True),
@@ -228,6 +229,20 @@ class EdgehubApp(App[int]):
     def action_go(self, mode: str) -> None:
         if self.current_mode != mode:
             self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        """The keys of the screen in view, then the keys that work everywhere."""
+        from edgehub.tui.screens.help import HelpScreen, key_rows
+
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        name = type(screen).__name__.removesuffix("Screen")
+        sections = {
+            f"{name} screen": key_rows(type(screen).BINDINGS),
+            "everywhere": key_rows(self.BINDINGS),
+        }
+        self.push_screen(HelpScreen(f"the {name} screen", sections))
 
     def action_leave_field(self) -> None:
         """Escape out of a text field, so the single-key bindings work again."""
