@@ -58,12 +58,19 @@ def _runs_option(screen: RunScreen) -> Input:
 
 
 def _no_container_left() -> None:
-    ps = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"label=org.edgehub.owner-pid={os.getpid()}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    """None of this process's containers is left (a run cancelled as the app quits removes
+    its container from its worker thread, which the process waits for before it exits)."""
+    deadline = time.monotonic() + 60
+    while True:
+        ps = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=org.edgehub.owner-pid={os.getpid()}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        if not ps.stdout.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert ps.stdout.strip() == ""
 
 
@@ -124,6 +131,9 @@ async def test_outside_edits_mid_run_keep_it_going_and_ctrl_k_in_a_field_cancels
         await pilot.pause()
         assert pane.status == "KILLED"
         assert not _cancel_in_footer(app)
+        await pilot.press("ctrl+l")  # a finished run's tab closes
+        await pilot.pause()
+        assert not screen.query(RunPane) and field.value == "900000"
         await pilot.press("ctrl+q")
     assert app.return_code == 0
     store = RunStore(project / ".hub")

@@ -190,3 +190,25 @@ async def test_histogram_with_1_percent_outliers_spreads_the_rest_over_its_bars(
     assert all(isinstance(c, int) for c in binned.counts)
     assert sum(binned.counts) + binned.below + binned.above == len(samples)
     assert binned.above >= 1_000 and binned.edges[-1] < 0.1
+
+
+async def test_run_summary_shows_whole_numbers_and_tables_plainly() -> None:
+    from edgehub.tui.run_summary import shown_value
+
+    assert shown_value(200000.0) == "200000"
+    assert shown_value(0.123456) == "0.1235"
+    assert shown_value({"name": "top1", "value": 0.5}) == "name=top1, value=0.5"
+
+
+async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> None:
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        assert _ids(app) == []
+        await pilot.press("1")
+        await pilot.pause()
+        ids = fill_store(project / ".hub", count=3, at=FROZEN_AT)
+        await _open_runs(pilot, app)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(app) == ids

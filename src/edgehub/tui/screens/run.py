@@ -44,6 +44,7 @@ class RunScreen(HubScreen):
     BINDINGS = [
         Binding("ctrl+r", "launch", "Launch"),
         Binding("ctrl+t", "pick", "Pick model"),
+        Binding("ctrl+l", "close_tab", "Close tab"),  # ^w deletes a word in fields
     ]
 
     def __init__(self, state: Any) -> None:
@@ -198,6 +199,7 @@ class RunScreen(HubScreen):
         self.query_one("#no-runs").display = False
         tabs.add_pane(TabPane(f"#{self._launched} {request.step}", pane, id=f"tab-{pane_id}"))
         tabs.active = f"tab-{pane_id}"
+        self.call_after_refresh(self._show_tab, f"tab-{pane_id}")
         cancel = Cancellation()
         self.state.run_started(pane_id, cancel, title)
         self.app.refresh_bindings()
@@ -229,6 +231,7 @@ class RunScreen(HubScreen):
     def on_run_ended(self, message: RunEnded) -> None:
         self.state.run_ended(message.pane_id)
         self.app.refresh_bindings()
+        self.refresh_bindings()
         pane = self._pane(message.pane_id)
         pane.finish(message.status, summary_lines(message.report, message.error))
         severity = "information" if message.status == "FINISHED" else "error"
@@ -239,6 +242,34 @@ class RunScreen(HubScreen):
 
     def _pane(self, pane_id: str) -> RunPane:
         return self.query_one(f"#{pane_id}", RunPane)
+
+    def _show_tab(self, pane: str) -> None:
+        """Scroll the tab bar to a new run's tab."""
+        from textual.widgets import Tabs
+
+        tab = self.query_one("#panes", TabbedContent).get_tab(pane)
+        self.query_one("#panes", TabbedContent).query_one(Tabs).scroll_to_widget(tab)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_tab":  # only a finished run's tab closes
+            active = (self.query_one("#panes", TabbedContent).active or "").removeprefix("tab-")
+            return bool(active) and active not in self.state.runs
+        return True
+
+    async def action_close_tab(self) -> None:
+        tabs = self.query_one("#panes", TabbedContent)
+        active = tabs.active or ""
+        if not active or active.removeprefix("tab-") in self.state.runs:
+            return
+        await tabs.remove_pane(active)
+        if tabs.tab_count == 0:
+            tabs.display = False
+            self.query_one("#no-runs").display = True
+        self.refresh_bindings()
+
+    @on(TabbedContent.TabActivated, "#panes")
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
 
     def active_run(self) -> str | None:
         """The run of the pane in view, while it goes."""

@@ -39,6 +39,7 @@ class RunsScreen(HubScreen):
         self._exhausted = False
         self._pending: tuple[RunFilters, int] | None = None  # the page being read
         self._marked: list[str] = []
+        self._visited = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -59,8 +60,9 @@ class RunsScreen(HubScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        if self._loaded:
+        if self._visited:  # the first visit loaded on mount
             self.action_reload()
+        self._visited = True
 
     # -- loading ---------------------------------------------------------------------------
 
