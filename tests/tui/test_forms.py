@@ -72,3 +72,39 @@ async def test_question_mark_lists_the_screens_keys_and_the_global_ones(project:
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_an_option_out_of_bounds_or_with_letters_is_flagged_at_its_field(
+    project: Path,
+) -> None:
+    from textual.widgets import Input, Label
+
+    from edgehub.tui.widgets.run_pane import RunPane
+
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#model", Input).value = "model.onnx"
+        runs = next(w for w in screen.query("#opt-profile Input") if w.name == "runs")
+        runs.focus()
+        runs.value = ""
+        await pilot.press("1", "2", "x")
+        await pilot.pause()
+        assert isinstance(runs, Input) and runs.value == "12x"  # shown, not dropped
+
+        def message() -> str:
+            shown = screen.query("#opt-profile .error.shown").results(Label)
+            return " ".join(str(label.render()) for label in shown)
+
+        assert "not a whole number" in message()
+        runs.value = "20000000"
+        await pilot.pause()
+        assert "runs" in message() and "20000000" in message(), message()
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not screen.query(RunPane) and not app.state.runs  # refused at the field
+        runs.value = "50"
+        await pilot.pause()
+        assert message() == ""
