@@ -99,6 +99,34 @@ async def test_broken_file_on_disk_is_a_located_banner_and_the_last_good_one_sta
     assert app.return_code == 0
 
 
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("removed", "was removed"),
+        ("nul bytes", "\\x00"),  # escaped, not sent to the terminal
+        ("nested 5000 deep", "nested too deeply"),
+    ],
+)
+async def test_hostile_files_on_disk_are_a_banner_too(
+    project: Path, case: str, expected: str
+) -> None:
+    app = EdgehubApp(project / "hub.toml")
+    hub_toml = project / "hub.toml"
+    async with app.run_test(size=(80, 24)) as pilot:
+        good = app.state.project
+        if case == "removed":
+            hub_toml.unlink()
+        elif case == "nul bytes":
+            hub_toml.write_bytes(b"\x00" * 64)
+        else:
+            hub_toml.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+        await _wait(pilot, lambda: expected in _banner(app), 10)
+        assert "\x00" not in _banner(app)
+        assert app.state.project is good and app.is_running
+        hub_toml.write_text(HUB_TOML)
+        await _wait(pilot, lambda: _banner(app) == "", 10)
+
+
 @pytest.mark.docker
 async def test_outside_edits_mid_run_keep_it_going_and_ctrl_k_in_a_field_cancels_it(
     project: Path, ort_image: str, monkeypatch: pytest.MonkeyPatch

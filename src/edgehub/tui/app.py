@@ -127,6 +127,12 @@ class EdgehubApp(App[int]):
 
         if not self.state.disk_changed():
             return
+        path = self.state.path
+        if path is not None and not path.is_file():  # removed, or mid-checkout
+            self.state.config_error = f"{self.state.shown_path} was removed or is not a file"
+            if isinstance(self.screen, HubScreen):
+                self.screen.show_config_error()
+            return
         if self.state.dirty:
             self.notify(
                 "hub.toml changed on disk; your unsaved edits are kept and will not overwrite "

@@ -67,7 +67,7 @@ class ProjectState:
         """Read hub.toml again, dropping unsaved edits. A file that does not load raises and
         changes nothing but `config_error`."""
         from edgehub.config.save import ConfigDocument
-        from edgehub.errors import EdgehubError
+        from edgehub.errors import ConfigError, EdgehubError
 
         try:
             project = self._open(self.path or self._requested)
@@ -76,6 +76,9 @@ class ProjectState:
         except EdgehubError as error:
             self.config_error = str(error)
             raise
+        except RecursionError:  # the TOML reader's own limit
+            self.config_error = f"{self.shown_path}: nested too deeply to read"
+            raise ConfigError(self.config_error) from None
         self.project, self.document, self.config_error = project, document, None
         self.dirty = False
         self._digest = _digest(self.path)

@@ -7,9 +7,16 @@ from textual.widgets import Label
 __all__ = ["ConfigBanner", "banner_text"]
 
 
+LIMIT = 300  # characters of the error shown
+
+
 def banner_text(error: str) -> str:
+    """The banner's words; control characters quoted from the file are shown escaped."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in error)
+    if len(shown) > LIMIT:
+        shown = shown[: LIMIT - 1] + "…"
     return (
-        f"hub.toml on disk is not valid; still using the last good version. {error}. "
+        f"hub.toml on disk is not valid; still using the last good version. {shown}. "
         "Fix and save the file: it is loaded again then."
     )
 
