@@ -215,3 +215,18 @@ async def test_ctrl_c_asks_before_cancelling_and_a_second_ctrl_c_quits(
     finally:
         store.close()
     _no_container_left()
+
+
+async def test_an_unexpected_error_is_kept_with_its_traceback(tmp_path: Path) -> None:
+    from edgehub.tui.error_log import record_error
+
+    try:
+        {}["missing"]  # a real exception with a real traceback
+    except KeyError as error:
+        path = record_error(tmp_path / "store", "watching hub.toml", error)
+        blocked = record_error(tmp_path / "store" / "tui.log" / "below", "x", error)
+    assert path == tmp_path / "store" / "tui.log"
+    text = path.read_text()
+    assert "watching hub.toml" in text and "KeyError: 'missing'" in text
+    assert "test_an_unexpected_error_is_kept_with_its_traceback" in text  # the traceback
+    assert blocked is None  # cannot be written: None, no exception
