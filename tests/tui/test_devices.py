@@ -122,6 +122,9 @@ async def test_a_file_changed_on_disk_is_noticed_not_overwritten(project: Path) 
         await pilot.pause()
         assert app.state.dirty  # refused
         assert (project / "hub.toml").read_text() == theirs
+        told = [n.message for n in app._notifications]
+        assert any("Press r to load" in m for m in told), told
+        assert not any("force=True" in m for m in told), told
         await pilot.press("r")
         await pilot.pause()
         assert _rows(app) == ["local", "theirs"]

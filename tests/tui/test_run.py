@@ -62,6 +62,7 @@ async def test_two_profiles_at_once_each_stream_into_their_pane(
             assert pane.lines_shown > 0
             assert "profile written to out/profile.json" in _log_text(pane)
             assert "── profile: run " in _log_text(pane)
+            assert f" pid {os.getpid()} " not in _log_text(pane)  # not "held by" ourselves
     store = RunStore(project / ".hub")
     try:
         runs = store.list_runs(limit=None)

@@ -3,6 +3,7 @@ its latency histogram, and two runs compared."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,9 @@ async def test_open_a_run_and_see_its_latency_histogram(
         assert isinstance(screen, RunDetailScreen)
         plot = screen.query_one("#histogram")
         assert "latency of 200 runs" in str(plot.render())
+        await pilot.press("l")
+        await pilot.pause()
+        assert "[log scale: l]" in str(plot.render())
         metrics = screen.query_one("#table-metrics", DataTable)
         assert [str(metrics.get_row_at(i)[0]) for i in range(metrics.row_count)] == [
             "fps",
@@ -129,3 +133,82 @@ async def test_two_profile_runs_compare_with_the_latency_statistics(
     assert float(latency["median ms"][2]) > float(latency["median ms"][1])
     assert latency["median ms"][3].endswith(" significant")
     assert "%" in latency["median ms"][3] and "[" in latency["median ms"][3]
+
+
+async def test_compare_fits_80_columns_with_a_long_param_and_100k_samples(project: Path) -> None:
+    from tests.tui.screen_text import screen_text
+    from textual.widgets import Static
+
+    from edgehub.tracking.store import RunStore
+
+    newest, _, _, oldest = fill_store(project / ".hub", count=4, at=FROZEN_AT, samples=100_000)
+    long_value = "".join(f"warning {i:03d}; " for i in range(15))[:200]
+    store = RunStore(project / ".hub")
+    try:
+        for run_id in (newest, oldest):
+            store.log_param(run_id, "warnings", long_value + run_id[:4], FROZEN_AT)
+    finally:
+        store.close()
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(80, 24)) as pilot:
+        began = time.monotonic()
+        app.push_screen(CompareScreen(app.state, oldest, newest))
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        deadline = time.monotonic() + 60
+        while screen.comparison is None and time.monotonic() < deadline:
+            await pilot.pause(0.05)  # the UI stays responsive meanwhile
+        took = time.monotonic() - began
+        assert screen.comparison is not None
+        assert took < 20, took  # ~0.5 s here; generous for a loaded machine
+        await pilot.pause()
+        text = screen_text(app)
+        title = text.splitlines()[1]
+        assert "slower (median)" in title and "significant" in title  # the verdict first
+        header = next(line for line in text.splitlines() if " b/a" in line)
+        assert " a " in header and " b " in header
+        assert "warnin" in text and "…" in text  # the long value elided, in its column
+        table = screen.query_one(DataTable)
+        table.move_cursor(row=table.get_row_index("params/warnings"))
+        await pilot.pause()
+        full = str(screen.query_one("#compare-full", Static).render())
+        assert long_value + oldest[:4] in full.replace("\n", "")
+
+
+async def test_histogram_with_1_percent_outliers_spreads_the_rest_over_its_bars() -> None:
+    import random
+
+    from edgehub.tui.widgets.latency_histogram import robust_bins
+
+    rng = random.Random(3)
+    samples = [rng.gauss(0.033, 0.002) for _ in range(99_000)]
+    samples += [rng.uniform(0.1, 34.0) for _ in range(1_000)]  # 1 % outliers up to 34 ms
+    binned = robust_bins(samples, 30)
+    assert binned.counts[0] <= 0.10 * len(samples)
+    assert max(binned.counts) <= 0.25 * len(samples)  # spread out, not one tall bar
+    assert all(isinstance(c, int) for c in binned.counts)
+    assert sum(binned.counts) + binned.below + binned.above == len(samples)
+    assert binned.above >= 1_000 and binned.edges[-1] < 0.1
+
+
+async def test_run_summary_shows_whole_numbers_and_tables_plainly() -> None:
+    from edgehub.tui.run_summary import shown_value
+
+    assert shown_value(200000.0) == "200000"
+    assert shown_value(0.123456) == "0.1235"
+    assert shown_value({"name": "top1", "value": 0.5}) == "name=top1, value=0.5"
+
+
+async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> None:
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        assert _ids(app) == []
+        await pilot.press("1")
+        await pilot.pause()
+        ids = fill_store(project / ".hub", count=3, at=FROZEN_AT)
+        await _open_runs(pilot, app)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(app) == ids

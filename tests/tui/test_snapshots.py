@@ -82,3 +82,22 @@ def test_images_screen(project: Path, snap_compare: Any, monkeypatch: pytest.Mon
     ]
     monkeypatch.setattr("edgehub.tui.screens.images._image_rows", lambda: rows)
     assert snap_compare(_app(project), press=["4"], terminal_size=SIZE, run_before=_settle)
+
+
+def test_broken_hub_toml_banner_at_80x24(project: Path, snap_compare: Any) -> None:
+    """The banner over the Run screen, as a small terminal shows it."""
+
+    async def before(pilot: Pilot[Any]) -> None:
+        from edgehub.tui.widgets.config_banner import ConfigBanner
+
+        await pilot.press("2")
+        await _settle(pilot)
+        hub_toml = project / "hub.toml"
+        hub_toml.write_text(hub_toml.read_text() + "\n[devices.broken\n")
+        for _ in range(50):  # the watcher looks once a second
+            if pilot.app.screen.query(ConfigBanner):
+                break
+            await pilot.pause(0.2)
+        await pilot.pause()
+
+    assert snap_compare(_app(project), terminal_size=(80, 24), run_before=before)

@@ -1,4 +1,9 @@
-"""`hub-tui`: the app (screens as modes, global keys, quitting safely) and its entry point."""
+"""`hub-tui`: the app (screens as modes, global keys, quitting safely) and its entry point.
+
+Outside edits never end it: a hub.toml that stops loading is shown in a banner while the last
+good project stays in use. ^k cancels the run in view from anywhere (inputs do not take it);
+Ctrl-C offers the same with a confirm, and a second Ctrl-C quits, cancelling every run.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from textual.binding import Binding
 from edgehub.tui.clock import Clock
 from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import ProjectState
+from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.devices import DevicesScreen
 from edgehub.tui.screens.images import ImagesScreen
@@ -45,13 +51,17 @@ class EdgehubApp(App[int]):
         Binding("4,f4", "go('images')", "Images", show=False),
         Binding("5,f5", "go('sweep')", "Sweep", show=False),
         Binding("q", "request_quit", "Quit", show=False),
+        Binding("question_mark", "help", "Help", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
+        Binding("ctrl+k", "cancel_run", "Cancel run", priority=True),
+        Binding("ctrl+c", "interrupt", "Cancel run / quit", show=False, priority=True),
     ]
 
     def __init__(self, config_path: Path | None = None, *, clock: Clock | None = None) -> None:
         super().__init__()
         self.state = ProjectState(config_path, clock)
+        self._interrupting = False  # the Ctrl-C confirm is open: a second Ctrl-C quits
         for name, screen in SCREENS.items():
             self.add_mode(name, partial(screen, self.state))
 
@@ -86,7 +96,42 @@ class EdgehubApp(App[int]):
         self.notify(f"created {path}", markup=False)
 
     def _watch_config(self) -> None:
+        try:
+            self._load_outside_edit()
+        except Exception as error:  # a watcher never ends the app: shown and logged
+            self.show_unexpected("watching hub.toml", error)
+
+    def show_unexpected(self, where: str, error: BaseException) -> None:
+        from edgehub.tui.error_log import record_error
+
+        log = record_error(self.state.project.store_dir, where, error)
+        told = f" (traceback in {log})" if log else ""
+        self.notify(
+            f"{where}: {type(error).__name__}: {error}{told}",
+            severity="error",
+            timeout=15,
+            markup=False,
+        )
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception nothing caught ends the app (status 1): log it and stop the runs
+        first, so none is left going."""
+        from edgehub.tui.error_log import record_error
+
+        record_error(self.state.project.store_dir, "hub-tui", error)
+        self.state.cancel_all()
+        super()._handle_exception(error)
+
+    def _load_outside_edit(self) -> None:
+        from edgehub.errors import EdgehubError
+
         if not self.state.disk_changed():
+            return
+        path = self.state.path
+        if path is not None and not path.is_file():  # removed, or mid-checkout
+            self.state.config_error = f"{self.state.shown_path} was removed or is not a file"
+            if isinstance(self.screen, HubScreen):
+                self.screen.show_config_error()
             return
         if self.state.dirty:
             self.notify(
@@ -97,13 +142,113 @@ class EdgehubApp(App[int]):
                 markup=False,
             )
             return
-        self.state.reload()
+        try:
+            self.state.reload()
+        except EdgehubError as error:
+            if isinstance(self.screen, HubScreen):
+                self.screen.show_config_error()
+            self.notify(
+                f"hub.toml changed on disk and does not load; the last good version stays in "
+                f"use: {error}",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+            return
         self.screen.post_message(ConfigReloaded())
         self.notify("hub.toml changed on disk: reloaded", markup=False)
+
+    # -- cancelling runs -------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            return bool(self.state.runs)  # in the footer only while a run goes
+        return True
+
+    def _hub_screen(self) -> HubScreen | None:
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, HubScreen):
+                return screen
+        return None
+
+    def _run_to_cancel(self) -> str | None:
+        """The run in view, else the only one going."""
+        screen = self._hub_screen()
+        target = screen.active_run() if screen is not None else None
+        if target is None and len(self.state.runs) == 1:
+            target = next(iter(self.state.runs))
+        return target
+
+    def action_cancel_run(self) -> None:
+        target = self._run_to_cancel()
+        if target is None:
+            self.notify(
+                f"{len(self.state.runs)} runs going: show the one to stop (Run, 2) and press ^k",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._cancel(target)
+
+    def _cancel(self, run_id: str) -> None:
+        cancel = self.state.runs.get(run_id)
+        if cancel is None:
+            return  # it ended meanwhile
+        cancel.cancel()
+        screen = self._hub_screen()
+        if screen is not None:
+            screen.run_cancelling(run_id)
+        self.notify(f"cancelling {self.state.run_titles.get(run_id, run_id)}…", markup=False)
+
+    def action_interrupt(self) -> None:
+        """Ctrl-C: cancel the run in view (after a confirm); pressed again, quit."""
+        if self._interrupting:
+            self.state.cancel_all()
+            self.exit(130, return_code=130)  # as a shell reports an interrupt
+            return
+        if not self.state.runs:
+            self.action_request_quit()
+            return
+        target = self._run_to_cancel()
+        if target is None:
+            question = f"Cancel all {len(self.state.runs)} runs?"
+        else:
+            question = f"Cancel {self.state.run_titles.get(target, target)}?"
+
+        def answer(yes: bool | None) -> None:
+            self._interrupting = False
+            if not yes:
+                return
+            for run_id in [target] if target is not None else list(self.state.runs):
+                self._cancel(run_id)
+
+        self._interrupting = True
+        self.push_screen(
+            ConfirmScreen(
+                f"{question}\n(Ctrl-C again: quit, cancelling every run)",
+                yes="Cancel run",
+                no="Keep running",
+            ),
+            answer,
+        )
 
     def action_go(self, mode: str) -> None:
         if self.current_mode != mode:
             self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        """The keys of the screen in view, then the keys that work everywhere."""
+        from edgehub.tui.screens.help import HelpScreen, key_rows
+
+        screen = self.screen
+        if isinstance(screen, HelpScreen):
+            return
+        name = type(screen).__name__.removesuffix("Screen")
+        sections = {
+            f"{name} screen": key_rows(type(screen).BINDINGS),
+            "everywhere": key_rows(self.BINDINGS),
+        }
+        self.push_screen(HelpScreen(f"the {name} screen", sections))
 
     def action_leave_field(self) -> None:
         """Escape out of a text field, so the single-key bindings work again."""
@@ -119,11 +264,13 @@ class EdgehubApp(App[int]):
         if not reasons:
             self.exit(0)
             return
+        self._interrupting = True  # Ctrl-C there quits too
         self.push_screen(
             ConfirmScreen("Quit? " + "; ".join(reasons) + ".", yes="Quit"), self._quit_answer
         )
 
     def _quit_answer(self, quit_now: bool | None) -> None:
+        self._interrupting = False
         if quit_now:
             self.state.cancel_all()
             self.exit(0)
@@ -176,4 +323,6 @@ def run(argv: list[str] | None = None) -> int:
         print(f"hub-tui: {error}", file=sys.stderr)
         return error.exit_code
     code = app.run()
-    return code if isinstance(code, int) else 0
+    if isinstance(code, int):
+        return code
+    return app.return_code or 0  # 1 after an error that ended the app

@@ -2,7 +2,8 @@
 
 The Devices screen edits `document` in memory (`dirty` until saved). `disk_changed` notices
 another program writing hub.toml: the TUI reloads when nothing is unsaved, and otherwise
-keeps the user's edits and refuses to save over the newer file (`ConfigDocument.save`).
+keeps the user's edits and refuses to save over the newer file (`ConfigDocument.save`). A file
+that does not load leaves the last good project in use and its error in `config_error`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class ProjectState:
         self.generation = 0  # bumped on every (re)load, so screens know to refresh
         self._digest: str | None = None
         self.runs: dict[str, Cancellation] = {}  # launched runs still going, by pane id
+        self.run_titles: dict[str, str] = {}
+        self.config_error: str | None = None  # hub.toml on disk does not load (located)
         self._store: RunStore | None = None
         self.reload()
 
@@ -61,11 +64,22 @@ class ProjectState:
         return self.project.config.root
 
     def reload(self) -> None:
-        """Read hub.toml again, dropping unsaved edits."""
+        """Read hub.toml again, dropping unsaved edits. A file that does not load raises and
+        changes nothing but `config_error`."""
         from edgehub.config.save import ConfigDocument
+        from edgehub.errors import ConfigError, EdgehubError
 
-        self.project = self._open(self.path or self._requested)
-        self.document = ConfigDocument.open(self.path) if self.path else None
+        try:
+            project = self._open(self.path or self._requested)
+            path = project.config.path
+            document = ConfigDocument.open(path) if path else None
+        except EdgehubError as error:
+            self.config_error = str(error)
+            raise
+        except RecursionError:  # the TOML reader's own limit
+            self.config_error = f"{self.shown_path}: nested too deeply to read"
+            raise ConfigError(self.config_error) from None
+        self.project, self.document, self.config_error = project, document, None
         self.dirty = False
         self._digest = _digest(self.path)
         self.generation += 1
@@ -113,6 +127,14 @@ class ProjectState:
 
     def running_count(self) -> int:
         return len(self.runs)
+
+    def run_started(self, run_id: str, cancel: Cancellation, title: str) -> None:
+        self.runs[run_id] = cancel
+        self.run_titles[run_id] = title
+
+    def run_ended(self, run_id: str) -> None:
+        self.runs.pop(run_id, None)
+        self.run_titles.pop(run_id, None)
 
     def cancel_all(self) -> None:
         """Stop every launched run (quitting): their runs end KILLED, containers go."""

@@ -7,7 +7,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-__all__ = ["summary_lines"]
+__all__ = ["shown_value", "summary_lines"]
+
+
+def shown_value(value: object) -> str:
+    """A metric for people: whole numbers in full, others to 4 digits, tables as k=v."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={shown_value(v)}" for k, v in value.items())
+    return str(value)
 
 
 def _run(label: str, report: RunReport) -> list[str]:
@@ -18,9 +31,7 @@ def _run(label: str, report: RunReport) -> list[str]:
         lines.append(f"   latency ms: {shown}")
     for key, value in sorted(report.metrics.items()):
         if not key.startswith("latency_"):
-            lines.append(
-                f"   {key}: {value:.4g}" if isinstance(value, float) else f"   {key}: {value}"
-            )
+            lines.append(f"   {key}: {shown_value(value)}")
     return lines
 
 
@@ -34,6 +45,6 @@ def summary_lines(report: RunReport | PipelineReport | None, error: str | None) 
         for step, part in report.steps().items():
             lines += _run(step, part)
         for row in report.accuracy:
-            lines.append(f"   accuracy: {row.to_dict()}")
+            lines.append(f"   accuracy: {shown_value(row.to_dict())}")
         return lines
     return _run(report.type.lower(), report)

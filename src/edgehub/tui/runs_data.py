@@ -71,11 +71,13 @@ class RunDetail:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Two runs side by side: (key, a, b, note) rows per section; note is a ratio or a mark."""
+    """Two runs side by side: (key, a, b, note) rows per section; note is a ratio or a mark.
+    ``verdict``: for two profile runs, what changed and whether it counts, in one line."""
 
     a: RunRow
     b: RunRow
     sections: dict[str, list[tuple[str, str, str, str]]]
+    verdict: str = ""
 
 
 def _row(record: RunRecord) -> RunRow:
@@ -183,28 +185,30 @@ def compare_runs(store: RunStore, run_a: str, run_b: str) -> Comparison:
             )
             for key in sorted(set(left) | set(right))
         ]
-    latency = _latency_rows(store, a.row, b.row)
+    latency, verdict = _latency_rows(store, a.row, b.row)
     if latency:
         sections = {"latency": latency, **sections}
-    return Comparison(a.row, b.row, sections)
+    return Comparison(a.row, b.row, sections, verdict)
 
 
-def _latency_rows(store: RunStore, a: RunRow, b: RunRow) -> list[tuple[str, str, str, str]]:
+def _latency_rows(
+    store: RunStore, a: RunRow, b: RunRow
+) -> tuple[list[tuple[str, str, str, str]], str]:
     """For two profile runs: median and p99 from their raw samples, each delta with its 95 %
-    confidence interval, and whether it is significant."""
+    confidence interval, and whether it is significant; and the verdict."""
     if not a.run_type == b.run_type == "PROFILE":
-        return []
+        return [], ""
     from edgehub.errors import EdgehubError
     from edgehub.tracking.profile_compare import compare_profiles
 
     try:
         result = compare_profiles(store.get_run(a.run_id), store.get_run(b.run_id))
     except EdgehubError:
-        return []  # no raw samples stored: the metrics rows still compare them
+        return [], ""  # no raw samples stored: the metrics rows still compare them
     rows = []
     for label, q in (("median ms", result.median), ("p99 ms", result.p99)):
         low, high = q.ci_pct
         mark = "significant" if q.significant else "not significant"
         note = f"{q.delta_pct:+.1f}% [{low:+.1f}, {high:+.1f}] {mark}"
         rows.append((label, f"{q.a_ms:.4f}", f"{q.b_ms:.4f}", note))
-    return rows
+    return rows, result.verdict

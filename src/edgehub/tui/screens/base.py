@@ -1,5 +1,6 @@
-"""`HubScreen`: what every screen of the TUI shares: the project state, and worker results
-and errors coming back as messages."""
+"""`HubScreen`: what every screen of the TUI shares: the project state, a banner while
+hub.toml on disk does not load, the run that cancel keys stop, and worker results and errors
+coming back as messages."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from typing import Any
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from edgehub.errors import EdgehubError
 from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import ProjectState
+from edgehub.tui.widgets.config_banner import ConfigBanner, banner_text
 
 __all__ = ["HubScreen"]
 
 
 class HubScreen(Screen[None]):
     """A screen over ``state``. A worker's result goes to `worker_done` (by worker name); a
-    worker's error becomes a notification, never a crash."""
+    worker's error becomes a notification (an unexpected one is also logged), never a crash."""
 
     def __init__(self, state: ProjectState) -> None:
         super().__init__()
@@ -26,6 +29,8 @@ class HubScreen(Screen[None]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
         if event.state == WorkerState.ERROR:
+            if worker.error is not None and not isinstance(worker.error, EdgehubError):
+                self.log_unexpected(worker.name, worker.error)
             self.notify(
                 _one_line(worker.error),
                 title=worker.name,
@@ -43,14 +48,40 @@ class HubScreen(Screen[None]):
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         """Override: a worker called ``name`` raised (already notified)."""
 
+    def log_unexpected(self, where: str, error: BaseException) -> None:
+        """Keep ``error``'s traceback in the store's tui.log (it is shown by the caller)."""
+        from edgehub.tui.error_log import record_error
+
+        record_error(self.state.project.store_dir, where, error)
+
     def on_config_reloaded(self, _: ConfigReloaded) -> None:
         self._seen_generation = self.state.generation
+        self.show_config_error()
         self.config_reloaded()
 
     def on_screen_resume(self) -> None:
+        self.show_config_error()
         if self.state.generation != self._seen_generation:
             self._seen_generation = self.state.generation
             self.config_reloaded()
+
+    def show_config_error(self) -> None:
+        """Show, update or remove the banner saying hub.toml on disk does not load."""
+        error = self.state.config_error
+        banners = self.query(ConfigBanner)
+        if error is None:
+            banners.remove()
+        elif banners:
+            banners.first().update(banner_text(error))
+        else:
+            self.mount(ConfigBanner(banner_text(error), markup=False), before=0)
+
+    def active_run(self) -> str | None:
+        """Override: the run the cancel keys stop on this screen (the one in view)."""
+        return None
+
+    def run_cancelling(self, run_id: str) -> None:
+        """Override: ``run_id`` was told to stop."""
 
     def config_reloaded(self) -> None:
         """Override: hub.toml was (re)loaded since this screen last showed it."""

@@ -1,5 +1,9 @@
 """`CompareScreen`: two runs side by side, metrics with their ratio b/a, params and
-environment with differences marked; ``d`` shows only what differs."""
+environment with differences marked; ``d`` shows only what differs.
+
+The verdict of two profile runs comes first. Cells are elided to fit the screen's width, so
+columns b and b/a always show; the highlighted row's full values are shown below the table.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Label
+from textual.widgets import DataTable, Footer, Header, Label, Static
 
 from edgehub.tui.runs_data import Comparison
 from edgehub.tui.screens.base import HubScreen
@@ -26,12 +30,14 @@ class CompareScreen(HubScreen):
         self.run_a = run_a
         self.run_b = run_b
         self.comparison: Comparison | None = None
+        self._rows: dict[str, tuple[str, str, str, str]] = {}  # full values by row key
         self.only_differences = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         yield Label("comparing…", id="compare-title", classes="screen-title", markup=False)
         yield DataTable(id="compare", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="compare-full", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -48,6 +54,14 @@ class CompareScreen(HubScreen):
             self.comparison = result
             self._show()
 
+    def on_resize(self) -> None:
+        self._show()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        row = self._rows.get(str(event.row_key.value)) if event.row_key else None
+        full = self.query_one("#compare-full", Static)
+        full.update("" if row is None else f"{row[0]}\n a: {row[1]}\n b: {row[2]}  {row[3]}")
+
     def action_toggle_differences(self) -> None:
         self.only_differences = not self.only_differences
         self._show()
@@ -57,16 +71,37 @@ class CompareScreen(HubScreen):
         if comparison is None:
             return
         a, b = comparison.a, comparison.b
+        verdict = f"{comparison.verdict}\n" if comparison.verdict else ""
         self.query_one("#compare-title", Label).update(
-            f"a = {a.run_id[:8]} {a.name} ({a.run_type}, {a.device or '-'})\n"
+            verdict + f"a = {a.run_id[:8]} {a.name} ({a.run_type}, {a.device or '-'})\n"
             f"b = {b.run_id[:8]} {b.name} ({b.run_type}, {b.device or '-'})"
             + ("   [only differences]" if self.only_differences else "")
         )
         table = self.query_one(DataTable)
         table.clear()
+        self._rows = {}
+        widths = _widths(self.size.width or 80, comparison)
         for section, rows in comparison.sections.items():
             shown = [r for r in rows if not self.only_differences or r[1] != r[2]]
             if not shown:
                 continue
             table.add_row(f"── {section}", "", "", "")
-            table.add_rows(shown)
+            for row in shown:
+                key = f"{section}/{row[0]}"
+                self._rows[key] = row
+                table.add_row(*(_elide(v, w) for v, w in zip(row, widths, strict=True)), key=key)
+
+
+def _widths(screen: int, comparison: Comparison) -> tuple[int, int, int, int]:
+    """Column widths that fit ``screen`` columns: the key as needed up to a cap, a and b at
+    least 10 each, the note the rest."""
+    rows = [r for rows in comparison.sections.values() for r in rows]
+    key = min(26, max((len(r[0]) for r in rows), default=8) + 3)
+    need = max((len(r[3]) for r in rows), default=3)
+    room = screen - key - 10  # 2 columns of padding per cell, and the scrollbar
+    side = max(10, (room - need) // 2)
+    return key, side, side, max(3, min(need, room - 2 * side))
+
+
+def _elide(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"

@@ -46,6 +46,7 @@ def _device_fields(provider: str | None) -> list[FieldSpec]:
 
 
 class DeviceEditScreen(ModalScreen[Edit | None]):
+    AUTO_FOCUS = "#device Input"
     BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+o", "save", "OK")]
 
     def __init__(

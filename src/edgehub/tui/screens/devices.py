@@ -26,15 +26,15 @@ COLUMNS = ("device", "provider", "spec", "reached through", "check")
 
 
 class DevicesScreen(HubScreen):
-    BINDINGS = [
+    BINDINGS = [  # the footer shows what fits, in this order (? lists them all)
         Binding("a", "add", "Add"),
         Binding("e,enter", "edit", "Edit"),
-        Binding("d", "duplicate", "Duplicate"),
         Binding("x,delete", "remove", "Remove"),
-        Binding("c", "check", "Check"),
-        Binding("t", "trust", "Trust key"),
         Binding("w", "save", "Save"),
         Binding("r", "reload", "Reload"),
+        Binding("c", "check", "Check"),
+        Binding("t", "trust", "Trust key"),
+        Binding("d", "duplicate", "Duplicate"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -165,7 +165,14 @@ class DevicesScreen(HubScreen):
         try:
             document.save()
         except EdgehubError as error:
-            self.notify(str(error), severity="error", timeout=10, markup=False)
+            text = str(error)
+            if "changed on disk" in text:  # the core's message speaks to API callers
+                text = (
+                    f"{self.state.shown_path} changed on disk since it was loaded; not saved. "
+                    "Press r to load the new file (your edits are dropped), or copy them "
+                    "into it by hand"
+                )
+            self.notify(text, severity="error", timeout=10, markup=False)
             return
         self.state.saved()
         self._seen_generation = self.state.generation
@@ -250,6 +257,8 @@ class DevicesScreen(HubScreen):
             device, state, detail = result
             self._checks[device] = f"{state}: {detail}"
             self.refresh_table()
+            if state != "ok":  # the column cuts it: the whole text once
+                self.notify(f"{device}: {state}: {detail}", severity="warning", markup=False)
 
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         if name.startswith(("trust ", "trusted ")):
@@ -258,6 +267,7 @@ class DevicesScreen(HubScreen):
         if name.startswith("check "):
             self._checks[name[6:]] = f"FAIL: {error}"
             self.refresh_table()
+            self.notify(f"{name[6:]}: FAIL: {error}", severity="error", markup=False)
 
 
 def _check_device(state: Any, name: str) -> tuple[str, str, str]:

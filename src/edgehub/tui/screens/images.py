@@ -67,6 +67,7 @@ class ImagesScreen(HubScreen):
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         if name == "build":
             self.building = None
+            self.query_one("#build-progress").display = False  # no bar animating on
             self.query_one("#build-status", Label).update(f"build failed: {error}")
             for line in getattr(error, "log_tail", []):
                 self.query_one("#build-log", Log).write_line(line)

@@ -43,8 +43,8 @@ class RunScreen(HubScreen):
     AUTO_FOCUS = "#pick"
     BINDINGS = [
         Binding("ctrl+r", "launch", "Launch"),
-        Binding("ctrl+k", "cancel_run", "Cancel run"),
         Binding("ctrl+t", "pick", "Pick model"),
+        Binding("ctrl+l", "close_tab", "Close tab"),  # ^w deletes a word in fields
     ]
 
     def __init__(self, state: Any) -> None:
@@ -199,8 +199,10 @@ class RunScreen(HubScreen):
         self.query_one("#no-runs").display = False
         tabs.add_pane(TabPane(f"#{self._launched} {request.step}", pane, id=f"tab-{pane_id}"))
         tabs.active = f"tab-{pane_id}"
+        self.call_after_refresh(self._show_tab, f"tab-{pane_id}")
         cancel = Cancellation()
-        self.state.runs[pane_id] = cancel
+        self.state.run_started(pane_id, cancel, title)
+        self.app.refresh_bindings()
         self._execute(pane_id, request, buffer, cancel)
         return pane_id
 
@@ -216,6 +218,8 @@ class RunScreen(HubScreen):
         except OperationCancelled:
             self.post_message(RunEnded(pane_id, "KILLED", error="cancelled"))
         except Exception as error:  # shown in its pane and as a notification
+            if not isinstance(error, EdgehubError):
+                self.log_unexpected(f"run {pane_id}", error)
             self.post_message(RunEnded(pane_id, "FAILED", error=str(error) or type(error).__name__))
         else:
             status = getattr(report, "status", "FINISHED")
@@ -225,7 +229,9 @@ class RunScreen(HubScreen):
         self._pane(message.pane_id).drain()
 
     def on_run_ended(self, message: RunEnded) -> None:
-        self.state.runs.pop(message.pane_id, None)
+        self.state.run_ended(message.pane_id)
+        self.app.refresh_bindings()
+        self.refresh_bindings()
         pane = self._pane(message.pane_id)
         pane.finish(message.status, summary_lines(message.report, message.error))
         severity = "information" if message.status == "FINISHED" else "error"
@@ -237,13 +243,39 @@ class RunScreen(HubScreen):
     def _pane(self, pane_id: str) -> RunPane:
         return self.query_one(f"#{pane_id}", RunPane)
 
-    def action_cancel_run(self) -> None:
+    def _show_tab(self, pane: str) -> None:
+        """Scroll the tab bar to a new run's tab."""
+        from textual.widgets import Tabs
+
+        tab = self.query_one("#panes", TabbedContent).get_tab(pane)
+        self.query_one("#panes", TabbedContent).query_one(Tabs).scroll_to_widget(tab)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "close_tab":  # only a finished run's tab closes
+            active = (self.query_one("#panes", TabbedContent).active or "").removeprefix("tab-")
+            return bool(active) and active not in self.state.runs
+        return True
+
+    async def action_close_tab(self) -> None:
         tabs = self.query_one("#panes", TabbedContent)
-        pane_id = (tabs.active or "").removeprefix("tab-")
-        cancel = self.state.runs.get(pane_id)
-        if cancel is None:
-            self.notify("no run in progress in this pane", severity="warning", markup=False)
+        active = tabs.active or ""
+        if not active or active.removeprefix("tab-") in self.state.runs:
             return
-        cancel.cancel()
-        self._pane(pane_id).status = "CANCELLING"
-        self.notify("cancelling…", markup=False)
+        await tabs.remove_pane(active)
+        if tabs.tab_count == 0:
+            tabs.display = False
+            self.query_one("#no-runs").display = True
+        self.refresh_bindings()
+
+    @on(TabbedContent.TabActivated, "#panes")
+    def _tab_changed(self) -> None:
+        self.refresh_bindings()
+
+    def active_run(self) -> str | None:
+        """The run of the pane in view, while it goes."""
+        pane_id = (self.query_one("#panes", TabbedContent).active or "").removeprefix("tab-")
+        return pane_id if pane_id in self.state.runs else None
+
+    def run_cancelling(self, run_id: str) -> None:
+        if self.query(f"#{run_id}"):
+            self._pane(run_id).status = "CANCELLING"

@@ -25,7 +25,10 @@ def _text(value: Any) -> str:
 
 
 class RunDetailScreen(HubScreen):
-    BINDINGS = [Binding("escape,backspace", "app.pop_screen", "Back")]
+    BINDINGS = [
+        Binding("escape,backspace", "app.pop_screen", "Back"),
+        Binding("l", "toggle_log", "Log scale"),
+    ]
 
     def __init__(self, state: Any, run_id: str) -> None:
         super().__init__(state)
@@ -58,6 +61,9 @@ class RunDetailScreen(HubScreen):
         self.run_worker(
             lambda: run_detail(store, run_id), name="detail", thread=True, exit_on_error=False
         )
+
+    def action_toggle_log(self) -> None:
+        self.query_one("#histogram", LatencyHistogram).toggle_log()
 
     def worker_done(self, name: str, result: Any) -> None:
         if name == "detail":

@@ -39,6 +39,7 @@ class RunsScreen(HubScreen):
         self._exhausted = False
         self._pending: tuple[RunFilters, int] | None = None  # the page being read
         self._marked: list[str] = []
+        self._visited = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -53,14 +54,15 @@ class RunsScreen(HubScreen):
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
         table.add_column(" ", key="mark", width=1)
-        for label in ("run", "started", "type", "name", "runtime", "device", "status", "took"):
+        for label in ("run", "status", "started", "type", "name", "runtime", "device", "took"):
             table.add_column(label, key=label)
         self.action_reload()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        if self._loaded:
+        if self._visited:  # the first visit loaded on mount
             self.action_reload()
+        self._visited = True
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -119,12 +121,12 @@ class RunsScreen(HubScreen):
             table.add_row(
                 "●" if row.run_id in self._marked else "",
                 row.run_id[:8],
+                row.status,  # early: still shown on a narrow terminal
                 clock.when(row.started_at),
                 row.run_type,
                 row.name,
                 row.runtime or "-",
                 row.device or "-",
-                row.status,
                 clock.took(row.started_at, row.ended_at),
                 key=row.run_id,
             )

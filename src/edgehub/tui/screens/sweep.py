@@ -26,6 +26,7 @@ from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["CellChanged", "SweepEnded", "SweepScreen"]
 
+SWEEP_RUN = "sweep"  # the sweep's key among the state's runs
 COLUMNS = ("model", "device", "runtime", "options", "status", "median ms", "p99 ms", "cosine")
 
 
@@ -53,7 +54,6 @@ class SweepScreen(HubScreen):
     AUTO_FOCUS = "#grid-file"
     BINDINGS = [
         Binding("ctrl+r", "launch", "Launch sweep"),
-        Binding("ctrl+k", "cancel_sweep", "Cancel sweep"),
     ]
 
     def __init__(self, state: Any) -> None:
@@ -134,6 +134,8 @@ class SweepScreen(HubScreen):
             table.add_row(*row, key=cell.key(grid.step))
         self._status(f"sweep of {table.row_count} cells: running")
         self.cancel = Cancellation()
+        self.state.run_started(SWEEP_RUN, self.cancel, f"the sweep of {table.row_count} cells")
+        self.app.refresh_bindings()
         self._run(grid, self.query_one("#resume", Checkbox).value, self.cancel)
 
     @work(thread=True, exit_on_error=False, group="sweep")
@@ -151,6 +153,8 @@ class SweepScreen(HubScreen):
         except OperationCancelled:
             self.post_message(SweepEnded("KILLED", None, "cancelled"))
         except Exception as error:  # shown as a notification
+            if not isinstance(error, EdgehubError):
+                self.log_unexpected("sweep", error)
             self.post_message(SweepEnded("FAILED", None, str(error) or type(error).__name__))
         else:
             self.post_message(SweepEnded(report.status, report, None))
@@ -174,6 +178,8 @@ class SweepScreen(HubScreen):
 
     def on_sweep_ended(self, message: SweepEnded) -> None:
         self.cancel = None
+        self.state.run_ended(SWEEP_RUN)
+        self.app.refresh_bindings()
         table = self.query_one("#cells", DataTable)
         if message.status == "KILLED":
             column = list(table.columns)[COLUMNS.index("status")]
@@ -187,12 +193,12 @@ class SweepScreen(HubScreen):
         self._status(text)
         self.notify(text, severity="information" if message.status == "FINISHED" else "error")
 
-    def action_cancel_sweep(self) -> None:
-        if self.cancel is None:
-            self.notify("no sweep is running", severity="warning")
-            return
-        self.cancel.cancel()
-        self._status("cancelling…")
+    def active_run(self) -> str | None:
+        return SWEEP_RUN if self.cancel is not None else None
+
+    def run_cancelling(self, run_id: str) -> None:
+        if run_id == SWEEP_RUN:
+            self._status("cancelling…")
 
     def _status(self, text: str) -> None:
         self.query_one("#sweep-status", Label).update(text)

@@ -1,5 +1,6 @@
 """`FieldForm`: a form generated from `FieldSpec`s: typed inputs, choices for enums, a switch
-for booleans, and an inline message under each field that does not validate."""
+for booleans, and an inline message under each field that does not validate, kept up to date
+as the user types (a letter in a number field is shown and flagged, not dropped)."""
 
 from __future__ import annotations
 
@@ -82,14 +83,26 @@ class FieldForm(Vertical):
             checked = bool(value if value is not None else spec.default)
             return Switch(value=checked, name=spec.key)
         placeholder = "" if spec.default is None else _shown(spec, spec.default)
-        kinds = {"int": "integer", "float": "number"}
         return Input(
             _shown(spec, value),
             placeholder=placeholder or ("required" if spec.required else ""),
-            type=kinds.get(spec.kind, "text"),  # type: ignore[arg-type]
             name=spec.key,
             compact=True,
         )
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Check the field as it is typed; its message shows or goes."""
+        spec = next((s for s in self.specs if s.key == event.input.name), None)
+        if spec is None:
+            return
+        text = event.value.strip()
+        try:
+            if text:
+                self._typed(spec, text)
+        except ValueError as error:
+            self.show_error(spec.key, str(error))
+            return
+        self._clear_error(spec.key)
 
     def values(self) -> dict[str, Any]:
         """The filled-in fields, typed (empty ones left out); `FormInvalid` if any is wrong."""
@@ -130,14 +143,15 @@ class FieldForm(Vertical):
         raise KeyError(key)
 
     def _typed(self, spec: FieldSpec, text: str) -> Any:
-        try:
-            if spec.kind == "int":
-                return int(text)
-            if spec.kind == "float":
-                return float(text)
-        except ValueError:
-            raise ValueError(f"{spec.label}: {text!r} is not a number") from None
-        if spec.kind == "list":
+        if spec.kind in ("int", "float"):
+            try:
+                number = int(text) if spec.kind == "int" else float(text)
+            except ValueError:
+                whole = "a whole number" if spec.kind == "int" else "a number"
+                raise ValueError(f"{spec.label}: {text!r} is not {whole}") from None
+            if self._parse_text is None:
+                return number
+        elif spec.kind == "list":
             try:
                 return shlex.split(text)
             except ValueError as error:
@@ -159,6 +173,12 @@ class FieldForm(Vertical):
                 label.add_class("shown")
                 return True
         return False
+
+    def _clear_error(self, key: str) -> None:
+        for label in self.query(Label).filter(".error"):
+            if label.name == key:
+                label.update("")
+                label.remove_class("shown")
 
     def clear_errors(self) -> None:
         for label in self.query(Label).filter(".error"):

@@ -32,5 +32,5 @@ class NavBar(Static):
             style = "bold reverse" if mode == current else ""
             line.append(f" {key} {label} ", style=style)
             line.append(" ")
-        line.append(" q Quit  Esc leaves a field", style="dim")
+        line.append("q Quit  ? Help  Esc unfocus", style="dim")
         return line

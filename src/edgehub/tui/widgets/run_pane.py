@@ -1,10 +1,13 @@
 """`RunPane`: one launched run: a status line, a progress bar and its log, streamed live.
 
 The worker's subscriber pushes events into the pane's `LineBuffer` from any thread; the
-buffer posts one `LinesReady` per batch and the pane drains it on the UI thread.
+buffer posts one `LinesReady` per batch and the pane drains it on the UI thread. A run that
+waits for its device's lease shows WAITING (not RUNNING) until its next line.
 """
 
 from __future__ import annotations
+
+import os
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -19,10 +22,17 @@ __all__ = ["RunPane"]
 LOG_LIMIT = 5000
 
 
+_WAITING = "; waiting (up to "  # how a lease wait is told (ops.leases)
+
+
 def _line(event: LogEvent) -> str:
     if event.kind in ("stdout", "info"):
         return event.message
-    return f"[{event.kind}] {event.message}"
+    message = event.message
+    if _WAITING in message and f" pid {os.getpid()} " in message:  # another run of this TUI
+        device = message.split(" is held by ", 1)[0]
+        message = f"{device} is in use by another run of this hub-tui; waiting for it to end"
+    return f"[{event.kind}] {message}"
 
 
 class RunPane(Vertical):
@@ -78,6 +88,10 @@ class RunPane(Vertical):
         if batch.lines:
             log.write_lines([_line(e) for e in batch.lines])
             self.lines_shown += len(batch.lines)
+            if self.status in ("RUNNING", "WAITING"):
+                waiting = _WAITING in batch.lines[-1].message
+                self.status = "WAITING" if waiting else "RUNNING"
+                self._tick()
         if batch.progress is not None and batch.progress.total:
             bar = self.query_one(ProgressBar)
             bar.update(total=batch.progress.total, progress=batch.progress.done or 0)

@@ -1,0 +1,27 @@
+"""`ConfigBanner`: hub.toml on disk does not load; the TUI goes on with the last good one."""
+
+from __future__ import annotations
+
+from textual.widgets import Label
+
+__all__ = ["ConfigBanner", "banner_text"]
+
+
+LIMIT = 300  # characters of the error shown
+
+
+def banner_text(error: str) -> str:
+    """The banner's words; control characters quoted from the file are shown escaped."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in error)
+    if len(shown) > LIMIT:
+        shown = shown[: LIMIT - 1] + "…"
+    return (
+        f"hub.toml on disk is not valid; still using the last good version. {shown}. "
+        "Fix and save the file: it is loaded again then."
+    )
+
+
+class ConfigBanner(Label):
+    DEFAULT_CSS = """
+    ConfigBanner { width: 100%; height: auto; padding: 0 1; background: $error 40%; }
+    """
