@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -101,9 +102,9 @@ def test_hub_tui_survives_an_outside_editor_breaking_hub_toml_mid_run(
         tmux("send-keys", "-t", "hub", *names)
         time.sleep(0.3)  # one key at a time, as typed
 
-    assert _wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
+    assert wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
     keys("2")
-    assert _wait_for(lambda: "profile options" in screen(), 15), screen()
+    assert wait_for(lambda: "profile options" in screen(), 15), screen()
     time.sleep(1.0)  # the options form is built once the screen has settled
     keys("BTab")  # from "Pick a model" back to the model field
     keys("-l", "model.onnx")
@@ -111,23 +112,23 @@ def test_hub_tui_survives_an_outside_editor_breaking_hub_toml_mid_run(
         keys("Tab")
     keys("End", "C-u")
     keys("-l", "900000")
-    assert _wait_for(lambda: "900000" in screen() and "model.onnx" in screen(), 15), screen()
+    assert wait_for(lambda: "900000" in screen() and "model.onnx" in screen(), 15), screen()
     keys("C-r")
-    assert _wait_for(lambda: "timing: 900000 runs" in screen(), 90), screen()
+    assert wait_for(lambda: "timing: 900000 runs" in screen(), 90), screen()
     assert "^k Cancel run" in screen()  # the footer offers it while the run goes
     hub_toml = project / "hub.toml"
     good = hub_toml.read_text()
     hub_toml.write_text(good + "\n[devices.broken\n")
-    assert _wait_for(lambda: "not valid" in screen(), 15), screen()
+    assert wait_for(lambda: "not valid" in screen(), 15), screen()
     far = '[devices.far]\nprovider = "local"\n[devices.far.ssh]\nhost = "h"\nuser = "u"\nport = 0\n'
     hub_toml.write_text(good + far)
-    assert _wait_for(lambda: "65535" in screen(), 15), screen()
+    assert wait_for(lambda: "65535" in screen(), 15), screen()
     assert "^k Cancel run" in screen()  # still running
     keys("C-k")  # the focus is still in the runs field
-    assert _wait_for(lambda: "Cancel run" not in screen(), 60), screen()
+    assert wait_for(lambda: "Cancel run" not in screen(), 60), screen()
     assert "900000" in screen()  # the field did not take ^k
     keys("C-q")
-    assert _wait_for(status_file.exists, 15), screen()
+    assert wait_for(status_file.exists, 15), screen()
     assert status_file.read_text() == "0"
     store = RunStore(project / ".hub")
     try:
