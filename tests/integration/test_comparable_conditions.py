@@ -1,5 +1,5 @@
-"""`hub runs compare` of two real ONNX Runtime profiles whose recorded conditions differ, through
-the real `hub` entry point and the real ONNX Runtime image.
+"""`hub runs compare` of two real ONNX Runtime profiles whose recorded conditions differ, and
+`--set until_stable=true`, through the real `hub` entry point and the real ONNX Runtime image.
 
 Test hook: the machine's governor and other processes' load cannot be changed from a test, so
 after profiling, the test rewrites some `conditions.*` entries of the runs' stored environment
@@ -112,3 +112,23 @@ def test_profiles_under_different_conditions_are_not_comparable(
     assert reasons == ["other processes took 60% of the CPUs during run B (more than 25%)"]
 
     assert "7  `hub runs compare --max-regression`" in hub("--help", cwd=tmp_path).stdout
+
+
+def test_until_stable_records_whether_it_converged(tmp_path: Path, ort_image: str) -> None:
+    (tmp_path / "hub.toml").write_text('[project]\nname = "stable"\n')
+    conv_model(tmp_path / "model.onnx")
+    base = ("exec", "profile", "onnxruntime", "model.onnx", "--set", "runs=20",
+            "--set", "until_stable=true", "--json")  # fmt: skip
+    loose = hub(*base, "--set", "stable_tolerance=9", cwd=tmp_path)  # 900 %: agrees at once
+    assert loose.returncode == 0, loose.stderr
+    report = json.loads(loose.stdout)
+    assert report["metrics"]["stable_converged"] == 1 and report["metrics"]["stable_windows"] == 3
+    assert report["params"]["until_stable"] is True
+    strict = hub(*base, "--set", "stable_tolerance=0", "--set", "stable_max_s=0.5", cwd=tmp_path)
+    assert strict.returncode == 0, strict.stderr  # not converging does not fail the run
+    report = json.loads(strict.stdout)
+    assert report["status"] == "FINISHED" and report["metrics"]["stable_converged"] == 0
+    assert "not stable within 0.5 s" in strict.stderr
+    bad = hub(*base, "--set", "stable_tolerance=-1", cwd=tmp_path)
+    assert bad.returncode == 2 and "stable_tolerance" in bad.stderr
+    assert "Traceback" not in bad.stderr
