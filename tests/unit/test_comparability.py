@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from edgehub.tracking.comparability import (
     MAX_OTHER_CPU_SHARE,
     MAX_TEMP_RISE_C,
@@ -46,7 +50,8 @@ def test_each_differing_setting_is_a_reason() -> None:
 
 def test_a_busy_machine_in_either_run_is_a_reason() -> None:
     busy = str(MAX_OTHER_CPU_SHARE + 0.1)
-    for a, b, label in ((_with(other_cpu_share=busy), BASE, "A"), (BASE, _with(other_cpu_share=busy), "B")):  # fmt: skip
+    loaded = _with(other_cpu_share=busy)
+    for a, b, label in ((loaded, BASE, "A"), (BASE, loaded, "B")):
         found = check_comparability(a, b)
         assert not found.comparable
         assert found.reasons == [
@@ -77,3 +82,32 @@ def test_a_setting_one_run_lacks_is_not_judged_but_noted() -> None:
     assert found.comparable
     assert found.notes == ["frequency governor recorded for one run only"]
     assert found.to_dict()["thresholds"]["max_other_cpu_share"] == MAX_OTHER_CPU_SHARE
+
+
+def test_the_probe_records_throttling_where_the_machine_exposes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Test hook: this machine exposes no throttle files, so the probe's paths are pointed at
+    files written here, shaped as x86 ``thermal_throttle`` counts and a Raspberry Pi's
+    firmware ``get_throttled``."""
+    from edgehub.agent import conditions
+
+    count = tmp_path / "core_throttle_count"
+    count.write_text("5\n")
+    monkeypatch.setattr(conditions, "_THROTTLE_COUNTS", (str(count),))
+    monkeypatch.setattr(conditions, "_PI_THROTTLED", str(tmp_path / "absent"))
+    probe = conditions.ConditionsProbe()
+    count.write_text("8\n")
+    record = probe.finish()
+    assert record["throttled"] == 3
+    env = {f"conditions.{k}": str(v) for k, v in record.items()}
+    found = check_comparability(env, env)
+    assert "run A was throttled (throttled = 3)" in found.reasons
+
+    monkeypatch.setattr(conditions, "_THROTTLE_COUNTS", ())
+    pi = tmp_path / "get_throttled"
+    pi.write_text("50005\n")  # throttled now, and since boot
+    monkeypatch.setattr(conditions, "_PI_THROTTLED", str(pi))
+    assert conditions.ConditionsProbe().finish()["throttled"] == "0x5"
+    pi.write_text("50000\n")  # only since boot: not during this loop
+    assert conditions.ConditionsProbe().finish()["throttled"] == "0x0"
