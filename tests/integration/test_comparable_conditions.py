@@ -113,6 +113,13 @@ def test_profiles_under_different_conditions_are_not_comparable(
 
     assert "7  `hub runs compare --max-regression`" in hub("--help", cwd=tmp_path).stdout
 
+    # a hostile device's value (terminal escapes, a newline) is shown escaped, never raw
+    set_conditions(tmp_path, b, {"conditions.governor": "\x1b[2J\nperformance"})
+    for argv in (("runs", "compare", a, b), ("runs", "show", b)):
+        shown = hub(*argv, cwd=tmp_path)
+        assert shown.returncode == 0 and "\x1b" not in shown.stdout
+        assert "\\x1b[2J\\nperformance" in shown.stdout
+
 
 def test_until_stable_records_whether_it_converged(tmp_path: Path, ort_image: str) -> None:
     (tmp_path / "hub.toml").write_text('[project]\nname = "stable"\n')

@@ -102,7 +102,7 @@ def test_the_probe_records_throttling_where_the_machine_exposes_it(
     assert record["throttled"] == 3
     env = {f"conditions.{k}": str(v) for k, v in record.items()}
     found = check_comparability(env, env)
-    assert "run A was throttled (throttled = 3)" in found.reasons
+    assert "run A was throttled (throttled = '3')" in found.reasons
 
     monkeypatch.setattr(conditions, "_THROTTLE_COUNTS", ())
     pi = tmp_path / "get_throttled"

@@ -224,7 +224,7 @@ def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
         print(f"note: {note}")
     if found.comparable:
         return
-    print("NOT COMPARABLE: the runs' recorded conditions differ:")
+    print("NOT COMPARABLE, by the conditions the runs recorded:")
     for reason in found.reasons:
         print(f"  - {reason}")
     if args.max_regression is not None and not args.allow_incomparable:

@@ -65,6 +65,11 @@ def conditions_of(environment: dict[str, str]) -> dict[str, str]:
     return {k[len(PREFIX) :]: v for k, v in environment.items() if k.startswith(PREFIX)}
 
 
+def _shown(value: str) -> str:
+    """A recorded value as quoted in a reason: escaped, and cut to 60 characters."""
+    return repr(value if len(value) <= 60 else value[:57] + "...")
+
+
 def _number(text: str | None) -> float | None:
     try:
         return None if text is None else float(text)
@@ -77,7 +82,7 @@ def _run_reasons(label: str, conditions: dict[str, str]) -> list[str]:
     reasons = []
     throttled = conditions.get("throttled")
     if throttled is not None and throttled.strip().lower() not in _NOT_THROTTLED:
-        reasons.append(f"run {label} was throttled (throttled = {throttled})")
+        reasons.append(f"run {label} was throttled (throttled = {_shown(throttled)})")
     start, end = _number(conditions.get("temp_max_c")), _number(conditions.get("temp_max_c_end"))
     if start is not None and end is not None and end - start > MAX_TEMP_RISE_C:
         reasons.append(
@@ -109,7 +114,7 @@ def check_comparability(env_a: dict[str, str], env_b: dict[str, str]) -> Compara
     reasons = []
     for key, title in _SAME:
         if key in a and key in b and a[key] != b[key]:
-            reasons.append(f"different {title}: {a[key]!r} vs {b[key]!r}")
+            reasons.append(f"different {title}: {_shown(a[key])} vs {_shown(b[key])}")
     reasons += _run_reasons("A", a) + _run_reasons("B", b)
     notes = [
         f"{title} recorded for one run only" for key, title in _SAME if (key in a) != (key in b)
