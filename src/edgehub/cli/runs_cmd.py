@@ -45,11 +45,11 @@ def add_parser(commands: Any) -> None:
         "compare",
         help="two runs side by side; for two profile runs, latency deltas with confidence",
         description="Two runs side by side. For two profile runs, the median and p99 latency "
-        "deltas of B against A with bootstrap 95%% confidence intervals from the raw samples. "
+        "deltas of B against A with bootstrap 95% confidence intervals from the raw samples. "
         f"With --max-regression, exits {EXIT_REGRESSION} when B is significantly slower than A "
         "by more than that. Two profiles whose recorded conditions differ (CPU model, "
         "governor, container CPU quota or cpuset; throttling or a >15 C temperature rise; other "
-        "processes above 25%% of the CPUs in either) are reported as not comparable; with "
+        "processes above 25% of the CPUs in either) are reported as not comparable; with "
         f"--max-regression that exits {EXIT_INCOMPARABLE} unless --allow-incomparable.",
     )
     compare.add_argument("run_a", help="the baseline: " + REF_HELP)
