@@ -144,6 +144,10 @@ EXIT_REGRESSION = 5
 EXIT_GOAL_FAILED = 6
 """Exit code of an evaluation (`hub exec eval --goal`) whose model missed a goal."""
 
+EXIT_INCOMPARABLE = 7
+"""Exit code of `hub runs compare --max-regression` when the two profiles' recorded conditions
+differ beyond the thresholds of `tracking.comparability` (without ``--allow-incomparable``)."""
+
 
 class RunNotFoundError(StoreError, UsageError):
     """A run id (or prefix) matches no run, or more than one."""

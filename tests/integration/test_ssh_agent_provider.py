@@ -139,3 +139,18 @@ def test_tflite_invoke_and_profile_on_the_device_match_the_local_interpreter(
     assert set(there.output) == set(here.output) == {"probabilities"}
     np.testing.assert_allclose(there.output["probabilities"], here.output["probabilities"])
     assert run is not None and "latency_median_ms" in run.metrics
+
+
+def test_until_stable_over_ssh_records_convergence_and_conditions(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    model = make_cnn(tmp_path / "cnn.onnx")
+    with _context(device, tmp_path) as ctx:
+        compiled = ONNXRuntimeCompiledModel.from_path(model)
+        profiler = ONNXRuntimeProfiler(runs=20, burn_ins=3, until_stable=True)
+        run = profiler.run(ctx, compiled, stable_tolerance=9.0).run_log  # 900 %: agrees at once
+        assert run is not None
+        metrics = {name: metric.value for name, metric in run.metrics.items()}
+        assert metrics["stable_converged"] == 1 and metrics["stable_windows"] == 3
+        assert run.params["until_stable"].value is True
+        assert "conditions.other_cpu_share" in run.environment, sorted(run.environment)

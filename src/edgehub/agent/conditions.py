@@ -13,7 +13,10 @@ record (flat, JSON-able) holds:
 - ``other_cpu_share``: the CPU time every other process on the machine took during the loop
   (``/proc/stat``'s busy time less this process's), as a fraction of all host CPUs over the
   loop's wall time; ``other_cpu_s`` the same in seconds, ``loop_s`` the wall time;
-- ``temp_max_c`` and ``temp_max_c_end``: the hottest thermal zone at the start and the end.
+- ``temp_max_c`` and ``temp_max_c_end``: the hottest thermal zone at the start and the end;
+- ``throttled`` where the machine exposes it: the CPU throttle events during the loop (x86
+  ``thermal_throttle`` counts of cpu0), or a Raspberry Pi's current throttle flags (the low
+  bits of the firmware's ``get_throttled``, at the start or the end, in hex).
 """
 
 from __future__ import annotations
@@ -104,6 +107,30 @@ def _temp_max_c() -> float | None:
     return None if hottest is None else round(hottest, 1)
 
 
+_THROTTLE_COUNTS = (
+    "/sys/devices/system/cpu/cpu0/thermal_throttle/core_throttle_count",
+    "/sys/devices/system/cpu/cpu0/thermal_throttle/package_throttle_count",
+)
+_PI_THROTTLED = "/sys/devices/platform/soc/soc:firmware/get_throttled"
+
+
+def _throttle_state() -> tuple[int | None, int | None]:
+    """cpu0's throttle event count (x86), and a Raspberry Pi's current throttle flags."""
+    count: int | None = None
+    for path in _THROTTLE_COUNTS:
+        text = _read(path)
+        if text and text.isdigit():
+            count = (count or 0) + int(text)
+    flags: int | None = None
+    text = _read(_PI_THROTTLED)
+    if text:
+        try:
+            flags = int(text, 16) & 0xF  # under-voltage, frequency capped, throttled, soft limit
+        except ValueError:
+            pass
+    return count, flags
+
+
 def _cpu_quota() -> str | None:
     text = _read("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD" or "max PERIOD"
     if text:
@@ -181,6 +208,7 @@ class ConditionsProbe:
         self.record = static_conditions()
         self.record["load_1m"] = _load_1m()
         self.record["temp_max_c"] = _temp_max_c()
+        self._throttle = _throttle_state()
         self._busy, self._cpus = _host_busy()
         self._own = _own_cpu()
         self._wall = time.monotonic()
@@ -193,6 +221,11 @@ class ConditionsProbe:
         record["loop_s"] = round(wall, 3)
         record["load_1m_end"] = _load_1m()
         record["temp_max_c_end"] = _temp_max_c()
+        (count, flags), (count_0, flags_0) = _throttle_state(), self._throttle
+        if count is not None and count_0 is not None:
+            record["throttled"] = max(0, count - count_0)
+        elif flags is not None or flags_0 is not None:
+            record["throttled"] = hex((flags or 0) | (flags_0 or 0))
         if busy is not None and self._busy is not None and cpus and wall > 0:
             other = max(0.0, (busy - self._busy) - own)
             record["host_cpus"] = cpus

@@ -162,6 +162,13 @@ class Params:
         self.resolved[key] = value
         return value
 
+    def number(self, key: str, default: float, minimum: float = 0.0) -> float:
+        value = self._get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            raise self._bad(key, f"a number >= {minimum:g}", value)
+        self.resolved[key] = value
+        return float(value)
+
     def boolean(self, key: str, default: bool) -> bool:
         value = self._get(key, default)
         if not isinstance(value, bool):

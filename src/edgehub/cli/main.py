@@ -32,6 +32,8 @@ EPILOG = """exit codes:
   5  `hub runs compare --max-regression` (or `hub exec ab`): B is significantly slower
      than A beyond the limit
   6  `hub exec eval --goal`: the model missed an accuracy goal
+  7  `hub runs compare --max-regression`: the two profiles are not comparable (their
+     recorded conditions differ; see `hub runs compare --help`; --allow-incomparable)
   130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM"""
 
 

@@ -92,7 +92,10 @@ def _cell(value: Any) -> str:
         if value == 0 or 1e-3 <= abs(value) < 1e6:
             return f"{value:.4g}" if abs(value) < 1 else f"{value:,.3f}".rstrip("0").rstrip(".")
         return f"{value:.3e}"
-    return str(value)
+    text = str(value)  # stored values can come from a device: no terminal control characters
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def table(

@@ -7,11 +7,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.output import print_json, table
-from edgehub.errors import EXIT_REGRESSION
+from edgehub.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION
 
 if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
+    from edgehub.ops.runs import Comparison
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunRecord
@@ -44,9 +45,12 @@ def add_parser(commands: Any) -> None:
         "compare",
         help="two runs side by side; for two profile runs, latency deltas with confidence",
         description="Two runs side by side. For two profile runs, the median and p99 latency "
-        "deltas of B against A with bootstrap 95%% confidence intervals from the raw samples. "
+        "deltas of B against A with bootstrap 95% confidence intervals from the raw samples. "
         f"With --max-regression, exits {EXIT_REGRESSION} when B is significantly slower than A "
-        "by more than that.",
+        "by more than that. Two profiles whose recorded conditions differ (CPU model, "
+        "governor, container CPU quota or cpuset; throttling or a >15 C temperature rise; other "
+        "processes above 25% of the CPUs in either) are reported as not comparable; with "
+        f"--max-regression that exits {EXIT_INCOMPARABLE} unless --allow-incomparable.",
     )
     compare.add_argument("run_a", help="the baseline: " + REF_HELP)
     compare.add_argument("run_b", help="the run compared with it")
@@ -61,6 +65,11 @@ def add_parser(commands: Any) -> None:
         metavar="PCT",
         type=_fraction,
         help="the smallest median change called significant (default 5%%: run-to-run noise)",
+    )
+    compare.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help="judge --max-regression even when the runs' recorded conditions differ",
     )
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(handler=_compare)
@@ -200,7 +209,29 @@ def _compare(args: argparse.Namespace) -> int:
         if result.paired is not None:
             print(f"\nthe {result.paired.rounds} paired rounds of their A/B run decide:")
             print(result.paired.verdict)
+        _print_comparability(result, args)
+    if not result.comparable and args.max_regression is not None and not args.allow_incomparable:
+        return EXIT_INCOMPARABLE
     return EXIT_REGRESSION if result.regressed else 0
+
+
+def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
+    found = result.comparability
+    if found is None:
+        return
+    print()
+    for note in found.notes:
+        print(f"note: {note}")
+    if found.comparable:
+        return
+    print("NOT COMPARABLE, by the conditions the runs recorded:")
+    for reason in found.reasons:
+        print(f"  - {reason}")
+    if args.max_regression is not None and not args.allow_incomparable:
+        print(
+            f"the regression verdict does not count (exit {EXIT_INCOMPARABLE}): measure both "
+            "again under the same conditions, or pass --allow-incomparable"
+        )
 
 
 def _print_accuracy_comparison(result: AccuracyComparison) -> None:

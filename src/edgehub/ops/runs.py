@@ -3,7 +3,9 @@
 Comparing two profile runs adds a latency comparison from their raw samples (deltas with
 confidence intervals, significance, and a regression verdict for ``max_regression``); for the
 two profiles of one `hub exec ab`, the verdict comes from its paired rounds instead; two eval
-runs, an accuracy comparison from their per-sample values (`ops.eval.compare`).
+runs, an accuracy comparison from their per-sample values (`ops.eval.compare`). Two profiles
+are also checked for comparable recorded conditions (`tracking.comparability`); a regression
+gate over two runs that are not comparable does not count unless the caller allows it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
+    from edgehub.tracking.comparability import Comparability
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.paired import PairedVerdict
     from edgehub.tracking.profile_compare import ProfileComparison
@@ -51,6 +54,12 @@ class Comparison:
     latency: ProfileComparison | None = None
     accuracy: AccuracyComparison | None = None
     paired: PairedVerdict | None = None  # two profiles of one `hub exec ab`: its rounds' verdict
+    comparability: Comparability | None = None  # two profiles: their recorded conditions
+
+    @property
+    def comparable(self) -> bool:
+        """Not known to have run under different conditions (see `tracking.comparability`)."""
+        return self.comparability is None or self.comparability.comparable
 
     @property
     def regressed(self) -> bool:
@@ -66,6 +75,8 @@ class Comparison:
             data["accuracy"] = self.accuracy.to_dict()
         if self.paired is not None:
             data["paired"] = self.paired.to_dict()
+        if self.comparability is not None:
+            data["comparability"] = self.comparability.to_dict()
         return data
 
 
@@ -117,4 +128,17 @@ def compare_runs(
         paired = paired_from_parent(
             parent, a, b, max_regression=max_regression, min_effect=min_effect
         )
-    return Comparison(diff_runs(a, b), latency, accuracy, paired)
+    comparability = _comparability(a, b, paired=paired is not None) if profiles else None
+    return Comparison(diff_runs(a, b), latency, accuracy, paired, comparability)
+
+
+def _comparability(a: RunRecord, b: RunRecord, *, paired: bool) -> Comparability:
+    """The conditions check of two profiles; the two of one A/B run share their rounds'
+    conditions, so what it finds is only a note there (drift hit both models alike)."""
+    from edgehub.tracking.comparability import Comparability, check_comparability
+
+    found = check_comparability(a.environment, b.environment)
+    if not paired or found.comparable:
+        return found
+    shared = "measured in the same interleaved rounds, so this hit both alike: "
+    return Comparability(True, notes=[shared + r for r in found.reasons] + found.notes)

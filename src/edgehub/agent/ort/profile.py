@@ -7,7 +7,8 @@ Request::
      "intra_op_threads": null | int, "inter_op_threads": null | int,
      "profile_json": null | PATH, "providers": null | [names], "seed": 0,
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
-     "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs)}
+     "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs),
+     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
 
 Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
 cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
@@ -20,7 +21,12 @@ How it measures:
    (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
 2. The last cold-start session runs ``warmup`` untimed runs, then ``runs`` timed runs with
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
-   numbers are those of a bare ``session.run`` loop.
+   numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come
+   in windows of ``runs`` until the last three window medians agree within
+   ``stable_tolerance`` (a fraction) or ``stable_max_s`` seconds pass (:mod:`..stable`); the
+   samples are the last three windows', and the metrics ``stable_converged`` (1 or 0; not
+   converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say how it
+   went.
 3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT profiling on
    runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.trace`) into
    per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
@@ -58,6 +64,7 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
+from ..stable import measure_until_stable
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
 from .sessions import (
@@ -139,6 +146,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     seed = params.integer("seed", 0)
     level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
     raw_shape = params.raw_value("input_shape")
+    until_stable = params.boolean("until_stable", False)
+    tolerance = params.number("stable_tolerance", 0.05)
+    max_s = params.number("stable_max_s", 60.0)
     params.finish()
     assert model_arg is not None
     path = resolve_model_path(model_arg)
@@ -173,12 +183,25 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for i in range(warmup):
         _run_once(session, inputs[i % len(inputs)])
-    report.info(f"timing: {runs} runs")
+    report.info(f"timing: {runs} runs" + (" per window, until stable" if until_stable else ""))
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
     probe = ConditionsProbe()
+    stable_metrics: dict[str, Any] = {}
     try:
-        samples = timed_runs(session, inputs, runs)
+        if until_stable:
+            stable = measure_until_stable(
+                lambda: timed_runs(session, inputs, runs), tolerance=tolerance, max_s=max_s
+            )
+            samples = stable.samples
+            stable_metrics = {
+                "stable_converged": int(stable.converged),
+                "stable_windows": stable.windows,
+            }
+            if stable.spread is not None:
+                stable_metrics["stable_spread_pct"] = round(100.0 * stable.spread, 3)
+        else:
+            samples = timed_runs(session, inputs, runs)
     except Cancelled:
         raise
     except Exception as exc:
@@ -189,6 +212,17 @@ def run(params: Params, report: Report) -> CommandOutput:
         report.info(line)
 
     metrics: dict[str, Any] = latency_stats(samples)
+    metrics.update(stable_metrics)
+    if until_stable:
+        spread = stable_metrics.get("stable_spread_pct")
+        how = f"{stable_metrics['stable_windows']} windows, last three medians {spread}% apart"
+        if stable_metrics["stable_converged"]:
+            report.info(f"stable after {how}")
+        else:
+            report.warn(
+                f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
+                "the samples are the last three windows'"
+            )
     report.info(
         f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
         f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
@@ -110,10 +111,16 @@ class ONNXRuntimeProfiler(Component):
     over the runs) is what the model runs on; without it, random data of the model's dtypes,
     at ``input_shape`` (a shape for a one-input model, or input name → shape) for dynamic
     dimensions, else with them set to 1. The run records the shapes and dtypes it ran on.
+
+    ``until_stable``: the timed runs come in windows of ``runs`` until the last three window
+    medians agree within ``stable_tolerance`` (a fraction, default 0.05) or ``stable_max_s``
+    seconds pass; the metrics ``stable_converged`` (1/0: not converging does not fail the run),
+    ``stable_windows`` and ``stable_spread_pct`` record how it went.
     """
 
     run_type = RunType.PROFILE
     option_aliases = {"warmup": "burn_ins"}
+    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
 
     def __init__(
         self,
@@ -127,6 +134,9 @@ class ONNXRuntimeProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> None:
         super().__init__(
             name=name,
@@ -138,6 +148,9 @@ class ONNXRuntimeProfiler(Component):
             profiling_method=profiling_method,
             input_data=input_data,
             input_shape=input_shape,
+            until_stable=until_stable,
+            stable_tolerance=stable_tolerance,
+            stable_max_s=stable_max_s,
         )
 
     def run(
@@ -153,6 +166,9 @@ class ONNXRuntimeProfiler(Component):
         profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
         input_data: Path | dict[str, np.ndarray] | None = None,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

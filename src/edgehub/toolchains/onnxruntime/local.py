@@ -130,6 +130,9 @@ def _profile_local(
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     input_data: Any = None,
     input_shape: Any = None,
+    until_stable: bool = False,
+    stable_tolerance: float = 0.05,
+    stable_max_s: float = 60.0,
 ) -> ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
     method = ProfilingMethod(profiling_method)
@@ -145,6 +148,12 @@ def _profile_local(
         "profile_json": "out/profile.json",
         "input_shape": _shape(input_shape),
     }
+    if until_stable:
+        request.update(
+            until_stable=True,
+            stable_tolerance=float(stable_tolerance),
+            stable_max_s=float(stable_max_s),
+        )
     inputs = {model_path.name: model_path}
     _stage_input_data(ctx, input_data, inputs, request)
     result = agent.call("ort.profile", request, inputs=inputs, failure=ProfileError)
