@@ -43,6 +43,9 @@ flood)
     truncate -s 1G out/sparse.bin
     yes '{LINE}' | head -c 200000000 >&2
     echo "$fail" > out/result.json ;;
+sparse5g)
+    truncate -s 5G out/sparse.bin
+    echo "$fail" > out/result.json ;;
 nonl)
     head -c 400000000 /dev/zero | tr '\\0' x >&2
     echo "$fail" > out/result.json ;;
@@ -289,6 +292,16 @@ def test_hub_survives_a_flooding_resident_agent(device: SSHDevice, project: Path
     assert logs and all(log.stat().st_size < LOG_CAP + 4096 for log in logs)
     (sparse,) = (project / ".hub").rglob("sparse.bin")
     assert sparse.stat().st_size == GiB and _blocks(sparse) < 4 * MiB
+
+
+def test_hub_takes_a_5_gib_sparse_file_in_bounded_memory(device: SSHDevice, project: Path) -> None:
+    """Once a MemoryError "internal error": the archive is streamed, never held whole."""
+    code, peak, stderr = _hub(device, project, "sparse5g")
+    assert code == 4, stderr[-2000:]
+    assert "failed on purpose" in _error_line(stderr)
+    assert peak < 300 * MiB, f"hub's peak RSS was {peak / MiB:.0f} MiB"
+    (sparse,) = (project / ".hub").rglob("sparse.bin")
+    assert sparse.stat().st_size == 5 * GiB and _blocks(sparse) < 4 * MiB
 
 
 def test_hub_reads_a_line_without_end_in_linear_time(device: SSHDevice, project: Path) -> None:

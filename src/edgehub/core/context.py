@@ -298,6 +298,8 @@ class HubContext:
                 if self._cancel_reason is None:
                     raise
                 raise self._cancel_reason from None  # the run ends FAILED, not KILLED
+            if self._cancel_reason is not None:  # timed out while none of its commands ran
+                raise self._cancel_reason
 
     # -- shared resources for providers -------------------------------------------------------
     def docker_runner(

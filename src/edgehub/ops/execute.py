@@ -9,6 +9,7 @@ stopped, the run ends KILLED and `OperationCancelled` is raised.
 from __future__ import annotations
 
 import dataclasses
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import (
     CommandTimeout,
     GpuUnavailableError,
+    InputDataError,
     OperationCancelled,
     UsageError,
 )
@@ -105,6 +107,10 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         regular_file(request.model, "model")
     if request.inputs is not None:
         input_data_path(request.inputs)
+    for options in request.options.values():  # --set input_data=PATH: checked as --input is
+        for name in ("input_data", "calibration_data"):
+            if isinstance(options.get(name), (str, os.PathLike)):
+                regular_file(options[name], name, InputDataError, directory_ok=True)
 
 
 def _options(component: type[Component]) -> dict[str, Any]:
