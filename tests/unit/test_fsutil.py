@@ -1,0 +1,51 @@
+"""`atomic_write`: the one way edgehub replaces a file (hub.toml, known_hosts, caches)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from edgehub.fsutil import atomic_write
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    path = tmp_path / "folder"  # its own directory: nothing else is written there
+    path.mkdir()
+    return path
+
+
+def test_replaces_the_bytes_and_keeps_the_mode(folder: Path) -> None:
+    target = folder / "f"
+    target.write_bytes(b"old")
+    target.chmod(0o640)
+    atomic_write(target, b"new")
+    assert target.read_bytes() == b"new"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert os.listdir(folder) == ["f"]
+
+
+def test_a_new_file_gets_new_mode(folder: Path) -> None:
+    atomic_write(folder / "private", b"x", new_mode=0o600)
+    assert (folder / "private").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_symlink_is_followed_not_replaced(folder: Path) -> None:
+    real = folder / "real"
+    real.write_bytes(b"old")
+    link = folder / "link"
+    link.symlink_to(real)
+    atomic_write(link, b"new")
+    assert link.is_symlink()
+    assert real.read_bytes() == b"new"
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(folder: Path) -> None:
+    target = folder / "f"
+    target.write_bytes(b"old")
+    with pytest.raises(TypeError):
+        atomic_write(target, "not bytes")  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert os.listdir(folder) == ["f"]
