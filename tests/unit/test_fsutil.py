@@ -1,4 +1,4 @@
-"""`atomic_write`: the one way edgehub replaces a file (hub.toml, known_hosts, caches)."""
+"""`atomic_write` and `replacing`: the one way edgehub (host and agent) replaces a file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from edgehub.fsutil import atomic_write
+from edgehub.fsutil import atomic_write, replacing
 
 
 @pytest.fixture
@@ -49,3 +49,16 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(folder: Path) -> No
         atomic_write(target, "not bytes")  # type: ignore[arg-type]
     assert target.read_bytes() == b"old"
     assert os.listdir(folder) == ["f"]
+
+
+def test_replacing_a_file_written_in_a_block(folder: Path) -> None:
+    target = folder / "result.json"
+    with replacing(target, durable=False) as temp:
+        Path(temp).write_text("{}", encoding="utf-8")
+        assert not target.exists()  # nothing is seen before the block ends
+    assert target.read_text(encoding="utf-8") == "{}"
+    with pytest.raises(RuntimeError), replacing(target) as temp:
+        Path(temp).write_text("half", encoding="utf-8")
+        raise RuntimeError("stopped")
+    assert target.read_text(encoding="utf-8") == "{}"
+    assert os.listdir(folder) == ["result.json"]
