@@ -6,6 +6,7 @@ checked with the `jsonschema` validator library (hub.toml read as TOML, then as 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -171,9 +172,13 @@ def test_schema_written_to_a_file_keeps_its_mode(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == ["hub.schema.json"]  # no temporary left
 
 
-@pytest.mark.parametrize("where", ["missing/dir/s.json", "."], ids=["missing-dir", "a-directory"])
+@pytest.mark.parametrize(
+    "where", ["missing/dir/s.json", ".", "pipe"], ids=["missing-dir", "a-directory", "a-fifo"]
+)
 def test_unwritable_output_is_one_line_exit_2(where: str, tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
     result = _hub("config", "schema", "-o", where, cwd=tmp_path)
+    assert (tmp_path / "pipe").is_fifo()  # a device or pipe is never replaced by a file
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

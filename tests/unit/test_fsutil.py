@@ -62,3 +62,12 @@ def test_replacing_a_file_written_in_a_block(folder: Path) -> None:
         raise RuntimeError("stopped")
     assert target.read_text(encoding="utf-8") == "{}"
     assert os.listdir(folder) == ["result.json"]
+
+
+def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(folder: Path) -> None:
+    pipe = folder / "pipe"
+    os.mkfifo(pipe)
+    with pytest.raises(OSError, match="not a regular file"):
+        atomic_write(pipe, b"x")
+    assert pipe.is_fifo()  # renaming over it would have replaced the node itself
+    assert os.listdir(folder) == ["pipe"]

@@ -7,12 +7,14 @@ the file before the rename and the directory after it, so that a crash or power 
 leave an empty or partial file either (worth its milliseconds for files that outlive the job:
 hub.toml, known_hosts, caches, engines; not for a job's scratch results). The replaced file's
 mode is kept (a new file gets ``new_mode``) and a symlink is followed: the file it points to
-is replaced, not the link.
+is replaced, not the link. A target that is not a regular file (a device such as /dev/null, a
+pipe, a folder) is an `OSError` (EINVAL): renaming over it would replace the node itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -30,9 +32,13 @@ def replacing(path: PathLike, *, new_mode: int = 0o644, durable: bool = True) ->
     target = os.path.realpath(os.fspath(path))
     directory = os.path.dirname(target) or "."
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        found = os.stat(target).st_mode
     except FileNotFoundError:
         mode = new_mode
+    else:
+        if not stat.S_ISREG(found):  # a device, pipe or folder is written to, never replaced
+            raise OSError(errno.EINVAL, "not a regular file", target)
+        mode = stat.S_IMODE(found)
     fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".")
     os.close(fd)
     try:
