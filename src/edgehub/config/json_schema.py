@@ -107,7 +107,11 @@ def _device(
     }
     device = _closed(
         {
-            "provider": {**_TEXT, "description": "who runs the tools: " + ", ".join(tables)},
+            "provider": {
+                **_TEXT,
+                "description": "who runs the tools (any string; these are known)",
+                "examples": list(dict.fromkeys([*tables, *CLOUD_PROVIDERS])),
+            },
             "spec": {**_TEXT, "description": "the device's catalog name or description"},
             "ssh": {"$ref": "#/$defs/ssh"},
             "labgrid": {"$ref": "#/$defs/labgrid"},
