@@ -30,8 +30,7 @@ from edgehub.config.schema import (
     format_key,
 )
 from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
-from edgehub.core.values import Range, ValueProblem, from_data, without_none
-from edgehub.core.values.types import _unpack
+from edgehub.core.values import Range, ValueProblem, from_data, split_annotated, without_none
 
 __all__ = ["build_config"]
 
@@ -309,7 +308,7 @@ def _ssh_bounds() -> dict[str, Range]:
     return {
         name: meta
         for name, hint in hints.items()
-        for meta in _unpack(without_none(hint))[1]
+        for meta in split_annotated(without_none(hint))[1]
         if isinstance(meta, Range)
     }
 

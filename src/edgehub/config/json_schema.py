@@ -5,8 +5,8 @@ settings tables (their fields' types, bounds, defaults and help), `LabgridConfig
 `SSHSection` and `ProjectSection` dataclasses, the registered runtimes' image names and
 component names. The rules that tie keys together (a settings table belongs to its provider,
 ``ssh`` not on ``local`` or cloud providers, cloud providers need ``spec``) become
-``if``/``then`` clauses. What the checker refuses, the schema refuses too, except the rules
-it cannot see (a path that does not exist, a password in the environment).
+``if``/``then`` clauses. What the checker refuses, the schema refuses too (the tests hold the
+two to a list of cases); `hub` itself never reads the schema, it runs the checker.
 """
 
 from __future__ import annotations
@@ -25,8 +25,7 @@ from edgehub.config.schema import (
     SSHSection,
 )
 from edgehub.config.settings import SettingsTable, provider_tables, settings_table
-from edgehub.core.values import Matches, Range, without_none
-from edgehub.core.values.types import _members, _unpack
+from edgehub.core.values import Matches, Range, split_annotated, union_members, without_none
 
 __all__ = ["SCHEMA_DIALECT", "hub_toml_schema"]
 
@@ -189,8 +188,8 @@ def _dataclass_schema(cls: type[Any], *, text: bool) -> dict[str, Any]:
 def _value_schema(tp: Any, *, text: bool) -> dict[str, Any]:
     """The JSON Schema of a value of annotation ``tp`` (see `edgehub.core.values`); ``text``:
     strings must not be blank. An annotation it does not know accepts anything (``{}``)."""
-    tp, meta = _unpack(tp)
-    members = _members(tp)
+    tp, meta = split_annotated(tp)
+    members = union_members(tp)
     if members is not None:
         options: list[dict[str, Any]] = []
         for member in members:
