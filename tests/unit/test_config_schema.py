@@ -183,3 +183,17 @@ def test_unwritable_output_is_one_line_exit_2(where: str, tmp_path: Path) -> Non
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert result.stderr.startswith("hub: error:") and result.stdout == ""
+
+
+def test_a_full_stdout_is_an_error_not_a_silent_success(tmp_path: Path) -> None:
+    if not Path("/dev/full").is_char_device():
+        pytest.skip("no /dev/full (a device whose writes fail with 'no space left') here")
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [HUB, "config", "schema"], cwd=tmp_path, stdout=full, stderr=subprocess.PIPE,
+            text=True, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 3
+    assert result.stderr.strip() == (
+        "hub: error: cannot write the schema to stdout: No space left on device"
+    )

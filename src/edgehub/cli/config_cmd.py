@@ -24,10 +24,18 @@ def add_parser(commands: Any) -> None:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from edgehub.errors import EnvironmentProblem
     from edgehub.ops.config_schema import config_schema_text, write_config_schema
 
     if args.output is None:
-        sys.stdout.write(config_schema_text())
+        try:
+            sys.stdout.write(config_schema_text())
+            sys.stdout.flush()  # here, so that a full disk is an error, not a silent exit 0
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise EnvironmentProblem(f"cannot write the schema to stdout: {reason}") from None
         return 0
     write_config_schema(args.output)
     if not args.quiet:
