@@ -1,4 +1,4 @@
-"""Small file-system helpers shared by the store and the toolchains."""
+"""Small file-system helpers shared by the store, the config and the toolchains."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["link_or_copy", "link_tree"]
+from edgehub.agent.atomic import atomic_write, replacing  # the one implementation
+
+__all__ = ["atomic_write", "link_or_copy", "link_tree", "replacing"]
 
 
 def link_or_copy(src: str, dst: str) -> str:

@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import tempfile
 import zipfile
 from pathlib import Path
+
+from .atomic import replacing
 
 AGENT_DIR = Path(__file__).resolve().parent
 PACKAGE_NAME = "edgehub_agent"
@@ -113,13 +114,6 @@ def build_agent_zipapp(cache_dir: Path | None = None, source_dir: Path | None = 
     if target.is_file():
         return target
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".edgehub-agent-", suffix=".tmp", dir=directory)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write_zipapp(tmp, source_dir)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with replacing(target, new_mode=0o755) as tmp:
+        write_zipapp(Path(tmp), source_dir)
     return target

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Sequence
 
+from .atomic import replacing
 from .exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
 from .exit_codes import EXIT_OK as EXIT_OK
 from .exit_codes import EXIT_UNEXPECTED as EXIT_UNEXPECTED
@@ -225,22 +224,14 @@ def json_safe(value: Any) -> Any:
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
-    """Write strict JSON to ``path`` through a temporary file and a rename."""
+    """Write strict JSON to ``path`` through a temporary file and a rename (a job's output:
+    atomic, not flushed to disk; see `.atomic`)."""
     target = Path(path)
     if target.parent and not target.parent.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent or "."))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(json_safe(payload), fh, indent=1, allow_nan=False)
-            fh.write("\n")
-        os.replace(tmp, str(target))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    with replacing(target, durable=False) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(json_safe(payload), fh, indent=1, allow_nan=False)
+        fh.write("\n")
 
 
 class ResultFileError(ValueError):

@@ -8,14 +8,13 @@ name nothing (see :func:`is_named_dim`), so each is its own unknown, never tied 
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
+from .atomic import replacing
 from .protocol import InputDataError, UsageError
 
 if TYPE_CHECKING:
@@ -366,21 +365,13 @@ def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True)
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=str(target.parent))
-    os.close(fd)
-    try:
-        method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    # job data: atomic, not flushed to disk (`.atomic`); two `with`s: Python 3.8 has no (...)
+    with replacing(target, durable=False) as tmp:  # noqa: SIM117
         with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
             for name, array in arrays.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
                     np.lib.format.write_array(fh, _storable(array), allow_pickle=False)
-        os.replace(tmp, str(target))
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def array_info(name: str, array: np.ndarray) -> dict[str, Any]:

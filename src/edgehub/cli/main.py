@@ -46,7 +46,7 @@ class OneLineErrors(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from edgehub.cli import devices_cmd, exec_cmd, images_cmd, runs_cmd
+    from edgehub.cli import config_cmd, devices_cmd, exec_cmd, images_cmd, runs_cmd
 
     parser = OneLineErrors(
         prog="hub",
@@ -62,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     images_cmd.add_parser(commands)
     runs_cmd.add_parser(commands)
     devices_cmd.add_parser(commands)
+    config_cmd.add_parser(commands)
     _name_leaf_parsers(parser)
     return parser
 

@@ -6,10 +6,12 @@ and line. See `edgehub.config.schema` for the format.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import math
 import re
+import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 from edgehub.config.schema import (
     CLOUD_PROVIDERS,
     DEVICE_NAME_PATTERN,
+    ENV_NAME,
     DeviceSection,
     HubConfig,
     ImagesSection,
@@ -27,26 +30,13 @@ from edgehub.config.schema import (
     format_key,
 )
 from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
-from edgehub.core.values import ValueProblem, from_data, without_none
+from edgehub.core.values import Range, ValueProblem, from_data, split_annotated, without_none
 
 __all__ = ["build_config"]
 
 _DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides", "labgrid")
-_SSH_KEYS = (
-    "host",
-    "user",
-    "port",
-    "key",
-    "known_hosts",
-    "password_env",
-    "connect_timeout",
-    "keepalive",
-    "keepalive_count",
-    "step_timeout",
-    "jump_host",
-)
+_SSH_KEYS = tuple(f.name for f in dataclasses.fields(SSHSection))
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # --- checking parsed TOML -------------------------------------------------------------------
 
@@ -280,17 +270,27 @@ def _misplaced(
 
 def _ssh(data: object, key: KeyPath) -> SSHSection:
     table = _Table(data, key, _SSH_KEYS)
+    bounds = _ssh_bounds()
     password_env = table.string("password_env")
-    if password_env is not None and not _ENV_NAME.fullmatch(password_env):
-        raise table.wrong("password_env", "the name of an environment variable", password_env)
-    connect_timeout = table.number("connect_timeout", positive=True)
-    keepalive = table.number("keepalive", positive=False)
-    keepalive_count = table.integer("keepalive_count", 1, 1000)
-    step_timeout = table.number("step_timeout", positive=False)
+    if password_env is not None and not ENV_NAME.holds(password_env):
+        raise table.wrong("password_env", ENV_NAME.description, password_env)
+
+    def number(name: str) -> float | None:
+        return table.number(name, positive=bounds[name].open_low)
+
+    def integer(name: str) -> int | None:
+        low, high = bounds[name].low, bounds[name].high
+        assert low is not None and high is not None
+        return table.integer(name, int(low), int(high))
+
+    connect_timeout = number("connect_timeout")
+    keepalive = number("keepalive")
+    keepalive_count = integer("keepalive_count")
+    step_timeout = number("step_timeout")
     return SSHSection(
         host=table.required("host"),
         user=table.required("user"),
-        port=table.integer("port", 1, 65535) or 22,
+        port=integer("port") or 22,
         key=table.string("key"),
         known_hosts=table.string("known_hosts"),
         password_env=password_env,
@@ -300,6 +300,17 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
         step_timeout=3600.0 if step_timeout is None else step_timeout,
         jump_host=table.string("jump_host"),
     )
+
+
+def _ssh_bounds() -> dict[str, Range]:
+    """The `Range` of each bounded key of `SSHSection` (declared on its annotations)."""
+    hints = typing.get_type_hints(SSHSection, include_extras=True)
+    return {
+        name: meta
+        for name, hint in hints.items()
+        for meta in split_annotated(without_none(hint))[1]
+        if isinstance(meta, Range)
+    }
 
 
 def _settings(schema: SettingsTable, data: object, key: KeyPath) -> ProviderSettings:

@@ -2,9 +2,9 @@
 
 `ConfigDocument` wraps a tomlkit document. Each edit is checked against what the edit should do
 to the plain data (so a tomlkit quirk can never silently change other keys), and `save`
-validates the whole file with the loader before it writes it atomically: a temporary file in
-the same directory, fsync, then `os.replace`, keeping the file's mode. An invalid edit raises
-`ConfigError` and leaves the file as it was.
+validates the whole file with the loader before it writes it atomically
+(`edgehub.fsutil.atomic_write`: a temporary file in the same directory, fsync, `os.replace`,
+the file's mode kept). An invalid edit raises `ConfigError` and leaves the file as it was.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import copy
 import hashlib
 import os
 import re
-import stat
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -37,6 +35,7 @@ from edgehub.config.schema import (
     parse_key,
 )
 from edgehub.errors import ConfigError
+from edgehub.fsutil import atomic_write
 
 __all__ = ["ConfigDocument", "atomic_write"]
 
@@ -272,42 +271,6 @@ class ConfigDocument:
                 f"{self._name}: this edit cannot be made without changing other settings "
                 "(unusual table layout); make it by hand"
             )
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically, keeping its mode (new files get 0644).
-
-    A symlink is followed, so the file it points to is replaced, not the link.
-    """
-    target = Path(os.path.realpath(path))
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o644
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    _fsync_directory(target.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    if not hasattr(os, "O_DIRECTORY"):
-        return
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _digest(data: bytes) -> str:

@@ -83,8 +83,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 from edgehub.config.settings import ProviderSettings
+from edgehub.core.values import Matches, Range
 from edgehub.errors import ConfigError
 
 __all__ = [
@@ -92,6 +94,7 @@ __all__ = [
     "CONFIG_FILENAME",
     "DEVICE_NAME_PATTERN",
     "DOTTED_KEY_PATTERN",
+    "ENV_NAME",
     "DeviceSection",
     "HubConfig",
     "ImagesSection",
@@ -115,6 +118,7 @@ DEVICE_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]*"
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
 DOTTED_KEY_PATTERN = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
 _KEY_PART_RE = re.compile(_KEY_PART)
+ENV_NAME = Matches(r"[A-Za-z_][A-Za-z0-9_]*", "the name of an environment variable")
 
 
 class SchemaError(ConfigError):
@@ -149,16 +153,19 @@ class ImagesSection:
 
 @dataclass(frozen=True)
 class SSHSection:
+    """``[devices.<name>.ssh]``: its keys are these fields, their bounds the ``Range``/``Matches``
+    of the annotations (read by the checker and by `edgehub.config.json_schema`)."""
+
     host: str
     user: str
-    port: int = 22
+    port: Annotated[int, Range(1, 65535)] = 22
     key: str | None = None
     known_hosts: str | None = None
-    password_env: str | None = None
-    connect_timeout: float = 10.0
-    keepalive: float = 15.0
-    keepalive_count: int = 3
-    step_timeout: float = 3600.0
+    password_env: Annotated[str, ENV_NAME] | None = None
+    connect_timeout: Annotated[float, Range(0, open_low=True)] = 10.0
+    keepalive: Annotated[float, Range(0)] = 15.0
+    keepalive_count: Annotated[int, Range(1, 1000)] = 3
+    step_timeout: Annotated[float, Range(0)] = 3600.0
     jump_host: str | None = None
 
 

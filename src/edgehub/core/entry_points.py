@@ -95,18 +95,10 @@ def _write(cache: Path | None, layouts: dict[str, object]) -> None:
     """Replace the cache atomically; a cache that cannot be written is no cache."""
     if cache is None:
         return
-    import tempfile  # only when the cache is written, not on every start
+    from edgehub.fsutil import atomic_write  # only when the cache is written, not every start
 
-    temporary: str | None = None
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=cache.parent, prefix=".entry-points-")
-        with os.fdopen(handle, "w") as file:
-            json.dump(layouts, file)
-        os.replace(temporary, cache)
+        atomic_write(cache, json.dumps(layouts).encode("utf-8"), new_mode=0o600)
     except OSError:
-        if temporary is not None:
-            try:
-                os.unlink(temporary)
-            except OSError:
-                pass
+        pass

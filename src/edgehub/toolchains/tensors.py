@@ -66,26 +66,38 @@ def calibration_file(directory: Path, data: Any) -> Path | None:
 
 
 def random_inputs(signature: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, np.ndarray]:
-    """Random arrays for inputs described as ``{name, dtype, shape}``; symbolic dims become 1.
+    """Random arrays for inputs described as ``{name, dtype, shape}``, the very arrays the agent
+    makes for the same inputs and seed (its code makes them: `edgehub.agent.tensors`).
 
-    Floats are standard normal, integers small non-negative values, booleans random.
+    Floats are standard normal, 8-bit integers span their range, wider integers are small
+    non-negative values, booleans random; a dimension that is not a positive number (a name,
+    ``"?"``, 0 or -1) becomes 1.
     """
-    import numpy as np
+    from edgehub.agent.protocol import UserError
+    from edgehub.agent.tensors import TensorSpec
+    from edgehub.agent.tensors import random_inputs as agent_random_inputs
 
-    rng = np.random.default_rng(seed)
-    arrays: dict[str, np.ndarray] = {}
-    for spec in signature:
-        shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec["shape"])
-        dtype = np.dtype(spec["dtype"])
-        if dtype.kind == "f":
-            arrays[spec["name"]] = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind in "iu":
-            arrays[spec["name"]] = rng.integers(0, 10, size=shape).astype(dtype)
-        elif dtype.kind == "b":
-            arrays[spec["name"]] = rng.integers(0, 2, size=shape).astype(bool)
-        else:
-            raise InputDataError(
-                f"cannot make random data for input {spec['name']!r} of type {dtype}; "
-                "pass real inputs with --input FILE.npz"
-            )
+    specs = [
+        TensorSpec(
+            str(spec["name"]),
+            str(spec["dtype"]),
+            None if spec.get("shape") is None else [_dim(d) for d in spec["shape"]],
+        )
+        for spec in signature
+    ]
+    try:
+        arrays, _ = agent_random_inputs(specs, seed=seed)
+    except UserError as error:
+        raise InputDataError(str(error)) from None
     return arrays
+
+
+def _dim(dim: Any) -> int | str | None:
+    """A signature's dimension as the agent's `TensorSpec` holds it: a positive size, a name,
+    or None (unknown: ``"?"``, 0 and -1 as exporters write it)."""
+    if isinstance(dim, int) and not isinstance(dim, bool) and dim > 0:
+        return dim
+    from edgehub.agent.tensors import normalize_dim
+
+    named = normalize_dim(dim)
+    return named if isinstance(named, str) else None

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 
+from ..atomic import atomic_write
 from ..lifeline import LIFELINE_ENV
 
 MAX_LOG_BYTES = 1 << 20
@@ -44,18 +44,7 @@ def copy_archive(source: str, target: str) -> None:
                 return
     except OSError:
         pass
-    directory = os.path.dirname(target) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".edgehub-agent-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write(target, data, new_mode=0o600, durable=False)  # beside its socket: scratch
 
 
 def open_log(path: str) -> int:

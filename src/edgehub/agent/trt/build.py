@@ -23,12 +23,12 @@ Data: inputs / outputs of the network, layer precisions, the artifact paths.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from ..atomic import atomic_write
 from ..models import resolve_model_path
 from ..protocol import (
     CommandOutput,
@@ -171,10 +171,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         logger.write(build_log)
     if blob is None:
         raise build_failure(logger, targets, shapes)
-    tmp_out = out.with_name(f".{out.name}.partial")
-    with open(tmp_out, "wb") as fh:
-        fh.write(blob)
-    os.replace(tmp_out, out)
+    atomic_write(out, blob)
     size = out.stat().st_size
     inspected = open_engine(trt, logger, blob, report)
 

@@ -19,6 +19,8 @@ from edgehub.core.values.types import (
     ValueProblem,
     describe,
     resolve,
+    split_annotated,
+    union_members,
     without_none,
 )
 
@@ -33,5 +35,7 @@ __all__ = [
     "guess",
     "parse",
     "resolve",
+    "split_annotated",
+    "union_members",
     "without_none",
 ]

@@ -114,6 +114,16 @@ def without_none(tp: Any) -> Any:
     return kept[0] if len(kept) == 1 else Union[tuple(kept)]  # noqa: UP007
 
 
+def split_annotated(tp: Any) -> tuple[Any, list[Any]]:
+    """``Annotated[T, *meta]`` -> (T, meta) (the bounds and formats); anything else -> (tp, [])."""
+    return _unpack(tp)
+
+
+def union_members(tp: Any) -> list[Any] | None:
+    """The members of a union annotation (``None`` included as ``NoneType``), else None."""
+    return _members(tp)
+
+
 def _unpack(tp: Any) -> tuple[Any, list[Any]]:
     """``Annotated[T, *meta]`` -> (T, meta); anything else -> (tp, [])."""
     if typing.get_origin(tp) is Annotated:

@@ -8,13 +8,12 @@ man-in-the-middle looks like, and the user has to remove the old entry knowingly
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from edgehub.errors import HostKeyError, SSHConnectionError
+from edgehub.fsutil import atomic_write
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.connect import open_socket
 from edgehub.runners.ssh.known_hosts import fingerprint, load_known_hosts
@@ -105,16 +104,5 @@ def add_known_host(offer: OfferedHostKey) -> Path:
     existing = path.read_text(encoding="utf-8") if path.is_file() else ""
     if existing and not existing.endswith("\n"):
         existing += "\n"
-    mode = (path.stat().st_mode & 0o777) if path.is_file() else 0o600
-    handle, temporary = tempfile.mkstemp(prefix=".known_hosts.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(existing + offer.line + "\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write(path, (existing + offer.line + "\n").encode("utf-8"), new_mode=0o600)
     return path

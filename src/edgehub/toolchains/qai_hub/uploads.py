@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from edgehub.fsutil import atomic_write
 
 __all__ = ["UploadCache", "dataset_hash", "file_hash"]
 
@@ -68,9 +69,8 @@ class UploadCache:
 
     def _save(self, records: dict[str, dict[str, Any]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        scratch = self.path.with_suffix(f".{os.getpid()}.tmp")
-        scratch.write_text(json.dumps(records, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(scratch, self.path)
+        text = json.dumps(records, indent=1, sort_keys=True)
+        atomic_write(self.path, text.encode("utf-8"), new_mode=0o600)
 
     def remember(self, kind: str, digest: str, obj: Any, expires_at: float | None) -> None:
         """Record ``obj`` (a ``Model`` or ``Dataset``) as the upload of content ``digest``."""
