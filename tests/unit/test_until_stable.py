@@ -57,10 +57,11 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     assert loose.metrics["stable_converged"] == 1 and loose.metrics["stable_windows"] == 3
     assert loose.result["params"]["until_stable"] is True
     assert len(json.loads((tmp_path / "profile.json").read_text())["samples_us"]) == 60
-    strict = {**request, "stable_tolerance": 0, "stable_max_s": 0.5}  # cannot agree exactly
+    # no time for a second window: one window, no spread, not converged (the run still finishes)
+    strict = {**request, "stable_tolerance": 0, "stable_max_s": 0}
     run = run_agent(pyz, "ort.profile", strict, tmp_path / "b")
     assert run.returncode == 0, run.stderr
-    assert run.metrics["stable_converged"] == 0 and run.metrics["stable_windows"] >= 1
-    assert any("not stable within 0.5 s" in w for w in run.result["warnings"])
+    assert run.metrics["stable_converged"] == 0 and run.metrics["stable_windows"] == 1
+    assert any("not stable within 0 s" in w for w in run.result["warnings"]), run.result["warnings"]
     bad = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": "x"}, tmp_path / "c")
     assert bad.returncode == 2 and "'stable_tolerance' must be a number >= 0" in bad.message
