@@ -28,7 +28,13 @@ from edgehub.toolchains.onnxruntime import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ssh_device.device import SSHDevice
-from unit.agent_models import make_cnn, make_two_input
+from unit.agent_models import (
+    NUMPY_NAMED_FEEDS,
+    check_numpy_named,
+    make_cnn,
+    make_numpy_named,
+    make_two_input,
+)
 
 pytestmark = pytest.mark.ssh
 
@@ -232,3 +238,10 @@ def test_dynamic_classifier_runs_as_a_fixed_copy_and_without_a_shape_fails_in_on
         "shapes only: give its shape, for example --set input_shape=x:1x3x1x1"
     )
     assert len(list((tmp_path / "store" / "cache" / "static_models").iterdir())) == 1
+
+
+def test_inputs_and_outputs_named_like_numpys_parameters(device: SSHDevice, tmp_path: Path) -> None:
+    model = ONNXRuntimeCompiledModel.from_path(make_numpy_named(tmp_path / "named.onnx"))
+    with _context(device, tmp_path) as ctx:
+        result = ONNXRuntimeInvoker().run(ctx, model, dict(NUMPY_NAMED_FEEDS))
+    check_numpy_named(result.output)
