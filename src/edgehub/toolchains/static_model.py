@@ -25,10 +25,11 @@ from edgehub.toolchains.remote.device_tool import content_hash, device_file_name
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["static_model"]
+__all__ = ["example_shapes", "shown_dims", "static_model"]
 
 
-def _shown(dims: Sequence[Dim] | None) -> str:
+def shown_dims(dims: Sequence[Dim] | None) -> str:
+    """``dims`` as shown in messages: ``[-1, 3, '?', '?']``."""
     if dims is None:
         return "no declared shape"
     return (
@@ -38,7 +39,8 @@ def _shown(dims: Sequence[Dim] | None) -> str:
     )
 
 
-def _example(inputs: Sequence[GraphInput]) -> str:
+def example_shapes(inputs: Sequence[GraphInput]) -> str:
+    """``input_shape`` text for ``inputs``: each dynamic dim shown as 1."""
     parts = []
     for entry in inputs:
         dims = entry.dims or (1,)
@@ -59,7 +61,7 @@ def _requested(
         if unknown:
             raise UsageError(
                 f"{what} names unknown input {unknown[0]!r}; model inputs: "
-                f"{', '.join(sorted(known))} (for example input_shape={_example(inputs)})"
+                f"{', '.join(sorted(known))} (for example input_shape={example_shapes(inputs)})"
             )
         return {str(k): tuple(int(d) for d in v) for k, v in input_shape.items()}
     if not inputs:
@@ -96,7 +98,7 @@ def _resolve(
         if len(shape) != len(entry.dims):
             raise UsageError(
                 f"input_shape for {entry.name!r} has {len(shape)} dims but the input has "
-                f"{len(entry.dims)} {_shown(entry.dims)}"
+                f"{len(entry.dims)} {shown_dims(entry.dims)}"
             )
         for axis, (dim, size) in enumerate(zip(entry.dims, shape, strict=True)):
             if isinstance(dim, int) and dim > 0 and dim != size:
@@ -119,9 +121,9 @@ def _resolve(
         shape = requested.get(entry.name) or _tied(entry.dims, symbols)
         if shape is None:
             raise ModelError(
-                f"input {entry.name!r} of {model.name} is dynamic {_shown(entry.dims)} and "
+                f"input {entry.name!r} of {model.name} is dynamic {shown_dims(entry.dims)} and "
                 f"{tool} takes static shapes only: give its shape, for example "
-                f"--set input_shape={_example(inputs)}"
+                f"--set input_shape={example_shapes(inputs)}"
             )
         shapes[entry.name] = shape
     return shapes
