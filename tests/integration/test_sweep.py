@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgehub.config.devices import to_device
@@ -311,16 +312,20 @@ def _profile_shapes(project: Path) -> list[tuple[str, object]]:
 
 def test_each_model_its_own_shape_from_the_grid_and_set_fixes_every_cell(project: Path) -> None:
     """Two models with different dynamic inputs (``x: [-1, 3, "?", "?"]``, ``a: ["?", "?"]``),
-    each shape given in the grid; then ``--set input_shape`` for every cell of a sweep."""
+    each shape (or a third model's inputs) given in the grid; then ``--set input_shape`` for
+    every cell of a sweep."""
     sys.path.insert(0, str(REPO / "tests"))
     from integration.test_unnamed_dims import conv_model, mat_model
 
     conv_model(project / "c.onnx")
     mat_model(project / "m.onnx")
+    shutil.copy(project / "m.onnx", project / "m2.onnx")
+    np.savez(project / "m2_in.npz", a=np.ones((3, 7), np.float32))
     (project / "grid.toml").write_text(
         '[sweep]\nstep = "profile"\ndevices = ["cpu1"]\n'
         '[sweep.models."c.onnx"]\ninput_shape = "1x3x48x192"\n'
         '[sweep.models."m.onnx"]\ninput_shape = [2, 5]\n'
+        '[sweep.models."m2.onnx"]\ninputs = "m2_in.npz"\n'
     )
     done = subprocess.run(
         [HUB, "exec", "sweep", "grid.toml", "--json", "--set", "runs=3"],
@@ -331,11 +336,13 @@ def test_each_model_its_own_shape_from_the_grid_and_set_fixes_every_cell(project
     assert [(Path(c["model"]).name, c["status"]) for c in cells] == [
         ("c.onnx", "FINISHED"),
         ("m.onnx", "FINISHED"),
+        ("m2.onnx", "FINISHED"),
     ]
     assert cells[0]["settings"] == {"runs": "3", "input_shape": "1x3x48x192"}
     assert _profile_shapes(project) == [
         ("c.onnx", {"x": [1, 3, 48, 192]}),
         ("m.onnx", {"a": [2, 5]}),
+        ("m2.onnx", {"a": [3, 7]}),
     ]
 
     shutil.copy(project / "c.onnx", project / "c2.onnx")
