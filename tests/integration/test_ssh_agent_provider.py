@@ -23,7 +23,7 @@ from edgehub.toolchains.remote.config import SSHAgentConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ssh_device.device import SSHDevice
-from unit.agent_models import make_cnn
+from unit.agent_models import NUMPY_NAMED_FEEDS, check_numpy_named, make_cnn, make_numpy_named
 
 pytestmark = pytest.mark.ssh
 DEVICE_PYTHON = "/opt/device/bin/python3"
@@ -154,3 +154,18 @@ def test_until_stable_over_ssh_records_convergence_and_conditions(
         assert metrics["stable_converged"] == 1 and metrics["stable_windows"] == 3
         assert run.params["until_stable"].value is True
         assert "conditions.other_cpu_share" in run.environment, sorted(run.environment)
+
+
+def test_inputs_and_outputs_named_like_numpys_parameters(device: SSHDevice, tmp_path: Path) -> None:
+    """``file`` and ``allow_pickle`` in, ``fix_imports`` and ``mmap_mode`` out, through the
+    agent on the device; given as a dict and as an .npz read the way ``hub exec invoke
+    --input`` reads it."""
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    model = ONNXRuntimeCompiledModel.from_path(make_numpy_named(tmp_path / "named.onnx"))
+    npz = save_npz(tmp_path / "in.npz", NUMPY_NAMED_FEEDS)
+    with _context(device, tmp_path) as ctx:
+        given = ONNXRuntimeInvoker().run(ctx, model, dict(NUMPY_NAMED_FEEDS))
+        from_file = ONNXRuntimeInvoker().run(ctx, model, load_npz(npz))
+    check_numpy_named(given.output)
+    check_numpy_named(from_file.output)

@@ -115,3 +115,28 @@ def test_changed_host_key_is_refused_by_trust(device: SSHDevice, tmp_path: Path)
     assert known_hosts.read_text().count("\n") == 1
     check = hub("devices", "check", "board", cwd=project)
     assert check.returncode == 3 and "man-in-the-middle" in check.stderr
+
+
+def test_dynamic_classifier_profiles_with_input_shape_and_without_fails_in_one_line(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    """``x: [-1, 3, "?", "?"]`` on the ``embedl-onnxruntime`` CLI (static shapes only)."""
+    from integration.test_unnamed_dims import conv_model
+
+    known_hosts = tmp_path / "known_hosts"
+    known_hosts.write_text("")
+    project = _project(tmp_path, device, known_hosts)
+    conv_model(project / "cls.onnx")
+    assert hub("devices", "trust", "board", "--yes", cwd=project).returncode == 0
+    shape = ("--set", "input_shape=1x3x48x192", "--set", "runs=5")
+    profiled = hub("exec", "profile", "onnxruntime", "cls.onnx", "--device", "board", *shape,
+                   "--json", cwd=project)  # fmt: skip
+    assert profiled.returncode == 0, profiled.stderr
+    report = json.loads(profiled.stdout)
+    assert report["params"]["static_input_shapes"] == {"x": [1, 3, 48, 192]}
+    refused = hub("exec", "profile", "onnxruntime", "cls.onnx", "--device", "board", cwd=project)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "hub: error: input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and embedl-onnxruntime "
+        "takes static shapes only: give its shape, for example --set input_shape=x:1x3x1x1"
+    )

@@ -17,7 +17,7 @@ import pytest
 from edgehub.core.context import HubContext
 from edgehub.core.device import Device, DeviceSpec
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
-from edgehub.errors import CompileError, InvokeError, ProviderError
+from edgehub.errors import CompileError, InvokeError, ModelError, ProviderError
 from edgehub.runners.ssh import SSHCommandRunner
 from edgehub.toolchains.onnxruntime import (
     ONNXRuntimeCompiledModel,
@@ -28,7 +28,13 @@ from edgehub.toolchains.onnxruntime import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ssh_device.device import SSHDevice
-from unit.agent_models import make_cnn, make_two_input
+from unit.agent_models import (
+    NUMPY_NAMED_FEEDS,
+    check_numpy_named,
+    make_cnn,
+    make_numpy_named,
+    make_two_input,
+)
 
 pytestmark = pytest.mark.ssh
 
@@ -202,3 +208,40 @@ def test_failed_compile_is_one_line(device: SSHDevice, tmp_path: Path) -> None:
         ONNXRuntimeCompiler().run(ctx, bad)
     assert "\n" not in str(caught.value)
     assert "embedl_onnxruntime failed on device 'board'" in str(caught.value)
+
+
+def test_dynamic_classifier_runs_as_a_fixed_copy_and_without_a_shape_fails_in_one_line(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    """``x: [-1, 3, "?", "?"]``: the device CLI takes static shapes only, so edgehub sends a copy
+    fixed to ``input_shape`` (or the shapes of the inputs given), made here and cached."""
+    from integration.test_unnamed_dims import conv_model
+
+    path = conv_model(tmp_path / "cls.onnx")
+    model = ONNXRuntimeCompiledModel.from_path(path)
+    feed = {"x": np.random.default_rng(0).standard_normal((1, 3, 48, 192)).astype(np.float32)}
+    with _context(device, tmp_path) as ctx:
+        profiled = ONNXRuntimeProfiler(runs=5, burn_ins=1, input_shape=(1, 3, 48, 192)).run(
+            ctx, model
+        )
+        invoked = ONNXRuntimeInvoker().run(ctx, model, feed)
+        with pytest.raises(ModelError) as caught:
+            ONNXRuntimeProfiler(runs=5, burn_ins=1).run(ctx, model)
+    assert profiled.latency.value > 0
+    assert profiled.run_log is not None
+    assert profiled.run_log.params["static_input_shapes"].value == {"x": [1, 3, 48, 192]}
+    np.testing.assert_allclose(
+        invoked.output["y"], _reference(path, feed)["y"], rtol=1e-5, atol=1e-5
+    )
+    assert str(caught.value) == (
+        "input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and embedl-onnxruntime takes static "
+        "shapes only: give its shape, for example --set input_shape=x:1x3x1x1"
+    )
+    assert len(list((tmp_path / "store" / "cache" / "static_models").iterdir())) == 1
+
+
+def test_inputs_and_outputs_named_like_numpys_parameters(device: SSHDevice, tmp_path: Path) -> None:
+    model = ONNXRuntimeCompiledModel.from_path(make_numpy_named(tmp_path / "named.onnx"))
+    with _context(device, tmp_path) as ctx:
+        result = ONNXRuntimeInvoker().run(ctx, model, dict(NUMPY_NAMED_FEEDS))
+    check_numpy_named(result.output)

@@ -18,7 +18,7 @@ import pytest
 from edgehub.core.context import HubContext
 from edgehub.core.device import Device
 from edgehub.core.device.configs import TrtexecConfig
-from edgehub.errors import ProviderError, UsageError
+from edgehub.errors import ModelError, ProviderError, UsageError
 from edgehub.runners.ssh import SSHCommandRunner
 from edgehub.toolchains.tensorrt import (
     TensorRTCompiledModel,
@@ -83,3 +83,23 @@ def test_conflicting_cli_args_and_wrong_model_are_refused(
             TensorRTCompiler().run(ctx, MODEL)
         with pytest.raises(UsageError, match="not a TensorRT engine"):
             TensorRTProfiler().run(ctx, TensorRTCompiledModel.from_path(MODEL))
+
+
+def test_dynamic_model_needs_a_shape_and_takes_a_plain_one(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    """``x: [-1, 3, "?", "?"]``: without a shape trtexec would build it at 1x3x1x1, so the
+    build is refused in one line; a plain ``input_shape`` is the first input's, by its name
+    (read from the model here)."""
+    from integration.test_unnamed_dims import conv_model
+
+    model = conv_model(tmp_path / "cls.onnx")
+    with _context(device, tmp_path) as ctx:
+        with pytest.raises(ModelError) as caught:
+            TensorRTCompiler().run(ctx, model)
+        built = TensorRTCompiler(input_shape=(1, 3, 48, 192)).run(ctx, model)
+    assert str(caught.value) == (
+        "input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and trtexec needs its shape: give "
+        "--set input_shape=x:1x3x1x1 (or input_shape_range)"
+    )
+    assert built.run_log is not None and built.run_log.status == "FINISHED"

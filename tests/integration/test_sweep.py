@@ -16,6 +16,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgehub.config.devices import to_device
@@ -296,3 +297,66 @@ def test_waiting_profile_times_out_or_stops_on_ctrl_c(project: Path) -> None:
         waiting.communicate(timeout=60)
         assert waiting.returncode == 130
     assert "RUNNING" not in {r.status for r in _runs(project)}
+
+
+def _profile_shapes(project: Path) -> list[tuple[str, object]]:
+    """(model file name, recorded input shapes) of each PROFILE run."""
+    found = []
+    for run in _runs(project):
+        if run.run_type == "PROFILE":
+            cell = next(r for r in _runs(project) if r.run_id == run.tags["sweep.cell"])
+            shapes = {k: v["shape"] for k, v in run.params["shapes"].items()}
+            found.append((Path(cell.params["model"]).name, shapes))
+    return sorted(found, key=str)
+
+
+def test_each_model_its_own_shape_from_the_grid_and_set_fixes_every_cell(project: Path) -> None:
+    """Two models with different dynamic inputs (``x: [-1, 3, "?", "?"]``, ``a: ["?", "?"]``),
+    each shape (or a third model's inputs) given in the grid; then ``--set input_shape`` for
+    every cell of a sweep."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from integration.test_unnamed_dims import conv_model, mat_model
+
+    conv_model(project / "c.onnx")
+    mat_model(project / "m.onnx")
+    shutil.copy(project / "m.onnx", project / "m2.onnx")
+    np.savez(project / "m2_in.npz", a=np.ones((3, 7), np.float32))
+    (project / "grid.toml").write_text(
+        '[sweep]\nstep = "profile"\ndevices = ["cpu1"]\n'
+        '[sweep.models."c.onnx"]\ninput_shape = "1x3x48x192"\n'
+        '[sweep.models."m.onnx"]\ninput_shape = [2, 5]\n'
+        '[sweep.models."m2.onnx"]\ninputs = "m2_in.npz"\n'
+    )
+    done = subprocess.run(
+        [HUB, "exec", "sweep", "grid.toml", "--json", "--set", "runs=3"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cells = json.loads(done.stdout)["cells"]
+    assert [(Path(c["model"]).name, c["status"]) for c in cells] == [
+        ("c.onnx", "FINISHED"),
+        ("m.onnx", "FINISHED"),
+        ("m2.onnx", "FINISHED"),
+    ]
+    assert cells[0]["settings"] == {"runs": "3", "input_shape": "1x3x48x192"}
+    assert _profile_shapes(project) == [
+        ("c.onnx", {"x": [1, 3, 48, 192]}),
+        ("m.onnx", {"a": [2, 5]}),
+        ("m2.onnx", {"a": [3, 7]}),
+    ]
+
+    shutil.copy(project / "c.onnx", project / "c2.onnx")
+    done = subprocess.run(
+        [HUB, "exec", "sweep", "--models", "c.onnx,c2.onnx", "--devices", "cpu1",
+         "--sweep-step", "profile", "--set", "input_shape=1,3,32,64", "--vary", "runs=2;3",
+         "--json"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    cells = json.loads(done.stdout)["cells"]
+    assert [c["status"] for c in cells] == ["FINISHED"] * 4
+    assert {c["settings"]["input_shape"] for c in cells} == {"1,3,32,64"}
+    assert [c["settings"]["runs"] for c in cells] == ["2", "3", "2", "3"]
+    later = [s for s in _profile_shapes(project) if s[1] != {"x": [1, 3, 48, 192]}]
+    assert later.count(("c.onnx", {"x": [1, 3, 32, 64]})) == 2
+    assert later.count(("c2.onnx", {"x": [1, 3, 32, 64]})) == 2

@@ -5,11 +5,13 @@
 - ``make_int64``: ids int64[N,5] -> Gather(table[20,4]) -> emb float32[N,5,4]
 - ``make_dynamic_conv``: image float32[1,3,H,W] -> 2x (Conv 3x3 + Relu), 16 channels ->
   GlobalAveragePool -> [1,16,1,1]; its cost grows with H*W (a few ms at 320x320)
+- ``make_numpy_named``: inputs and outputs named like numpy's own parameters (``file``, ...)
 - ``make_reflect_pad``: audio float32[1,T] -> reflect Pad of 4 on T -> ReduceMean; fails at T <= 4
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +98,35 @@ def make_two_input(path: Path, seed: int = 1) -> Path:
         initializer=[numpy_helper.from_array(w, "w")],
     )
     return _finish(graph, path)
+
+
+def make_numpy_named(path: Path) -> Path:
+    """Inputs ``allow_pickle`` and ``file``, outputs ``fix_imports`` (their sum) and
+    ``mmap_mode`` (their product): names of ``numpy.savez``'s and ``numpy.load``'s parameters."""
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["allow_pickle", "file"], ["fix_imports"], name="add"),
+         helper.make_node("Mul", ["allow_pickle", "file"], ["mmap_mode"], name="mul")],
+        "numpy_names",
+        [helper.make_tensor_value_info("allow_pickle", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("file", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("fix_imports", TensorProto.FLOAT, [1, 4]),
+         helper.make_tensor_value_info("mmap_mode", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    return _finish(graph, path)
+
+
+NUMPY_NAMED_FEEDS = {
+    "allow_pickle": np.arange(4, dtype=np.float32)[None],
+    "file": np.full((1, 4), 10, np.float32),
+}
+
+
+def check_numpy_named(outputs: Mapping[str, np.ndarray]) -> None:
+    """``outputs`` are what `make_numpy_named` gives for `NUMPY_NAMED_FEEDS`."""
+    a, b = NUMPY_NAMED_FEEDS["allow_pickle"], NUMPY_NAMED_FEEDS["file"]
+    assert sorted(outputs) == ["fix_imports", "mmap_mode"]
+    np.testing.assert_array_equal(outputs["fix_imports"], a + b)
+    np.testing.assert_array_equal(outputs["mmap_mode"], a * b)
 
 
 def make_int64(path: Path, seed: int = 2) -> Path:

@@ -225,3 +225,20 @@ def test_invoke_without_inputs_makes_them_from_the_session(
     with np.load(tmp_path / "inputs_used.npz") as used2:
         np.testing.assert_array_equal(used2["a"], feeds["a"])  # seed 0: the same inputs
     assert again.returncode == 0
+
+
+def test_inputs_and_outputs_named_like_numpys_parameters(pyz: Path, tmp_path: Path) -> None:
+    """``file``, ``allow_pickle`` in; ``fix_imports``, ``mmap_mode`` out: numpy.savez cannot
+    take them as keywords, so the input file is written by name."""
+    from agent_models import NUMPY_NAMED_FEEDS, check_numpy_named, make_numpy_named
+
+    from edgehub.agent.tensors import save_npz
+
+    model = make_numpy_named(tmp_path / "named.onnx")
+    save_npz(tmp_path / "in.npz", NUMPY_NAMED_FEEDS)
+    request = {"model": str(model), "input_data": str(tmp_path / "in.npz"),
+               "output": str(tmp_path / "out.npz")}  # fmt: skip
+    run = run_agent(pyz, "ort.invoke", request, tmp_path / "run")
+    assert run.returncode == 0, run.stderr
+    with np.load(tmp_path / "out.npz", allow_pickle=False) as got:
+        check_numpy_named({k: got[k] for k in got.files})

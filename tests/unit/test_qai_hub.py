@@ -358,6 +358,28 @@ def test_invoke_remaps_names_both_ways_and_flattens(tmp_path: Path, service: QAI
     np.testing.assert_array_equal(saved["y"], np.maximum(x, 0))
 
 
+def test_inputs_and_outputs_named_like_numpys_parameters(
+    tmp_path: Path, service: QAIHubDouble
+) -> None:
+    """``file``, ``allow_pickle`` in and ``fix_imports``, ``mmap_mode`` out, as a dict and as
+    an .npz read the way ``hub exec invoke --input`` reads it, through the AI Hub test double
+    (the service itself cannot be reached here)."""
+    from agent_models import NUMPY_NAMED_FEEDS, check_numpy_named, make_numpy_named
+
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    npz = save_npz(tmp_path / "in.npz", NUMPY_NAMED_FEEDS)
+    with context(tmp_path) as ctx:
+        compiled = ONNXRuntimeCompiler().run(ctx, make_numpy_named(tmp_path / "named.onnx"))
+        given = ONNXRuntimeInvoker().run(ctx, compiled, dict(NUMPY_NAMED_FEEDS))
+        from_file = ONNXRuntimeInvoker().run(ctx, compiled, load_npz(npz))
+    assert sorted(service.called("upload_dataset")[0]["data"]) == ["allow_pickle", "file"]
+    check_numpy_named(given.output)
+    check_numpy_named(from_file.output)
+    with np.load(given.output_file.local(), allow_pickle=False) as saved:
+        check_numpy_named({k: saved[k] for k in saved.files})
+
+
 def test_flatten_outputs_takes_the_first_sample() -> None:
     from edgehub.toolchains.qai_hub.invoke import flatten_outputs
 

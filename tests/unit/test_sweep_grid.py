@@ -84,3 +84,30 @@ def test_value_text() -> None:
     assert value_text(True) == "true"
     assert value_text([1, 3, 224, 224]) == "1,3,224,224"
     assert value_text(0.5) == "0.5"
+
+
+def test_fixed_options_and_each_models_own_shape_and_inputs(tmp_path: Path) -> None:
+    (tmp_path / "b_in.npz").write_bytes(b"")
+    path = _grid_file(
+        tmp_path,
+        '[sweep]\nstep = "profile"\n[sweep.set]\nruns = 5\n'
+        '[sweep.models."a.onnx"]\ninput_shape = [1, 3, 48, 192]\n'
+        '[sweep.models."b.onnx"]\ninput_shape = {x = [1, 3, 8, 8], y = [1, 4]}\nruns = 7\n'
+        'inputs = "b_in.npz"\n[sweep.vary]\nthreads = [1, 2]\n',
+    )
+    grid = load_grid(path)
+    cells = grid.cells()
+    assert [c.model.name for c in cells] == ["a.onnx"] * 2 + ["b.onnx"] * 2
+    assert cells[0].settings == (("runs", "5"), ("input_shape", "1,3,48,192"), ("threads", "1"))
+    assert cells[3].settings == (
+        ("runs", "7"),
+        ("input_shape", '{"x": [1, 3, 8, 8], "y": [1, 4]}'),
+        ("threads", "2"),
+    )
+    assert cells[0].inputs is None and cells[3].inputs == tmp_path / "b_in.npz"
+    assert cells[0].key("profile") != cells[1].key("profile")
+    grid.fix("input_shape", "1x3x32x32")  # --set: the same in every cell
+    assert {dict(c.settings)["input_shape"] for c in grid.cells()} == {"1x3x32x32"}
+    grid.vary["runs"] = ["1", "2"]
+    with pytest.raises(UsageError, match=r"'runs' is both fixed .* and varied"):
+        grid.check()

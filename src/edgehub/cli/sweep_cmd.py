@@ -18,6 +18,13 @@ def _listed(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _values(text: str) -> list[str]:
+    """``--vary`` values: split on ``;`` when the text has one (values keep their commas),
+    else on ``,``."""
+    parts = text.split(";") if ";" in text else text.split(",")
+    return [part.strip() for part in parts if part.strip()]
+
+
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "sweep", "hub exec sweep [GRID.toml]: flags add to (or replace) the grid file's lists"
@@ -30,7 +37,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=V1,V2",
-        help="an option and its values, e.g. compile.precision=fp32,int8 (repeatable)",
+        help="an option and its values, e.g. compile.precision=fp32,int8 (repeatable; values "
+        "holding commas are separated by ';', e.g. input_shape='1,3,224,224;1,3,320,320', or "
+        "given in repeated --vary flags of the same key); --set KEY=VALUE fixes one for every cell",
     )
     group.add_argument(
         "--sweep-step",
@@ -56,11 +65,23 @@ def _grid(args: argparse.Namespace) -> SweepGrid:
         grid.devices = [args.device]
     if args.runtimes:
         grid.runtimes = args.runtimes
+    varied: dict[str, list[str]] = {}
     for pair in args.vary:
         key, sep, values = pair.partition("=")
-        if not sep or not _listed(values):
-            raise UsageError(f"--vary needs KEY=V1,V2, got {pair!r}")
-        grid.vary[key.strip()] = _listed(values)
+        if not sep or not _values(values):
+            raise UsageError(
+                f"--vary needs KEY=V1,V2 (or KEY='V1;V2' for values holding commas), got {pair!r}"
+            )
+        varied.setdefault(key.strip(), []).extend(_values(values))
+    grid.vary.update(varied)
+    for pair in args.set:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set needs KEY=VALUE, got {pair!r}")
+        if key not in varied:
+            grid.vary.pop(key, None)  # replaces the grid file's values of that option
+        grid.fix(key, value.strip())
     if args.sweep_step:
         grid.step = args.sweep_step
     if args.input is not None:
@@ -72,9 +93,11 @@ def handle_sweep(args: argparse.Namespace) -> int:
     from edgehub.ops.project import open_project
     from edgehub.ops.sweep import run_sweep
 
-    for flag in ("set", "from_run", "from_job", "transform", "name"):
+    for flag in ("from_run", "from_job", "transform", "name"):
         if getattr(args, flag):
-            raise UsageError(f"--{flag.replace('_', '-')} does not apply to sweep; use --vary")
+            raise UsageError(
+                f"--{flag.replace('_', '-')} does not apply to sweep; use --set or --vary"
+            )
     grid = _grid(args)
     printer = LogPrinter(quiet=args.quiet)
     try:

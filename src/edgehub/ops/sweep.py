@@ -223,7 +223,7 @@ class _Sweep:
             model=cell.model,
             device=cell.device,
             options=parse_sets(pairs, components),
-            inputs=self.grid.inputs,
+            inputs=cell.inputs or self.grid.inputs,
             tags={"sweep": self.parent, "sweep.cell": cell_run},
             lease_timeout=self.lease_timeout,
             timeout=self.timeout,
@@ -357,6 +357,10 @@ def run_sweep(
                     "devices": list(grid.devices),
                     "runtimes": list(grid.runtimes),
                     "vary": json.dumps(grid.vary),
+                    "set": json.dumps(grid.settings),
+                    "model_settings": json.dumps(
+                        {str(m): v for m, v in grid.model_settings.items() if v}
+                    ),
                     "cells": len(cells),
                 }
             )

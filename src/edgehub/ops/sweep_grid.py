@@ -13,7 +13,17 @@ A grid file::
     "compile.precision" = ["fp32", "int8"]
     "profile.threads" = [1, 2]
 
-A key of ``[sweep.vary]`` is a ``--set`` key (``step.option`` targets one step).
+A key of ``[sweep.vary]`` is a ``--set`` key (``step.option`` targets one step). Options that
+stay the same in every cell go in ``[sweep.set]`` (``--set`` on the command line replaces them).
+Each model may bring its own options and inputs, with ``models`` as a table::
+
+    [sweep.models."a.onnx"]
+    input_shape = "1x3x224x224"
+    [sweep.models."b.onnx"]
+    input_shape = "x:1x3x48x192,y:1x4"
+    inputs = "b_inputs.npz"            # this model's inputs (else [sweep] inputs)
+
+A model's options override ``[sweep.set]``; an option both fixed and varied is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import itertools
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +56,8 @@ def value_text(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
         return ",".join(value_text(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value)
     return str(value)
 
 
@@ -67,6 +80,7 @@ class SweepCell:
     device: str
     runtime: str
     settings: tuple[tuple[str, str], ...] = ()
+    inputs: Path | None = None  # this model's own inputs (``[sweep.models."m"] inputs``)
 
     @property
     def label(self) -> str:
@@ -81,6 +95,8 @@ class SweepCell:
         model = str(self.model.resolve())
         parts = [step, model, _file_digest(self.model), device or self.device, self.runtime]
         parts += [f"{k}={v}" for k, v in sorted(self.settings)]
+        if self.inputs is not None:
+            parts.append(f"inputs={_file_digest(self.inputs)}")
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -94,6 +110,18 @@ class SweepGrid:
     vary: dict[str, list[str]] = field(default_factory=dict)
     step: str = "pipeline"
     inputs: Path | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # every cell's ([sweep.set])
+    model_settings: dict[Path, dict[str, str]] = field(default_factory=dict)
+    model_inputs: dict[Path, Path] = field(default_factory=dict)
+
+    def fix(self, key: str, value: str) -> None:
+        """``--set``: ``key`` is ``value`` in every cell, replacing the grid file's values."""
+        self.settings[key] = value
+        for options in self.model_settings.values():
+            options.pop(key, None)
+
+    def _fixed(self, model: Path) -> dict[str, str]:
+        return {**self.settings, **self.model_settings.get(model, {})}
 
     def check(self) -> None:
         if self.step not in SWEEP_STEPS:
@@ -110,12 +138,27 @@ class SweepGrid:
                 raise UsageError(f"sweep option {key!r} has no values; give at least one")
         if self.inputs is not None:
             input_data_path(self.inputs, "sweep inputs")
+        for model, path in self.model_inputs.items():
+            input_data_path(path, f"sweep inputs of {model.name}")
+        for model in self.models:
+            both = sorted(set(self._fixed(model)) & set(self.vary))
+            if both:
+                raise UsageError(
+                    f"sweep option {both[0]!r} is both fixed (--set, [sweep.set] or the model's "
+                    "table) and varied (--vary, [sweep.vary]); give it one way"
+                )
 
     def cells(self) -> list[SweepCell]:
         keys = list(self.vary)
         combos = list(itertools.product(*(self.vary[k] for k in keys)))
         return [
-            SweepCell(model, device, runtime, tuple(zip(keys, combo, strict=True)))
+            SweepCell(
+                model,
+                device,
+                runtime,
+                (*self._fixed(model).items(), *zip(keys, combo, strict=True)),
+                self.model_inputs.get(model),
+            )
             for model in self.models
             for runtime in self.runtimes
             for combo in combos
@@ -134,6 +177,24 @@ def _strings(table: dict[str, Any], key: str, where: str) -> list[str] | None:
     return list(value)
 
 
+def _model_tables(grid: SweepGrid, models: dict[str, Any], path: Path) -> None:
+    """``[sweep.models."m.onnx"]`` tables: each model's options and ``inputs``."""
+    for name, options in models.items():
+        if not isinstance(options, dict):
+            raise UsageError(
+                f'{path}: [sweep.models."{name}"] must be a table of KEY = value (an option, '
+                "or inputs = FILE)"
+            )
+        model = path.parent / name
+        grid.models.append(model)
+        inputs = options.get("inputs")
+        if inputs is not None:
+            if not isinstance(inputs, str):
+                raise UsageError(f'{path}: [sweep.models."{name}"] inputs must be a file path')
+            grid.model_inputs[model] = path.parent / inputs
+        grid.model_settings[model] = {k: value_text(v) for k, v in options.items() if k != "inputs"}
+
+
 def load_grid(path: Path) -> SweepGrid:
     """The grid of a TOML file (see the module docstring); paths are relative to the file."""
     try:
@@ -145,21 +206,30 @@ def load_grid(path: Path) -> SweepGrid:
     table = data.get("sweep")
     if not isinstance(table, dict):
         raise UsageError(f"{path}: no [sweep] table; see `hub exec sweep --help`")
-    unknown = set(table) - {"step", "models", "devices", "runtimes", "inputs", "vary"}
+    unknown = set(table) - {"step", "models", "devices", "runtimes", "inputs", "vary", "set"}
     if unknown:
         raise UsageError(f"{path}: unknown [sweep] keys {', '.join(sorted(unknown))}")
     base = path.parent
     vary = table.get("vary", {})
     if not isinstance(vary, dict):
         raise UsageError(f"{path}: [sweep.vary] must be a table of KEY = [values]")
+    fixed = table.get("set", {})
+    if not isinstance(fixed, dict):
+        raise UsageError(f"{path}: [sweep.set] must be a table of KEY = value")
+    models = table.get("models")
     grid = SweepGrid(
-        models=[base / m for m in _strings(table, "models", str(path)) or []],
+        models=[]
+        if isinstance(models, dict)
+        else [base / m for m in _strings(table, "models", str(path)) or []],
         vary={
             k: [value_text(x) for x in (v if isinstance(v, list) else [v])] for k, v in vary.items()
         },
         step=str(table.get("step", "pipeline")),
         inputs=base / table["inputs"] if isinstance(table.get("inputs"), str) else None,
+        settings={k: value_text(v) for k, v in fixed.items()},
     )
+    if isinstance(models, dict):
+        _model_tables(grid, models, path)
     for name in ("devices", "runtimes"):
         values = _strings(table, name, str(path))
         if values is not None:

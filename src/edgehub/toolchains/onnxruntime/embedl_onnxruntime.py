@@ -10,6 +10,10 @@ come from `EmbedlONNXRuntimeConfig` (the device's, or a per-component override),
 What the CLI (2026.2.0) gives is what is reported: the latency is its two-decimal mean of
 Python-timed ``session.run`` calls on zero-filled inputs (its ``onnxruntime`` profiling fails
 on current ONNX Runtime), and inference takes the inputs given (no random inputs).
+
+The CLI takes static shapes only: a model with dynamic input dims is profiled and run as a copy
+fixed to ``input_shape`` (or the shapes of the inputs given), see
+:mod:`edgehub.toolchains.static_model`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from edgehub.toolchains.onnxruntime.components import (
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.toolchains.static_model import static_model
 from edgehub.user_files import link_or_copy_checked
 
 if TYPE_CHECKING:
@@ -44,6 +49,7 @@ __all__: list[str] = []
 
 RUNTIME = "onnxruntime"
 TOOL = "embedl_onnxruntime"
+CLI = "embedl-onnxruntime"
 _SAVED = re.compile(r"Quantized model was saved to (?P<path>.+)\.\s*$", re.MULTILINE)
 _AVERAGE = re.compile(r"Average inference time:\s+(?P<ms>[0-9.]+)\s*ms")
 
@@ -78,10 +84,13 @@ def _compile(
     calibration_data: Any = None,
     calibration_method: str | None = None,
     per_channel: bool = False,
+    input_shape: Any = None,
 ) -> ONNXRuntimeCompiledModel:
     model = _model_file(onnx_path)
     tool, config = _tool(ctx, device, ONNXRuntimeCompiler)
     ctx.client.log_artifact(model, name="input")
+    if input_shape is not None:  # quantize-static takes dynamic dims; fixed where asked
+        model = static_model(ctx, model, input_shape, tool=CLI)
     # model and calibration samples go up together, in one transfer
     if calibration_method not in (None, "minmax", "entropy"):
         raise InputDataError(
@@ -185,10 +194,12 @@ def _profile(
     burn_ins: int = 10,
     cold_starts: int = 1,
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
+    input_shape: Any = None,
 ) -> ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
     tool, config = _tool(ctx, device, ONNXRuntimeProfiler)
     ctx.client.log_artifact(model_path, name="input")
+    model_path = static_model(ctx, model_path, input_shape, tool=CLI)
     if ProfilingMethod(profiling_method) is not ProfilingMethod.PYTHON:
         ctx.client.log_param("profiling_method_requested", ProfilingMethod(profiling_method).value)
     ctx.client.log_params(
@@ -223,19 +234,29 @@ def _invoke(
     *,
     device: str | None = None,
     use_compiled_names: bool = False,
+    input_shape: Any = None,
 ) -> ONNXRuntimeInvocationResult:
+    import numpy as np
+
     from edgehub.toolchains.tensors import load_npz, save_npz
 
     model_path = _model_file(model.path.to_local(ctx).local())
-    if input_data is None:
-        input_data = _random_inputs(model_path)
-    if not isinstance(input_data, dict):
+    if input_data is not None and input_shape is not None:
+        raise InputDataError("input_shape shapes random inputs; pass it without input_data")
+    if input_data is not None and not isinstance(input_data, dict):
         raise InputDataError(
             "the embedl_onnxruntime invoker takes input_data as a dict of input name -> array, "
             f"got {type(input_data).__name__}"
         )
     tool, config = _tool(ctx, device, ONNXRuntimeInvoker)
     ctx.client.log_artifact(model_path, name="input")
+    if input_data is None and input_shape is not None:
+        model_path = static_model(ctx, model_path, input_shape, tool=CLI)
+        input_data = _random_inputs(model_path)
+    else:  # random inputs without input_shape have 1 for each dynamic dim
+        input_data = _random_inputs(model_path) if input_data is None else input_data
+        shapes = {name: np.shape(value) for name, value in input_data.items()}
+        model_path = static_model(ctx, model_path, shapes, tool=CLI, what="input_data")
     inputs_dir = ctx.artifact_dir / "input"
     inputs_dir.mkdir()
     save_npz(inputs_dir / "data.npz", input_data)

@@ -120,6 +120,33 @@ def _shape_flags(static: Any, shapes: Any) -> list[str]:
     return [f"--{kind}Shapes={','.join(values)}" for kind, values in kinds.items()]
 
 
+def _shapes_in(args: tuple[str, ...] | list[str]) -> bool:
+    """Whether the device's own trtexec arguments already give shapes."""
+    flags = ("--shapes", "--minShapes", "--optShapes", "--maxShapes")
+    return any(arg.split("=", 1)[0] in flags for arg in args)
+
+
+def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
+    """``input_shape`` by input name (a plain shape is the first input's, read from the model
+    here), and a one-line error for a dynamic input that no shape covers (trtexec would build
+    it at 1 for every unknown dim)."""
+    from edgehub.toolchains.onnx_wire import read_inputs
+    from edgehub.toolchains.static_model import example_shapes, shown_dims
+
+    inputs = read_inputs(model)
+    if static is not None and not isinstance(static, dict) and inputs:
+        static = {inputs[0].name: static}
+    given = set(static or {}) | set(ranges or {})
+    for entry in inputs:
+        if entry.dynamic and entry.name not in given and not (ranges and "min" in ranges):
+            raise ModelError(
+                f"input {entry.name!r} of {model.name} is dynamic {shown_dims(entry.dims)} and "
+                "trtexec needs its shape: "
+                f"give --set input_shape={example_shapes(inputs)} (or input_shape_range)"
+            )
+    return static
+
+
 @TensorRTCompiler.provider(ProviderType.TRTEXEC)
 def _compile(
     ctx: HubContext,
@@ -163,7 +190,10 @@ def _compile(
         ours.append(f"--calib={remote / 'calibration.cache'}")
     if workspace_mb is not None:
         ours.append(f"--memPoolSize=workspace:{int(workspace_mb)}M")
-    ours += _shape_flags(*shape_options(ctx, input_shape, input_shape_range, input_shapes))
+    static, ranges = shape_options(ctx, input_shape, input_shape_range, input_shapes)
+    if not _shapes_in(config.trtexec_cli_args):
+        static = _named_shapes(model, static, ranges)
+    ours += _shape_flags(static, ranges)
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
     ctx.client.log_params({"precision": precision, "tensorrt_version": tensorrt_version})
     result = tool.call(argv, failure=CompileError)

@@ -1,0 +1,161 @@
+"""A copy of an ONNX model with its dynamic input dims fixed, for device tools that take only
+static shapes (the ``embedl-onnxruntime`` CLI).
+
+The copy is made on the host without the ``onnx`` package (see :mod:`.onnx_wire`), kept under
+the store's ``cache/static_models/`` keyed by the model's content and the shapes (a second run
+makes nothing), and the run records the shapes it fixed (``static_input_shapes``). With no
+shape for a dynamic input, a one-line `ModelError` names it and shows how to give its shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.agent.tensors import is_named_dim
+from edgehub.errors import ModelError, UsageError
+from edgehub.toolchains.onnx_wire import Dim, GraphInput, read_inputs, write_fixed
+from edgehub.toolchains.remote.device_tool import content_hash, device_file_name
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__ = ["example_shapes", "shown_dims", "static_model"]
+
+
+def shown_dims(dims: Sequence[Dim] | None) -> str:
+    """``dims`` as shown in messages: ``[-1, 3, '?', '?']``."""
+    if dims is None:
+        return "no declared shape"
+    return (
+        "["
+        + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(d or "?") for d in dims)
+        + "]"
+    )
+
+
+def example_shapes(inputs: Sequence[GraphInput]) -> str:
+    """``input_shape`` text for ``inputs``: each dynamic dim shown as 1."""
+    parts = []
+    for entry in inputs:
+        dims = entry.dims or (1,)
+        parts.append(
+            f"{entry.name}:" + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in dims)
+        )
+    return ",".join(parts)
+
+
+def _requested(
+    inputs: Sequence[GraphInput], input_shape: Any, what: str
+) -> dict[str, tuple[int, ...]]:
+    if input_shape is None:
+        return {}
+    if isinstance(input_shape, Mapping):
+        known = {entry.name for entry in inputs}
+        unknown = sorted(set(map(str, input_shape)) - known)
+        if unknown:
+            raise UsageError(
+                f"{what} names unknown input {unknown[0]!r}; model inputs: "
+                f"{', '.join(sorted(known))} (for example input_shape={example_shapes(inputs)})"
+            )
+        return {str(k): tuple(int(d) for d in v) for k, v in input_shape.items()}
+    if not inputs:
+        raise UsageError("input_shape given but the model has no inputs")
+    return {inputs[0].name: tuple(int(d) for d in input_shape)}
+
+
+def _tied(
+    dims: Sequence[Dim] | None, symbols: dict[str, tuple[int, str]]
+) -> tuple[int, ...] | None:
+    """``dims`` with named symbols set from another input's shape; ``None`` if one stays open."""
+    if dims is None:
+        return None
+    sizes = []
+    for dim in dims:
+        if isinstance(dim, int) and dim > 0:
+            sizes.append(dim)
+        elif isinstance(dim, str) and dim in symbols:
+            sizes.append(symbols[dim][0])
+        else:
+            return None
+    return tuple(sizes)
+
+
+def _resolve(
+    inputs: Sequence[GraphInput], requested: dict[str, tuple[int, ...]], tool: str, model: Path
+) -> dict[str, tuple[int, ...]]:
+    """The static shape of every dynamic input (named symbols carry over between inputs)."""
+    symbols: dict[str, tuple[int, str]] = {}
+    for entry in inputs:
+        shape = requested.get(entry.name)
+        if shape is None or entry.dims is None:
+            continue
+        if len(shape) != len(entry.dims):
+            raise UsageError(
+                f"input_shape for {entry.name!r} has {len(shape)} dims but the input has "
+                f"{len(entry.dims)} {shown_dims(entry.dims)}"
+            )
+        for axis, (dim, size) in enumerate(zip(entry.dims, shape, strict=True)):
+            if isinstance(dim, int) and dim > 0 and dim != size:
+                raise UsageError(
+                    f"input_shape for {entry.name!r} sets dim {axis} to {size} but the model "
+                    f"fixes it at {dim}"
+                )
+            if isinstance(dim, str) and is_named_dim(dim):
+                where = f"{entry.name} dim {axis}"
+                known = symbols.setdefault(dim, (size, where))
+                if known[0] != size:
+                    raise UsageError(
+                        f"input_shape gives dimension {dim!r} two values: {known[0]} ({known[1]}) "
+                        f"and {size} ({where}); inputs sharing a named dimension must agree"
+                    )
+    shapes: dict[str, tuple[int, ...]] = {}
+    for entry in inputs:
+        if not entry.dynamic:
+            continue
+        shape = requested.get(entry.name) or _tied(entry.dims, symbols)
+        if shape is None:
+            raise ModelError(
+                f"input {entry.name!r} of {model.name} is dynamic {shown_dims(entry.dims)} and "
+                f"{tool} takes static shapes only: give its shape, for example "
+                f"--set input_shape={example_shapes(inputs)}"
+            )
+        shapes[entry.name] = shape
+    return shapes
+
+
+def static_model(
+    ctx: HubContext, model: Path, input_shape: Any = None, *, tool: str, what: str = "input_shape"
+) -> Path:
+    """``model`` itself when its inputs are static, else its cached copy with the dynamic dims
+    fixed to ``input_shape`` (a shape for the first input, or input name → shape; ``what``
+    names where the shapes came from in messages)."""
+    inputs = read_inputs(model)
+    if not any(entry.dynamic for entry in inputs):
+        return model
+    shapes = _resolve(inputs, _requested(inputs, input_shape, what), tool, model)
+    key = hashlib.sha256(
+        json.dumps([content_hash(model), sorted(shapes.items())]).encode()
+    ).hexdigest()[:24]
+    folder = ctx.project_dir / "cache" / "static_models" / key
+    target = folder / device_file_name(model.name, "model.onnx")
+    if not target.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, suffix=".part")
+        os.close(handle)
+        try:
+            write_fixed(model, Path(temporary), shapes)
+            os.replace(temporary, target)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+    ctx.client.log_param("static_input_shapes", {k: list(v) for k, v in shapes.items()})
+    ctx.events.info(
+        f"{tool} takes static shapes: running a copy of {model.name} with "
+        + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
+    )
+    return target
