@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.spec import Device, DeviceSpec
 from edgehub.errors import DeviceError, OperationCancelled
 from edgehub.events import EventSink, use_sink
-from edgehub.runners.protocol import SupportsWorkFolder
+from edgehub.runners.protocol import CommandRunner, SupportsWorkFolder
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
@@ -190,15 +190,13 @@ class HubContext:
         with self._lock:
             self._cancelled = True
             self._cancel_reason = self._cancel_reason or reason
-            runners: list[Any] = list(self._docker.values())
+            runners: list[CommandRunner] = list(self._docker.values())
         runners += [d.runner for d in self._devices.values() if d.runner is not None]
         for runner in runners:
-            cancel = getattr(runner, "cancel", None)
-            if cancel is not None:
-                try:
-                    cancel()
-                except Exception as error:  # cancelling must never raise into the canceller
-                    self.events.warning(f"could not cancel a command: {error}")
+            try:
+                runner.cancel()
+            except Exception as error:  # cancelling must never raise into the canceller
+                self.events.warning(f"could not cancel a command: {error}")
 
     @property
     def cancelled(self) -> bool:

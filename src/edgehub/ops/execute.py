@@ -108,7 +108,7 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
 
 
 def _options(component: type[Component]) -> dict[str, Any]:
-    return dict(component._keyword_params)
+    return dict(component.keyword_options())
 
 
 @contextmanager
@@ -239,10 +239,10 @@ def _reaching_place(device: Device, place: PlaceInfo) -> Iterator[None]:
     """Point ``device`` at the labgrid place it holds: an SSH runner to the board's address
     (the place's network service), keeping the key and known_hosts of the device's own ``ssh``
     table, for as long as the place is held."""
+    from edgehub.runners.protocol import SupportsSSHAddress
     from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
-    own = getattr(device.runner, "config", None)
-    base = own if isinstance(own, SSHConfig) else None
+    base = device.runner.ssh_address if isinstance(device.runner, SupportsSSHAddress) else None
     user = place.username or (base.username if base is not None else None)
     if user is None:
         raise UsageError(
