@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import threading
@@ -256,6 +257,20 @@ class HubContext:
             raise DeviceError(
                 f"device {name!r} not in {self.device_source}; known: {', '.join(self._devices)}"
             ) from None
+
+    @contextmanager
+    def device_reached_through(self, name: str, runner: CommandRunner) -> Iterator[Device]:
+        """Device ``name`` reached through ``runner`` while the block runs (a board held at an
+        address known only then, as a labgrid place's): `device` and `devices` give a copy of
+        the device with that runner; the device as configured comes back after, and ``runner``
+        is closed. The configured device itself is left as it is."""
+        own = self.device(name)
+        self._devices[name] = dataclasses.replace(own, runner=runner)
+        try:
+            yield self._devices[name]
+        finally:
+            self._devices[name] = own
+            runner.__exit__(None, None, None)
 
     # -- runs --------------------------------------------------------------------------------
     @contextmanager
