@@ -17,6 +17,7 @@ __all__ = [
     "SupportsAgentChannel",
     "SupportsAgentRelay",
     "SupportsContentUpload",
+    "SupportsDeviceName",
     "SupportsExchange",
     "SupportsSSHAddress",
     "SupportsWorkFolder",
@@ -149,6 +150,14 @@ class SupportsContentUpload(Protocol):
     def put_content(self, local: Path, remote: str | PurePath) -> None:
         """Upload ``local`` to ``remote``, whose name holds the content's hash."""
         ...
+
+
+@runtime_checkable
+class SupportsDeviceName(Protocol):
+    """An optional capability: the runner names the hub.toml device it reaches in its messages
+    (a `~edgehub.core.device.Device` sets it)."""
+
+    device_name: str | None
 
 
 @runtime_checkable
