@@ -11,6 +11,8 @@ connection, run store not writable); 4 a toolchain step failed; 5 `hub runs comp
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 import threading
 from collections.abc import Sequence
@@ -156,27 +158,43 @@ def run() -> None:
     exit_now(main())
 
 
-def exit_now(code: int) -> NoReturn:
-    """End the process with ``code`` once its output is out and its exit handlers have run,
-    without tearing the interpreter down module by module (a short command's last ~10 ms).
-    Where a thread of ours still works, or a profiler or debugger watches, exit the ordinary
-    way."""
-    import atexit
-    import os
+_fast_exit: list[int] = []  # the exit code, once exit_now chose to skip the teardown
 
+
+def _end_after_exit_handlers() -> None:
+    """Registered when this module loads, before any handler of the libraries a command
+    imports, so it runs after theirs (handlers run last registered first): it ends the process
+    where `exit_now` asked for it. The atexit module offers no public way to run the handlers
+    and then end without the interpreter's teardown; this is that way."""
+    if _fast_exit:
+        _flush()
+        os._exit(_fast_exit[0])
+
+
+atexit.register(_end_after_exit_handlers)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass  # a closed pipe: nothing more can be said there
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` once its output is out and its exit handlers have run,
+    without tearing the interpreter down module by module (a short command's last ~10 ms).
+    Where a thread of ours still works, or a profiler or debugger watches, exit the ordinary
+    way."""
+    _flush()
     main_thread = threading.main_thread()
     working = any(
         t.is_alive() and not t.daemon and t is not main_thread for t in threading.enumerate()
     )
-    if working or sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)  # a profiler or debugger reports at the ordinary exit
-    atexit._run_exitfuncs()
-    os._exit(code)
+    if not (working or sys.getprofile() is not None or sys.gettrace() is not None):
+        _fast_exit[:] = [code]  # a profiler or debugger reports at the ordinary exit
+    sys.exit(code)
 
 
 if __name__ == "__main__":

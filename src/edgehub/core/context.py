@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import platform
 import threading
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.spec import Device, DeviceSpec
 from edgehub.errors import DeviceError, OperationCancelled
 from edgehub.events import EventSink, use_sink
-from edgehub.runners.protocol import SupportsWorkFolder
+from edgehub.runners.protocol import CommandRunner, SupportsWorkFolder
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
@@ -190,15 +191,13 @@ class HubContext:
         with self._lock:
             self._cancelled = True
             self._cancel_reason = self._cancel_reason or reason
-            runners: list[Any] = list(self._docker.values())
+            runners: list[CommandRunner] = list(self._docker.values())
         runners += [d.runner for d in self._devices.values() if d.runner is not None]
         for runner in runners:
-            cancel = getattr(runner, "cancel", None)
-            if cancel is not None:
-                try:
-                    cancel()
-                except Exception as error:  # cancelling must never raise into the canceller
-                    self.events.warning(f"could not cancel a command: {error}")
+            try:
+                runner.cancel()
+            except Exception as error:  # cancelling must never raise into the canceller
+                self.events.warning(f"could not cancel a command: {error}")
 
     @property
     def cancelled(self) -> bool:
@@ -258,6 +257,20 @@ class HubContext:
             raise DeviceError(
                 f"device {name!r} not in {self.device_source}; known: {', '.join(self._devices)}"
             ) from None
+
+    @contextmanager
+    def device_reached_through(self, name: str, runner: CommandRunner) -> Iterator[Device]:
+        """Device ``name`` reached through ``runner`` while the block runs (a board held at an
+        address known only then, as a labgrid place's): `device` and `devices` give a copy of
+        the device with that runner; the device as configured comes back after, and ``runner``
+        is closed. The configured device itself is left as it is."""
+        own = self.device(name)
+        self._devices[name] = dataclasses.replace(own, runner=runner)
+        try:
+            yield self._devices[name]
+        finally:
+            self._devices[name] = own
+            runner.__exit__(None, None, None)
 
     # -- runs --------------------------------------------------------------------------------
     @contextmanager

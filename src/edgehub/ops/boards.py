@@ -76,14 +76,13 @@ def ssh_board(config: SSHConfig, *, look_up: bool) -> SSHBoard:
 def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
     """The identity of the board ``device`` runs on (see the module's docstring); ``labgrid``
     is the device's ``[devices.X.labgrid]`` table, if it has one."""
-    from edgehub.runners.ssh.config import SSHConfig
+    from edgehub.runners.protocol import SupportsSSHAddress
 
     if labgrid is not None:
         tags = f"[{','.join(sorted(labgrid.tags))}]" if labgrid.tags else ""
         return f"labgrid:{labgrid.coordinator}/{labgrid.place}{tags}"
-    config = getattr(device.runner, "config", None)
-    if isinstance(config, SSHConfig):
-        return ssh_board_key(config)
+    if isinstance(device.runner, SupportsSSHAddress):
+        return ssh_board_key(device.runner.ssh_address)
     if device.provider_type in _CLOUD:
         return f"cloud:{device.provider_type}:{device.spec.device_name or device.name}"
     if device.provider_type == "local":

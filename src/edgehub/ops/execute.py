@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.core.device.spec import Device
     from edgehub.ops.labgrid_pool import PlaceInfo
+    from edgehub.runners.protocol import CommandRunner
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
@@ -114,7 +115,7 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
 
 
 def _options(component: type[Component]) -> dict[str, Any]:
-    return dict(component._keyword_params)
+    return dict(component.keyword_options())
 
 
 @contextmanager
@@ -236,19 +237,17 @@ def _device_lease(
         if place is None or not place.address or device.provider_type == "local":
             yield  # a local device's tools run in containers here, not on the board
             return
-        with _reaching_place(device, place):
+        with ctx.device_reached_through(device.name, _place_runner(device, place)):
             yield
 
 
-@contextmanager
-def _reaching_place(device: Device, place: PlaceInfo) -> Iterator[None]:
-    """Point ``device`` at the labgrid place it holds: an SSH runner to the board's address
-    (the place's network service), keeping the key and known_hosts of the device's own ``ssh``
-    table, for as long as the place is held."""
+def _place_runner(device: Device, place: PlaceInfo) -> CommandRunner:
+    """A runner to the labgrid place ``device`` holds: SSH to the board's address (the place's
+    network service), keeping the key and known_hosts of the device's own ``ssh`` table."""
+    from edgehub.runners.protocol import SupportsSSHAddress
     from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
-    own = getattr(device.runner, "config", None)
-    base = own if isinstance(own, SSHConfig) else None
+    base = device.runner.ssh_address if isinstance(device.runner, SupportsSSHAddress) else None
     user = place.username or (base.username if base is not None else None)
     if user is None:
         raise UsageError(
@@ -261,12 +260,7 @@ def _reaching_place(device: Device, place: PlaceInfo) -> Iterator[None]:
         if base is not None
         else SSHConfig(host=host, port=port, username=user)
     )
-    original, device.runner = device.runner, SSHCommandRunner(config)
-    try:
-        yield
-    finally:
-        runner, device.runner = device.runner, original
-        runner.__exit__(None, None, None)
+    return SSHCommandRunner(config)
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:

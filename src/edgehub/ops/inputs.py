@@ -21,7 +21,7 @@ def makes_own_inputs(invoker: type[Component]) -> bool:
     import inspect
     import typing
 
-    positional = invoker._positional_params
+    positional = invoker.positional_names()
     if len(positional) < 2:
         return False
     hint = inspect.signature(invoker.run).parameters[positional[1]].annotation

@@ -19,7 +19,7 @@ def component_options(component: type[Component], *, aliases: bool = True) -> di
     with its default; without the other names of options (``warmup`` for ``burn_ins``) when
     ``aliases`` is false, as a form shows them."""
     hidden = {"device", "devices", *(() if aliases else component.option_aliases)}
-    return {k: v for k, v in component._keyword_params.items() if k not in hidden}
+    return {k: v for k, v in component.keyword_options().items() if k not in hidden}
 
 
 def parse_value(component: type[Component], option: str, raw: str) -> Any:

@@ -26,16 +26,15 @@ def ssh_config_of(project: Project, name: str) -> SSHConfig:
     if name not in project.config.devices:
         known = ", ".join(project.config.devices) or "none"
         raise DeviceError(f"no device {name!r} in hub.toml (devices: {known})")
-    runner = to_device(project.config, name).runner
-    config = getattr(runner, "config", None)
-    from edgehub.runners.ssh import SSHConfig
+    from edgehub.runners.protocol import SupportsSSHAddress
 
-    if not isinstance(config, SSHConfig):
+    runner = to_device(project.config, name).runner
+    if not isinstance(runner, SupportsSSHAddress):
         raise DeviceError(
             f"device {name!r} is not reached over SSH (no [devices.{name}.ssh] table); "
             "it has no host key to trust"
         )
-    return config
+    return runner.ssh_address
 
 
 def host_key_of(project: Project, name: str) -> OfferedHostKey:

@@ -6,9 +6,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from types import TracebackType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-__all__ = ["CommandResult", "CommandRunner", "SupportsExchange", "SupportsWorkFolder"]
+if TYPE_CHECKING:
+    from edgehub.runners.ssh.config import SSHConfig
+
+__all__ = [
+    "CommandResult",
+    "CommandRunner",
+    "SupportsAgentChannel",
+    "SupportsAgentRelay",
+    "SupportsContentUpload",
+    "SupportsDeviceName",
+    "SupportsExchange",
+    "SupportsSSHAddress",
+    "SupportsWorkFolder",
+]
 
 
 @dataclass(frozen=True)
@@ -104,4 +117,92 @@ class SupportsWorkFolder(Protocol):
 
     def close(self) -> None:
         """Stop what runs and close the connection (its work folder goes with it)."""
+        ...
+
+
+@runtime_checkable
+class SupportsAgentChannel(Protocol):
+    """An optional capability: a job handed to a resident agent server in one round trip, with
+    no command started (a warm container's mounted socket, an SSH device's relay)."""
+
+    def agent_exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        socket: str,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+    ) -> CommandResult | None:
+        """`SupportsExchange.exchange` run by the agent server on ``socket``; None when no
+        server took the job (nothing ran): use ``exchange`` then."""
+        ...
+
+
+@runtime_checkable
+class SupportsContentUpload(Protocol):
+    """An optional capability: an upload to a path named by the file's content, where a file
+    of the same size already there is taken as it (so a model is sent once)."""
+
+    def put_content(self, local: Path, remote: str | PurePath) -> None:
+        """Upload ``local`` to ``remote``, whose name holds the content's hash."""
+        ...
+
+
+@runtime_checkable
+class SupportsDeviceName(Protocol):
+    """An optional capability: the runner names the hub.toml device it reaches in its messages
+    (a `~edgehub.core.device.Device` sets it)."""
+
+    device_name: str | None
+
+
+@runtime_checkable
+class SupportsSSHAddress(Protocol):
+    """An optional capability: the runner reaches its device over SSH, at the address (host,
+    port, user, jump host, known_hosts) of `ssh_address` that host-key trust and leases name."""
+
+    @property
+    def ssh_address(self) -> SSHConfig:
+        """The settings the runner connects with."""
+        ...
+
+
+@runtime_checkable
+class SupportsAgentRelay(SupportsAgentChannel, SupportsContentUpload, Protocol):
+    """The capabilities a device-side agent needs (the SSH runner): content uploads, device
+    paths, clean-up run when the connection is released, and a relay to the agent server that
+    is kept for the connection's life."""
+
+    def agent_exchange(
+        self,
+        stage: Path,
+        remote: str | PurePath,
+        argv: Sequence[str],
+        *,
+        socket: str,
+        fetch: str,
+        local: Path,
+        timeout: float | None = None,
+        hide: bool = False,
+        links: str | None = None,
+    ) -> CommandResult | None:
+        """As `SupportsAgentChannel.agent_exchange`; ``links``: the device folder the staged
+        symbolic links point into."""
+        ...
+
+    def agent_relay(self, socket: str, argv: Sequence[str]) -> None:
+        """Reach the agent server on device socket ``socket`` through a relay started with
+        ``argv``."""
+        ...
+
+    def on_release(self, command: str, *, key: str) -> None:
+        """Run shell line ``command`` on the device when the connection is released."""
+        ...
+
+    def absolute_path(self, remote: str | PurePath) -> str:
+        """``remote`` as an absolute device path (``~`` and relative paths resolved)."""
         ...

@@ -28,7 +28,7 @@ from edgehub.errors import (
 )
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
-from edgehub.runners.protocol import CommandResult
+from edgehub.runners.protocol import CommandResult, SupportsAgentChannel
 from edgehub.runners.streaming import last_line
 from edgehub.user_files import link_or_copy_checked
 
@@ -194,10 +194,9 @@ class AgentCall:
         """The job run by the resident agent straight from here, where the runner reaches it
         without starting anything (a warm container's agent channel); None when it did not
         run there, and nothing ran."""
-        direct = getattr(self.runner, "agent_exchange", None)
-        if self.server is None or direct is None:
+        if self.server is None or not isinstance(self.runner, SupportsAgentChannel):
             return None
-        outcome: CommandResult | None = direct(
+        outcome: CommandResult | None = self.runner.agent_exchange(
             stage, remote, job, socket=self.server, fetch="out", local=files, timeout=timeout
         )
         return outcome

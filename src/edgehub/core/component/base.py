@@ -108,6 +108,16 @@ class Component(metaclass=ComponentMeta):
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]
     _provider_modules: dict[str, str]
 
+    @classmethod
+    def keyword_options(cls) -> dict[str, Any]:
+        """The keyword options of ``run``, each with its default (a fresh dict)."""
+        return dict(cls._keyword_params)
+
+    @classmethod
+    def positional_names(cls) -> list[str]:
+        """The names of ``run``'s positional parameters after ``ctx`` (a fresh list)."""
+        return list(cls._positional_params)
+
     def __init__(self, **kwargs: Any) -> None:
         name = kwargs.pop("name", None)
         self._name = name if name is not None else type(self).__name__

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from edgehub.core.device.runner import CommandRunner
+from edgehub.runners.protocol import SupportsDeviceName
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
@@ -62,11 +63,8 @@ class Device:
                     f"Device {self.name!r}: override for {key.__name__} must be a "
                     f"ProviderConfig, got {type(value).__name__}"
                 )
-        if self.runner is not None and hasattr(self.runner, "device_name"):
-            try:
-                self.runner.device_name = self.name
-            except AttributeError:
-                pass
+        if isinstance(self.runner, SupportsDeviceName):
+            self.runner.device_name = self.name
 
     def get_provider_config(
         self, config_type: type[ConfigT], component: type[Component] | Component | None = None

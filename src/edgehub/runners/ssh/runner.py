@@ -74,6 +74,11 @@ class SSHCommandRunner(BaseRunner):
         return self._session.is_active
 
     @property
+    def ssh_address(self) -> SSHConfig:
+        """The settings this runner connects with (`SupportsSSHAddress`)."""
+        return self.config
+
+    @property
     def transfer_stats(self) -> TransferStats:
         """What ``put``/``get`` moved on the current connection."""
         return self._files.stats
@@ -219,6 +224,10 @@ class SSHCommandRunner(BaseRunner):
         except (RunnerError, OSError, EOFError) as error:
             self._raise_if_lost(error)
             raise
+
+    def put_content(self, local: Path, remote: str | PurePath) -> None:
+        """`put` to a path named by the content (`SupportsContentUpload`)."""
+        self.put(local, remote, content_named=True)
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""

@@ -20,7 +20,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from edgehub.errors import DeviceError, ToolchainError
-from edgehub.runners.protocol import CommandResult, CommandRunner, SupportsExchange
+from edgehub.runners.protocol import (
+    CommandResult,
+    CommandRunner,
+    SupportsContentUpload,
+    SupportsExchange,
+)
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -67,10 +72,8 @@ def device_file_name(name: str, fallback: str) -> str:
 def put_content(runner: CommandRunner, local: Path, remote: PurePosixPath) -> None:
     """Upload ``local`` to a path named by its content (a file there already is taken as it,
     where the runner can tell)."""
-    from edgehub.runners.ssh import SSHCommandRunner
-
-    if isinstance(runner, SSHCommandRunner):
-        runner.put(local, remote, content_named=True)
+    if isinstance(runner, SupportsContentUpload):
+        runner.put_content(local, remote)
     else:
         runner.put(local, remote)
 

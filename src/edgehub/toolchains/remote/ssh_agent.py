@@ -14,19 +14,24 @@ when the context closes the connection.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from edgehub.errors import DeviceError
-from edgehub.runners.protocol import CommandResult
+from edgehub.runners.protocol import (
+    CommandResult,
+    CommandRunner,
+    SupportsAgentRelay,
+    SupportsExchange,
+)
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.remote.device_tool import content_hash, put_content
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
-    from edgehub.runners.ssh import SSHCommandRunner
 
 __all__ = ["ssh_agent"]
 
@@ -36,16 +41,49 @@ MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})
 AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
 
 
+@runtime_checkable
+class _RelayRunner(SupportsAgentRelay, SupportsExchange, CommandRunner, Protocol):
+    """What this provider needs of a device's runner (the SSH runner offers it)."""
+
+
 class _SharedInputs:
     """The runner as `AgentCall` sees it: staged directories (``put``, ``exchange``,
-    ``agent_exchange``) send model-sized files once, by content, and carry a link to them."""
+    ``agent_exchange``) send model-sized files once, by content, and carry a link to them;
+    the rest goes to the runner as it is."""
 
-    def __init__(self, runner: SSHCommandRunner, store: PurePosixPath) -> None:
+    def __init__(self, runner: _RelayRunner, store: PurePosixPath) -> None:
         self._runner = runner
         self._store = store
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runner, name)
+    def run(
+        self,
+        argv: Sequence[str],
+        cwd: str | PurePath | None = None,
+        *,
+        hide: bool = False,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> CommandResult:
+        return self._runner.run(argv, cwd, hide=hide, env=env, timeout=timeout, check=check)
+
+    def get(self, remote: str | PurePath, local: Path) -> None:
+        self._runner.get(remote, local)
+
+    def cancel(self) -> None:
+        self._runner.cancel()
+
+    def __enter__(self) -> _SharedInputs:
+        self._runner.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._runner.__exit__(exc_type, exc, tb)
 
     def put(self, local: Path, remote: str | PurePath) -> None:
         self._share_inputs(local)
@@ -104,11 +142,10 @@ class _SharedInputs:
 def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type[Any]) -> AgentCall:
     """An `AgentCall` on device ``device`` (provider ``ssh``) in this run's directory there."""
     from edgehub.agent.bundle import agent_hash, build_agent_zipapp
-    from edgehub.runners.ssh import SSHCommandRunner
 
     dev = ctx.device(device or "local")
     runner = dev.runner
-    if not isinstance(runner, SSHCommandRunner):
+    if not isinstance(runner, _RelayRunner):
         raise DeviceError(
             f"device {dev.name!r} has provider 'ssh' but no [devices.{dev.name}.ssh] table in "
             "hub.toml to reach it"
@@ -116,7 +153,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
     config = dev.get_provider_config(SSHAgentConfig, component) or SSHAgentConfig()
     zipapp = build_agent_zipapp()
     remote_agent = f"~/{AGENT_DIR}/edgehub-agent-{agent_hash()[:16]}.pyz"
-    runner.put(zipapp, remote_agent, content_named=True)
+    runner.put_content(zipapp, remote_agent)
     agent = runner.absolute_path(remote_agent)
     workspace = ctx.device_workspace(dev.name)
     server = None
