@@ -117,6 +117,10 @@ def propose(rows: list[LayerRow], first: LayerRow, kept: list[str]) -> list[str]
     return found
 
 
+def _layers(count: int) -> str:
+    return f"{count} layer" if count == 1 else f"{count} layers"
+
+
 def _owner(rows: list[LayerRow], row: LayerRow) -> LayerRow | None:
     """The matched layer that ``row`` (fused or renamed) was folded into."""
     return next((r for r in rows if row.node in r.fused), None)
@@ -175,7 +179,7 @@ def repair(
         kept: list[str] = []
         while not report.passed:
             if len(fix.kept_layers) >= request.fix:
-                fix.reason = f"the goals still fail with {len(fix.kept_layers)} layers in float"
+                fix.reason = f"the goals still fail with {_layers(len(fix.kept_layers))} in float"
                 break
             search = report.layer_search
             first = search[1] if search else None
@@ -194,7 +198,7 @@ def repair(
         fix.kept_nodes = kept
         if fix.passed:
             fix.reason = (
-                f"the goals hold with {len(fix.kept_layers)} layers in float"
+                f"the goals hold with {_layers(len(fix.kept_layers))} in float"
                 if kept
                 else "the goals hold without a repair"
             )
