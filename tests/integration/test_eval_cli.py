@@ -538,3 +538,93 @@ def test_runs_compare_of_two_evals(project: Path) -> None:
                 cwd=project)  # fmt: skip
     different = hub("runs", "compare", ids[0], json.loads(other.stdout)["run_id"], cwd=project)
     assert different.returncode == 2 and "evaluated different datasets" in different.stderr
+
+
+def _outlier_project(project: Path) -> None:
+    rng = np.random.default_rng(5)
+    _outlier_model(project / "outlier.onnx", rng)
+    (project / "ods").mkdir()
+    for i in range(8):
+        np.savez(project / "ods" / f"{i}.npz", x=rng.standard_normal((1, 3, 8, 8)).astype("f4"))
+
+
+def _fix(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return hub("exec", "eval", "onnxruntime", "outlier.onnx", "--dataset", "ods",
+               "--set", "quantization=static", "--set", "calibration_data=ods", *extra,
+               cwd=project)  # fmt: skip
+
+
+def _cosine(model: str, folder: Path, reference: Path) -> float:
+    a = _run_host(model, folder).reshape(8, -1).astype(np.float64)
+    b = _run_host(str(reference), folder).reshape(8, -1).astype(np.float64)
+    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+    return float(np.mean(np.where(norms > 0, np.sum(a * b, axis=1) / np.maximum(norms, 1e-30), 0)))
+
+
+def test_fix_keeps_the_outlier_layer_in_float_until_the_goal_holds(project: Path) -> None:
+    _outlier_project(project)
+    result = _fix(project, "--goal", "cosine>=0.99", "--fix", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    fix = report["fix"]
+    assert fix["passed"] is True and report["passed"] is True
+    assert fix["steps"][0]["first_divergent"]["node"] == "relu3"  # what --layers names
+    assert fix["steps"][0]["passed"] is False and fix["steps"][-1]["passed"] is True
+    assert fix["kept_layers"][0] == "relu3" and 1 <= len(fix["kept_layers"]) <= 3
+    assert {"conv3", "relu3"} <= set(fix["kept_nodes"])
+    table = {row["model"]: row for row in fix["table"]}
+    assert list(table) == ["float32", "int8", "repaired"]
+    assert [table[m]["passed"] for m in table] == [True, False, True]
+    assert all(row["latency_median_ms"] > 0 for row in table.values())
+    # the figures hold against the host's ONNX Runtime: int8 is broken, the repair is not
+    by_id = {r.run_id: r for r in runs(project)}
+    paths = {m: str(by_id[table[m]["compile_run"]].artifacts["path"].file_path) for m in table}
+    reference = project / "outlier.onnx"
+    assert _cosine(paths["int8"], project / "ods", reference) < 0.99
+    assert _cosine(paths["repaired"], project / "ods", reference) >= 0.99
+    assert table["repaired"]["cosine"] == pytest.approx(
+        _cosine(paths["repaired"], project / "ods", reference), rel=1e-5
+    )
+    repaired = by_id[table["repaired"]["compile_run"]]
+    assert repaired.params["excluded_nodes"] == fix["kept_nodes"]
+    # every compile, eval and profile is a child of the one FIX run
+    parent = by_id[fix["run_id"]]
+    assert parent.run_type == "FIX" and parent.status == "FINISHED"
+    children = [r for r in by_id.values() if r.run_id != parent.run_id]
+    assert all(r.parent_run_id == parent.run_id for r in children)
+    assert sum(r.run_type == "PROFILE" for r in children) == 3
+    assert {table[m]["profile_run"] for m in table} <= set(by_id)
+    stored = json.loads(Path(str(parent.artifacts["fix"].file_path)).read_text())
+    assert stored["kept_nodes"] == fix["kept_nodes"]
+    text = _fix(project, "--goal", "cosine>=0.99", "--fix", "3")
+    assert text.returncode == 0, text.stderr
+    assert "latency ms (median)" in text.stdout and "repaired" in text.stdout
+    assert "fix: the goals hold with" in text.stdout and "goals missed: exit" not in text.stdout
+
+
+def test_fix_that_reaches_its_limit_exits_6(project: Path) -> None:
+    _outlier_project(project)
+    result = _fix(project, "--goal", "cosine>=0.99", "--fix", "1")
+    assert result.returncode == EXIT_GOAL_FAILED, result.stderr
+    line = f"fix: the goals still fail with 1 layer in float (limit 1): goals missed, exit {6}"
+    assert line in result.stdout
+    assert "latency ms (median)" in result.stdout  # the table still shows what it cost
+    (parent,) = [r for r in runs(project) if r.run_type == "FIX"]
+    assert parent.status == "FINISHED" and parent.metrics["passed"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--fix"], "name at least one --goal"),
+        (["--goal", "cosine>=0.9", "--fix", "0"], "a positive number"),
+        (["--goal", "cosine>=0.9", "--fix", "--set", "quantization=none"], "drop --set quant"),
+    ],
+)
+def test_bad_fix_requests_exit_2_before_any_run(
+    project: Path, args: list[str], needle: str
+) -> None:
+    result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", *args, cwd=project)
+    assert result.returncode == 2 and needle in result.stderr, result.stderr
+    assert result.stderr.count("hub: error:") == 1 and "Traceback" not in result.stderr
+    assert runs(project) == []

@@ -285,3 +285,20 @@ def test_compile_user_errors(
     assert run.result["error"]["kind"] == kind
     assert fragment in run.message
     assert not (root / "bad.onnx").exists()
+
+
+def test_exclude_nodes_stay_float(pyz: Path, root: Path, cnn: Path, calib_npz: Path) -> None:
+    out = root / "cnn_excluded.onnx"
+    request = {"model": str(cnn), "output": str(out), "mode": "quantize-static",
+               "calibration": str(calib_npz), "exclude_nodes": ["conv2", "relu2"]}  # fmt: skip
+    run = _compile(pyz, root, request)
+    assert run.returncode == 0, run.stderr
+    assert run.result["params"]["excluded_nodes"] == ["conv2", "relu2"]
+    graph = onnx.load(str(out)).graph
+    conv2 = next(n for n in graph.node if n.name == "conv2")
+    conv1 = next(n for n in graph.node if n.name == "conv1")
+    made_by_dq = {o for n in graph.node if n.op_type == "DequantizeLinear" for o in n.output}
+    assert conv1.input[1] in made_by_dq  # quantized weights where not excluded
+    assert conv2.input[1] not in made_by_dq  # float weights in the excluded Conv
+    bad = _compile(pyz, root, {**request, "exclude_nodes": ["nope"]})
+    assert bad.returncode != 0 and "no node of" in bad.stderr + str(bad.result)

@@ -11,6 +11,9 @@ from edgehub.errors import EXIT_GOAL_FAILED, UsageError
 
 if TYPE_CHECKING:
     from edgehub.ops.eval import EvalReport
+    from edgehub.ops.eval.fix import FixReport
+
+FIX_LIMIT = 5
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,10 +71,21 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "(worst channel's relative L2 error above REL_L2, default 0.2), bisecting over the "
         "graph order on the first 4 samples",
     )
+    group.add_argument(
+        "--fix",
+        nargs="?",
+        const=FIX_LIMIT,
+        type=int,
+        metavar="MAX_LAYERS",
+        help="onnxruntime int8: when a goal fails, keep layers in float one at a time (from the "
+        f"first divergent one, see --layers) until the goals hold or MAX_LAYERS (default "
+        f"{FIX_LIMIT}) are; then profile the float, int8 and repaired models and print "
+        "accuracy against latency",
+    )
 
 
 def handle_eval(args: argparse.Namespace) -> int:
-    from edgehub.ops.eval import EvalRequest, evaluate
+    from edgehub.ops.eval import EvalRequest, evaluate_and_fix
     from edgehub.ops.options import parse_sets
     from edgehub.ops.project import open_project
     from edgehub.toolchains.registry import get_runtime
@@ -101,17 +115,20 @@ def handle_eval(args: argparse.Namespace) -> int:
         tags=dict(_pair(t) for t in args.tag),
         layers=args.layers,
         reference=args.reference,
+        fix=args.fix,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)
     try:
-        report = evaluate(project, request, subscriber=printer)
+        report, fix = evaluate_and_fix(project, request, subscriber=printer)
     finally:
         printer.done()
     if args.json:
-        print_json(report.to_dict())
+        print_json({**report.to_dict(), **({"fix": fix.to_dict()} if fix else {})})
     else:
-        _print(report)
+        _print(report, final=fix is None)
+        if fix is not None:
+            _print_fix(fix)
     return EXIT_GOAL_FAILED if report.passed is False else 0
 
 
@@ -122,7 +139,7 @@ def _pair(text: str) -> tuple[str, str]:
     return key.strip(), value
 
 
-def _print(report: EvalReport) -> None:
+def _print(report: EvalReport, *, final: bool = True) -> None:
     print(
         f"eval: run {report.run_id[:8]} {report.status} on {report.device}, "
         f"{report.samples} samples ({report.dataset})"
@@ -162,8 +179,32 @@ def _print(report: EvalReport) -> None:
                 print(f"    {check['metric']}{where} = {value:.6g}, needed {needed:.6g}")
     if report.layers is not None:
         _print_layers(report.layers)
-    if report.passed is False:
+    if report.passed is False and final:
         print(f"goals missed: exit {EXIT_GOAL_FAILED}")
+
+
+def _print_fix(fix: FixReport) -> None:
+    print(f"fix: run {fix.run_id[:8]}, {len(fix.steps) - 1} repair steps (limit {fix.limit})")
+    for number, step in enumerate(fix.steps):
+        kept = ", ".join(step["kept_nodes"]) or "none"
+        first = step["first_divergent"]
+        where = f"; first divergent: {first['node']}" if first else ""
+        state = "held" if step["passed"] else "missed"
+        print(f"  step {number}: in float: {kept}: goals {state}{where}")
+    tasks = sorted({k for row in fix.table for k in row["tasks"]})
+    table(
+        ["model", "layers in float", "goals", "cosine", "SNR dB", *tasks, "latency ms (median)"],
+        [
+            [r["model"], r["layers_in_float"], "held" if r["passed"] else "missed",
+             r["cosine"], r["snr_db"], *(r["tasks"].get(k) for k in tasks),
+             r["latency_median_ms"]]
+            for r in fix.table
+        ],
+    )  # fmt: skip
+    if fix.passed:
+        print(f"fix: {fix.reason}: {', '.join(fix.kept_nodes) or 'nothing'} kept in float")
+    else:
+        print(f"fix: {fix.reason} (limit {fix.limit}): goals missed, exit {EXIT_GOAL_FAILED}")
 
 
 def _print_layers(layers: dict[str, Any]) -> None:

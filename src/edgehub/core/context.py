@@ -99,6 +99,7 @@ class HubContext:
         self._tags = dict(tags or {})
         self._active = False
         self._id = uuid.uuid4().hex[:10]
+        self._group: str | None = None
         self._stack: ExitStack | None = None
         self._store: RunStore | None = None
         self._client: Client | None = None
@@ -274,6 +275,16 @@ class HubContext:
 
     # -- runs --------------------------------------------------------------------------------
     @contextmanager
+    def children_of(self, run_id: str) -> Iterator[None]:
+        """Every run opened in this context meanwhile (components' runs too) is a child of
+        ``run_id``, whatever its inputs would make its parent: one operation's runs, linked."""
+        previous, self._group = self._group, run_id
+        try:
+            yield
+        finally:
+            self._group = previous
+
+    @contextmanager
     def open_run(
         self,
         run_type: RunType | str,
@@ -290,7 +301,7 @@ class HubContext:
             run_type,
             name,
             component=component,
-            parent_run_id=parent_run_id,
+            parent_run_id=self._group or parent_run_id,
             tags=self._tags,
             device=devices[0].name if devices else None,
         ) as run:

@@ -7,6 +7,7 @@ Request::
      "input_shape": null | [ints] (first input) | {name: [ints]},
      "calibration": null | NPZ | DIRECTORY, "calibration_method": "minmax" | "entropy",
      "per_channel": false, "quantize_io": false, "random_samples": 8, "seed": 0,
+     "exclude_nodes": null | [node names kept in float (quantize-static)],
      "optimization_level": "basic" | "extended" | "all" (optimize only; default "extended")}
 
 ``input_shape`` fixes dynamic dims first (then shape inference). ``optimize`` checks the model
@@ -93,6 +94,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     random_samples = params.integer("random_samples", 8, minimum=1)
     seed = params.integer("seed", 0)
     level = params.choice("optimization_level", ("basic", "extended", "all"), "extended")
+    exclude_nodes = params.string_list("exclude_nodes") or []
     params.finish()
     assert model_arg is not None and output_arg is not None
 
@@ -104,7 +106,13 @@ def run(params: Params, report: Report) -> CommandOutput:
         raise UsageError(f"output '{out}' is the input model: choose another output path")
     if mode != "quantize-static":
         ignored = [
-            name for name, on in (("calibration", calibration), ("quantize_io", quantize_io)) if on
+            name
+            for name, on in (
+                ("calibration", calibration),
+                ("quantize_io", quantize_io),
+                ("exclude_nodes", exclude_nodes),
+            )
+            if on
         ]
         if ignored:
             report.warn(f"{', '.join(ignored)} only apply to quantize-static; ignored in {mode}")
@@ -147,6 +155,7 @@ def run(params: Params, report: Report) -> CommandOutput:
                     quantize_io=quantize_io,
                     random_samples=random_samples,
                     seed=seed,
+                    exclude_nodes=exclude_nodes,
                     report=report,
                 )
             else:
@@ -171,7 +180,14 @@ def run(params: Params, report: Report) -> CommandOutput:
     if mode != "optimize":
         resolved.pop("optimization_level", None)
     if mode != "quantize-static":
-        for key in ("calibration", "calibration_method", "random_samples", "seed", "quantize_io"):
+        for key in (
+            "calibration",
+            "calibration_method",
+            "random_samples",
+            "seed",
+            "quantize_io",
+            "exclude_nodes",
+        ):
             resolved.pop(key, None)
     resolved.update(extra_params)
     metrics = {

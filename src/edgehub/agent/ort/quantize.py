@@ -77,8 +77,10 @@ def quantize_static(
     random_samples: int,
     seed: int,
     report: Report,
+    exclude_nodes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Quantize ``src`` into ``out``; returns extra params and data."""
+    """Quantize ``src`` into ``out``; returns extra params and data. ``exclude_nodes`` (node
+    names) stay in float: they get no quantize/dequantize pairs of their own."""
     quantization = import_quantization()
     model = load_model(src, load_external_data=False)
     specs = graph_inputs(model)
@@ -96,6 +98,16 @@ def quantize_static(
         source = "random"
     report.info(f"calibration: {len(samples)} samples ({source}), method {method}")
 
+    excluded = list(exclude_nodes or [])
+    known = {node.name for node in model.graph.node}
+    missing = [name for name in excluded if name not in known]
+    if missing:
+        raise UsageError(
+            f"exclude_nodes names {', '.join(missing)}, which the model has no node of; "
+            "give node names as the ONNX model spells them"
+        )
+    if excluded:
+        report.info(f"kept in float: {', '.join(excluded)}")
     big = model_size_bytes(src, model) > EXTERNAL_DATA_THRESHOLD
     src = self_contained(src, tmp)
     pre = tmp / "preprocessed.onnx"
@@ -116,6 +128,7 @@ def quantize_static(
         weight_type=quantization.QuantType.QInt8,
         calibrate_method=methods[method],
         use_external_data_format=big,
+        nodes_to_exclude=excluded,
         extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
     )
     params: dict[str, Any] = dict(STATIC_SETTINGS)
@@ -125,6 +138,7 @@ def quantize_static(
             "calibration_source": source,
             "num_calibration_samples": len(samples),
             "preprocess": extra["preprocess"],
+            "excluded_nodes": excluded,
         }
     )
     data: dict[str, Any] = {}

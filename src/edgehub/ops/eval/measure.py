@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from edgehub.ops.cancel import Cancellation
     from edgehub.ops.eval.dataset import Dataset
     from edgehub.ops.eval.goals import Goal
+    from edgehub.ops.eval.layers import LayerRow, LayerSearch
     from edgehub.ops.eval.run import EvalRequest
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.tracking.run_log import RunLog
@@ -122,7 +123,9 @@ def measure(
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
         if request.layers is not None:
             outs = (model_out, reference_out)
-            report.layers = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
+            search, first = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
+            report.layers = search.to_dict(first, min(request.layer_samples, len(dataset)))
+            report.layer_search = (search.rows, first)
         _record(ctx, report)
     report.status = "FINISHED"
     return report
@@ -135,7 +138,7 @@ def _layers(
     models: tuple[CompiledModel, Path],
     runners: tuple[BatchRunner, BatchRunner],
     outs: tuple[BatchOutputs, BatchOutputs],
-) -> dict[str, Any]:
+) -> tuple[LayerSearch, LayerRow | None]:
     """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
     from edgehub.ops.eval.layers import LayerSearch, layer_rows
     from edgehub.toolchains.batch import BatchJob
@@ -161,7 +164,7 @@ def _layers(
     first = search.first_divergent()
     if first is not None:
         ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
-    return search.to_dict(first, count)
+    return search, first
 
 
 def _run_both(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from edgehub.ops.eval.goals import GoalResult
+    from edgehub.ops.eval.layers import LayerRow
 
 __all__ = ["EvalReport"]
 
@@ -17,6 +18,7 @@ class EvalReport:
     ``tasks``: metric -> {"model", "reference", "output"}; ``worst``: output -> the samples of
     lowest cosine; ``per_sample``: every per-sample value, by output (figures) and by metric;
     ``layers``: the search for the first divergent layer (`layers.LayerSearch.to_dict`).
+    ``layer_search``: its rows and first divergent one, for `fix` (not serialized).
     ``passed`` is None without goals."""
 
     run_id: str
@@ -39,6 +41,7 @@ class EvalReport:
     per_sample: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     layers: dict[str, Any] | None = None
+    layer_search: tuple[list[LayerRow], LayerRow | None] | None = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool | None:

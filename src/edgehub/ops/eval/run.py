@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import InputDataError, ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
+from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.metrics import task_metric
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from edgehub.toolchains.registry import Runtime
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate"]
+__all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate", "evaluate_and_fix"]
 
 EVAL_RUNTIMES = ("onnxruntime", "tflite")
 EVAL_PROVIDERS = ("local", "ssh")
@@ -48,7 +49,9 @@ class EvalRequest:
     ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
     (see `layers`), run on the first ``layer_samples`` samples; None: no search.
     ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
-    an EVAL run on the same dataset whose model's outputs serve as the reference."""
+    an EVAL run on the same dataset whose model's outputs serve as the reference.
+    ``fix`` (ONNX Runtime int8): when a goal fails, keep up to this many layers in float, one at
+    a time, until the goals hold, and profile the float, int8 and repaired models (`fix`)."""
 
     runtime: str
     dataset: Path
@@ -65,6 +68,7 @@ class EvalRequest:
     layers: float | None = None
     layer_samples: int = 4
     reference: str | None = None
+    fix: int | None = None
 
 
 def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
@@ -91,6 +95,7 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
             raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     if _stored_reference(request) and request.layers is not None:
         raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
+    check_fix(request)
     goals = [parse_goal(text) for text in request.goals]
     names: list[str] = []
     for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
@@ -112,6 +117,19 @@ def evaluate(
     cancel: Cancellation | None = None,
 ) -> EvalReport:
     """Run ``request`` on ``project``; the compile run (if any) and the EVAL run are recorded."""
+    report, _ = evaluate_and_fix(project, request, subscriber=subscriber, cancel=cancel)
+    return report
+
+
+def evaluate_and_fix(
+    project: Project,
+    request: EvalRequest,
+    *,
+    subscriber: Subscriber | None = None,
+    cancel: Cancellation | None = None,
+) -> tuple[EvalReport, FixReport | None]:
+    """`evaluate`, and with ``request.fix`` the repair (`fix.repair`): then the report is the
+    last model's eval, and the ``FIX`` run's report comes with it."""
     from edgehub.toolchains.registry import get_runtime
 
     runtime = get_runtime(request.runtime)
@@ -139,12 +157,18 @@ def evaluate(
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
         stored = _reference_run(ctx, request, dataset)
         cancel.check()
+        if request.fix is not None:
+            with _device_lease(project, ctx, request, cancel):
+                fix, last = repair(
+                    ctx, request, runtime, dataset, reference, goals, metric_names, cancel
+                )
+            return last, fix
         if compiled is None:
             reference, compiled, compile_run = _models(ctx, request, runtime)
             cancel.check()
         assert compiled is not None
         with _device_lease(project, ctx, request, cancel):
-            return measure(
+            report = measure(
                 ctx,
                 request,
                 dataset,
@@ -156,6 +180,7 @@ def evaluate(
                 cancel,
                 stored,
             )
+        return report, None
 
 
 @contextmanager

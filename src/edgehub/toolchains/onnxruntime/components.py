@@ -57,7 +57,8 @@ class ONNXRuntimeCompiler(Component):
     ``.npz``, a directory of samples, or a dict of arrays; random data with a warning when
     none), ``"dynamic"`` (INT8 weights) or ``"none"`` (validate and optimize only).
     ``input_shape`` fixes dynamic dimensions; ``quantize_io`` makes the model take and return
-    quantized tensors.
+    quantized tensors; ``exclude_nodes`` (node names of the ONNX model) stay in float in
+    static quantization (ONNX Runtime's ``nodes_to_exclude``).
     """
 
     run_type = RunType.COMPILE
@@ -73,6 +74,7 @@ class ONNXRuntimeCompiler(Component):
         per_channel: bool = False,
         quantize_io: bool = False,
         quantization: Quantization = "static",
+        exclude_nodes: list[str] | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -83,6 +85,7 @@ class ONNXRuntimeCompiler(Component):
             per_channel=per_channel,
             quantize_io=quantize_io,
             quantization=quantization,
+            exclude_nodes=exclude_nodes,
         )
 
     def run(
@@ -97,6 +100,7 @@ class ONNXRuntimeCompiler(Component):
         per_channel: bool = False,
         quantize_io: bool = False,
         quantization: Quantization = "static",
+        exclude_nodes: list[str] | None = None,
     ) -> ONNXRuntimeCompiledModel:
         """Compile ``onnx_path``; options override the constructor's."""
         raise NoProviderError

@@ -61,6 +61,7 @@ def _compile_local(
     per_channel: bool = False,
     quantize_io: bool = False,
     quantization: str = "static",
+    exclude_nodes: list[str] | None = None,
 ) -> ONNXRuntimeCompiledModel:
     model = _model_file(onnx_path)
     if quantization not in MODES:
@@ -80,13 +81,16 @@ def _compile_local(
         request["calibration_method"] = calibration_method or "minmax"
         request["per_channel"] = bool(per_channel)
         request["quantize_io"] = bool(quantize_io)
+        if exclude_nodes:
+            request["exclude_nodes"] = [str(name) for name in exclude_nodes]
         calibration = _data_file(ctx, calibration_data, "calibration")
         if calibration is not None:
             inputs[f"calibration{calibration.suffix}"] = calibration
             request["calibration"] = f"in/calibration{calibration.suffix}"
-    elif calibration_data is not None or quantize_io or per_channel:
+    elif calibration_data is not None or quantize_io or per_channel or exclude_nodes:
         ctx.events.warning(
-            f"calibration_data, per_channel and quantize_io apply to static quantization "
+            f"calibration_data, per_channel, quantize_io and exclude_nodes apply to static "
+            f"quantization "
             f"only; ignored with quantization={quantization!r}"
         )
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
