@@ -212,3 +212,45 @@ def test_hostile_bundle_is_refused_and_the_store_unchanged(
     assert "Traceback" not in done.stderr
     assert snapshot(target) == before
     assert not (tmp_path / "edgehub-evil").exists() and not Path("/tmp/edgehub-evil").exists()
+
+
+def _renamed(data: bytes) -> bytes:
+    rows = json.loads(data)
+    rows["run"]["name"] = "someone else's run"
+    return json.dumps(rows).encode()
+
+
+def test_a_run_already_here_with_other_records_refuses_the_import(
+    source: dict[str, Any], tmp_path: Path
+) -> None:
+    target = project(tmp_path / "b", "b")
+    assert hub(target, "runs", "import", str(source["bundle"])).returncode == 0
+    before = snapshot(target)
+    changed = _rewrite(
+        source["bundle"],
+        tmp_path / "changed.tar",
+        _tamper(".json", True, new=_renamed),  # type: ignore[arg-type]
+    )
+    done = hub(target, "runs", "import", str(changed))
+    assert done.returncode == 2 and "already in this store with different records" in done.stderr
+    assert snapshot(target) == before
+
+
+def test_secrets_and_host_paths_stay_out_of_the_bundle(ort_image: str, tmp_path: Path) -> None:
+    root = project(tmp_path / "c", "c")
+    (root / "tiny_cnn.onnx").write_bytes(EXAMPLE.read_bytes())
+    done = hub(
+        root, "exec", "profile", "onnxruntime", "tiny_cnn.onnx",
+        "--tag", "api_token=s3cret-value", "--tag", "team=edge",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bundle = tmp_path / "one.tar"
+    done = hub(root, "runs", "export", "latest", "-o", str(bundle))
+    assert done.returncode == 0 and "left out 1 entries named like secrets" in done.stdout
+    raw = bundle.read_bytes()
+    assert b"s3cret-value" not in raw and b"edge" in raw
+    assert str(root).encode() not in raw and str(Path.home()).encode() + b"/" not in raw
+    target = project(tmp_path / "d", "d")
+    assert hub(target, "runs", "import", str(bundle)).returncode == 0
+    tags = json.loads(hub(target, "runs", "show", "latest", "--json").stdout)["tags"]
+    assert tags.get("team") == "edge" and "api_token" not in tags
