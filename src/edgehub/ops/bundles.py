@@ -123,7 +123,7 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
                         f"artifact {artifact.file_name!r} of run {run_id[:8]} is missing from "
                         f"the store ({stored}); `hub doctor` says what else is damaged"
                     )
-                contents.artifacts[artifact.sha256] = stored
+                contents.artifacts[f"{artifact.sha256}/{stored.name}"] = stored
             tag = record.environment.get("image")
             if tag and tag not in contents.images:
                 lock = _image_lock(store, tag)
@@ -160,7 +160,8 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
                         f"run {run_id[:8]} is already in this store with different records"
                     )
                 result.already_present.append(run_id)
-            for sha, source in staged.artifacts.items():
+            for key, source in staged.artifacts.items():
+                sha = key.partition("/")[0]
                 there = store.artifacts.path_for(sha, source.name).exists()
                 _, stored_sha, _ = store.artifacts.add(source, source.name)  # reused if intact
                 if stored_sha != sha:

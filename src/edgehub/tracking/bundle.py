@@ -65,6 +65,12 @@ _TABLES = {
     "tags": ("run_id", "name", "value"),
     "environment": ("run_id", "key", "value"),
 }
+_COLUMN_TYPES: dict[str, tuple[type, ...]] = {
+    **{c: (str,) for c in ("id", "project", "name", "type", "status")},
+    "started_at": (int, float),
+    "ended_at": (int, float, type(None)),
+    "pid": (int, type(None)),
+}
 _SECRET = re.compile(r"pass(word)?|secret|token|api_?key|credential|private_?key", re.I)
 _RUN_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -113,7 +119,7 @@ class BundleContents:
     """What goes into a bundle: each run's rows, the stored artifacts by hash, image locks."""
 
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    artifacts: dict[str, Path] = field(default_factory=dict)  # sha256 -> stored file or folder
+    artifacts: dict[str, Path] = field(default_factory=dict)  # "<sha256>/<name>" -> stored copy
     images: dict[str, ImageLock] = field(default_factory=dict)
     dropped_secrets: int = 0
 
@@ -180,8 +186,8 @@ def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> No
     tar.addfile(info, io.BytesIO(data))
 
 
-def _artifact_files(sha: str, stored: Path) -> Iterable[tuple[str, Path]]:
-    base = f"artifacts/{sha}/{stored.name}"
+def _artifact_files(key: str, stored: Path) -> Iterable[tuple[str, Path]]:
+    base = f"artifacts/{key}"
     if stored.is_dir():
         for child in sorted(p for p in stored.rglob("*") if p.is_file() and not p.is_symlink()):
             yield f"{base}/{child.relative_to(stored).as_posix()}", child
@@ -210,6 +216,8 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
     now = time.time()
     files: dict[str, dict[str, Any]] = {}
     temporary = target.with_name(f".{name}.partial-{os.getpid()}")
+    if not target.parent.is_dir():
+        raise UsageError(f"cannot write {target}: no folder {target.parent}; create it first")
     try:
         with tarfile.open(temporary, mode) as tar:  # type: ignore[call-overload]
             members: list[tuple[str, bytes | Path]] = []
@@ -218,8 +226,8 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
             for image in contents.images.values():
                 members.append((f"images/{image.folder}/Dockerfile", image.dockerfile))
                 members.append((f"images/{image.folder}/requirements.lock", image.lock))
-            for sha, stored in sorted(contents.artifacts.items()):
-                members.extend(_artifact_files(sha, stored))
+            for key, stored in sorted(contents.artifacts.items()):
+                members.extend(_artifact_files(key, stored))
             for member, source in members:
                 if isinstance(source, bytes):
                     files[member] = {"sha256": hashlib.sha256(source).hexdigest(),
@@ -237,6 +245,8 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
                         "runs": sorted(contents.runs), "files": files}  # fmt: skip
             _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode(), now)
         os.replace(temporary, target)
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror or error}") from error
     finally:
         temporary.unlink(missing_ok=True)
     return target.stat().st_size
@@ -329,6 +339,8 @@ class _Reader:
                         self._write(tar, member, staging)
         except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib_error()) as error:
             raise self.refuse(f"it is not a readable tar archive ({error})") from error
+        except OSError as error:  # e.g. a file and a folder of one name
+            raise self.refuse(f"it cannot be staged ({error.strerror or error})") from error
         finally:
             stream.close()
             raw.close()
@@ -441,6 +453,10 @@ def _check_run(data: Any, run_id: str, artifacts: set[str], reader: _Reader) -> 
         raise reader.refuse(f"{what}'s record has the wrong fields or id")
     if run["status"] not in ("FINISHED", "FAILED", "KILLED"):
         raise reader.refuse(f"{what} has status {run['status']!r}; only ended runs move")
+    for column in RUN_COLUMNS:
+        wanted = _COLUMN_TYPES.get(column, (str, type(None)))
+        if not isinstance(run[column], wanted) or isinstance(run[column], bool):
+            raise reader.refuse(f"{what}'s {column} is not a {wanted[0].__name__}")
     directory = run["artifact_dir"]
     if directory is not None and not re.fullmatch(r"runs/[^/\\]+", str(directory)):
         raise reader.refuse(f"{what}'s folder {directory!r} is not inside a store")
@@ -450,11 +466,31 @@ def _check_run(data: Any, run_id: str, artifacts: set[str], reader: _Reader) -> 
             not isinstance(r, list) or len(r) != len(columns) or r[0] != run_id for r in rows
         ):
             raise reader.refuse(f"{what}'s {table} are malformed")
+        for r in rows:
+            if not all(isinstance(v, str) for v in r[1 : 3 if table != "metrics" else 2]):
+                raise reader.refuse(f"{what}'s {table} are malformed")
+            if table == "params":
+                try:
+                    json.loads(r[2])
+                except ValueError:
+                    raise reader.refuse(f"{what}'s param {r[1]!r} is not JSON") from None
+            if table == "metrics" and not (
+                isinstance(r[3], (int, float)) and isinstance(r[2], (int, type(None)))
+            ):
+                raise reader.refuse(f"{what}'s metric {r[1]!r} is not a number")
     rows = data.get("artifacts")
     if not isinstance(rows, list):
         raise reader.refuse(f"{what}'s artifacts are malformed")
     for entry in rows:
         if not isinstance(entry, dict) or set(entry) != set(ARTIFACT_COLUMNS):
+            raise reader.refuse(f"{what} has a malformed artifact")
+        if not (
+            isinstance(entry["file_name"], str)
+            and isinstance(entry["path"], str)
+            and isinstance(entry["size"], int)
+            and isinstance(entry["logged_at"], (int, float))
+            and isinstance(entry["sha256"], (str, type(None)))
+        ):
             raise reader.refuse(f"{what} has a malformed artifact")
         if entry["run_id"] != run_id:
             raise reader.refuse(f"{what} has an artifact of another run")
@@ -464,7 +500,9 @@ def _check_run(data: Any, run_id: str, artifacts: set[str], reader: _Reader) -> 
         if path.startswith("/") or ".." in PurePosixPath(path).parts:
             raise reader.refuse(f"{what}'s artifact path {path!r} is outside the store")
         stored = path.startswith("artifacts/")
-        if stored and (sha not in artifacts or path != f"artifacts/{sha}/{entry['file_name']}"):
+        if stored and (
+            path != f"artifacts/{sha}/{entry['file_name']}" or path[10:] not in artifacts
+        ):
             raise reader.refuse(f"{what}'s artifact {path!r} is not in the bundle")
 
 
@@ -474,15 +512,13 @@ def _check_artifacts(staging: Path, reader: _Reader) -> dict[str, Path]:
     if not root.is_dir():
         return found
     for folder in sorted(root.iterdir()):
-        entries = list(folder.iterdir())
-        if len(entries) != 1:
-            raise reader.refuse(f"artifact {folder.name} holds {len(entries)} entries, not one")
-        if hash_path(entries[0]) != folder.name:
-            raise reader.refuse(
-                f"artifact {entries[0].name!r} does not match its hash {folder.name[:12]} "
-                "(tampered?)"
-            )
-        found[folder.name] = entries[0]
+        for entry in sorted(folder.iterdir()):  # one content may be stored under two names
+            if hash_path(entry) != folder.name:
+                raise reader.refuse(
+                    f"artifact {entry.name!r} does not match its hash {folder.name[:12]} "
+                    "(tampered?)"
+                )
+            found[f"{folder.name}/{entry.name}"] = entry
     return found
 
 
