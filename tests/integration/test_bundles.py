@@ -1,6 +1,7 @@
 """`hub runs export` / `hub runs import` through the real `hub` entry point, with real runs made
-in the real ONNX Runtime image: a profile, and a pipeline (a compile with a profile and an
-invoke as its child runs, plus the reference invoke).
+in the real ONNX Runtime image: a profile, a pipeline (a compile with a profile and an
+invoke as its child runs, plus the reference invoke) and an A/B run (two profiles as its
+children, compared by its paired rounds).
 
 - Round trip between two stores in tmp dirs (plain tar and gzip): every run's
   `runs show --json` is the same there except the store's own path, `runs compare` prints the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import sqlite3
@@ -56,6 +58,9 @@ def source(ort_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     for step in ("profile", "pipeline"):
         done = hub(root, "exec", step, "onnxruntime", "tiny_cnn.onnx")
         assert done.returncode == 0, done.stderr
+    model = ["tiny_cnn.onnx", "tiny_cnn.onnx", "--rounds", "6"]
+    done = hub(root, "exec", "ab", "onnxruntime", *model)
+    assert done.returncode in (0, 5), done.stderr
     listed = json.loads(hub(root, "runs", "list", "--json").stdout)
     ids = [r["run_id"] for r in listed]
     roots = [r["run_id"] for r in listed if r["parent_run_id"] is None]
@@ -83,8 +88,9 @@ def snapshot(root: Path) -> tuple[list[tuple[str, int]], list[Any]]:
 
 
 def shown(root: Path, run_id: str) -> str:
+    """`runs show --json` with the local paths (the store, the project folder) taken out."""
     text = hub(root, "runs", "show", run_id, "--json").stdout
-    return text.replace(str(root.resolve() / ".hub"), "STORE").replace(str(root / ".hub"), "STORE")
+    return text.replace(str(root / ".hub"), "STORE").replace(f"{root}/", "")
 
 
 @pytest.mark.parametrize("suffix", [".tar", ".tar.gz"])
@@ -108,11 +114,15 @@ def test_round_trip_gives_the_same_runs_and_comparison(
     assert f"imported {len(source['ids'])} runs" in done.stdout
     for run_id in source["ids"]:
         assert shown(target, run_id) == shown(source["root"], run_id)
-    profiles = [r["run_id"] for r in source["listed"] if r["run_type"] == "PROFILE"]
-    for flag in ([], ["--json"]):
-        there = hub(target, "runs", "compare", *profiles[:2], *flag)
-        here = hub(source["root"], "runs", "compare", *profiles[:2], *flag)
+    profiles = [r for r in source["listed"] if r["run_type"] == "PROFILE"]
+    ab = [r["run_id"] for r in profiles if r["name"].startswith("ab ")]
+    assert len(ab) == 2  # the A/B run's profiles: compared by its paired rounds
+    pairs = [ab, [r["run_id"] for r in profiles if r["run_id"] not in ab]]
+    for pair, flag in itertools.product(pairs, ([], ["--json"])):
+        there = hub(target, "runs", "compare", *pair, *flag)
+        here = hub(source["root"], "runs", "compare", *pair, *flag)
         assert there.returncode == here.returncode and there.stdout == here.stdout
+        assert "paired rounds" in there.stdout or pair != ab or flag
     before = snapshot(target)
     again = hub(target, "runs", "import", str(bundle))
     assert again.returncode == 0 and "imported 0 runs" in again.stdout
