@@ -408,7 +408,7 @@ def _load_json(path: Path, what: str, reader: _Reader) -> Any:
         raise reader.refuse(f"{what} is over {_MAX_JSON} bytes")
     try:
         return json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         raise reader.refuse(f"{what} is not valid JSON ({error})") from error
 
 
@@ -472,7 +472,7 @@ def _check_run(data: Any, run_id: str, artifacts: set[str], reader: _Reader) -> 
             if table == "params":
                 try:
                     json.loads(r[2])
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise reader.refuse(f"{what}'s param {r[1]!r} is not JSON") from None
             if table == "metrics" and not (
                 isinstance(r[3], (int, float)) and isinstance(r[2], (int, type(None)))
