@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgehub.errors import UsageError
-from edgehub.tracking.bundle import (
+from edgehub.tracking.bundles import (
     BundleContents,
     ImageLock,
     ImportResult,
