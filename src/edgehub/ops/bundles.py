@@ -6,7 +6,7 @@ file of each image they ran in where this checkout (or the store, from an earlie
 the ones that made its tag. Local paths in what was recorded become relative to the store (the
 home folder reads ``~``), and params, tags and environment entries named like secrets
 (password, token, api key, ...) are left out. Import checks the whole bundle before it writes
-(`edgehub.tracking.bundle`); a run already in the store with the same rows is skipped, so
+(`edgehub.tracking.bundles`); a run already in the store with the same rows is skipped, so
 importing twice changes nothing, and one with different rows refuses the import.
 """
 
