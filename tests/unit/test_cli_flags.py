@@ -33,6 +33,8 @@ LEAVES = _leaf_commands(build_parser())
 # the positionals each command needs, so that the flag is the only thing wrong
 POSITIONALS = {("exec",): ["compile", "onnxruntime"], ("runs", "show"): ["latest"]}
 POSITIONALS[("runs", "compare")] = ["a", "b"]
+POSITIONALS[("runs", "export")] = ["latest", "-o", "runs.tar"]
+POSITIONALS[("runs", "import")] = ["runs.tar"]
 POSITIONALS[("devices", "check")] = POSITIONALS[("devices", "trust")] = ["board"]
 
 

@@ -1,4 +1,5 @@
-"""`hub runs list | show RUN | compare RUN_A RUN_B`: parse, call `ops.runs`, print."""
+"""`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE`: parse,
+call `ops.runs` (and `ops.bundles`), print."""
 
 from __future__ import annotations
 
@@ -73,6 +74,20 @@ def add_parser(commands: Any) -> None:
     )
     compare.add_argument("--json", action="store_true")
     compare.set_defaults(handler=_compare)
+    export = sub.add_parser(
+        "export",
+        help="write runs (with their child runs, artifacts and image locks) to a bundle file",
+    )
+    export.add_argument("run_ids", nargs="+", metavar="RUN", help=REF_HELP)
+    export.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="runs.tar, or runs.tar.gz"
+    )
+    export.set_defaults(handler=_export)
+    imports = sub.add_parser(
+        "import", help="bring the runs of a bundle into this store (checked before writing)"
+    )
+    imports.add_argument("bundle", metavar="FILE", help="a bundle `hub runs export` wrote")
+    imports.set_defaults(handler=_import)
 
 
 def _fraction(text: str) -> float:
@@ -232,6 +247,34 @@ def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
             f"the regression verdict does not count (exit {EXIT_INCOMPARABLE}): measure both "
             "again under the same conditions, or pass --allow-incomparable"
         )
+
+
+def _export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from edgehub.ops.bundles import export_runs
+
+    result = export_runs(_project(args), args.run_ids, Path(args.output))
+    print(
+        f"wrote {result.path}: {len(result.runs)} runs, {result.artifacts} artifacts, "
+        f"{len(result.images)} image locks, {result.size} bytes"
+    )
+    if result.dropped_secrets:
+        print(f"left out {result.dropped_secrets} entries named like secrets")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from edgehub.ops.bundles import import_runs
+
+    result = import_runs(_project(args), Path(args.bundle))
+    print(
+        f"imported {len(result.imported)} runs ({len(result.already_present)} already here), "
+        f"{result.artifacts_added} artifacts, {len(result.images_added)} image locks"
+    )
+    return 0
 
 
 def _print_accuracy_comparison(result: AccuracyComparison) -> None:

@@ -381,6 +381,16 @@ class RunStore:
         """One run (by any reference `resolve_id` takes) with everything it logged."""
         return select_run(self._query, self.resolve_id(ref, run_type), HOSTNAME, self._abs)
 
+    def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        """The rows of a read-only query (for modules that read tables whole: bundles)."""
+        return self._query(sql, args)
+
+    @contextmanager
+    def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction; ``doing`` names it in a storage error."""
+        with self._write(doing) as conn:
+            yield conn
+
     def run_log(self, ref: str, run_type: RunType | str | None = None) -> RunLog:
         """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``)."""
         return self.get_run(ref, run_type).to_run_log()

@@ -1,0 +1,189 @@
+"""`hub runs export` and `hub runs import`: runs moved between stores as one bundle file.
+
+Export takes the runs named and all their descendants (a pipeline's steps, an A/B run's
+profiles, an eval's reference), their stored artifacts by content, and the Dockerfile and lock
+file of each image they ran in where this checkout (or the store, from an earlier import) holds
+the ones that made its tag. Local paths in what was recorded become relative to the store (the
+home folder reads ``~``), and params, tags and environment entries named like secrets
+(password, token, api key, ...) are left out. Import checks the whole bundle before it writes
+(`edgehub.tracking.bundles`); a run already in the store with the same rows is skipped, so
+importing twice changes nothing, and one with different rows refuses the import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from edgehub.errors import UsageError
+from edgehub.tracking.bundles import (
+    BundleContents,
+    ImageLock,
+    ImportResult,
+    insert_runs,
+    read_bundle,
+    run_rows,
+    same_rows,
+    write_bundle,
+)
+
+if TYPE_CHECKING:
+    from edgehub.ops.project import Project
+    from edgehub.tracking.store import RunStore
+
+__all__ = ["ExportResult", "export_runs", "import_runs"]
+
+_IMAGES = "images"  # the store's folder of image locks brought in by imports
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What a bundle holds, and where it was written."""
+
+    path: Path
+    runs: list[str]
+    artifacts: int
+    images: list[str]
+    size: int
+    dropped_secrets: int
+
+
+def _scrubber(store: RunStore, project: Project) -> Callable[[str], str]:
+    places = [(f"{store.root}/", ""), (str(store.root), ".")]
+    if project.config.path is not None:
+        places.append((f"{project.config.path.parent.absolute()}/", ""))
+    places.append((f"{Path.home()}/", "~/"))
+
+    def scrub(text: str) -> str:
+        for prefix, replacement in places:
+            text = text.replace(prefix, replacement)
+        return text
+
+    return scrub
+
+
+def _with_descendants(store: RunStore, run_ids: list[str]) -> list[str]:
+    found = list(dict.fromkeys(run_ids))
+    frontier = list(found)
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        rows = store.rows(f"SELECT id FROM runs WHERE parent_id IN ({marks})", tuple(frontier))
+        frontier = [str(r["id"]) for r in rows if str(r["id"]) not in found]
+        found.extend(frontier)
+    return found
+
+
+def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
+    """The Dockerfile and lock that made ``tag``: the store's (from an import), else this
+    checkout's when they still make that tag."""
+    kept = store.root / _IMAGES / tag.replace(":", "_")
+    if (kept / "Dockerfile").is_file() and (kept / "requirements.lock").is_file():
+        return ImageLock(
+            tag, (kept / "Dockerfile").read_bytes(), (kept / "requirements.lock").read_bytes()
+        )
+    from edgehub.images import catalog
+
+    repository, _, _ = tag.partition(":")
+    runtime = repository.removeprefix("edgehub-")
+    try:
+        if catalog.image_tag(runtime) != tag:
+            return None
+        folder = catalog.runtime_dir(runtime)
+    except UsageError:
+        return None
+    return ImageLock(
+        tag, (folder / "Dockerfile").read_bytes(), (folder / "requirements.lock").read_bytes()
+    )
+
+
+def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult:
+    """Write the runs ``refs`` name (ids, prefixes, ``latest``...) and their descendants to
+    the bundle ``output``."""
+    store = project.store()
+    try:
+        chosen = _with_descendants(store, [store.resolve_id(ref) for ref in refs])
+        scrub = _scrubber(store, project)
+        contents = BundleContents()
+        for run_id in chosen:
+            record = store.get_run(run_id)
+            if record.status == "RUNNING":
+                raise UsageError(f"run {run_id[:8]} is still running; export it once it has ended")
+            rows, dropped = run_rows(store.rows, run_id, scrub)
+            rows["run"]["status"] = record.status  # a dead RUNNING run reads KILLED
+            contents.runs[run_id] = rows
+            contents.dropped_secrets += dropped
+            for artifact in record.all_artifacts:
+                if artifact.device or not artifact.sha256 or not artifact.is_stored:
+                    continue
+                stored = Path(artifact.file_path)
+                if not stored.exists():
+                    raise UsageError(
+                        f"artifact {artifact.file_name!r} of run {run_id[:8]} is missing from "
+                        f"the store ({stored}); `hub doctor` says what else is damaged"
+                    )
+                contents.artifacts[f"{artifact.sha256}/{stored.name}"] = stored
+            tag = record.environment.get("image")
+            if tag and tag not in contents.images:
+                lock = _image_lock(store, tag)
+                if lock is not None:
+                    contents.images[tag] = lock
+    finally:
+        store.close()
+    size = write_bundle(contents, output)
+    return ExportResult(
+        output, chosen, len(contents.artifacts), sorted(contents.images), size,
+        contents.dropped_secrets,
+    )  # fmt: skip
+
+
+def import_runs(project: Project, bundle: Path) -> ImportResult:
+    """Bring the runs of ``bundle`` into the project's store, all or nothing."""
+    store = project.store()
+    result = ImportResult()
+    try:
+        problem = store.read_only_problem
+        if problem is not None:
+            raise problem.error(f"import {bundle}")
+        scrub = _scrubber(store, project)
+        with read_bundle(bundle, store.artifacts.root) as staged:
+            new = {}
+            for run_id, rows in staged.runs.items():
+                existing = store.rows("SELECT id FROM runs WHERE id = ?", (run_id,))
+                if not existing:
+                    new[run_id] = rows
+                    continue
+                here, _ = run_rows(store.rows, run_id, scrub)
+                if not same_rows(here, rows):
+                    raise staged.refuse(
+                        f"run {run_id[:8]} is already in this store with different records"
+                    )
+                result.already_present.append(run_id)
+            for key, source in staged.artifacts.items():
+                sha = key.partition("/")[0]
+                there = store.artifacts.path_for(sha, source.name).exists()
+                _, stored_sha, _ = store.artifacts.add(source, source.name)  # reused if intact
+                if stored_sha != sha:
+                    raise staged.refuse(f"artifact {source.name!r} changed while it was stored")
+                result.artifacts_added += 0 if there else 1
+            for lock in staged.images:
+                if _store_image_lock(store, lock):
+                    result.images_added.append(lock.tag)
+            if new:
+                with store.transaction(f"import the runs of {bundle}") as conn:
+                    insert_runs(conn, new.values())
+            result.imported = list(new)
+    finally:
+        store.close()
+    return result
+
+
+def _store_image_lock(store: RunStore, lock: ImageLock) -> bool:
+    folder = store.root / _IMAGES / lock.folder
+    if (folder / "Dockerfile").is_file():
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "Dockerfile").write_bytes(lock.dockerfile)
+    (folder / "requirements.lock").write_bytes(lock.lock)
+    return True

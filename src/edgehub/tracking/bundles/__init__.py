@@ -1,0 +1,41 @@
+"""Run bundles: runs with their stored artifacts and image locks in one tar file, to move
+between stores (`hub runs export` / `hub runs import`).
+
+A bundle holds ``edgehub-bundle.json`` (format, version, and the sha256 and size of every other
+member), ``runs/<run id>.json`` (the run's rows of every table, paths relative to the store),
+``artifacts/<sha256>/<file name>`` (each stored artifact once, by content) and
+``images/<image tag>/{Dockerfile,requirements.lock}`` (what built the image a run used, where
+known). It is a plain tar, or gzip-compressed when its name ends in ``.gz`` or ``.tgz``.
+
+Reading a bundle trusts nothing in it: only regular files under those names are accepted (no
+links, devices, FIFOs, absolute names or ``..``), within count, size and header limits; every
+file is staged in the store's unfinished-copy folder and checked against the manifest, every
+artifact against its hash, every image lock against its tag, and every run against what the
+store already holds, before anything is written. Then artifacts go in first and all the rows
+in one transaction, so a refused bundle leaves the store as it was.
+"""
+
+from edgehub.tracking.bundles.format import (
+    BundleContents,
+    BundleLimits,
+    ImageLock,
+    ImportResult,
+    insert_runs,
+    run_rows,
+    same_rows,
+)
+from edgehub.tracking.bundles.read import StagedBundle, read_bundle
+from edgehub.tracking.bundles.write import write_bundle
+
+__all__ = [
+    "BundleContents",
+    "BundleLimits",
+    "ImageLock",
+    "ImportResult",
+    "StagedBundle",
+    "insert_runs",
+    "read_bundle",
+    "run_rows",
+    "same_rows",
+    "write_bundle",
+]

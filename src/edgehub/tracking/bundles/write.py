@@ -1,0 +1,94 @@
+"""Writing a bundle: runs' rows, artifacts and image locks, then the manifest of their hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tarfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from edgehub.errors import UsageError
+from edgehub.tracking.bundles.format import FORMAT, MANIFEST, VERSION, BundleContents
+
+__all__ = ["write_bundle"]
+
+_CHUNK = 1 << 20
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    info.mtime = int(mtime)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _artifact_files(key: str, stored: Path) -> Iterable[tuple[str, Path]]:
+    base = f"artifacts/{key}"
+    if stored.is_dir():
+        for child in sorted(p for p in stored.rglob("*") if p.is_file() and not p.is_symlink()):
+            yield f"{base}/{child.relative_to(stored).as_posix()}", child
+    else:
+        yield base, stored
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def write_bundle(contents: BundleContents, target: Path) -> int:
+    """Write ``contents`` to ``target`` (gzip for ``.gz``/``.tgz``) through a temporary file
+    beside it; returns the bundle's size in bytes."""
+    name = target.name
+    if name.endswith(".zst"):
+        raise UsageError(
+            f"cannot write {target}: zstd needs a module this Python lacks; name the bundle "
+            "runs.tar or runs.tar.gz"
+        )
+    mode = "w:gz" if name.endswith((".gz", ".tgz")) else "w"
+    now = time.time()
+    files: dict[str, dict[str, Any]] = {}
+    temporary = target.with_name(f".{name}.partial-{os.getpid()}")
+    if not target.parent.is_dir():
+        raise UsageError(f"cannot write {target}: no folder {target.parent}; create it first")
+    try:
+        with tarfile.open(temporary, mode) as tar:  # type: ignore[call-overload]
+            members: list[tuple[str, bytes | Path]] = []
+            for run_id, rows in sorted(contents.runs.items()):
+                members.append((f"runs/{run_id}.json", json.dumps(rows, indent=1).encode()))
+            for image in contents.images.values():
+                members.append((f"images/{image.folder}/Dockerfile", image.dockerfile))
+                members.append((f"images/{image.folder}/requirements.lock", image.lock))
+            for key, stored in sorted(contents.artifacts.items()):
+                members.extend(_artifact_files(key, stored))
+            for member, source in members:
+                if isinstance(source, bytes):
+                    files[member] = {"sha256": hashlib.sha256(source).hexdigest(),
+                                     "size": len(source)}  # fmt: skip
+                    _add_bytes(tar, member, source, now)
+                else:
+                    files[member] = {"sha256": _hash_file(source), "size": source.stat().st_size}
+                    info = tar.gettarinfo(str(source), arcname=member)
+                    info.uid = info.gid = 0
+                    info.uname = info.gname = ""
+                    info.mode = 0o644
+                    with source.open("rb") as handle:
+                        tar.addfile(info, handle)
+            manifest = {"format": FORMAT, "version": VERSION, "created_at": now,
+                        "runs": sorted(contents.runs), "files": files}  # fmt: skip
+            _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode(), now)
+        os.replace(temporary, target)
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror or error}") from error
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target.stat().st_size
