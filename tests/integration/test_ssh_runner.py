@@ -213,7 +213,10 @@ def test_silent_server_times_out_with_a_hint(device: SSHDevice) -> None:
         silent.listen()
         config = device.config(port=silent.getsockname()[1], connect_timeout=0.5)
         started = time.monotonic()
-        with pytest.raises(SSHConnectionError, match=r"timed out after 0.5 s; check that an SSH"):
+        with pytest.raises(
+            SSHConnectionError,
+            match=r"timed out after 0.5 s; check that the device is not frozen and that an SSH",
+        ):
             SSHCommandRunner(config).connect()
         assert time.monotonic() - started < 3
 
