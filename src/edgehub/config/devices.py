@@ -8,7 +8,8 @@
 - any other device: a `LocalCommandRunner` (the provider's tool runs on this host).
 - every provider with a settings table (``docker``, ``embedl_onnxruntime``, ``trtexec``, a
   runtime's own): its `ProviderConfig` dataclass built from the table (defaults when absent);
-  fields marked ``tool_path`` are resolved against hub.toml when the tool runs on this host.
+  fields marked ``tool_path`` are resolved against hub.toml when the tool runs on this host,
+  ``host_file`` fields always.
 - overrides: keyed by the component class that ``component_lookup`` returns for each name; each
   override starts from the device's settings.
 """
@@ -171,6 +172,8 @@ def _provider_config(
     for entry in settings_table(settings.config_type).keys:
         if entry.tool_path and isinstance(values.get(entry.field), str):
             values[entry.field] = _tool_path(config, values[entry.field], local=local)
+        elif entry.host_file and values.get(entry.field) and isinstance(values[entry.field], str):
+            values[entry.field] = str(_local_path(config, values[entry.field]))
     return settings.config_type(**values)
 
 

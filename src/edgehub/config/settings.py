@@ -5,7 +5,8 @@ attribute) is the provider it serves, ``settings_table`` the table's name (defau
 provider type), and each field a key: named by ``metadata["toml"]`` (default: the field name),
 typed, bounded and defaulted by the field, explained by ``metadata["help"]`` (the class
 docstring explains the table). ``metadata["tool_path"]`` marks a command path that is resolved
-against hub.toml when the device runs it on this host.
+against hub.toml when the device runs it on this host; ``metadata["host_file"]`` a file on this
+host, always resolved against hub.toml (never looked up on ``PATH``).
 
 The built-in configs are always known; the `provider_configs` of the registered runtimes are
 added when a hub.toml names a provider or table the built-ins do not have (so that reading a
@@ -50,6 +51,7 @@ class SettingsKey:
     type: Any
     help: str = ""
     tool_path: bool = False
+    host_file: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ def _derive(config_type: type[ProviderConfig]) -> SettingsTable:
             type=resolve(f.type, namespace),
             help=str(f.metadata.get("help", "")),
             tool_path=bool(f.metadata.get("tool_path", False)),
+            host_file=bool(f.metadata.get("host_file", False)),
         )
         for f in dataclasses.fields(config_type)
         if f.init

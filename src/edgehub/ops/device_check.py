@@ -100,6 +100,17 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
         report.error = None if qai.ok else qai.message
         report.providers = ["qai_hub"] if qai.ok else []
         return report
+    if section.provider == "aws":
+        from edgehub.toolchains.aws.check import check_device_farm
+        from edgehub.toolchains.aws.config import DeviceFarmConfig
+
+        farm_config = device.get_provider_config(DeviceFarmConfig) or DeviceFarmConfig()
+        farm = check_device_farm(farm_config, section.spec, name)
+        report.reachable = farm.ok
+        report.error = None if farm.ok else farm.message
+        report.providers = ["aws"] if farm.ok else []
+        report.os = farm.message if farm.ok else ""
+        return report
     if section.provider in CLOUD:
         report.error = f"{section.provider} device: not contacted from here"
         return report
@@ -180,6 +191,8 @@ def check_device(project: Project, name: str, *, timeout: float = 20.0) -> Check
         state = "FAIL" if places.startswith(("pool unreachable", "no matching")) else "ok"
         return Check(name, state, f"labgrid pool: {places}")
     report = inspect_device(project, name, timeout=timeout)
+    if report.provider == "aws":
+        return Check(name, "ok" if report.reachable else "FAIL", report.os or report.error or "")
     if report.provider in CLOUD and report.provider != "qai_hub":
         return Check(name, "warn", report.error or "")
     if not report.reachable:

@@ -301,7 +301,12 @@ def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunRep
 
 
 def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, *args: Any) -> Any:
-    """``component.run``, or attach to the AI Hub job ``request.from_job``."""
+    """``component.run``, or attach to the AI Hub job (or AWS Device Farm run ARN)
+    ``request.from_job``."""
+    if request.from_job and request.from_job.startswith("arn:aws:devicefarm:"):
+        from edgehub.toolchains.aws import resume_device_farm_run
+
+        return resume_device_farm_run(ctx, component, request.from_job, *args)
     if request.from_job:
         from edgehub.toolchains.qai_hub import resume_job
 

@@ -3,7 +3,8 @@ the LiteRT interpreter in the pinned image) register on import."""
 
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import RuntimeDescriptor
-from edgehub.toolchains import qai_hub
+from edgehub.toolchains import aws, qai_hub
+from edgehub.toolchains.aws.config import DeviceFarmConfig
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
@@ -24,10 +25,11 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=TFLiteCompiledModel,
     image="tflite",
     agent_namespace="tflite",
-    provider_configs=(SSHAgentConfig, QAIHubConfig),
+    provider_configs=(SSHAgentConfig, QAIHubConfig, DeviceFarmConfig),
     inspect=local.inspect_model,
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
     _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)  # imported when used
 del _component
+TFLiteProfiler.provider_module(ProviderType.AWS, aws.PROVIDERS)

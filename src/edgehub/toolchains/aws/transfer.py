@@ -1,0 +1,84 @@
+"""Moving bytes to and from Device Farm's pre-signed S3 URLs, bounded: only ``https`` (plain
+``http`` to this machine's loopback, for tests), a size cap on what comes back, and the
+artifact zip read member by member into memory — nothing is written under a name from it."""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import posixpath
+import urllib.parse
+import urllib.request
+import zipfile
+
+from edgehub.errors import DeviceOutputError
+from edgehub.toolchains.aws.client import DeviceFarmUnreachable
+
+__all__ = ["download", "put", "read_members"]
+
+DOWNLOAD_CAP = 256 << 20
+MEMBER_CAP = 16 << 20
+
+
+def _checked(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        return url
+    if parts.scheme == "http":
+        try:
+            if ipaddress.ip_address(parts.hostname or "").is_loopback:
+                return url
+        except ValueError:
+            pass
+    raise DeviceOutputError(f"AWS Device Farm gave a URL edgehub will not use: {parts.scheme}://…")
+
+
+def put(url: str, data: bytes, what: str) -> None:
+    request = urllib.request.Request(
+        _checked(url), data=data, method="PUT", headers={"Content-Type": "application/octet-stream"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=300) as answer:
+            answer.read(1024)
+    except OSError as error:
+        raise DeviceFarmUnreachable(
+            f"uploading {what} to AWS Device Farm failed: {error}"
+        ) from None
+
+
+def download(url: str, what: str, cap: int = DOWNLOAD_CAP) -> bytes:
+    """The bytes at ``url``; more than ``cap`` is a `DeviceOutputError`."""
+    try:
+        with urllib.request.urlopen(_checked(url), timeout=300) as answer:
+            data: bytes = answer.read(cap + 1)
+    except OSError as error:
+        raise DeviceFarmUnreachable(
+            f"downloading {what} from AWS Device Farm failed: {error}"
+        ) from None
+    if len(data) > cap:
+        raise DeviceOutputError(
+            f"{what} from AWS Device Farm is larger than {cap >> 20} MiB; refused"
+        )
+    return data
+
+
+def read_members(archive: bytes, names: set[str], what: str) -> dict[str, bytes]:
+    """The members of zip ``archive`` whose base name is in ``names`` (the first of each),
+    each read up to `MEMBER_CAP` bytes."""
+    found: dict[str, bytes] = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+            for info in zipped.infolist():
+                base = posixpath.basename(info.filename.replace("\\", "/"))
+                if info.is_dir() or base not in names or base in found:
+                    continue
+                if info.file_size > MEMBER_CAP:
+                    raise DeviceOutputError(f"{what}: {base} is larger than {MEMBER_CAP >> 20} MiB")
+                with zipped.open(info) as member:
+                    data = member.read(MEMBER_CAP + 1)
+                if len(data) > MEMBER_CAP:
+                    raise DeviceOutputError(f"{what}: {base} is larger than {MEMBER_CAP >> 20} MiB")
+                found[base] = data
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as error:
+        raise DeviceOutputError(f"{what} is not a readable zip archive: {error}") from None
+    return found
