@@ -61,7 +61,10 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--from-job",
         metavar="JOB_ID",
-        help="attach to a Qualcomm AI Hub job submitted earlier instead of submitting again",
+        help=(
+            "attach to a Qualcomm AI Hub job (or an AWS Device Farm run ARN) submitted earlier "
+            "instead of submitting again"
+        ),
     )
     parser.add_argument(
         "--transform",
