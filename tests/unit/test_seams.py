@@ -29,8 +29,12 @@ CHECK_CYCLES = ROOT / "scripts" / "check_cycles.py"
 REACH_AROUND = {
     r"getattr\(.*runner": None,
     r"isinstance\(.*SSHCommandRunner": "runners/ssh/runner.py",
-    r"_keyword_params": "core/component/base.py",
-    r"_positional_params": "core/component/base.py",
+    r"_keyword_params": None,
+    r"_positional_params": None,
+    # option rules read from the declaration, never from annotation text or option names
+    r'"None" in .*hint': None,
+    r'endswith\(\("_data"': None,
+    r'replace\("--set ': None,
     r"_run_exitfuncs": None,
 }
 
