@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import (
     CompileError,
@@ -191,11 +192,9 @@ def _gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
 
 def _engine_file(model: TensorRTCompiledModel, ctx: HubContext) -> Path:
     path = _model_file(model.path.to_local(ctx).local())
-    if path.suffix.lower() == ".onnx":
-        raise UsageError(
-            f"{path.name} is an ONNX model, not a TensorRT engine: compile it with "
-            "TensorRTCompiler first (hub exec compile tensorrt ...)"
-        )
+    problem = engine_problem(path.name)
+    if problem is not None:
+        raise UsageError(problem)
     return path
 
 
