@@ -35,6 +35,7 @@ import warnings
 from types import FrameType
 from typing import Any, Sequence
 
+from ..argv import ArgvProblem, read_options
 from ..commands import preload_modules
 from ..env import collect_env
 from ..protocol import EXIT_OK, EXIT_USER, UsageError
@@ -87,31 +88,23 @@ class ServeUsageError(ValueError):
 
 def parse_serve_args(argv: Sequence[str]) -> tuple[str, float, list[str]]:
     """(socket path, idle seconds, runtime namespaces to preload)."""
-    values: dict[str, str | None] = {"--socket": None, "--idle": None, "--preload": None}
-    i = 0
-    while i < len(argv):
-        name, eq, inline = argv[i].partition("=")
-        if name not in values:
-            raise ServeUsageError(f"unexpected argument {argv[i]!r}")
-        if eq:
-            values[name] = inline
-            i += 1
-        elif i + 1 < len(argv):
-            values[name] = argv[i + 1]
-            i += 2
-        else:
-            raise ServeUsageError(f"{name} needs a value")
-    if not values["--socket"]:
+    try:
+        words, values = read_options(argv, ("--socket", "--idle", "--preload"))
+    except ArgvProblem as problem:
+        raise ServeUsageError(str(problem)) from None
+    if words:
+        raise ServeUsageError(f"unexpected argument {words[0]!r}")
+    if not values.get("--socket"):
         raise ServeUsageError("--socket PATH is required")
     idle = DEFAULT_IDLE_S
-    if values["--idle"] is not None:
+    if "--idle" in values:
         try:
             idle = float(values["--idle"])
         except ValueError:
             idle = -1.0
         if not idle > 0:
             raise ServeUsageError(f"--idle must be a number of seconds > 0, got {values['--idle']}")
-    preload = [n for n in (values["--preload"] or "").split(",") if n]
+    preload = [n for n in values.get("--preload", "").split(",") if n]
     return os.path.abspath(values["--socket"]), idle, preload
 
 
