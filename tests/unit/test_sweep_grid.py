@@ -137,5 +137,7 @@ def test_sweep_values_are_read_by_the_declared_types_without_text(tmp_path: Path
     assert values["compile"]["calibration_data"] == Path("c")  # declared a path
     with pytest.raises(UsageError, match=r"^ONNXRuntimeProfiler: option 'runs' must be"):
         option_values([("runs", 0)], components, given_as="sweep option")
+    with pytest.raises(UsageError, match=r"option 'input_shape' must be a shape such as 1x3x224"):
+        option_values([("input_shape", {"x": [1, -3]})], components)
     with pytest.raises(UsageError, match=r"^sweep option profile\.runz: unknown option 'runz'"):
         option_values([("profile.runz", 1)], components, given_as="sweep option")

@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from edgehub.core.values import (
     Range,
+    TextForm,
     ValueProblem,
     check,
+    describe,
     from_data,
     parse,
     resolve,
@@ -242,10 +244,14 @@ def read_option(cls: type[Component], option: str, value: Any) -> Any:
     if isinstance(value, str):
         value = parse_option(cls, option, value)
     else:
+        tp = option_type(cls, option)
         try:
-            value = from_data(value, option_type(cls, option))
+            value = from_data(value, tp)
         except ValueProblem as problem:
-            raise _problem(cls, option, problem, _show(value)) from None
+            parts = [tp, *(union_members(split_annotated(tp)[0]) or [])]
+            formed = any(isinstance(m, TextForm) for p in parts for m in split_annotated(p)[1])
+            shown = ValueProblem(describe(tp)) if formed else problem  # its forms, if it has
+            raise _problem(cls, option, shown, _show(value)) from None
     spec = option_specs(cls).get(option)
     if spec is not None and spec.path and isinstance(value, str):
         value = Path(value)

@@ -210,8 +210,8 @@ def _profile_local(
     input_shape: Any = None,
 ) -> TensorRTProfilingResult:
     shapes = runtime_shapes(input_shape)
+    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
     _require_gpu("TensorRTProfiler")
-    engine = _engine_file(model, ctx)
     method = ProfilingMethod(profiling_method)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
@@ -315,8 +315,8 @@ def _invoke_local(
         raise InputDataError(
             f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
         )
+    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
     _require_gpu("TensorRTInvoker")
-    engine = _engine_file(model, ctx)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
     inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
