@@ -25,12 +25,20 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     yield work
 
 
-def _docker_client():  # type: ignore[no-untyped-def]
-    try:
-        from edgehub.images import docker_client
+_NO_DAEMON: list[str] = []  # why no daemon answered (the first answer of the session)
 
+
+def _docker_client():  # type: ignore[no-untyped-def]
+    """A connected Docker client, or None when no daemon answers (`DockerUnavailableError`:
+    the tests that need one skip, saying why). Anything else raised is an error in our client
+    code and propagates: the tests fail rather than skip as if there were no Docker."""
+    from edgehub.errors import DockerUnavailableError
+    from edgehub.images import docker_client
+
+    try:
         return docker_client(timeout=10)
-    except Exception:
+    except DockerUnavailableError as missing:
+        _NO_DAEMON[:] = _NO_DAEMON or [str(missing)]
         return None
 
 
@@ -58,7 +66,10 @@ def docker_daemon():  # type: ignore[no-untyped-def]
     """A reachable Docker daemon, or a skip that names what is missing."""
     client = _docker_client()
     if client is None:
-        pytest.skip("needs a running Docker daemon (start one: bash scripts/ci-docker.sh start)")
+        pytest.skip(
+            f"needs a running Docker daemon ({_NO_DAEMON[0]}; start one: bash "
+            "scripts/ci-docker.sh start)"
+        )
     return client
 
 
@@ -92,16 +103,35 @@ def _managed(client):  # type: ignore[no-untyped-def]
     return []
 
 
+_CLIENT_ERRORS: list[str] = []
+
+
+def _session_client():  # type: ignore[no-untyped-def]
+    """`_docker_client` for the session hooks: an error of our client is kept, to fail the run
+    at its end (a hook that raises would hide the tests' own outcome)."""
+    try:
+        return _docker_client()
+    except Exception as error:
+        _CLIENT_ERRORS.append(f"{type(error).__name__}: {error}")
+        return None
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    client = _docker_client()
+    client = _session_client()
     if client is not None:
         _BEFORE.update(c.id for c in _managed(client))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if a test (or a `hub` process it started) left a container behind."""
-    client = _docker_client()
+    """Fail the run if a test (or a `hub` process it started) left a container behind, or if
+    our Docker client failed; say so when the check could not run for want of a daemon."""
+    client = _session_client()
+    if _CLIENT_ERRORS:
+        session.exitstatus = 1
+        print(f"\nERROR: the Docker client failed: {_CLIENT_ERRORS[0]}")
     if client is None:
+        if _NO_DAEMON and not _CLIENT_ERRORS:
+            print(f"\nleft-over container check skipped: no Docker daemon ({_NO_DAEMON[0]})")
         return
     from edgehub.runners.docker import OWNER_PID, OWNER_STARTED, owner_alive
 

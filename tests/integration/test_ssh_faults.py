@@ -96,6 +96,26 @@ def test_jump_host(device: SSHDevice, tmp_path: Path) -> None:
     with SSHCommandRunner(config) as runner:
         result = runner.run(["sh", "-c", "echo $SSH_CONNECTION"], hide=True)
     assert result.stdout.split()[0] == "127.0.0.1"  # the hop came from inside the device
+    # what a transport holds (its jump host, its watchdog) is kept beside paramiko's object,
+    # not set on it, and closing the transport closes the jump host's too
+    import threading
+
+    import paramiko
+
+    from edgehub.runners.ssh.connect import close_transport, open_transport
+
+    def transports() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if isinstance(t, paramiko.Transport)}
+
+    before = transports()
+    transport = open_transport(config)
+    opened = transports() - before
+    assert len(opened) == 2 and transport in opened  # the device's and the jump host's
+    assert not [name for name in vars(transport) if name.startswith("edgehub")]
+    close_transport(transport)
+    for thread in opened:
+        thread.join(timeout=30)
+    assert not [t for t in opened if t.is_alive()]
 
 
 def test_retry_once_when_the_link_dropped_before_a_command(device: SSHDevice) -> None:

@@ -30,8 +30,8 @@ def _make(run_type: Any = RunType.COMPILE, init: Any = None, run: Any = None) ->
 
 def test_a_valid_component_is_accepted() -> None:
     cls = _make()
-    assert cls._positional_params == ["model"]  # type: ignore[attr-defined]
-    assert cls._keyword_params == {"device": None, "level": 1}  # type: ignore[attr-defined]
+    assert cls.positional_names() == ["model"]  # type: ignore[attr-defined]
+    assert cls.keyword_options() == {"device": None, "level": 1}  # type: ignore[attr-defined]
     assert cls.providers() == []  # type: ignore[attr-defined]
 
 

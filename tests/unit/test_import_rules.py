@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ["docker", "paramiko", "textual", "qai_hub", "onnxruntime", "onnx", "tensorflow"]
+HEAVY = ["docker", "paramiko", "textual", "rich", "qai_hub", "onnxruntime", "onnx", "tensorflow"]
 
 
 def _loaded(statement: str) -> list[str]:

@@ -120,7 +120,7 @@ def _components() -> list[tuple[str, type[Any]]]:
     for name in ("onnxruntime", "tflite", "tensorrt"):
         runtime = get_runtime(name)
         for component in (runtime.compiler, runtime.profiler, runtime.invoker):
-            if "input_shape" in component._keyword_params:
+            if "input_shape" in component.keyword_options():
                 found.append((name, component))
     return found
 
@@ -270,7 +270,7 @@ def test_warmup_is_burn_ins_under_another_name_and_the_run_records_it(tmp_path: 
 
 def test_the_shipped_profilers_take_both_names() -> None:
     for name in ("onnxruntime", "tflite"):
-        options = get_runtime(name).profiler._keyword_params
+        options = get_runtime(name).profiler.keyword_options()
         assert {"warmup", "burn_ins"} <= set(options), name
 
 

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pytest
 
@@ -18,6 +18,9 @@ from edgehub.core.profile import ONNXRuntimeProfiler, ProfilingMethod
 from edgehub.core.values import Range, ValueProblem, check, from_data, parse
 from edgehub.errors import UsageError
 from edgehub.tracking import RunStore
+
+if TYPE_CHECKING:
+    import numpy as np  # unresolvable where the options are read: must not matter
 
 HUB = str(Path(sys.executable).with_name("hub"))
 Runs = Annotated[int, Range(1, 1_000_000)]
@@ -161,6 +164,51 @@ def test_run_kwargs_are_checked_before_a_run_opens(tmp_path: Path) -> None:
             Counter().run(ctx, model, runs=1.5)
         Counter().run(ctx, model, runs=3)
     assert [r.status for r in RunStore(tmp_path / ".hub").list_runs(limit=None)] == ["FINISHED"]
+
+
+# --- the declaration every front end reads --------------------------------------------------
+
+
+class Declared(Component):
+    """Postponed annotations, a name imported only for type checking, a path, choices."""
+
+    run_type = RunType.PROFILE
+    option_aliases = {"warm": "burn_ins"}
+
+    def __init__(self, *, name: str | None = None, device: str | None = None,
+                 burn_ins: int = 1, warm: int | None = None, level: Literal["a", "b"] = "a",
+                 weights: Path | dict[str, np.ndarray] | None = None,
+                 some_data: str | None = None) -> None:  # fmt: skip
+        super().__init__(name=name, device=device, burn_ins=burn_ins, warm=warm, level=level,
+                         weights=weights, some_data=some_data)  # fmt: skip
+
+    def run(
+        self, ctx: HubContext, model: Path, input_data: dict[str, np.ndarray] | None, *,
+        device: str | None = None, burn_ins: int = 1, warm: int | None = None,
+        level: Literal["a", "b"] = "a", weights: Path | dict[str, np.ndarray] | None = None,
+        some_data: str | None = None,
+    ) -> None:  # fmt: skip
+        raise NoProviderError
+
+
+def test_options_are_declared_once_and_read_from_the_declaration() -> None:
+    from edgehub.ops.inputs import makes_own_inputs
+    from edgehub.ops.options import component_options, parse_value
+    from edgehub.tui.config_fields import option_fields
+
+    specs = Declared.declared_options()
+    assert list(specs) == ["burn_ins", "warm", "level", "weights", "some_data"]
+    assert specs["burn_ins"].bounds == Range(0, 100_000) and specs["burn_ins"].kind == "int"
+    assert specs["warm"].alias_of == "burn_ins"
+    assert specs["level"].choices == ("a", "b") and specs["level"].kind == "choice"
+    assert specs["weights"].path and specs["weights"].kind == "path"
+    assert not specs["some_data"].path  # a name ending in _data is no path unless declared one
+    assert parse_value(Declared, "some_data", "x.npz") == "x.npz"
+    assert parse_value(Declared, "weights", "w.npz") == Path("w.npz")
+    assert "warm" not in component_options(Declared, aliases=False)
+    kinds = {f.key: f.kind for f in option_fields(component_options(Declared, aliases=False))}
+    assert kinds == {"burn_ins": "int", "level": "choice", "weights": "text", "some_data": "text"}
+    assert makes_own_inputs(Declared)  # `... | None` read from the declaration, not its text
 
 
 # --- `hub exec --set` through the real entry point ------------------------------------------

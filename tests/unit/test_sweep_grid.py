@@ -33,7 +33,7 @@ def test_grid_file_expands_to_every_combination(tmp_path: Path) -> None:
     assert {c.model.name for c in cells} == {"a.onnx", "b.onnx"}
     assert cells[0].settings == (
         ("compile.precision", "fp32"),
-        ("profile.input_shape", "1,3,8,8"),
+        ("profile.input_shape", [1, 3, 8, 8]),
     )
     assert [c.device for c in cells[:2]] == ["d1", "d2"], "devices alternate innermost"
 
@@ -98,12 +98,13 @@ def test_fixed_options_and_each_models_own_shape_and_inputs(tmp_path: Path) -> N
     grid = load_grid(path)
     cells = grid.cells()
     assert [c.model.name for c in cells] == ["a.onnx"] * 2 + ["b.onnx"] * 2
-    assert cells[0].settings == (("runs", "5"), ("input_shape", "1,3,48,192"), ("threads", "1"))
+    assert cells[0].settings == (("runs", 5), ("input_shape", [1, 3, 48, 192]), ("threads", 1))
     assert cells[3].settings == (
-        ("runs", "7"),
-        ("input_shape", '{"x": [1, 3, 8, 8], "y": [1, 4]}'),
-        ("threads", "2"),
+        ("runs", 7),
+        ("input_shape", {"x": [1, 3, 8, 8], "y": [1, 4]}),
+        ("threads", 2),
     )
+    assert cells[3].label.endswith('runs=7 input_shape={"x": [1, 3, 8, 8], "y": [1, 4]} threads=2')
     assert cells[0].inputs is None and cells[3].inputs == tmp_path / "b_in.npz"
     assert cells[0].key("profile") != cells[1].key("profile")
     grid.fix("input_shape", "1x3x32x32")  # --set: the same in every cell
@@ -111,3 +112,32 @@ def test_fixed_options_and_each_models_own_shape_and_inputs(tmp_path: Path) -> N
     grid.vary["runs"] = ["1", "2"]
     with pytest.raises(UsageError, match=r"'runs' is both fixed .* and varied"):
         grid.check()
+
+
+def test_a_cells_key_is_the_same_for_data_and_its_text(tmp_path: Path) -> None:
+    """Cells keep TOML values as data; their keys stay those of the text form, so `--resume`
+    finds cells that earlier sweeps (which kept text) recorded."""
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"onnx")
+    data = SweepCell(model, "local", "onnxruntime", (("runs", 5), ("input_shape", [1, 3, 8, 8])))
+    text = SweepCell(model, "local", "onnxruntime", (("runs", "5"), ("input_shape", "1,3,8,8")))
+    assert data.key("profile") == text.key("profile")
+    assert data.label == text.label
+
+
+def test_sweep_values_are_read_by_the_declared_types_without_text(tmp_path: Path) -> None:
+    from edgehub.ops.execute import step_components
+    from edgehub.ops.options import option_values
+    from edgehub.toolchains.registry import get_runtime
+
+    components = step_components(get_runtime("onnxruntime"), "pipeline")
+    items = [("runs", 5), ("input_shape", {"x": [1, 3, 8, 8]}), ("compile.calibration_data", "c")]
+    values = option_values(items, components, given_as="sweep option")
+    assert values["profile"] == {"runs": 5, "input_shape": {"x": [1, 3, 8, 8]}}
+    assert values["compile"]["calibration_data"] == Path("c")  # declared a path
+    with pytest.raises(UsageError, match=r"^ONNXRuntimeProfiler: option 'runs' must be"):
+        option_values([("runs", 0)], components, given_as="sweep option")
+    with pytest.raises(UsageError, match=r"option 'input_shape' must be a shape such as 1x3x224"):
+        option_values([("input_shape", {"x": [1, -3]})], components)
+    with pytest.raises(UsageError, match=r"^sweep option profile\.runz: unknown option 'runz'"):
+        option_values([("profile.runz", 1)], components, given_as="sweep option")

@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from . import AGENT_VERSION, PROTOCOL_VERSION
+from .argv import ArgvProblem, option_value, read_options
 from .commands import BUILTIN_COMMANDS, command_names, load_handler, namespace_of
 from .env import collect_env
 from .protocol import (
@@ -58,40 +59,14 @@ def usage() -> str:
 
 def parse_args(argv: list[str]) -> tuple[str | None, str | None, str | None]:
     """(command, request path, result path); raises UsageError on anything else."""
-    command: str | None = None
     # a valid --server PATH is taken out before this (entry.py); one left here has no value
-    values: dict[str, str | None] = {"--request": None, "--result": None, "--server": None}
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        name, eq, inline = arg.partition("=")
-        if name in values:
-            if eq:
-                values[name] = inline
-                i += 1
-            elif i + 1 < len(argv):
-                values[name] = argv[i + 1]
-                i += 2
-            else:
-                raise UsageError(f"{name} needs a path. {USAGE}")
-            continue
-        if arg.startswith("-"):
-            raise UsageError(f"unknown option {arg}. {USAGE}")
-        if command is not None:
-            raise UsageError(f"unexpected argument {arg!r}. {USAGE}")
-        command = arg
-        i += 1
-    return command, values["--request"], values["--result"]
-
-
-def prescan_result(argv: list[str]) -> str | None:
-    """Find --result even when the rest of the command line is bad, to report the error there."""
-    for i, arg in enumerate(argv):
-        if arg == "--result" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--result="):
-            return arg.split("=", 1)[1]
-    return None
+    try:
+        words, values = read_options(argv, ("--request", "--result", "--server"), value="a path")
+    except ArgvProblem as problem:
+        raise UsageError(f"{problem}. {USAGE}") from None
+    if len(words) > 1:
+        raise UsageError(f"unexpected argument {words[1]!r}. {USAGE}")
+    return (words[0] if words else None), values.get("--request"), values.get("--result")
 
 
 def read_request(path: str | None, command: str) -> dict[str, Any]:
@@ -219,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
     report = Report(sys.stderr)
-    result_path = prescan_result(args)
+    result_path = option_value(args, "--result")  # to report a bad line there too
     previous = signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGTERM, _raise_cancelled)

@@ -10,23 +10,17 @@ from __future__ import annotations
 
 import sys
 
+from .argv import take_option, wants_help
+
 
 def wants_server(argv: list[str]) -> bool:
-    if any(a in ("-h", "--help", "--version") for a in argv):
-        return False
-    return any(a == "--server" or a.startswith("--server=") for a in argv)
+    """Whether ``argv`` names ``--server`` (with a path or not: a bare one is reported later)."""
+    return not wants_help(argv) and take_option(argv, "--server")[1] != argv
 
 
 def runs_a_command(argv: list[str]) -> bool:
     """Whether ``argv`` runs a command (not help, version or ``serve``)."""
-    if any(a in ("-h", "--help", "--version") for a in argv):
-        return False
-    first = argv[:1]
-    if first == ["--server"]:
-        first = argv[2:3]
-    elif first and first[0].startswith("--server="):
-        first = argv[1:2]
-    return first != ["serve"]
+    return not wants_help(argv) and take_option(argv, "--server")[1][:1] != ["serve"]
 
 
 def main(argv: list[str] | None = None) -> int:

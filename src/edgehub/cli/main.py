@@ -40,7 +40,18 @@ EPILOG = """exit codes:
 
 
 class OneLineErrors(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (no usage dump), exit 2."""
+    """An argument parser whose usage errors are one line (no usage dump), exit 2, and which
+    remembers its groups of subcommands (argparse lists them only in private attributes);
+    subcommand parsers are of this class too (argparse's default ``parser_class``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.command_groups: list[Any] = []  # what add_subparsers returned
+
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        group = super().add_subparsers(**kwargs)
+        self.command_groups.append(group)
+        return group
 
     def error(self, message: str) -> NoReturn:
         _print_error(f"{self.prog}: {message}; see '{self.prog} --help'")
@@ -83,12 +94,8 @@ def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
     """Give every (sub)command's namespace its own ``prog`` (for errors about extra words),
     and let each command take the global options too."""
     parser.set_defaults(command_prog=parser.prog)
-    children = [
-        child
-        for action in parser._actions
-        if isinstance(action, argparse._SubParsersAction)
-        for child in action.choices.values()
-    ]
+    groups = parser.command_groups if isinstance(parser, OneLineErrors) else []
+    children = [child for group in groups for child in group.choices.values()]
     for child in children:
         _name_leaf_parsers(child)
     if not children:

@@ -1,9 +1,16 @@
-"""Printing: logs and progress on stderr, results (tables or JSON) on stdout."""
+"""Printing: logs and progress on stderr, results (tables or JSON) on stdout.
+
+Tables and the progress bar are drawn by Rich, as the TUI draws its own (a bold header over a
+rule, no borders; the same bar); Rich is imported only when one is printed, so ``hub --help``
+does not load it. On a pipe a table has no colours and one line per row, however wide.
+"""
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -15,7 +22,7 @@ __all__ = ["LogPrinter", "ProgressBar", "print_json", "table"]
 
 
 class ProgressBar:
-    """A one-line progress bar on a terminal; plain occasional lines otherwise."""
+    """A one-line progress bar on a terminal (Rich's bar); plain occasional lines otherwise."""
 
     def __init__(self, stream: TextIO | None = None, width: int = 28) -> None:
         self.stream = stream or sys.stderr
@@ -24,14 +31,22 @@ class ProgressBar:
         self._last_plain = -1.0
         self._shown = False
 
+    def _bar(self, fraction: float) -> str:
+        """The bar drawn by Rich, with the terminal's colours."""
+        from rich.console import Console
+        from rich.progress_bar import ProgressBar as Bar
+
+        out = io.StringIO()
+        console = Console(file=out, force_terminal=True, width=self.width, legacy_windows=False)
+        console.print(Bar(total=1.0, completed=fraction, width=self.width), end="")
+        return out.getvalue()
+
     def update(self, label: str, done: float, total: float | None) -> None:
         if total:
             fraction = max(0.0, min(1.0, done / total))
             if self.tty:
-                filled = int(fraction * self.width)
-                bar = "#" * filled + "-" * (self.width - filled)
                 count = f"{done:g}/{total:g}"
-                self.stream.write(f"\r[{bar}] {count:>9} {label[:60]:<60}")
+                self.stream.write(f"\r{self._bar(fraction)} {count:>9} {label[:60]:<60}")
                 self.stream.flush()
                 self._shown = True
             elif fraction >= 1.0 or fraction - self._last_plain >= 0.25:
@@ -98,16 +113,38 @@ def _cell(value: Any) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+class _Drawn(io.StringIO):
+    """Where Rich draws: text kept here, with the encoding of the stream it goes to (so Rich
+    draws rules in ASCII for a stream that cannot take box characters)."""
+
+    def __init__(self, encoding: str | None) -> None:
+        super().__init__()
+        self._target_encoding = encoding or "utf-8"
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._target_encoding
+
+
 def table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], stream: TextIO | None = None
 ) -> None:
-    """Print an aligned plain-text table."""
+    """Print a table (see the module docstring); cells are text, never Rich markup."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
     out = stream or sys.stdout
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
-    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)).rstrip() + "\n")
-    out.write("  ".join("-" * w for w in widths) + "\n")
-    for row in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip() + "\n")
+    tty = out.isatty()
+    grid = Table(
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", highlight=False
+    )
+    for header in headers:
+        grid.add_column(header, no_wrap=not tty)
+    for row in rows:
+        grid.add_row(*(Text(_cell(value)) for value in row))
+    drawn = _Drawn(getattr(out, "encoding", None))
+    width = shutil.get_terminal_size().columns if tty else 1 << 16
+    Console(file=drawn, force_terminal=tty, width=width, legacy_windows=False).print(grid)
+    out.write("".join(line.rstrip() + "\n" for line in drawn.getvalue().splitlines()))

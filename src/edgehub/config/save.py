@@ -319,6 +319,9 @@ def _set_value(parent: MutableMapping[str, Any], key: str, value: Any) -> None:
     if last + 1 >= len(body) or isinstance(body[last + 1][1], (Table, AoT)):
         parent[key] = value
     else:
+        # tomlkit has no public insert at a position (add/append put the key after the trailing
+        # comments); its private one is used where present, else the key is appended (above).
+        # tests/unit/test_config.py::test_edits_keep_comments_and_order pins the placement.
         container._insert_at(last + 1, key, value)
 
 

@@ -18,7 +18,7 @@ from edgehub.errors import DeviceError, OperationCancelled
 from edgehub.events import EventSink, use_sink
 from edgehub.runners.protocol import CommandRunner, SupportsWorkFolder
 from edgehub.tracking.client import Client
-from edgehub.tracking.run_log import RunLog
+from edgehub.tracking.run_log import LoggedArtifact, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
 
@@ -258,6 +258,23 @@ class HubContext:
             raise DeviceError(
                 f"device {name!r} not in {self.device_source}; known: {', '.join(self._devices)}"
             ) from None
+
+    def fetch_artifact(self, artifact: LoggedArtifact, target_dir: Path | None) -> Path:
+        """Download a remote artifact through its device's runner (`LoggedArtifact.to_local`)."""
+        from edgehub.core.transfer import fetch_artifact
+
+        return fetch_artifact(self, artifact, target_dir)
+
+    def push_artifact(
+        self,
+        artifact: LoggedArtifact,
+        device_name: str | None,
+        target_dir: PurePosixPath | None,
+    ) -> tuple[PurePosixPath, str]:
+        """Upload a local artifact through a device's runner (`LoggedArtifact.to_remote`)."""
+        from edgehub.core.transfer import push_artifact
+
+        return push_artifact(self, artifact, device_name, target_dir)
 
     @contextmanager
     def device_reached_through(self, name: str, runner: CommandRunner) -> Iterator[Device]:

@@ -31,6 +31,7 @@ from edgehub.user_files import input_data_path, regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
+    from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
     from edgehub.core.device.spec import Device
@@ -90,7 +91,7 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
             "--input does not apply to compile; give calibration data with "
             "--set calibration_data=FILE.npz"
         )
-    takes_inputs = "input_data" in _options(runtime.profiler)
+    takes_inputs = "input_data" in runtime.profiler.declared_options()
     if request.inputs is not None and step in ("profile", "pipeline") and not takes_inputs:
         raise UsageError(
             f"the {runtime.name} profiler takes no input data; drop --input to profile "
@@ -108,14 +109,18 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         regular_file(request.model, "model")
     if request.inputs is not None:
         input_data_path(request.inputs)
-    for options in request.options.values():  # --set input_data=PATH: checked as --input is
-        for name in ("input_data", "calibration_data"):
-            if isinstance(options.get(name), (str, os.PathLike)):
-                regular_file(options[name], name, InputDataError, directory_ok=True)
+    for step, options in request.options.items():  # --set input_data=PATH: checked as --input is
+        declared = _components(runtime, step)
+        for name, value in options.items():
+            spec = declared.get(name)
+            if spec is not None and spec.path and isinstance(value, (str, os.PathLike)):
+                regular_file(value, name, InputDataError, directory_ok=True)
 
 
-def _options(component: type[Component]) -> dict[str, Any]:
-    return dict(component.keyword_options())
+def _components(runtime: Runtime, step: str) -> dict[str, OptionSpec]:
+    """The declared options of ``step``'s component (none for a name that is no step)."""
+    component = step_components(runtime, "pipeline").get(step)
+    return component.declared_options() if component is not None else {}
 
 
 @contextmanager

@@ -16,18 +16,15 @@ __all__ = ["makes_own_inputs", "model_inputs"]
 
 
 def makes_own_inputs(invoker: type[Component]) -> bool:
-    """Whether ``invoker.run`` accepts None for its input data: it then makes random inputs
-    (seed 0) where the model runs."""
-    import inspect
-    import typing
+    """Whether ``invoker.run`` declares that its input data may be None: it then makes random
+    inputs (seed 0) where the model runs."""
+    from edgehub.core.component.options import input_types
+    from edgehub.core.values import union_members
 
-    positional = invoker.positional_names()
-    if len(positional) < 2:
+    declared = list(input_types(invoker).values())
+    if len(declared) < 2:
         return False
-    hint = inspect.signature(invoker.run).parameters[positional[1]].annotation
-    if isinstance(hint, str):  # postponed annotations: read the text
-        return "None" in hint.replace(" ", "").split("|") or hint.startswith("Optional[")
-    return type(None) in typing.get_args(hint)
+    return type(None) in (union_members(declared[1]) or [declared[1]])
 
 
 def model_inputs(

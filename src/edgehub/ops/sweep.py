@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import OperationCancelled, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.execute import ExecRequest, execute, step_components
-from edgehub.ops.options import parse_sets
+from edgehub.ops.options import option_values
 from edgehub.ops.reports import PipelineReport, RunReport
+from edgehub.ops.sweep_grid import value_text
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -103,7 +104,7 @@ def _result(cell: SweepCell, step: str, identities: dict[str, DeviceIdentity]) -
         model=str(cell.model),
         device=cell.device,
         runtime=cell.runtime,
-        settings=dict(cell.settings),
+        settings={k: value_text(v) for k, v in cell.settings},
         key=cell.key(step, f"identity {identity.key}" if identity else None),
         device_identity=identity.describe() if identity else None,
         name_key=cell.key(step),
@@ -215,14 +216,13 @@ class _Sweep:
     def request(self, cell: SweepCell, cell_run: str) -> ExecRequest:
         from edgehub.toolchains.registry import get_runtime
 
-        pairs = [f"{k}={v}" for k, v in cell.settings]
         components = step_components(get_runtime(cell.runtime), self.grid.step)
         return ExecRequest(
             step=self.grid.step,
             runtime=cell.runtime,
             model=cell.model,
             device=cell.device,
-            options=parse_sets(pairs, components),
+            options=option_values(cell.settings, components, given_as="sweep option"),
             inputs=cell.inputs or self.grid.inputs,
             tags={"sweep": self.parent, "sweep.cell": cell_run},
             lease_timeout=self.lease_timeout,
@@ -254,7 +254,7 @@ class _Sweep:
             ctx.client.log_params(
                 {"model": str(cell.model), "device": cell.device, "runtime": cell.runtime}
             )
-            ctx.client.log_params({f"set.{k}": v for k, v in cell.settings})
+            ctx.client.log_params({f"set.{k}": value_text(v) for k, v in cell.settings})
             self.notify(result)
             self.cancel.check()
             report = execute(
@@ -306,17 +306,17 @@ def _check_options(grid: SweepGrid, cells: list[SweepCell]) -> None:
     """Every runtime known and every option value valid, before anything runs."""
     from edgehub.toolchains.registry import get_runtime
 
-    checked: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    checked: set[tuple[str, str]] = set()
     for cell in cells:
-        if (cell.runtime, cell.settings) in checked:
+        seen = (cell.runtime, json.dumps(cell.settings, default=str))
+        if seen in checked:
             continue
-        checked.add((cell.runtime, cell.settings))
+        checked.add(seen)
         components = step_components(get_runtime(cell.runtime), grid.step)
         try:
-            parse_sets([f"{k}={v}" for k, v in cell.settings], components)
+            option_values(cell.settings, components, given_as="sweep option")
         except UsageError as error:
-            text = str(error).replace("--set ", "sweep option ", 1)
-            raise UsageError(f"{text} (runtime {cell.runtime})") from None
+            raise UsageError(f"{error} (runtime {cell.runtime})") from None
 
 
 def run_sweep(
@@ -356,10 +356,10 @@ def run_sweep(
                     "models": [str(m) for m in grid.models],
                     "devices": list(grid.devices),
                     "runtimes": list(grid.runtimes),
-                    "vary": json.dumps(grid.vary),
-                    "set": json.dumps(grid.settings),
+                    "vary": json.dumps(grid.vary, default=str),
+                    "set": json.dumps(grid.settings, default=str),
                     "model_settings": json.dumps(
-                        {str(m): v for m, v in grid.model_settings.items() if v}
+                        {str(m): v for m, v in grid.model_settings.items() if v}, default=str
                     ),
                     "cells": len(cells),
                 }

@@ -15,6 +15,8 @@ A grid file::
 
 A key of ``[sweep.vary]`` is a ``--set`` key (``step.option`` targets one step). Options that
 stay the same in every cell go in ``[sweep.set]`` (``--set`` on the command line replaces them).
+Values are kept as given (TOML data, or text from the command line) and read by each option's
+declared type when the sweep runs (`edgehub.ops.options.option_values`).
 Each model may bring its own options and inputs, with ``models`` as a table::
 
     [sweep.models."a.onnx"]
@@ -51,7 +53,7 @@ SWEEP_STEPS = ("profile", "pipeline")
 
 
 def value_text(value: Any) -> str:
-    """A TOML value as the text ``--set`` takes (lists as ``1,3,224,224``)."""
+    """A value as shown in labels and cell keys (lists as ``1,3,224,224``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
@@ -79,12 +81,12 @@ class SweepCell:
     model: Path
     device: str
     runtime: str
-    settings: tuple[tuple[str, str], ...] = ()
+    settings: tuple[tuple[str, Any], ...] = ()  # option key -> value as given
     inputs: Path | None = None  # this model's own inputs (``[sweep.models."m"] inputs``)
 
     @property
     def label(self) -> str:
-        values = " ".join(f"{k}={v}" for k, v in self.settings)
+        values = " ".join(f"{k}={value_text(v)}" for k, v in self.settings)
         return " ".join(p for p in (self.model.name, self.device, self.runtime, values) if p)
 
     def key(self, step: str, device: str | None = None) -> str:
@@ -94,7 +96,7 @@ class SweepCell:
         their cells)."""
         model = str(self.model.resolve())
         parts = [step, model, _file_digest(self.model), device or self.device, self.runtime]
-        parts += [f"{k}={v}" for k, v in sorted(self.settings)]
+        parts += [f"{k}={v}" for k, v in sorted((k, value_text(v)) for k, v in self.settings)]
         if self.inputs is not None:
             parts.append(f"inputs={_file_digest(self.inputs)}")
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
@@ -107,20 +109,20 @@ class SweepGrid:
     models: list[Path]
     devices: list[str] = field(default_factory=lambda: ["local"])
     runtimes: list[str] = field(default_factory=lambda: ["onnxruntime"])
-    vary: dict[str, list[str]] = field(default_factory=dict)
+    vary: dict[str, list[Any]] = field(default_factory=dict)
     step: str = "pipeline"
     inputs: Path | None = None
-    settings: dict[str, str] = field(default_factory=dict)  # every cell's ([sweep.set])
-    model_settings: dict[Path, dict[str, str]] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)  # every cell's ([sweep.set])
+    model_settings: dict[Path, dict[str, Any]] = field(default_factory=dict)
     model_inputs: dict[Path, Path] = field(default_factory=dict)
 
-    def fix(self, key: str, value: str) -> None:
+    def fix(self, key: str, value: Any) -> None:
         """``--set``: ``key`` is ``value`` in every cell, replacing the grid file's values."""
         self.settings[key] = value
         for options in self.model_settings.values():
             options.pop(key, None)
 
-    def _fixed(self, model: Path) -> dict[str, str]:
+    def _fixed(self, model: Path) -> dict[str, Any]:
         return {**self.settings, **self.model_settings.get(model, {})}
 
     def check(self) -> None:
@@ -192,7 +194,7 @@ def _model_tables(grid: SweepGrid, models: dict[str, Any], path: Path) -> None:
             if not isinstance(inputs, str):
                 raise UsageError(f'{path}: [sweep.models."{name}"] inputs must be a file path')
             grid.model_inputs[model] = path.parent / inputs
-        grid.model_settings[model] = {k: value_text(v) for k, v in options.items() if k != "inputs"}
+        grid.model_settings[model] = {k: v for k, v in options.items() if k != "inputs"}
 
 
 def load_grid(path: Path) -> SweepGrid:
@@ -221,12 +223,10 @@ def load_grid(path: Path) -> SweepGrid:
         models=[]
         if isinstance(models, dict)
         else [base / m for m in _strings(table, "models", str(path)) or []],
-        vary={
-            k: [value_text(x) for x in (v if isinstance(v, list) else [v])] for k, v in vary.items()
-        },
+        vary={k: list(v) if isinstance(v, list) else [v] for k, v in vary.items()},
         step=str(table.get("step", "pipeline")),
         inputs=base / table["inputs"] if isinstance(table.get("inputs"), str) else None,
-        settings={k: value_text(v) for k, v in fixed.items()},
+        settings=dict(fixed),
     )
     if isinstance(models, dict):
         _model_tables(grid, models, path)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from edgehub.errors import OperationCancelled, StorageError, UsageError
 from edgehub.events import EventSink, LogEvent
@@ -24,9 +24,6 @@ from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, 
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
 from edgehub.user_files import ensure_room, regular_file
-
-if TYPE_CHECKING:
-    from edgehub.core.context import HubContext
 
 __all__ = ["Client"]
 
@@ -253,7 +250,7 @@ class Client:
         file_name: str | None = None,
         run_id: str | None = None,
         *,
-        ctx: HubContext | None = None,
+        ctx: object = None,  # accepted as the seed API has it; not needed to record
         device_name: str | None = None,
     ) -> LoggedArtifact:
         """Record a file or directory. Local files are stored by content; remote ones by path."""

@@ -1,17 +1,31 @@
-"""What a run logged, as typed values: params, metrics and artifacts."""
+"""What a run logged, as typed values: params, metrics and artifacts.
+
+These are records: a logged artifact's ``to_local`` / ``to_remote`` ask the context they are
+given (`MovesArtifacts`, which `HubContext` is) to move its file through the device's runner;
+nothing here reaches a transport."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from edgehub.paths import LocalPath, RemotePath, is_remote
 
-if TYPE_CHECKING:
-    from edgehub.core.context import HubContext
+__all__ = ["LoggedArtifact", "LoggedMetric", "LoggedParam", "MovesArtifacts", "RunLog"]
 
-__all__ = ["LoggedArtifact", "LoggedMetric", "LoggedParam", "RunLog"]
+
+class MovesArtifacts(Protocol):
+    """What moves a logged artifact's file between this machine and a device: the context
+    that holds the devices' runners (`HubContext`)."""
+
+    def fetch_artifact(
+        self, artifact: LoggedArtifact, target_dir: LocalPath | None
+    ) -> LocalPath: ...
+
+    def push_artifact(
+        self, artifact: LoggedArtifact, device_name: str | None, target_dir: RemotePath | None
+    ) -> tuple[RemotePath, str]: ...
 
 
 @dataclass(frozen=True)
@@ -71,20 +85,18 @@ class LoggedArtifact:
             )
         return PurePosixPath(self.file_path)
 
-    def to_local(self, ctx: HubContext, target_dir: LocalPath | None = None) -> LoggedArtifact:
+    def to_local(self, ctx: MovesArtifacts, target_dir: LocalPath | None = None) -> LoggedArtifact:
         """This artifact on the local machine, fetched through its device's runner if needed."""
         if self.is_local:
             if target_dir is not None:
                 raise RuntimeError("artifact is already local; target_dir does not apply")
             return self
-        from edgehub.core.transfer import fetch_artifact
-
-        local = fetch_artifact(ctx, self, target_dir)
+        local = ctx.fetch_artifact(self, target_dir)
         return replace(self, file_path=local, device=None, artifact_dir=local.parent)
 
     def to_remote(
         self,
-        ctx: HubContext,
+        ctx: MovesArtifacts,
         device_name: str | None = None,
         target_dir: RemotePath | None = None,
     ) -> LoggedArtifact:
@@ -93,9 +105,7 @@ class LoggedArtifact:
             if target_dir is not None:
                 raise RuntimeError("artifact is already remote; target_dir does not apply")
             return self
-        from edgehub.core.transfer import push_artifact
-
-        remote, device = push_artifact(ctx, self, device_name, target_dir)
+        remote, device = ctx.push_artifact(self, device_name, target_dir)
         return replace(self, file_path=remote, device=device)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from edgehub.config.schema import CLOUD_PROVIDERS, SSHSection
 from edgehub.config.settings import SettingsTable, provider_tables
+from edgehub.core.component.options import OptionSpec
 from edgehub.core.component.provider_type import ProviderType
 
 __all__ = [
@@ -137,19 +138,16 @@ def _runtime_components(name: str) -> list[type[Any]]:
     return [runtime.compiler, runtime.profiler, runtime.invoker]
 
 
-def option_fields(options: dict[str, Any]) -> list[FieldSpec]:
-    """Form fields for a component's options (name -> default), typed by the default."""
+def option_fields(options: dict[str, OptionSpec]) -> list[FieldSpec]:
+    """Form fields for a component's options, typed by their declaration (lists, paths and
+    shapes are text, read by the option's type as ``--set`` reads them)."""
     fields = []
-    for key, default in options.items():
-        if isinstance(default, Enum):
-            choices = tuple(str(m.value) for m in type(default))
-            fields.append(FieldSpec(key, "choice", default=str(default.value), choices=choices))
-        elif isinstance(default, bool):
-            fields.append(FieldSpec(key, "bool", default=default))
-        elif isinstance(default, int):
-            fields.append(FieldSpec(key, "int", default=default))
-        elif isinstance(default, float):
-            fields.append(FieldSpec(key, "float", default=default))
-        else:
-            fields.append(FieldSpec(key, "text", default=default))
+    for key, spec in options.items():
+        default = spec.default.value if isinstance(spec.default, Enum) else spec.default
+        kind = spec.kind if spec.kind in ("choice", "bool", "int", "float") else "text"
+        if kind == "bool" and not isinstance(default, bool):
+            kind = "text"  # a switch has no "not given"
+        choices = spec.choices if kind == "choice" else ()
+        default = str(default) if kind == "choice" and default is not None else default
+        fields.append(FieldSpec(key, kind, default=default, choices=choices))
     return fields

@@ -25,6 +25,7 @@ import sys
 from types import FrameType
 
 from .. import lifeline
+from ..argv import take_option
 from ..exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
 from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
 
@@ -36,29 +37,9 @@ class Abandoned(Exception):
     """A second signal: stop waiting for the job (the server then kills it)."""
 
 
-def split_server_option(argv: list[str]) -> tuple[str | None, list[str]]:
-    """(the --server PATH, None when empty; the other arguments). A ``--server`` with no value
-    stays among them, for the command line to report."""
-    server: str | None = None
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg.startswith("--server="):
-            server = arg.split("=", 1)[1]
-            i += 1
-        elif arg == "--server" and i + 1 < len(argv):
-            server = argv[i + 1]
-            i += 2
-        else:
-            rest.append(arg)
-            i += 1
-    return server or None, rest
-
-
 def client_main(argv: list[str]) -> int:
     """``edgehub-agent --server PATH ...``; returns the exit code."""
-    server, rest = split_server_option(argv)
+    server, rest = take_option(argv, "--server")
     if server is None or rest[:1] == ["serve"]:
         return run_here(rest)
     return run_with_server(server, rest, run_here)

@@ -13,6 +13,8 @@ SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for t
 stops the same way within ``SOCKET_CHECK_S`` once its socket is gone (its folder was removed:
 the SSH connection that started it ended, see ``runners/ssh/janitor.py``).
 
+This module is the socket loop; the job table is :mod:`.jobs`, the idle timer :mod:`.idle`.
+
 Only one server runs per socket path: it holds ``PATH.lock`` (flock) while it lives, and refuses
 to start when another one holds it or answers on the socket. Messages go to stderr (the
 background server's log, ``PATH.log``, when a client started it).
@@ -35,14 +37,15 @@ import warnings
 from types import FrameType
 from typing import Any, Sequence
 
+from ..argv import ArgvProblem, read_options
 from ..commands import preload_modules
 from ..env import collect_env
 from ..protocol import EXIT_OK, EXIT_USER, UsageError
+from .idle import IdleTimer
 from .job import load_libc, run_job
+from .jobs import Job, JobTable, signal_group
 from .wire import (
     EXIT,
-    FORWARDED_SIGNALS,
-    MAX_LINE_BYTES,
     MAX_REQUEST_BYTES,
     REFUSED,
     CliMain,
@@ -52,11 +55,9 @@ from .wire import (
     socket_address,
 )
 
-BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"
 SERVE_USAGE = "usage: edgehub-agent serve --socket PATH [--idle SECONDS] [--preload NAMESPACE]"
 DEFAULT_IDLE_S = 600.0
 REQUEST_TIMEOUT_S = 10.0  # a connection must send its request within this
-CANCEL_GRACE_S = 5.0  # after a forwarded signal, SIGKILL a job still running this much later
 SEND_TIMEOUT_S = 2.0
 SOCKET_CHECK_S = 1.0  # how often the server checks that its socket is still there
 # Environment variables that the interpreter or the preloaded libraries read when they start: a
@@ -87,31 +88,23 @@ class ServeUsageError(ValueError):
 
 def parse_serve_args(argv: Sequence[str]) -> tuple[str, float, list[str]]:
     """(socket path, idle seconds, runtime namespaces to preload)."""
-    values: dict[str, str | None] = {"--socket": None, "--idle": None, "--preload": None}
-    i = 0
-    while i < len(argv):
-        name, eq, inline = argv[i].partition("=")
-        if name not in values:
-            raise ServeUsageError(f"unexpected argument {argv[i]!r}")
-        if eq:
-            values[name] = inline
-            i += 1
-        elif i + 1 < len(argv):
-            values[name] = argv[i + 1]
-            i += 2
-        else:
-            raise ServeUsageError(f"{name} needs a value")
-    if not values["--socket"]:
+    try:
+        words, values = read_options(argv, ("--socket", "--idle", "--preload"))
+    except ArgvProblem as problem:
+        raise ServeUsageError(str(problem)) from None
+    if words:
+        raise ServeUsageError(f"unexpected argument {words[0]!r}")
+    if not values.get("--socket"):
         raise ServeUsageError("--socket PATH is required")
     idle = DEFAULT_IDLE_S
-    if values["--idle"] is not None:
+    if "--idle" in values:
         try:
             idle = float(values["--idle"])
         except ValueError:
             idle = -1.0
         if not idle > 0:
             raise ServeUsageError(f"--idle must be a number of seconds > 0, got {values['--idle']}")
-    preload = [n for n in (values["--preload"] or "").split(",") if n]
+    preload = [n for n in values.get("--preload", "").split(",") if n]
     return os.path.abspath(values["--socket"]), idle, preload
 
 
@@ -155,27 +148,6 @@ def answers(path: str) -> bool:
         probe.close()
 
 
-def exit_code(status: int) -> int:
-    if os.WIFSIGNALED(status):
-        return 128 + os.WTERMSIG(status)
-    if os.WIFEXITED(status):
-        return os.WEXITSTATUS(status)
-    return 1
-
-
-def signal_group(pid: int, signum: int) -> None:
-    """Signal a job's process group (or the job alone, before it has made its group)."""
-    try:
-        os.killpg(pid, signum)
-        return
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def send_and_close(conn: socket.socket, data: bytes) -> None:
     try:
         conn.settimeout(SEND_TIMEOUT_S)
@@ -184,14 +156,6 @@ def send_and_close(conn: socket.socket, data: bytes) -> None:
         pass
     finally:
         conn.close()
-
-
-class Job:
-    def __init__(self, pid: int, conn: socket.socket) -> None:
-        self.pid = pid
-        self.conn: socket.socket | None = conn  # None once the client has gone
-        self.buffer = b""
-        self.kill_at: float | None = None
 
 
 class Pending:
@@ -206,16 +170,15 @@ class Pending:
 class Server:
     def __init__(self, path: str, idle: float, cli_main: CliMain, lock_fd: int) -> None:
         self.path = path
-        self.idle = idle
         self.cli_main = cli_main
         self.lock_fd = lock_fd
         self.selector = selectors.DefaultSelector()
         self.listener: socket.socket | None = None
         self.bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we made
         self.wakeup_r, self.wakeup_w = os.pipe()
-        self.jobs: dict[int, Job] = {}
+        self.jobs = JobTable()
         self.pending: dict[socket.socket, Pending] = {}
-        self.idle_since = time.monotonic()
+        self.idle = IdleTimer(idle)
         self.stop_signal: int | None = None
         self.stopping = False
         self.identity = python_identity()
@@ -291,10 +254,7 @@ class Server:
         self.close_listener()
         for conn in list(self.pending):
             self.drop_pending(conn)
-        deadline = time.monotonic() + CANCEL_GRACE_S
-        for job in self.jobs.values():
-            signal_group(job.pid, signal.SIGTERM)
-            job.kill_at = min(job.kill_at or deadline, deadline)
+        self.jobs.terminate_all()
 
     # --- the loop -----------------------------------------------------------------------------
 
@@ -310,8 +270,8 @@ class Server:
                 self.stop()
                 continue
             now = time.monotonic()
-            if not self.jobs and not self.pending and now - self.idle_since >= self.idle:
-                log(f"idle for {self.idle:g} s: exiting")
+            if not self.jobs and not self.pending and self.idle.expired(now):
+                log(f"idle for {self.idle.seconds:g} s: exiting")
                 return
             for key, _ in self.selector.select(self.timeout(now)):
                 key.data(key.fileobj)
@@ -320,9 +280,9 @@ class Server:
 
     def timeout(self, now: float) -> float:
         deadlines = [p.deadline for p in self.pending.values()]
-        deadlines += [j.kill_at for j in self.jobs.values() if j.kill_at is not None]
+        deadlines += self.jobs.deadlines()
         if not self.jobs and not self.pending:
-            deadlines.append(self.idle_since + self.idle)
+            deadlines.append(self.idle.deadline())
         return max(0.0, min(min(deadlines) - now, SOCKET_CHECK_S)) if deadlines else SOCKET_CHECK_S
 
     def socket_gone(self) -> bool:
@@ -342,14 +302,11 @@ class Server:
         for conn, pending in list(self.pending.items()):
             if now >= pending.deadline:
                 self.drop_pending(conn)
-        for job in self.jobs.values():
-            if job.kill_at is not None and now >= job.kill_at:
-                signal_group(job.pid, signal.SIGKILL)
-                job.kill_at = None
+        self.jobs.kill_overdue(now)
 
     def became_idle(self) -> None:
         if not self.jobs and not self.pending:
-            self.idle_since = time.monotonic()
+            self.idle.restart()
 
     # --- connections and requests ------------------------------------------------------------
 
@@ -451,7 +408,7 @@ class Server:
     ) -> None:
         inherited = [self.wakeup_r, self.wakeup_w, self.lock_fd]
         inherited += [c.fileno() for c in self.pending]
-        inherited += [j.conn.fileno() for j in self.jobs.values() if j.conn is not None]
+        inherited += [c.fileno() for c in self.jobs.connections()]
         if self.listener is not None:
             inherited.append(self.listener.fileno())
         selector_fd = getattr(self.selector, "fileno", None)
@@ -473,17 +430,8 @@ class Server:
             return
         if pid == 0:
             run_job(conn, request, self.cli_main, server_pid, inherited, upload)
-        mark_busy(pid, True)
-        try:
-            os.setpgid(pid, pid)  # also here, so the group exists before any kill
-        except OSError:
-            pass
-        job = Job(pid, conn)
-        self.jobs[pid] = job
+        job = self.jobs.add(pid, conn, stopping=self.stopping)
         self.selector.register(conn, selectors.EVENT_READ, lambda c: self.read_control(job))
-        if self.stopping:
-            signal_group(pid, signal.SIGTERM)
-            job.kill_at = time.monotonic() + CANCEL_GRACE_S
         if rest:
             self.control(job, rest)
 
@@ -499,17 +447,7 @@ class Server:
         self.control(job, data)
 
     def control(self, job: Job, data: bytes) -> None:
-        job.buffer += data
-        while b"\n" in job.buffer:
-            line, _, job.buffer = job.buffer.partition(b"\n")
-            word, _, value = line.decode("ascii", "replace").partition(" ")
-            if word == "signal" and value.strip().isdigit():
-                signum = int(value)
-                if signum in FORWARDED_SIGNALS:
-                    signal_group(job.pid, signum)
-                    if job.kill_at is None:
-                        job.kill_at = time.monotonic() + CANCEL_GRACE_S
-        if len(job.buffer) > MAX_LINE_BYTES:
+        if not self.jobs.control(job, data):
             self.client_gone(job)
 
     def client_gone(self, job: Job) -> None:
@@ -522,45 +460,12 @@ class Server:
     # --- finished jobs ------------------------------------------------------------------------
 
     def reap(self) -> None:
-        while self.jobs:
-            pid = exited_child()
-            if pid is None:
-                return
-            job = self.jobs.get(pid)
-            if job is not None:
-                # Before reaping (the pid stays reserved): end anything the job left running,
-                # so that nothing writes to the connection after the exit line.
-                signal_group(pid, signal.SIGKILL)
-            try:
-                _, status = os.waitpid(pid, 0)
-            except ChildProcessError:
-                status = 1 << 8
-            if job is None:
-                continue
-            del self.jobs[pid]
-            mark_busy(pid, False)
+        for job, code in self.jobs.reap():
             if job.conn is not None:
                 self.selector.unregister(job.conn)
-                send_and_close(job.conn, marker(EXIT, exit_code(status)))
+                send_and_close(job.conn, marker(EXIT, code))
                 job.conn = None
             self.became_idle()
-
-
-def mark_busy(pid: int, busy: bool) -> None:
-    """With ``EDGEHUB_AGENT_BUSY_DIR`` set (a warm container's idle timer reads that folder),
-    a running job is a file named by its pid there."""
-    folder = os.environ.get(BUSY_DIR_ENV)
-    if not folder:
-        return
-    path = os.path.join(folder, str(pid))
-    try:
-        if busy:
-            os.makedirs(folder, exist_ok=True)
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        else:
-            os.unlink(path)
-    except OSError:
-        pass
 
 
 def receive(conn: socket.socket) -> bytes | None:
@@ -571,22 +476,6 @@ def receive(conn: socket.socket) -> bytes | None:
         return None
     except OSError:
         return b""
-
-
-def exited_child() -> int | None:
-    """The pid of a child that has exited, without reaping it (None when there is none)."""
-    waitid = getattr(os, "waitid", None)
-    if waitid is None:  # no waitid: reap straight away (a stray grandchild may outlive the job)
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return None
-        return pid or None
-    try:
-        info = waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return None
-    return None if info is None else int(info.si_pid)
 
 
 def acquire_lock(path: str) -> int | None:

@@ -16,6 +16,7 @@ from typing import Any
 from ..protocol import CommandOutput, InputDataError, ModelError, Params, UsageError
 from ..report import Report
 from ..tensors import TensorSpec, array_info, load_inputs
+from .engine_file import engine_problem
 from .runtime import import_tensorrt
 from .trtexec import require_gpu_and_trtexec, run_trtexec
 
@@ -47,6 +48,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     output_json = params.path("output_json")
     log = params.path("log")
     params.finish()
+    problem = engine_problem(str(engine))
+    if problem is not None:
+        raise UsageError(problem)
     assert engine and input_path and output_json and log
     trtexec = require_gpu_and_trtexec("trt.invoke")
     specs = engine_specs(engine)

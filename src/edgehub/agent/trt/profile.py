@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
+from .engine_file import engine_problem
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
 
 
@@ -31,6 +32,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     profile_json = params.path("profile_json", required=False)
     shapes = params.raw_value("shapes")
     params.finish()
+    problem = engine_problem(str(engine))
+    if problem is not None:
+        raise UsageError(problem)
     if shapes is not None and not (
         isinstance(shapes, dict) and all(isinstance(v, list) for v in shapes.values())
     ):

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from edgehub.core.component.options import (
     DEFAULT_BOUNDS,
+    OptionSpec,
     check_bounds_declaration,
     check_options,
+    option_specs,
 )
 from edgehub.core.component.registry import register_component
 from edgehub.core.component.signature import (
@@ -73,8 +75,6 @@ class ComponentMeta(ABCMeta):
                 raise TypeError(f"{name}.option_aliases: {alias!r} and {option!r} must be options")
         original = namespace["run"]
         cls._run_signature = signature  # type: ignore[attr-defined]
-        cls._positional_params = list(signature.positional)  # type: ignore[attr-defined]
-        cls._keyword_params = dict(signature.options)  # type: ignore[attr-defined]
         cls._call_interface = original  # type: ignore[attr-defined]
         cls._providers = {}  # type: ignore[attr-defined]
         cls._provider_modules = {}  # type: ignore[attr-defined]
@@ -102,8 +102,6 @@ class Component(metaclass=ComponentMeta):
     # a value given under the alias is the option's, and the run records the name used
     option_aliases: Mapping[str, str] = {}
     _run_signature: RunSignature
-    _positional_params: list[str]
-    _keyword_params: dict[str, Any]
     _call_interface: Callable[..., Any]
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]
     _provider_modules: dict[str, str]
@@ -111,17 +109,25 @@ class Component(metaclass=ComponentMeta):
     @classmethod
     def keyword_options(cls) -> dict[str, Any]:
         """The keyword options of ``run``, each with its default (a fresh dict)."""
-        return dict(cls._keyword_params)
+        signature = getattr(cls, "_run_signature", None)
+        return {} if signature is None else dict(signature.options)
 
     @classmethod
     def positional_names(cls) -> list[str]:
         """The names of ``run``'s positional parameters after ``ctx`` (a fresh list)."""
-        return list(cls._positional_params)
+        signature = getattr(cls, "_run_signature", None)
+        return [] if signature is None else list(signature.positional)
+
+    @classmethod
+    def declared_options(cls) -> dict[str, OptionSpec]:
+        """The options a caller may give (all but the device parameter), each as declared:
+        type, default, bounds, choices, whether a host path (a fresh dict)."""
+        return dict(option_specs(cls)) if hasattr(cls, "_run_signature") else {}
 
     def __init__(self, **kwargs: Any) -> None:
         name = kwargs.pop("name", None)
         self._name = name if name is not None else type(self).__name__
-        known = getattr(type(self), "_keyword_params", {})
+        known = type(self).keyword_options()
         unknown = set(kwargs) - set(known)
         if unknown:
             raise TypeError(

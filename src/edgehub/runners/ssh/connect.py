@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,7 @@ def open_transport(config: SSHConfig, name: str | None = None) -> Any:
         sock = Link(open_socket(config) if jump is None else _tunnel(jump, config))
     except BaseException:
         if jump is not None:
-            jump.close()
+            close_transport(jump)
         raise
     transport = paramiko.Transport(
         sock, default_window_size=WINDOW_SIZE, default_max_packet_size=MAX_PACKET_SIZE
@@ -98,28 +100,43 @@ def open_transport(config: SSHConfig, name: str | None = None) -> Any:
         transport.close()
         sock.close()
         if jump is not None:
-            jump.close()
+            close_transport(jump)
         raise
-    transport.edgehub_jump = jump  # closed with this transport (`close_transport`)
-    transport.edgehub_watchdog = watchdog
+    with _UNDER_LOCK:
+        _UNDER[transport] = _Under(jump, watchdog)  # closed with it (`close_transport`)
     return transport
+
+
+@dataclass(frozen=True)
+class _Under:
+    """What a transport from `open_transport` holds beside paramiko's own state."""
+
+    jump: Any  # the jump host's transport, or None
+    watchdog: Watchdog | None
+
+
+# Kept here rather than as attributes set on paramiko's Transport (not its API). Every transport
+# from `open_transport` ends in `close_transport`, which drops its entry.
+_UNDER: weakref.WeakKeyDictionary[Any, _Under] = weakref.WeakKeyDictionary()
+_UNDER_LOCK = threading.Lock()
 
 
 def watchdog_of(transport: Any) -> Watchdog | None:
     """The `Watchdog` of a transport from `open_transport` (None: keepalives are off)."""
-    found = getattr(transport, "edgehub_watchdog", None)
-    return found if isinstance(found, Watchdog) else None
+    with _UNDER_LOCK:
+        under = _UNDER.get(transport)
+    return under.watchdog if under is not None else None
 
 
 def close_transport(transport: Any) -> None:
     """Close a transport from `open_transport` and the jump host connection under it."""
-    watchdog = watchdog_of(transport)
-    if watchdog is not None:
-        watchdog.stop()
+    with _UNDER_LOCK:
+        under = _UNDER.pop(transport, None)
+    if under is not None and under.watchdog is not None:
+        under.watchdog.stop()
     transport.close()
-    jump = getattr(transport, "edgehub_jump", None)
-    if jump is not None:
-        jump.close()
+    if under is not None and under.jump is not None:
+        close_transport(under.jump)
 
 
 def _open_jump(config: SSHConfig) -> Any:

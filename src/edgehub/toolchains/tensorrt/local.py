@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import (
     CompileError,
@@ -191,11 +192,9 @@ def _gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
 
 def _engine_file(model: TensorRTCompiledModel, ctx: HubContext) -> Path:
     path = _model_file(model.path.to_local(ctx).local())
-    if path.suffix.lower() == ".onnx":
-        raise UsageError(
-            f"{path.name} is an ONNX model, not a TensorRT engine: compile it with "
-            "TensorRTCompiler first (hub exec compile tensorrt ...)"
-        )
+    problem = engine_problem(path.name)
+    if problem is not None:
+        raise UsageError(problem)
     return path
 
 
@@ -211,8 +210,8 @@ def _profile_local(
     input_shape: Any = None,
 ) -> TensorRTProfilingResult:
     shapes = runtime_shapes(input_shape)
+    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
     _require_gpu("TensorRTProfiler")
-    engine = _engine_file(model, ctx)
     method = ProfilingMethod(profiling_method)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
@@ -316,8 +315,8 @@ def _invoke_local(
         raise InputDataError(
             f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
         )
+    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
     _require_gpu("TensorRTInvoker")
-    engine = _engine_file(model, ctx)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
     inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)

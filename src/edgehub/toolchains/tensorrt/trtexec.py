@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.errors import (
@@ -55,7 +56,6 @@ __all__ = ["binding_dtypes", "merge_args"]
 
 RUNTIME = "tensorrt"
 TOOL = "trtexec"
-ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 _TYPES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
           "bf16": "bfloat16", "int8": "int8", "uint8": "uint8", "int32": "int32",
           "int64": "int64", "bool": "bool"}  # fmt: skip
@@ -220,11 +220,9 @@ def _engine(ctx: HubContext, model: TensorRTCompiledModel) -> Path:
     path = Path(model.path.to_local(ctx).local())
     if not path.is_file():
         raise ModelError(f"engine {path} not found")
-    if path.suffix.lower() not in ENGINE_SUFFIXES:
-        raise UsageError(
-            f"{path.name} is not a TensorRT engine ({', '.join(ENGINE_SUFFIXES)}); compile the "
-            "ONNX model with TensorRTCompiler first"
-        )
+    problem = engine_problem(path.name)
+    if problem is not None:
+        raise UsageError(problem)
     return path
 
 

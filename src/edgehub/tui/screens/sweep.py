@@ -20,7 +20,7 @@ from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, 
 from edgehub.errors import EdgehubError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.sweep import CellResult, SweepReport
-from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid
+from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.nav_bar import NavBar
 
@@ -129,7 +129,7 @@ class SweepScreen(HubScreen):
         table = self.query_one("#cells", DataTable)
         table.clear()
         for cell in grid.cells():
-            settings = " ".join(f"{k}={v}" for k, v in cell.settings) or "-"
+            settings = " ".join(f"{k}={value_text(v)}" for k, v in cell.settings) or "-"
             row = (cell.model.name, cell.device, cell.runtime, settings, "waiting", "-", "-", "-")
             table.add_row(*row, key=cell.key(grid.step))
         self._status(f"sweep of {table.row_count} cells: running")
