@@ -1,18 +1,29 @@
-"""The docker SDK: `docker_client` (a connected ``docker.DockerClient``, for image builds) and
-`SDKClient`, the `DockerClient` protocol over it for daemons the light client cannot reach
-(``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts). The SDK is imported on first use only.
+"""The docker SDK: `SDKClient`, the `DockerClient` protocol over it for daemons the light client
+cannot reach (``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts); `docker_client` is the raw,
+connected ``docker.DockerClient`` underneath (tests use it as an independent witness). The SDK
+is imported on first use only.
+
+Over ``ssh://`` the SDK opens one SSH connection (paramiko) per ``docker.DockerClient`` and one
+channel running ``docker system dial-stdio`` on the host per HTTP connection: the handshake
+costs far more than a call, so `connect` hands out one shared client per daemon for the whole
+process (`SDKClient` with ``shared``), closed at exit. The SDK checks the host key against
+``~/.ssh/known_hosts`` and refuses an unknown one (paramiko's ``RejectPolicy``); it reads the
+key, port, user and ``ProxyCommand`` for the host from ``~/.ssh/config``.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from edgehub.errors import DockerUnavailableError
-from edgehub.runners.docker.client import DockerAPIError, DockerNotFound
+from edgehub.runners.docker.client import DockerAPIError, DockerNotFound, build_context
 
 __all__ = ["SDKClient", "docker_client", "unavailable"]
 
@@ -108,11 +119,45 @@ class _SDKExecSocket:
         self._handle.close()
 
 
-class SDKClient:
-    """A `DockerClient` over ``docker.APIClient``; connects (and pings) on construction."""
+_SHARED: dict[tuple[str, ...], Any] = {}
+_SHARED_LOCK = threading.Lock()
+_ENVIRONMENT = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
 
-    def __init__(self, timeout: int = 120) -> None:
-        self._client = docker_client(timeout)
+
+def _shared_client(timeout: int) -> Any:
+    """The process's one connected ``docker.DockerClient`` for the configured daemon."""
+    key = tuple(os.environ.get(name, "") for name in _ENVIRONMENT)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = docker_client(timeout)
+            if len(_SHARED) == 1:
+                atexit.register(_close_shared)
+        return client
+
+
+def _close_shared() -> None:
+    with _SHARED_LOCK:
+        clients = list(_SHARED.values())
+        _SHARED.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # leaving anyway
+            pass
+
+
+class SDKClient:
+    """A `DockerClient` over ``docker.APIClient``; connects (and pings) on construction.
+
+    ``shared``: use (or make) the process's one connection to the daemon, which `close` leaves
+    open for the next user."""
+
+    local = False  # the SDK may reach any host: no bind mounts of this machine's folders
+
+    def __init__(self, timeout: int = 120, *, shared: bool = False) -> None:
+        self._shared = shared
+        self._client = _shared_client(timeout) if shared else docker_client(timeout)
         self._api = self._client.api
 
     def ping(self) -> bool:
@@ -193,5 +238,35 @@ class SDKClient:
         chunks, stat = _translated(lambda: self._api.get_archive(container, path))
         return iter(chunks), dict(stat)
 
+    def build(
+        self,
+        context: Path,
+        tag: str,
+        *,
+        buildargs: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        with build_context(context) as tar:
+            stream = _translated(
+                lambda: self._api.build(
+                    fileobj=tar,
+                    custom_context=True,
+                    tag=tag,
+                    buildargs=dict(buildargs or {}) or None,
+                    labels=dict(labels or {}) or None,
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    decode=True,
+                    timeout=None,
+                )
+            )
+            while True:
+                message = _translated(lambda: next(stream, None))
+                if message is None:
+                    return
+                yield dict(message)
+
     def close(self) -> None:
-        self._client.close()
+        if not self._shared:
+            self._client.close()
