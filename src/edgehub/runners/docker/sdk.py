@@ -47,10 +47,19 @@ def unavailable(error: BaseException) -> DockerUnavailableError:
     reason = " ".join(str(error).split())
     if len(reason) > 160:
         reason = reason[:157] + "..."
+    if os.environ.get("DOCKER_HOST", "").startswith("ssh://"):
+        fix = (
+            "check that ssh to that host works with your key, that its key is in "
+            "~/.ssh/known_hosts (never added here: verify it and add it with ssh), and that "
+            "its user may run docker there"
+        )
+    else:
+        fix = (
+            "start it (sudo systemctl start docker, or sudo dockerd &, or "
+            "scripts/ci-docker.sh start) or point DOCKER_HOST at a running one"
+        )
     return DockerUnavailableError(
-        f"cannot reach the Docker daemon at {_docker_host()}: {reason}; start it "
-        "(sudo systemctl start docker, or sudo dockerd &, or scripts/ci-docker.sh start) "
-        "or point DOCKER_HOST at a running one"
+        f"cannot reach the Docker daemon at {_docker_host()}: {reason}; {fix}"
     )
 
 
