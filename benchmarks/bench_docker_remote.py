@@ -142,12 +142,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     client_start(args.rounds)
-    with tempfile.TemporaryDirectory(prefix="edgehub-bench-home-") as home:
-        with docker_over_ssh(Path(home)) as host:
-            env = {"DOCKER_HOST": host.url, "HOME": home}
-            sdk_calls(env, args.rounds)
-            job_overhead(env, args.rounds)
-            print(f"    SSH logins in all: {host.logins()}")
+    with (
+        tempfile.TemporaryDirectory(prefix="edgehub-bench-home-") as home,
+        docker_over_ssh(Path(home)) as host,
+    ):
+        env = {"DOCKER_HOST": host.url, "HOME": home}
+        sdk_calls(env, args.rounds)
+        job_overhead(env, args.rounds)
+        print(f"    SSH logins in all: {host.logins()} ({2 * args.rounds} clients or jobs)")
 
 
 if __name__ == "__main__":
