@@ -138,7 +138,7 @@ def test_builds_stream_messages_and_errors(
     client: DockerClient, base: str, tmp_path: Path, docker_daemon: Any
 ) -> None:
     tag = f"edgehub-test-contract:{uuid.uuid4().hex[:8]}"
-    (tmp_path / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM $BASE_IMAGE\nCOPY hi.txt /hi\n")
+    (tmp_path / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM $BASE_IMAGE\nCOPY hi.txt /hi\n")
     (tmp_path / "hi.txt").write_text("hi")
     try:
         messages = list(
