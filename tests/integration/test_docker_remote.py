@@ -122,3 +122,18 @@ def test_an_unknown_host_key_is_refused_in_one_line(
     assert len(errors) == 1 and "cannot reach the Docker daemon" in errors[0], result.stderr
     assert "known_hosts" in errors[0], errors[0]
     assert (stranger / ".ssh" / "known_hosts").read_text() == ""
+
+
+def test_a_device_names_its_docker_host_in_hub_toml(remote: Any, tmp_path: Path) -> None:
+    host, home = remote
+    (tmp_path / "hub.toml").write_text(
+        f'[devices.build]\nprovider = "local"\n\n[devices.build.docker]\nhost = "{host.url}"\n'
+    )
+    shutil.copy(MODEL, tmp_path / "model.onnx")
+    logins = host.logins()
+    env = {"HOME": str(home), "DOCKER_HOST": ""}  # the device's key alone picks the daemon
+    result = hub("exec", "compile", "onnxruntime", "model.onnx", "--device", "build",
+                 "--json", cwd=tmp_path, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert Path(json.loads(result.stdout)["artifacts"]["path"]).is_file()
+    assert host.logins() - logins == 1

@@ -153,30 +153,31 @@ def json_messages(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
         raise DockerAPIError(0, f"the Docker daemon sent a broken message: {text[:200]!r}")
 
 
-def local_client(timeout: float = 60.0) -> DockerClient | None:
+def local_client(timeout: float = 60.0, host: str | None = None) -> DockerClient | None:
     """The light client of a local daemon's socket, or None (a remote daemon, or no socket);
-    for the reaper, which must never pay for a connection."""
+    for the reaper, which must never pay for a connection. ``host``: a daemon address other
+    than ``$DOCKER_HOST``'s."""
     from edgehub.runners.docker.lite import LiteClient, local_socket
 
-    path = local_socket()
+    path = local_socket(host)
     return None if path is None else LiteClient(path, timeout=timeout)
 
 
-def connect(timeout: int = 120) -> DockerClient:
-    """A client of the configured daemon: the light one for a local socket, else the SDK's
-    connection shared by this process.
+def connect(timeout: int = 120, *, host: str | None = None) -> DockerClient:
+    """A client of the daemon at ``host`` (default: the configured one, ``$DOCKER_HOST``): the
+    light one for a local socket, else the SDK's connection shared by this process.
 
     Raises `~edgehub.errors.DockerUnavailableError` when no daemon answers.
     """
-    client = local_client()
+    client = local_client(host=host)
     if client is None:
         from edgehub.runners.docker.sdk import SDKClient
 
-        return SDKClient(timeout, shared=True)
+        return SDKClient(timeout, shared=True, host=host)
     try:
         client.ping()
     except (OSError, DockerAPIError) as error:
         from edgehub.runners.docker.sdk import unavailable
 
-        raise unavailable(error) from error
+        raise unavailable(error, host) from error
     return client

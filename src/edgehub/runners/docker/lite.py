@@ -32,11 +32,11 @@ __all__ = ["LiteClient", "local_socket"]
 _TIMEOUT = 60.0
 
 
-def local_socket() -> str | None:
-    """The local daemon's socket path, or ``None`` when the SDK must decide (remote hosts,
-    contexts, TLS) or there is no socket."""
-    host = os.environ.get("DOCKER_HOST", "")
-    if os.environ.get("DOCKER_CONTEXT") or os.environ.get("DOCKER_TLS_VERIFY"):
+def local_socket(address: str | None = None) -> str | None:
+    """The socket path of the daemon at ``address`` (default: ``$DOCKER_HOST``'s), or ``None``
+    when the SDK must decide (remote hosts, contexts, TLS) or there is no socket."""
+    host = address or os.environ.get("DOCKER_HOST", "")
+    if not address and (os.environ.get("DOCKER_CONTEXT") or os.environ.get("DOCKER_TLS_VERIFY")):
         return None
     if not host:
         path = "/var/run/docker.sock"
