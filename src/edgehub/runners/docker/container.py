@@ -202,7 +202,7 @@ class Container:
 
 
 def _missing_image_message(image: str, host: str | None) -> str:
-    match = re.fullmatch(r"edgehub-([a-z0-9-]+):[0-9a-f]+", image)
+    match = re.fullmatch(r"edgehub-([a-z0-9]+):[0-9a-f]+", image)
     where = f" on {host}" if host else ""
     if match:
         run = f"DOCKER_HOST={host} hub images build" if host else "hub images build"
