@@ -11,8 +11,6 @@ Both raise `DockerAPIError` (`DockerNotFound` for 404) and satisfy `DockerClient
 from __future__ import annotations
 
 import json
-import tarfile
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -126,6 +124,9 @@ class DockerClient(Protocol):
 
 def build_context(context: Path) -> IO[bytes]:
     """The directory ``context`` as a tar in a temporary file (read from its start)."""
+    import tarfile
+    import tempfile
+
     spool = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it
     with tarfile.open(fileobj=spool, mode="w") as tar:
         for child in sorted(context.iterdir()):
