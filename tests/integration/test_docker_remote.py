@@ -137,3 +137,31 @@ def test_a_device_names_its_docker_host_in_hub_toml(remote: Any, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert Path(json.loads(result.stdout)["artifacts"]["path"]).is_file()
     assert host.logins() - logins == 1
+
+
+def test_an_interrupted_remote_run_leaves_no_container_and_is_killed(
+    remote: Any, tmp_path: Path, docker_daemon: Any
+) -> None:
+    import signal
+    import time
+
+    host, home = remote
+    shutil.copy(MODEL, tmp_path / "model.onnx")
+    logins = host.logins()
+    env = {**os.environ, "DOCKER_HOST": host.url, "HOME": str(home)}
+    argv = [HUB, "exec", "profile", "onnxruntime", "model.onnx", "--set", "runs=1000000"]
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    label = f"org.edgehub.owner-pid={process.pid}"
+    deadline = time.monotonic() + 120
+    while not docker_daemon.containers.list(filters={"label": label}):
+        assert process.poll() is None and time.monotonic() < deadline, "no container started"
+        time.sleep(0.2)
+    time.sleep(2)  # the profile is under way
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert docker_daemon.containers.list(all=True, filters={"label": label}) == []
+    (run,) = RunStore(tmp_path / ".hub").list_runs(limit=None)
+    assert run.status == "KILLED"
+    assert host.logins() - logins == 1
