@@ -33,7 +33,7 @@ def _docker_client():  # type: ignore[no-untyped-def]
     the tests that need one skip, saying why). Anything else raised is an error in our client
     code and propagates: the tests fail rather than skip as if there were no Docker."""
     from edgehub.errors import DockerUnavailableError
-    from edgehub.images import docker_client
+    from edgehub.runners.docker.sdk import docker_client
 
     try:
         return docker_client(timeout=10)
@@ -80,10 +80,10 @@ def ort_image(docker_daemon) -> str:  # type: ignore[no-untyped-def]
 
     from edgehub import images
 
-    status = images.image_status("onnxruntime", client=docker_daemon)
+    status = images.image_status("onnxruntime")
     if not status.built:
         base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
-        if images._inspect(docker_daemon, base) is None:
+        if images.image_attrs(base) is None:
             pytest.skip(f"needs the base image {base} (make it: bash scripts/make-base-image.sh)")
         images.build_image("onnxruntime", base=base)
     return images.image_tag("onnxruntime")

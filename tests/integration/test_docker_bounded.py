@@ -33,7 +33,7 @@ USER edgehub
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    from edgehub.images import docker_client
+    from edgehub.runners.docker.sdk import docker_client
 
     try:
         found = docker_client()

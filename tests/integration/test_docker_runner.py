@@ -53,7 +53,7 @@ LIST_PROCESSES = ["sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdli
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[Any]:
-    from edgehub.images import docker_client
+    from edgehub.runners.docker.sdk import docker_client
 
     try:
         found = docker_client()

@@ -273,7 +273,7 @@ def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:
 def tflite_built(docker_daemon: Any) -> str:
     from edgehub import images
 
-    if not images.image_status("tflite", client=docker_daemon).built:
+    if not images.image_status("tflite").built:
         pytest.skip("needs the tflite image (hub images build tflite)")
     return images.image_tag("tflite")
 

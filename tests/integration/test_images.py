@@ -46,8 +46,10 @@ def unreachable_index(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def client() -> Iterator[Any]:
+    from edgehub.runners.docker.sdk import docker_client
+
     try:
-        found = images.docker_client()
+        found = docker_client()
     except DockerUnavailableError:
         pytest.skip("needs a running Docker daemon")
     yield found

@@ -47,9 +47,9 @@ def rtx_image(docker_daemon: Any) -> str:
     """The tensorrt-rtx image, built from the base image if it is not built yet."""
     from edgehub import images
 
-    if not images.image_status("tensorrt-rtx", client=docker_daemon).built:
+    if not images.image_status("tensorrt-rtx").built:
         base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
-        if images._inspect(docker_daemon, base) is None:
+        if images.image_attrs(base) is None:
             pytest.skip(f"needs the base image {base} (make it: bash scripts/make-base-image.sh)")
         images.build_image("tensorrt-rtx", base=base)
     return images.image_tag("tensorrt-rtx")

@@ -28,7 +28,7 @@ def ctx(tmp_path: Path, docker_daemon: Any) -> Any:
     from edgehub.core import HubContext
 
     for runtime in ("tensorrt", "tensorrt-rtx", "onnxruntime"):
-        if not images.image_status(runtime, client=docker_daemon).built:
+        if not images.image_status(runtime).built:
             pytest.skip(f"needs the {runtime} image (hub images build {runtime})")
     with HubContext(project_name="trt-gpu", artifact_base_dir=tmp_path / "store") as context:
         yield context

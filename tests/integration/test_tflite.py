@@ -62,10 +62,10 @@ def tflite_image(docker_daemon: Any) -> str:
     """The pinned tflite image, built from the base image if it is not built yet."""
     from edgehub import images
 
-    status = images.image_status("tflite", client=docker_daemon)
+    status = images.image_status("tflite")
     if not status.built:
         base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
-        if images._inspect(docker_daemon, base) is None:
+        if images.image_attrs(base) is None:
             pytest.skip(f"needs the base image {base} (make it: bash scripts/make-base-image.sh)")
         images.build_image("tflite", base=base)
     return images.image_tag("tflite")

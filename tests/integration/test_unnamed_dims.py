@@ -99,8 +99,8 @@ def images(docker_daemon: Any) -> list[str]:
     base = os.environ.get("EDGEHUB_BASE_IMAGE", "edgehub-base:bookworm")
     tags = []
     for name in ("onnxruntime", "tflite", "tensorrt-rtx"):
-        if not hub_images.image_status(name, client=docker_daemon).built:
-            if hub_images._inspect(docker_daemon, base) is None:
+        if not hub_images.image_status(name).built:
+            if hub_images.image_attrs(base) is None:
                 pytest.skip(f"needs the base image {base} (bash scripts/make-base-image.sh)")
             hub_images.build_image(name, base=base)
         tags.append(hub_images.image_tag(name))

@@ -13,9 +13,9 @@ TESTS = Path(__file__).resolve().parents[1]
 NEEDS_DOCKER = "def test_needs_docker(docker_daemon):\n    assert docker_daemon is not None\n"
 # a plugin standing for a bug in our client code (not a missing daemon)
 BROKEN = (
-    "import edgehub.images\n\n"
+    "import edgehub.runners.docker.sdk\n\n"
     "def _broken(timeout=120):\n    raise TypeError('a bug in our Docker client')\n\n"
-    "edgehub.images.docker_client = _broken\n"
+    "edgehub.runners.docker.sdk.docker_client = _broken\n"
 )
 
 

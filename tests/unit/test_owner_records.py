@@ -49,7 +49,7 @@ def test_the_background_reaper_asks_the_daemon_only_after_a_death(
 ) -> None:
     asked: list[int] = []
 
-    def reap() -> ReapReport:
+    def reap(client: object = None) -> ReapReport:
         asked.append(1)
         return ReapReport()
 
@@ -62,7 +62,9 @@ def test_the_background_reaper_asks_the_daemon_only_after_a_death(
     dead.touch()
     cleanup.reap_leftovers(when_recorded=True)
     assert asked == [1, 1] and not dead.exists()
-    monkeypatch.setattr("edgehub.runners.docker.reap", lambda: ReapReport(complete=False))
+    monkeypatch.setattr(
+        "edgehub.runners.docker.reap", lambda client=None: ReapReport(complete=False)
+    )
     dead.touch()
     cleanup.reap_leftovers(when_recorded=True)  # the daemon did not answer: kept for next time
     assert dead.exists()

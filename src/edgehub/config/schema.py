@@ -45,7 +45,9 @@ provider                 settings table          keys (from the dataclass)
 ``local``                ``docker``              `DockerConfig`: ``cpus`` (number),
                                                  ``memory`` ("4g"), ``keep_warm`` (seconds
                                                  a container stays up idle for the next
-                                                 job), ``image`` (tag override)
+                                                 job), ``image`` (tag override),
+                                                 ``host`` (the Docker daemon,
+                                                 "ssh://user@host"; default DOCKER_HOST)
 ``embedl_onnxruntime``   ``embedl_onnxruntime``  `EmbedlONNXRuntimeConfig`: ``path``,
                                                  ``cli_args`` (array of strings)
 ``trtexec``              ``trtexec``             `TrtexecConfig`: ``path``, ``cli_args``

@@ -351,18 +351,19 @@ class HubContext:
         memory: str | None = None,
         keep_warm: float | None = None,
         gpus: str | None = None,
+        host: str | None = None,
     ) -> DockerCommandRunner:
         """The context's long-lived container of ``image`` (started on first use, removed on
         exit unless ``keep_warm`` leaves it running for the next process); ``gpus`` ("all")
-        passes NVIDIA GPUs through."""
+        passes NVIDIA GPUs through; ``host``: the daemon (default: ``$DOCKER_HOST``'s)."""
         from edgehub.runners.docker import DockerCommandRunner
 
-        key = (image, cpus, memory, keep_warm, gpus)
+        key = (image, cpus, memory, keep_warm, gpus, host)
         with self._lock:
             runner = self._docker.get(key)
             if runner is None:
                 runner = DockerCommandRunner(
-                    image, cpus=cpus, memory=memory, keep_warm=keep_warm, gpus=gpus
+                    image, cpus=cpus, memory=memory, keep_warm=keep_warm, gpus=gpus, host=host
                 )
                 runner.__enter__()
                 self._docker[key] = runner

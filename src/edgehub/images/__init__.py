@@ -6,7 +6,8 @@ wheels are downloaded on the host into a persistent cache, verified against the 
 into the build context; the build itself never talks to a Python package index, and a filled
 cache is enough to build offline.
 
-Importing this module is cheap: ``docker`` is imported inside `docker_client` only.
+Importing this module is cheap; the daemon (local or remote) is reached through
+`~edgehub.runners.docker.connect`.
 """
 
 from edgehub.images.build import build_image
@@ -23,8 +24,8 @@ from edgehub.images.catalog import (
 )
 from edgehub.images.status import (
     ImageStatus,
-    _inspect,
     docker_client,
+    image_attrs,
     image_status,
     list_images,
     require_image,
@@ -37,11 +38,11 @@ __all__ = [
     "ImageSpec",
     "ImageStatus",
     "LockEntry",
-    "_inspect",
     "available_runtimes",
     "build_image",
     "default_base",
     "docker_client",
+    "image_attrs",
     "image_status",
     "image_tag",
     "images_dir",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from edgehub.errors import ImageNotBuiltError
 from edgehub.images.catalog import (
@@ -17,7 +17,7 @@ from edgehub.images.catalog import (
     image_tag,
     runtime_dir,
 )
-from edgehub.images.status import _inspect, docker_client
+from edgehub.images.status import docker_client, image_attrs
 from edgehub.images.wheels import (
     Progress,
     _download,
@@ -26,6 +26,9 @@ from edgehub.images.wheels import (
     read_lock,
     wheel_cache_dir,
 )
+
+if TYPE_CHECKING:
+    from edgehub.runners.docker.client import DockerClient
 
 
 def build_image(
@@ -76,11 +79,13 @@ def build_image(
     return tag
 
 
-def _require_external_base(client: Any, directory: Path, base: str | None, tag: str) -> None:
+def _require_external_base(
+    client: DockerClient, directory: Path, base: str | None, tag: str
+) -> None:
     """Refuse, in one line, to build an image whose base must come from a registry we cannot
     reach, unless that base is already present in the daemon."""
     marker = directory / EXTERNAL_BASE_MARKER
-    if not marker.is_file() or (base and _inspect(client, base) is not None):
+    if not marker.is_file() or (base and image_attrs(base, client=client) is not None):
         return
     lines = [line.strip() for line in marker.read_text(encoding="utf-8").splitlines()]
     why = next((line for line in lines if line and not line.startswith("#")), "")
@@ -88,7 +93,7 @@ def _require_external_base(client: Any, directory: Path, base: str | None, tag: 
 
 
 def _run_build(
-    client: Any,
+    client: DockerClient,
     context: Path,
     tag: str,
     runtime: str,
@@ -96,7 +101,7 @@ def _run_build(
     base: str | None,
     say: Progress,
 ) -> None:
-    import docker.errors
+    from edgehub.runners.docker.client import DockerAPIError
 
     labels = {
         "org.edgehub.runtime": runtime,
@@ -108,17 +113,8 @@ def _run_build(
     error = ""
     last_output = ""
     try:
-        stream = client.api.build(
-            path=str(context),
-            tag=tag,
-            buildargs={"BASE_IMAGE": base} if base else None,
-            decode=True,
-            rm=True,
-            forcerm=True,
-            pull=False,
-            labels=labels,
-        )
-        for chunk in stream:
+        buildargs = {"BASE_IMAGE": base} if base else None
+        for chunk in client.build(context, tag, buildargs=buildargs, labels=labels):
             if "error" in chunk:
                 error = " ".join(str(chunk["error"]).split())
                 continue
@@ -128,13 +124,13 @@ def _run_build(
                 if line:
                     last_output = line
                     say(line)
-    except docker.errors.APIError as failure:
-        error = " ".join(str(failure.explanation or failure).split())
-    if not error and _inspect(client, tag) is None:
+    except DockerAPIError as failure:
+        error = failure.explanation
+    if not error and image_attrs(tag, client=client) is None:
         error = "the daemon reported no error but the image does not exist"
     if error:
         hint = ""
-        if effective_base and _inspect(client, effective_base) is None:
+        if effective_base and image_attrs(effective_base, client=client) is None:
             hint = (
                 f"; base image {effective_base} is not present locally: make one with "
                 "scripts/make-base-image.sh and pass --base edgehub-base:bookworm"

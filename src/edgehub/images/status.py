@@ -1,13 +1,16 @@
 """What the Docker daemon knows of each runtime's image: built or not, id, digest, size.
-``docker`` is imported inside `docker_client` only."""
+Asked through `~edgehub.runners.docker.connect` (the daemon of ``DOCKER_HOST``, local or not)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ImageNotBuiltError
 from edgehub.images.catalog import available_runtimes, image_tag
+
+if TYPE_CHECKING:
+    from edgehub.runners.docker.client import DockerClient
 
 
 @dataclass(frozen=True)
@@ -23,33 +26,32 @@ class ImageStatus:
     created: str | None = None
 
 
-def docker_client(timeout: int = 120) -> Any:
-    """A connected ``docker.DockerClient``; `DockerUnavailableError` if there is no daemon."""
-    from edgehub.runners.docker.sdk import docker_client as connected
+def docker_client(timeout: int = 120) -> DockerClient:
+    """A client of the configured daemon; `DockerUnavailableError` if there is none."""
+    from edgehub.runners.docker.client import connect
 
-    return connected(timeout)
-
-
-def _inspect(client: Any, name: str) -> dict[str, Any] | None:
-    import docker.errors
-
-    try:
-        attrs: dict[str, Any] = client.api.inspect_image(name)
-    except docker.errors.ImageNotFound:
-        return None
-    return attrs
+    return connect(timeout)
 
 
-def image_status(runtime: str, *, client: Any | None = None) -> ImageStatus:
-    """Whether ``runtime``'s current tag exists in the daemon, with its id, digest and size."""
-    tag = image_tag(runtime)
+def image_attrs(name: str, *, client: DockerClient | None = None) -> dict[str, Any] | None:
+    """What the daemon knows of image ``name`` (``docker image inspect``), or None without it."""
+    from edgehub.runners.docker.client import DockerNotFound
+
     own = client is None
     client = docker_client() if client is None else client
     try:
-        attrs = _inspect(client, tag)
+        return client.inspect_image(name)
+    except DockerNotFound:
+        return None
     finally:
         if own:
             client.close()
+
+
+def image_status(runtime: str, *, client: DockerClient | None = None) -> ImageStatus:
+    """Whether ``runtime``'s current tag exists in the daemon, with its id, digest and size."""
+    tag = image_tag(runtime)
+    attrs = image_attrs(tag, client=client)
     if attrs is None:
         return ImageStatus(runtime=runtime, tag=tag, built=False)
     repo_digests = attrs.get("RepoDigests") or []

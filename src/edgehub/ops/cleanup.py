@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from edgehub.runners.docker.client import DockerClient
     from edgehub.runners.docker.reaper import ReapReport
 
 __all__ = ["WarmContainer", "reap_leftovers", "reap_leftovers_in_background", "warm_containers"]
@@ -26,22 +27,22 @@ class WarmContainer:
     status: str
 
 
-def warm_containers() -> list[WarmContainer]:
-    """The warm containers on the local Docker daemon (none without one)."""
-    from edgehub.runners.docker import WARM
+def warm_containers(client: DockerClient | None = None) -> list[WarmContainer]:
+    """The warm containers on the Docker daemon `connect` reaches, local or remote (none
+    without one)."""
+    from edgehub.errors import DockerUnavailableError
+    from edgehub.runners.docker import WARM, connect
     from edgehub.runners.docker.client import DockerAPIError
-    from edgehub.runners.docker.lite import LiteClient, local_socket
 
-    path = local_socket()
-    if path is None:
-        return []
-    client = LiteClient(path, timeout=5)
+    own = client is None
     try:
+        client = connect(timeout=10) if client is None else client
         found = client.containers([f"{WARM}=1"])
-    except (DockerAPIError, OSError):
+    except (DockerAPIError, DockerUnavailableError, OSError):
         return []
     finally:
-        client.close()
+        if own and client is not None:
+            client.close()
     return [
         WarmContainer(
             name=str((c.get("Names") or ["?"])[0]).lstrip("/"),
@@ -52,17 +53,19 @@ def warm_containers() -> list[WarmContainer]:
     ]
 
 
-def reap_leftovers(*, when_recorded: bool = False) -> ReapReport:
+def reap_leftovers(
+    *, when_recorded: bool = False, client: DockerClient | None = None
+) -> ReapReport:
     """Remove dead owners' containers and stop their warm jobs; never raises. With
     ``when_recorded``, ask the daemon only if an owner record says a process of ours died
-    (or the records cannot tell)."""
+    (or the records cannot tell). Without ``client``, only a local daemon is asked."""
     from edgehub.runners.docker import ReapReport, reap
     from edgehub.runners.docker.owner import dead_owner_records, forget_owner_records
 
     records = dead_owner_records()
     if when_recorded and records == []:
         return ReapReport()
-    report = reap()
+    report = reap(client)
     if report.complete:
         forget_owner_records(records or [])
     return report

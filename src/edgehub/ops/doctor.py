@@ -10,6 +10,7 @@ from edgehub.errors import EdgehubError
 
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
+    from edgehub.runners.docker.client import DockerClient
     from edgehub.tracking.verify import ArtifactProblem, ArtifactReport
 
 __all__ = ["Check", "doctor"]
@@ -138,10 +139,10 @@ def _summary(report: ArtifactReport, where: str, repair: bool) -> Check:
     return Check("run store", "FAIL" if fixable else "warn", "; ".join([head, *notes]) + busy)
 
 
-def _leftover_checks() -> list[Check]:
+def _leftover_checks(client: DockerClient) -> list[Check]:
     from edgehub.ops.cleanup import reap_leftovers, warm_containers
 
-    report = reap_leftovers()
+    report = reap_leftovers(client=client)
     if report:
         detail = (
             f"removed {len(report.containers_removed)} container(s) and stopped "
@@ -150,7 +151,7 @@ def _leftover_checks() -> list[Check]:
         checks = [Check("leftovers", "warn", detail)]
     else:
         checks = [Check("leftovers", "ok", "no containers or jobs of dead hub processes")]
-    for warm in warm_containers():
+    for warm in warm_containers(client):
         checks.append(Check(f"warm {warm.name}", "ok", f"{warm.image}: {warm.status}"))
     return checks
 
@@ -160,12 +161,16 @@ def _docker_checks() -> list[Check]:
 
     checks: list[Check] = []
     try:
-        images.docker_client().close()
+        client = images.docker_client()
     except EdgehubError as error:
         return [Check("docker daemon", "FAIL", str(error))]
-    checks.append(Check("docker daemon", "ok", "reachable"))
-    checks.extend(_leftover_checks())
-    for status in images.list_images():
+    try:
+        checks.append(Check("docker daemon", "ok", f"reachable at {_daemon_address()}"))
+        checks.extend(_leftover_checks(client))
+        statuses = [images.image_status(r, client=client) for r in images.available_runtimes()]
+    finally:
+        client.close()
+    for status in statuses:
         if status.runtime.startswith("tensorrt"):
             continue  # with the GPU, below
         if status.built:
@@ -177,3 +182,12 @@ def _docker_checks() -> list[Check]:
 
     checks.extend(Check(c.name, c.state, c.detail) for c in tensorrt_image_checks())
     return checks
+
+
+def _daemon_address() -> str:
+    import os
+
+    if os.environ.get("DOCKER_HOST"):
+        return os.environ["DOCKER_HOST"]
+    context = os.environ.get("DOCKER_CONTEXT")
+    return f"Docker context {context}" if context else "the default socket"

@@ -31,7 +31,9 @@ def _container(
     # The runner itself says "not built; run: hub images build RUNTIME" when the tag is absent.
     image = config.image or ctx.image_tags.get(runtime) or images.image_tag(runtime)
     keep_warm = config.keep_warm or float(os.environ.get("EDGEHUB_KEEP_WARM") or 0) or None
-    return ctx.docker_runner(image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm)
+    return ctx.docker_runner(
+        image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm, host=config.host
+    )
 
 
 def local_agent(

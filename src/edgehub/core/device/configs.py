@@ -20,6 +20,7 @@ __all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "LabgridConfig", "TrtexecC
 
 _POSITIVE = Range(0, open_low=True)
 _SIZE = Matches(r"[0-9]+(\.[0-9]+)?[bkmg]?", 'a size like "4g" or "512m"')
+_DOCKER_HOST = Matches(r"(unix|ssh|tcp)://\S+", 'a daemon address like "ssh://user@host"')
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,8 @@ class DockerConfig(ProviderConfig):
     tag (for experiments; the run records what was used). ``keep_warm`` (seconds) leaves the
     container running after the context ends, for the next process to reuse, until it has been
     idle that long (also set by ``$EDGEHUB_KEEP_WARM``); by default containers are removed.
+    ``host`` is the Docker daemon to run them on (``ssh://user@host``, ``unix://``, ``tcp://``),
+    instead of ``$DOCKER_HOST``'s; files reach a remote one through the Docker API.
     """
 
     provider_type: ClassVar[str] = "local"
@@ -75,6 +78,10 @@ class DockerConfig(ProviderConfig):
     image: str | None = field(default=None, metadata={"help": "image tag override"})
     keep_warm: Annotated[float, _POSITIVE] | None = field(
         default=None, metadata={"help": "seconds an idle container stays up for the next job"}
+    )
+    host: Annotated[str, _DOCKER_HOST] | None = field(
+        default=None,
+        metadata={"help": 'the Docker daemon ("ssh://user@host"; default: DOCKER_HOST)'},
     )
 
 

@@ -1,18 +1,30 @@
-"""The Docker Engine API as the runner uses it: one typed protocol, two implementations.
+"""The Docker Engine API as edgehub uses it: one typed protocol, two implementations.
 
 `LiteClient` (``docker/lite.py``) speaks HTTP over the local unix socket with the standard
 library: no import cost, used whenever the daemon is local. `SDKClient` (``docker/sdk.py``)
-wraps the docker SDK for everything else (``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts).
+wraps the docker SDK for everything else (``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts);
+one such connection is shared by the whole process (one SSH connection per job).
 Both raise `DockerAPIError` (`DockerNotFound` for 404) and satisfy `DockerClient` completely;
-`connect` picks one.
+`connect` picks one, and nothing else in edgehub makes a client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol
 
-__all__ = ["DockerAPIError", "DockerClient", "DockerNotFound", "ExecSocket", "connect"]
+__all__ = [
+    "DockerAPIError",
+    "DockerClient",
+    "DockerNotFound",
+    "ExecSocket",
+    "build_context",
+    "connect",
+    "json_messages",
+    "local_client",
+]
 
 
 class DockerAPIError(Exception):
@@ -43,7 +55,12 @@ class ExecSocket(Protocol):
 
 
 class DockerClient(Protocol):
-    """Every Engine API call edgehub's runner makes; ids and names are interchangeable."""
+    """Every Engine API call edgehub makes; ids and names are interchangeable.
+
+    ``local``: the daemon shares this machine's file system, so a host folder can be
+    bind-mounted (the warm channel); files otherwise travel through the API only."""
+
+    local: bool
 
     def ping(self) -> bool: ...
 
@@ -90,26 +107,78 @@ class DockerClient(Protocol):
         """A tar of ``path`` in chunks, and its stat (``name``, ``size``, ``mode``...)."""
         ...
 
+    def build(
+        self,
+        context: Path,
+        tag: str,
+        *,
+        buildargs: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Build the directory ``context`` (its ``Dockerfile``) as ``tag``, never pulling; the
+        daemon's messages (``stream``, ``status`` or ``error``) as they come, no time limit."""
+        ...
+
     def close(self) -> None: ...
 
 
-def connect(timeout: int = 120) -> DockerClient:
-    """A client of the configured daemon: the light one for a local socket, else the SDK.
+def build_context(context: Path) -> IO[bytes]:
+    """The directory ``context`` as a tar in a temporary file (read from its start)."""
+    import tarfile
+    import tempfile
+
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 - the caller closes it
+    with tarfile.open(fileobj=spool, mode="w") as tar:
+        for child in sorted(context.iterdir()):
+            tar.add(child, arcname=child.name)
+    spool.seek(0)
+    return spool
+
+
+def json_messages(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a streamed answer (one after another, split anywhere)."""
+    decoder = json.JSONDecoder()
+    text = ""
+    for chunk in chunks:
+        text += chunk.decode("utf-8", "replace")
+        while True:
+            text = text.lstrip()
+            try:
+                message, end = decoder.raw_decode(text)
+            except ValueError:
+                break
+            text = text[end:]
+            if isinstance(message, dict):
+                yield message
+    if text.strip():
+        raise DockerAPIError(0, f"the Docker daemon sent a broken message: {text[:200]!r}")
+
+
+def local_client(timeout: float = 60.0, host: str | None = None) -> DockerClient | None:
+    """The light client of a local daemon's socket, or None (a remote daemon, or no socket);
+    for the reaper, which must never pay for a connection. ``host``: a daemon address other
+    than ``$DOCKER_HOST``'s."""
+    from edgehub.runners.docker.lite import LiteClient, local_socket
+
+    path = local_socket(host)
+    return None if path is None else LiteClient(path, timeout=timeout)
+
+
+def connect(timeout: int = 120, *, host: str | None = None) -> DockerClient:
+    """A client of the daemon at ``host`` (default: the configured one, ``$DOCKER_HOST``): the
+    light one for a local socket, else the SDK's connection shared by this process.
 
     Raises `~edgehub.errors.DockerUnavailableError` when no daemon answers.
     """
-    from edgehub.runners.docker.lite import LiteClient, local_socket
-
-    path = local_socket()
-    if path is None:
+    client = local_client(host=host)
+    if client is None:
         from edgehub.runners.docker.sdk import SDKClient
 
-        return SDKClient(timeout)
-    client = LiteClient(path)
+        return SDKClient(timeout, shared=True, host=host)
     try:
         client.ping()
     except (OSError, DockerAPIError) as error:
         from edgehub.runners.docker.sdk import unavailable
 
-        raise unavailable(error) from error
+        raise unavailable(error, host) from error
     return client

@@ -115,8 +115,14 @@ def image_owner(image_attrs: Mapping[str, Any]) -> tuple[int, int] | None:
 class Container:
     """One running container of ``settings`` (started on first `ensure`)."""
 
-    def __init__(self, settings: ContainerSettings, client: DockerClient | None = None) -> None:
+    def __init__(
+        self,
+        settings: ContainerSettings,
+        client: DockerClient | None = None,
+        host: str | None = None,
+    ) -> None:
         self.settings = settings
+        self.host = host
         self.client: DockerClient | None = client
         self._own_client = client is None
         self.id: str | None = None
@@ -128,7 +134,7 @@ class Container:
     def connect(self) -> DockerClient:
         with self.lock:
             if self.client is None:
-                self.client = connect()
+                self.client = connect(host=self.host)
             return self.client
 
     def inspect_image(self) -> dict[str, Any]:
@@ -137,7 +143,8 @@ class Container:
             try:
                 self.image_attrs = client.inspect_image(self.settings.image)
             except DockerNotFound:
-                raise ImageNotBuiltError(_missing_image_message(self.settings.image)) from None
+                message = _missing_image_message(self.settings.image, self.host)
+                raise ImageNotBuiltError(message) from None
         return self.image_attrs
 
     def start(self) -> str:
@@ -194,8 +201,10 @@ class Container:
             self.client = client  # a client handed in stays with its owner
 
 
-def _missing_image_message(image: str) -> str:
+def _missing_image_message(image: str, host: str | None) -> str:
     match = re.fullmatch(r"edgehub-([a-z0-9]+):[0-9a-f]+", image)
+    where = f" on {host}" if host else ""
     if match:
-        return f"image {image!r} is not built; run: hub images build {match.group(1)}"
-    return f"image {image!r} is not present in the Docker daemon; build or load it first"
+        run = f"DOCKER_HOST={host} hub images build" if host else "hub images build"
+        return f"image {image!r} is not built{where}; run: {run} {match.group(1)}"
+    return f"image {image!r} is not present in the Docker daemon{where}; build or load it first"

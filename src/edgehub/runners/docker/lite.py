@@ -15,21 +15,28 @@ import json
 import os
 import socket
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 from urllib.parse import quote, urlencode
 
-from edgehub.runners.docker.client import DockerAPIError, DockerNotFound, ExecSocket
+from edgehub.runners.docker.client import (
+    DockerAPIError,
+    DockerNotFound,
+    ExecSocket,
+    build_context,
+    json_messages,
+)
 
 __all__ = ["LiteClient", "local_socket"]
 
 _TIMEOUT = 60.0
 
 
-def local_socket() -> str | None:
-    """The local daemon's socket path, or ``None`` when the SDK must decide (remote hosts,
-    contexts, TLS) or there is no socket."""
-    host = os.environ.get("DOCKER_HOST", "")
-    if os.environ.get("DOCKER_CONTEXT") or os.environ.get("DOCKER_TLS_VERIFY"):
+def local_socket(address: str | None = None) -> str | None:
+    """The socket path of the daemon at ``address`` (default: ``$DOCKER_HOST``'s), or ``None``
+    when the SDK must decide (remote hosts, contexts, TLS) or there is no socket."""
+    host = address or os.environ.get("DOCKER_HOST", "")
+    if not address and (os.environ.get("DOCKER_CONTEXT") or os.environ.get("DOCKER_TLS_VERIFY")):
         return None
     if not host:
         path = "/var/run/docker.sock"
@@ -175,6 +182,8 @@ class _Hijacked:
 class LiteClient:
     """A `DockerClient` for the daemon listening on the unix socket ``path``."""
 
+    local = True
+
     def __init__(self, path: str, timeout: float = _TIMEOUT) -> None:
         self.path = path
         self.timeout = timeout
@@ -193,25 +202,33 @@ class LiteClient:
         self,
         method: str,
         url: str,
-        body: bytes | None,
+        body: bytes | IO[bytes] | None,
         content_type: str,
         timeout: float | None = None,
         *,
         upgrade: bool = False,
+        forever: bool = False,
     ) -> _Response:
-        """Send a request; the caller reads the response and closes it (or, ``upgrade``: takes
-        the connection over as the exec's raw stream)."""
+        """Send a request (a body in memory, or a file sent from where it stands to its end);
+        the caller reads the response and closes it (or, ``upgrade``: takes the connection
+        over as the exec's raw stream). ``forever``: no time limit at all."""
         sock = self._connect(self.timeout if timeout is None else timeout)
         try:
             connection = "Upgrade\r\nUpgrade: tcp" if upgrade else "close"
             head = f"{method} {url} HTTP/1.1\r\nHost: docker\r\nConnection: {connection}\r\n"
             if body is not None:
-                head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+                size = len(body) if isinstance(body, bytes) else _left_in(body)
+                head += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
             elif method in ("POST", "PUT"):
                 head += "Content-Length: 0\r\n"
             sock.sendall((head + "\r\n").encode("latin-1"))
-            if body:
+            if isinstance(body, bytes):
                 sock.sendall(body)
+            elif body is not None:
+                while block := body.read(1 << 20):
+                    sock.sendall(block)
+            if forever:
+                sock.settimeout(None)
             response = _Response(sock)
             if response.status >= 300:
                 raise _error(response.status, response.read())
@@ -322,5 +339,35 @@ class LiteClient:
 
         return chunks(), stat
 
+    def build(
+        self,
+        context: Path,
+        tag: str,
+        *,
+        buildargs: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        params = {"t": tag, "rm": "1", "forcerm": "1", "pull": "0"}
+        if buildargs:
+            params["buildargs"] = json.dumps(dict(buildargs))
+        if labels:
+            params["labels"] = json.dumps(dict(labels))
+        with build_context(context) as tar:
+            response = self._open(
+                "POST", f"/build?{urlencode(params)}", tar, "application/x-tar", forever=True
+            )
+        try:
+            yield from json_messages(iter(lambda: response.read(1 << 16), b""))
+        finally:
+            response.close()
+
     def close(self) -> None:
         return None
+
+
+def _left_in(body: IO[bytes]) -> int:
+    """The bytes of a file from where it stands to its end."""
+    here = body.tell()
+    end = body.seek(0, os.SEEK_END)
+    body.seek(here)
+    return end - here

@@ -5,8 +5,8 @@ jobs that dead processes left running inside shared warm containers (the daemon 
 container's execs, and a warm job's arguments name its owner), and removes the channel folders
 of warm containers that have expired. It is cheap enough to call at the
 start of every command: the light client only (no docker SDK), plain API calls (an exec only to
-kill), and it never raises — no daemon, a remote daemon or any API error mean "nothing
-reaped".
+kill), and it never raises — no daemon or any API error mean "nothing reaped". A remote daemon
+is reaped only through a client handed in (a runner's, `hub doctor`'s), never on its own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import time
 from dataclasses import dataclass, field
 
 from edgehub.runners.docker.channel import channels_base
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
+from edgehub.runners.docker.client import (
+    DockerAPIError,
+    DockerClient,
+    DockerNotFound,
+    local_client,
+)
 from edgehub.runners.docker.exec import KILL_SCRIPT, exec_quiet
 from edgehub.runners.docker.owner import (
     MANAGED,
@@ -57,12 +62,9 @@ def reap(client: DockerClient | None = None, *, jobs: bool = True) -> ReapReport
     jobs in running warm containers. Never raises; without a local daemon, reaps nothing."""
     own = client is None
     if client is None:
-        from edgehub.runners.docker.lite import LiteClient, local_socket
-
-        path = local_socket()
-        if path is None:
+        client = local_client(_TIMEOUT_S)
+        if client is None:
             return ReapReport(complete=False)
-        client = LiteClient(path, timeout=_TIMEOUT_S)
     try:
         return _reap(client, jobs)
     except (DockerAPIError, OSError, ValueError, KeyError):
@@ -78,7 +80,8 @@ def _reap(client: DockerClient, jobs: bool) -> ReapReport:
     dead: set[int] = set()
     stopped = 0
     summaries = client.containers([f"{MANAGED}=1"])
-    _tidy_channels({str((s.get("Labels") or {}).get(WARM_KEY)) for s in summaries})
+    if client.local:  # the channel folders belong to this machine's daemon
+        _tidy_channels({str((s.get("Labels") or {}).get(WARM_KEY)) for s in summaries})
     for summary in summaries:
         labels = summary.get("Labels") or {}
         if labels.get(WARM) == "1":

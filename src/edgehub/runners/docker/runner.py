@@ -46,7 +46,8 @@ BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"  # where a resident agent marks its runn
 class DockerCommandRunner(BaseRunner):
     """Runs argv lists in a container of ``image``; nothing touches Docker until ``__enter__``
     or the first use. ``memory`` defaults to `DEFAULT_MEMORY`, ``pids`` to `DEFAULT_PIDS`;
-    ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks."""
+    ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks for ``host``
+    (a daemon address; default: ``$DOCKER_HOST``'s)."""
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class DockerCommandRunner(BaseRunner):
         keep_warm: float | None = None,
         gpus: str | None = None,
         client: DockerClient | None = None,
+        host: str | None = None,
     ) -> None:
         super().__init__()
         settings = ContainerSettings(
@@ -76,7 +78,7 @@ class DockerCommandRunner(BaseRunner):
             gpus=gpus,
         )
         self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
-        self._container = Container(settings, client)
+        self._container = Container(settings, client, host)
         self._oom_kills_seen = 0
         self._files = ContainerFiles(self._container, self._ensure_started)
 

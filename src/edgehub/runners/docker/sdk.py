@@ -1,51 +1,76 @@
-"""The docker SDK: `docker_client` (a connected ``docker.DockerClient``, for image builds) and
-`SDKClient`, the `DockerClient` protocol over it for daemons the light client cannot reach
-(``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts). The SDK is imported on first use only.
+"""The docker SDK: `SDKClient`, the `DockerClient` protocol over it for daemons the light client
+cannot reach (``DOCKER_HOST=ssh://`` or ``tcp://``, TLS, contexts); `docker_client` is the raw,
+connected ``docker.DockerClient`` underneath (tests use it as an independent witness). The SDK
+is imported on first use only.
+
+Over ``ssh://`` the SDK opens one SSH connection (paramiko) per ``docker.DockerClient`` and one
+channel running ``docker system dial-stdio`` on the host per HTTP connection: the handshake
+costs far more than a call, so `connect` hands out one shared client per daemon for the whole
+process (`SDKClient` with ``shared``), closed at exit. The SDK checks the host key against
+``~/.ssh/known_hosts`` and refuses an unknown one (paramiko's ``RejectPolicy``); it reads the
+key, port, user and ``ProxyCommand`` for the host from ``~/.ssh/config``.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from edgehub.errors import DockerUnavailableError
-from edgehub.runners.docker.client import DockerAPIError, DockerNotFound
+from edgehub.runners.docker.client import DockerAPIError, DockerNotFound, build_context
 
 __all__ = ["SDKClient", "docker_client", "unavailable"]
 
 _T = TypeVar("_T")
 
 
-def _docker_host() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (the default socket)"
+def _docker_host(host: str | None = None) -> str:
+    return (
+        host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (the default socket)"
+    )
 
 
-def _defer_paramiko() -> None:
+def _defer_paramiko(host: str | None) -> None:
     """The docker SDK imports its SSH transport (and paramiko, ~0.3 s) even for local daemons.
-    Unless DOCKER_HOST is ``ssh://``, mark that optional module absent, which the SDK allows."""
-    if "docker" in sys.modules or os.environ.get("DOCKER_HOST", "").startswith("ssh://"):
+    Unless the daemon is at ``ssh://``, mark that optional module absent, which the SDK allows
+    (so a process that first used a local daemon cannot reach an ``ssh://`` one)."""
+    if "docker" in sys.modules or _docker_host(host).startswith("ssh://"):
         return
     sys.modules.setdefault("docker.transport.sshconn", None)  # type: ignore[arg-type]
 
 
-def unavailable(error: BaseException) -> DockerUnavailableError:
-    """The one-line error for a daemon that does not answer."""
+def unavailable(error: BaseException, host: str | None = None) -> DockerUnavailableError:
+    """The one-line error for a daemon (at ``host``, or ``$DOCKER_HOST``'s) that does not
+    answer."""
     reason = " ".join(str(error).split())
     if len(reason) > 160:
         reason = reason[:157] + "..."
+    if _docker_host(host).startswith("ssh://"):
+        fix = (
+            "check that ssh to that host works with your key, that its key is in "
+            "~/.ssh/known_hosts (never added here: verify it and add it with ssh), and that "
+            "its user may run docker there"
+        )
+    else:
+        fix = (
+            "start it (sudo systemctl start docker, or sudo dockerd &, or "
+            "scripts/ci-docker.sh start) or point DOCKER_HOST at a running one"
+        )
     return DockerUnavailableError(
-        f"cannot reach the Docker daemon at {_docker_host()}: {reason}; start it "
-        "(sudo systemctl start docker, or sudo dockerd &, or scripts/ci-docker.sh start) "
-        "or point DOCKER_HOST at a running one"
+        f"cannot reach the Docker daemon at {_docker_host(host)}: {reason}; {fix}"
     )
 
 
-def docker_client(timeout: int = 120) -> Any:
-    """A connected ``docker.DockerClient``; `DockerUnavailableError` if there is no daemon."""
-    _defer_paramiko()
+def docker_client(timeout: int = 120, host: str | None = None) -> Any:
+    """A connected ``docker.DockerClient`` of the daemon at ``host`` (default: the
+    environment's); `DockerUnavailableError` if there is no daemon."""
+    _defer_paramiko(host)
     try:
         import docker
     except ImportError as error:  # pragma: no cover - docker is a dependency
@@ -53,10 +78,13 @@ def docker_client(timeout: int = 120) -> Any:
             "the 'docker' Python package is not installed; run: pip install docker"
         ) from error
     try:
-        client = docker.from_env(timeout=timeout)
+        if host:
+            client = docker.DockerClient(base_url=host, timeout=timeout)
+        else:
+            client = docker.from_env(timeout=timeout)
         client.ping()
     except Exception as error:  # any failure here means "no daemon"
-        raise unavailable(error) from error
+        raise unavailable(error, host) from error
     return client
 
 
@@ -108,11 +136,48 @@ class _SDKExecSocket:
         self._handle.close()
 
 
-class SDKClient:
-    """A `DockerClient` over ``docker.APIClient``; connects (and pings) on construction."""
+_SHARED: dict[tuple[str, ...], Any] = {}
+_SHARED_LOCK = threading.Lock()
+_ENVIRONMENT = ("DOCKER_HOST", "DOCKER_CONTEXT", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
 
-    def __init__(self, timeout: int = 120) -> None:
-        self._client = docker_client(timeout)
+
+def _shared_client(timeout: int, host: str | None) -> Any:
+    """The process's one connected ``docker.DockerClient`` for the daemon at ``host``
+    (default: the environment's)."""
+    key = (host,) if host else tuple(os.environ.get(name, "") for name in _ENVIRONMENT)
+    with _SHARED_LOCK:
+        client = _SHARED.get(key)
+        if client is None:
+            client = _SHARED[key] = docker_client(timeout, host)
+            if len(_SHARED) == 1:
+                atexit.register(_close_shared)
+        return client
+
+
+def _close_shared() -> None:
+    with _SHARED_LOCK:
+        clients = list(_SHARED.values())
+        _SHARED.clear()
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # leaving anyway
+            pass
+
+
+class SDKClient:
+    """A `DockerClient` over ``docker.APIClient``; connects (and pings) on construction.
+
+    ``shared``: use (or make) the process's one connection to the daemon, which `close` leaves
+    open for the next user; ``host``: the daemon's address (default: the environment's)."""
+
+    local = False  # the SDK may reach any host: no bind mounts of this machine's folders
+
+    def __init__(
+        self, timeout: int = 120, *, shared: bool = False, host: str | None = None
+    ) -> None:
+        self._shared = shared
+        self._client = _shared_client(timeout, host) if shared else docker_client(timeout, host)
         self._api = self._client.api
 
     def ping(self) -> bool:
@@ -193,5 +258,35 @@ class SDKClient:
         chunks, stat = _translated(lambda: self._api.get_archive(container, path))
         return iter(chunks), dict(stat)
 
+    def build(
+        self,
+        context: Path,
+        tag: str,
+        *,
+        buildargs: Mapping[str, str] | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        with build_context(context) as tar:
+            stream = _translated(
+                lambda: self._api.build(
+                    fileobj=tar,
+                    custom_context=True,
+                    tag=tag,
+                    buildargs=dict(buildargs or {}) or None,
+                    labels=dict(labels or {}) or None,
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    decode=True,
+                    timeout=None,
+                )
+            )
+            while True:
+                message = _translated(lambda: next(stream, None))
+                if message is None:
+                    return
+                yield dict(message)
+
     def close(self) -> None:
-        self._client.close()
+        if not self._shared:
+            self._client.close()

@@ -130,10 +130,8 @@ def _channel(container: Container, key: str) -> Path | None:
     """The host folder to mount for the direct channel, or None where it cannot work: a
     daemon on another machine, or a container user that this process can neither be nor
     give the folder to."""
-    from edgehub.runners.docker.lite import LiteClient
-
     uid = _container_uid(container)
-    if not isinstance(container.client, LiteClient) or uid is None:
+    if container.client is None or not container.client.local or uid is None:
         return None
     if os.geteuid() not in (0, uid):
         return None
