@@ -86,13 +86,15 @@ def measure(
         graph = {"graph": True} if request.layers is not None else {}
         model_job = BatchJob(compiled, "model", graph)
         if stored_ref is not None:
-            (model_out,) = model_runner.run_many([model_job], samples, stacked=dataset.stacked)
+            (model_out,) = model_runner.run_many(
+                [model_job], samples, stacked=dataset.stacked, digest=sha
+            )
             path = Path(stored_ref.artifacts["outputs"].local())
             reference_out = BatchOutputs(load_npz(path), {}, path, {})
         else:
             reference_job = BatchJob(reference, "reference", graph)
             model_out, reference_out = _run_both(
-                runners, (model_job, reference_job), samples, dataset.stacked
+                runners, (model_job, reference_job), samples, dataset.stacked, sha
             )
         cancel.check()
         ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
@@ -172,14 +174,15 @@ def _run_both(
     jobs: tuple[BatchJob, BatchJob],
     samples: Path,
     stacked: bool,
+    digest: str | None = None,
 ) -> tuple[BatchOutputs, BatchOutputs]:
     """The compiled model's and the reference's outputs: in one call where one runner serves
-    both, else one call each."""
+    both, else one call each (``digest``: the samples' content hash, where known)."""
     if runners[0] is runners[1]:
-        model, reference = runners[0].run_many(jobs, samples, stacked=stacked)
+        model, reference = runners[0].run_many(jobs, samples, stacked=stacked, digest=digest)
         return model, reference
-    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked)
-    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked)
+    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked, digest=digest)
+    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked, digest=digest)
     return model, reference
 
 
