@@ -501,7 +501,10 @@ def test_devices_of_other_providers_are_refused(project: Path) -> None:
     result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--device",
                  "board", cwd=project)  # fmt: skip
     assert result.returncode == 2
-    assert "providers local, ssh so far; device 'board' uses 'embedl_onnxruntime'" in result.stderr
+    assert (
+        "providers local, ssh, qai_hub so far; device 'board' uses 'embedl_onnxruntime'"
+        in result.stderr
+    )
     assert runs(project) == []
 
 

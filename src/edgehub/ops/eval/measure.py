@@ -75,7 +75,7 @@ def measure(
         if dataset.labels_path is not None:
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
-        model_runner = _batch_runner(request.runtime)(ctx, request.device)
+        model_runner = _batch_runner(ctx, request.runtime, request.device)
         same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         runners = (model_runner, reference_runner)
@@ -186,14 +186,19 @@ def _run_both(
     return model, reference
 
 
-def _batch_runner(runtime: str) -> type[BatchRunner]:
+def _batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:
+    """The runner of the compiled model: AI Hub's on a ``qai_hub`` device, else the agent's."""
+    if ctx.device(device or "local").provider_type == "qai_hub":
+        from edgehub.toolchains.qai_hub.batch import QAIHubBatchRunner
+
+        return QAIHubBatchRunner(ctx, device, runtime=runtime)
     if runtime == "tflite":
         from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
 
-        return TFLiteBatchRunner
+        return TFLiteBatchRunner(ctx, device)
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 
-    return ORTBatchRunner
+    return ORTBatchRunner(ctx, device)
 
 
 def _pair_outputs(

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate", "evaluate_and_fix"]
 
 EVAL_RUNTIMES = ("onnxruntime", "tflite")
-EVAL_PROVIDERS = ("local", "ssh")
+EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
 REFERENCE_RUNTIME = "onnxruntime"
 
 
@@ -141,6 +141,11 @@ def evaluate_and_fix(
             raise UsageError(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
                 f"far; device {request.device!r} uses {provider!r}"
+            )
+        if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
+            raise UsageError(
+                "--layers and --fix run the model on a local or ssh device; drop them for "
+                f"{request.device!r} (qai_hub), or pick such a device"
             )
         reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
         inspect = get_runtime(REFERENCE_RUNTIME).inspect
