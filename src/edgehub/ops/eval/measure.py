@@ -12,22 +12,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import UsageError
 from edgehub.ops.eval.goals import check_goal
-from edgehub.ops.eval.metrics import output_figures, score, summarize_figures, task_metric
 from edgehub.ops.eval.report import EvalReport
+from edgehub.toolchains.evaluation import batch_runner, pair_outputs, score_outputs
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
     from edgehub.ops.cancel import Cancellation
-    from edgehub.ops.eval.dataset import Dataset
     from edgehub.ops.eval.goals import Goal
     from edgehub.ops.eval.layers import LayerRow, LayerSearch
     from edgehub.ops.eval.run import EvalRequest
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
+    from edgehub.toolchains.datasets import Dataset
     from edgehub.tracking.run_log import RunLog
 
 __all__ = ["measure"]
@@ -75,7 +72,7 @@ def measure(
         if dataset.labels_path is not None:
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
-        model_runner = _batch_runner(ctx, request.runtime, request.device)
+        model_runner = batch_runner(ctx, request.runtime, request.device)
         same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         runners = (model_runner, reference_runner)
@@ -120,8 +117,10 @@ def measure(
                 "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
             },
         )
-        pairs = _pair_outputs(ctx, model_out.arrays, reference_out.arrays)
-        _compare(report, pairs, dataset, metric_names, request.worst)
+        pairs = pair_outputs(ctx, model_out.arrays, reference_out.arrays)
+        scores = score_outputs(pairs, dataset, metric_names, request.worst)
+        report.outputs, report.worst = scores.outputs, scores.worst
+        report.tasks, report.per_sample = scores.tasks, scores.per_sample
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
         if request.layers is not None:
             outs = (model_out, reference_out)
@@ -184,79 +183,6 @@ def _run_both(
     (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked, digest=digest)
     (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked, digest=digest)
     return model, reference
-
-
-def _batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:
-    """The runner of the compiled model: AI Hub's on a ``qai_hub`` device, else the agent's."""
-    if ctx.device(device or "local").provider_type == "qai_hub":
-        from edgehub.toolchains.qai_hub.batch import QAIHubBatchRunner
-
-        return QAIHubBatchRunner(ctx, device, runtime=runtime)
-    if runtime == "tflite":
-        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
-
-        return TFLiteBatchRunner(ctx, device)
-    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-
-    return ORTBatchRunner(ctx, device)
-
-
-def _pair_outputs(
-    ctx: HubContext, model: dict[str, np.ndarray], reference: dict[str, np.ndarray]
-) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(reference output name, model's, reference's) by name, else by position."""
-    if set(reference) <= set(model):
-        return [(n, model[n], reference[n]) for n in reference]
-    if len(model) == len(reference):
-        ctx.events.warning(
-            f"the compiled model's outputs ({', '.join(model)}) differ in name from the "
-            f"reference's ({', '.join(reference)}): compared in order"
-        )
-        return [(n, m, r) for (n, r), m in zip(reference.items(), model.values(), strict=True)]
-    raise UsageError(
-        f"the compiled model has outputs {', '.join(model)} but the reference has "
-        f"{', '.join(reference)}; they cannot be paired"
-    )
-
-
-def _compare(
-    report: EvalReport,
-    pairs: list[tuple[str, np.ndarray, np.ndarray]],
-    dataset: Dataset,
-    metric_names: list[str],
-    worst: int,
-) -> None:
-    figures_by_output: dict[str, dict[str, list[float]]] = {}
-    for name, model, reference in pairs:
-        if model.shape != reference.shape:
-            raise UsageError(
-                f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
-                f"{list(reference.shape[1:])} in the reference; they cannot be compared"
-            )
-        per_sample = output_figures(model, reference)
-        figures_by_output[name] = per_sample
-        report.outputs[name] = summarize_figures(per_sample)
-        order = sorted(range(len(dataset)), key=lambda i: per_sample["cosine"][i])[:worst]
-        report.worst[name] = [
-            {
-                "sample": dataset.names[i],
-                "cosine": per_sample["cosine"][i],
-                "max_abs": per_sample["max_abs"][i],
-            }
-            for i in order
-        ]
-    tasks: dict[str, dict[str, list[float]]] = {}
-    primary, model, reference = pairs[0]
-    for metric in metric_names:
-        values, ref_values = score(metric, task_metric(metric), model, reference, dataset.labels)
-        tasks[metric] = {"model": values, "reference": ref_values}
-        report.tasks[metric] = {
-            "model": sum(values) / len(values),
-            "reference": sum(ref_values) / len(ref_values),
-            "output": primary,
-            "against": "labels" if dataset.labels is not None else "reference",
-        }
-    report.per_sample = {"outputs": figures_by_output, "tasks": tasks}
 
 
 def _record(ctx: HubContext, report: EvalReport) -> None:

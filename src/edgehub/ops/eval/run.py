@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError, ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
 from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
-from edgehub.ops.eval.metrics import task_metric
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.project import Project, Subscriber
+from edgehub.toolchains.datasets import Dataset, load_dataset, tensor_specs
+from edgehub.toolchains.metrics import task_metric
 
 if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
