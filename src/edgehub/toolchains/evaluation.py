@@ -8,6 +8,7 @@ Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
@@ -17,10 +18,10 @@ if TYPE_CHECKING:
     import numpy as np
 
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.batch import BatchRunner
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
 
-__all__ = ["Scores", "batch_runner", "pair_outputs", "score_outputs"]
+__all__ = ["Scores", "batch_runner", "pair_outputs", "run_both", "score_outputs"]
 
 Pairs = list[tuple[str, "np.ndarray", "np.ndarray"]]
 
@@ -51,6 +52,23 @@ def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunn
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 
     return ORTBatchRunner(ctx, device)
+
+
+def run_both(
+    runners: tuple[BatchRunner, BatchRunner],
+    jobs: tuple[BatchJob, BatchJob],
+    samples: Path,
+    stacked: bool,
+    digest: str | None = None,
+) -> tuple[BatchOutputs, BatchOutputs]:
+    """The compiled model's and the reference's outputs: in one call where one runner serves
+    both, else one call each (``digest``: the samples' content hash, where known)."""
+    if runners[0] is runners[1]:
+        model, reference = runners[0].run_many(jobs, samples, stacked=stacked, digest=digest)
+        return model, reference
+    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked, digest=digest)
+    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked, digest=digest)
+    return model, reference
 
 
 def pair_outputs(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.ops.eval.goals import check_goal
 from edgehub.ops.eval.report import EvalReport
-from edgehub.toolchains.evaluation import batch_runner, pair_outputs, score_outputs
+from edgehub.toolchains.evaluation import batch_runner, pair_outputs, run_both, score_outputs
 
 if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.goals import Goal
     from edgehub.ops.eval.layers import LayerRow, LayerSearch
     from edgehub.ops.eval.run import EvalRequest
-    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
+    from edgehub.toolchains.batch import BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
     from edgehub.tracking.run_log import RunLog
 
@@ -90,7 +90,7 @@ def measure(
             reference_out = BatchOutputs(load_npz(path), {}, path, {})
         else:
             reference_job = BatchJob(reference, "reference", graph)
-            model_out, reference_out = _run_both(
+            model_out, reference_out = run_both(
                 runners, (model_job, reference_job), samples, dataset.stacked, sha
             )
         cancel.check()
@@ -158,7 +158,7 @@ def _layers(
             BatchJob(models[0], "layers.model", {"extra_outputs": list(marks)}),
             BatchJob(models[1], "layers.reference", {"extra_outputs": list(marks.values())}),
         )
-        model, reference = _run_both(runners, jobs, folder, False)
+        model, reference = run_both(runners, jobs, folder, False)
         return model.arrays, reference.arrays
 
     search = LayerSearch(rows, request.layers, probe)
@@ -166,23 +166,6 @@ def _layers(
     if first is not None:
         ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
     return search, first
-
-
-def _run_both(
-    runners: tuple[BatchRunner, BatchRunner],
-    jobs: tuple[BatchJob, BatchJob],
-    samples: Path,
-    stacked: bool,
-    digest: str | None = None,
-) -> tuple[BatchOutputs, BatchOutputs]:
-    """The compiled model's and the reference's outputs: in one call where one runner serves
-    both, else one call each (``digest``: the samples' content hash, where known)."""
-    if runners[0] is runners[1]:
-        model, reference = runners[0].run_many(jobs, samples, stacked=stacked, digest=digest)
-        return model, reference
-    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked, digest=digest)
-    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked, digest=digest)
-    return model, reference
 
 
 def _record(ctx: HubContext, report: EvalReport) -> None:

@@ -4,6 +4,7 @@ the LiteRT interpreter in the pinned image) register on import."""
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains import qai_hub
+from edgehub.toolchains.evaluators import TFLiteEvaluator
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
@@ -26,6 +27,7 @@ RUNTIME = RuntimeDescriptor(
     agent_namespace="tflite",
     provider_configs=(SSHAgentConfig, QAIHubConfig),
     inspect=local.inspect_model,
+    evaluator=TFLiteEvaluator,
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
