@@ -48,3 +48,40 @@ def test_onnxruntime_evaluator_scores_a_compiled_model_on_a_dataset(
     assert outputs["logits"].shape == (6, 1, 10)
     assert result.run_log is not None and result.run_log.run_type == "EVAL"
     assert TFLiteEvaluator.providers() == ["local", "ssh", "qai_hub"]
+
+
+def test_pipeline_with_a_dataset_ends_with_an_eval(tmp_path: Path, ort_image: str) -> None:
+    import json
+    import os
+    import subprocess
+
+    hub = str(Path(sys.executable).with_name("hub"))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    (tmp_path / "hub.toml").write_text('[project]\nname = "pipe-eval"\n')
+    make_cnn(tmp_path / "cnn.onnx")
+    images = np.random.default_rng(6).standard_normal((4, 1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "ds.npz", image=images)
+    (tmp_path / "labels.json").write_text("[1, 2, 3, 4]")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([hub, "exec", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    wrong = run("profile", "onnxruntime", "cnn.onnx", "--dataset", "ds.npz")
+    assert wrong.returncode == 2
+    assert wrong.stderr.strip().splitlines()[-1] == (
+        "hub: error: --dataset does not apply to profile; use hub exec pipeline, or hub exec eval"
+    )
+    done = run("pipeline", "onnxruntime", "cnn.onnx", "--set", "compile.quantization=none",
+               "--set", "profile.runs=5", "--dataset", "ds.npz", "--labels", "labels.json",
+               "--metric", "top1", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["eval"]["type"] == "EVAL"
+    assert report["eval"]["metrics"]["samples"] == 4.0
+    assert report["eval"]["metrics"]["logits.cosine"] > 0.99999
+    assert report["eval"]["metrics"]["top1"] == report["eval"]["metrics"]["reference.top1"]
+    text = run("pipeline", "onnxruntime", "cnn.onnx", "--set", "compile.quantization=none",
+               "--set", "profile.runs=5", "--dataset", "ds.npz")  # fmt: skip
+    assert text.returncode == 0, text.stderr
+    assert "eval: run" in text.stdout and "logits.cosine" in text.stdout
