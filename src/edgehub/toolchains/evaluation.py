@@ -7,6 +7,8 @@ Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,14 @@ if TYPE_CHECKING:
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
 
-__all__ = ["Scores", "batch_runner", "pair_outputs", "run_both", "score_outputs"]
+__all__ = [
+    "Scores",
+    "batch_runner",
+    "model_signature",
+    "pair_outputs",
+    "run_both",
+    "score_outputs",
+]
 
 Pairs = list[tuple[str, "np.ndarray", "np.ndarray"]]
 
@@ -36,6 +45,33 @@ class Scores:
     worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     per_sample: dict[str, Any] = field(default_factory=dict)
+
+
+def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
+    """The ONNX model's inputs and outputs as ONNX Runtime reads them (``ort.inspect`` in its
+    container), kept by content hash under the store's ``cache/signatures`` so that a later
+    eval of the same model asks no container."""
+    from edgehub.toolchains.registry import get_runtime
+    from edgehub.tracking.artifacts import hash_path
+
+    cache = ctx.project_dir / "cache" / "signatures" / f"{hash_path(model)}.json"
+    try:
+        kept = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(kept, dict) and isinstance(kept.get("inputs"), list):
+            return kept
+    except (OSError, ValueError):
+        pass
+    inspect = get_runtime("onnxruntime").inspect
+    assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
+    signature = inspect(ctx, model, None)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f".{cache.name}.{os.getpid()}")
+        partial.write_text(json.dumps(signature), encoding="utf-8")
+        os.replace(partial, cache)
+    except OSError:
+        pass  # a store that cannot keep it asks again next time
+    return signature
 
 
 def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:

@@ -139,18 +139,21 @@ def evaluate_model(
     """The body of every provider of both evaluators (the runner differs by device)."""
     from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.datasets import load_dataset, tensor_specs
-    from edgehub.toolchains.evaluation import batch_runner, pair_outputs, run_both, score_outputs
+    from edgehub.toolchains.evaluation import (
+        batch_runner,
+        model_signature,
+        pair_outputs,
+        run_both,
+        score_outputs,
+    )
     from edgehub.toolchains.metrics import task_metric
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-    from edgehub.toolchains.registry import get_runtime
 
     names = list(dict.fromkeys(metrics or []))
     for metric in names:
         task_metric(metric)  # unknown names fail before anything runs
     source = _reference(ctx, model, reference)
-    inspect = get_runtime("onnxruntime").inspect
-    assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
-    signature = inspect(ctx, source, None)
+    signature = model_signature(ctx, source)
     data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), labels)
     ctx.client.log_params(
         {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),

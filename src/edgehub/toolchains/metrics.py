@@ -33,6 +33,7 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "edgehub.metrics"
 IDENTICAL_DB = 300.0
+FIGURE_BLOCK_VALUES = 1 << 20  # values per float64 block of `output_figures` (8 MiB)
 OUTPUT_FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 BUILT_IN_TASKS = ("top1", "top5", "iou", "mse")
 HIGHER_IS_BETTER = {"cosine", "cosine_min", "snr_db", "psnr_db", "top1", "top5", "iou"}
@@ -49,27 +50,42 @@ def _db(signal: float, noise: float) -> float:
 
 
 def output_figures(output: np.ndarray, reference: np.ndarray) -> dict[str, list[float]]:
-    """Per-sample figures of ``output`` against ``reference`` (both stacked over samples)."""
+    """Per-sample figures of ``output`` against ``reference`` (both stacked over samples),
+    in float64, a block of samples at a time (so the float64 copies stay small)."""
     import numpy as np
 
     count = output.shape[0]
-    a = output.reshape(count, -1).astype(np.float64)
-    b = reference.reshape(count, -1).astype(np.float64)
-    diff = a - b
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    dots = np.einsum("ij,ij->i", a, b)
-    both_zero = (np.linalg.norm(a, axis=1) == 0) & (np.linalg.norm(b, axis=1) == 0)
-    cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
-    cosine = np.where(both_zero, 1.0, cosine)
-    squared = np.mean(diff**2, axis=1) if a.shape[1] else np.zeros(count)
-    power = np.mean(b**2, axis=1) if b.shape[1] else np.zeros(count)
-    span = (b.max(axis=1) - b.min(axis=1)) if b.shape[1] else np.zeros(count)
-    peak = np.where(span > 0, span, np.where(np.abs(b).max(axis=1) > 0, np.abs(b).max(axis=1), 1.0))
-    absdiff = np.abs(diff)
+    a_all = output.reshape(count, -1)
+    b_all = reference.reshape(count, -1)
+    width = a_all.shape[1]
+    rows = max(1, FIGURE_BLOCK_VALUES // max(width, 1))
+    fields = ("cosine", "max_abs", "mean_abs", "power", "squared", "peak")
+    found = {name: np.zeros(count) for name in fields}
+    for start in range(0, count if width else 0, rows):
+        block = slice(start, start + rows)
+        a = a_all[block].astype(np.float64)
+        b = b_all[block].astype(np.float64)
+        aa, bb = np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->i", b, b)
+        dots = np.einsum("ij,ij->i", a, b)
+        norms = np.sqrt(aa) * np.sqrt(bb)
+        cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
+        found["cosine"][block] = np.where((aa == 0) & (bb == 0), 1.0, cosine)
+        np.subtract(a, b, out=a)  # a is the difference from here on
+        found["squared"][block] = np.einsum("ij,ij->i", a, a) / width
+        np.abs(a, out=a)
+        found["max_abs"][block] = a.max(axis=1)
+        found["mean_abs"][block] = a.mean(axis=1)
+        found["power"][block] = bb / width
+        span = b.max(axis=1) - b.min(axis=1)
+        top = np.abs(b).max(axis=1)
+        found["peak"][block] = np.where(span > 0, span, np.where(top > 0, top, 1.0))
+    if not width:
+        found["cosine"][:] = 1.0
+    squared, power, peak = found["squared"], found["power"], found["peak"]
     return {
-        "cosine": [float(v) for v in cosine],
-        "max_abs": [float(v) for v in (absdiff.max(axis=1) if a.shape[1] else np.zeros(count))],
-        "mean_abs": [float(v) for v in (absdiff.mean(axis=1) if a.shape[1] else np.zeros(count))],
+        "cosine": found["cosine"].tolist(),
+        "max_abs": found["max_abs"].tolist(),
+        "mean_abs": found["mean_abs"].tolist(),
         "snr_db": [_db(float(s), float(n)) for s, n in zip(power, squared, strict=True)],
         "psnr_db": [_db(float(p) ** 2, float(n)) for p, n in zip(peak, squared, strict=True)],
     }

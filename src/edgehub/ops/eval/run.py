@@ -26,6 +26,7 @@ from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.project import Project, Subscriber
 from edgehub.toolchains.datasets import Dataset, load_dataset, tensor_specs
+from edgehub.toolchains.evaluation import model_signature
 from edgehub.toolchains.metrics import task_metric
 
 if TYPE_CHECKING:
@@ -148,9 +149,7 @@ def evaluate_and_fix(
                 f"{request.device!r} (qai_hub), or pick such a device"
             )
         reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
-        inspect = get_runtime(REFERENCE_RUNTIME).inspect
-        assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
-        signature = inspect(ctx, reference, None)
+        signature = model_signature(ctx, reference)
         outputs = [str(o["name"]) for o in signature.get("outputs", [])]
         for goal in goals:
             if goal.output is not None and goal.output not in outputs:
