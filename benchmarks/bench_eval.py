@@ -165,8 +165,8 @@ def main() -> None:
     print(f"(b) --layers on {found['layers']} layers: {found['runs']} extra runs of both models "
           f"(bound ceil(log2)+1 = {int(np.ceil(np.log2(found['layers']))) + 1}), whole eval "
           f"{layers_wall:.2f} s, first divergent: {first['node'] if first else None}; marking "
-          f"every tensor at once: peak RSS {every[2]:.0f} MiB vs one tensor "
-          f"{single[2]:.0f} MiB")  # fmt: skip
+          f"every tensor at once: one run of {every[1]:.2f} s ({every[0]:.2f} s wall), peak "
+          f"RSS {every[2]:.0f} MiB vs one tensor {single[2]:.0f} MiB")  # fmt: skip
 
 
 def _text(path: Path, text: str) -> Path:

@@ -284,10 +284,13 @@ class QAIHubDouble:
         if unknown:  # the service refuses inputs the model does not have
             raise real.UserError(f"Dataset schema does not match the model: {unknown}")
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        feeds = {original[name]: samples[0] for name, samples in entries.items()}
         names = [o.name for o in session.get_outputs()]
-        results = session.run(names, feeds)
-        return {self.renamer(n): [r] for n, r in zip(names, results, strict=True)}
+        outputs: dict[str, list[Any]] = {self.renamer(n): [] for n in names}
+        for index in range(len(next(iter(entries.values())))):  # every sample, as the service
+            feeds = {original[name]: samples[index] for name, samples in entries.items()}
+            for n, result in zip(names, session.run(names, feeds), strict=True):
+                outputs[self.renamer(n)].append(result)
+        return outputs
 
     # -- the module's public functions ------------------------------------------------------
     def get_devices(self, name: str = "", os: str = "", attributes: Any = None) -> list[Any]:

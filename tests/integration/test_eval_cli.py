@@ -159,6 +159,10 @@ def test_missed_goal_exits_with_its_code(project: Path) -> None:
     assert f"goals missed: exit {EXIT_GOAL_FAILED}" in result.stdout
     (run,) = [r for r in runs(project) if r.run_type == "EVAL"]
     assert run.status == "FINISHED" and run.metrics["goals_passed"] == 0.0
+    shown = hub("runs", "show", run.run_id, cwd=project).stdout  # as the eval printed it
+    assert "goal cosine>=0.99999999: MISSED" in shown and "goal top1>=0.5*reference" in shown
+    assert "worst samples of logits by cosine: " in shown and "SNR dB" in shown
+    assert "nan" not in shown.split("worst samples")[1].split("\n")[0]  # their figures kept
     again = _int8(project, "--goal", "max-degradation=0%", "--metric", "top1", "--json")
     report = json.loads(again.stdout)
     (goal,) = report["goals"]
@@ -387,6 +391,9 @@ def test_layers_name_the_outlier_layer_in_few_runs(project: Path) -> None:
     stored = json.loads(Path(str(run.artifacts["layers"].file_path)).read_text())
     assert stored["first_divergent"]["node"] == "relu3" and stored["runs"] == report["runs"]
     assert run.metrics["layers.runs"] == report["runs"]
+    shown = hub("runs", "show", run.run_id, cwd=project)  # the layer table, formatted
+    assert "first divergent layer: relu3 (Relu, tensor s3; conv3 fused into it)" in shown.stdout
+    assert "worst channel" in shown.stdout and "fused or renamed" in shown.stdout
     text = hub("exec", "eval", "onnxruntime", "outlier.onnx", "--dataset", "ods",
                "--set", "quantization=static", "--layers", "0.2", cwd=project)  # fmt: skip
     assert text.returncode == 0, text.stderr
@@ -501,7 +508,10 @@ def test_devices_of_other_providers_are_refused(project: Path) -> None:
     result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "ds", "--device",
                  "board", cwd=project)  # fmt: skip
     assert result.returncode == 2
-    assert "providers local, ssh so far; device 'board' uses 'embedl_onnxruntime'" in result.stderr
+    assert (
+        "providers local, ssh, qai_hub so far; device 'board' uses 'embedl_onnxruntime'"
+        in result.stderr
+    )
     assert runs(project) == []
 
 

@@ -1,5 +1,6 @@
 """`hub exec eval --device` on an ``ssh`` device: the SSH test device (tests/ssh_device: real
-sshd, the device's own Python and onnxruntime) runs the samples; the reference stays here."""
+sshd, the device's own Python and onnxruntime) runs the samples; the reference stays here.
+The dataset goes to the device once: a second `hub` process finds it there by content."""
 
 from __future__ import annotations
 
@@ -49,14 +50,22 @@ def test_eval_on_the_ssh_device_matches_local_bit_for_bit(
     compiled = hub("exec", "compile", "onnxruntime", "cnn.onnx", "--set", "quantization=none",
                    cwd=folder)  # fmt: skip
     assert compiled.returncode == 0, compiled.stderr
-    reports = {}
-    for where in ("local", "pi"):
+    reports, logs = {}, {}
+    for where, device_name in (("local", "local"), ("pi", "pi"), ("pi-again", "pi")):
         result = hub("exec", "eval", "onnxruntime", "--from-run", "latest", "--dataset", "ds",
-                     "--device", where, "--goal", "cosine>=0.99999", "--json",
+                     "--device", device_name, "--goal", "cosine>=0.99999", "--json",
                      cwd=folder)  # fmt: skip
         assert result.returncode == 0, result.stderr
-        reports[where] = json.loads(result.stdout)
+        reports[where], logs[where] = json.loads(result.stdout), result.stderr
+        if where == "pi":  # the dataset's folder on the device, as the first eval left it
+            listing = device.exec("sh", "-c", "ls -id --full-time ~/.cache/edgehub/datasets/*/*")
+            first_upload = listing.stdout
     assert reports["pi"]["device"] == "pi"
+    assert "not sent again" not in logs["pi"] and "sent to the device" in logs["pi"]
+    assert "already on the device, not sent again" in logs["pi-again"], logs["pi-again"]
+    again = device.exec("sh", "-c", "ls -id --full-time ~/.cache/edgehub/datasets/*/*").stdout
+    assert again == first_upload and len(first_upload.splitlines()) == 1  # same inode and mtime
+    assert reports["pi-again"]["outputs"] == reports["pi"]["outputs"]
     evals = {
         r.device: r for r in RunStore(folder / ".hub").list_runs(limit=None) if r.run_type == "EVAL"
     }

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from edgehub.errors import InputDataError, UsageError
-from edgehub.ops.eval.dataset import load_dataset, tensor_specs
 from edgehub.ops.eval.goals import check_goal, parse_goal
-from edgehub.ops.eval.metrics import (
+from edgehub.toolchains.datasets import load_dataset, tensor_specs
+from edgehub.toolchains.metrics import (
     IDENTICAL_DB,
     output_figures,
     score,

@@ -11,12 +11,17 @@ Accepted ``calibration`` values:
 Every sample is checked against the model's inputs (names, dtypes, shapes); a float64 array for a
 float32 input is cast (with a warning), anything else that differs is a CalibrationDataError
 listing the expected inputs. Nothing is ever unpickled.
+
+Too few samples (`warn_if_few`): a quantized activation's range comes from the values the
+samples give it, so calibration warns below ``max(MIN_SAMPLES, C)`` samples, ``C`` being the
+most output channels of a layer with weights (Conv, ConvTranspose, Gemm, MatMul): a sample
+per channel of the widest activation, and never fewer than ``MIN_SAMPLES``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -138,6 +143,50 @@ def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report)
     if casts:
         report.warn(f"calibration data for {', '.join(casts)} was cast to the model's float dtype")
     return checked
+
+
+MIN_SAMPLES = 16
+
+
+def widest_layer(model: Any) -> tuple[str, int] | None:
+    """(node name, output channels) of the layer with weights that has the most output
+    channels (read from its weight initializer's shape), or None where no layer has one."""
+    weights = {init.name: list(init.dims) for init in model.graph.initializer}
+    best: tuple[str, int] | None = None
+    for index, node in enumerate(model.graph.node):
+        dims = weights.get(node.input[1]) if len(node.input) > 1 else None
+        if not dims or len(dims) < 2:
+            continue
+        attrs = {a.name: a for a in node.attribute}
+        if node.op_type == "Conv":
+            channels = dims[0]
+        elif node.op_type == "ConvTranspose":
+            channels = dims[1] * (attrs["group"].i if "group" in attrs else 1)
+        elif node.op_type == "Gemm":
+            channels = dims[0] if "transB" in attrs and attrs["transB"].i else dims[1]
+        elif node.op_type == "MatMul":
+            channels = dims[-1]
+        else:
+            continue
+        if best is None or channels > best[1]:
+            best = (node.name or f"{node.op_type}_{index}", int(channels))
+    return best
+
+
+def warn_if_few(count: int, model: Any, report: Report) -> None:
+    """Warn when ``count`` calibration samples are fewer than the rule (module docstring)
+    asks of ``model``."""
+    widest = widest_layer(model)
+    channels = widest[1] if widest else 0
+    need = max(MIN_SAMPLES, channels)
+    if count >= need:
+        return
+    why = f"{channels} in {widest[0]}" if widest else "none found"
+    report.warn(
+        f"calibration has {count} samples, fewer than the {need} this model needs (rule: at "
+        f"least max({MIN_SAMPLES}, the most output channels of a layer: {why})); activation "
+        f"ranges from so few samples may clip: give {need} or more"
+    )
 
 
 def random_calibration(

@@ -183,6 +183,11 @@ def _print(report: EvalReport, *, final: bool = True) -> None:
         print(f"goals missed: exit {EXIT_GOAL_FAILED}")
 
 
+def print_stored(report: EvalReport) -> None:
+    """An eval read back from the store (`hub runs show`): as `hub exec eval` printed it."""
+    _print(report, final=False)
+
+
 def _print_fix(fix: FixReport) -> None:
     print(f"fix: run {fix.run_id[:8]}, {len(fix.steps) - 1} repair steps (limit {fix.limit})")
     for number, step in enumerate(fix.steps):

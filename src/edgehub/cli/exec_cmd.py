@@ -141,6 +141,9 @@ def handle(args: argparse.Namespace) -> int:
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
+        dataset=args.dataset,
+        labels=args.labels,
+        metrics=list(args.metric),
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)
@@ -211,6 +214,8 @@ def _print_run(title: str, report: RunReport) -> None:
             table(list(extra), [list(extra.values())])
     if report.shapes:
         print(f"  inputs: {_shapes_text(report.shapes)}")
+    if report.type == "EVAL":  # a pipeline's eval over its --dataset
+        table(["figure", "value"], [[k, v] for k, v in report.metrics.items()])
     if report.outputs:
         table(
             ["output", "dtype", "shape"],

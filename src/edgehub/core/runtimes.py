@@ -13,7 +13,8 @@ that is not a descriptor, is skipped with a one-line warning on stderr (and list
 `runtime_problems`), so a broken plug-in never stops edgehub.
 
 Core imports no toolchain: descriptors are reached by name through `importlib.metadata`, and
-`resolve_export` serves the names of ``edgehub.core.compile/profile/invoke`` from them.
+`resolve_export` serves the names of ``edgehub.core.compile/profile/invoke/evaluate`` from
+them.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ class RuntimeDescriptor:
     ``agent_namespace`` prefixes its agent commands (``ort`` -> ``ort.profile``);
     ``provider_configs`` are the `ProviderConfig` dataclasses its providers read, each adding
     a settings table to hub.toml; ``inspect`` reads a model's inputs and outputs (``hub exec``
-    uses it to make random inputs); ``available`` is false while the runtime is being built, and
+    uses it to make random inputs); ``evaluator`` scores a compiled model on a dataset (None:
+    the runtime has none); ``available`` is false while the runtime is being built, and
     ``issue`` then says what is missing.
     """
 
@@ -84,6 +86,7 @@ class RuntimeDescriptor:
     agent_namespace: str | None = None
     provider_configs: tuple[type[ProviderConfig], ...] = ()
     inspect: Inspector | None = None
+    evaluator: type[Component] | None = None
     available: bool = True
     issue: str = ""
 
@@ -161,9 +164,10 @@ def get_runtime(name: str) -> RuntimeDescriptor:
 
 
 def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) -> Any:
-    """The object ``edgehub.core.<compile|profile|invoke>.<name>`` stands for.
+    """The object ``edgehub.core.<compile|profile|invoke|evaluate>.<name>`` stands for.
 
-    ``role`` is the descriptor field of that module (``compiler``, ``profiler``, ``invoker``).
+    ``role`` is the descriptor field of that module (``compiler``, ``profiler``, ``invoker``,
+    ``evaluator``).
     A name resolves to a runtime's component or compiled-model class, or to an attribute of the
     module defining that component: any name in ``public`` (the seeds' names, such as
     ``ProfilingMethod``), or a class that module defines (a plug-in's ``EchoProfilingResult``).
@@ -172,6 +176,8 @@ def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) ->
         raise AttributeError(name)
     for runtime in all_runtimes().values():
         component = getattr(runtime, role)
+        if component is None:
+            continue
         for cls in (component, runtime.compiled_model):
             if cls.__name__ == name:
                 return cls

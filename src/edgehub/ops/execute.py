@@ -55,7 +55,9 @@ class ExecRequest:
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
     the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
     the request once the device is held: past it, its commands are stopped, its runs end
-    FAILED and `~edgehub.errors.CommandTimeout` is raised.
+    FAILED and `~edgehub.errors.CommandTimeout` is raised. ``dataset`` (pipeline): a last
+    step evaluates the compiled model on it with the runtime's evaluator (see
+    `edgehub.toolchains.evaluators`), scoring the task ``metrics`` against ``labels``.
     """
 
     step: str
@@ -71,6 +73,9 @@ class ExecRequest:
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
     timeout: float | None = None
+    dataset: Path | None = None
+    labels: Path | None = None
+    metrics: list[str] = field(default_factory=list)
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -101,6 +106,15 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         raise UsageError(f"--transform does not apply to {step}; it rewrites a model to compile")
     if request.from_job and step == "pipeline":
         raise UsageError("--from-job does not apply to pipeline; resume one step at a time")
+    if request.dataset is None and (request.labels is not None or request.metrics):
+        raise UsageError("--labels and --metric score a --dataset; add one (pipeline)")
+    if request.dataset is not None:
+        if step != "pipeline":
+            raise UsageError(
+                f"--dataset does not apply to {step}; use hub exec pipeline, or hub exec eval"
+            )
+        if runtime.evaluator is None:
+            raise UsageError(f"{runtime.name} has no evaluator yet; drop --dataset")
     if request.model is None and not request.from_run:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:
@@ -414,6 +428,15 @@ def _pipeline(
         compile=summarize(compiled), profile=summarize(profile), invoke=summarize(result)
     )
     _reference(ctx, model, inputs, here, result.output, report)
+    if request.dataset is not None and runtime.evaluator is not None:
+        cancel.check()
+        ctx.events.info(f"eval: the compiled model on the dataset {request.dataset.name}")
+        evaluator = runtime.evaluator(**_common(request, "eval", named=False))
+        evaluation = evaluator.run(
+            ctx, compiled, request.dataset.resolve(), reference=model, labels=request.labels,
+            metrics=list(request.metrics),
+        )  # fmt: skip
+        report.eval = summarize(evaluation)
     return report
 
 

@@ -61,7 +61,8 @@ class RunReport:
 
 @dataclass
 class PipelineReport:
-    """compile → profile → invoke → reference, and the compiled model's accuracy.
+    """compile → profile → invoke → reference, and the compiled model's accuracy (on one
+    sample; with a dataset, over it too: ``eval``).
 
     ``stopped_after_compile`` says why only the compile step ran (e.g. no GPU can run a
     TensorRT engine here): the report then holds the compile run (its build report) alone.
@@ -75,6 +76,8 @@ class PipelineReport:
     stopped_after_compile: str | None = None
     reference_note: str | None = None
     """Why there is no accuracy: the reference was skipped, or no output names match."""
+    eval: RunReport | None = None
+    """The EVAL run on the request's dataset (figures per output, task metrics), if any."""
 
     def steps(self) -> dict[str, RunReport]:
         every = {
@@ -82,6 +85,7 @@ class PipelineReport:
             "profile": self.profile,
             "invoke": self.invoke,
             "reference": self.reference,
+            "eval": self.eval,
         }
         return {key: report for key, report in every.items() if report is not None}
 

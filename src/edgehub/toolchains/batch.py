@@ -2,7 +2,9 @@
 
 Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
 runs in the same session, so a dataset of many small samples costs one round trip, not one
-per sample. Each runtime's subclass names its agent command and the files its model needs.
+per sample. On an ``ssh`` device the samples go once per device, by content, and are reused by
+later calls and processes (`~edgehub.toolchains.remote.ssh_agent.share_samples`). Each
+runtime's subclass names its agent command and the files its model needs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from edgehub.errors import InvokeError
 from edgehub.toolchains.local_session import record_agent_result
 from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.remote.ssh_agent import share_samples
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:
@@ -82,13 +85,25 @@ class BatchRunner:
         return self.run_many([job], samples, stacked=stacked)[0]
 
     def run_many(
-        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool
+        self,
+        jobs: Sequence[BatchJob],
+        samples: Path,
+        *,
+        stacked: bool,
+        digest: str | None = None,
     ) -> list[BatchOutputs]:
         """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through each
         job's model, in one agent call (the samples travel and load once); the outputs files
-        are kept in the run's directory."""
+        are kept in the run's directory. ``digest``: the samples' content hash, where known."""
         staged = "samples.npz" if stacked else "samples"
         files: dict[str, Path] = {staged: samples}
+        where = f"in/{staged}"
+        shared = share_samples(self._agent, samples, digest)
+        if shared is not None:
+            where, sent = shared
+            files.clear()
+            status = "sent to the device" if sent else "already on the device, not sent again"
+            self.ctx.events.info(f"dataset {where}: {status}")
         runs = []
         for index, job in enumerate(jobs):
             own, fields = self.model_files(job.model)
@@ -96,7 +111,7 @@ class BatchRunner:
                 own, fields = _prefixed(own, fields, f"{index}-")
             files.update(own)
             runs.append({**fields, **job.options, "output": f"out/outputs-{index}.npz"})
-        request = {"samples": f"in/{staged}", "stacked": stacked, "runs": runs}
+        request = {"samples": where, "stacked": stacked, "runs": runs}
         result = self._agent.call(self.command, request, inputs=files, failure=InvokeError)
         skip = frozenset(result.params) | frozenset(result.metrics)
         record_agent_result(self.ctx, result, skip=skip)  # environment and warnings

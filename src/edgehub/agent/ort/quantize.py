@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from ..calibration import load_calibration, random_calibration
+from ..calibration import load_calibration, random_calibration, warn_if_few
 from ..models import (
     EXTERNAL_DATA_THRESHOLD,
     default_opset,
@@ -93,6 +93,7 @@ def quantize_static(
     if calibration is not None:
         samples = load_calibration(calibration, specs, report)
         source = "directory" if Path(calibration).is_dir() else "npz"
+        warn_if_few(len(samples), model, report)
     else:
         samples = random_calibration(specs, random_samples, seed, report)
         source = "random"

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgehub.errors import UsageError
-from edgehub.ops.eval.metrics import OUTPUT_FIGURES
+from edgehub.toolchains.metrics import OUTPUT_FIGURES
 
 __all__ = ["Goal", "GoalResult", "parse_goal"]
 

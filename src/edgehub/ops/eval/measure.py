@@ -12,22 +12,19 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import UsageError
 from edgehub.ops.eval.goals import check_goal
-from edgehub.ops.eval.metrics import output_figures, score, summarize_figures, task_metric
 from edgehub.ops.eval.report import EvalReport
+from edgehub.toolchains.evaluation import batch_runner, pair_outputs, run_both, score_outputs
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
     from edgehub.ops.cancel import Cancellation
-    from edgehub.ops.eval.dataset import Dataset
     from edgehub.ops.eval.goals import Goal
     from edgehub.ops.eval.layers import LayerRow, LayerSearch
     from edgehub.ops.eval.run import EvalRequest
-    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
+    from edgehub.toolchains.batch import BatchOutputs, BatchRunner
+    from edgehub.toolchains.datasets import Dataset
     from edgehub.tracking.run_log import RunLog
 
 __all__ = ["measure"]
@@ -75,7 +72,7 @@ def measure(
         if dataset.labels_path is not None:
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
-        model_runner = _batch_runner(request.runtime)(ctx, request.device)
+        model_runner = batch_runner(ctx, request.runtime, request.device)
         same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
         reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
         runners = (model_runner, reference_runner)
@@ -86,13 +83,15 @@ def measure(
         graph = {"graph": True} if request.layers is not None else {}
         model_job = BatchJob(compiled, "model", graph)
         if stored_ref is not None:
-            (model_out,) = model_runner.run_many([model_job], samples, stacked=dataset.stacked)
+            (model_out,) = model_runner.run_many(
+                [model_job], samples, stacked=dataset.stacked, digest=sha
+            )
             path = Path(stored_ref.artifacts["outputs"].local())
             reference_out = BatchOutputs(load_npz(path), {}, path, {})
         else:
             reference_job = BatchJob(reference, "reference", graph)
-            model_out, reference_out = _run_both(
-                runners, (model_job, reference_job), samples, dataset.stacked
+            model_out, reference_out = run_both(
+                runners, (model_job, reference_job), samples, dataset.stacked, sha
             )
         cancel.check()
         ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
@@ -118,8 +117,10 @@ def measure(
                 "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
             },
         )
-        pairs = _pair_outputs(ctx, model_out.arrays, reference_out.arrays)
-        _compare(report, pairs, dataset, metric_names, request.worst)
+        pairs = pair_outputs(ctx, model_out.arrays, reference_out.arrays)
+        scores = score_outputs(pairs, dataset, metric_names, request.worst)
+        report.outputs, report.worst = scores.outputs, scores.worst
+        report.tasks, report.per_sample = scores.tasks, scores.per_sample
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]
         if request.layers is not None:
             outs = (model_out, reference_out)
@@ -157,7 +158,7 @@ def _layers(
             BatchJob(models[0], "layers.model", {"extra_outputs": list(marks)}),
             BatchJob(models[1], "layers.reference", {"extra_outputs": list(marks.values())}),
         )
-        model, reference = _run_both(runners, jobs, folder, False)
+        model, reference = run_both(runners, jobs, folder, False)
         return model.arrays, reference.arrays
 
     search = LayerSearch(rows, request.layers, probe)
@@ -165,90 +166,6 @@ def _layers(
     if first is not None:
         ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
     return search, first
-
-
-def _run_both(
-    runners: tuple[BatchRunner, BatchRunner],
-    jobs: tuple[BatchJob, BatchJob],
-    samples: Path,
-    stacked: bool,
-) -> tuple[BatchOutputs, BatchOutputs]:
-    """The compiled model's and the reference's outputs: in one call where one runner serves
-    both, else one call each."""
-    if runners[0] is runners[1]:
-        model, reference = runners[0].run_many(jobs, samples, stacked=stacked)
-        return model, reference
-    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked)
-    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked)
-    return model, reference
-
-
-def _batch_runner(runtime: str) -> type[BatchRunner]:
-    if runtime == "tflite":
-        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
-
-        return TFLiteBatchRunner
-    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-
-    return ORTBatchRunner
-
-
-def _pair_outputs(
-    ctx: HubContext, model: dict[str, np.ndarray], reference: dict[str, np.ndarray]
-) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(reference output name, model's, reference's) by name, else by position."""
-    if set(reference) <= set(model):
-        return [(n, model[n], reference[n]) for n in reference]
-    if len(model) == len(reference):
-        ctx.events.warning(
-            f"the compiled model's outputs ({', '.join(model)}) differ in name from the "
-            f"reference's ({', '.join(reference)}): compared in order"
-        )
-        return [(n, m, r) for (n, r), m in zip(reference.items(), model.values(), strict=True)]
-    raise UsageError(
-        f"the compiled model has outputs {', '.join(model)} but the reference has "
-        f"{', '.join(reference)}; they cannot be paired"
-    )
-
-
-def _compare(
-    report: EvalReport,
-    pairs: list[tuple[str, np.ndarray, np.ndarray]],
-    dataset: Dataset,
-    metric_names: list[str],
-    worst: int,
-) -> None:
-    figures_by_output: dict[str, dict[str, list[float]]] = {}
-    for name, model, reference in pairs:
-        if model.shape != reference.shape:
-            raise UsageError(
-                f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
-                f"{list(reference.shape[1:])} in the reference; they cannot be compared"
-            )
-        per_sample = output_figures(model, reference)
-        figures_by_output[name] = per_sample
-        report.outputs[name] = summarize_figures(per_sample)
-        order = sorted(range(len(dataset)), key=lambda i: per_sample["cosine"][i])[:worst]
-        report.worst[name] = [
-            {
-                "sample": dataset.names[i],
-                "cosine": per_sample["cosine"][i],
-                "max_abs": per_sample["max_abs"][i],
-            }
-            for i in order
-        ]
-    tasks: dict[str, dict[str, list[float]]] = {}
-    primary, model, reference = pairs[0]
-    for metric in metric_names:
-        values, ref_values = score(metric, task_metric(metric), model, reference, dataset.labels)
-        tasks[metric] = {"model": values, "reference": ref_values}
-        report.tasks[metric] = {
-            "model": sum(values) / len(values),
-            "reference": sum(ref_values) / len(ref_values),
-            "output": primary,
-            "against": "labels" if dataset.labels is not None else "reference",
-        }
-    report.per_sample = {"outputs": figures_by_output, "tasks": tasks}
 
 
 def _record(ctx: HubContext, report: EvalReport) -> None:

@@ -1,225 +1,26 @@
-"""Accuracy figures: how far a model's outputs are from the reference's, and task metrics.
+"""The accuracy figures and task metrics, kept in `edgehub.toolchains.metrics` (so the
+`Evaluator` components share them); named here for the eval modules that import them."""
 
-Per output and per sample: ``cosine`` similarity, ``max_abs`` and ``mean_abs`` error,
-``snr_db`` (reference power over error power) and ``psnr_db`` (the reference's value range as
-peak); identical outputs read ``IDENTICAL_DB``. Task metrics take a sample's output and a
-target (its label, else the reference's output) and give one value per sample:
-``top1``/``top5`` (the target class among the 1/5 highest scores of the last axis), ``iou``
-(mean intersection over union of class masks: the argmax over axis 1 of a float output, an
-integer output as is) and ``mse``. More come from the entry point group ``edgehub.metrics``:
-``name = "package.module:function"``, a function ``(output, target) -> float``.
-"""
-
-from __future__ import annotations
-
-import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from edgehub.errors import UsageError
-
-if TYPE_CHECKING:
-    import numpy as np
+from edgehub.toolchains.metrics import (
+    ENTRY_POINT_GROUP,
+    HIGHER_IS_BETTER,
+    IDENTICAL_DB,
+    OUTPUT_FIGURES,
+    TaskMetric,
+    output_figures,
+    score,
+    summarize_figures,
+    task_metric,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "HIGHER_IS_BETTER",
+    "IDENTICAL_DB",
     "OUTPUT_FIGURES",
     "TaskMetric",
     "output_figures",
+    "score",
     "summarize_figures",
     "task_metric",
 ]
-
-ENTRY_POINT_GROUP = "edgehub.metrics"
-IDENTICAL_DB = 300.0
-OUTPUT_FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
-BUILT_IN_TASKS = ("top1", "top5", "iou", "mse")
-HIGHER_IS_BETTER = {"cosine", "cosine_min", "snr_db", "psnr_db", "top1", "top5", "iou"}
-
-TaskMetric = Callable[[Any, Any], float]
-
-
-def _db(signal: float, noise: float) -> float:
-    if noise <= 0.0:
-        return IDENTICAL_DB
-    if signal <= 0.0:
-        return -IDENTICAL_DB
-    return min(IDENTICAL_DB, 10.0 * math.log10(signal / noise))
-
-
-def output_figures(output: np.ndarray, reference: np.ndarray) -> dict[str, list[float]]:
-    """Per-sample figures of ``output`` against ``reference`` (both stacked over samples)."""
-    import numpy as np
-
-    count = output.shape[0]
-    a = output.reshape(count, -1).astype(np.float64)
-    b = reference.reshape(count, -1).astype(np.float64)
-    diff = a - b
-    norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-    dots = np.einsum("ij,ij->i", a, b)
-    both_zero = (np.linalg.norm(a, axis=1) == 0) & (np.linalg.norm(b, axis=1) == 0)
-    cosine = np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0)
-    cosine = np.where(both_zero, 1.0, cosine)
-    squared = np.mean(diff**2, axis=1) if a.shape[1] else np.zeros(count)
-    power = np.mean(b**2, axis=1) if b.shape[1] else np.zeros(count)
-    span = (b.max(axis=1) - b.min(axis=1)) if b.shape[1] else np.zeros(count)
-    peak = np.where(span > 0, span, np.where(np.abs(b).max(axis=1) > 0, np.abs(b).max(axis=1), 1.0))
-    absdiff = np.abs(diff)
-    return {
-        "cosine": [float(v) for v in cosine],
-        "max_abs": [float(v) for v in (absdiff.max(axis=1) if a.shape[1] else np.zeros(count))],
-        "mean_abs": [float(v) for v in (absdiff.mean(axis=1) if a.shape[1] else np.zeros(count))],
-        "snr_db": [_db(float(s), float(n)) for s, n in zip(power, squared, strict=True)],
-        "psnr_db": [_db(float(p) ** 2, float(n)) for p, n in zip(peak, squared, strict=True)],
-    }
-
-
-def summarize_figures(per_sample: dict[str, list[float]]) -> dict[str, float]:
-    """Over the samples: the mean of each figure, ``cosine_min``, and the largest ``max_abs``."""
-    summary = {name: _mean(values) for name, values in per_sample.items()}
-    summary["cosine_min"] = min(per_sample["cosine"])
-    summary["max_abs"] = max(per_sample["max_abs"])
-    return {name: summary[name] for name in OUTPUT_FIGURES}
-
-
-def _mean(values: list[float]) -> float:
-    return float(sum(values) / len(values)) if values else float("nan")
-
-
-def _scores(output: Any) -> Any:
-    import numpy as np
-
-    array = np.asarray(output)
-    return array.reshape(-1, array.shape[-1]) if array.ndim else array.reshape(1, 1)
-
-
-def _classes(target: Any, rows: int, width: int) -> Any:
-    """Target classes of a sample: its ints, or the argmax of one-hot / score vectors."""
-    import numpy as np
-
-    array = np.asarray(target)
-    if array.size == rows * width and width > 1 and (array.dtype.kind == "f" or array.size > rows):
-        return array.reshape(rows, width).argmax(axis=1)
-    flat = array.reshape(-1).astype(np.int64)
-    if flat.size != rows:
-        raise UsageError(
-            f"a label of {flat.size} values does not fit an output of {rows} rows of "
-            f"{width} scores; give one class index per row"
-        )
-    return flat
-
-
-def top_k(k: int) -> TaskMetric:
-    def metric(output: Any, target: Any) -> float:
-        import numpy as np
-
-        scores = _scores(output)
-        classes = _classes(target, scores.shape[0], scores.shape[1])
-        best = np.argsort(-scores, axis=1, kind="stable")[:, : min(k, scores.shape[1])]
-        return float(np.mean([c in row for c, row in zip(classes, best, strict=True)]))
-
-    return metric
-
-
-def _mask(value: Any) -> Any:
-    import numpy as np
-
-    array = np.asarray(value)
-    if array.dtype.kind in "iub":
-        return array.astype(np.int64)
-    return array.argmax(axis=1) if array.ndim >= 2 else np.rint(array).astype(np.int64)
-
-
-def iou(output: Any, target: Any) -> float:
-    """Mean over the classes present in either mask of |both| / |either|."""
-    import numpy as np
-
-    predicted = _mask(output)
-    wanted = _mask(target)
-    if wanted.size != predicted.size:
-        raise UsageError(
-            f"iou: a target mask of {wanted.size} values does not fit the predicted mask of "
-            f"{predicted.size}; give class-index masks of the output's spatial shape"
-        )
-    predicted, wanted = predicted.reshape(-1), wanted.reshape(-1)
-    scores = []
-    for label in np.union1d(predicted, wanted):
-        both = np.sum((predicted == label) & (wanted == label))
-        either = np.sum((predicted == label) | (wanted == label))
-        scores.append(both / either)
-    return float(np.mean(scores)) if scores else 1.0
-
-
-def mse(output: Any, target: Any) -> float:
-    import numpy as np
-
-    a = np.asarray(output, dtype=np.float64)
-    b = np.asarray(target, dtype=np.float64)
-    if a.size != b.size:
-        raise UsageError(f"mse: a target of {b.size} values does not fit an output of {a.size}")
-    return float(np.mean((a.reshape(-1) - b.reshape(-1)) ** 2))
-
-
-def _target_for_reference(name: str, reference: Any) -> Any:
-    """Without labels the reference's own output is the target: its classes, its mask."""
-    import numpy as np
-
-    if name in ("top1", "top5"):
-        return _scores(reference).argmax(axis=1)
-    if name == "iou":
-        return _mask(reference)
-    return np.asarray(reference)
-
-
-def task_metric(name: str) -> TaskMetric:
-    """The per-sample function of ``name``: built in, else from ``edgehub.metrics``."""
-    if name == "top1":
-        return top_k(1)
-    if name == "top5":
-        return top_k(5)
-    if name == "iou":
-        return iou
-    if name == "mse":
-        return mse
-    found = _entry_points()
-    if name not in found:
-        known = ", ".join([*BUILT_IN_TASKS, *sorted(found)])
-        raise UsageError(
-            f"unknown metric {name!r}; known: {known} (add one through the entry point group "
-            f"{ENTRY_POINT_GROUP!r})"
-        )
-    function = found[name].load()
-    if not callable(function):
-        raise UsageError(f"metric {name!r} ({found[name].value}) is not a function")
-    return function  # type: ignore[no-any-return]
-
-
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
-
-
-def score(
-    name: str,
-    function: TaskMetric,
-    outputs: np.ndarray,
-    references: np.ndarray,
-    labels: list[Any] | None,
-) -> tuple[list[float], list[float]]:
-    """Per-sample values of the model and of the reference: against the labels, else the
-    model against the reference (the reference then scores itself)."""
-    model_values, reference_values = [], []
-    for index in range(outputs.shape[0]):
-        if labels is not None:
-            target = labels[index]
-            reference_values.append(float(function(references[index], target)))
-        else:
-            target = _target_for_reference(name, references[index])
-            reference_values.append(float(function(references[index], target)))
-        try:
-            model_values.append(float(function(outputs[index], target)))
-        except UsageError as error:
-            raise UsageError(f"sample {index}: {error}") from None
-    return model_values, reference_values

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError, ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.eval.dataset import Dataset, load_dataset, tensor_specs
 from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
-from edgehub.ops.eval.metrics import task_metric
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.project import Project, Subscriber
+from edgehub.toolchains.datasets import Dataset, load_dataset, tensor_specs
+from edgehub.toolchains.evaluation import model_signature
+from edgehub.toolchains.metrics import task_metric
 
 if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate", "evaluate_and_fix"]
 
 EVAL_RUNTIMES = ("onnxruntime", "tflite")
-EVAL_PROVIDERS = ("local", "ssh")
+EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
 REFERENCE_RUNTIME = "onnxruntime"
 
 
@@ -142,10 +143,13 @@ def evaluate_and_fix(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
                 f"far; device {request.device!r} uses {provider!r}"
             )
+        if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
+            raise UsageError(
+                "--layers and --fix run the model on a local or ssh device; drop them for "
+                f"{request.device!r} (qai_hub), or pick such a device"
+            )
         reference, compiled, compile_run = _models(ctx, request, runtime, check_only=True)
-        inspect = get_runtime(REFERENCE_RUNTIME).inspect
-        assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
-        signature = inspect(ctx, reference, None)
+        signature = model_signature(ctx, reference)
         outputs = [str(o["name"]) for o in signature.get("outputs", [])]
         for goal in goals:
             if goal.output is not None and goal.output not in outputs:

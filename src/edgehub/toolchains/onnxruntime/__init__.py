@@ -5,6 +5,7 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains import qai_hub
+from edgehub.toolchains.evaluators import ONNXRuntimeEvaluator
 from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local, ssh  # noqa: F401 (providers)
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
@@ -27,6 +28,7 @@ RUNTIME = RuntimeDescriptor(
     agent_namespace="ort",
     provider_configs=(EmbedlONNXRuntimeConfig, SSHAgentConfig, QAIHubConfig),
     inspect=local.inspect_model,
+    evaluator=ONNXRuntimeEvaluator,
 )
 
 for _component in (ONNXRuntimeCompiler, ONNXRuntimeProfiler, ONNXRuntimeInvoker):

@@ -9,10 +9,15 @@ context. With ``resident`` (the default), the first call starts an agent server 
 relay (``runners/ssh/relay.py``) hands it each later job in one round trip (a job it cannot
 hand over goes through ``exchange``, one channel per call); the runner stops relay and server
 when the context closes the connection.
+
+A dataset (`share_samples`) goes once per device, across processes: to
+``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its content hash, made complete before it
+takes that name), and calls name it by that path instead of staging it.
 """
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
@@ -33,12 +38,15 @@ from edgehub.toolchains.remote.device_tool import content_hash, put_content
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["ssh_agent"]
+__all__ = ["share_samples", "ssh_agent"]
 
 NAMESPACES = {"onnxruntime": "ort", "tflite": "tflite"}
 SHARED_MIN_BYTES = 1024 * 1024
 MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})
 AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
+DATASET_DIR = PurePosixPath(".cache/edgehub/datasets")
+# `sh -c` words: a complete upload ($1) takes its content-named place ($2), unless one did first
+_TAKE_PLACE = 'if [ -e "$2" ]; then rm -rf -- "$1"; else mv -- "$1" "$2"; fi'
 
 
 @runtime_checkable
@@ -123,6 +131,25 @@ class _SharedInputs:
             hide=hide, links=self._runner.absolute_path(self._store),
         )  # fmt: skip
 
+    def share_samples(self, samples: Path, digest: str | None) -> tuple[str, bool]:
+        """The device path of dataset ``samples`` (a file or directory of content hash
+        ``digest``, hashed here when None), and whether it was sent now (False: it was there
+        already)."""
+        from edgehub.tracking.artifacts import hash_path
+
+        digest = digest or hash_path(samples)
+        name = "samples" if samples.is_dir() else "samples.npz"
+        final = self._runner.absolute_path(f"~/{DATASET_DIR}/{digest[:32]}/{name}")
+        if self._runner.run(["test", "-e", final], hide=True, check=False).ok:
+            return final, False
+        if not samples.is_dir():
+            put_content(self._runner, samples, PurePosixPath(final))
+            return final, True
+        part = f"{final}.{secrets.token_hex(4)}.edgehub-part"
+        self._runner.put(samples, part)
+        self._runner.run(["sh", "-c", _TAKE_PLACE, "edgehub", part, final], hide=True)
+        return final, True
+
     def _share_inputs(self, stage: Path) -> None:
         inputs = Path(stage) / "in"
         if inputs.is_dir():
@@ -173,6 +200,17 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         server=server,
         agent=agent,
     )
+
+
+def share_samples(
+    agent: AgentCall, samples: Path, digest: str | None = None
+) -> tuple[str, bool] | None:
+    """`_SharedInputs.share_samples` where ``agent`` runs on an ``ssh`` device, else None
+    (the samples are staged with the call)."""
+    runner = agent.runner
+    if isinstance(runner, _SharedInputs):
+        return runner.share_samples(samples, digest)
+    return None
 
 
 def _stop_server_script(socket_path: str) -> str:

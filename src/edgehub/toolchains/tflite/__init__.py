@@ -5,6 +5,7 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains import aws, qai_hub
 from edgehub.toolchains.aws.config import DeviceFarmConfig
+from edgehub.toolchains.evaluators import TFLiteEvaluator
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
@@ -27,6 +28,7 @@ RUNTIME = RuntimeDescriptor(
     agent_namespace="tflite",
     provider_configs=(SSHAgentConfig, QAIHubConfig, DeviceFarmConfig),
     inspect=local.inspect_model,
+    evaluator=TFLiteEvaluator,
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):

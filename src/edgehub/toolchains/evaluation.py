@@ -1,0 +1,162 @@
+"""What every evaluation shares: the runner of a compiled model on its device, the pairing of
+its outputs with the reference's, and their scores (`edgehub.toolchains.metrics`).
+
+Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
+(`edgehub.toolchains.evaluators`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.errors import UsageError
+from edgehub.toolchains.metrics import output_figures, score, summarize_figures, task_metric
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.core.context import HubContext
+    from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
+    from edgehub.toolchains.datasets import Dataset
+
+__all__ = [
+    "Scores",
+    "batch_runner",
+    "model_signature",
+    "pair_outputs",
+    "run_both",
+    "score_outputs",
+]
+
+Pairs = list[tuple[str, "np.ndarray", "np.ndarray"]]
+
+
+@dataclass
+class Scores:
+    """``outputs``: output -> figure -> value over the samples; ``worst``: output -> the
+    samples of lowest cosine; ``tasks``: metric -> {"model", "reference", "output",
+    "against"}; ``per_sample``: every per-sample value, by output (figures) and by metric."""
+
+    outputs: dict[str, dict[str, float]] = field(default_factory=dict)
+    worst: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    per_sample: dict[str, Any] = field(default_factory=dict)
+
+
+def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
+    """The ONNX model's inputs and outputs as ONNX Runtime reads them (``ort.inspect`` in its
+    container), kept by content hash under the store's ``cache/signatures`` so that a later
+    eval of the same model asks no container."""
+    from edgehub.toolchains.registry import get_runtime
+    from edgehub.tracking.artifacts import hash_path
+
+    cache = ctx.project_dir / "cache" / "signatures" / f"{hash_path(model)}.json"
+    try:
+        kept = json.loads(cache.read_text(encoding="utf-8"))
+        if isinstance(kept, dict) and isinstance(kept.get("inputs"), list):
+            return kept
+    except (OSError, ValueError):
+        pass
+    inspect = get_runtime("onnxruntime").inspect
+    assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
+    signature = inspect(ctx, model, None)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_name(f".{cache.name}.{os.getpid()}")
+        partial.write_text(json.dumps(signature), encoding="utf-8")
+        os.replace(partial, cache)
+    except OSError:
+        pass  # a store that cannot keep it asks again next time
+    return signature
+
+
+def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:
+    """The runner of a ``runtime`` model on ``device``: AI Hub's on a ``qai_hub`` device,
+    else the agent's (the device's own on ``ssh``, the runtime's container here)."""
+    if ctx.device(device or "local").provider_type == "qai_hub":
+        from edgehub.toolchains.qai_hub.batch import QAIHubBatchRunner
+
+        return QAIHubBatchRunner(ctx, device, runtime=runtime)
+    if runtime == "tflite":
+        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
+
+        return TFLiteBatchRunner(ctx, device)
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+
+    return ORTBatchRunner(ctx, device)
+
+
+def run_both(
+    runners: tuple[BatchRunner, BatchRunner],
+    jobs: tuple[BatchJob, BatchJob],
+    samples: Path,
+    stacked: bool,
+    digest: str | None = None,
+) -> tuple[BatchOutputs, BatchOutputs]:
+    """The compiled model's and the reference's outputs: in one call where one runner serves
+    both, else one call each (``digest``: the samples' content hash, where known)."""
+    if runners[0] is runners[1]:
+        model, reference = runners[0].run_many(jobs, samples, stacked=stacked, digest=digest)
+        return model, reference
+    (model,) = runners[0].run_many(jobs[:1], samples, stacked=stacked, digest=digest)
+    (reference,) = runners[1].run_many(jobs[1:], samples, stacked=stacked, digest=digest)
+    return model, reference
+
+
+def pair_outputs(
+    ctx: HubContext, model: dict[str, np.ndarray], reference: dict[str, np.ndarray]
+) -> Pairs:
+    """(reference output name, model's, reference's) by name, else by position."""
+    if set(reference) <= set(model):
+        return [(n, model[n], reference[n]) for n in reference]
+    if len(model) == len(reference):
+        ctx.events.warning(
+            f"the compiled model's outputs ({', '.join(model)}) differ in name from the "
+            f"reference's ({', '.join(reference)}): compared in order"
+        )
+        return [(n, m, r) for (n, r), m in zip(reference.items(), model.values(), strict=True)]
+    raise UsageError(
+        f"the compiled model has outputs {', '.join(model)} but the reference has "
+        f"{', '.join(reference)}; they cannot be paired"
+    )
+
+
+def score_outputs(pairs: Pairs, dataset: Dataset, metric_names: list[str], worst: int) -> Scores:
+    """Every output's figures and the task metrics (on the first output) over ``dataset``."""
+    scores = Scores()
+    figures_by_output: dict[str, dict[str, list[float]]] = {}
+    for name, model, reference in pairs:
+        if model.shape != reference.shape:
+            raise UsageError(
+                f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
+                f"{list(reference.shape[1:])} in the reference; they cannot be compared"
+            )
+        per_sample = output_figures(model, reference)
+        figures_by_output[name] = per_sample
+        scores.outputs[name] = summarize_figures(per_sample)
+        order = sorted(range(len(dataset)), key=lambda i: per_sample["cosine"][i])[:worst]
+        scores.worst[name] = [
+            {
+                "sample": dataset.names[i],
+                "cosine": per_sample["cosine"][i],
+                "max_abs": per_sample["max_abs"][i],
+            }
+            for i in order
+        ]
+    tasks: dict[str, dict[str, list[float]]] = {}
+    primary, model, reference = pairs[0]
+    for metric in metric_names:
+        values, ref_values = score(metric, task_metric(metric), model, reference, dataset.labels)
+        tasks[metric] = {"model": values, "reference": ref_values}
+        scores.tasks[metric] = {
+            "model": sum(values) / len(values),
+            "reference": sum(ref_values) / len(ref_values),
+            "output": primary,
+            "against": "labels" if dataset.labels is not None else "reference",
+        }
+    scores.per_sample = {"outputs": figures_by_output, "tasks": tasks}
+    return scores

@@ -1,0 +1,229 @@
+"""`ONNXRuntimeEvaluator` and `TFLiteEvaluator`: a compiled model's accuracy on a dataset, as
+components shaped like the invokers (``Evaluator(...).run(ctx, model, dataset)``, one EVAL run,
+providers ``local``, ``ssh`` and ``qai_hub``).
+
+Every sample of ``dataset`` (see `edgehub.toolchains.datasets`) runs through ``model`` on the
+device and through the reference (``reference``, else the ONNX model the compiler started from)
+in float32 on this host's ONNX Runtime; the result holds each output's figures and the task
+metrics asked for (`edgehub.toolchains.metrics`). ``hub exec eval`` adds goals, the layer
+search and the repair on top (`edgehub.ops.eval`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.component.outputs import CompiledModel, ComponentOutput
+from edgehub.core.component.provider_type import ProviderType
+from edgehub.errors import UsageError
+from edgehub.tracking.run_log import LoggedArtifact
+from edgehub.tracking.run_type import RunType
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+
+__all__ = ["EvaluationResult", "ONNXRuntimeEvaluator", "TFLiteEvaluator"]
+
+PROVIDERS = (ProviderType.LOCAL, "ssh", ProviderType.QAI_HUB)  # "ssh": a plain string type
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvaluationResult(ComponentOutput):
+    """``outputs``: output -> figure (cosine, max_abs, snr_db...) -> value over the samples;
+    ``tasks``: metric -> {"model", "reference", "output", "against"}; ``worst``: output ->
+    the samples of lowest cosine; ``samples``: how many ran. ``output_file``: the model's
+    outputs stacked over the samples (.npz)."""
+
+    outputs: dict[str, dict[str, float]]
+    tasks: dict[str, dict[str, Any]]
+    worst: dict[str, list[dict[str, Any]]]
+    samples: int
+    output_file: LoggedArtifact
+
+
+class ONNXRuntimeEvaluator(Component):
+    """Evaluates an ONNX Runtime model on a dataset against its float reference.
+
+    ``dataset``: a directory of ``.npz`` samples or one ``.npz`` with a leading samples axis;
+    ``labels`` (``.npz`` or ``.json``, per sample) are the targets of the task ``metrics``
+    (``top1``, ``top5``, ``iou``, ``mse`` or an ``edgehub.metrics`` entry point), else the
+    reference's outputs are; ``worst``: how many samples of lowest cosine to name.
+    """
+
+    run_type = RunType.EVAL
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> None:
+        super().__init__(
+            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
+            worst=worst,
+        )  # fmt: skip
+
+    def run(
+        self,
+        ctx: HubContext,
+        model: CompiledModel,
+        dataset: Path,
+        *,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> EvaluationResult:
+        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
+        raise NoProviderError
+
+
+class TFLiteEvaluator(Component):
+    """Evaluates a ``.tflite`` model on a dataset against its float ONNX reference (the same
+    options as `ONNXRuntimeEvaluator`; samples are given in the ONNX model's layout)."""
+
+    run_type = RunType.EVAL
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> None:
+        super().__init__(
+            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
+            worst=worst,
+        )  # fmt: skip
+
+    def run(
+        self,
+        ctx: HubContext,
+        model: CompiledModel,
+        dataset: Path,
+        *,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> EvaluationResult:
+        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
+        raise NoProviderError
+
+
+def evaluate_model(
+    ctx: HubContext,
+    model: CompiledModel,
+    dataset: Path,
+    *,
+    runtime: str,
+    device: str | None = None,
+    reference: Path | None = None,
+    labels: Path | None = None,
+    metrics: list[str] | None = None,
+    worst: int = 5,
+) -> EvaluationResult:
+    """The body of every provider of both evaluators (the runner differs by device)."""
+    from edgehub.toolchains.batch import BatchJob
+    from edgehub.toolchains.datasets import load_dataset, tensor_specs
+    from edgehub.toolchains.evaluation import (
+        batch_runner,
+        model_signature,
+        pair_outputs,
+        run_both,
+        score_outputs,
+    )
+    from edgehub.toolchains.metrics import task_metric
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+
+    names = list(dict.fromkeys(metrics or []))
+    for metric in names:
+        task_metric(metric)  # unknown names fail before anything runs
+    source = _reference(ctx, model, reference)
+    signature = model_signature(ctx, source)
+    data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), labels)
+    ctx.client.log_params(
+        {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
+         "task_metrics": names}
+    )  # fmt: skip
+    ctx.client.log_artifact(source, name="reference")
+    runner = batch_runner(ctx, runtime, device)
+    local = ctx.device(device or "local").provider_type == ProviderType.LOCAL
+    same = isinstance(runner, ORTBatchRunner) and local
+    runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
+    jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
+    model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
+    ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
+    ctx.client.log_artifact(
+        reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+    )
+    scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
+                           names, worst)  # fmt: skip
+    figures: dict[str, float] = {"$samples": float(len(data))}
+    for output, values in scores.outputs.items():
+        figures.update({f"{output}.{k}": v for k, v in values.items()})
+    for metric, values in scores.tasks.items():
+        figures[metric] = float(values["model"])
+        figures[f"reference.{metric}"] = float(values["reference"])
+    ctx.client.log_metrics(figures)
+    path = ctx.artifact_dir / "per_sample.json"
+    path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
+    ctx.client.log_artifact(path, name="per_sample")
+    return EvaluationResult.from_current_run(
+        ctx, outputs=scores.outputs, tasks=scores.tasks, worst=scores.worst, samples=len(data)
+    )
+
+
+def _reference(ctx: HubContext, model: CompiledModel, reference: Path | None) -> Path:
+    """``reference``, else the ONNX model ``model`` was compiled from."""
+    if reference is not None:
+        path = Path(reference)
+    elif model.input is not None:
+        path = Path(model.input.to_local(ctx).local())
+    else:
+        raise UsageError(
+            "the evaluator needs the float ONNX model to compare with: pass reference=PATH "
+            "(this compiled model records none)"
+        )
+    if not path.is_file() or path.suffix != ".onnx":
+        raise UsageError(f"reference {path} is not an ONNX model file; pass the float .onnx")
+    return path
+
+
+def _provider(runtime: str) -> Any:
+    def provide(
+        ctx: HubContext,
+        model: CompiledModel,
+        dataset: Path,
+        *,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> EvaluationResult:
+        return evaluate_model(
+            ctx, model, dataset, runtime=runtime, device=device, reference=reference,
+            labels=labels, metrics=metrics, worst=worst,
+        )  # fmt: skip
+
+    return provide
+
+
+for _provider_type in PROVIDERS:
+    ONNXRuntimeEvaluator.provider(_provider_type)(_provider("onnxruntime"))
+    TFLiteEvaluator.provider(_provider_type)(_provider("tflite"))
+del _provider_type
