@@ -103,7 +103,8 @@ async def test_mark_two_runs_and_compare_them(project: Path, fixed_runs: list[st
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         table = screen.query_one(DataTable)
-        rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+        cells = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        rows = {row[0]: row for row in cells}
         a, b = int(fixed_runs[0][:4]), int(fixed_runs[1][:4])
         median_a, median_b = 1.0 + 0.25 * a, 1.0 + 0.25 * b
         assert rows["latency_median_ms"][3] == f"{median_b / median_a:.3f}"
@@ -212,3 +213,36 @@ async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> Non
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _ids(app) == ids
+
+
+async def test_recorded_text_that_looks_like_markup_shows_as_written(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    """A run's name or param such as ``[/x]`` (any text a user or a model gave) is shown as
+    written in the list and the detail, not read as markup (which ended the app)."""
+    import sqlite3
+
+    from edgehub.tracking import RunStore
+
+    store = RunStore(project / ".hub")
+    try:
+        store.log_param(fixed_runs[0], "tag", "[/oops] [bold]loud", FROZEN_AT)
+    finally:
+        store.close()
+    with sqlite3.connect(project / ".hub" / "runs.db") as db:  # a name the CLI could give
+        db.execute("UPDATE runs SET name = ? WHERE id = ?", ("[red]x[/]", fixed_runs[0]))
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        runs = app.screen.query_one("#runs", DataTable)
+        assert "[red]x[/]" in [str(cell) for cell in runs.get_row_at(0)]
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        params = app.screen.query_one("#table-params", DataTable)
+        cells = [params.get_row_at(i) for i in range(params.row_count)]
+        rows = {str(row[0]): str(row[1]) for row in cells}
+        assert rows["tag"] == "[/oops] [bold]loud"
+        await pilot.press("right", "right")  # through the tabs: every cell rendered
+        await pilot.pause()
+        assert isinstance(app.screen, RunDetailScreen)
