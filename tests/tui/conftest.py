@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.tui.fixed_runs import fill_store
+from tests.tui.fixed_runs import add_eval_run, fill_store
 from tests.tui.served import Served, serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,3 +50,9 @@ def fixed_runs(project: Path) -> list[str]:
 def served(project: Path) -> Iterator[Served]:
     """``hub-tui --serve --port 0`` in the project (stopped afterwards, no TUI process left)."""
     yield from serve(project)
+
+
+@pytest.fixture
+def eval_run(fixed_runs: list[str], project: Path) -> str:
+    """A finished EVAL run (the newest) with a missed goal and a layer search."""
+    return add_eval_run(project / ".hub", at=FROZEN_AT + 60.0)

@@ -101,3 +101,16 @@ def test_broken_hub_toml_banner_at_80x24(project: Path, snap_compare: Any) -> No
         await pilot.pause()
 
     assert snap_compare(_app(project), terminal_size=(80, 24), run_before=before)
+
+
+async def _open_newest_run(pilot: Pilot[Any]) -> None:
+    await pilot.press("3")
+    await _settle(pilot)
+    await pilot.press("enter")
+    await _settle(pilot)
+
+
+def test_eval_run_accuracy_tab(project: Path, eval_run: str, snap_compare: Any) -> None:
+    """An EVAL run's detail opens on its accuracy tab: goals, task metrics, figures, worst
+    samples, the layer table with the first divergent layer highlighted."""
+    assert snap_compare(_app(project), terminal_size=SIZE, run_before=_open_newest_run)
