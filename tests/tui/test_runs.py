@@ -246,3 +246,35 @@ async def test_recorded_text_that_looks_like_markup_shows_as_written(
         await pilot.press("right", "right")  # through the tabs: every cell rendered
         await pilot.pause()
         assert isinstance(app.screen, RunDetailScreen)
+
+
+async def test_histogram_outliers_fill_a_red_overflow_bar_said_in_the_title() -> None:
+    import random
+
+    from tests.tui.screen_text import screen_text
+    from textual.app import App, ComposeResult
+
+    from edgehub.tui.widgets.latency_histogram import LatencyHistogram, overflow_bars, robust_bins
+
+    rng = random.Random(3)
+    samples_ms = [rng.gauss(0.033, 0.002) for _ in range(9_900)]
+    samples_ms += [rng.uniform(0.1, 34.0) for _ in range(100)]  # 1 % outliers up to 34 ms
+    binned = robust_bins(samples_ms, 30)
+    ((x, count, label),) = overflow_bars(binned)  # none far below: no bar on the left
+    assert binned.below == 0
+    assert count == binned.above >= 100 and x > binned.edges[-1]
+    assert label == f">{binned.edges[-1]:.4g}"
+
+    class Plot(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LatencyHistogram(id="plot")
+
+    app = Plot()
+    async with app.run_test(size=(100, 20)) as pilot:
+        plot = app.query_one(LatencyHistogram)
+        plot.show_samples([s * 1000 for s in samples_ms])
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"outliers in red bars: {binned.above} above" in text
+        assert label in text  # the overflow bar's tick
+        assert "99166.0" not in text and ".0 " not in text.split("ms")[0][-40:]
