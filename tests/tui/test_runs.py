@@ -278,3 +278,56 @@ async def test_histogram_outliers_fill_a_red_overflow_bar_said_in_the_title() ->
         assert f"outliers in red bars: {binned.above} above" in text
         assert label in text  # the overflow bar's tick
         assert "99166.0" not in text and ".0 " not in text.split("ms")[0][-40:]
+
+
+async def test_a_profile_shows_the_conditions_its_loop_ran_under(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    """Recorded conditions (``conditions.*`` of the environment) get their own tab, named
+    plainly, with the comparability rules' verdict on this run; runs without them get none."""
+    from edgehub.tracking import RunStore
+
+    profile = next(r for r in fixed_runs if int(r[:4]) % 3 == 0)
+    store = RunStore(project / ".hub")
+    try:
+        store.log_environment(
+            profile,
+            {
+                "conditions.cpu_model": "Fixed CPU [/x] @ 2.0GHz",
+                "conditions.governor": "performance",
+                "conditions.other_cpu_share": "0.4",
+                "conditions.throttled": "0",
+                "conditions.future_field": "7",
+            },
+        )
+    finally:
+        store.close()
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        for _ in range(fixed_runs.index(profile)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunDetailScreen)
+        table = screen.query_one("#table-conditions", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert rows == [
+            ["CPU model", "Fixed CPU [/x] @ 2.0GHz"],
+            ["frequency governor", "performance"],
+            ["other processes' CPU share", "40.0%"],
+            ["throttled", "0"],
+            ["future_field", "7"],
+        ]
+        verdict = str(screen.query_one("#conditions-verdict").render())
+        assert verdict.startswith("disturbed: other processes took 40% of the CPUs during this run")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("home", "enter")  # the newest run recorded no conditions
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        other = app.screen
+        assert isinstance(other, RunDetailScreen) and other.run_id == fixed_runs[0]
+        assert not other.query("#tab-conditions")

@@ -1,5 +1,6 @@
 """`RunDetailScreen`: one run's metrics, params, artifacts, environment, log and, for profile
-runs, the histogram of its raw latency samples; for EVAL runs, an accuracy tab first."""
+runs, the histogram of its raw latency samples and the conditions its loop ran under; for EVAL
+runs, an accuracy tab first."""
 
 from __future__ import annotations
 
@@ -98,6 +99,21 @@ class RunDetailScreen(HubScreen):
             self.query_one("#run-tabs", TabbedContent).active = "tab-metrics"
         if detail.accuracy is not None:
             self.call_later(self._show_accuracy, detail.accuracy)
+        conditions = {
+            k.removeprefix("conditions."): v
+            for k, v in detail.environment.items()
+            if k.startswith("conditions.")
+        }
+        if conditions:
+            self.call_later(self._show_conditions, conditions, detail.environment)
+
+    async def _show_conditions(
+        self, conditions: dict[str, str], environment: dict[str, str]
+    ) -> None:
+        from edgehub.tui.widgets.conditions_view import ConditionsView
+
+        pane = TabPane("conditions", ConditionsView(conditions, environment), id="tab-conditions")
+        await self.query_one("#run-tabs", TabbedContent).add_pane(pane, after="tab-latency")
 
     async def _show_accuracy(self, accuracy: Accuracy) -> None:
         from edgehub.tui.widgets.accuracy_view import AccuracyView
