@@ -133,6 +133,17 @@ async def test_the_run_screen_offers_eval_only_for_its_runtimes(project: Path) -
         assert not app.state.runs and not screen.query(RunPane)
         errors = [str(label.render()) for label in screen.query("#opt-eval .error.shown")]
         assert errors == ["dataset is required"]
+        # a dataset or labels path that names nothing: said on its field, nothing starts
+        _field(screen, "eval", "dataset").value = "no-such-dir"
+        _field(screen, "eval", "labels").value = "labels.json"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert not app.state.runs and not screen.query(RunPane)
+        errors = [str(label.render()) for label in screen.query("#opt-eval .error.shown")]
+        assert errors == [
+            "no-such-dir not found; give a directory of .npz samples or one .npz",
+            "labels.json not found; give an .npz or .json of per-sample targets",
+        ]
 
 
 @pytest.mark.docker
@@ -181,3 +192,22 @@ async def test_eval_from_the_run_screen_names_the_first_divergent_layer(
         layers = detail.query_one("#accuracy-layers", DataTable)
         first = _cells(layers)[layers.cursor_row]
         assert first[1] == "relu3" and first[-1].startswith(FIRST_DIVERGENT)
+
+
+async def test_a_damaged_eval_record_shows_what_it_can(tmp_path: Path) -> None:
+    """Files of a record that are not what `ops.eval` writes (edited, truncated, another
+    version) leave their part empty instead of failing the whole detail."""
+    from edgehub.tui.accuracy_data import accuracy_of
+
+    layers = tmp_path / "layers.json"
+    layers.write_text('{"threshold": "high", "measured": [1, 2], "first_divergent": "x"}')
+    per_sample = tmp_path / "per_sample.json"
+    per_sample.write_text("{not json")
+    accuracy = accuracy_of(
+        {"goal_results": "nope", "worst_samples": {"logits": ["a.npz"]}, "task_metrics": 3},
+        {"logits.cosine": 0.5, "goals_passed": 1.0, "samples": 2.0},
+        {"layers": str(layers), "per_sample": str(per_sample)},
+    )
+    assert accuracy.layers is None and accuracy.goals == [] and accuracy.passed is True
+    assert accuracy.figures == {"logits": {"cosine": 0.5}}
+    assert accuracy.worst == [("logits", "a.npz", None, None)]

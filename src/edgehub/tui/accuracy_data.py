@@ -106,6 +106,13 @@ def _worst(names: Any, per_sample: Any) -> list[tuple[str, str, float | None, fl
 def _layers(raw: Any) -> LayerTable | None:
     if not isinstance(raw, dict):
         return None
+    try:
+        return _layer_table(raw)
+    except (TypeError, ValueError, AttributeError):  # not what `measure` writes: not shown
+        return None
+
+
+def _layer_table(raw: dict[str, Any]) -> LayerTable:
     first = raw.get("first_divergent")
     return LayerTable(
         threshold=float(raw.get("threshold", 0.0)),

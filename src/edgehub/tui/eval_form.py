@@ -12,7 +12,7 @@ from edgehub.tui.config_fields import FieldSpec
 if TYPE_CHECKING:
     from edgehub.ops.eval import EvalRequest
 
-__all__ = ["EVAL_FIELDS", "EVAL_STEP", "eval_request"]
+__all__ = ["EVAL_FIELDS", "EVAL_STEP", "eval_request", "missing_paths"]
 
 EVAL_STEP = "eval"
 EVAL_FIELDS = [
@@ -57,6 +57,19 @@ def eval_request(
         layer_samples=values.get("layer_samples", 4),
         worst=values.get("worst", 5),
     )
+
+
+def missing_paths(root: Path, values: dict[str, Any]) -> dict[str, str]:
+    """The dataset or labels fields naming nothing on disk, each with what to give instead."""
+    wanted = {
+        "dataset": "a directory of .npz samples or one .npz",
+        "labels": "an .npz or .json of per-sample targets",
+    }
+    return {
+        key: f"{values[key]} not found; give {what}"
+        for key, what in wanted.items()
+        if key in values and not _path(root, values[key]).exists()
+    }
 
 
 def _path(root: Path, text: str) -> Path:

@@ -188,8 +188,15 @@ class RunScreen(HubScreen):
             )
             return None
         if self._value("#step") == EVAL_STEP:
-            from edgehub.tui.eval_form import eval_request
+            from edgehub.tui.eval_form import eval_request, missing_paths
 
+            missing = missing_paths(self.state.root, options.get(EVAL_STEP, {}))
+            if missing:
+                form = self.query_one(f"#opt-{EVAL_STEP}", FieldForm)
+                for key, message in missing.items():
+                    form.show_error(key, message)
+                self.notify("check the eval form (marked)", severity="error", markup=False)
+                return None
             return eval_request(
                 runtime=self._value("#runtime") or "",
                 model=model,
