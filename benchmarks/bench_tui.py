@@ -1,10 +1,20 @@
 """Benchmark hub-tui's responsiveness (run on demand, not in CI).
 
-    .venv/bin/python benchmarks/bench_tui.py [--runs 10000] [--lines 100000]
+    .venv/bin/python benchmarks/bench_tui.py [--runs 10000] [--lines 100000] [--burners 1]
+
+Every figure is taken beside a noisy neighbour: ``--burners`` processes (default 1) started by
+the bench that burn CPU for the whole run, as other work on a 2-core machine does. Unset
+PYTHONDONTWRITEBYTECODE before timing (without cached bytecode every start compiles).
 
 (a) Time to first paint: a fresh interpreter imports the app, builds it and runs it headless
     until the Devices screen has been laid out and rendered (goal < 0.5 s), and the same from
-    "app built" only.
+    "app built" only; the slowest start's steps (import, build, paint) are reported too.
+(a2) Screen switches: each of the five screens by its key, first visit (the screen is built
+    then) and again (goal < 150 ms), from the key press until the new screen has been laid out
+    and painted; and reloading hub.toml after an outside edit (read on a worker thread): the
+    longest the UI loop stalled meanwhile.
+(a3) Compare of two profile runs with 100,000 raw samples each: the statistics alone
+    (`runs_data.compare_runs`), and from the ``c`` key until the Compare screen shows them.
 (b) The Runs screen over a store of N runs (fixed runs written into a temporary store): time
     from the key press to the first page shown (goal < 1 s), then the slowest of 300 cursor
     moves (each key press until the screen has handled it), and loading every page.
@@ -24,6 +34,7 @@ import asyncio
 import gc
 import itertools
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -31,9 +42,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+# burns one CPU until the bench ends, however it ends (its parent gone, it stops)
+BURN = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
 
 FIRST_PAINT = r"""
 import time
@@ -48,13 +63,14 @@ async def main():
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         painted = time.perf_counter()
-        print(f"{painted - start:.4f} {painted - built:.4f} {imported - start:.4f}")
+        cpu = time.process_time()  # this process's CPU seconds, start-up included
+        print(f"{painted - start:.4f} {painted - built:.4f} {imported - start:.4f} {cpu:.4f}")
 asyncio.run(main())
 """
 
 
 def first_paint(project: Path, repeat: int) -> dict[str, float]:
-    totals, paints, imports = [], [], []
+    totals, paints, imports, cpus = [], [], [], []
     for _ in range(repeat):
         out = subprocess.run(
             [sys.executable, "-c", FIRST_PAINT, str(project / "hub.toml")],
@@ -66,11 +82,118 @@ def first_paint(project: Path, repeat: int) -> dict[str, float]:
         totals.append(float(out[0]))
         paints.append(float(out[1]))
         imports.append(float(out[2]))
+        cpus.append(float(out[3]))
+    slowest = max(range(repeat), key=lambda i: totals[i])
     return {
         "import_and_first_paint_s": min(totals),
+        "import_and_first_paint_median_s": sorted(totals)[repeat // 2],
+        "import_and_first_paint_max_s": totals[slowest],
         "first_paint_after_build_s": min(paints),
         "import_s": min(imports),
+        "slowest_start_import_s": imports[slowest],
+        "slowest_start_paint_after_build_s": paints[slowest],
+        "cpu_s_to_first_paint_min": min(cpus),
+        "cpu_s_to_first_paint_median": sorted(cpus)[repeat // 2],
     }
+
+
+async def _painted(pilot: Any, screen_type: type) -> None:
+    """Until ``screen_type`` is in view and its first frame has been drawn."""
+    app = pilot.app
+    while not isinstance(app.screen, screen_type):
+        await asyncio.sleep(0.001)
+    await pilot.pause()  # laid out, rendered, the message queue idle
+
+
+async def screen_switches(project: Path, rounds: int) -> dict[str, float]:
+    from edgehub.tui.app import SCREENS, EdgehubApp
+
+    keys = {name: f"f{i}" for i, name in enumerate(SCREENS, start=1)}  # also from a field
+    app = EdgehubApp(project / "hub.toml")
+    first: dict[str, float] = {}
+    again: list[float] = []
+    again_cpu: list[float] = []
+    ticks: list[float] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        order = [*list(SCREENS)[1:], "devices"]
+        for index in range(rounds):
+            for name in order:
+                began, cpu = time.perf_counter(), time.process_time()
+                await pilot.press(keys[name])
+                await _painted(pilot, SCREENS[name])
+                took = time.perf_counter() - began
+                if index == 0 and name != "devices":
+                    first[name] = took
+                    first[f"{name}_cpu"] = time.process_time() - cpu
+                else:
+                    again.append(took)
+                    again_cpu.append(time.process_time() - cpu)
+        # an outside edit of hub.toml: the watcher reads it off the UI thread
+        app.set_interval(1 / 60, lambda: ticks.append(time.perf_counter()))
+        hub_toml = project / "hub.toml"
+        text = hub_toml.read_text()
+        await pilot.pause(0.3)
+        generation = app.state.generation
+        devices = "".join(f'[devices.d{i}]\nprovider = "local"\n' for i in range(200))
+        hub_toml.write_text(text + "\n# edited outside\n" + devices)
+        while app.state.generation == generation:
+            await asyncio.sleep(0.01)
+        await pilot.pause(0.2)
+        hub_toml.write_text(text)
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    again.sort()
+    again_cpu.sort()
+    return {
+        **{f"first_visit_{name}_ms": 1000 * took for name, took in first.items()},
+        "switch_median_ms": 1000 * again[len(again) // 2],
+        "switch_max_ms": 1000 * again[-1],
+        "switch_cpu_median_ms": 1000 * again_cpu[len(again_cpu) // 2],
+        "switch_cpu_max_ms": 1000 * again_cpu[-1],
+        "switches": len(again),
+        "outside_edit_largest_frame_gap_ms": 1000 * max(gaps) if gaps else float("nan"),
+    }
+
+
+async def compare_100k(project: Path, samples: int) -> dict[str, float]:
+    from tests.tui.fixed_runs import fill_store
+
+    from edgehub.tui import runs_data
+    from edgehub.tui.app import EdgehubApp
+    from edgehub.tui.screens.compare import CompareScreen
+
+    store_dir = project / ".hub-compare"
+    fill_store(store_dir, count=4, at=time.time(), samples=samples)  # runs 0 and 3: profiles
+    config = project / "compare" / "hub.toml"
+    config.parent.mkdir()
+    config.write_text(f'[project]\nname = "bench"\nstore = "{store_dir}"\n')
+    app = EdgehubApp(config)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("3")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        store = app.state.store()
+        profiles = [r.run_id for r in store.list_runs(limit=None) if r.run_type == "PROFILE"]
+        began = time.perf_counter()
+        comparison = runs_data.compare_runs(store, profiles[0], profiles[1])
+        computed = time.perf_counter() - began
+        assert "latency" in comparison.sections
+        table = app.screen.query_one("#runs")
+        rows = [str(key.value) for key in table.rows]  # type: ignore[attr-defined]
+        for run_id in profiles[:2]:
+            table.move_cursor(row=rows.index(run_id))  # type: ignore[attr-defined]
+            await pilot.press("space")
+        began = time.perf_counter()
+        await pilot.press("c")
+        await _painted(pilot, CompareScreen)
+        compare = app.screen
+        assert isinstance(compare, CompareScreen)
+        while compare.comparison is None:
+            await asyncio.sleep(0.005)
+        await pilot.pause()
+        shown = time.perf_counter() - began
+    return {"samples_per_side": samples, "statistics_s": computed, "key_to_shown_s": shown}
 
 
 async def runs_screen(project: Path) -> dict[str, float]:
@@ -166,20 +289,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--lines", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=6)
+    parser.add_argument("--samples", type=int, default=100_000)
+    parser.add_argument("--burners", type=int, default=1, help="CPU-burning neighbours")
     args = parser.parse_args()
     from tests.tui.conftest import HUB_TOML
     from tests.tui.fixed_runs import fill_store
 
-    with tempfile.TemporaryDirectory() as folder:
-        project = Path(folder)
-        (project / "hub.toml").write_text(HUB_TOML)
-        results: dict[str, object] = {"first_paint": first_paint(project, args.repeat)}
-        began = time.perf_counter()
-        fill_store(project / ".hub", count=args.runs, at=time.time(), samples=5)
-        results["store_filled_s"] = time.perf_counter() - began
-        results["runs_screen"] = asyncio.run(runs_screen(project))
-        results["log_stream"] = asyncio.run(log_stream(project, args.lines))
+    burners = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(args.burners)]
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            project = Path(folder)
+            (project / "hub.toml").write_text(HUB_TOML)
+            results: dict[str, object] = {
+                "cpus": os.cpu_count(),
+                "burners": args.burners,
+                "first_paint": first_paint(project, args.repeat),
+                "screen_switch": asyncio.run(screen_switches(project, rounds=4)),
+                "compare": asyncio.run(compare_100k(project, args.samples)),
+            }
+            began = time.perf_counter()
+            fill_store(project / ".hub", count=args.runs, at=time.time(), samples=5)
+            results["store_filled_s"] = time.perf_counter() - began
+            results["runs_screen"] = asyncio.run(runs_screen(project))
+            results["log_stream"] = asyncio.run(log_stream(project, args.lines))
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
     print(json.dumps(results, indent=2))
 
 

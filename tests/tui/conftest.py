@@ -4,10 +4,12 @@ a run store filled with fixed runs (ids, times, metrics and raw latency samples)
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.tui.fixed_runs import fill_store
+from tests.tui.fixed_runs import add_eval_run, fill_store
+from tests.tui.served import Served, serve
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "tiny_cnn.onnx"
@@ -42,3 +44,15 @@ def project(_isolated_cwd: Path) -> Path:
 def fixed_runs(project: Path) -> list[str]:
     """Eight fixed runs in the project's store (newest first ids)."""
     return fill_store(project / ".hub", count=8, at=FROZEN_AT)
+
+
+@pytest.fixture
+def served(project: Path) -> Iterator[Served]:
+    """``hub-tui --serve --port 0`` in the project (stopped afterwards, no TUI process left)."""
+    yield from serve(project)
+
+
+@pytest.fixture
+def eval_run(fixed_runs: list[str], project: Path) -> str:
+    """A finished EVAL run (the newest) with a missed goal and a layer search."""
+    return add_eval_run(project / ".hub", at=FROZEN_AT + 60.0)

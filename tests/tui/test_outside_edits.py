@@ -230,3 +230,33 @@ async def test_an_unexpected_error_is_kept_with_its_traceback(tmp_path: Path) ->
     assert "watching hub.toml" in text and "KeyError: 'missing'" in text
     assert "test_an_unexpected_error_is_kept_with_its_traceback" in text  # the traceback
     assert blocked is None  # cannot be written: None, no exception
+
+
+async def test_an_outside_edit_is_read_off_the_ui_thread(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher reads and checks hub.toml on a worker thread; the UI thread only applies
+    the result (a slow disk or a large file never stalls the screen)."""
+    import threading
+
+    from edgehub.tui.project_state import ProjectState
+
+    loaded_on: list[str] = []
+    load = ProjectState._load
+
+    def recording(self: ProjectState) -> object:
+        loaded_on.append(threading.current_thread().name)
+        return load(self)
+
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        monkeypatch.setattr(ProjectState, "_load", recording)
+        generation = app.state.generation
+        (project / "hub.toml").write_text(HUB_TOML + '\n[devices.new]\nprovider = "local"\n')
+        await _wait(pilot, lambda: app.state.generation > generation, 15)
+        assert "new" in app.state.project.config.devices
+        assert loaded_on and threading.main_thread().name not in loaded_on, loaded_on
+        (project / "hub.toml").write_text(SYNTAX_ERROR)
+        await _wait(pilot, lambda: "hub.toml:" in _banner(app), 15)
+        assert "new" in app.state.project.config.devices  # the last good project stays

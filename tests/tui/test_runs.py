@@ -103,7 +103,8 @@ async def test_mark_two_runs_and_compare_them(project: Path, fixed_runs: list[st
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         table = screen.query_one(DataTable)
-        rows = {str(table.get_row_at(i)[0]): table.get_row_at(i) for i in range(table.row_count)}
+        cells = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+        rows = {row[0]: row for row in cells}
         a, b = int(fixed_runs[0][:4]), int(fixed_runs[1][:4])
         median_a, median_b = 1.0 + 0.25 * a, 1.0 + 0.25 * b
         assert rows["latency_median_ms"][3] == f"{median_b / median_a:.3f}"
@@ -212,3 +213,121 @@ async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> Non
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _ids(app) == ids
+
+
+async def test_recorded_text_that_looks_like_markup_shows_as_written(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    """A run's name or param such as ``[/x]`` (any text a user or a model gave) is shown as
+    written in the list and the detail, not read as markup (which ended the app)."""
+    import sqlite3
+
+    from edgehub.tracking import RunStore
+
+    store = RunStore(project / ".hub")
+    try:
+        store.log_param(fixed_runs[0], "tag", "[/oops] [bold]loud", FROZEN_AT)
+    finally:
+        store.close()
+    with sqlite3.connect(project / ".hub" / "runs.db") as db:  # a name the CLI could give
+        db.execute("UPDATE runs SET name = ? WHERE id = ?", ("[red]x[/]", fixed_runs[0]))
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        runs = app.screen.query_one("#runs", DataTable)
+        assert "[red]x[/]" in [str(cell) for cell in runs.get_row_at(0)]
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        params = app.screen.query_one("#table-params", DataTable)
+        cells = [params.get_row_at(i) for i in range(params.row_count)]
+        rows = {str(row[0]): str(row[1]) for row in cells}
+        assert rows["tag"] == "[/oops] [bold]loud"
+        await pilot.press("right", "right")  # through the tabs: every cell rendered
+        await pilot.pause()
+        assert isinstance(app.screen, RunDetailScreen)
+
+
+async def test_histogram_outliers_fill_a_red_overflow_bar_said_in_the_title() -> None:
+    import random
+
+    from tests.tui.screen_text import screen_text
+    from textual.app import App, ComposeResult
+
+    from edgehub.tui.widgets.latency_histogram import LatencyHistogram, overflow_bars, robust_bins
+
+    rng = random.Random(3)
+    samples_ms = [rng.gauss(0.033, 0.002) for _ in range(9_900)]
+    samples_ms += [rng.uniform(0.1, 34.0) for _ in range(100)]  # 1 % outliers up to 34 ms
+    binned = robust_bins(samples_ms, 30)
+    ((x, count, label),) = overflow_bars(binned)  # none far below: no bar on the left
+    assert binned.below == 0
+    assert count == binned.above >= 100 and x > binned.edges[-1]
+    assert label == f">{binned.edges[-1]:.4g}"
+
+    class Plot(App[None]):
+        def compose(self) -> ComposeResult:
+            yield LatencyHistogram(id="plot")
+
+    app = Plot()
+    async with app.run_test(size=(100, 20)) as pilot:
+        plot = app.query_one(LatencyHistogram)
+        plot.show_samples([s * 1000 for s in samples_ms])
+        await pilot.pause()
+        text = screen_text(app)
+        assert f"outliers in red bars: {binned.above} above" in text
+        assert label in text  # the overflow bar's tick
+        assert "99166.0" not in text and ".0 " not in text.split("ms")[0][-40:]
+
+
+async def test_a_profile_shows_the_conditions_its_loop_ran_under(
+    project: Path, fixed_runs: list[str]
+) -> None:
+    """Recorded conditions (``conditions.*`` of the environment) get their own tab, named
+    plainly, with the comparability rules' verdict on this run; runs without them get none."""
+    from edgehub.tracking import RunStore
+
+    profile = next(r for r in fixed_runs if int(r[:4]) % 3 == 0)
+    store = RunStore(project / ".hub")
+    try:
+        store.log_environment(
+            profile,
+            {
+                "conditions.cpu_model": "Fixed CPU [/x] @ 2.0GHz",
+                "conditions.governor": "performance",
+                "conditions.other_cpu_share": "0.4",
+                "conditions.throttled": "0",
+                "conditions.future_field": "7",
+            },
+        )
+    finally:
+        store.close()
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _open_runs(pilot, app)
+        for _ in range(fixed_runs.index(profile)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RunDetailScreen)
+        table = screen.query_one("#table-conditions", DataTable)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+        assert rows == [
+            ["CPU model", "Fixed CPU [/x] @ 2.0GHz"],
+            ["frequency governor", "performance"],
+            ["other processes' CPU share", "40.0%"],
+            ["throttled", "0"],
+            ["future_field", "7"],
+        ]
+        verdict = str(screen.query_one("#conditions-verdict").render())
+        assert verdict.startswith("disturbed: other processes took 40% of the CPUs during this run")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("home", "enter")  # the newest run recorded no conditions
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        other = app.screen
+        assert isinstance(other, RunDetailScreen) and other.run_id == fixed_runs[0]
+        assert not other.query("#tab-conditions")

@@ -18,7 +18,7 @@ from textual.binding import Binding
 
 from edgehub.tui.clock import Clock
 from edgehub.tui.messages import ConfigReloaded
-from edgehub.tui.project_state import ProjectState
+from edgehub.tui.project_state import DiskRead, ProjectState
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.devices import DevicesScreen
@@ -62,6 +62,7 @@ class EdgehubApp(App[int]):
         super().__init__()
         self.state = ProjectState(config_path, clock)
         self._interrupting = False  # the Ctrl-C confirm is open: a second Ctrl-C quits
+        self._reading_config = False  # a worker is reading hub.toml
         for name, screen in SCREENS.items():
             self.add_mode(name, partial(screen, self.state))
 
@@ -96,8 +97,29 @@ class EdgehubApp(App[int]):
         self.notify(f"created {path}", markup=False)
 
     def _watch_config(self) -> None:
+        """Once a second: hub.toml is read and checked on a worker thread (`_read_config`),
+        never on the UI loop; what it found comes back to `_take_config`."""
+        if not self._reading_config:
+            self._reading_config = True
+            self.run_worker(self._read_config, name="hub.toml", thread=True, exit_on_error=False)
+
+    def _read_config(self) -> None:
         try:
-            self._load_outside_edit()
+            read = self.state.read_disk()
+        except Exception as error:  # a watcher never ends the app: shown and logged
+            self.call_from_thread(self._config_read_failed, error)
+            return
+        self.call_from_thread(self._take_config, read)
+
+    def _config_read_failed(self, error: BaseException) -> None:
+        self._reading_config = False
+        self.show_unexpected("watching hub.toml", error)
+
+    def _take_config(self, read: DiskRead | None) -> None:
+        self._reading_config = False
+        try:
+            if read is not None:
+                self._load_outside_edit(read)
         except Exception as error:  # a watcher never ends the app: shown and logged
             self.show_unexpected("watching hub.toml", error)
 
@@ -122,18 +144,13 @@ class EdgehubApp(App[int]):
         self.state.cancel_all()
         super()._handle_exception(error)
 
-    def _load_outside_edit(self) -> None:
-        from edgehub.errors import EdgehubError
-
-        if not self.state.disk_changed():
+    def _load_outside_edit(self, read: DiskRead) -> None:
+        outcome = self.state.take(read)
+        if outcome == "same":
             return
-        path = self.state.path
-        if path is not None and not path.is_file():  # removed, or mid-checkout
-            self.state.config_error = f"{self.state.shown_path} was removed or is not a file"
-            if isinstance(self.screen, HubScreen):
-                self.screen.show_config_error()
-            return
-        if self.state.dirty:
+        if outcome in ("missing", "error") and isinstance(self.screen, HubScreen):
+            self.screen.show_config_error()
+        if outcome == "kept":
             self.notify(
                 "hub.toml changed on disk; your unsaved edits are kept and will not overwrite "
                 "it (press r on Devices to load the new file and drop them)",
@@ -141,22 +158,17 @@ class EdgehubApp(App[int]):
                 timeout=10,
                 markup=False,
             )
-            return
-        try:
-            self.state.reload()
-        except EdgehubError as error:
-            if isinstance(self.screen, HubScreen):
-                self.screen.show_config_error()
+        elif outcome == "error":
             self.notify(
                 f"hub.toml changed on disk and does not load; the last good version stays in "
-                f"use: {error}",
+                f"use: {self.state.config_error}",
                 severity="error",
                 timeout=10,
                 markup=False,
             )
-            return
-        self.screen.post_message(ConfigReloaded())
-        self.notify("hub.toml changed on disk: reloaded", markup=False)
+        elif outcome == "reloaded":
+            self.screen.post_message(ConfigReloaded())
+            self.notify("hub.toml changed on disk: reloaded", markup=False)
 
     # -- cancelling runs -------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 if TYPE_CHECKING:
+    from edgehub.ops.eval import EvalReport
     from edgehub.ops.reports import PipelineReport, RunReport
 
 __all__ = ["BuildProgress", "ConfigReloaded", "LinesReady", "RunEnded"]
@@ -30,7 +31,7 @@ class RunEnded(Message):
         self,
         pane_id: str,
         status: str,
-        report: RunReport | PipelineReport | None = None,
+        report: RunReport | PipelineReport | EvalReport | None = None,
         error: str | None = None,
     ) -> None:
         super().__init__()

@@ -1,14 +1,16 @@
 """`ProjectState`: the project the TUI shows, and hub.toml as it is being edited.
 
-The Devices screen edits `document` in memory (`dirty` until saved). `disk_changed` notices
-another program writing hub.toml: the TUI reloads when nothing is unsaved, and otherwise
-keeps the user's edits and refuses to save over the newer file (`ConfigDocument.save`). A file
-that does not load leaves the last good project in use and its error in `config_error`.
+The Devices screen edits `document` in memory (`dirty` until saved). `read_disk` notices
+another program writing hub.toml and loads it, on a worker thread; `take` applies what it read
+on the UI thread: the TUI reloads when nothing is unsaved, and otherwise keeps the user's edits
+and refuses to save over the newer file (`ConfigDocument.save`). A file that does not load
+leaves the last good project in use and its error in `config_error`.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from edgehub.ops.cancel import Cancellation
     from edgehub.tracking.store import RunStore
 
-__all__ = ["ProjectState"]
+__all__ = ["DiskRead", "ProjectState"]
 
 
 def _digest(path: Path | None) -> str | None:
@@ -30,6 +32,21 @@ def _digest(path: Path | None) -> str | None:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
+
+
+@dataclass(frozen=True)
+class DiskRead:
+    """hub.toml as another program left it: its digest, and the project and document it loads
+    to, or why it does not load (``error``), or that it is gone (``missing``). Unread (all
+    None) when there were unsaved edits to keep. ``generation``: the state's when it was read
+    (a read that a save or reload overtook is dropped)."""
+
+    generation: int
+    digest: str | None
+    project: Project | None = None
+    document: ConfigDocument | None = None
+    error: str | None = None
+    missing: bool = False
 
 
 class ProjectState:
@@ -66,23 +83,70 @@ class ProjectState:
     def reload(self) -> None:
         """Read hub.toml again, dropping unsaved edits. A file that does not load raises and
         changes nothing but `config_error`."""
+        from edgehub.errors import EdgehubError
+
+        try:
+            project, document = self._load()
+        except EdgehubError as error:
+            self.config_error = str(error)
+            raise
+        self._use(project, document, _digest(project.config.path))
+
+    def _load(self) -> tuple[Project, ConfigDocument | None]:
+        """hub.toml read and checked (blocking; any thread)."""
         from edgehub.config.save import ConfigDocument
-        from edgehub.errors import ConfigError, EdgehubError
+        from edgehub.errors import ConfigError
 
         try:
             project = self._open(self.path or self._requested)
             path = project.config.path
-            document = ConfigDocument.open(path) if path else None
-        except EdgehubError as error:
-            self.config_error = str(error)
-            raise
+            return project, ConfigDocument.open(path) if path else None
         except RecursionError:  # the TOML reader's own limit
-            self.config_error = f"{self.shown_path}: nested too deeply to read"
-            raise ConfigError(self.config_error) from None
+            raise ConfigError(f"{self.shown_path}: nested too deeply to read") from None
+
+    def _use(self, project: Project, document: ConfigDocument | None, digest: str | None) -> None:
         self.project, self.document, self.config_error = project, document, None
         self.dirty = False
-        self._digest = _digest(self.path)
+        self._digest = digest
         self.generation += 1
+
+    def read_disk(self) -> DiskRead | None:
+        """What hub.toml on disk holds, if it changed since it was loaded or saved; None
+        otherwise. Blocking (reads and checks the file): call it from a worker, then `take`."""
+        from edgehub.errors import EdgehubError
+
+        generation, digest = self.generation, _digest(self.path)
+        if digest == self._digest:
+            return None
+        path = self.path
+        if path is not None and not path.is_file():  # removed, or mid-checkout
+            return DiskRead(generation, digest, missing=True)
+        if self.dirty:
+            return DiskRead(generation, digest)
+        try:
+            project, document = self._load()
+        except EdgehubError as error:
+            return DiskRead(generation, digest, error=str(error))
+        return DiskRead(generation, digest, project, document)
+
+    def take(self, read: DiskRead) -> str:
+        """Apply `read_disk`'s ``read`` (UI thread), once per change; what happened: "same"
+        (seen already), "missing", "kept" (unsaved edits stay), "error" (`config_error` says
+        why) or "reloaded"."""
+        if read.digest == self._digest or read.generation != self.generation:
+            return "same"
+        self._digest = read.digest
+        if read.missing:
+            self.config_error = f"{self.shown_path} was removed or is not a file"
+            return "missing"
+        if self.dirty or (read.project is None and read.error is None):
+            return "kept"
+        if read.error is not None:
+            self.config_error = read.error
+            return "error"
+        assert read.project is not None
+        self._use(read.project, read.document, read.digest)
+        return "reloaded"
 
     @property
     def init_dir(self) -> Path:
@@ -110,14 +174,6 @@ class ProjectState:
     def saved(self) -> None:
         """The document was written: load what is now on disk."""
         self.reload()
-
-    def disk_changed(self) -> bool:
-        """True once per change of hub.toml on disk since it was loaded or saved."""
-        current = _digest(self.path)
-        if current == self._digest:
-            return False
-        self._digest = current
-        return True
 
     def store(self) -> RunStore:
         """The project's run store, opened once (it is safe to share between threads)."""

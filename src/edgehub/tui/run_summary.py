@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from edgehub.ops.eval import EvalReport
     from edgehub.ops.reports import PipelineReport, RunReport
 
 __all__ = ["shown_value", "summary_lines"]
@@ -35,8 +36,33 @@ def _run(label: str, report: RunReport) -> list[str]:
     return lines
 
 
-def summary_lines(report: RunReport | PipelineReport | None, error: str | None) -> list[str]:
-    from edgehub.ops.reports import PipelineReport
+def _eval(report: EvalReport) -> list[str]:
+    verdict = {None: "", True: "; goals passed", False: "; goals MISSED"}[report.passed]
+    lines = [
+        f"── eval: run {report.run_id[:8]} {report.name} {report.status}: "
+        f"{report.samples} samples{verdict}"
+    ]
+    for goal in report.goals:
+        lines.append(f"   goal {goal.goal}: {'passed' if goal.passed else 'MISSED'}")
+    for metric, values in sorted(report.tasks.items()):
+        lines.append(
+            f"   {metric}: {shown_value(values['model'])} "
+            f"(reference {shown_value(values['reference'])})"
+        )
+    for output, figures in sorted(report.outputs.items()):
+        shown = ", ".join(f"{k} {shown_value(v)}" for k, v in figures.items())
+        lines.append(f"   {output}: {shown}")
+    if report.layers is not None:
+        first = report.layers.get("first_divergent")
+        lines.append(f"   first divergent layer: {first['node'] if first else 'none'}")
+    lines.append("   its accuracy tab: Runs (3), then enter on the run")
+    return lines
+
+
+def summary_lines(
+    report: RunReport | PipelineReport | EvalReport | None, error: str | None
+) -> list[str]:
+    from edgehub.ops.reports import PipelineReport, RunReport
 
     if report is None:
         return [f"── ended: {error or 'no result'}"]
@@ -47,4 +73,6 @@ def summary_lines(report: RunReport | PipelineReport | None, error: str | None) 
         for row in report.accuracy:
             lines.append(f"   accuracy: {shown_value(row.to_dict())}")
         return lines
-    return _run(report.type.lower(), report)
+    if isinstance(report, RunReport):
+        return _run(report.type.lower(), report)
+    return _eval(report)  # ops.eval is not imported for the other kinds

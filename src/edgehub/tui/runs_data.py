@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.store import RunStore
+    from edgehub.tui.accuracy_data import Accuracy
 
 __all__ = [
     "FILTER_KEYS",
@@ -57,7 +58,8 @@ class RunFilters:
 
 @dataclass
 class RunDetail:
-    """One run: its row, params, metrics, artifacts (name -> path), log tail, raw latencies."""
+    """One run: its row, params, metrics, artifacts (name -> path), log tail, raw latencies
+    and, for an EVAL run, what it found (`accuracy_data`)."""
 
     row: RunRow
     error: str | None
@@ -67,6 +69,7 @@ class RunDetail:
     environment: dict[str, str]
     log_lines: list[str] = field(default_factory=list)
     samples_us: list[float] = field(default_factory=list)
+    accuracy: Accuracy | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,10 @@ def run_detail(store: RunStore, run_id: str) -> RunDetail:
     if log and Path(log).is_file():
         detail.log_lines = Path(log).read_text(errors="replace").splitlines()[-_LOG_TAIL:]
     detail.samples_us = _samples(artifacts.get("output_file"))
+    if record.run_type == "EVAL":
+        from edgehub.tui.accuracy_data import accuracy_of
+
+        detail.accuracy = accuracy_of(detail.params, detail.metrics, artifacts)
     return detail
 
 

@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Label, Static
 
+from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import Comparison
 from edgehub.tui.screens.base import HubScreen
 
@@ -89,7 +90,8 @@ class CompareScreen(HubScreen):
             for row in shown:
                 key = f"{section}/{row[0]}"
                 self._rows[key] = row
-                table.add_row(*(_elide(v, w) for v, w in zip(row, widths, strict=True)), key=key)
+                cells = (_elide(v, w) for v, w in zip(row, widths, strict=True))
+                table.add_row(*plain(*cells), key=key)
 
 
 def _widths(screen: int, comparison: Comparison) -> tuple[int, int, int, int]:

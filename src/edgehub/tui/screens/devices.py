@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Footer, Header, Label
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
+from edgehub.tui.cells import plain
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
@@ -69,11 +70,13 @@ class DevicesScreen(HubScreen):
         table.clear()
         for row in list_devices(project):
             table.add_row(
-                row.name,
-                row.provider or "-",
-                row.spec or "-",
-                row.ssh or "this host",
-                self._checks.get(row.name, ""),
+                *plain(
+                    row.name,
+                    row.provider or "-",
+                    row.spec or "-",
+                    row.ssh or "this host",
+                    self._checks.get(row.name, ""),
+                ),
                 key=row.name,
             )
         if current is not None and current in {str(k.value) for k in table.rows}:

@@ -1,14 +1,15 @@
-"""The Run screen: model, runtime, step (or the pipeline), device and options; launch; a pane
-per run that streams its log live; cancel. Several runs can go at once.
+"""The Run screen: model, runtime, step (or the pipeline, or an eval over a dataset), device and
+options; launch; a pane per run that streams its log live; cancel. Several runs can go at once.
 
-Each run is `ops.execute` in a thread worker with a `Cancellation`; its events reach the pane
-through a `LineBuffer` in batches (`LinesReady`), and its end comes back as `RunEnded`.
+Each run is `ops.execute` (`ops.eval.evaluate` for eval) in a thread worker with a
+`Cancellation`; its events reach the pane through a `LineBuffer` in batches (`LinesReady`), and
+its end comes back as `RunEnded`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,9 +26,10 @@ from textual.widgets import (
     TabPane,
 )
 
-from edgehub.errors import EdgehubError
+from edgehub.errors import EdgehubError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.execute import STEPS, ExecRequest
+from edgehub.tui.eval_form import EVAL_FIELDS, EVAL_STEP
 from edgehub.tui.messages import LinesReady, RunEnded
 from edgehub.tui.run_summary import summary_lines
 from edgehub.tui.screens.base import HubScreen
@@ -35,6 +37,9 @@ from edgehub.tui.screens.model_pick import ModelPickScreen
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
 from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
+
+if TYPE_CHECKING:
+    from edgehub.ops.eval import EvalRequest
 
 __all__ = ["RunScreen"]
 
@@ -73,7 +78,10 @@ class RunScreen(HubScreen):
                     (
                         "step",
                         Select(
-                            [(s, s) for s in STEPS], value="profile", allow_blank=False, id="step"
+                            [(s, s) for s in (*STEPS, EVAL_STEP)],
+                            value="profile",
+                            allow_blank=False,
+                            id="step",
                         ),
                     ),
                     ("device", Select(self._devices(), prompt="auto", id="device")),
@@ -118,7 +126,10 @@ class RunScreen(HubScreen):
         await box.remove_children()
         runtime, step = self._value("#runtime"), self._value("#step")
         try:
-            components = step_components(get_runtime(runtime or ""), step or "")
+            if step == EVAL_STEP:
+                components = await self._mount_eval_form(box, runtime or "")
+            else:
+                components = step_components(get_runtime(runtime or ""), step or "")
         except EdgehubError as error:
             await box.mount(Label(str(error), classes="message", markup=False))
             return
@@ -130,6 +141,18 @@ class RunScreen(HubScreen):
             )
             form.border_title = f"{name} options"
             await box.mount(form)
+
+    async def _mount_eval_form(self, box: Vertical, runtime: str) -> dict[str, Any]:
+        """The eval options' form; the components whose options follow it (the compiler)."""
+        from edgehub.ops.eval import EVAL_RUNTIMES
+        from edgehub.toolchains.registry import get_runtime
+
+        if runtime not in EVAL_RUNTIMES:
+            raise UsageError(f"eval runs on {', '.join(EVAL_RUNTIMES)}; pick one of them")
+        form = FieldForm(EVAL_FIELDS, id="opt-eval")
+        form.border_title = "eval options"
+        await box.mount(form)
+        return {"compile": get_runtime(runtime).compiler}
 
     def _value(self, selector: str) -> str | None:
         value = self.query_one(selector, Select).value
@@ -148,7 +171,7 @@ class RunScreen(HubScreen):
 
         self.app.push_screen(ModelPickScreen(self.state.root), picked)
 
-    def _request(self) -> ExecRequest | None:
+    def _request(self) -> ExecRequest | EvalRequest | None:
         text = self.query_one("#model", Input).value.strip()
         if not text:
             self.notify("pick a model first (^t)", severity="warning", markup=False)
@@ -164,6 +187,24 @@ class RunScreen(HubScreen):
                 "some options are not valid (marked in the form)", severity="error", markup=False
             )
             return None
+        if self._value("#step") == EVAL_STEP:
+            from edgehub.tui.eval_form import eval_request, missing_paths
+
+            missing = missing_paths(self.state.root, options.get(EVAL_STEP, {}))
+            if missing:
+                form = self.query_one(f"#opt-{EVAL_STEP}", FieldForm)
+                for key, message in missing.items():
+                    form.show_error(key, message)
+                self.notify("check the eval form (marked)", severity="error", markup=False)
+                return None
+            return eval_request(
+                runtime=self._value("#runtime") or "",
+                model=model,
+                device=self._value("#device"),
+                root=self.state.root,
+                values=options.pop(EVAL_STEP, {}),
+                compile_options=options.get("compile", {}),
+            )
         return ExecRequest(
             step=self._value("#step") or "profile",
             runtime=self._value("#runtime") or "",
@@ -180,7 +221,7 @@ class RunScreen(HubScreen):
         if request is not None:
             self.launch(request)
 
-    def launch(self, request: ExecRequest) -> str:
+    def launch(self, request: ExecRequest | EvalRequest) -> str:
         """Start ``request`` in a worker with its own pane; returns the pane's id."""
         from edgehub.tui.line_buffer import LineBuffer
 
@@ -192,12 +233,13 @@ class RunScreen(HubScreen):
 
         buffer = LineBuffer(wake, limit=LOG_LIMIT)  # older lines would be pruned anyway
         model = request.model.name if request.model else request.from_run
-        title = f"#{self._launched} {request.step} {model} ({request.runtime})"
+        step = request.step if isinstance(request, ExecRequest) else EVAL_STEP
+        title = f"#{self._launched} {step} {model} ({request.runtime})"
         pane = RunPane(title, self.state.clock, id=pane_id, buffer=buffer)
         tabs = self.query_one("#panes", TabbedContent)
         tabs.display = True
         self.query_one("#no-runs").display = False
-        tabs.add_pane(TabPane(f"#{self._launched} {request.step}", pane, id=f"tab-{pane_id}"))
+        tabs.add_pane(TabPane(f"#{self._launched} {step}", pane, id=f"tab-{pane_id}"))
         tabs.active = f"tab-{pane_id}"
         self.call_after_refresh(self._show_tab, f"tab-{pane_id}")
         cancel = Cancellation()
@@ -208,13 +250,20 @@ class RunScreen(HubScreen):
 
     @work(thread=True, exit_on_error=False, group="runs")
     def _execute(
-        self, pane_id: str, request: ExecRequest, buffer: Any, cancel: Cancellation
+        self, pane_id: str, request: ExecRequest | EvalRequest, buffer: Any, cancel: Cancellation
     ) -> None:
         from edgehub.errors import OperationCancelled
         from edgehub.ops.execute import execute
 
+        project, push = self.state.project, buffer.push
+        report: Any
         try:
-            report = execute(self.state.project, request, subscriber=buffer.push, cancel=cancel)
+            if isinstance(request, ExecRequest):
+                report = execute(project, request, subscriber=push, cancel=cancel)
+            else:
+                from edgehub.ops.eval import evaluate
+
+                report = evaluate(project, request, subscriber=push, cancel=cancel)
         except OperationCancelled:
             self.post_message(RunEnded(pane_id, "KILLED", error="cancelled"))
         except Exception as error:  # shown in its pane and as a notification

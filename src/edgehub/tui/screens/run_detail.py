@@ -1,5 +1,6 @@
 """`RunDetailScreen`: one run's metrics, params, artifacts, environment, log and, for profile
-runs, the histogram of its raw latency samples."""
+runs, the histogram of its raw latency samples and the conditions its loop ran under; for EVAL
+runs, an accuracy tab first."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Label, Log, TabbedContent, TabPane
 
+from edgehub.tui.accuracy_data import Accuracy
+from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import RunDetail
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.latency_histogram import LatencyHistogram
@@ -89,8 +92,34 @@ class RunDetailScreen(HubScreen):
         for name, values in sections.items():
             table = self.query_one(f"#table-{name}", DataTable)
             table.clear()
-            table.add_rows([(key, _text(value)) for key, value in sorted(values.items())])
+            table.add_rows([plain(key, _text(value)) for key, value in sorted(values.items())])
         self.query_one("#run-log", Log).write_lines(detail.log_lines or ["(no log recorded)"])
         self.query_one("#histogram", LatencyHistogram).show_samples(detail.samples_us)
         if not detail.samples_us:
             self.query_one("#run-tabs", TabbedContent).active = "tab-metrics"
+        if detail.accuracy is not None:
+            self.call_later(self._show_accuracy, detail.accuracy)
+        conditions = {
+            k.removeprefix("conditions."): v
+            for k, v in detail.environment.items()
+            if k.startswith("conditions.")
+        }
+        if conditions:
+            self.call_later(self._show_conditions, conditions, detail.environment)
+
+    async def _show_conditions(
+        self, conditions: dict[str, str], environment: dict[str, str]
+    ) -> None:
+        from edgehub.tui.widgets.conditions_view import ConditionsView
+
+        pane = TabPane("conditions", ConditionsView(conditions, environment), id="tab-conditions")
+        await self.query_one("#run-tabs", TabbedContent).add_pane(pane, after="tab-latency")
+
+    async def _show_accuracy(self, accuracy: Accuracy) -> None:
+        from edgehub.tui.widgets.accuracy_view import AccuracyView
+
+        tabs = self.query_one("#run-tabs", TabbedContent)
+        view = AccuracyView(accuracy, id="accuracy")
+        await tabs.add_pane(TabPane("accuracy", view, id="tab-accuracy"), before="tab-latency")
+        tabs.hide_tab("tab-latency")  # an eval measures no latency
+        tabs.active = "tab-accuracy"

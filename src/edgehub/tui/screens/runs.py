@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import DataTable, Footer, Header, Label, Select
 
+from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import FILTER_KEYS, RunFilters, RunRow
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.nav_bar import NavBar
@@ -120,14 +121,16 @@ class RunsScreen(HubScreen):
         for row in rows:
             table.add_row(
                 "●" if row.run_id in self._marked else "",
-                row.run_id[:8],
-                row.status,  # early: still shown on a narrow terminal
-                clock.when(row.started_at),
-                row.run_type,
-                row.name,
-                row.runtime or "-",
-                row.device or "-",
-                clock.took(row.started_at, row.ended_at),
+                *plain(
+                    row.run_id[:8],
+                    row.status,  # early: still shown on a narrow terminal
+                    clock.when(row.started_at),
+                    row.run_type,
+                    row.name,
+                    row.runtime or "-",
+                    row.device or "-",
+                    clock.took(row.started_at, row.ended_at),
+                ),
                 key=row.run_id,
             )
         self._loaded += len(rows)

@@ -21,6 +21,7 @@ from edgehub.errors import EdgehubError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.sweep import CellResult, SweepReport
 from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
+from edgehub.tui.cells import plain
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.nav_bar import NavBar
 
@@ -131,7 +132,7 @@ class SweepScreen(HubScreen):
         for cell in grid.cells():
             settings = " ".join(f"{k}={value_text(v)}" for k, v in cell.settings) or "-"
             row = (cell.model.name, cell.device, cell.runtime, settings, "waiting", "-", "-", "-")
-            table.add_row(*row, key=cell.key(grid.step))
+            table.add_row(*plain(*row), key=cell.key(grid.step))
         self._status(f"sweep of {table.row_count} cells: running")
         self.cancel = Cancellation()
         self.state.run_started(SWEEP_RUN, self.cancel, f"the sweep of {table.row_count} cells")

@@ -1,8 +1,10 @@
 """`LatencyHistogram`: the distribution of a profile run's raw latency samples (plotext).
 
-The axis spans a robust range: p0.5-p99.5, narrowed to 3 interquartile ranges beyond the
-quartiles, so a few outliers (even 1 %) do not squeeze every sample into the first bar; the
-samples outside it are counted in the title. Counts are whole numbers, on a
+The axis spans a robust range: the samples' own range, narrowed to 3 interquartile ranges
+beyond the quartiles (Tukey's fences for far-out values), so a few outliers (even 1 %) do not
+squeeze every sample into the first bar, and a distribution without such outliers is shown
+whole. The samples outside it are counted in overflow bars (red, one bin apart beyond each end
+of the axis, labelled ``<low`` and ``>high``) and in the title. Counts are whole numbers, on a
 linear or a log scale (`log_scale`).
 """
 
@@ -14,9 +16,8 @@ from dataclasses import dataclass
 
 from textual_plotext import PlotextPlot
 
-__all__ = ["Bins", "LatencyHistogram", "robust_bins"]
+__all__ = ["Bins", "LatencyHistogram", "overflow_bars", "robust_bins"]
 
-LOW_PCT, HIGH_PCT = 0.5, 99.5
 FENCE = 3.0  # interquartile ranges beyond the quartiles
 
 
@@ -36,9 +37,10 @@ def robust_bins(samples: Sequence[float], bins: int) -> Bins:
     import numpy as np
 
     values = np.asarray(samples, dtype=np.float64)
-    p_low, q1, q3, p_high = np.percentile(values, [LOW_PCT, 25, 75, HIGH_PCT])
+    q1, q3 = np.percentile(values, [25, 75])
     spread = FENCE * float(q3 - q1)
-    low, high = max(float(p_low), float(q1) - spread), min(float(p_high), float(q3) + spread)
+    low = max(float(values.min()), float(q1) - spread)
+    high = min(float(values.max()), float(q3) + spread)
     if high <= low:  # all (nearly) equal: a narrow range around them
         high = low + max(abs(low) * 1e-3, 1e-9)
     counts, edges = np.histogram(values, bins=bins, range=(low, high))
@@ -48,6 +50,19 @@ def robust_bins(samples: Sequence[float], bins: int) -> Bins:
         below=int((values < low).sum()),
         above=int((values > high).sum()),
     )
+
+
+def overflow_bars(binned: Bins) -> list[tuple[float, int, str]]:
+    """The bars of the samples outside the axis: (x, count, tick label), one bin-width gap
+    beyond each end, only where there are such samples."""
+    low, high = binned.edges[0], binned.edges[-1]
+    width = binned.edges[1] - binned.edges[0]
+    bars = []
+    if binned.below:
+        bars.append((low - 1.5 * width, binned.below, f"<{low:.4g}"))
+    if binned.above:
+        bars.append((high + 1.5 * width, binned.above, f">{high:.4g}"))
+    return bars
 
 
 def _count_ticks(highest: int, log: bool) -> tuple[list[float], list[str]]:
@@ -87,15 +102,32 @@ class LatencyHistogram(PlotextPlot):
         binned = robust_bins([s / 1000.0 for s in samples_us], bins)
         width = binned.edges[1] - binned.edges[0]
         centers = [edge + width / 2 for edge in binned.edges[:-1]]
-        heights = [math.log10(c + 1) if self.log_scale else float(c) for c in binned.counts]
-        plt.bar(centers, heights, width=1.0)
-        plt.yticks(*_count_ticks(max(binned.counts), self.log_scale))
+
+        def height(count: int) -> float:
+            return math.log10(count + 1) if self.log_scale else float(count)
+
+        outside = overflow_bars(binned)
+        # one x axis for both series (plotext sizes bars by their series' spacing): the bins
+        # with the overflow bars at zero, then the overflow bars in red with the bins at zero
+        xs_all = sorted([*centers, *(x for x, _, _ in outside)])
+        inside = dict(zip(centers, binned.counts, strict=True))
+        plt.bar(xs_all, [height(inside.get(x, 0)) for x in xs_all], width=1.0)
+        if outside:
+            red = {x: count for x, count, _ in outside}
+            plt.bar(xs_all, [height(red.get(x, 0)) for x in xs_all], width=1.0, color="red")
+        highest = max([*binned.counts, *(count for _, count, _ in outside)])
+        plt.yticks(*_count_ticks(highest, self.log_scale))
         low, high = binned.edges[0], binned.edges[-1]
         xs = [low + (high - low) * i / 4 for i in range(5)]
-        plt.xticks(xs, [f"{x:.4g}" for x in xs])
+        labels = [f"{x:.4g}" for x in xs]
+        for x, _, label in outside:  # the overflow bars' own labels replace the end ticks
+            end = 0 if x < low else -1
+            xs[end], labels[end] = x, label
+        plt.xticks(xs, labels)
         title = f"latency of {len(samples_us)} runs"
-        if binned.below or binned.above:
-            title += f"; not shown: {binned.below} below, {binned.above} above"
+        if outside:
+            told = [f"{c} {'below' if x < low else 'above'}" for x, c, _ in outside]
+            title += f"; outliers in red bars: {', '.join(told)}"
         plt.title(title + ("  [log scale: l]" if self.log_scale else "  [l: log scale]"))
         plt.xlabel("ms")
         self.refresh()
