@@ -95,7 +95,7 @@ def test_example_commented_devices_are_valid(tmp_path: Path) -> None:
     """Uncommenting every example block of the repo's hub.toml gives a valid config."""
     text = UNCOMMENT.sub("", EXAMPLE.read_text(encoding="utf-8"))
     config = parse_config(text, tmp_path / "hub.toml")
-    assert list(config.devices) == ["local", "rpi", "jetson", "s24", "npu-board"]
+    assert list(config.devices) == ["local", "rpi", "jetson", "s24", "pixel", "npu-board"]
     assert {device.provider for device in config.devices.values()} == {
         "local",
         "embedl_onnxruntime",
