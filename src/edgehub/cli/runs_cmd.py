@@ -1,5 +1,5 @@
-"""`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE`: parse,
-call `ops.runs` (and `ops.bundles`), print."""
+"""`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE |
+rerun RUN`: parse, call `ops.runs` (and `ops.bundles`, `ops.rerun`), print."""
 
 from __future__ import annotations
 
@@ -88,6 +88,24 @@ def add_parser(commands: Any) -> None:
     )
     imports.add_argument("bundle", metavar="FILE", help="a bundle `hub runs export` wrote")
     imports.set_defaults(handler=_import)
+    again = sub.add_parser(
+        "rerun",
+        help="run a compile, profile or invoke again from its record, and say what matched",
+        description="Re-create a run from its record: component, options, model and data by "
+        "content from the store, device, and image by digest. Reports what matched: an "
+        "invoke's outputs bit for bit, a profile's latency with the comparison's 95%% CI, a "
+        "compile's artifact hashes. The new run is tagged rerun_of=<the original's id>.",
+    )
+    again.add_argument("run_id", metavar="RUN", help=REF_HELP)
+    again.add_argument("--device", metavar="NAME", help="run on this device instead")
+    again.add_argument(
+        "--image",
+        choices=("recorded", "current"),
+        default="recorded",
+        help="the recorded image (default; refused if it is gone) or today's",
+    )
+    again.add_argument("--json", action="store_true")
+    again.set_defaults(handler=_rerun)
 
 
 def _fraction(text: str) -> float:
@@ -274,6 +292,31 @@ def _import(args: argparse.Namespace) -> int:
         f"imported {len(result.imported)} runs ({len(result.already_present)} already here), "
         f"{result.artifacts_added} artifacts, {len(result.images_added)} image locks"
     )
+    return 0
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    from edgehub.cli.output import LogPrinter
+    from edgehub.ops.rerun import rerun
+
+    printer = LogPrinter(quiet=args.quiet)
+    try:
+        result = rerun(
+            _project(args), args.run_id, device=args.device, image=args.image, subscriber=printer
+        )
+    finally:
+        printer.done()
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    new, old = result.rerun, result.original
+    print(
+        f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
+        f"run {new.run_id[:8]} {new.status} on {new.device}"
+    )
+    print(f"  image: {result.image}")
+    for line in result.summary:
+        print(f"  {line}")
     return 0
 
 

@@ -54,7 +54,8 @@ class ExecRequest:
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
     the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
     the request once the device is held: past it, its commands are stopped, its runs end
-    FAILED and `~edgehub.errors.CommandTimeout` is raised.
+    FAILED and `~edgehub.errors.CommandTimeout` is raised. ``image_tags`` (runtime -> image tag
+    or digest) overrides hub.toml's ``[images]`` for this request (a rerun on a recorded image).
     """
 
     step: str
@@ -70,6 +71,7 @@ class ExecRequest:
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
     timeout: float | None = None
+    image_tags: dict[str, str] = field(default_factory=dict)
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -123,6 +125,7 @@ def _context(
     project: Project, request: ExecRequest, subscriber: Subscriber | None, cancel: Cancellation
 ) -> Iterator[HubContext]:
     with project.context(subscriber, tags=request.tags) as ctx:
+        ctx.image_tags.update(request.image_tags)
         cancel.bind(ctx)
         try:
             yield ctx
