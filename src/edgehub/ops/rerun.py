@@ -190,16 +190,16 @@ def _options(original: RunRecord, component: type[Any], what: str) -> dict[str, 
         for key, value in original.params.items()
         if key.startswith("option.")
     }
-    missing = sorted(wanted - set(recorded))
+    options = {k: v for k, v in recorded.items() if k in wanted}
+    for name in _DATA_OPTIONS:  # a path is recorded as given, or not at all: take the copy
+        if name in wanted and (options.get(name) is not None or name in original.artifacts):
+            options[name] = _stored(original, name, what)
+    missing = sorted(wanted - set(options))
     if missing:
         raise UsageError(
             f"{what} did not record option(s) {', '.join(missing)} (values other than text, "
             "numbers and lists are not kept); it cannot be re-created"
         )
-    options = {k: v for k, v in recorded.items() if k in wanted}
-    for name in _DATA_OPTIONS:
-        if options.get(name) is not None:
-            options[name] = _stored(original, name, what)
     return options
 
 
