@@ -71,6 +71,12 @@ def add_parser(commands: Any) -> None:
         help="rewrite the model with a deployment backend's graph patterns before compiling "
         "(tensorrt, tflite; default: the active or only installed backend)",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile even where a stored compile of the same model, options, data, image and "
+        "device could be reused",
+    )
     parser.add_argument("--name", help="a name for the run(s)")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -138,6 +144,7 @@ def handle(args: argparse.Namespace) -> int:
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
+        no_cache=args.no_cache,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

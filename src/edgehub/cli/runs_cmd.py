@@ -36,6 +36,9 @@ def add_parser(commands: Any) -> None:
     listing.add_argument(
         "--model", metavar="SHA256", help="runs whose input model has this hash (or prefix)"
     )
+    listing.add_argument(
+        "--cached", action="store_true", help="compiles that reused a stored compile's artifacts"
+    )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
     show = sub.add_parser("show", help="one run with its params, metrics and artifacts")
@@ -155,6 +158,7 @@ def _list(args: argparse.Namespace) -> int:
         device=args.device,
         runtime=args.runtime,
         model_sha256=args.model,
+        cached=args.cached,
     )
     runs = list_runs(_project(args), run_filter)
     if args.json:

@@ -179,6 +179,7 @@ def _request(original: RunRecord, device: str | None) -> ExecRequest:
         inputs=inputs,
         name=original.name,
         tags={RERUN_TAG: original.run_id},
+        no_cache=True,  # a rerun builds again: that is what it checks
     )
 
 
