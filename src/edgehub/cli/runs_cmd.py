@@ -82,8 +82,17 @@ def add_parser(commands: Any) -> None:
         help="write runs (with their child runs, artifacts and image locks) to a bundle file",
     )
     export.add_argument("run_ids", nargs="+", metavar="RUN", help=REF_HELP)
+    export.add_argument("-o", "--output", metavar="FILE", help="runs.tar, or runs.tar.gz")
     export.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="runs.tar, or runs.tar.gz"
+        "--to",
+        choices=("mlflow",),
+        help="write the runs to MLflow instead of a bundle (the edgehub[mlflow] extra)",
+    )
+    export.add_argument(
+        "--tracking-uri", metavar="URI", help="MLflow: where (default: $MLFLOW_TRACKING_URI)"
+    )
+    export.add_argument(
+        "--experiment", metavar="NAME", help="MLflow: the experiment (default: the project's name)"
     )
     export.set_defaults(handler=_export)
     imports = sub.add_parser(
@@ -274,8 +283,15 @@ def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from edgehub.errors import UsageError
     from edgehub.ops.bundles import export_runs
 
+    if args.to == "mlflow":
+        return _export_mlflow(args)
+    if args.tracking_uri or args.experiment:
+        raise UsageError("--tracking-uri and --experiment apply to --to mlflow")
+    if not args.output:
+        raise UsageError("hub runs export needs -o FILE (runs.tar, runs.tar.gz) or --to mlflow")
     result = export_runs(_project(args), args.run_ids, Path(args.output))
     print(
         f"wrote {result.path}: {len(result.runs)} runs, {result.artifacts} artifacts, "
@@ -283,6 +299,25 @@ def _export(args: argparse.Namespace) -> int:
     )
     if result.dropped_secrets:
         print(f"left out {result.dropped_secrets} entries named like secrets")
+    return 0
+
+
+def _export_mlflow(args: argparse.Namespace) -> int:
+    from edgehub.errors import UsageError
+    from edgehub.ops.mlflow_export import export_to_mlflow
+
+    if args.output:
+        raise UsageError("give either -o FILE (a bundle) or --to mlflow, not both")
+    result = export_to_mlflow(
+        _project(args), args.run_ids, tracking_uri=args.tracking_uri, experiment=args.experiment
+    )
+    for what, runs in (("created", result.created), ("updated", result.updated)):
+        for ours, theirs in runs.items():
+            print(f"{ours[:8]} -> MLflow run {theirs} ({what})")
+    print(
+        f"exported {len(result.created) + len(result.updated)} runs to experiment "
+        f"{result.experiment!r} at {result.tracking_uri}"
+    )
     return 0
 
 
