@@ -82,7 +82,9 @@ def add_parser(commands: Any) -> None:
         help="write runs (with their child runs, artifacts and image locks) to a bundle file",
     )
     export.add_argument("run_ids", nargs="+", metavar="RUN", help=REF_HELP)
-    export.add_argument("-o", "--output", metavar="FILE", help="runs.tar, or runs.tar.gz")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="runs.tar, runs.tar.gz or runs.tar.zst (zstandard)"
+    )
     export.add_argument(
         "--to",
         choices=("mlflow",),
