@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from edgehub.errors import UsageError
+from edgehub.limits import BundleLimits
 from edgehub.tracking.artifacts import hash_path
 from edgehub.tracking.bundles.format import (
     ARTIFACT_COLUMNS,
@@ -31,7 +32,6 @@ from edgehub.tracking.bundles.format import (
     SHA,
     TABLES,
     VERSION,
-    BundleLimits,
     ImageLock,
 )
 from edgehub.tracking.staging import make_staging
@@ -130,7 +130,7 @@ class _Reader:
                 "zstandard)"
             ) from None
         # the files, a header and padding per member, one long header, the end of the archive
-        cap = self.limits.max_bytes + 2048 * self.limits.max_members + _MAX_HEADER + _CHUNK
+        cap = self.limits.max_bytes + 2048 * self.limits.max_files + _MAX_HEADER + _CHUNK
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         handle = os.fdopen(os.open(target, flags, 0o600), "w+b")
         target.unlink()
@@ -175,10 +175,10 @@ class _Reader:
         while (member := tar.next()) is not None:
             members.append(member)
             name = member.name
-            if len(members) > self.limits.max_members:
+            if len(members) > self.limits.max_files:
                 raise self.refuse(
-                    f"it holds more than {self.limits.max_members} members "
-                    "(EDGEHUB_BUNDLE_MAX_MEMBERS raises the limit)"
+                    f"it holds more than {self.limits.max_files} members "
+                    f"({self.limits.variable('files')} raises the limit)"
                 )
             why = _member_kind(member, name)
             if why is not None:
@@ -192,13 +192,13 @@ class _Reader:
                 if member.size > self.limits.max_member_bytes:
                     raise self.refuse(
                         f"{name!r} is {member.size} bytes, over the limit of "
-                        f"{self.limits.max_member_bytes} (EDGEHUB_BUNDLE_MAX_MEMBER_BYTES)"
+                        f"{self.limits.max_member_bytes} ({self.limits.variable('member_bytes')})"
                     )
                 total += member.size
                 if total > self.limits.max_bytes:
                     raise self.refuse(
                         f"its files are over {self.limits.max_bytes} bytes "
-                        "(EDGEHUB_BUNDLE_MAX_BYTES)"
+                        f"({self.limits.variable('bytes')})"
                     )
         return members
 
