@@ -5,7 +5,8 @@ image: a compile with a calibration file, an invoke with an input file and a pro
 - The rerun of the profile reports no significant change, or, where the shared machine was busy
   during either run, that the two are not comparable (as the regression gate tests allow).
 - The rerun of the compile (ONNX Runtime, static quantization) gives identical artifact hashes,
-  with the calibration file taken from the store after the user's copy was deleted.
+  with the calibration file taken from the store after the user's copy was deleted; with
+  `--children` its invoke and profile are rerun too, on the model the rerun compiled.
 - A run whose recorded image is no longer on this host is refused in one line, exit 3, and
   nothing is recorded; a stored model damaged in the store is refused in one line, exit 2.
 """
@@ -104,6 +105,23 @@ def test_an_ort_compile_reruns_with_identical_artifacts(runs: dict[str, Any]) ->
     shown = json.loads(hub(runs["root"], "runs", "show", data["rerun"]["run_id"], "--json").stdout)
     names = {a["name"] for a in shown["artifacts"]}
     assert "calibration_data" in names  # calibrated on the stored copy of calib.npz
+
+
+def test_a_compile_reruns_with_its_steps(runs: dict[str, Any]) -> None:
+    data = rerun(runs["root"], runs["compile"], "--children")
+    assert data["matched"] is True
+    kinds = [(c["original"], c["matched"]) for c in data["children"]]
+    assert kinds[0] == (runs["invoke"], True)  # oldest first: the invoke, bit-exact
+    assert kinds[1][0] == runs["profile"] and len(kinds) == 2
+    compiled = data["rerun"]["artifacts"]["path"]
+    child = shown_run(runs["root"], data["children"][0]["rerun"]["run_id"])
+    (model,) = [a["path"] for a in child["artifacts"] if a["name"] == "input"]
+    assert Path(model).read_bytes() == Path(compiled).read_bytes()  # on the model it compiled
+
+
+def shown_run(root: Path, run_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(hub(root, "runs", "show", run_id, "--json").stdout)
+    return data
 
 
 def _edit(root: Path, sql: str, *args: str) -> None:

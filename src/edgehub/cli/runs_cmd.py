@@ -118,6 +118,12 @@ def add_parser(commands: Any) -> None:
         default="recorded",
         help="the recorded image (default; refused if it is gone) or today's",
     )
+    again.add_argument(
+        "--children",
+        action="store_true",
+        help="a compile: also rerun the profile and invoke runs made from it (a pipeline's "
+        "steps) on the model the rerun compiles",
+    )
     again.add_argument("--json", action="store_true")
     again.set_defaults(handler=_rerun)
 
@@ -343,21 +349,27 @@ def _rerun(args: argparse.Namespace) -> int:
     printer = LogPrinter(quiet=args.quiet)
     try:
         result = rerun(
-            _project(args), args.run_id, device=args.device, image=args.image, subscriber=printer
+            _project(args),
+            args.run_id,
+            device=args.device,
+            image=args.image,
+            children=args.children,
+            subscriber=printer,
         )
     finally:
         printer.done()
     if args.json:
         print_json(result.to_dict())
         return 0
-    new, old = result.rerun, result.original
-    print(
-        f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
-        f"run {new.run_id[:8]} {new.status} on {new.device}"
-    )
-    print(f"  image: {result.image}")
-    for line in result.summary:
-        print(f"  {line}")
+    for report in (result, *result.children):
+        new, old = report.rerun, report.original
+        print(
+            f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
+            f"run {new.run_id[:8]} {new.status} on {new.device}"
+        )
+        print(f"  image: {report.image}")
+        for line in report.summary:
+            print(f"  {line}")
     return 0
 
 

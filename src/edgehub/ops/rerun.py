@@ -72,6 +72,7 @@ class RerunReport:
     artifacts: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     latency: ProfileComparison | None = None
     comparability: Comparability | None = None
+    children: list[RerunReport] = field(default_factory=list)  # a compile's steps, rerun
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -87,6 +88,7 @@ class RerunReport:
             data["latency"] = self.latency.to_dict()
         if self.comparability is not None:
             data["comparability"] = self.comparability.to_dict()
+        data["children"] = [child.to_dict() for child in self.children]
         return data
 
 
@@ -96,27 +98,63 @@ def rerun(
     *,
     device: str | None = None,
     image: str = "recorded",
+    children: bool = False,
     subscriber: Subscriber | None = None,
     cancel: Cancellation | None = None,
 ) -> RerunReport:
     """Run the compile, profile or invoke run ``ref`` again from its record (on ``device``
-    instead of the recorded one if given; ``image`` "recorded" or "current") and compare."""
+    instead of the recorded one if given; ``image`` "recorded" or "current") and compare.
+    With ``children``, a compile's profile and invoke runs (a pipeline's steps) are rerun
+    after it, oldest first, on the model the rerun compiled."""
     if image not in IMAGE_CHOICES:
         raise UsageError(f"--image must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}")
     store = project.store()
     try:
         original = store.get_run(ref)
+        kids = store.list_runs(parent_run_id=original.run_id, limit=None) if children else []
     finally:
         store.close()
-    request = _request(original, device)
-    tags, where = _image(original, image)
-    request.image_tags = tags
-    result = RerunReport(original, _one_run(project, request, subscriber, cancel), where)
+    if children and original.run_type != "COMPILE":
+        raise UsageError(
+            f"--children reruns the runs made from a compile; run {original.run_id[:8]} is "
+            f"{original.run_type}"
+        )
+    steps = [kid for kid in sorted(kids, key=lambda r: r.started_at)
+             if kid.run_type in ("PROFILE", "INFERENCE")]  # fmt: skip
+    images = {r.run_id: _image(r, image) for r in (original, *steps)}  # all refused up front
+    result = _rerun_one(project, original, device, images[original.run_id], None, subscriber,
+                        cancel)  # fmt: skip
+    model = _artifact_path(_record(project, result.rerun.run_id), "path")
+    for kid in steps:
+        if model is not None:
+            again = _rerun_one(project, kid, device, images[kid.run_id], model, subscriber, cancel)
+            result.children.append(again)
+    return result
+
+
+def _record(project: Project, run_id: str) -> RunRecord:
     store = project.store()
     try:
-        again = store.get_run(result.rerun.run_id)
+        return store.get_run(run_id)
     finally:
         store.close()
+
+
+def _rerun_one(
+    project: Project,
+    original: RunRecord,
+    device: str | None,
+    image: tuple[dict[str, str], str],
+    model: Path | None,
+    subscriber: Subscriber | None,
+    cancel: Cancellation | None,
+) -> RerunReport:
+    request = _request(original, device)
+    if model is not None:
+        request.model = model  # a child of a compile rerun: the model it compiled
+    request.image_tags, where = image
+    result = RerunReport(original, _one_run(project, request, subscriber, cancel), where)
+    again = _record(project, result.rerun.run_id)
     step = request.step
     if step == "invoke":
         _compare_outputs(result, original, again)
