@@ -89,3 +89,13 @@ def test_export_needs_a_target(tmp_path: Path) -> None:
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     done = hub(tmp_path, "runs", "export", "latest")
     assert done.returncode == 2 and "--to mlflow" in done.stderr
+
+
+def test_a_server_out_of_reach_fails_in_one_line(ort_image: str, tmp_path: Path) -> None:
+    (tmp_path / "hub.toml").write_text('[project]\nname = "mlf"\nstore = ".hub"\n')
+    (tmp_path / "tiny_cnn.onnx").write_bytes(EXAMPLE.read_bytes())
+    assert hub(tmp_path, "exec", "compile", "onnxruntime", "tiny_cnn.onnx").returncode == 0
+    nowhere = "http://127.0.0.1:9"  # the discard port: nothing listens there
+    done = hub(tmp_path, "runs", "export", "latest", "--to", "mlflow", "--tracking-uri", nowhere)
+    assert done.returncode == 3, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "--tracking-uri" in done.stderr

@@ -9,6 +9,8 @@ and updates it (metrics whose value changed, tags, artifacts) instead of adding 
 
 MLflow is an optional extra (``pip install 'edgehub[mlflow]'``), imported only here, when an
 export runs. Names MLflow refuses (``$latency``) are written with the odd characters replaced.
+A server out of reach fails in bounded time (MLflow's retries capped unless set in the
+environment) as an `EnvironmentProblem` (exit 3).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import UsageError
+from edgehub.errors import EnvironmentProblem, UsageError
 
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
@@ -34,6 +36,11 @@ RUN_ID_TAG = "edgehub.run_id"
 _BAD = re.compile(r"[^0-9A-Za-z_\-. /]")
 _MAX_PARAM = 6000  # characters MLflow keeps of a param value
 _STATUS = {"FINISHED": "FINISHED", "FAILED": "FAILED", "KILLED": "KILLED"}
+_BOUNDED = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "30",
+}
 
 
 @dataclass
@@ -55,6 +62,8 @@ def _client(tracking_uri: str) -> Any:
         ) from None
     if tracking_uri.startswith("file:") or "://" not in tracking_uri:  # a local folder
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    for name, value in _BOUNDED.items():  # a server out of reach fails in seconds, not minutes
+        os.environ.setdefault(name, value)
     return MlflowClient(tracking_uri=tracking_uri)
 
 
@@ -92,13 +101,17 @@ def export_to_mlflow(
     except UsageError:
         raise
     except Exception as error:  # MLflow's own errors: a bad URI, an unreachable server
-        raise UsageError(f"MLflow at {uri} refused the export: {_first_line(error)}") from error
+        raise EnvironmentProblem(
+            f"MLflow at {uri} failed the export ({_first_line(error)}); check --tracking-uri "
+            "and that the server is up"
+        ) from error
     return result
 
 
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}"
+    line = f"{type(error).__name__}: {text[0] if text else ''}"
+    return line if len(line) <= 240 else line[:237] + "..."
 
 
 def _write(client: Any, experiment_id: str, record: RunRecord) -> tuple[str, bool]:
