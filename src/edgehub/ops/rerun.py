@@ -408,7 +408,7 @@ def _compare_compiles(
         return
     result.summary.append(
         f"artifacts differ ({_short(a)} against {_short(b)}): {toolchain} is not "
-        "deterministic, so their outputs on the same inputs are compared instead"
+        "guaranteed to be deterministic, so their outputs on the same inputs are compared"
     )
     outputs = _invoke_both(project, original, first, second, subscriber, cancel)
     result.outputs = outputs
