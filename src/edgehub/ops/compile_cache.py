@@ -106,6 +106,7 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
     """Whether the image the run recorded is the one its runtime would use today."""
     from edgehub import images
     from edgehub.errors import EdgehubError
+    from edgehub.ops.recorded_image import names_digest
 
     env = record.environment
     runtime, digest = env.get("runtime"), env.get("image_digest")
@@ -120,9 +121,7 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
             client.close()
     except EdgehubError:
         return False
-    return attrs is not None and (
-        digest == attrs.get("Id") or digest in (attrs.get("RepoDigests") or [])
-    )
+    return attrs is not None and names_digest(attrs, digest)
 
 
 def _intact(record: RunRecord) -> bool:

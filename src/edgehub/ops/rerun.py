@@ -9,10 +9,9 @@ from the paths the first run was given, and runs through `execute` like `hub exe
 timeouts and cancelling included). The new run carries the tag ``rerun_of`` with the original's
 id.
 
-By default it runs on the recorded image: its tag where that still names the recorded digest,
-else the digest itself where Docker still holds it; an image that is gone is refused in one line
-(`ImageNotBuiltError`) saying what differs. ``image="current"`` runs on today's image instead
-and says so.
+By default it runs on the recorded image (`ops.recorded_image`: by tag or digest; an image that
+is gone is refused in one line saying what differs, before anything runs); ``image="current"``
+runs on today's image instead and says so.
 
 What is compared: an invoke's outputs bit for bit; a profile's latency through the profile
 comparison (median delta, its 95 % CI, significance) and whether their recorded conditions make
@@ -26,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import ImageNotBuiltError, UsageError
+from edgehub.errors import UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.execute import ExecRequest, execute
 from edgehub.ops.project import Project, Subscriber
+from edgehub.ops.recorded_image import IMAGE_CHOICES, recorded_image, short_digest
 
 if TYPE_CHECKING:
     from edgehub.ops.reports import RunReport
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IMAGE_CHOICES", "OutputMatch", "RerunReport", "rerun"]
 
-IMAGE_CHOICES = ("recorded", "current")
 RERUN_TAG = "rerun_of"
 STEPS = {"COMPILE": "compile", "PROFILE": "profile", "INFERENCE": "invoke"}
 # toolchains whose conversion is not bit-reproducible: their compiles compare outputs instead
@@ -121,7 +120,7 @@ def rerun(
         )
     steps = [kid for kid in sorted(kids, key=lambda r: r.started_at)
              if kid.run_type in ("PROFILE", "INFERENCE")]  # fmt: skip
-    images = {r.run_id: _image(r, image) for r in (original, *steps)}  # all refused up front
+    images = {r.run_id: recorded_image(r, image) for r in (original, *steps)}  # refused up front
     result = _rerun_one(project, original, device, images[original.run_id], None, subscriber,
                         cancel)  # fmt: skip
     model = _artifact_path(_record(project, result.rerun.run_id), "path")
@@ -261,62 +260,6 @@ def _stored(original: RunRecord, name: str, what: str) -> Path:
     return path
 
 
-# -- the image ---------------------------------------------------------------------------------
-
-
-def _image(original: RunRecord, choice: str) -> tuple[dict[str, str], str]:
-    """The image override for the rerun (runtime -> tag or digest) and where it runs, in words."""
-    env = original.environment
-    tag, digest, runtime = env.get("image"), env.get("image_digest"), env.get("runtime")
-    if not tag or not runtime:
-        return {}, "on the device's own toolchain (the run used no image)"
-    recorded = f"{tag} ({_short(digest)})"
-    if choice == "current":
-        return {}, f"on today's image (asked with --image current); the original ran on {recorded}"
-    from edgehub import images
-
-    client = images.docker_client()
-    try:
-        tagged = images._inspect(client, tag)
-        if tagged is not None and (digest is None or _names(tagged, digest)):
-            return {runtime: tag}, f"on the recorded image {recorded}"
-        by_digest = images._inspect(client, digest) if digest else None
-        if by_digest is not None and digest is not None:
-            return {runtime: digest}, f"on the recorded image {_short(digest)} (no longer {tag})"
-        today = _today(client, runtime)
-    finally:
-        client.close()
-    now = f"the tag now names {_short(str(tagged['Id']))}" if tagged else "it is not on this host"
-    raise ImageNotBuiltError(
-        f"run {original.run_id[:8]} ran on image {recorded}; {now}{today}: rebuild it (hub "
-        f"images build {runtime}, where this checkout's Dockerfile and lock still make {tag}) "
-        "or rerun on today's image with --image current"
-    )
-
-
-def _names(attrs: dict[str, Any], digest: str) -> bool:
-    return digest == attrs.get("Id") or digest in (attrs.get("RepoDigests") or [])
-
-
-def _short(digest: str | None) -> str:
-    if not digest:
-        return "no digest recorded"
-    head, _, tail = digest.rpartition(":")
-    return f"{head}:{tail[:12]}" if head else digest[:12]
-
-
-def _today(client: Any, runtime: str) -> str:
-    from edgehub import images
-
-    try:
-        status = images.image_status(runtime, client=client)
-    except UsageError:
-        return ""
-    if not status.built:
-        return f" (today's image {status.tag} is not built either)"
-    return f" (today's image is {status.tag}, {_short(status.image_id)})"
-
-
 # -- what matched ------------------------------------------------------------------------------
 
 
@@ -404,10 +347,12 @@ def _compare_compiles(
     first, second = _artifact_path(original, "path"), _artifact_path(again, "path")
     if toolchain is None or first is None or second is None:
         result.matched = False
-        result.summary.append(f"artifacts: DIFFER (sha256 {_short(a)} against {_short(b)})")
+        result.summary.append(
+            f"artifacts: DIFFER (sha256 {short_digest(a)} against {short_digest(b)})"
+        )
         return
     result.summary.append(
-        f"artifacts differ ({_short(a)} against {_short(b)}): {toolchain} is not "
+        f"artifacts differ ({short_digest(a)} against {short_digest(b)}): {toolchain} is not "
         "guaranteed to be deterministic, so their outputs on the same inputs are compared"
     )
     outputs = _invoke_both(project, original, first, second, subscriber, cancel)
