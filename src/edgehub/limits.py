@@ -12,10 +12,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from edgehub.errors import ConfigError
 
-__all__ = ["FetchLimits", "LogLimits", "ResultLimits", "env_size"]
+__all__ = ["BundleLimits", "FetchLimits", "LogLimits", "ResultLimits", "env_size"]
 
 _SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -35,11 +36,19 @@ def env_size(name: str, default: int, environ: Mapping[str, str] | None = None) 
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 
 
+_Limits = TypeVar("_Limits", bound="FetchLimits")
+
+
 @dataclass(frozen=True)
 class FetchLimits:
     """Caps on an archive from a device: the total size of its files, the size of any one
     file (both as the files' full sizes, holes of sparse files included), the number of
-    entries and the depth of their paths."""
+    entries and the depth of their paths. Each is raised by ``<PREFIX>_MAX_BYTES``,
+    ``_MAX_MEMBER_BYTES``, ``_MAX_<COUNTED>`` and ``_MAX_DEPTH`` (`BundleLimits`: the same
+    caps, its own defaults and variables)."""
+
+    PREFIX: ClassVar[str] = "EDGEHUB_FETCH"
+    COUNTED: ClassVar[str] = "FILES"
 
     max_bytes: int = 16 << 30
     max_member_bytes: int = 8 << 30
@@ -47,13 +56,29 @@ class FetchLimits:
     max_depth: int = 32
 
     @classmethod
-    def from_env(cls) -> FetchLimits:
+    def variable(cls, cap: str) -> str:
+        """The environment variable of ``cap`` (``bytes``, ``member_bytes``, ``files``,
+        ``depth``)."""
+        return f"{cls.PREFIX}_MAX_{cls.COUNTED if cap == 'files' else cap.upper()}"
+
+    @classmethod
+    def from_env(cls: type[_Limits]) -> _Limits:
         return cls(
-            max_bytes=env_size("EDGEHUB_FETCH_MAX_BYTES", cls.max_bytes),
-            max_member_bytes=env_size("EDGEHUB_FETCH_MAX_MEMBER_BYTES", cls.max_member_bytes),
-            max_files=env_size("EDGEHUB_FETCH_MAX_FILES", cls.max_files),
-            max_depth=env_size("EDGEHUB_FETCH_MAX_DEPTH", cls.max_depth),
+            max_bytes=env_size(cls.variable("bytes"), cls.max_bytes),
+            max_member_bytes=env_size(cls.variable("member_bytes"), cls.max_member_bytes),
+            max_files=env_size(cls.variable("files"), cls.max_files),
+            max_depth=env_size(cls.variable("depth"), cls.max_depth),
         )
+
+
+@dataclass(frozen=True)
+class BundleLimits(FetchLimits):
+    """Caps on a run bundle being imported (`hub runs import`): ``EDGEHUB_BUNDLE_MAX_*``."""
+
+    PREFIX: ClassVar[str] = "EDGEHUB_BUNDLE"
+    COUNTED: ClassVar[str] = "MEMBERS"
+
+    max_files: int = 100_000
 
 
 @dataclass(frozen=True)

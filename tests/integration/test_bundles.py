@@ -264,3 +264,44 @@ def test_secrets_and_host_paths_stay_out_of_the_bundle(ort_image: str, tmp_path:
     assert hub(target, "runs", "import", str(bundle)).returncode == 0
     tags = json.loads(hub(target, "runs", "show", "latest", "--json").stdout)["tags"]
     assert tags.get("team") == "edge" and "api_token" not in tags
+
+
+def test_zstd_bundles_round_trip_and_are_checked(source: dict[str, Any], tmp_path: Path) -> None:
+    """`-o runs.tar.zst` where the zstandard module is installed: the same runs arrive, a
+    bundle that decompresses past the limit or holds a link is refused, and without the module
+    both directions say so in one line."""
+    zstandard = pytest.importorskip("zstandard", reason="needs the zstandard module")
+    roots = [r["run_id"] for r in source["listed"] if r["parent_run_id"] is None]
+    bundle = tmp_path / "runs.tar.zst"
+    done = hub(source["root"], "runs", "export", *roots, "-o", str(bundle))
+    assert done.returncode == 0, done.stderr
+    assert bundle.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"
+    target = project(tmp_path / "b", "b")
+    done = hub(target, "runs", "import", str(bundle))
+    assert done.returncode == 0, done.stderr
+    for run_id in source["ids"]:
+        assert shown(target, run_id) == shown(source["root"], run_id)
+    before = snapshot(target)
+    symlink = _extra(tarfile.SYMTYPE.decode(), "runs/l.json", "/etc/passwd")
+    linked = _rewrite(source["bundle"], tmp_path / "linked.tar", symlink)
+    for name, data, env, expected in (
+        ("bomb.tar.zst", bytes(8 << 20),
+         {"EDGEHUB_BUNDLE_MAX_BYTES": "1K", "EDGEHUB_BUNDLE_MAX_MEMBERS": "10"},
+         "decompresses to more than"),
+        ("linked.tar.zst", linked.read_bytes(), {}, "is a link"),
+    ):  # fmt: skip
+        hostile = tmp_path / name
+        hostile.write_bytes(zstandard.ZstdCompressor().compress(data))
+        refused = hub(target, "runs", "import", str(hostile), env=env)
+        assert refused.returncode == 2 and expected in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
+        assert snapshot(target) == before
+    blocked = tmp_path / "no-zstd"
+    blocked.mkdir()
+    (blocked / "zstandard.py").write_text("raise ImportError('not installed here')\n")
+    env = {"PYTHONPATH": str(blocked)}
+    for args in (["export", roots[0], "-o", str(tmp_path / "x.tar.zst")], ["import", str(bundle)]):
+        done = hub(target if args[0] == "import" else source["root"], "runs", *args, env=env)
+        assert done.returncode == 2 and "zstandard" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.tar.zst").exists()

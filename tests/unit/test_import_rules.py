@@ -8,7 +8,18 @@ import sys
 
 import pytest
 
-HEAVY = ["docker", "paramiko", "textual", "rich", "qai_hub", "onnxruntime", "onnx", "tensorflow"]
+HEAVY = [
+    "docker",
+    "paramiko",
+    "textual",
+    "rich",
+    "qai_hub",
+    "botocore",
+    "onnxruntime",
+    "onnx",
+    "tensorflow",
+    "mlflow",
+]
 
 
 def _loaded(statement: str) -> list[str]:
@@ -29,6 +40,7 @@ def _loaded(statement: str) -> list[str]:
         "import edgehub.tracking",
         "import edgehub.config",
         "import edgehub.ops.execute, edgehub.ops.doctor, edgehub.ops.images, edgehub.ops.devices",
+        "import edgehub.ops.rerun, edgehub.ops.compile_cache, edgehub.ops.mlflow_export",
         "import edgehub.cli.main; edgehub.cli.main.build_parser()",
     ],
 )

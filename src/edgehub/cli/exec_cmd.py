@@ -74,6 +74,12 @@ def add_parser(commands: Any) -> None:
         help="rewrite the model with a deployment backend's graph patterns before compiling "
         "(tensorrt, tflite; default: the active or only installed backend)",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compile even where a stored compile of the same model, options, data, image and "
+        "device could be reused",
+    )
     parser.add_argument("--name", help="a name for the run(s)")
     parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print results as JSON")
@@ -144,6 +150,7 @@ def handle(args: argparse.Namespace) -> int:
         dataset=args.dataset,
         labels=args.labels,
         metrics=list(args.metric),
+        no_cache=args.no_cache,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

@@ -1,5 +1,5 @@
-"""`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE`: parse,
-call `ops.runs` (and `ops.bundles`), print."""
+"""`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE |
+rerun RUN`: parse, call `ops.runs` (and `ops.bundles`, `ops.rerun`), print."""
 
 from __future__ import annotations
 
@@ -35,6 +35,9 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--runtime", help="runs of this runtime (onnxruntime, ...)")
     listing.add_argument(
         "--model", metavar="SHA256", help="runs whose input model has this hash (or prefix)"
+    )
+    listing.add_argument(
+        "--cached", action="store_true", help="compiles that reused a stored compile's artifacts"
     )
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_list)
@@ -80,7 +83,18 @@ def add_parser(commands: Any) -> None:
     )
     export.add_argument("run_ids", nargs="+", metavar="RUN", help=REF_HELP)
     export.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="runs.tar, or runs.tar.gz"
+        "-o", "--output", metavar="FILE", help="runs.tar, runs.tar.gz or runs.tar.zst (zstandard)"
+    )
+    export.add_argument(
+        "--to",
+        choices=("mlflow",),
+        help="write the runs to MLflow instead of a bundle (the edgehub[mlflow] extra)",
+    )
+    export.add_argument(
+        "--tracking-uri", metavar="URI", help="MLflow: where (default: $MLFLOW_TRACKING_URI)"
+    )
+    export.add_argument(
+        "--experiment", metavar="NAME", help="MLflow: the experiment (default: the project's name)"
     )
     export.set_defaults(handler=_export)
     imports = sub.add_parser(
@@ -88,6 +102,30 @@ def add_parser(commands: Any) -> None:
     )
     imports.add_argument("bundle", metavar="FILE", help="a bundle `hub runs export` wrote")
     imports.set_defaults(handler=_import)
+    again = sub.add_parser(
+        "rerun",
+        help="run a compile, profile or invoke again from its record, and say what matched",
+        description="Re-create a run from its record: component, options, model and data by "
+        "content from the store, device, and image by digest. Reports what matched: an "
+        "invoke's outputs bit for bit, a profile's latency with the comparison's 95%% CI, a "
+        "compile's artifact hashes. The new run is tagged rerun_of=<the original's id>.",
+    )
+    again.add_argument("run_id", metavar="RUN", help=REF_HELP)
+    again.add_argument("--device", metavar="NAME", help="run on this device instead")
+    again.add_argument(
+        "--image",
+        choices=("recorded", "current"),
+        default="recorded",
+        help="the recorded image (default; refused if it is gone) or today's",
+    )
+    again.add_argument(
+        "--children",
+        action="store_true",
+        help="a compile: also rerun the profile and invoke runs made from it (a pipeline's "
+        "steps) on the model the rerun compiles",
+    )
+    again.add_argument("--json", action="store_true")
+    again.set_defaults(handler=_rerun)
 
 
 def _fraction(text: str) -> float:
@@ -137,6 +175,7 @@ def _list(args: argparse.Namespace) -> int:
         device=args.device,
         runtime=args.runtime,
         model_sha256=args.model,
+        cached=args.cached,
     )
     runs = list_runs(_project(args), run_filter)
     if args.json:
@@ -258,8 +297,15 @@ def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
 def _export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from edgehub.errors import UsageError
     from edgehub.ops.bundles import export_runs
 
+    if args.to == "mlflow":
+        return _export_mlflow(args)
+    if args.tracking_uri or args.experiment:
+        raise UsageError("--tracking-uri and --experiment apply to --to mlflow")
+    if not args.output:
+        raise UsageError("hub runs export needs -o FILE (runs.tar, runs.tar.gz) or --to mlflow")
     result = export_runs(_project(args), args.run_ids, Path(args.output))
     print(
         f"wrote {result.path}: {len(result.runs)} runs, {result.artifacts} artifacts, "
@@ -267,6 +313,25 @@ def _export(args: argparse.Namespace) -> int:
     )
     if result.dropped_secrets:
         print(f"left out {result.dropped_secrets} entries named like secrets")
+    return 0
+
+
+def _export_mlflow(args: argparse.Namespace) -> int:
+    from edgehub.errors import UsageError
+    from edgehub.ops.mlflow_export import export_to_mlflow
+
+    if args.output:
+        raise UsageError("give either -o FILE (a bundle) or --to mlflow, not both")
+    result = export_to_mlflow(
+        _project(args), args.run_ids, tracking_uri=args.tracking_uri, experiment=args.experiment
+    )
+    for what, runs in (("created", result.created), ("updated", result.updated)):
+        for ours, theirs in runs.items():
+            print(f"{ours[:8]} -> MLflow run {theirs} ({what})")
+    print(
+        f"exported {len(result.created) + len(result.updated)} runs to experiment "
+        f"{result.experiment!r} at {result.tracking_uri}"
+    )
     return 0
 
 
@@ -280,6 +345,37 @@ def _import(args: argparse.Namespace) -> int:
         f"imported {len(result.imported)} runs ({len(result.already_present)} already here), "
         f"{result.artifacts_added} artifacts, {len(result.images_added)} image locks"
     )
+    return 0
+
+
+def _rerun(args: argparse.Namespace) -> int:
+    from edgehub.cli.output import LogPrinter
+    from edgehub.ops.rerun import rerun
+
+    printer = LogPrinter(quiet=args.quiet)
+    try:
+        result = rerun(
+            _project(args),
+            args.run_id,
+            device=args.device,
+            image=args.image,
+            children=args.children,
+            subscriber=printer,
+        )
+    finally:
+        printer.done()
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    for report in (result, *result.children):
+        new, old = report.rerun, report.original
+        print(
+            f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
+            f"run {new.run_id[:8]} {new.status} on {new.device}"
+        )
+        print(f"  image: {report.image}")
+        for line in report.summary:
+            print(f"  {line}")
     return 0
 
 

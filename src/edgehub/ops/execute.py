@@ -58,6 +58,10 @@ class ExecRequest:
     FAILED and `~edgehub.errors.CommandTimeout` is raised. ``dataset`` (pipeline): a last
     step evaluates the compiled model on it with the runtime's evaluator (see
     `edgehub.toolchains.evaluators`), scoring the task ``metrics`` against ``labels``.
+    ``image_tags`` (runtime -> image tag
+    or digest) overrides hub.toml's ``[images]`` for this request (a rerun on a recorded image).
+    A compile reuses a stored compile of the same content (`ops.compile_cache`) unless
+    ``no_cache``.
     """
 
     step: str
@@ -76,6 +80,8 @@ class ExecRequest:
     dataset: Path | None = None
     labels: Path | None = None
     metrics: list[str] = field(default_factory=list)
+    image_tags: dict[str, str] = field(default_factory=dict)
+    no_cache: bool = False
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -142,6 +148,7 @@ def _context(
     project: Project, request: ExecRequest, subscriber: Subscriber | None, cancel: Cancellation
 ) -> Iterator[HubContext]:
     with project.context(subscriber, tags=request.tags) as ctx:
+        ctx.image_tags.update(request.image_tags)
         cancel.bind(ctx)
         try:
             yield ctx
@@ -339,14 +346,14 @@ def _compile(
     """Compile ``model``, first rewritten by the backend ``request.transform`` names; the
     compile run records which patterns fired and the node counts before and after."""
     if not request.transform:
-        return _run_or_resume(ctx, request, compiler, model)
+        return _cached_compile(ctx, request, compiler, model)
     from edgehub.deploy import apply_backend
 
     rewritten = scratch / f"{model.stem}.transformed.onnx"
     backend = None if request.transform == "auto" else request.transform
     report = apply_backend(model, backend, rewritten)
     ctx.events.info(f"transform ({report.backend}): {report.summary()}")
-    compiled = _run_or_resume(ctx, request, compiler, rewritten)
+    compiled = _cached_compile(ctx, request, compiler, rewritten)
     ctx.client.annotate(
         compiled.run_log,
         {
@@ -359,6 +366,26 @@ def _compile(
             "transform.nodes_after": report.nodes_after,
         },
     )
+    return compiled
+
+
+def _cached_compile(ctx: HubContext, request: ExecRequest, compiler: Component, model: Path) -> Any:
+    """Compile ``model``, or reuse a stored compile of the same content (`ops.compile_cache`)
+    unless ``request.no_cache``; a compile that builds records its key."""
+    if request.from_job:
+        return _run_or_resume(ctx, request, compiler, model)
+    from edgehub.ops import compile_cache
+    from edgehub.toolchains.registry import get_runtime
+
+    given = _common(request, "compile", named=False)
+    key = compile_cache.cache_key(ctx, type(compiler), model, given, request.device)
+    if key is None:
+        return _run_or_resume(ctx, request, compiler, model)
+    found = None if request.no_cache else compile_cache.find_cached(ctx, key)
+    if found is not None:
+        return compile_cache.reuse(ctx, get_runtime(request.runtime), compiler, found, key.device)
+    compiled = _run_or_resume(ctx, request, compiler, model)
+    compile_cache.remember(ctx, compiled, key)
     return compiled
 
 

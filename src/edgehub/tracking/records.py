@@ -140,7 +140,8 @@ class RunFilter:
 
     ``status`` is the effective status (a ``RUNNING`` run whose process died reads ``KILLED``);
     ``model_sha256`` and ``name`` match literally, ``model_sha256`` also by a prefix;
-    ``runtime`` is the runtime a run recorded (``onnxruntime``, ...); ``limit=None`` is all."""
+    ``runtime`` is the runtime a run recorded (``onnxruntime``, ...); ``cached`` keeps only
+    compiles that reused a stored compile (tagged ``cached_from``); ``limit=None`` is all."""
 
     run_type: str | None = None
     status: str | None = None
@@ -152,5 +153,6 @@ class RunFilter:
     parent_run_id: str | None = None
     started_after: float | None = None
     started_before: float | None = None
+    cached: bool = False
     limit: int | None = 50
     offset: int = 0

@@ -58,6 +58,8 @@ def run_filter_sql(filters: RunFilter, host: str) -> tuple[str, dict[str, Any]]:
         prefix = filters.model_sha256.strip().lower()
         clauses.append("model_sha256 >= :model AND substr(model_sha256, 1, :model_len) = :model")
         args.update(model=prefix, model_len=len(prefix))
+    if filters.cached:
+        clauses.append("id IN (SELECT run_id FROM tags WHERE name = 'cached_from')")
     if filters.started_after is not None:
         clauses.append("started_at >= :after")
         args["after"] = filters.started_after

@@ -87,6 +87,7 @@ def _compile_local(
         if calibration is not None:
             inputs[f"calibration{calibration.suffix}"] = calibration
             request["calibration"] = f"in/calibration{calibration.suffix}"
+            ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     elif calibration_data is not None or quantize_io or per_channel or exclude_nodes:
         ctx.events.warning(
             f"calibration_data, per_channel, quantize_io and exclude_nodes apply to static "

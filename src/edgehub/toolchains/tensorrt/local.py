@@ -99,6 +99,7 @@ def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any)
         "calibration": f"in/{name}",
     }
     inputs = {model.name: model, name: calibration}
+    ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
     qdq = result.file(f"qdq_{model.name}")
     ctx.client.log_artifact(qdq, name="qdq_model")

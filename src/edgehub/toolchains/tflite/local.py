@@ -140,6 +140,7 @@ def _compile_local(
     if calibration is not None:
         inputs[f"calibration{calibration.suffix}"] = calibration
         request["calibration"] = f"in/calibration{calibration.suffix}"
+        ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
     record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
     _log_toolchain(ctx, result)

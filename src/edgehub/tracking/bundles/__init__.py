@@ -5,7 +5,9 @@ A bundle holds ``edgehub-bundle.json`` (format, version, and the sha256 and size
 member), ``runs/<run id>.json`` (the run's rows of every table, paths relative to the store),
 ``artifacts/<sha256>/<file name>`` (each stored artifact once, by content) and
 ``images/<image tag>/{Dockerfile,requirements.lock}`` (what built the image a run used, where
-known). It is a plain tar, or gzip-compressed when its name ends in ``.gz`` or ``.tgz``.
+known). It is a plain tar, gzip-compressed when its name ends in ``.gz`` or ``.tgz``, or
+zstd-compressed for ``.zst`` where the optional ``zstandard`` module is installed (a zstd bundle
+is decompressed to an unlinked file first, no larger than its limits allow, then read as a tar).
 
 Reading a bundle trusts nothing in it: only regular files under those names are accepted (no
 links, devices, FIFOs, absolute names or ``..``), within count, size and header limits; every

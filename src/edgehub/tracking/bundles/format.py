@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgehub.limits import env_size
+from edgehub.limits import BundleLimits
 
 __all__ = [
     "ARTIFACT_COLUMNS",
@@ -55,26 +55,6 @@ RUN_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 SHA = re.compile(r"[0-9a-f]{64}")
 IMAGE_DIR = re.compile(r"(edgehub-[a-z0-9-]+)_([0-9a-f]{12})")
 IMAGE_FILES = ("Dockerfile", "requirements.lock")
-
-
-@dataclass(frozen=True)
-class BundleLimits:
-    """Caps on a bundle being imported: its files' total size, one file's size, the number
-    of members and the depth of their paths; each raised by an environment variable."""
-
-    max_bytes: int = 16 << 30
-    max_member_bytes: int = 8 << 30
-    max_members: int = 100_000
-    max_depth: int = 32
-
-    @classmethod
-    def from_env(cls) -> BundleLimits:
-        return cls(
-            max_bytes=env_size("EDGEHUB_BUNDLE_MAX_BYTES", cls.max_bytes),
-            max_member_bytes=env_size("EDGEHUB_BUNDLE_MAX_MEMBER_BYTES", cls.max_member_bytes),
-            max_members=env_size("EDGEHUB_BUNDLE_MAX_MEMBERS", cls.max_members),
-            max_depth=env_size("EDGEHUB_BUNDLE_MAX_DEPTH", cls.max_depth),
-        )
 
 
 @dataclass(frozen=True)

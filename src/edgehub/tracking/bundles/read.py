@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from edgehub.errors import UsageError
+from edgehub.limits import BundleLimits
 from edgehub.tracking.artifacts import hash_path
 from edgehub.tracking.bundles.format import (
     ARTIFACT_COLUMNS,
@@ -31,7 +32,6 @@ from edgehub.tracking.bundles.format import (
     SHA,
     TABLES,
     VERSION,
-    BundleLimits,
     ImageLock,
 )
 from edgehub.tracking.staging import make_staging
@@ -102,7 +102,7 @@ class _Reader:
     def refuse(self, why: str) -> UsageError:
         return UsageError(f"refusing bundle {self.path}: {why}; nothing was imported")
 
-    def _open(self) -> tuple[BinaryIO, BinaryIO]:
+    def _open(self, staging: Path) -> tuple[BinaryIO, BinaryIO]:
         try:
             raw: BinaryIO = self.path.open("rb")
         except OSError as error:
@@ -112,15 +112,48 @@ class _Reader:
         magic = raw.read(4)
         raw.seek(0)
         if magic.startswith(b"\x28\xb5\x2f\xfd"):
-            raw.close()
-            raise self.refuse("it is zstd-compressed, which this Python cannot read")
+            with raw:
+                plain = self._unzstd(raw, staging.with_name(f"{staging.name}.tar"))
+            return plain, plain
         if magic.startswith(b"\x1f\x8b"):
             return raw, gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
         return raw, raw
 
+    def _unzstd(self, raw: BinaryIO, target: Path) -> BinaryIO:
+        """A zstd bundle decompressed to ``target`` (no more than its files' limit and headers
+        allow), opened for reading and already unlinked."""
+        try:
+            import zstandard
+        except ImportError:
+            raise self.refuse(
+                "it is zstd-compressed and the zstandard module is not installed (pip install "
+                "zstandard)"
+            ) from None
+        # the files, a header and padding per member, one long header, the end of the archive
+        cap = self.limits.max_bytes + 2048 * self.limits.max_files + _MAX_HEADER + _CHUNK
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        handle = os.fdopen(os.open(target, flags, 0o600), "w+b")
+        target.unlink()
+        written = 0
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(raw) as stream:
+                while chunk := stream.read(_CHUNK):
+                    written += len(chunk)
+                    if written > cap:
+                        raise self.refuse(f"it decompresses to more than {cap} bytes")
+                    handle.write(chunk)
+        except zstandard.ZstdError as error:
+            handle.close()
+            raise self.refuse(f"it is not readable zstd ({error})") from error
+        except BaseException:
+            handle.close()
+            raise
+        handle.seek(0)
+        return handle
+
     def stage(self, staging: Path) -> None:
         """Check every member's header, then write the files under ``staging``."""
-        raw, stream = self._open()
+        raw, stream = self._open(staging)
         try:
             with tarfile.open(fileobj=_Bounded(stream, self.refuse), mode="r:") as tar:  # type: ignore[call-overload]
                 members = self._list(tar)
@@ -142,10 +175,10 @@ class _Reader:
         while (member := tar.next()) is not None:
             members.append(member)
             name = member.name
-            if len(members) > self.limits.max_members:
+            if len(members) > self.limits.max_files:
                 raise self.refuse(
-                    f"it holds more than {self.limits.max_members} members "
-                    "(EDGEHUB_BUNDLE_MAX_MEMBERS raises the limit)"
+                    f"it holds more than {self.limits.max_files} members "
+                    f"({self.limits.variable('files')} raises the limit)"
                 )
             why = _member_kind(member, name)
             if why is not None:
@@ -159,13 +192,13 @@ class _Reader:
                 if member.size > self.limits.max_member_bytes:
                     raise self.refuse(
                         f"{name!r} is {member.size} bytes, over the limit of "
-                        f"{self.limits.max_member_bytes} (EDGEHUB_BUNDLE_MAX_MEMBER_BYTES)"
+                        f"{self.limits.max_member_bytes} ({self.limits.variable('member_bytes')})"
                     )
                 total += member.size
                 if total > self.limits.max_bytes:
                     raise self.refuse(
                         f"its files are over {self.limits.max_bytes} bytes "
-                        "(EDGEHUB_BUNDLE_MAX_BYTES)"
+                        f"({self.limits.variable('bytes')})"
                     )
         return members
 

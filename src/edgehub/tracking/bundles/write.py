@@ -8,7 +8,8 @@ import json
 import os
 import tarfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +46,38 @@ def _hash_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_bundle(contents: BundleContents, target: Path) -> int:
-    """Write ``contents`` to ``target`` (gzip for ``.gz``/``.tgz``) through a temporary file
-    beside it; returns the bundle's size in bytes."""
-    name = target.name
-    if name.endswith(".zst"):
+def _zstd_compressor(target: Path) -> Any:
+    try:
+        import zstandard
+    except ImportError:
         raise UsageError(
-            f"cannot write {target}: zstd needs a module this Python lacks; name the bundle "
-            "runs.tar or runs.tar.gz"
-        )
+            f"cannot write {target}: zstd needs the zstandard module (pip install zstandard); "
+            "or name the bundle runs.tar or runs.tar.gz"
+        ) from None
+    return zstandard.ZstdCompressor(level=10)
+
+
+@contextmanager
+def _archive(path: Path, mode: str, compressor: Any) -> Iterator[tarfile.TarFile]:
+    """A tar file being written at ``path``: plain, gzip (``mode``) or through ``compressor``."""
+    if compressor is None:
+        with tarfile.open(path, mode) as tar:  # type: ignore[call-overload]
+            yield tar
+        return
+    with (
+        path.open("wb") as raw,
+        compressor.stream_writer(raw) as stream,
+        tarfile.open(fileobj=stream, mode="w|") as tar,
+    ):
+        yield tar
+
+
+def write_bundle(contents: BundleContents, target: Path) -> int:
+    """Write ``contents`` to ``target`` (gzip for ``.gz``/``.tgz``, zstd for ``.zst`` where
+    the ``zstandard`` module is installed) through a temporary file beside it; returns the
+    bundle's size in bytes."""
+    name = target.name
+    compressor = _zstd_compressor(target) if name.endswith(".zst") else None
     mode = "w:gz" if name.endswith((".gz", ".tgz")) else "w"
     now = time.time()
     files: dict[str, dict[str, Any]] = {}
@@ -61,7 +85,7 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
     if not target.parent.is_dir():
         raise UsageError(f"cannot write {target}: no folder {target.parent}; create it first")
     try:
-        with tarfile.open(temporary, mode) as tar:  # type: ignore[call-overload]
+        with _archive(temporary, mode, compressor) as tar:
             members: list[tuple[str, bytes | Path]] = []
             for run_id, rows in sorted(contents.runs.items()):
                 members.append((f"runs/{run_id}.json", json.dumps(rows, indent=1).encode()))

@@ -1,0 +1,170 @@
+"""`hub runs rerun RUN` through the real `hub` entry point, on runs made in the real ONNX Runtime
+image: a compile with a calibration file, an invoke with an input file and a profile.
+
+- The rerun of the invoke gives bit-exact outputs, and is tagged with the original's id.
+- The rerun of the profile reports no significant change, or, where the shared machine was busy
+  during either run, that the two are not comparable (as the regression gate tests allow).
+- The rerun of the compile (ONNX Runtime, static quantization) gives identical artifact hashes,
+  with the calibration file taken from the store after the user's copy was deleted; with
+  `--children` its invoke and profile are rerun too, on the model the rerun compiled.
+- A run whose recorded image is no longer on this host is refused in one line, exit 3, and
+  nothing is recorded; a stored model damaged in the store is refused in one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.docker
+
+HUB = str(Path(sys.executable).with_name("hub"))
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tiny_cnn.onnx"
+
+
+def hub(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [HUB, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=dict(os.environ)
+    )
+
+
+def last_run(root: Path) -> str:
+    listed = json.loads(hub(root, "runs", "list", "-n", "1", "--json").stdout)
+    return str(listed[0]["run_id"])
+
+
+@pytest.fixture(scope="module")
+def runs(ort_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A store with a compile (calibrated on a file, deleted after), an invoke and a profile."""
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("rerun")
+    (root / "hub.toml").write_text('[project]\nname = "rerun"\nstore = ".hub"\n')
+    (root / "tiny_cnn.onnx").write_bytes(EXAMPLE.read_bytes())
+    rng = np.random.default_rng(7)
+    np.savez(root / "calib.npz", image=rng.random((4, 3, 32, 32), dtype=np.float32))
+    np.savez(root / "in.npz", image=rng.random((1, 3, 32, 32), dtype=np.float32))
+    found: dict[str, Any] = {"root": root}
+    steps = {
+        "compile": ["compile", "onnxruntime", "tiny_cnn.onnx", "--set",
+                    "calibration_data=calib.npz"],
+        "invoke": ["invoke", "onnxruntime", "--from-run", "latest:compile", "--input", "in.npz"],
+        "profile": ["profile", "onnxruntime", "--from-run", "latest:compile"],
+    }  # fmt: skip
+    for step, args in steps.items():
+        done = hub(root, "exec", *args)
+        assert done.returncode == 0, done.stderr
+        found[step] = last_run(root)
+    (root / "calib.npz").unlink()  # the rerun takes the stored copy
+    return found
+
+
+def rerun(root: Path, run_id: str, *extra: str) -> dict[str, Any]:
+    done = hub(root, "runs", "rerun", run_id[:8], "--json", *extra)
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    assert data["original"] == run_id
+    assert data["rerun"]["run_id"] != run_id
+    return data
+
+
+def test_an_invoke_reruns_bit_exact(runs: dict[str, Any]) -> None:
+    data = rerun(runs["root"], runs["invoke"])
+    assert data["matched"] is True
+    assert data["outputs"] and all(o["identical"] for o in data["outputs"])
+    assert "recorded image" in data["image"]
+    shown = json.loads(hub(runs["root"], "runs", "show", data["rerun"]["run_id"], "--json").stdout)
+    assert shown["tags"]["rerun_of"] == runs["invoke"]
+    original = json.loads(hub(runs["root"], "runs", "show", runs["invoke"], "--json").stdout)
+    assert shown["environment"]["image_digest"] == original["environment"]["image_digest"]
+
+
+def test_a_profile_reruns_without_significant_change(runs: dict[str, Any]) -> None:
+    data = rerun(runs["root"], runs["profile"])
+    assert data["matched"] is None and "latency" in data
+    comparable = data["comparability"]["comparable"]
+    # a busy shared machine makes the two not comparable; then the verdict does not count
+    assert data["latency"]["significant"] is False or not comparable, data["summary"]
+    text = hub(runs["root"], "runs", "rerun", runs["profile"][:8])
+    assert text.returncode == 0, text.stderr
+    assert "latency: B is" in text.stdout and "95% CI" in text.stdout
+
+
+def test_an_ort_compile_reruns_with_identical_artifacts(runs: dict[str, Any]) -> None:
+    data = rerun(runs["root"], runs["compile"])
+    assert data["matched"] is True
+    first, second = data["artifacts"]["path"].values()
+    assert first == second and first is not None
+    shown = json.loads(hub(runs["root"], "runs", "show", data["rerun"]["run_id"], "--json").stdout)
+    names = {a["name"] for a in shown["artifacts"]}
+    assert "calibration_data" in names  # calibrated on the stored copy of calib.npz
+
+
+def test_a_compile_reruns_with_its_steps(runs: dict[str, Any]) -> None:
+    data = rerun(runs["root"], runs["compile"], "--children")
+    assert data["matched"] is True
+    kinds = [(c["original"], c["matched"]) for c in data["children"]]
+    assert kinds[0] == (runs["invoke"], True)  # oldest first: the invoke, bit-exact
+    assert kinds[1][0] == runs["profile"] and len(kinds) == 2
+    compiled = data["rerun"]["artifacts"]["path"]
+    child = shown_run(runs["root"], data["children"][0]["rerun"]["run_id"])
+    (model,) = [a["path"] for a in child["artifacts"] if a["name"] == "input"]
+    assert Path(model).read_bytes() == Path(compiled).read_bytes()  # on the model it compiled
+
+
+def shown_run(root: Path, run_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(hub(root, "runs", "show", run_id, "--json").stdout)
+    return data
+
+
+def _edit(root: Path, sql: str, *args: str) -> None:
+    with sqlite3.connect(root / ".hub" / "runs.db") as conn:
+        conn.execute(sql, args)
+
+
+def test_a_missing_image_is_refused_in_one_line(runs: dict[str, Any], tmp_path: Path) -> None:
+    root = runs["root"]
+    done = hub(root, "exec", "invoke", "onnxruntime", "--from-run", runs["compile"][:8])
+    assert done.returncode == 0, done.stderr
+    gone = last_run(root)
+    _edit(root, "UPDATE environment SET value = ? WHERE run_id = ? AND key = 'image'",
+          "edgehub-onnxruntime:000000000000", gone)  # fmt: skip
+    _edit(root, "UPDATE environment SET value = ? WHERE run_id = ? AND key = 'image_digest'",
+          "sha256:" + "0" * 64, gone)  # fmt: skip
+    before = hub(root, "runs", "list", "-n", "0", "--json").stdout
+    refused = hub(root, "runs", "rerun", gone[:8])
+    assert refused.returncode == 3, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in refused.stderr
+    assert "edgehub-onnxruntime:000000000000" in lines[0] and "--image current" in lines[0]
+    assert hub(root, "runs", "list", "-n", "0", "--json").stdout == before
+    current = rerun(root, gone, "--image", "current")  # today's image, said so
+    assert "today's image" in current["image"] and current["matched"] is True
+
+
+def test_a_damaged_stored_model_is_refused(runs: dict[str, Any]) -> None:
+    root = runs["root"]
+    done = hub(root, "exec", "compile", "onnxruntime", "tiny_cnn.onnx", "--set",
+               "quantization=dynamic")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run_id = last_run(root)
+    shown = json.loads(hub(root, "runs", "show", run_id, "--json").stdout)
+    (stored,) = [a["path"] for a in shown["artifacts"] if a["name"] == "input"]
+    mode = Path(stored).stat().st_mode
+    Path(stored).chmod(0o644)
+    Path(stored).write_bytes(b"not the model")
+    try:
+        refused = hub(root, "runs", "rerun", run_id[:8])
+    finally:  # the store as it was (its other runs share this content)
+        Path(stored).write_bytes(EXAMPLE.read_bytes())
+        Path(stored).chmod(mode)
+    assert refused.returncode == 2, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "missing or damaged" in refused.stderr
