@@ -116,7 +116,7 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
         tag = ctx.image_tags.get(runtime) or images.image_tag(runtime)
         client = images.docker_client()
         try:
-            attrs = images._inspect(client, tag)
+            attrs = images.image_attrs(tag, client=client)
         finally:
             client.close()
     except EdgehubError:

@@ -35,10 +35,10 @@ def recorded_image(original: RunRecord, choice: str) -> tuple[dict[str, str], st
 
     client = images.docker_client()
     try:
-        tagged = images._inspect(client, tag)
+        tagged = images.image_attrs(tag, client=client)
         if tagged is not None and (digest is None or names_digest(tagged, digest)):
             return {runtime: tag}, f"on the recorded image {recorded}"
-        by_digest = images._inspect(client, digest) if digest else None
+        by_digest = images.image_attrs(digest, client=client) if digest else None
         if by_digest is not None and digest is not None:
             where = f"on the recorded image {short_digest(digest)} (no longer {tag})"
             return {runtime: digest}, where
