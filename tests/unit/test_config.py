@@ -101,6 +101,7 @@ def test_example_commented_devices_are_valid(tmp_path: Path) -> None:
         "embedl_onnxruntime",
         "trtexec",
         "qai_hub",
+        "aws",
         "my_npu_backend",
     }
     assert "ONNXRuntimeProfiler" in config.devices["rpi"].overrides
