@@ -76,6 +76,10 @@ def test_onnxruntime_until_stable_flag(project: Path, ort_image: str) -> None:
     # the same through --set, still accepted
     same = hub(*base, "--set", "until_stable=true", "--set", "stable_tolerance=0.5", cwd=project)
     _check_converged(_json(same), max_windows=2000)
+    shown = hub("runs", "show", _json(same)["run_id"], cwd=project)
+    assert shown.returncode == 0, shown.stderr
+    assert "latency percentiles (ms; 95 % CI from the 60 samples" in shown.stdout
+    assert "p99 needs >= 368 runs for a 95 % CI; got 60" in shown.stdout
 
 
 def test_tflite_until_stable_records_convergence_and_conditions(project: Path) -> None:
@@ -92,6 +96,10 @@ def test_tflite_until_stable_records_convergence_and_conditions(project: Path) -
     environment = shown["environment"]
     for key in ("conditions.other_cpu_share", "conditions.loop_s", "conditions.cpu_quota"):
         assert key in environment, sorted(environment)
+    # the percentiles of the kept samples (three windows of 20) with their confidence intervals
+    p50, p90, p99 = shown["percentiles"]
+    assert p50["samples"] == 60 and p50["low"] <= p50["value"] <= p50["high"]
+    assert p99["low"] is None and p99["note"] == "p99 needs >= 368 runs for a 95 % CI; got 60"
     strict = hub(*base, "--until-stable", "--stable-tolerance", "0", "--stable-max-s", "0",
                  cwd=project)  # fmt: skip
     _check_not_converged(strict)
