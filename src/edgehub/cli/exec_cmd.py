@@ -145,6 +145,7 @@ def handle(args: argparse.Namespace) -> int:
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
+        pin_cpus=args.pin_cpus,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

@@ -1,6 +1,7 @@
-"""`hub exec profile ... --until-stable [--stable-tolerance 5%] [--stable-max-s N]`: the
-measuring flags of a profile, turned into the profiler's own options (the same as
-``--set until_stable=true``, ``--set stable_tolerance=0.05``, ``--set stable_max_s=N``)."""
+"""`hub exec profile ... --until-stable [--stable-tolerance 5%] [--stable-max-s N]
+[--pin-cpus CPUS]`: the measuring flags. The first three become the profiler's own options
+(the same as ``--set until_stable=true``, ``stable_tolerance=0.05``, ``stable_max_s=N``);
+``--pin-cpus`` goes to the request (`ops.pinning`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from edgehub.errors import UsageError
 
 PROFILING_STEPS = ("profile", "pipeline")
+PINNING_STEPS = ("compile", "profile", "invoke", "pipeline")
 
 
 def add_measure_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +41,12 @@ def add_measure_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="stop windowing after this long, converged or not (default 60)",
     )
+    group.add_argument(
+        "--pin-cpus",
+        metavar="CPUS",
+        help="run on these CPUs (0, 0-1, 0,2-3): the container's cpuset locally, taskset -c "
+        "over SSH; recorded in the conditions",
+    )
 
 
 def _max_seconds(text: str) -> float:
@@ -61,6 +69,10 @@ def measure_options(args: argparse.Namespace) -> dict[str, Any]:
         "stable_max_s": getattr(args, "stable_max_s", None),
     }
     options = {k: v for k, v in given.items() if v is not None}
+    if getattr(args, "pin_cpus", None) is not None and args.step not in PINNING_STEPS:
+        raise UsageError(
+            f"--pin-cpus applies to hub exec {', '.join(PINNING_STEPS)}, not {args.step}"
+        )
     if not getattr(args, "until_stable", None):
         if options:
             flags = ", ".join("--" + k.replace("_", "-") for k in options)

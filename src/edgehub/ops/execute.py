@@ -54,7 +54,8 @@ class ExecRequest:
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
     the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
     the request once the device is held: past it, its commands are stopped, its runs end
-    FAILED and `~edgehub.errors.CommandTimeout` is raised.
+    FAILED and `~edgehub.errors.CommandTimeout` is raised. ``pin_cpus`` (``"0-1,3"``) runs
+    the steps on those CPUs where the device's runner can pin (`ops.pinning`).
     """
 
     step: str
@@ -70,6 +71,7 @@ class ExecRequest:
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
     timeout: float | None = None
+    pin_cpus: str | None = None
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -125,6 +127,12 @@ def _context(
     with project.context(subscriber, tags=request.tags) as ctx:
         cancel.bind(ctx)
         try:
+            if request.pin_cpus is not None:
+                from edgehub.ops.pinning import pin_cpus
+                from edgehub.toolchains.registry import get_runtime
+
+                components = step_components(get_runtime(request.runtime), request.step)
+                pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
             yield ctx
         finally:
             cancel.release(ctx)

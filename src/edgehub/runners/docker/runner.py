@@ -46,7 +46,8 @@ BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"  # where a resident agent marks its runn
 class DockerCommandRunner(BaseRunner):
     """Runs argv lists in a container of ``image``; nothing touches Docker until ``__enter__``
     or the first use. ``memory`` defaults to `DEFAULT_MEMORY`, ``pids`` to `DEFAULT_PIDS`;
-    ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks."""
+    ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks; ``cpuset``
+    (``"0-1"``) pins the container to those host CPUs."""
 
     def __init__(
         self,
@@ -61,6 +62,7 @@ class DockerCommandRunner(BaseRunner):
         labels: Mapping[str, str] | None = None,
         keep_warm: float | None = None,
         gpus: str | None = None,
+        cpuset: str | None = None,
         client: DockerClient | None = None,
     ) -> None:
         super().__init__()
@@ -74,6 +76,7 @@ class DockerCommandRunner(BaseRunner):
             workdir=workdir,
             labels=dict(labels or {}),
             gpus=gpus,
+            cpuset=cpuset,
         )
         self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
         self._container = Container(settings, client)
