@@ -212,3 +212,15 @@ async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> Non
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert _ids(app) == ids
+
+
+async def test_run_summary_shows_the_recorded_conditions() -> None:
+    from edgehub.ops.reports import RunReport
+    from edgehub.tui.run_summary import summary_lines
+
+    report = RunReport(
+        run_id="abcdef123456", name="p", type="PROFILE", status="FINISHED", device="local",
+        environment={"conditions.other_cpu_share": "0.31", "conditions.cpuset": "0",
+                     "conditions.loop_s": "1.2"},
+    )  # fmt: skip
+    assert summary_lines(report, None)[-1] == "   conditions: other_cpu_share 0.31, cpuset 0"
