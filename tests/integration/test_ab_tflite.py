@@ -85,3 +85,7 @@ def test_an_onnx_model_is_refused_in_one_line(project: Path) -> None:
     done = hub("exec", "ab", "tflite", "base.onnx", "base.tflite", cwd=project)
     assert done.returncode != 0 and "takes a .tflite model" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    (project / "x.npz").write_bytes(b"")
+    given = hub("exec", "ab", "tflite", "base.tflite", "same.tflite", "--input", "x.npz",
+                cwd=project)  # fmt: skip
+    assert given.returncode == 2 and "tflite uses random inputs" in given.stderr

@@ -159,6 +159,10 @@ def _check(request: AbRequest) -> None:
         if not model.is_file():
             what = "is a directory, not a model file" if model.is_dir() else "not found"
             raise ModelError(f"model {model} {what}; check the path")
+    if request.inputs is not None and request.runtime != "onnxruntime":
+        raise UsageError(
+            f"--input applies to hub exec ab onnxruntime; {request.runtime} uses random inputs"
+        )
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
     if request.rounds < 6:

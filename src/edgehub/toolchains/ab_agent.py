@@ -48,10 +48,6 @@ def run_ab_agent(
             f"hub exec ab runs on a device with a {' or '.join(AB_PROVIDERS)} provider; "
             f"{device!r} is {provider}: profile each model there and use hub runs compare"
         )
-    if input_data is not None and runtime != "onnxruntime":
-        raise UsageError(
-            f"--input applies to hub exec ab onnxruntime; {runtime} uses random inputs"
-        )
     agent = device_agent(ctx, runtime, device, profiler)
     # their own names (the agent's messages name them), B's prefixed where A has its name
     name_a = model_a.name
