@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
+from agent_models import matmul_chain  # the A/B tests' model, one builder for both
 
 HUB = str(Path(sys.executable).with_name("hub"))
 NEIGHBOUR = """
@@ -47,27 +48,6 @@ while True:
     else:
         time.sleep(max(0.0, end - time.monotonic()))
 """
-
-
-def matmul_chain(path: Path, length: int, size: int = 128) -> None:
-    rng = np.random.default_rng(0)
-    nodes, inits, source = [], [], "x"
-    for i in range(length):
-        weight = (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
-        inits.append(numpy_helper.from_array(weight, f"w{i}"))
-        target = "y" if i == length - 1 else f"h{i}"
-        nodes.append(helper.make_node("MatMul", [source, f"w{i}"], [target]))
-        source = target
-    graph = helper.make_graph(
-        nodes,
-        "chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, size])],
-        initializer=inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
 
 
 def hub(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

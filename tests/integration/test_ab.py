@@ -18,38 +18,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from agent_models import matmul_chain
 
 pytestmark = pytest.mark.docker
 
 HUB = str(Path(sys.executable).with_name("hub"))
 EXIT_REGRESSION = 5
-
-
-def matmul_chain(path: Path, length: int, size: int = 128) -> Path:
-    """x float32[16,size] -> ``length`` MatMuls with size x size weights -> y."""
-    rng = np.random.default_rng(0)
-    nodes, inits, source = [], [], "x"
-    for i in range(length):
-        weight = (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
-        inits.append(numpy_helper.from_array(weight, f"w{i}"))
-        target = "y" if i == length - 1 else f"h{i}"
-        nodes.append(helper.make_node("MatMul", [source, f"w{i}"], [target]))
-        source = target
-    graph = helper.make_graph(
-        nodes,
-        "matmul_chain",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, size])],
-        initializer=inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
 
 
 def hub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -331,3 +331,15 @@ async def test_a_profile_shows_the_conditions_its_loop_ran_under(
         other = app.screen
         assert isinstance(other, RunDetailScreen) and other.run_id == fixed_runs[0]
         assert not other.query("#tab-conditions")
+
+
+async def test_run_summary_shows_the_recorded_conditions() -> None:
+    from edgehub.ops.reports import RunReport
+    from edgehub.tui.run_summary import summary_lines
+
+    report = RunReport(
+        run_id="abcdef123456", name="p", type="PROFILE", status="FINISHED", device="local",
+        environment={"conditions.other_cpu_share": "0.31", "conditions.cpuset": "0",
+                     "conditions.loop_s": "1.2"},
+    )  # fmt: skip
+    assert summary_lines(report, None)[-1] == "   conditions: other_cpu_share 0.31, cpuset 0"

@@ -7,6 +7,8 @@
   GlobalAveragePool -> [1,16,1,1]; its cost grows with H*W (a few ms at 320x320)
 - ``make_numpy_named``: inputs and outputs named like numpy's own parameters (``file``, ...)
 - ``make_reflect_pad``: audio float32[1,T] -> reflect Pad of 4 on T -> ReduceMean; fails at T <= 4
+- ``matmul_chain``: x float32[16,size] -> ``length`` MatMuls -> y (the A/B tests and bench: one
+  more MatMul is ~1/length more work)
 """
 
 from __future__ import annotations
@@ -166,6 +168,26 @@ def make_dynamic_conv(path: Path, seed: int = 3, channels: int = 16) -> Path:
         "dynamic_conv",
         [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, "H", "W"])],
         [helper.make_tensor_value_info("pooled", TensorProto.FLOAT, [1, channels, 1, 1])],
+        initializer=inits,
+    )
+    return _finish(graph, path)
+
+
+def matmul_chain(path: Path, length: int, size: int = 128) -> Path:
+    """x float32[16,size] -> ``length`` MatMuls with size x size weights (seed 0) -> y."""
+    rng = np.random.default_rng(0)
+    nodes, inits, source = [], [], "x"
+    for i in range(length):
+        weight = (rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32)
+        inits.append(numpy_helper.from_array(weight, f"w{i}"))
+        target = "y" if i == length - 1 else f"h{i}"
+        nodes.append(helper.make_node("MatMul", [source, f"w{i}"], [target]))
+        source = target
+    graph = helper.make_graph(
+        nodes,
+        "matmul_chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, size])],
         initializer=inits,
     )
     return _finish(graph, path)

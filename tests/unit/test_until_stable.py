@@ -65,3 +65,51 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     assert any("not stable within 0 s" in w for w in run.result["warnings"]), run.result["warnings"]
     bad = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": "x"}, tmp_path / "c")
     assert bad.returncode == 2 and "'stable_tolerance' must be a number >= 0" in bad.message
+
+
+def _trt_window(latency_ms: float, count: int = 4) -> str:
+    """A trtexec ``--exportTimes`` file of ``count`` queries around ``latency_ms``."""
+    queries = [{"startEnqMs": i, "endEnqMs": i + 0.1, "latencyMs": latency_ms + 0.001 * i,
+                "computeMs": latency_ms / 2} for i in range(count)]  # fmt: skip
+    return json.dumps([{"ignored": "no latency"}, *queries])
+
+
+def test_trt_windows_keep_the_last_three_windows_queries() -> None:
+    """The TensorRT profiler's windows (no GPU here: trtexec's exports are given as text)."""
+    from edgehub.agent.trt.profile import latencies_ns, window_queries, windowed_times
+
+    assert latencies_ns(window_queries(_trt_window(1.5, 2))) == [1_500_000, 1_501_000]
+    texts = iter([_trt_window(m) for m in (3.0, 1.0, 1.02, 1.01, 9.0)])
+    queries, metrics = windowed_times(lambda: window_queries(next(texts)), 0.05, 1e9)
+    assert metrics["stable_converged"] == 1 and metrics["stable_windows"] == 4
+    assert len(queries) == 12 and {round(q["computeMs"], 3) for q in queries} == {
+        0.5,
+        0.51,
+        0.505,
+    }
+    noisy = iter([_trt_window(m) for m in (1.0, 2.0) * 50])  # a source that never settles
+    ticks = iter(range(1000))
+    from edgehub.agent import stable
+
+    found = stable.measure_until_stable(
+        lambda: latencies_ns(window_queries(next(noisy))),
+        tolerance=0.05,
+        max_s=6,
+        clock=lambda: float(next(ticks)),
+    )
+    assert not found.converged and found.windows == 6
+    metrics = stable.stable_metrics(found)
+    converged, line = stable.stable_line(metrics, 0.05, 6)
+    assert not converged and line.startswith("not stable within 6 s (6 windows")
+
+
+def test_trt_window_exports_that_are_not_queries_are_refused() -> None:
+    from edgehub.agent.protocol import RuntimeFailure
+    from edgehub.agent.trt.profile import window_queries, windowed_times
+
+    with pytest.raises(RuntimeFailure, match="not JSON"):
+        window_queries("[{")
+    with pytest.raises(RuntimeFailure, match="JSON list"):
+        window_queries('{"latencyMs": 1}')
+    with pytest.raises(RuntimeFailure, match="no timed queries"):
+        windowed_times(lambda: window_queries("[]"), 0.05, 10)

@@ -4,8 +4,9 @@ or where a file is not readable, that entry is left out). Standard library only.
 :class:`ConditionsProbe` is started right before a timed loop and finished right after it. Its
 record (flat, JSON-able) holds:
 
-- ``cpu_model``, ``online_cpus`` (``/sys/devices/system/cpu/online``), ``usable_cpus`` (this
-  process's affinity), ``host_cpus`` (CPUs in ``/proc/stat``);
+- ``cpu_model``, ``online_cpus`` (``/sys/devices/system/cpu/online``), ``usable_cpus`` and
+  ``cpu_affinity`` (this process's affinity: how many, and which, e.g. ``0-1`` under
+  ``taskset -c 0-1``), ``host_cpus`` (CPUs in ``/proc/stat``);
 - ``governor``, ``cur_freq_mhz``, ``max_freq_mhz`` of cpu0 where cpufreq is exposed;
 - ``cpu_quota`` (the cgroup's CPU limit in CPUs, ``max`` when unlimited) and ``cpuset``;
 - ``mem_available_mb`` (``MemAvailable``) and ``cgroup_mem_limit_mb``;
@@ -58,6 +59,17 @@ def _cpu_list_count(text: str | None) -> int | None:
     except ValueError:
         return None
     return count
+
+
+def _cpu_list_text(cpus: list[int]) -> str:
+    """Sorted ``[0, 1, 2, 5]`` as ``0-2,5``."""
+    runs: list[list[int]] = []
+    for cpu in cpus:
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _host_busy() -> tuple[float | None, int]:
@@ -183,7 +195,9 @@ def static_conditions() -> dict[str, Any]:
     record: dict[str, Any] = {"cpu_model": _cpu_model()}
     record["online_cpus"] = _cpu_list_count(_read("/sys/devices/system/cpu/online"))
     try:
-        record["usable_cpus"] = len(os.sched_getaffinity(0))
+        affinity = sorted(os.sched_getaffinity(0))
+        record["usable_cpus"] = len(affinity)
+        record["cpu_affinity"] = _cpu_list_text(affinity)[:200]
     except (AttributeError, OSError):
         record["usable_cpus"] = os.cpu_count()
     freq = "/sys/devices/system/cpu/cpu0/cpufreq/"

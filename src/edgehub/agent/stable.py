@@ -14,6 +14,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 WINDOWS = 3
 MAX_WINDOWS = 1000
@@ -62,3 +63,30 @@ def measure_until_stable(
     converged = spread is not None and spread <= tolerance
     kept = [s for window in windows[-WINDOWS:] for s in window]
     return StableResult(kept, converged, len(windows), spread, medians)
+
+
+def stable_metrics(result: StableResult) -> dict[str, Any]:
+    """The metrics a profile records about its windows: ``stable_converged`` (1/0),
+    ``stable_windows`` and (from three windows on) ``stable_spread_pct``."""
+    metrics: dict[str, Any] = {
+        "stable_converged": int(result.converged),
+        "stable_windows": result.windows,
+    }
+    if result.spread is not None:
+        metrics["stable_spread_pct"] = round(100.0 * result.spread, 3)
+    return metrics
+
+
+def stable_line(metrics: dict[str, Any], tolerance: float, max_s: float) -> tuple[bool, str]:
+    """Whether the windows converged, and the line that says how (a warning when not: the run
+    still finishes, on the last three windows' samples)."""
+    how = (
+        f"{metrics['stable_windows']} windows, last three medians "
+        f"{metrics.get('stable_spread_pct')}% apart"
+    )
+    if metrics["stable_converged"]:
+        return True, f"stable after {how}"
+    return False, (
+        f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
+        "the samples are the last three windows'"
+    )

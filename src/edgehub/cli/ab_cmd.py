@@ -1,4 +1,5 @@
-"""`hub exec ab RUNTIME A.onnx B.onnx`: interleaved A/B on one device, then the verdict."""
+"""`hub exec ab RUNTIME A B` (onnxruntime: .onnx, tflite: .tflite): interleaved A/B on one
+device, then the verdict."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ def add_ab_arguments(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group(
         "ab",
-        "hub exec ab RUNTIME A.onnx B.onnx: both models in one agent process, timed in "
-        "alternating blocks; --set input_shape=..., burn_ins=N, block_ms=N, seed=N, "
-        "min_effect=2%",
+        "hub exec ab RUNTIME A B (onnxruntime: .onnx, tflite: .tflite): both models in one "
+        "agent process, timed in alternating blocks; --set input_shape=..., burn_ins=N, "
+        "block_ms=N, seed=N, min_effect=2%",
     )
     group.add_argument(
         "--rounds", type=int, metavar="N", help="rounds of one A block and one B block (30)"
@@ -54,7 +55,9 @@ def handle_ab(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             raise UsageError(f"--{flag.replace('_', '-')} does not apply to ab")
     if args.runtime is None or args.model is None or args.model_b is None:
-        raise UsageError("hub exec ab needs RUNTIME A.onnx B.onnx")
+        raise UsageError(
+            "hub exec ab needs RUNTIME A B (two .onnx for onnxruntime, two .tflite for tflite)"
+        )
     request = AbRequest(
         runtime=args.runtime,
         model_a=args.model,

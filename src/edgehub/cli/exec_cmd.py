@@ -106,11 +106,15 @@ def add_parser(commands: Any) -> None:
     from edgehub.cli.ab_cmd import add_ab_arguments
 
     add_ab_arguments(parser)
+    from edgehub.cli.measure_flags import add_measure_arguments
+
+    add_measure_arguments(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from edgehub.cli.ab_cmd import handle_ab, reject_ab_flags
+    from edgehub.cli.measure_flags import measure_options, merge_measure_options
     from edgehub.cli.options import parse_sets
     from edgehub.ops.execute import ExecRequest, execute, step_components
     from edgehub.ops.project import open_project
@@ -118,6 +122,7 @@ def handle(args: argparse.Namespace) -> int:
     from edgehub.toolchains.registry import get_runtime
 
     reject_ab_flags(args)
+    measure_options(args)  # the measuring flags on a step that does not profile: refused
     if args.step == "ab":
         return handle_ab(args)
     if args.step == "sweep":
@@ -138,7 +143,9 @@ def handle(args: argparse.Namespace) -> int:
         runtime=args.runtime,
         model=args.model,
         device=args.device,
-        options=parse_sets(args.set, step_components(runtime, args.step)),
+        options=merge_measure_options(
+            args, parse_sets(args.set, step_components(runtime, args.step))
+        ),
         inputs=args.input,
         from_run=args.from_run,
         from_job=args.from_job,
@@ -151,6 +158,7 @@ def handle(args: argparse.Namespace) -> int:
         labels=args.labels,
         metrics=list(args.metric),
         no_cache=args.no_cache,
+        pin_cpus=args.pin_cpus,
     )
     project = open_project(args.config)
     printer = LogPrinter(quiet=args.quiet)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.ops.runs import Comparison
     from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.percentiles import PercentileCI
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunRecord
 
@@ -201,11 +202,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from edgehub.ops.runs import show_run
+    from edgehub.ops.runs import latency_percentiles, show_run
 
     run = show_run(_project(args), args.run_id)
+    percentiles = latency_percentiles(run)
     if args.json:
-        print_json(run.to_dict())
+        data = run.to_dict()
+        if percentiles:
+            data["percentiles"] = [p.to_dict() for p in percentiles]
+        print_json(data)
         return 0
     print(f"run {run.run_id}  {run.name} ({run.run_type})  {run.status}")
     print(f"  started {_when(run.started_at)}, took {_duration(run)}")
@@ -229,6 +234,8 @@ def _show(args: argparse.Namespace) -> int:
         if section:
             print(f"\n{title}:")
             table(["name", "value"], sorted(section.items()))
+    if percentiles:
+        _print_percentiles(percentiles)
     if run.all_artifacts:
         print("\nartifacts:")
         table(
@@ -244,6 +251,25 @@ def _show(args: argparse.Namespace) -> int:
             ],
         )
     return 0
+
+
+def _print_percentiles(percentiles: list[PercentileCI]) -> None:
+    first = percentiles[0]
+    print(
+        f"\nlatency percentiles (ms; {100 * first.confidence:g} % CI from the "
+        f"{first.samples} samples, order statistics):"
+    )
+    table(
+        ["percentile", "value", "CI low", "CI high"],
+        [
+            [p.label, f"{p.value:.4f}"]
+            + (["-", "-"] if p.low is None else [f"{p.low:.4f}", f"{p.high:.4f}"])
+            for p in percentiles
+        ],
+    )
+    for p in percentiles:
+        if p.note:
+            print(f"  {p.note}")
 
 
 def _compare(args: argparse.Namespace) -> int:

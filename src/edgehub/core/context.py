@@ -85,6 +85,8 @@ class HubContext:
         self.log_remote_artifacts = log_remote_artifacts
         self.device_source = device_source
         self.image_tags = dict(image_tags or {})  # runtime -> image tag ([images] in hub.toml)
+        # the CPUs ("0-1,3") measurements run on: a Docker cpuset, `taskset -c` over SSH
+        self.pin_cpus: str | None = None
         self.events = events or EventSink()
         self._base_dir = Path(artifact_base_dir).expanduser() if artifact_base_dir else None
         self._devices: dict[str, Device] = {}
@@ -355,15 +357,22 @@ class HubContext:
     ) -> DockerCommandRunner:
         """The context's long-lived container of ``image`` (started on first use, removed on
         exit unless ``keep_warm`` leaves it running for the next process); ``gpus`` ("all")
-        passes NVIDIA GPUs through; ``host``: the daemon (default: ``$DOCKER_HOST``'s)."""
+        passes NVIDIA GPUs through; ``host``: the daemon (default: ``$DOCKER_HOST``'s); with
+        `pin_cpus` set, the container is pinned to those CPUs (a Docker cpuset)."""
         from edgehub.runners.docker import DockerCommandRunner
 
-        key = (image, cpus, memory, keep_warm, gpus, host)
+        key = (image, cpus, memory, keep_warm, gpus, host, self.pin_cpus)
         with self._lock:
             runner = self._docker.get(key)
             if runner is None:
                 runner = DockerCommandRunner(
-                    image, cpus=cpus, memory=memory, keep_warm=keep_warm, gpus=gpus, host=host
+                    image,
+                    cpus=cpus,
+                    memory=memory,
+                    keep_warm=keep_warm,
+                    gpus=gpus,
+                    host=host,
+                    cpuset=self.pin_cpus,
                 )
                 runner.__enter__()
                 self._docker[key] = runner

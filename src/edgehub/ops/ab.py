@@ -8,7 +8,8 @@ test and a minimum effect. Recorded as an ``AB`` run (params: models, seed, roun
 the ratio and its CI; artifact ``ab.json`` with every round) with two ``PROFILE`` child runs
 (``parent_run_id``: the ``AB`` run), one per model, whose ``profile.json`` holds that model's
 samples as a profile run's does; `hub runs compare` of the two children uses the rounds' pairing
-(`paired_from_parent`). ONNX Runtime only, for now.
+(`paired_from_parent`). ONNX Runtime (``.onnx``) and TFLite (``.tflite`` models: compile
+them first); Qualcomm AI Hub and trtexec devices are refused (one agent process is needed).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
 AB_RUN = "AB"
-RUNTIMES = ("onnxruntime",)
+RUNTIMES = ("onnxruntime", "tflite")
 SETTINGS = ("input_shape", "burn_ins", "block_ms", "seed", "min_effect")
 DEFAULT_ROUNDS = 30
 DEFAULT_BLOCK_MS = 40
@@ -119,14 +120,13 @@ def _integer(key: str, raw: str, minimum: int) -> int:
     return value
 
 
-def _parse_settings(pairs: dict[str, str]) -> _Settings:
+def _parse_settings(pairs: dict[str, str], profiler: type[Any]) -> _Settings:
     from edgehub.ops.options import parse_value
-    from edgehub.toolchains.onnxruntime.components import ONNXRuntimeProfiler
 
     settings = _Settings()
     for key, raw in pairs.items():
         if key == "input_shape":
-            settings.input_shape = parse_value(ONNXRuntimeProfiler, "input_shape", raw)
+            settings.input_shape = parse_value(profiler, "input_shape", raw)
         elif key == "burn_ins":
             settings.warmup = _integer(key, raw, 0)
         elif key == "block_ms":
@@ -159,6 +159,10 @@ def _check(request: AbRequest) -> None:
         if not model.is_file():
             what = "is a directory, not a model file" if model.is_dir() else "not found"
             raise ModelError(f"model {model} {what}; check the path")
+    if request.inputs is not None and request.runtime != "onnxruntime":
+        raise UsageError(
+            f"--input applies to hub exec ab onnxruntime; {request.runtime} uses random inputs"
+        )
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
     if request.rounds < 6:
@@ -177,13 +181,12 @@ def run_ab(
     """Run the comparison; every run it starts is recorded in the project's store."""
     from edgehub.core.component.dispatch import resolve_device
     from edgehub.ops.execute import ExecRequest, _device_lease
-    from edgehub.toolchains.onnxruntime.components import ONNXRuntimeProfiler
     from edgehub.toolchains.registry import get_runtime
 
     _check(request)
-    settings = _parse_settings(request.settings)
-    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     runtime = get_runtime(request.runtime)
+    settings = _parse_settings(request.settings, runtime.profiler)
+    seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     cancel = cancel or Cancellation()
     # the device's lease, exactly as for `hub exec profile` on it
     hold = ExecRequest(
@@ -196,18 +199,23 @@ def run_ab(
     with project.context(subscriber, tags=request.tags) as ctx:
         cancel.bind(ctx)
         try:
-            device = resolve_device(ONNXRuntimeProfiler, ctx, request.device)
+            device = resolve_device(runtime.profiler, ctx, request.device)
             with _device_lease(project, ctx, hold, runtime, cancel):
-                return _recorded(ctx, request, settings, seed, device.name)
+                return _recorded(ctx, request, settings, seed, device.name, runtime.profiler)
         finally:
             cancel.release(ctx)
 
 
 def _recorded(
-    ctx: HubContext, request: AbRequest, settings: _Settings, seed: int, device: str
+    ctx: HubContext,
+    request: AbRequest,
+    settings: _Settings,
+    seed: int,
+    device: str,
+    profiler: type[Any],
 ) -> AbReport:
+    from edgehub.toolchains.ab_agent import run_ab_agent
     from edgehub.toolchains.local_session import record_agent_result
-    from edgehub.toolchains.onnxruntime.ab import run_ab_agent
     from edgehub.tracking.paired import paired_verdict
 
     a, b = request.model_a.resolve(), request.model_b.resolve()
@@ -231,6 +239,8 @@ def _recorded(
         ctx.events.info(f"A/B on {device}: {request.rounds} rounds, order seed {seed}")
         result = run_ab_agent(
             ctx,
+            request.runtime,
+            profiler,
             a,
             b,
             device=device,
@@ -250,7 +260,9 @@ def _recorded(
             seed=seed,
         )
         children = {
-            side: _child(ctx, parent.run_id, side, model, result, devices, request.runtime)
+            side: _child(
+                ctx, parent.run_id, side, model, result, devices, request.runtime, profiler
+            )
             for side, model in (("a", a), ("b", b))
         }
         ctx.client.log_params({"run_a": children["a"], "run_b": children["b"]})
@@ -297,6 +309,7 @@ def _child(
     result: AgentResult,
     devices: list[Any],
     runtime: str,
+    profiler: type[Any],
 ) -> str:
     """One model's PROFILE run under the comparison, with its samples and statistics."""
     label = side.upper()
@@ -309,7 +322,7 @@ def _child(
     with ctx.open_run(
         "PROFILE",
         f"ab {label}: {model.name}",
-        component="ONNXRuntimeProfiler",
+        component=profiler.__name__,
         parent_run_id=parent,
         devices=devices,
     ) as run:

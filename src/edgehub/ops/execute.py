@@ -62,6 +62,8 @@ class ExecRequest:
     or digest) overrides hub.toml's ``[images]`` for this request (a rerun on a recorded image).
     A compile reuses a stored compile of the same content (`ops.compile_cache`) unless
     ``no_cache``.
+    ``pin_cpus`` (``"0-1,3"``) runs the steps on those CPUs where the device's runner can pin
+    (`ops.pinning`).
     """
 
     step: str
@@ -82,6 +84,7 @@ class ExecRequest:
     metrics: list[str] = field(default_factory=list)
     image_tags: dict[str, str] = field(default_factory=dict)
     no_cache: bool = False
+    pin_cpus: str | None = None
 
 
 def step_components(runtime: Runtime, step: str) -> dict[str, type[Component]]:
@@ -151,6 +154,12 @@ def _context(
         ctx.image_tags.update(request.image_tags)
         cancel.bind(ctx)
         try:
+            if request.pin_cpus is not None:
+                from edgehub.ops.pinning import pin_cpus
+                from edgehub.toolchains.registry import get_runtime
+
+                components = step_components(get_runtime(request.runtime), request.step)
+                pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
             yield ctx
         finally:
             cancel.release(ctx)

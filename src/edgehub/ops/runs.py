@@ -1,4 +1,5 @@
-"""Queries over the run store: list with filters, show one run, compare two.
+"""Queries over the run store: list with filters, show one run (a profile's percentiles with
+their confidence intervals from its samples: `latency_percentiles`), compare two.
 
 Comparing two profile runs adds a latency comparison from their raw samples (deltas with
 confidence intervals, significance, and a regression verdict for ``max_regression``); for the
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
     from edgehub.tracking.comparability import Comparability
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.paired import PairedVerdict
+    from edgehub.tracking.percentiles import PercentileCI
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunFilter, RunRecord
 
-__all__ = ["Comparison", "compare_runs", "list_runs", "show_run"]
+__all__ = ["Comparison", "compare_runs", "latency_percentiles", "list_runs", "show_run"]
 
 
 def list_runs(project: Project, run_filter: RunFilter) -> list[RunRecord]:
@@ -43,6 +45,19 @@ def show_run(project: Project, ref: str, run_type: str | None = None) -> RunReco
         return store.get_run(ref, run_type=run_type)
     finally:
         store.close()
+
+
+def latency_percentiles(run: RunRecord) -> list[PercentileCI]:
+    """p50, p90 and p99 of a run's raw latency samples (ms) with their 95 % CIs (empty: the
+    run stored no samples, e.g. not a profile)."""
+    from edgehub.tracking.percentiles import percentile_cis
+    from edgehub.tracking.profile_compare import profile_samples
+
+    try:
+        samples = profile_samples(run)
+    except UsageError:
+        return []
+    return percentile_cis(samples)
 
 
 @dataclass

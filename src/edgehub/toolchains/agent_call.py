@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -79,7 +79,8 @@ class AgentCall:
     already, starting one on first use. With ``agent`` (a path on the runner's side) that
     zipapp is run instead of sending one with every call. ``explain_exit`` turns the exit
     status of an agent that ended without a result into a message where the runner knows why
-    (the container's memory limit killed it), else ``None``.
+    (the container's memory limit killed it), else ``None``. ``launcher`` words go before
+    the agent's command line where it is started (``taskset -c 0-1`` for ``--pin-cpus``).
     """
 
     def __init__(
@@ -91,8 +92,10 @@ class AgentCall:
         server: str | None = None,
         agent: str | None = None,
         explain_exit: Callable[[int], str | None] | None = None,
+        launcher: Sequence[str] = (),
     ) -> None:
         self.explain_exit = explain_exit
+        self.launcher = list(launcher)  # words before the agent's python (``taskset -c 0``)
         self.agent = agent  # the zipapp already on the runner's side; else staged per call
         self.runner = runner
         self.workdir = workdir
@@ -121,9 +124,9 @@ class AgentCall:
         local = self.local_dir / slot
         stage = local / "stage"
         job = [command, "--request", "request.json", "--result", "out/result.json"]
-        argv = [self.python, self.agent or AGENT_NAME, *job]
-        if self.server:
-            argv[2:2] = ["--server", self.server]
+        argv = [*self.launcher, self.python, self.agent or AGENT_NAME, *job]
+        if self.server:  # a server runs the job, else this agent (which then starts one)
+            argv[-len(job) : -len(job)] = ["--server", self.server]
         files = local / "out"
         exchange = isinstance(self.runner, SupportsExchange)
         try:  # the staged copies go however the call ends (an error, Ctrl-C, SIGTERM)

@@ -1,4 +1,5 @@
-"""The lines a run pane ends with: the run's id, status, key metrics, or its error."""
+"""The lines a run pane ends with: the run's id, status, key metrics, the conditions a profile
+ran under, or its error."""
 
 from __future__ import annotations
 
@@ -9,6 +10,9 @@ if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
 __all__ = ["shown_value", "summary_lines"]
+
+# the recorded conditions (agent/conditions.py) worth a glance, in this order
+CONDITIONS = ("other_cpu_share", "load_1m", "governor", "cpu_quota", "cpuset", "cpu_affinity")
 
 
 def shown_value(value: object) -> str:
@@ -33,6 +37,10 @@ def _run(label: str, report: RunReport) -> list[str]:
     for key, value in sorted(report.metrics.items()):
         if not key.startswith("latency_"):
             lines.append(f"   {key}: {shown_value(value)}")
+    env = report.environment
+    found = [f"{k} {env[f'conditions.{k}']}" for k in CONDITIONS if f"conditions.{k}" in env]
+    if found:
+        lines.append(f"   conditions: {', '.join(found)}")
     return lines
 
 

@@ -30,25 +30,15 @@ compared alone.
 
 from __future__ import annotations
 
-import math
-import random
 import time
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
-from ..env import collect_env
+from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
-from ..protocol import (
-    Cancelled,
-    CommandOutput,
-    Params,
-    RuntimeFailure,
-    one_line,
-    write_json_atomic,
-)
+from ..protocol import Cancelled, CommandOutput, Params, RuntimeFailure, one_line
 from ..report import Report
-from ..stats import latency_stats, ms
+from ..stats import ms
 from ..tensors import Arrays
 from .sessions import (
     OPTIMIZATION_LEVELS,
@@ -57,12 +47,6 @@ from .sessions import (
     resolve_providers,
     session_options,
 )
-
-MIN_BLOCK_RUNS = 3
-MAX_BLOCK_RUNS = 100000
-SWITCH_IN = 2
-CALIBRATION_RUNS = 5
-SIDES = ("a", "b")
 
 
 def _run(session: Any, feeds: Arrays) -> None:
@@ -93,14 +77,6 @@ def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list
     return samples
 
 
-def _median(values: list[int]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[mid])
-    return (ordered[mid - 1] + ordered[mid]) / 2.0
-
-
 def run(params: Params, report: Report) -> CommandOutput:
     paths = {"a": params.path("model_a"), "b": params.path("model_b")}
     rounds = params.integer("rounds", 30, minimum=2)
@@ -121,7 +97,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     }
     params.finish()
     models = {side: resolve_model_path(str(paths[side])) for side in SIDES}
-    rng = random.Random(seed)
     options_args = {
         "intra_op_threads": intra,
         "inter_op_threads": inter,
@@ -150,78 +125,14 @@ def run(params: Params, report: Report) -> CommandOutput:
             for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
                 _run(sessions[index][side], inputs[side][i % len(inputs[side])])
 
-    # 3. runs per block from a short calibration
-    per_block: dict[str, int] = {}
-    for side in SIDES:
-        samples = _block(sessions[0][side], inputs[side], CALIBRATION_RUNS, 0)
-        typical_ms = max(ms(_median(samples)), 1e-6)
-        wanted = math.ceil(block_ms / typical_ms)
-        per_block[side] = max(MIN_BLOCK_RUNS, min(MAX_BLOCK_RUNS, wanted))
-    report.info(
-        f"{rounds} rounds; runs per block: A {per_block['a']}, B {per_block['b']} "
-        f"(about {block_ms} ms each), order seed {seed}"
-    )
+    # 3.-4. calibration and the rounds (:mod:`..ab_rounds`)
+    def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
+        return _block(sessions[index][side], inputs[side], runs, start_at)
 
-    # 4. the rounds
-    all_samples: dict[str, list[int]] = {"a": [], "b": []}
-    rows: list[dict[str, Any]] = []
-    probe = ConditionsProbe()
-    for number in range(rounds):
-        order = "ab" if rng.random() < 0.5 else "ba"
-        index = number % 2
-        block_median: dict[str, float] = {}
-        for side in order:
-            samples = _block(
-                sessions[index][side], inputs[side], per_block[side], len(all_samples[side])
-            )
-            all_samples[side].extend(samples)
-            block_median[side] = _median(samples)
-        if block_median["a"] <= 0:
-            raise RuntimeFailure("a block of model A measured 0 ms: the clock is too coarse here")
-        rows.append(
-            {
-                "order": order.upper(),
-                "set": index,
-                "a_ms": round(block_median["a"] / 1e6, 6),
-                "b_ms": round(block_median["b"] / 1e6, 6),
-                "ratio": round(block_median["b"] / block_median["a"], 6),
-            }
-        )
+    found = measure_rounds(block, rounds, block_ms, seed, report)
     sessions = []
-    conditions = probe.finish()
-    for line in conditions_lines(conditions):
-        report.info(line)
-
-    metrics: dict[str, Any] = {"rounds": rounds, "seed": seed}
-    stats: dict[str, dict[str, float]] = {}
-    for side in SIDES:
-        stats[side] = latency_stats(all_samples[side])
-        stats[side]["session_create_ms"] = round(sum(create_ms[side]) / 2.0, 3)
-        stats[side]["runs"] = len(all_samples[side])
-        for key, value in stats[side].items():
-            metrics[f"{side}_{key}"] = value
     params.resolved["shapes_a"] = shapes_record(inputs["a"])
     params.resolved["shapes_b"] = shapes_record(inputs["b"])
-    settings = dict(params.resolved)
-    settings["runs_per_block"] = per_block
-    settings["switch_in_runs"] = SWITCH_IN
-    env = collect_env()
-    data: dict[str, Any] = {
-        "rounds": rows,
-        "runs_per_block": per_block,
-        "seed": seed,
-        "conditions": conditions,
-    }
-    for side in SIDES:
-        target = json_paths[side]
-        if target:
-            document = {
-                "samples_us": [round(s / 1000.0, 3) for s in all_samples[side]],
-                "stats": stats[side],
-                "env": env,
-                "settings": dict(settings, model_path=str(models[side]), side=side.upper()),
-                "conditions": conditions,
-            }
-            write_json_atomic(target, document)
-            data[f"profile_json_{side}"] = target
-    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+    load_ms = {side: sum(create_ms[side]) / 2.0 for side in SIDES}
+    names = {side: str(models[side]) for side in SIDES}
+    return ab_output(found, params.resolved, load_ms, names, json_paths, seed)

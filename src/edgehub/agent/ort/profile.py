@@ -64,7 +64,8 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import measure_until_stable
+from ..stable import measure_until_stable, stable_line
+from ..stable import stable_metrics as stable_report
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
 from .sessions import (
@@ -194,12 +195,7 @@ def run(params: Params, report: Report) -> CommandOutput:
                 lambda: timed_runs(session, inputs, runs), tolerance=tolerance, max_s=max_s
             )
             samples = stable.samples
-            stable_metrics = {
-                "stable_converged": int(stable.converged),
-                "stable_windows": stable.windows,
-            }
-            if stable.spread is not None:
-                stable_metrics["stable_spread_pct"] = round(100.0 * stable.spread, 3)
+            stable_metrics = stable_report(stable)
         else:
             samples = timed_runs(session, inputs, runs)
     except Cancelled:
@@ -214,15 +210,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     metrics: dict[str, Any] = latency_stats(samples)
     metrics.update(stable_metrics)
     if until_stable:
-        spread = stable_metrics.get("stable_spread_pct")
-        how = f"{stable_metrics['stable_windows']} windows, last three medians {spread}% apart"
-        if stable_metrics["stable_converged"]:
-            report.info(f"stable after {how}")
-        else:
-            report.warn(
-                f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
-                "the samples are the last three windows'"
-            )
+        converged, line = stable_line(stable_metrics, tolerance, max_s)
+        (report.info if converged else report.warn)(line)
     report.info(
         f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
         f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"

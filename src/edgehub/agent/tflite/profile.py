@@ -6,7 +6,8 @@ Request::
      "threads": null | int, "xnnpack": true, "input": null | NPZ, "mapping": null | PATH,
      "use_compiled_names": false, "seed": 0, "input_shape": null | [ints] | {name: [ints]},
      "max_secs": null | float, "run_delay": null | float,
-     "op_profiling": false, "profile_json": null | PATH}
+     "op_profiling": false, "profile_json": null | PATH,
+     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
 
 How it measures (the same way as ``ort.profile``):
 
@@ -16,7 +17,13 @@ How it measures (the same way as ``ort.profile``):
    ``use_compiled_names``, see :mod:`.edges`; random in the model's own dtypes otherwise), runs
    ``warmup`` untimed invokes, then ``runs`` timed ones with ``time.perf_counter_ns()`` tightly
    around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the
-   timed runs early and ``run_delay`` sleeps between them (benchmark_model's meanings).
+   timed runs early and ``run_delay`` sleeps between them (benchmark_model's meanings). With
+   ``until_stable`` the timed runs come in windows of ``runs`` until the last three window
+   medians agree within ``stable_tolerance`` or ``stable_max_s`` pass (:mod:`..stable`); the
+   metrics ``stable_converged``, ``stable_windows`` and ``stable_spread_pct`` say how it went.
+
+``data.conditions`` (and profile.json's ``conditions``) is what the timed loop ran under
+(:mod:`..conditions`).
 
 Per-operator times: the LiteRT Python interpreter has no op profiler (benchmark_model's
 ``enable_op_profiling`` is C++ only), so ``op_profiling`` lists the operators without times and
@@ -30,11 +37,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
+from ..stable import measure_until_stable, stable_line, stable_metrics
 from ..stats import latency_stats, mean, ms
 from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
@@ -118,6 +127,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     run_delay = params.raw_value("run_delay")
     op_profiling = params.boolean("op_profiling", False)
     profile_json = params.path("profile_json", required=False)
+    until_stable = params.boolean("until_stable", False)
+    tolerance = params.number("stable_tolerance", 0.05)
+    stable_max_s = params.number("stable_max_s", 60.0)
     params.finish()
     assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
@@ -153,14 +165,33 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for _ in range(warmup):
         edges.invoke()
-    report.info(f"timing: {runs} runs (threads {threads or 'default'}, xnnpack {xnnpack})")
+    per_window = " per window, until stable" if until_stable else ""
+    report.info(
+        f"timing: {runs} runs{per_window} (threads {threads or 'default'}, xnnpack {xnnpack})"
+    )
     invoke = edges.interpreter.invoke
-    if max_secs or run_delay:
-        samples = paced_runs(invoke, runs, max_secs, float(run_delay or 0.0))
+
+    def window() -> list[int]:
+        if max_secs or run_delay:
+            return paced_runs(invoke, runs, max_secs, float(run_delay or 0.0))
+        return timed_runs(invoke, runs)
+
+    probe = ConditionsProbe()
+    stable: dict[str, Any] = {}
+    if until_stable:
+        found = measure_until_stable(window, tolerance=tolerance, max_s=stable_max_s)
+        samples, stable = found.samples, stable_metrics(found)
     else:
-        samples = timed_runs(invoke, runs)
+        samples = window()
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
+    if until_stable:
+        converged, line = stable_line(stable, tolerance, stable_max_s)
+        (report.info if converged else report.warn)(line)
 
     metrics: dict[str, Any] = latency_stats(samples)
+    metrics.update(stable)
     median = metrics["latency_median_ms"]
     report.info(
         f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
@@ -194,6 +225,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         "input_shapes": {t.name: list(t.shape) for t in edges.inputs},
         "toolchain": toolchain_versions(),
         "op_profiling": "unavailable" if op_profiling else "off",
+        "conditions": conditions,
     }
     layers = [{"index": int(op["index"]), "op_type": str(op["op_name"])} for op in ops]
     if op_profiling:
@@ -212,6 +244,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "env": collect_env(),
             "toolchain": data["toolchain"],
             "settings": settings,
+            "conditions": conditions,
         }
         write_json_atomic(profile_json, document)
         data["profile_json"] = profile_json

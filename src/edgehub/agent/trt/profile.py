@@ -5,19 +5,70 @@ Request::
     {"engine": PATH, "iterations": 100, "warmup_ms": 200, "duration_s": 0,
      "method": "python" | "layerwise" | "model", "extra_args": null | ["--useSpinWait", ...],
      "log": PATH, "times_json": PATH, "profile_json": null | PATH,
-     "shapes": null | {input: [ints]}   (trtexec's --shapes, for an engine built for a range)}
+     "shapes": null | {input: [ints]}   (trtexec's --shapes, for an engine built for a range),
+     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
 
 trtexec runs ``--loadEngine`` with ``--percentile=50,90,95,99`` and ``--exportTimes`` (every
 timed query); ``layerwise`` adds ``--exportProfile`` with ``--separateProfileRun`` so per-layer
 timing does not slow the timed runs. The host parses the log and the JSON files.
+
+With ``until_stable`` every window is one trtexec run of ``iterations`` queries, until the
+medians of the last three windows' latencies agree within ``stable_tolerance`` or
+``stable_max_s`` pass (:mod:`..stable`); ``times_json`` then holds the last three windows'
+queries, the log is the last window's, and the metrics ``stable_converged``,
+``stable_windows`` and ``stable_spread_pct`` say how it went.
 """
 
 from __future__ import annotations
 
-from ..protocol import CommandOutput, Params, UsageError
+import json
+import os
+from typing import Any, Callable
+
+from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
+from ..stable import measure_until_stable, stable_line, stable_metrics
 from .engine_file import engine_problem
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
+
+MAX_TIMES_BYTES = 256 * 1024 * 1024
+
+
+def window_queries(text: str) -> list[Any]:
+    """The queries of one ``--exportTimes`` file that carry a latency, as trtexec wrote them."""
+    try:
+        entries = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RuntimeFailure(f"trtexec's times export is not JSON: {exc}") from None
+    if not isinstance(entries, list):
+        raise RuntimeFailure("trtexec's times export must be a JSON list of queries")
+    return [
+        e for e in entries if isinstance(e, dict) and isinstance(e.get("latencyMs"), (int, float))
+    ]
+
+
+def latencies_ns(queries: list[Any]) -> list[int]:
+    """Each query's latency in ns."""
+    return [int(float(q["latencyMs"]) * 1e6) for q in queries]
+
+
+def windowed_times(
+    run_window: Callable[[], list[Any]], tolerance: float, max_s: float
+) -> tuple[list[Any], dict[str, Any]]:
+    """Run trtexec windows (``run_window`` returns one window's queries) until stable; the
+    last three windows' queries and the ``stable_*`` metrics."""
+    kept: list[list[Any]] = []
+
+    def window() -> list[int]:
+        queries = run_window()
+        if not queries:
+            raise RuntimeFailure("trtexec exported no timed queries; see its log")
+        kept.append(queries)
+        del kept[:-3]
+        return latencies_ns(queries)
+
+    found = measure_until_stable(window, tolerance=tolerance, max_s=max_s)
+    return [q for queries in kept for q in queries], stable_metrics(found)
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -31,6 +82,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     times_json = params.path("times_json")
     profile_json = params.path("profile_json", required=False)
     shapes = params.raw_value("shapes")
+    until_stable = params.boolean("until_stable", False)
+    tolerance = params.number("stable_tolerance", 0.05)
+    max_s = params.number("stable_max_s", 60.0)
     params.finish()
     problem = engine_problem(str(engine))
     if problem is not None:
@@ -40,6 +94,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     ):
         raise UsageError(f"shapes must be {{input: [ints]}}, got {shapes!r}")
     trtexec = require_gpu_and_trtexec("trt.profile")
+    assert log is not None and times_json is not None
     argv = [
         trtexec,
         f"--loadEngine={engine}",
@@ -47,7 +102,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         f"--warmUp={warmup_ms}",
         f"--duration={duration_s}",
         "--percentile=50,90,95,99",
-        f"--exportTimes={times_json}",
     ]
     if shapes:
         argv.append(
@@ -55,7 +109,24 @@ def run(params: Params, report: Report) -> CommandOutput:
         )
     if method == "layerwise" and profile_json:
         argv += [f"--exportProfile={profile_json}", "--separateProfileRun"]
-    assert log is not None
-    run_trtexec(argv + extra, log, report)
+    metrics: dict[str, Any] = {}
+    if not until_stable:
+        run_trtexec([*argv, f"--exportTimes={times_json}", *extra], log, report)
+    else:
+        window_file = times_json + ".window"
+
+        def run_window() -> list[Any]:
+            run_trtexec([*argv, f"--exportTimes={window_file}", *extra], log, report)
+            if os.path.getsize(window_file) > MAX_TIMES_BYTES:
+                raise RuntimeFailure("trtexec's times export is too large; lower iterations")
+            with open(window_file, encoding="utf-8") as fh:
+                return window_queries(fh.read())
+
+        queries, metrics = windowed_times(run_window, tolerance, max_s)
+        os.unlink(window_file)
+        with open(times_json, "w", encoding="utf-8") as fh:
+            json.dump(queries, fh)
+        converged, line = stable_line(metrics, tolerance, max_s)
+        (report.info if converged else report.warn)(line)
     data = {"log": log, "times_json": times_json, "profile_json": profile_json}
-    return CommandOutput(params=params.resolved, metrics={}, data=data)
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)

@@ -62,6 +62,7 @@ class ContainerSettings:
     workdir: str = "/work"
     labels: Mapping[str, str] = field(default_factory=dict)
     gpus: str | None = None  # "all", or a count ("1"): NVIDIA GPUs passed through
+    cpuset: str | None = None  # the host CPUs the container may use ("0-1,3"): --pin-cpus
 
     def config(
         self, command: list[str], image_attrs: Mapping[str, Any], labels: Mapping[str, str]
@@ -81,6 +82,8 @@ class ContainerSettings:
             host["NetworkMode"] = "none"
         if self.cpus is not None:
             host["NanoCpus"] = int(self.cpus * 1e9)
+        if self.cpuset is not None:
+            host["CpusetCpus"] = self.cpuset
         if self.memory is not None:
             host["Memory"] = parse_bytes(self.memory)
         if self.pids is not None:

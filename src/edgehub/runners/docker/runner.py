@@ -47,7 +47,8 @@ class DockerCommandRunner(BaseRunner):
     """Runs argv lists in a container of ``image``; nothing touches Docker until ``__enter__``
     or the first use. ``memory`` defaults to `DEFAULT_MEMORY`, ``pids`` to `DEFAULT_PIDS`;
     ``client`` (a `DockerClient`, kept open) overrides the one `connect` picks for ``host``
-    (a daemon address; default: ``$DOCKER_HOST``'s)."""
+    (a daemon address; default: ``$DOCKER_HOST``'s); ``cpuset`` (``"0-1"``) pins the container
+    to those host CPUs."""
 
     def __init__(
         self,
@@ -62,6 +63,7 @@ class DockerCommandRunner(BaseRunner):
         labels: Mapping[str, str] | None = None,
         keep_warm: float | None = None,
         gpus: str | None = None,
+        cpuset: str | None = None,
         client: DockerClient | None = None,
         host: str | None = None,
     ) -> None:
@@ -76,6 +78,7 @@ class DockerCommandRunner(BaseRunner):
             workdir=workdir,
             labels=dict(labels or {}),
             gpus=gpus,
+            cpuset=cpuset,
         )
         self._keep_warm = keep_warm if keep_warm and keep_warm > 0 else None
         self._container = Container(settings, client, host)

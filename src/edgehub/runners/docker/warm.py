@@ -70,6 +70,8 @@ def warm_key(container: Container) -> str:
         os.getuid(),
         CHANNEL_VERSION,
     ]
+    if settings.cpuset is not None:  # only then, so that unpinned keys stay as they were
+        parts.append(("cpuset", settings.cpuset))
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 

@@ -184,11 +184,13 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
     agent = runner.absolute_path(remote_agent)
     workspace = ctx.device_workspace(dev.name)
     server = None
+    launcher = ["taskset", "-c", ctx.pin_cpus] if ctx.pin_cpus else []  # one word each, quoted
     if config.resident:
         namespace = NAMESPACES.get(runtime, runtime)
         server = str(workspace / f"agent-{namespace}.sock")
         runner.on_release(_stop_server_script(server), key=server)
-        relay = [config.python, agent, "relay", "--socket", server, "--preload", namespace]
+        relay = [*launcher, config.python, agent, "relay", "--socket", server, "--preload"]
+        relay.append(namespace)
         runner.agent_relay(server, relay)
     ctx.client.log_environment({"device_python": config.python, "runtime": runtime})
     shared = _SharedInputs(runner, workspace / "shared")
@@ -199,6 +201,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         python=config.python,
         server=server,
         agent=agent,
+        launcher=launcher,
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel
+from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape, InputShapeRange
 from edgehub.toolchains.outputs import (
     InvocationResult,
@@ -119,9 +120,13 @@ class TensorRTProfiler(Component):
     """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
     ``warm_up_ms`` of warm-up; latency, enqueue, H2D, GPU compute and D2H statistics, and
     per-layer times with ``LAYERWISE``; ``input_shape`` (by input name: ``x:1x3x48x192``) the
-    shapes an engine built for a range of shapes runs at. Needs a GPU where it runs."""
+    shapes an engine built for a range of shapes runs at. Needs a GPU where it runs.
+    ``until_stable`` (local provider): trtexec runs in windows of ``iterations`` until the last
+    three window medians agree within ``stable_tolerance`` or ``stable_max_s`` pass, recorded
+    as ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``."""
 
     run_type = RunType.PROFILE
+    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
 
     def __init__(
         self,
@@ -132,6 +137,9 @@ class TensorRTProfiler(Component):
         iterations: int = 100,
         warm_up_ms: int = 200,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> None:
         super().__init__(
             name=name,
@@ -140,6 +148,9 @@ class TensorRTProfiler(Component):
             iterations=iterations,
             warm_up_ms=warm_up_ms,
             input_shape=input_shape,
+            until_stable=until_stable,
+            stable_tolerance=stable_tolerance,
+            stable_max_s=stable_max_s,
         )
 
     def run(
@@ -152,6 +163,9 @@ class TensorRTProfiler(Component):
         iterations: int = 100,
         warm_up_ms: int = 200,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> TensorRTProfilingResult:
         """Profile ``model``."""
         raise NoProviderError

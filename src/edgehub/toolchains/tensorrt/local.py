@@ -209,6 +209,9 @@ def _profile_local(
     iterations: int = 100,
     warm_up_ms: int = 200,
     input_shape: Any = None,
+    until_stable: bool = False,
+    stable_tolerance: float = 0.05,
+    stable_max_s: float = 60.0,
 ) -> TensorRTProfilingResult:
     shapes = runtime_shapes(input_shape)
     engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
@@ -217,7 +220,7 @@ def _profile_local(
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
     agent = _gpu_agent(ctx, device)
-    request = {
+    request: dict[str, Any] = {
         "engine": f"in/{engine.name}",
         "iterations": int(iterations),
         "warmup_ms": int(warm_up_ms),
@@ -227,6 +230,12 @@ def _profile_local(
         "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
         "shapes": shapes,
     }
+    if until_stable:
+        request.update(
+            until_stable=True,
+            stable_tolerance=float(stable_tolerance),
+            stable_max_s=float(stable_max_s),
+        )
     result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
     record_agent_result(
         ctx, result, skip=frozenset({"engine", "log", "times_json", "profile_json"})

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
@@ -190,11 +191,15 @@ class TFLiteProfiler(Component):
     ``max_secs``, ``run_delay``, ...); those entries take precedence over the options, the
     others are recorded and reported as not applicable, and unknown keys are an error.
     ``input_data`` (arrays by input name, or an ``.npz``) replaces the random inputs;
-    ``input_shape`` sets the random inputs' shapes for dynamic dimensions.
+    ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
+    the timed runs come in windows of ``runs`` until the last three window medians agree within
+    ``stable_tolerance`` (a fraction) or ``stable_max_s`` pass; ``stable_converged`` (1/0, not
+    converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` record it.
     """
 
     run_type = RunType.PROFILE
     option_aliases = {"burn_ins": "warmup"}
+    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
 
     def __init__(
         self,
@@ -210,6 +215,9 @@ class TFLiteProfiler(Component):
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> None:
         super().__init__(
             name=name,
@@ -223,6 +231,9 @@ class TFLiteProfiler(Component):
             xnnpack=xnnpack,
             input_data=input_data,
             input_shape=input_shape,
+            until_stable=until_stable,
+            stable_tolerance=stable_tolerance,
+            stable_max_s=stable_max_s,
         )
 
     def run(
@@ -240,6 +251,9 @@ class TFLiteProfiler(Component):
         xnnpack: bool = True,
         input_data: dict[str, np.ndarray] | Path | None = None,
         input_shape: InputShape | None = None,
+        until_stable: bool = False,
+        stable_tolerance: float = 0.05,
+        stable_max_s: float = 60.0,
     ) -> TFLiteProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

@@ -163,6 +163,9 @@ def _profile_local(
     xnnpack: bool = True,
     input_data: Any = None,
     input_shape: Any = None,
+    until_stable: bool = False,
+    stable_tolerance: float = 0.05,
+    stable_max_s: float = 60.0,
 ) -> TFLiteProfilingResult:
     settings = parse_benchmark_params(benchmark_params)
     path = _tflite_file(model, ctx, "TFLiteProfiler")
@@ -188,6 +191,12 @@ def _profile_local(
         }
     )
     request.update(settings.options)
+    if until_stable:
+        request.update(
+            until_stable=True,
+            stable_tolerance=float(stable_tolerance),
+            stable_max_s=float(stable_max_s),
+        )
     if input_data is not None:
         files["input.npz"] = _input_file(ctx, input_data)
         request["input"] = "in/input.npz"

@@ -1,5 +1,6 @@
-"""Interleaved A/B of two ONNX models in one ONNX Runtime agent (``ort.ab``), on the device's
-agent: the runtime's warm container on this host, or the resident agent of an ``ssh`` device.
+"""Interleaved A/B of two models in one agent process (``ort.ab``, ``tflite.ab``), on the
+device's agent: the runtime's warm container on this host, or the resident agent of an ``ssh``
+device.
 
 Called inside the comparison's run: the models and inputs are staged from its directory, and
 the agent's result (per-round block medians, each model's samples as ``profile_a.json`` and
@@ -13,19 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentResult
-from edgehub.toolchains.onnxruntime.components import ONNXRuntimeProfiler
 from edgehub.toolchains.remote.select import device_agent
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["AB_PROVIDERS", "run_ab_agent"]
+__all__ = ["AB_COMMANDS", "AB_PROVIDERS", "run_ab_agent"]
 
 AB_PROVIDERS = ("local", "ssh")  # where one agent process can hold both models
+AB_COMMANDS = {"onnxruntime": "ort.ab", "tflite": "tflite.ab"}  # the agent command per runtime
 
 
 def run_ab_agent(
     ctx: HubContext,
+    runtime: str,
+    profiler: type[Any],
     model_a: Path,
     model_b: Path,
     *,
@@ -37,14 +40,15 @@ def run_ab_agent(
     input_data: Path | None = None,
     input_shape: Any = None,
 ) -> AgentResult:
-    """Run ``ort.ab`` on ``device``; the result's files hold ``profile_a.json``/``_b.json``."""
+    """Run ``runtime``'s A/B command on ``device`` (where ``profiler`` runs); the result's
+    files hold ``profile_a.json``/``_b.json``."""
     provider = ctx.device(device or "local").provider_type
     if provider not in AB_PROVIDERS:
         raise UsageError(
             f"hub exec ab runs on a device with a {' or '.join(AB_PROVIDERS)} provider; "
             f"{device!r} is {provider}: profile each model there and use hub runs compare"
         )
-    agent = device_agent(ctx, "onnxruntime", device, ONNXRuntimeProfiler)
+    agent = device_agent(ctx, runtime, device, profiler)
     # their own names (the agent's messages name them), B's prefixed where A has its name
     name_a = model_a.name
     name_b = model_b.name if model_b.name != name_a else f"B-{model_b.name}"
@@ -63,4 +67,4 @@ def run_ab_agent(
     if input_data is not None:
         inputs[f"input_data{input_data.suffix}"] = input_data
         request["input_data"] = f"in/input_data{input_data.suffix}"
-    return agent.call("ort.ab", request, inputs=inputs, failure=ProfileError)
+    return agent.call(AB_COMMANDS[runtime], request, inputs=inputs, failure=ProfileError)

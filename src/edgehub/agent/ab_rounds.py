@@ -1,0 +1,132 @@
+"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``): block sizes
+from a short calibration, the rounds in a seeded order, and the result documents.
+
+A runtime gives `measure_rounds` a ``block(side, index, runs, start_at)`` that runs one block of
+model ``side`` ("a" or "b") in its session set ``index`` (0 or 1; sets alternate between rounds):
+``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling from ``start_at``.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Any, Callable, List
+
+from .conditions import ConditionsProbe, conditions_lines
+from .env import collect_env
+from .protocol import CommandOutput, RuntimeFailure, write_json_atomic
+from .report import Report
+from .stats import latency_stats, ms
+
+MIN_BLOCK_RUNS = 3
+MAX_BLOCK_RUNS = 100000
+SWITCH_IN = 2
+CALIBRATION_RUNS = 5
+SIDES = ("a", "b")
+
+Block = Callable[[str, int, int, int], List[int]]
+
+
+def median(values: list[int]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[mid])
+    return (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+@dataclass
+class Rounds:
+    """Each round's row, each model's timed samples (ns), the runs per block, the conditions."""
+
+    rows: list[dict[str, Any]]
+    samples: dict[str, list[int]]
+    per_block: dict[str, int]
+    conditions: dict[str, Any]
+
+
+def measure_rounds(block: Block, rounds: int, block_ms: int, seed: int, report: Report) -> Rounds:
+    """Calibrate the runs per block (about ``block_ms`` each), then run ``rounds`` rounds of one
+    block of each model, AB or BA as drawn from ``seed``; a round's ratio is B/A of the block
+    medians."""
+    per_block: dict[str, int] = {}
+    for side in SIDES:
+        typical_ms = max(ms(median(block(side, 0, CALIBRATION_RUNS, 0))), 1e-6)
+        wanted = math.ceil(block_ms / typical_ms)
+        per_block[side] = max(MIN_BLOCK_RUNS, min(MAX_BLOCK_RUNS, wanted))
+    report.info(
+        f"{rounds} rounds; runs per block: A {per_block['a']}, B {per_block['b']} "
+        f"(about {block_ms} ms each), order seed {seed}"
+    )
+    rng = random.Random(seed)
+    samples: dict[str, list[int]] = {"a": [], "b": []}
+    rows: list[dict[str, Any]] = []
+    probe = ConditionsProbe()
+    for number in range(rounds):
+        order = "ab" if rng.random() < 0.5 else "ba"
+        index = number % 2
+        block_median: dict[str, float] = {}
+        for side in order:
+            timed = block(side, index, per_block[side], len(samples[side]))
+            samples[side].extend(timed)
+            block_median[side] = median(timed)
+        if block_median["a"] <= 0:
+            raise RuntimeFailure("a block of model A measured 0 ms: the clock is too coarse here")
+        rows.append(
+            {
+                "order": order.upper(),
+                "set": index,
+                "a_ms": round(block_median["a"] / 1e6, 6),
+                "b_ms": round(block_median["b"] / 1e6, 6),
+                "ratio": round(block_median["b"] / block_median["a"], 6),
+            }
+        )
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
+    return Rounds(rows, samples, per_block, conditions)
+
+
+def ab_output(
+    found: Rounds,
+    resolved: dict[str, Any],
+    load_ms: dict[str, float],
+    models: dict[str, str],
+    json_paths: dict[str, str | None],
+    seed: int,
+) -> CommandOutput:
+    """The command's result: metrics ``a_*``/``b_*`` (each model's latency statistics, its
+    ``session_create_ms`` the mean load time), ``data.rounds``, and a profile-shaped document
+    per model at ``json_paths`` (``samples_us``, ``stats``, ``env``, ``settings``,
+    ``conditions``)."""
+    metrics: dict[str, Any] = {"rounds": len(found.rows), "seed": seed}
+    stats: dict[str, dict[str, float]] = {}
+    for side in SIDES:
+        stats[side] = latency_stats(found.samples[side])
+        stats[side]["session_create_ms"] = round(load_ms[side], 3)
+        stats[side]["runs"] = len(found.samples[side])
+        for key, value in stats[side].items():
+            metrics[f"{side}_{key}"] = value
+    settings = dict(resolved, runs_per_block=found.per_block, switch_in_runs=SWITCH_IN)
+    env = collect_env()
+    data: dict[str, Any] = {
+        "rounds": found.rows,
+        "runs_per_block": found.per_block,
+        "seed": seed,
+        "conditions": found.conditions,
+    }
+    for side in SIDES:
+        target = json_paths[side]
+        if target:
+            document = {
+                "samples_us": [round(s / 1000.0, 3) for s in found.samples[side]],
+                "stats": stats[side],
+                "env": env,
+                "settings": dict(settings, model_path=models[side], side=side.upper()),
+                "conditions": found.conditions,
+            }
+            write_json_atomic(target, document)
+            data[f"profile_json_{side}"] = target
+    return CommandOutput(params=resolved, metrics=metrics, data=data)
