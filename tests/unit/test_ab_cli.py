@@ -23,10 +23,11 @@ def project(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["ab", "onnxruntime", "a.onnx"], "needs RUNTIME A.onnx B.onnx"),
+        (["ab", "onnxruntime", "a.onnx"], "needs RUNTIME A B"),
         (["ab", "onnxruntime", "a.onnx", "gone.onnx"], "gone.onnx not found"),
         (["ab", "onnxruntime", "a.onnx", "."], "is a directory"),
-        (["ab", "tflite", "a.onnx", "b.onnx"], "supports onnxruntime"),
+        (["ab", "tflite", "a.onnx", "b.onnx"], "compares .tflite models"),
+        (["ab", "tensorrt", "a.onnx", "b.onnx"], "supports onnxruntime, tflite"),
         (["ab", "onnxruntime", "a.onnx", "b.onnx", "--rounds", "3"], "at least 6"),
         (["ab", "onnxruntime", "a.onnx", "b.onnx", "--rounds", "10001"], "at most 10000"),
         (["ab", "onnxruntime", "a.onnx", "b.onnx", "--set", "runs=5"], "not an option"),

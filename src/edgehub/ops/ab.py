@@ -159,6 +159,11 @@ def _check(request: AbRequest) -> None:
         if not model.is_file():
             what = "is a directory, not a model file" if model.is_dir() else "not found"
             raise ModelError(f"model {model} {what}; check the path")
+        if request.runtime == "tflite" and model.suffix.lower() == ".onnx":
+            raise ModelError(
+                f"'{model.name}' is an ONNX model, but hub exec ab tflite compares .tflite "
+                "models: compile each first (hub exec compile tflite MODEL)"
+            )
     if request.inputs is not None and request.runtime != "onnxruntime":
         raise UsageError(
             f"--input applies to hub exec ab onnxruntime; {request.runtime} uses random inputs"
