@@ -40,13 +40,13 @@ from ..models import (
     resolve_model_path,
     save_model,
 )
-from ..protocol import CommandOutput, ModelError, Params, UsageError
+from ..protocol import CommandOutput, ModelError, Params, UsageError, one_line
 from ..report import Report
 from ..tensors import Arrays, TensorSpec, random_inputs
-from . import converter, matching
+from . import converter, layer_map, matching
 from .edges import ModelEdges
 from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
-from .layout import IOMapping, onnx2tf_input_perm, sidecar_path
+from .layout import IOMapping, TensorMap, onnx2tf_input_perm, sidecar_path
 from .onnx_fixups import prepare
 
 # max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
@@ -116,6 +116,36 @@ def _warn_if_inexact(
             + f" (outputs up to {scale:.3g}): onnx2tf may have converted an op wrongly; "
             "compare per output with the invoker before relying on it"
         )
+
+
+def _layer_maps(
+    fixed: Path,
+    scratch: Path,
+    produced: Path,
+    feeds: Arrays,
+    inputs: list[TensorMap],
+    originals: dict[str, str],
+    report: Report,
+) -> list[TensorMap]:
+    """The intermediate tensors' pairs (`layer_map`), found on the float32 model onnx2tf
+    wrote beside ``produced``; none, with a warning, where they cannot be found."""
+    float_model = converter.output_file(scratch / "out", "model", "float32", False)
+    if not float_model.is_file():
+        return []
+    try:
+        edges = ModelEdges(load_interpreter(float_model, xnnpack=False), None)
+        edges.mapping = IOMapping(inputs=inputs, outputs=[])
+        renamed = {originals.get(k, k): v for k, v in feeds.items()}
+        tflite_feeds = edges.feeds(renamed, compiled_names=False)
+        found = layer_map.layer_maps(
+            fixed, float_model, produced, feeds, tflite_feeds, originals, scratch
+        )
+    except Exception as exc:  # the model itself converted: only --layers goes without
+        report.warn(f"intermediate tensors not mapped ({one_line(str(exc))}): eval --layers "
+                    "cannot compare this model's layers")  # fmt: skip
+        return []
+    report.info(f"mapped {len(found)} intermediate ONNX tensor(s) onto TFLite tensors")
+    return found
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -196,6 +226,9 @@ def run(params: Params, report: Report) -> CommandOutput:
             out_specs, edges.outputs, originals, reference, values
         )
         mapping = matching.mapping(inputs, outputs, path.name, precision)
+        if verify and reference is not None:
+            found = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report)
+            mapping.tensors = found
 
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(produced), str(out))

@@ -140,7 +140,7 @@ def _layers(
     outs: tuple[BatchOutputs, BatchOutputs],
 ) -> tuple[LayerSearch, LayerRow | None]:
     """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
-    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows, qdq_match
     from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.tensors import save_npz
 
@@ -149,7 +149,16 @@ def _layers(
     folder = ctx.artifact_dir / "layer_samples"
     for index in range(count):
         save_npz(folder / f"{index:06d}.npz", dataset.samples[index])
-    rows = layer_rows(outs[1].data.get("graph", []), outs[0].data.get("graph", []))
+    if request.runtime == "tflite":  # the compiler's mapping of ONNX onto TFLite tensors
+        pairs: dict[str, str] = dict(outs[0].data.get("tensors") or {})
+        if len(pairs) <= len(outs[0].arrays):
+            ctx.events.warning(
+                "the compiled TFLite model's mapping pairs no intermediate tensor: recompile it "
+                "(with this version) for --layers to compare its layers"
+            )
+        rows = layer_rows(outs[1].data.get("graph", []), pairs.get)
+    else:
+        rows = layer_rows(outs[1].data.get("graph", []), qdq_match(outs[0].data.get("graph", [])))
 
     def probe(marks: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx.events.info(f"layers: probe {', '.join(marks.values())}")

@@ -46,7 +46,7 @@ class EvalRequest:
     """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
     to compute (those the goals name are added); ``worst`` how many samples to name.
-    ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
+    ``layers`` is the threshold of the search for the first divergent layer
     (see `layers`), run on the first ``layer_samples`` samples; None: no search.
     ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
     an EVAL run on the same dataset whose model's outputs serve as the reference.
@@ -88,11 +88,8 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         )
     if request.labels is not None and not request.labels.is_file():
         raise InputDataError(f"labels {request.labels} not found; pass an .npz or .json")
-    if request.layers is not None:
-        if request.runtime != "onnxruntime":
-            raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
-        if not request.layers > 0 or request.layer_samples < 1:
-            raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
+    if request.layers is not None and (not request.layers > 0 or request.layer_samples < 1):
+        raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     if _stored_reference(request) and request.layers is not None:
         raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
     check_fix(request)
