@@ -6,7 +6,7 @@ Request::
      output's ``<stem>.mapping.json``), "precision": "float32" | "float16" | "dynamic_int8" |
      "int8" | "int16x8", "input_shape": null | [ints] (first input) | {name: [ints]},
      "calibration": null | NPZ | DIRECTORY, "quantize_io": false, "per_channel": true,
-     "random_samples": 8, "seed": 0, "verify": true}
+     "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names]}
 
 Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
 kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
@@ -14,6 +14,9 @@ Then, with ``verify``, the ONNX model (onnxruntime) and the TFLite model (LiteRT
 same inputs (the first calibration sample, else random): that pairs the outputs with their ONNX
 names and layouts and measures the conversion error. The mapping is written beside the model.
 
+``exclude_nodes`` (``int8`` with float inputs and outputs) keeps those ONNX nodes in float:
+their TFLite operators are found through the layer pairs (`layer_map`) and the model is
+requantized with them left out (`selective`).
 ``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
 ``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
@@ -43,7 +46,7 @@ from ..models import (
 from ..protocol import CommandOutput, ModelError, Params, UsageError, one_line
 from ..report import Report
 from ..tensors import Arrays, TensorSpec, random_inputs
-from . import converter, layer_map, matching
+from . import converter, layer_map, matching, selective
 from .edges import ModelEdges
 from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
 from .layout import IOMapping, TensorMap, onnx2tf_input_perm, sidecar_path
@@ -126,11 +129,15 @@ def _layer_maps(
     inputs: list[TensorMap],
     originals: dict[str, str],
     report: Report,
+    strict: bool = False,
 ) -> list[TensorMap]:
     """The intermediate tensors' pairs (`layer_map`), found on the float32 model onnx2tf
-    wrote beside ``produced``; none, with a warning, where they cannot be found."""
+    wrote beside ``produced``; none, with a warning, where they cannot be found (with
+    ``strict``, a ModelError)."""
     float_model = converter.output_file(scratch / "out", "model", "float32", False)
     if not float_model.is_file():
+        if strict:
+            raise ModelError("onnx2tf wrote no float32 model to pair the layers on")
         return []
     try:
         edges = ModelEdges(load_interpreter(float_model, xnnpack=False), None)
@@ -141,6 +148,8 @@ def _layer_maps(
             fixed, float_model, produced, feeds, tflite_feeds, originals, scratch
         )
     except Exception as exc:  # the model itself converted: only --layers goes without
+        if strict:
+            raise
         report.warn(f"intermediate tensors not mapped ({one_line(str(exc))}): eval --layers "
                     "cannot compare this model's layers")  # fmt: skip
         return []
@@ -160,6 +169,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     random_samples = params.integer("random_samples", 8, minimum=1)
     seed = params.integer("seed", 0)
     verify = params.boolean("verify", True)
+    exclude_nodes = params.string_list("exclude_nodes") or []
     params.finish()
     assert model_arg is not None and output_arg is not None
 
@@ -172,6 +182,11 @@ def run(params: Params, report: Report) -> CommandOutput:
     if quantize_io and precision not in converter.INTEGER_PRECISIONS:
         report.warn(f"quantize_io only applies to int8 and int16x8; ignored for {precision}")
         quantize_io = False
+    if exclude_nodes and (precision != "int8" or quantize_io or not verify):
+        raise UsageError(
+            "exclude_nodes keeps layers of an int8 model with float inputs and outputs in "
+            "float (and needs verify): use precision int8 without quantize_io"
+        )
     missing = converter.onnx2tf_available()
     if missing:
         raise ModelError(missing)
@@ -212,6 +227,16 @@ def run(params: Params, report: Report) -> CommandOutput:
             reference = pending.result() if pending is not None else None
         finally:
             pool.shutdown(wait=False)
+        float_tensors: list[str] = []
+        if exclude_nodes:
+            edges = ModelEdges(load_interpreter(produced), None)
+            inputs = matching.input_maps(in_specs, edges.inputs, originals)
+            pairs = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report, True)
+            float_tensors = selective.float_tensors(path, exclude_nodes, pairs, report)
+            produced = scratch / "out" / "model_selective.tflite"
+            converter_time += selective.requantize(
+                scratch / "out", calib_files, float_tensors, per_channel, produced, report
+            )
 
         edges = ModelEdges(load_interpreter(produced), None)
         inputs = matching.input_maps(in_specs, edges.inputs, originals)
@@ -255,6 +280,10 @@ def run(params: Params, report: Report) -> CommandOutput:
     resolved = dict(params.resolved)
     resolved["mapping"] = str(mapping_path)
     resolved["input_shapes"] = fixes["input_shapes"]
+    if exclude_nodes:
+        resolved.pop("exclude_nodes", None)
+        resolved["excluded_nodes"] = exclude_nodes
+        resolved["float_tensors"] = float_tensors
     if precision not in converter.INTEGER_PRECISIONS:
         for key in ("calibration", "random_samples", "per_channel", "quantize_io"):
             resolved.pop(key, None)

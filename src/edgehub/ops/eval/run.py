@@ -50,7 +50,7 @@ class EvalRequest:
     (see `layers`), run on the first ``layer_samples`` samples; None: no search.
     ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
     an EVAL run on the same dataset whose model's outputs serve as the reference.
-    ``fix`` (ONNX Runtime int8): when a goal fails, keep up to this many layers in float, one at
+    ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
     a time, until the goals hold, and profile the float, int8 and repaired models (`fix`)."""
 
     runtime: str
