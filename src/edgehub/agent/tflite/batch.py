@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs import load_samples, split_stacked
-from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
+from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stats import ms
 from ..tensors import save_npz
@@ -138,6 +138,11 @@ def _run_all(
         for name, index in marked.items():
             value = dequantized(edges.interpreter, index)
             entry = maps.get(name)
+            if entry is not None and entry.perm and sorted(entry.perm) != list(range(value.ndim)):
+                raise ModelError(
+                    f"the mapping's layout {entry.perm} of tensor '{name}' does not fit its "
+                    f"shape {list(value.shape)}: recompile the model"
+                )
             collected.setdefault(name, []).append(entry.to_onnx(value) if entry else value)
     outputs: dict[str, Any] = {}
     for name, values in collected.items():
