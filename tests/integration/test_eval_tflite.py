@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from tests.integration.test_eval_cli import _outlier_model, hub, runs
+from tests.integration.test_eval_cli import HUB, _outlier_model, hub, runs
 
 pytestmark = pytest.mark.docker
 
@@ -54,9 +55,11 @@ def _host(model: Path, folder: Path, tensor: str) -> np.ndarray:
     return np.stack([session.run([tensor], {"x": np.load(f)["x"]})[0] for f in files])
 
 
-def _eval(folder: Path, *extra: str) -> Any:
-    return hub("exec", "eval", "tflite", "outlier.onnx", "--dataset", "ods",
-               "--set", "calibration_data=ods", *extra, cwd=folder)  # fmt: skip
+def _eval(folder: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Four conversions take a minute or two alone, several on a busy machine: a wide margin."""
+    args = ["exec", "eval", "tflite", "outlier.onnx", "--dataset", "ods",
+            "--set", "calibration_data=ods", *extra]  # fmt: skip
+    return subprocess.run([HUB, *args], cwd=folder, capture_output=True, text=True, timeout=1200)
 
 
 def test_layers_name_the_outlier_layer_of_the_int8_tflite_model(outlier: Path) -> None:

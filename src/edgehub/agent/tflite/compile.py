@@ -187,6 +187,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "exclude_nodes keeps layers of an int8 model with float inputs and outputs in "
             "float (and needs verify): use precision int8 without quantize_io"
         )
+    kept_outputs = selective.node_outputs(path, exclude_nodes) if exclude_nodes else {}
     missing = converter.onnx2tf_available()
     if missing:
         raise ModelError(missing)
@@ -211,8 +212,11 @@ def run(params: Params, report: Report) -> CommandOutput:
         converter.write_sample_file(scratch)
         perms = {s.name: onnx2tf_input_perm(len(s.shape or [])) for s in in_specs}
         calib_files = converter.calibration_arrays(samples, perms, scratch) if samples else {}
+        # with exclude_nodes, onnx2tf only makes the float model and the SavedModel, which
+        # `selective` quantizes (its own int8 variants would be thrown away)
+        converted = "float32" if exclude_nodes else precision
         argv = converter.command(
-            fixed, scratch / "out", precision, quantize_io, calib_files, per_channel
+            fixed, scratch / "out", converted, quantize_io, calib_files, per_channel
         )
         feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
         # onnxruntime's reference run overlaps the conversion (onnx2tf is mostly one thread)
@@ -222,7 +226,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             report.info(f"onnx2tf: converting {path.name} to {precision}")
             converter_time = converter.run_onnx2tf(argv, scratch, report)
             produced = converter.expect_output(
-                converter.output_file(scratch / "out", "model", precision, quantize_io)
+                converter.output_file(scratch / "out", "model", converted, quantize_io)
             )
             reference = pending.result() if pending is not None else None
         finally:
@@ -232,7 +236,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             edges = ModelEdges(load_interpreter(produced), None)
             inputs = matching.input_maps(in_specs, edges.inputs, originals)
             pairs = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report, True)
-            float_tensors = selective.float_tensors(path, exclude_nodes, pairs, report)
+            float_tensors = selective.float_tensors(kept_outputs, pairs, report)
             produced = scratch / "out" / "model_selective.tflite"
             converter_time += selective.requantize(
                 scratch / "out", calib_files, float_tensors, per_channel, produced, report

@@ -53,12 +53,9 @@ def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list
     return [sys.executable, "-c", code, json.dumps(job)]
 
 
-def float_tensors(
-    model: Path, nodes: list[str], pairs: list[TensorMap], report: Report
-) -> list[str]:
-    """The TFLite tensors whose operators carry the ONNX ``nodes`` of ``model`` (named as
-    onnxruntime's graph lists them: the name, else ``<op>_<index>``). A node with no TFLite
-    tensor of its own was fused into the operator after it, which carries it."""
+def node_outputs(model: Path, nodes: list[str]) -> dict[str, list[str]]:
+    """The output tensors of each of ``model``'s ``nodes`` (named as onnxruntime's graph lists
+    them: the name, else ``<op>_<index>``); an unknown name is a UsageError."""
     graph = load_model(model, load_external_data=False).graph
     outputs = {
         node.name or f"{node.op_type}_{index}": [n for n in node.output if n]
@@ -70,6 +67,16 @@ def float_tensors(
             f"exclude_nodes names {', '.join(repr(n) for n in unknown)}, which the model has "
             "no node of; use the node names eval --layers lists"
         )
+    return {name: outputs[name] for name in nodes}
+
+
+def float_tensors(
+    outputs: dict[str, list[str]], pairs: list[TensorMap], report: Report
+) -> list[str]:
+    """The TFLite tensors whose operators carry the ONNX nodes ``outputs`` (see
+    `node_outputs`). A node with no TFLite tensor of its own was fused into the operator after
+    it, which carries it."""
+    nodes = list(outputs)
     paired = {t.onnx_name: t.tflite_name for t in pairs}
     found: list[str] = []
     fused: list[str] = []
@@ -81,7 +88,8 @@ def float_tensors(
     if not found:
         raise UsageError(
             f"exclude_nodes {', '.join(nodes)} have no TFLite operator of their own (fused into "
-            "the next one): name the layer eval --layers says they were fused into"
+            "the next one) or make a model output, which stays quantized: name the layer eval "
+            "--layers says they were fused into"
         )
     if fused:
         report.info(f"{', '.join(fused)}: fused into a TFLite operator kept in float with it")
