@@ -398,9 +398,6 @@ def test_layers_name_the_outlier_layer_in_few_runs(project: Path) -> None:
                "--set", "quantization=static", "--layers", "0.2", cwd=project)  # fmt: skip
     assert text.returncode == 0, text.stderr
     assert "first divergent layer: relu3 (Relu, tensor s3; conv3 fused into it)" in text.stdout
-    tflite = hub("exec", "eval", "tflite", "outlier.onnx", "--dataset", "ods", "--layers",
-                 cwd=project)  # fmt: skip
-    assert tflite.returncode == 2 and "--layers compares ONNX Runtime models" in tflite.stderr
 
 
 def test_interrupted_eval_is_killed_and_leaves_no_container(project: Path) -> None:

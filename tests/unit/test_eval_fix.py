@@ -4,7 +4,7 @@ them (the quantizer folds each Conv into the Relu after it)."""
 from __future__ import annotations
 
 from edgehub.ops.eval.fix import propose
-from edgehub.ops.eval.layers import LayerRow, layer_rows
+from edgehub.ops.eval.layers import LayerRow, layer_rows, qdq_match
 
 
 def _chain(compiled: set[str]) -> list[LayerRow]:
@@ -15,7 +15,7 @@ def _chain(compiled: set[str]) -> list[LayerRow]:
         for i, n in enumerate(names)
     ]
     made = [{"outputs": [f"{t}_DequantizeLinear_Output"]} for t in sorted(compiled)]
-    return layer_rows(reference, made)
+    return layer_rows(reference, qdq_match(made))
 
 
 def test_the_first_divergent_layer_with_what_was_fused_into_it() -> None:

@@ -171,12 +171,12 @@ def _chain(count: int) -> list[dict[str, object]]:
 
 
 def test_layer_bisection_finds_the_first_divergent_layer_in_few_runs() -> None:
-    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows, qdq_match
 
     count, bad = 100, 37
     reference = _chain(count)
     compiled = [n for n in _chain(count) if n["name"] != "n36"]  # n36 folded into n37
-    rows = layer_rows(reference, compiled)
+    rows = layer_rows(reference, qdq_match(compiled))
     marked: list[list[str]] = []
 
     def probe(marks: dict[str, str], bad: int = bad) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -197,7 +197,8 @@ def test_layer_bisection_finds_the_first_divergent_layer_in_few_runs() -> None:
     report = search.to_dict(first, 2)
     assert report["fused_or_renamed"] == [{"node": "n36", "op": "Relu", "tensor": "t36"}]
 
-    calm = LayerSearch(layer_rows(reference, reference), 0.2, lambda m: probe(m, bad=count))
+    rows = layer_rows(reference, qdq_match(reference))
+    calm = LayerSearch(rows, 0.2, lambda m: probe(m, bad=count))
     assert calm.first_divergent() is None and calm.runs == 1
 
 

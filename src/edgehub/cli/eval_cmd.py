@@ -67,7 +67,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         const=0.2,
         type=float,
         metavar="REL_L2",
-        help="onnxruntime: find the first layer whose output diverges from the reference's "
+        help="find the first layer whose output diverges from the reference's "
         "(worst channel's relative L2 error above REL_L2, default 0.2), bisecting over the "
         "graph order on the first 4 samples",
     )
@@ -77,7 +77,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         const=FIX_LIMIT,
         type=int,
         metavar="MAX_LAYERS",
-        help="onnxruntime int8: when a goal fails, keep layers in float one at a time (from the "
+        help="int8 models: when a goal fails, keep layers in float one at a time (from the "
         f"first divergent one, see --layers) until the goals hold or MAX_LAYERS (default "
         f"{FIX_LIMIT}) are; then profile the float, int8 and repaired models and print "
         "accuracy against latency",

@@ -6,7 +6,7 @@ Request::
      output's ``<stem>.mapping.json``), "precision": "float32" | "float16" | "dynamic_int8" |
      "int8" | "int16x8", "input_shape": null | [ints] (first input) | {name: [ints]},
      "calibration": null | NPZ | DIRECTORY, "quantize_io": false, "per_channel": true,
-     "random_samples": 8, "seed": 0, "verify": true}
+     "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names]}
 
 Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
 kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
@@ -14,6 +14,9 @@ Then, with ``verify``, the ONNX model (onnxruntime) and the TFLite model (LiteRT
 same inputs (the first calibration sample, else random): that pairs the outputs with their ONNX
 names and layouts and measures the conversion error. The mapping is written beside the model.
 
+``exclude_nodes`` (``int8`` with float inputs and outputs) keeps those ONNX nodes in float:
+their TFLite operators are found through the layer pairs (`layer_map`) and the model is
+requantized with them left out (`selective`).
 ``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
 ``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
@@ -40,13 +43,13 @@ from ..models import (
     resolve_model_path,
     save_model,
 )
-from ..protocol import CommandOutput, ModelError, Params, UsageError
+from ..protocol import CommandOutput, ModelError, Params, UsageError, one_line
 from ..report import Report
 from ..tensors import Arrays, TensorSpec, random_inputs
-from . import converter, matching
+from . import converter, layer_map, matching, selective
 from .edges import ModelEdges
 from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
-from .layout import IOMapping, onnx2tf_input_perm, sidecar_path
+from .layout import IOMapping, TensorMap, onnx2tf_input_perm, sidecar_path
 from .onnx_fixups import prepare
 
 # max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
@@ -118,6 +121,42 @@ def _warn_if_inexact(
         )
 
 
+def _layer_maps(
+    fixed: Path,
+    scratch: Path,
+    produced: Path,
+    feeds: Arrays,
+    inputs: list[TensorMap],
+    originals: dict[str, str],
+    report: Report,
+    strict: bool = False,
+) -> list[TensorMap]:
+    """The intermediate tensors' pairs (`layer_map`), found on the float32 model onnx2tf
+    wrote beside ``produced``; none, with a warning, where they cannot be found (with
+    ``strict``, a ModelError)."""
+    float_model = converter.output_file(scratch / "out", "model", "float32", False)
+    if not float_model.is_file():
+        if strict:
+            raise ModelError("onnx2tf wrote no float32 model to pair the layers on")
+        return []
+    try:
+        edges = ModelEdges(load_interpreter(float_model, xnnpack=False), None)
+        edges.mapping = IOMapping(inputs=inputs, outputs=[])
+        renamed = {originals.get(k, k): v for k, v in feeds.items()}
+        tflite_feeds = edges.feeds(renamed, compiled_names=False)
+        found = layer_map.layer_maps(
+            fixed, float_model, produced, feeds, tflite_feeds, originals, scratch
+        )
+    except Exception as exc:  # the model itself converted: only --layers goes without
+        if strict:
+            raise
+        report.warn(f"intermediate tensors not mapped ({one_line(str(exc))}): eval --layers "
+                    "cannot compare this model's layers")  # fmt: skip
+        return []
+    report.info(f"mapped {len(found)} intermediate ONNX tensor(s) onto TFLite tensors")
+    return found
+
+
 def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
     output_arg = params.path("output")
@@ -130,6 +169,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     random_samples = params.integer("random_samples", 8, minimum=1)
     seed = params.integer("seed", 0)
     verify = params.boolean("verify", True)
+    exclude_nodes = params.string_list("exclude_nodes") or []
     params.finish()
     assert model_arg is not None and output_arg is not None
 
@@ -142,6 +182,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     if quantize_io and precision not in converter.INTEGER_PRECISIONS:
         report.warn(f"quantize_io only applies to int8 and int16x8; ignored for {precision}")
         quantize_io = False
+    if exclude_nodes and (precision != "int8" or quantize_io or not verify):
+        raise UsageError(
+            "exclude_nodes keeps layers of an int8 model with float inputs and outputs in "
+            "float (and needs verify): use precision int8 without quantize_io"
+        )
+    kept_outputs = selective.node_outputs(path, exclude_nodes) if exclude_nodes else {}
     missing = converter.onnx2tf_available()
     if missing:
         raise ModelError(missing)
@@ -166,8 +212,11 @@ def run(params: Params, report: Report) -> CommandOutput:
         converter.write_sample_file(scratch)
         perms = {s.name: onnx2tf_input_perm(len(s.shape or [])) for s in in_specs}
         calib_files = converter.calibration_arrays(samples, perms, scratch) if samples else {}
+        # with exclude_nodes, onnx2tf only makes the float model and the SavedModel, which
+        # `selective` quantizes (its own int8 variants would be thrown away)
+        converted = "float32" if exclude_nodes else precision
         argv = converter.command(
-            fixed, scratch / "out", precision, quantize_io, calib_files, per_channel
+            fixed, scratch / "out", converted, quantize_io, calib_files, per_channel
         )
         feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
         # onnxruntime's reference run overlaps the conversion (onnx2tf is mostly one thread)
@@ -177,11 +226,21 @@ def run(params: Params, report: Report) -> CommandOutput:
             report.info(f"onnx2tf: converting {path.name} to {precision}")
             converter_time = converter.run_onnx2tf(argv, scratch, report)
             produced = converter.expect_output(
-                converter.output_file(scratch / "out", "model", precision, quantize_io)
+                converter.output_file(scratch / "out", "model", converted, quantize_io)
             )
             reference = pending.result() if pending is not None else None
         finally:
             pool.shutdown(wait=False)
+        float_tensors: list[str] = []
+        if exclude_nodes:
+            edges = ModelEdges(load_interpreter(produced), None)
+            inputs = matching.input_maps(in_specs, edges.inputs, originals)
+            pairs = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report, True)
+            float_tensors = selective.float_tensors(kept_outputs, pairs, report)
+            produced = scratch / "out" / "model_selective.tflite"
+            converter_time += selective.requantize(
+                scratch / "out", calib_files, float_tensors, per_channel, produced, report
+            )
 
         edges = ModelEdges(load_interpreter(produced), None)
         inputs = matching.input_maps(in_specs, edges.inputs, originals)
@@ -196,6 +255,9 @@ def run(params: Params, report: Report) -> CommandOutput:
             out_specs, edges.outputs, originals, reference, values
         )
         mapping = matching.mapping(inputs, outputs, path.name, precision)
+        if verify and reference is not None:
+            found = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report)
+            mapping.tensors = found
 
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(produced), str(out))
@@ -222,6 +284,10 @@ def run(params: Params, report: Report) -> CommandOutput:
     resolved = dict(params.resolved)
     resolved["mapping"] = str(mapping_path)
     resolved["input_shapes"] = fixes["input_shapes"]
+    if exclude_nodes:
+        resolved.pop("exclude_nodes", None)
+        resolved["excluded_nodes"] = exclude_nodes
+        resolved["float_tensors"] = float_tensors
     if precision not in converter.INTEGER_PRECISIONS:
         for key in ("calibration", "random_samples", "per_channel", "quantize_io"):
             resolved.pop(key, None)

@@ -116,8 +116,9 @@ def failure_reason(lines: Sequence[str]) -> str:
     return f"{reason} (ONNX node '{node}')" if node else reason
 
 
-def run_onnx2tf(argv: list[str], cwd: Path, report: Report) -> float:
-    """Run onnx2tf; stream its meaningful lines; returns its wall time in seconds.
+def run_onnx2tf(argv: list[str], cwd: Path, report: Report, tool: str = "onnx2tf") -> float:
+    """Run onnx2tf (or another converter child, ``tool``); stream its meaningful lines;
+    returns its wall time in seconds.
 
     A failed conversion is a ModelError carrying the converter's reason; the child (and any
     process it started) is killed if this agent is stopped.
@@ -147,14 +148,14 @@ def run_onnx2tf(argv: list[str], cwd: Path, report: Report) -> float:
                 continue
             tail.append(line)
             if not _NOISE.match(line) and not line.startswith(("  File ", "    ")):
-                report.info(f"onnx2tf: {line}")
+                report.info(f"{tool}: {line}")
         code = proc.wait()
     except BaseException:
         _kill(proc)
         raise
     elapsed = time.perf_counter() - started
     if code != 0:
-        raise ModelError(f"onnx2tf cannot convert the model: {failure_reason(list(tail))}")
+        raise ModelError(f"{tool} cannot convert the model: {failure_reason(list(tail))}")
     return elapsed
 
 

@@ -9,16 +9,18 @@ TFLite name and the axis permutation in a JSON sidecar beside the model
      "inputs": [{"onnx_name": "image", "tflite_name": "image", "onnx_shape": [1, 3, 32, 32],
                  "tflite_shape": [1, 32, 32, 3], "perm": [0, 2, 3, 1], "onnx_dtype": "float32",
                  "tflite_dtype": "int8"}],
-     "outputs": [...]}
+     "outputs": [...], "tensors": [...]}
 
-``perm`` reads "TFLite array = ONNX array transposed by perm" (the inverse goes back). A model
-without a sidecar maps every tensor onto itself.
+``tensors`` (optional) pairs intermediate ONNX tensors with TFLite tensors the same way (see
+`layer_map`); eval's ``--layers`` reads them. ``perm`` reads "TFLite array = ONNX array
+transposed by perm" (the inverse goes back). A model without a sidecar maps every tensor onto
+itself.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -59,6 +61,7 @@ class IOMapping:
     outputs: list[TensorMap]
     source: str | None = None
     precision: str | None = None
+    tensors: list[TensorMap] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +70,7 @@ class IOMapping:
             "precision": self.precision,
             "inputs": [asdict(t) for t in self.inputs],
             "outputs": [asdict(t) for t in self.outputs],
+            "tensors": [asdict(t) for t in self.tensors],
         }
 
     @classmethod
@@ -81,6 +85,7 @@ class IOMapping:
                 outputs=[TensorMap(**t) for t in raw["outputs"]],
                 source=raw.get("source"),
                 precision=raw.get("precision"),
+                tensors=[TensorMap(**t) for t in raw.get("tensors") or []],
             )
         except (KeyError, TypeError) as exc:
             raise ModelError(f"'{where}' is a damaged TFLite mapping ({exc}): recompile") from exc

@@ -1,16 +1,17 @@
-"""`--fix`: the fewest layers of an int8 (QDQ) ONNX Runtime model to keep in float so that
-its accuracy goals hold, and what that repair costs in latency.
+"""`--fix`: the fewest layers of an int8 model to keep in float so that its accuracy goals
+hold, and what that repair costs in latency.
 
 Greedy, from the first divergent layer (`layers`): each step keeps one more layer in float
-(the matched layer with the nodes the quantizer fused into it, given to the compiler as
-``exclude_nodes``, ONNX Runtime's ``nodes_to_exclude``), recompiles, re-evaluates and searches
-the repaired model again. Where the first divergent layer is one kept in float already, its
-output is still quantized for the layers it feeds, so those layers are kept next. It stops when
-the goals hold, when no layer is left to propose, or after ``limit`` layers. Then the float
-model (``quantization=none``), the fully quantized one and the repaired one are evaluated and
-profiled on the same device, for the table of accuracy against latency. Every run (compiles,
-evals, profiles) is a child of one ``FIX`` run, which keeps the steps and the table as
-``fix.json``.
+(the matched layer with the nodes the compiler fused into it, given to the compiler as
+``exclude_nodes``: ONNX Runtime's ``nodes_to_exclude`` for a QDQ model, TensorFlow's
+selective quantization for TFLite), recompiles, re-evaluates and searches the repaired model
+again. Where the first divergent layer is one kept in float already, its output is still
+quantized for the layers it feeds, so those layers are kept next. It stops when the goals
+hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
+runtime's float precision, `_PRECISIONS`), the fully quantized one and the repaired one are
+evaluated and profiled on the same device, for the table of accuracy against latency. Every
+run (compiles, evals, profiles) is a child of one ``FIX`` run, which keeps the steps and the
+table as ``fix.json``.
 """
 
 from __future__ import annotations
@@ -38,8 +39,28 @@ __all__ = ["FIX_RUN", "FixReport", "check_fix", "propose", "repair"]
 
 FIX_RUN = "FIX"
 DEFAULT_THRESHOLD = 0.2
-# compile options that only static quantization reads: dropped for the float model
-_STATIC_ONLY = ("calibration_data", "calibration_method", "per_channel", "quantize_io")
+
+
+@dataclass(frozen=True)
+class _Precision:
+    """How a runtime's compiler is told its precision: the option (``key``), its float value,
+    and the options only quantization reads (dropped for the float model)."""
+
+    key: str
+    float_value: str
+    quantized_only: tuple[str, ...]
+
+
+_PRECISIONS = {
+    "onnxruntime": _Precision(
+        "quantization",
+        "none",
+        ("calibration_data", "calibration_method", "per_channel", "quantize_io"),
+    ),
+    "tflite": _Precision(
+        "precision", "float32", ("calibration_data", "per_channel", "quantize_io")
+    ),
+}
 
 
 @dataclass
@@ -75,14 +96,27 @@ def check_fix(request: EvalRequest) -> None:
     """Usage errors of ``--fix`` before anything runs."""
     if request.fix is None:
         return
-    if request.runtime != "onnxruntime":
-        raise UsageError("--fix repairs ONNX Runtime int8 models so far; drop it for tflite")
+    if request.runtime not in _PRECISIONS:
+        raise UsageError(f"--fix repairs {', '.join(_PRECISIONS)} int8 models; drop it")
     if request.model is None:
         raise UsageError("--fix recompiles the model: give a MODEL path, not --from-run")
-    if request.options.get("quantization", "static") != "static":
+    options = request.options
+    if request.runtime == "onnxruntime" and options.get("quantization", "static") != "static":
         raise UsageError(
             "--fix keeps layers of a static int8 model in float; drop --set quantization"
         )
+    if request.runtime == "tflite":
+        implied = "int8" if "calibration_data" in options or options.get("quantize_io") else None
+        if (options.get("precision") or implied) != "int8":
+            raise UsageError(
+                "--fix keeps layers of an int8 TFLite model in float: give --set "
+                "calibration_data=DIR (or --set precision=int8)"
+            )
+        if options.get("quantize_io"):
+            raise UsageError(
+                "--fix keeps layers in float in TFLite models with float inputs and outputs; "
+                "drop --set quantize_io"
+            )
     if not request.goals:
         raise UsageError("--fix repairs until the goals hold: name at least one --goal")
     if request.fix < 1:
@@ -203,10 +237,10 @@ def repair(
                 else "the goals hold without a repair"
             )
         ctx.events.info(f"fix: {fix.reason}")
-        float_options = {
-            k: v for k, v in request.options.items() if k not in (*_STATIC_ONLY, "quantization")
-        }
-        float_options["quantization"] = "none"
+        precision = _PRECISIONS[request.runtime]
+        dropped = (*precision.quantized_only, precision.key)
+        float_options = {k: v for k, v in request.options.items() if k not in dropped}
+        float_options[precision.key] = precision.float_value
         float_model = _compile(ctx, request, runtime, reference, float_options, "fix float32")
         plain = replace(request, layers=None, name="fix float32")
         float_report = _measure(

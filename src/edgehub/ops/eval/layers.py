@@ -1,19 +1,21 @@
-"""Where accuracy breaks: the first layer of a quantized ONNX model whose output diverges from
-the float reference's, found by bisection over the graph order.
+"""Where accuracy breaks: the first layer of a compiled model whose output diverges from the
+float reference's, found by bisection over the graph order.
 
 Layers are the reference's nodes in graph (topological) order; a node's tensor is its first
-output, found in the compiled (QDQ) model as ``<tensor>_DequantizeLinear_Output`` (the value
-its consumers see) or under its own name. A layer without a counterpart was fused or renamed
-by the compiler and is reported as such, and named in the ``fused`` list of the next matched
-layer it feeds (a Conv folded into the Relu after it is judged with that Relu). A layer's
-error is measured on a few samples: the relative L2 error, cosine and SNR of the whole tensor,
-and the worst per-channel relative L2 (channels on axis 1), which catches channels a
-per-tensor int8 scale crushes even where one outlier channel dominates the whole tensor's
-norm. A layer **diverges** when its worst channel error exceeds the threshold; errors carry
-forward through the graph, so the first divergent layer is found by bisection, each probe one
-extra run of both models with that layer's tensor (and its producers', to tell how much the
-layer itself added) marked as outputs: at most ceil(log2(layers)) + 1 extra runs, never every
-tensor at once.
+output, found in the compiled model by the runtime's rule: in an ONNX Runtime QDQ model as
+``<tensor>_DequantizeLinear_Output`` (the value its consumers see) or under its own name
+(`qdq_match`); in a TFLite model through the compiler's mapping of ONNX tensors onto TFLite
+tensors (the agent dequantizes them and puts them in the ONNX layout). A layer without a
+counterpart was fused or renamed by the compiler and is reported as such, and named in the
+``fused`` list of the next matched layer it feeds (a Conv folded into the Relu after it is
+judged with that Relu). A layer's error is measured on a few samples: the relative L2 error,
+cosine and SNR of the whole tensor, and the worst per-channel relative L2 (channels on axis 1),
+which catches channels a per-tensor int8 scale crushes even where one outlier channel dominates
+the whole tensor's norm. A layer **diverges** when its worst channel error exceeds the
+threshold; errors carry forward through the graph, so the first divergent layer is found by
+bisection, each probe one extra run of both models with that layer's tensor (and its
+producers', to tell how much the layer itself added) marked as outputs: at most
+ceil(log2(layers)) + 1 extra runs, never every tensor at once.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from edgehub.ops.eval.metrics import IDENTICAL_DB
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["LayerRow", "LayerSearch", "layer_rows", "tensor_errors"]
+__all__ = ["LayerRow", "LayerSearch", "layer_rows", "qdq_match", "tensor_errors"]
 
 # marks: {compiled tensor name: reference tensor name} -> (model arrays, reference arrays)
 Probe = Callable[[dict[str, str]], tuple[dict[str, Any], dict[str, Any]]]
@@ -60,20 +62,30 @@ class LayerRow:
         return data
 
 
-def layer_rows(
-    reference: Sequence[dict[str, Any]], compiled: Sequence[dict[str, Any]]
-) -> list[LayerRow]:
-    """The reference's nodes (``{name, op, inputs, outputs}`` in graph order) matched by
-    tensor name to the compiled model's."""
+def qdq_match(compiled: Sequence[dict[str, Any]]) -> Callable[[str], str | None]:
+    """The compiled tensor of a reference tensor in a QDQ model of nodes ``compiled``
+    (``{name, op, inputs, outputs}``): its dequantized value, else itself, else None."""
     made = {name for node in compiled for name in node["outputs"]}
+
+    def match(tensor: str) -> str | None:
+        dequantized = f"{tensor}_DequantizeLinear_Output"
+        return dequantized if dequantized in made else tensor if tensor in made else None
+
+    return match
+
+
+def layer_rows(
+    reference: Sequence[dict[str, Any]], matcher: Callable[[str], str | None]
+) -> list[LayerRow]:
+    """The reference's nodes (``{name, op, inputs, outputs}`` in graph order), each with the
+    compiled model's tensor ``matcher`` gives for its first output."""
     producer: dict[str, int] = {}
     rows: list[LayerRow] = []
     for node in reference:
         if not node["outputs"]:
             continue
         tensor = node["outputs"][0]
-        dequantized = f"{tensor}_DequantizeLinear_Output"
-        match = dequantized if dequantized in made else tensor if tensor in made else None
+        match = matcher(tensor)
         producers = sorted({producer[n] for n in node["inputs"] if n in producer})
         rows.append(LayerRow(len(rows), node["name"], node["op"], tensor, match, producers))
         for name in node["outputs"]:

@@ -141,7 +141,7 @@ def _layers(
     outs: tuple[BatchOutputs, BatchOutputs],
 ) -> tuple[LayerSearch, LayerRow | None]:
     """Bisect for the first divergent layer on the first ``layer_samples`` samples."""
-    from edgehub.ops.eval.layers import LayerSearch, layer_rows
+    from edgehub.ops.eval.layers import LayerSearch, layer_rows, qdq_match
     from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.tensors import save_npz
 
@@ -150,7 +150,18 @@ def _layers(
     folder = ctx.artifact_dir / "layer_samples"
     for index in range(count):
         save_npz(folder / f"{index:06d}.npz", dataset.samples[index])
-    rows = layer_rows(outs[1].data.get("graph", []), outs[0].data.get("graph", []))
+    nodes = outs[1].data.get("graph", [])
+    if request.runtime == "tflite":  # the compiler's mapping of ONNX onto TFLite tensors
+        pairs: dict[str, str] = dict(outs[0].data.get("tensors") or {})
+        if len(pairs) <= len(outs[0].arrays) < len(nodes):
+            raise UsageError(
+                "the compiled TFLite model's mapping pairs none of the ONNX model's intermediate "
+                "tensors (compiled by an older edgehub, or the pairing failed: see the "
+                "compile's warnings); recompile it for --layers"
+            )
+        rows = layer_rows(nodes, pairs.get)
+    else:
+        rows = layer_rows(nodes, qdq_match(outs[0].data.get("graph", [])))
 
     def probe(marks: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         ctx.events.info(f"layers: probe {', '.join(marks.values())}")

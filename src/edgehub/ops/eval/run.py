@@ -47,11 +47,11 @@ class EvalRequest:
     """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
     to compute (those the goals name are added); ``worst`` how many samples to name.
-    ``layers`` (ONNX Runtime) is the threshold of the search for the first divergent layer
+    ``layers`` is the threshold of the search for the first divergent layer
     (see `layers`), run on the first ``layer_samples`` samples; None: no search.
     ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
     an EVAL run on the same dataset whose model's outputs serve as the reference.
-    ``fix`` (ONNX Runtime int8): when a goal fails, keep up to this many layers in float, one at
+    ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
     a time, until the goals hold, and profile the float, int8 and repaired models (`fix`)."""
 
     runtime: str
@@ -89,11 +89,8 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         )
     if request.labels is not None and not request.labels.is_file():
         raise InputDataError(f"labels {request.labels} not found; pass an .npz or .json")
-    if request.layers is not None:
-        if request.runtime != "onnxruntime":
-            raise UsageError("--layers compares ONNX Runtime models so far; drop it for tflite")
-        if not request.layers > 0 or request.layer_samples < 1:
-            raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
+    if request.layers is not None and (not request.layers > 0 or request.layer_samples < 1):
+        raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     if _stored_reference(request) and request.layers is not None:
         raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
     check_fix(request)

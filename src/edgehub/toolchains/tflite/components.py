@@ -139,6 +139,8 @@ class TFLiteCompiler(Component):
     name with a leading samples axis, a directory of samples, or a dict of arrays) calibrates
     the integer precisions (random data, with a warning, when absent); ``quantize_io`` makes
     them take and return integer tensors. ``input_shape`` fixes dynamic input dimensions.
+    ``exclude_nodes`` (ONNX node names; ``int8`` with float inputs and outputs) stay in float:
+    their TFLite operators are left out of quantization (TensorFlow's selective quantization).
     """
 
     run_type = RunType.COMPILE
@@ -153,6 +155,7 @@ class TFLiteCompiler(Component):
         quantize_io: bool = False,
         precision: Precision | None = None,
         per_channel: bool = True,
+        exclude_nodes: list[str] | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -162,6 +165,7 @@ class TFLiteCompiler(Component):
             quantize_io=quantize_io,
             precision=precision,
             per_channel=per_channel,
+            exclude_nodes=exclude_nodes,
         )
 
     def run(
@@ -175,6 +179,7 @@ class TFLiteCompiler(Component):
         quantize_io: bool = False,
         precision: Precision | None = None,
         per_channel: bool = True,
+        exclude_nodes: list[str] | None = None,
     ) -> TFLiteCompiledModel:
         """Convert ``onnx_path``; options override the constructor's."""
         raise NoProviderError

@@ -116,6 +116,7 @@ def _compile_local(
     quantize_io: bool = False,
     precision: str | None = None,
     per_channel: bool = True,
+    exclude_nodes: list[str] | None = None,
 ) -> TFLiteCompiledModel:
     model = _onnx_file(onnx_path)
     chosen = precision or ("int8" if calibration_data is not None or quantize_io else "float32")
@@ -136,6 +137,8 @@ def _compile_local(
         "quantize_io": bool(quantize_io),
         "per_channel": bool(per_channel),
     }
+    if exclude_nodes:
+        request["exclude_nodes"] = [str(name) for name in exclude_nodes]
     calibration = calibration_file(ctx.artifact_dir, calibration_data)
     if calibration is not None:
         inputs[f"calibration{calibration.suffix}"] = calibration
