@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.errors import UsageError
 from edgehub.ops.eval.goals import check_goal
 from edgehub.ops.eval.report import EvalReport
 from edgehub.toolchains.evaluation import batch_runner, pair_outputs, run_both, score_outputs
