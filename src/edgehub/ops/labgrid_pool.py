@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 __all__ = [
     "PlaceInfo",
     "PlacePool",
+    "avoiding",
     "device_places",
     "hold_place",
+    "last_held_place",
     "matching_places",
     "open_pool",
 ]
@@ -151,6 +153,27 @@ def device_places(project: Project, device: str) -> list[PlaceInfo] | None:
         pool.close()
 
 
+_thread = threading.local()  # this thread's last held place, and the places it avoids
+
+
+def last_held_place() -> str | None:
+    """The name of the place this thread held last (its measurement's board), if any."""
+    name = getattr(_thread, "held", None)
+    return name if isinstance(name, str) else None
+
+
+@contextlib.contextmanager
+def avoiding(names: set[str]) -> Iterator[None]:
+    """While the block runs, `hold_place` in this thread passes the places ``names`` over (a
+    sweep cell retried after its board died goes to another board)."""
+    before: frozenset[str] = getattr(_thread, "avoid", frozenset())
+    _thread.avoid = before | names
+    try:
+        yield
+    finally:
+        _thread.avoid = before
+
+
 def _describe(config: LabgridConfig) -> str:
     tags = f" with tags {', '.join(config.tags)}" if config.tags else ""
     return f"place {config.place!r}{tags} on {config.coordinator}"
@@ -210,6 +233,9 @@ def hold_place(
         if not candidates:
             raise DeviceBusyError(f"no labgrid {_describe(config)}; check the coordinator's places")
         skipped = {p.name: why for p in candidates if skip is not None and (why := skip(p))}
+        avoid: frozenset[str] = getattr(_thread, "avoid", frozenset())
+        died = "its board died in this cell"
+        skipped.update({p.name: died for p in candidates if p.name in avoid})
         held = None
         for place in candidates:
             if place.name in skipped:
@@ -248,6 +274,7 @@ def hold_place(
         else:
             time.sleep(_POLL_S)
     fresh = next((p for p in pool.places() if p.name == held.name), held)
+    _thread.held = held.name
     try:
         renewal = Renewal(pool, held.name, fresh.comment, config.holder_ttl)
     except BaseException:
