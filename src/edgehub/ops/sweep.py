@@ -297,8 +297,8 @@ class _Sweep:
 
 def _workers(project: Project, device: str) -> int:
     """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
-    of places that match it and are not quarantined (each cell then holds a place of its
-    own)."""
+    of places that match it, have their resources (an address) and are not quarantined (each
+    cell then holds a place of its own)."""
     from edgehub.core.device.configs import LabgridConfig
     from edgehub.ops.board_health import health_book
     from edgehub.ops.boards import place_board_key
@@ -310,7 +310,9 @@ def _workers(project: Project, device: str) -> int:
     section = project.config.devices[device].labgrid
     config = LabgridConfig(**section.values) if section is not None else LabgridConfig()
     book = health_book(project)
-    usable = [p for p in places if book.skip_reason(place_board_key(p, config)) is None]
+    usable = [
+        p for p in places if p.address and book.skip_reason(place_board_key(p, config)) is None
+    ]
     return max(1, len(usable))
 
 
