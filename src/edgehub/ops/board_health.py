@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import DeviceUnhealthyError, EdgehubError
+from edgehub.errors import DeviceUnhealthyError, EdgehubError, EnvironmentProblem
 
 if TYPE_CHECKING:
     from edgehub.core.device.spec import Device
@@ -111,17 +111,31 @@ class HealthBook:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[dict[str, BoardHealth]]:
         """The records, under the book's lock; what the block leaves in the dict is saved."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.folder / f"{_FILE}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(
+                self.folder / f"{_FILE}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600
+            )
+        except OSError as error:
+            raise self._problem(error) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             records = self._read()
             before = {k: v.to_dict() for k, v in records.items()}
             yield records
             if {k: v.to_dict() for k, v in records.items()} != before:
-                self._write(records)
+                try:
+                    self._write(records)
+                except OSError as error:
+                    raise self._problem(error) from None
         finally:
             os.close(fd)
+
+    def _problem(self, error: OSError) -> EnvironmentProblem:
+        return EnvironmentProblem(
+            f"cannot keep the boards' health records in {self.folder}: {error.strerror} (a link "
+            "planted there?); check who can write the run store"
+        )
 
     def _read(self) -> dict[str, BoardHealth]:
         try:
