@@ -215,3 +215,61 @@ def test_two_names_for_one_ssh_board_take_turns(
         store.close()
     assert a.ended_at is not None and b.ended_at is not None
     assert not (a.started_at < b.ended_at and b.started_at < a.ended_at), "they overlapped"
+
+
+@pytest.mark.ssh
+def test_two_boards_on_different_ports_measure_at_once(
+    device: SSHDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ssh_device.device import DeviceUnavailable, ssh_device
+
+    try:
+        other_context = ssh_device()
+        other = other_context.__enter__()
+    except DeviceUnavailable as missing:
+        pytest.skip(f"a second SSH test device is unavailable: {missing}")
+    try:
+        keys = "/home/edge/.ssh/authorized_keys"  # one key for both boards
+        other.exec("sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "-", device.public_key, keys)
+        project = tmp_path / "proj"
+        (project / "home").mkdir(parents=True)
+        known = project / "known_hosts"
+        known.write_text(
+            "".join(f"{d.known_hosts_name} {k}\n" for d in (device, other) for k in d.host_keys)
+        )
+        text = '[project]\nname = "ports"\n'
+        for name, board in (("edge-a", device), ("edge-c", other)):
+            text += (
+                f'\n[devices.{name}]\nprovider = "embedl_onnxruntime"\n[devices.{name}.ssh]\n'
+                f'host = "{board.host}"\nuser = "{board.username}"\nport = {board.port}\n'
+                f'key = "{device.private_key}"\nknown_hosts = "{known}"\n'
+            )
+        (project / "hub.toml").write_text(text)
+        shutil.copy(MODEL, project / "model.onnx")
+        leases = Path(os.environ["EDGEHUB_LEASE_DIR"])
+        board = _key(project, "edge-a", monkeypatch)
+        assert board != _key(project, "edge-c", monkeypatch)
+
+        env = _env(project)
+        first = subprocess.Popen(
+            _profile(project, "edge-a", "--set", "runs=1000000"), cwd=project, env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 120
+        while (holder := lease_holder(board, leases)) is None or holder.pid != first.pid:
+            assert time.monotonic() < deadline and first.poll() is None, "edge-a never held it"
+            time.sleep(0.05)
+        second = hub(project, "edge-c", "--set", "runs=10")
+        _, first_err = first.communicate(timeout=600)
+        assert first.returncode == 0 and second.returncode == 0, first_err + second.stderr
+        assert "is held by" not in second.stderr
+        store = RunStore(project / ".hub")
+        try:
+            runs = {r.device: r for r in store.list_runs(limit=None) if r.run_type == "PROFILE"}
+        finally:
+            store.close()
+        a, c = runs["edge-a"], runs["edge-c"]
+        assert c.ended_at is not None and a.ended_at is not None
+        assert c.started_at < a.ended_at, "edge-c waited for edge-a: different boards"
+    finally:
+        other_context.__exit__(None, None, None)

@@ -239,3 +239,38 @@ def test_a_failing_board_is_quarantined_and_the_sweep_ends_on_the_other(
         assert any("holding labgrid place b1" in line for line in lines), lines
     finally:
         pool.close()
+
+
+def test_a_cell_whose_board_dies_is_retried_on_the_other(
+    project: Path, coordinator: str, device: SSHDevice
+) -> None:
+    """Once b1's cell holds it, b1's SSH sessions keep being killed (the board is dead to SSH):
+    the cell runs again on b2."""
+    import threading
+
+    dead = threading.Event()
+    done = threading.Event()
+
+    def listen(event: LogEvent) -> None:
+        if "holding labgrid place b1" in event.message:
+            dead.set()
+
+    def kill() -> None:
+        while not done.wait(0.2):
+            if dead.is_set():
+                device.exec("pkill", "-KILL", "-u", "edge", user="root", check=False)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    grid = SweepGrid(
+        models=[project / "model.onnx"], devices=["pool"], step="profile",
+        vary={"runs": ["30000"]},
+    )  # fmt: skip
+    try:
+        report = run_sweep(open_project(project / "hub.toml"), grid, subscriber=listen)
+    finally:
+        done.set()
+        killer.join(10)
+    (cell,) = report.cells
+    assert cell.status == "FINISHED", cell.error
+    assert cell.retried is not None and "retried on another board after b1" in cell.retried

@@ -258,8 +258,6 @@ class _Sweep:
 
     def _attempt(self, cell: SweepCell, result: CellResult) -> str | None:
         """Run ``cell`` once; the error when it failed because its board died."""
-        from edgehub.errors import DeviceUnhealthyError, HostKeyError, SSHConnectionError
-
         with self.project.context() as ctx:
             try:
                 self._recorded(ctx, cell, result)
@@ -267,8 +265,7 @@ class _Sweep:
                 result.status, result.error = "KILLED", "cancelled"
             except Exception as error:  # a failed cell is reported; the others go on
                 result.status, result.error = "FAILED", f"{type(error).__name__}: {error}"
-                board_died = isinstance(error, (SSHConnectionError, DeviceUnhealthyError))
-                if board_died and not isinstance(error, HostKeyError):
+                if _board_died(error):
                     return result.error
         return None
 
@@ -293,6 +290,26 @@ class _Sweep:
             result.status = "FINISHED"
             ctx.client.log_metrics(_metrics(result))
             ctx.client.log_param("cell", json.dumps(result.to_dict()))
+
+
+def _board_died(error: Exception) -> bool:
+    """Whether ``error`` says the board went away: its connection failed or dropped (as an
+    edgehub error, or as the SSH library's own), or it failed its health check."""
+    from edgehub.errors import (
+        DeviceUnhealthyError,
+        EdgehubError,
+        HostKeyError,
+        SSHConnectionError,
+    )
+
+    if isinstance(error, HostKeyError):
+        return False
+    if isinstance(error, (SSHConnectionError, DeviceUnhealthyError)):
+        return True
+    dropped = isinstance(error, (ConnectionError, EOFError))
+    return not isinstance(error, EdgehubError) and (
+        dropped or type(error).__module__.startswith("paramiko")
+    )
 
 
 def _workers(project: Project, device: str) -> int:
