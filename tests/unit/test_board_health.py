@@ -23,14 +23,17 @@ def _failing() -> None:
 
 def test_n_failures_in_a_row_quarantine_and_a_pass_resets(tmp_path: Path) -> None:
     book = HealthBook(tmp_path, after=3, cooldown=600)
+    said: list[str] = []
     for count in (1, 2):
-        with pytest.raises(DeviceUnhealthyError, match=f"{count} in a row\\)"):
-            book.check("ssh:10.0.0.1:22", "rpi", _failing)
+        with pytest.raises(EnvironmentProblem, match="sshd refused"):  # the probe's own error
+            book.check("ssh:10.0.0.1:22", "rpi", _failing, said.append)
+        assert f"({count} in a row)" in said[-1]
     book.check("ssh:10.0.0.1:22", "rpi", lambda: None)  # passes: the count starts again
     assert book.get("ssh:10.0.0.1:22").failures == 0
     for _ in range(3):
-        with pytest.raises(DeviceUnhealthyError):
-            book.check("ssh:10.0.0.1:22", "rpi", _failing)
+        with pytest.raises(EnvironmentProblem):
+            book.check("ssh:10.0.0.1:22", "rpi", _failing, said.append)
+    assert "(3 in a row, now quarantined" in said[-1]
     record = book.get("ssh:10.0.0.1:22")
     assert record.quarantined() and record.failures == 3
     assert "sshd refused the connection" in record.describe()
@@ -45,7 +48,7 @@ def test_n_failures_in_a_row_quarantine_and_a_pass_resets(tmp_path: Path) -> Non
 
 def test_the_cool_down_ends_the_quarantine(tmp_path: Path) -> None:
     book = HealthBook(tmp_path, after=1, cooldown=0.5)
-    with pytest.raises(DeviceUnhealthyError, match="now quarantined"):
+    with pytest.raises(EnvironmentProblem):
         book.check("b", "rpi", _failing)
     assert book.get("b").quarantined()
     time.sleep(0.6)
@@ -81,8 +84,9 @@ def test_a_link_planted_as_the_health_file_is_not_followed(tmp_path: Path) -> No
     os.symlink(target, tmp_path / "store" / "board_health.json")
     book = HealthBook(tmp_path / "store")
     assert book.get("b").failures == 0
-    with pytest.raises(DeviceUnhealthyError):
+    with pytest.raises(EnvironmentProblem, match="sshd refused"):
         book.check("b", "rpi", _failing)
+    assert book.get("b").failures == 1
     assert target.read_text() == "keep"
     assert not (tmp_path / "store" / "board_health.json").is_symlink()
 

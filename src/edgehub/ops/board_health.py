@@ -5,7 +5,7 @@ in one command, whether the agent's Python (``ssh`` provider) runs and how much 
 in the login directory; a ``local`` device needs its Docker daemon (a missing image is the
 user's to build, not the board's fault: that error stays its own); a labgrid place must match
 a ``NetworkService`` resource (its address). A failed probe fails the measurement on that board
-with `DeviceUnhealthyError` (a pool moves on to another place).
+with the probe's error (a pool moves on to another place).
 
 Each board (`edgehub.ops.boards.board_key`) has a `BoardHealth` in the project's store
 directory (``board_health.json``, written atomically under a lock): its consecutive failures
@@ -56,7 +56,6 @@ MIN_FREE_MB = 100
 _PROBE_SH = r"""
 if [ -n "$1" ]; then
   command -v "$1" >/dev/null 2>&1 || { echo "the agent's Python $1 is missing"; exit 3; }
-  "$1" -c 'import sys' >/dev/null 2>&1 || { echo "the agent's Python $1 does not run"; exit 3; }
 fi
 df -Pk . | awk 'NR==2 {print "free " $4}'
 """
@@ -189,9 +188,16 @@ class HealthBook:
         with self._locked() as records:
             return records.pop(board, None)
 
-    def check(self, board: str, name: str, probe: Callable[[], None]) -> None:
-        """Refuse a quarantined ``board``, else run ``probe`` (raising `EdgehubError` for a
-        failure) and record the outcome; a failure raises `DeviceUnhealthyError`."""
+    def check(
+        self,
+        board: str,
+        name: str,
+        probe: Callable[[], None],
+        on_fail: Callable[[str], None] | None = None,
+    ) -> None:
+        """Refuse a quarantined ``board`` (`DeviceUnhealthyError`), else run ``probe`` and
+        record the outcome. A probe's `EdgehubError` is counted, ``on_fail`` is told the count
+        in one line, and the error goes on as it is."""
         record = self.get(board)
         if record.quarantined():
             raise _refused(name, record)
@@ -199,11 +205,13 @@ class HealthBook:
             probe()
         except EdgehubError as error:
             record = self.failed(board, str(error))
-            raise DeviceUnhealthyError(
-                f"device {name!r} ({board}) failed its health check: {record.last_error} "
-                f"({record.failures} in a row"
-                + (", now quarantined; see `hub devices`)" if record.quarantined() else ")")
-            ) from None
+            if on_fail is not None:
+                now = ", now quarantined; see `hub devices`" if record.quarantined() else ""
+                on_fail(
+                    f"device {name!r} ({board}) failed its health check ({record.failures} in a "
+                    f"row{now}): {record.last_error}"
+                )
+            raise
         if record.failures:
             self.passed(board)
 
@@ -242,7 +250,8 @@ def probe_board(
     device: Device, runner: CommandRunner | None, place: PlaceInfo | None = None
 ) -> None:
     """Probe the board ``device`` is measured on (see the module docstring); raises an
-    `EdgehubError` saying what is wrong. ``runner`` reaches an SSH board (None: none)."""
+    `EdgehubError` saying what is wrong. ``runner`` reaches an SSH board (None: none). The
+    agent's Python is looked for, not run (a device's program runs only for a measurement)."""
     if place is not None and not place.address:
         raise DeviceUnhealthyError(
             f"labgrid place {place.name} matches no NetworkService resource (its exporter is "

@@ -316,11 +316,11 @@ def measurement_lease(
             on_wait=events.warning, cancelled=cancelled,
         ):  # fmt: skip
             if probe is not None:
-                book.check(board, device.name, lambda: probe(None))
+                book.check(board, device.name, lambda: probe(None), events.warning)
             yield None
         return
     from edgehub.core.device.configs import LabgridConfig
-    from edgehub.errors import DeviceUnhealthyError
+    from edgehub.errors import EdgehubError, OperationCancelled
     from edgehub.ops.labgrid_pool import hold_place, open_pool
 
     config = LabgridConfig(**section.labgrid.values)
@@ -339,11 +339,15 @@ def measurement_lease(
                 skip=passed_over, on_take_over=events.warning,
             ) as place:  # fmt: skip
                 board = place_board_key(place, config)
+                said: list[str] = []
                 try:
                     if probe is not None:
-                        book.check(board, device.name, lambda: probe(place))
-                except DeviceUnhealthyError as error:
-                    events.warning(f"labgrid place {place.name}: {error}; trying another place")
+                        book.check(board, device.name, lambda: probe(place), said.append)
+                except OperationCancelled:
+                    raise
+                except EdgehubError as error:
+                    why = said[0] if said else str(error)
+                    events.warning(f"labgrid place {place.name}: {why}; trying another place")
                     failed[place.name] = str(error)[:200]
                     continue
                 where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
