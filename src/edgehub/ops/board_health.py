@@ -164,8 +164,9 @@ class HealthBook:
         os.replace(temporary, self.folder / _FILE)
 
     def get(self, board: str) -> BoardHealth:
-        with self._locked() as records:
-            return records.get(board) or BoardHealth(board)
+        """``board``'s record (read without the lock: the file is replaced whole; nothing is
+        made by reading)."""
+        return self._read().get(board) or BoardHealth(board)
 
     def failed(self, board: str, error: str) -> BoardHealth:
         """Count a failed probe of ``board``; quarantine it at the limit."""
