@@ -80,6 +80,11 @@ class DeviceBusyError(EnvironmentProblem):
     """A device stayed held by another measurement (its lease) longer than the wait allowed."""
 
 
+class DeviceUnhealthyError(EnvironmentProblem):
+    """A board failed its health check before a measurement, or is quarantined after repeated
+    failures (`hub devices unquarantine NAME` lets it back)."""
+
+
 class OperationCancelled(EdgehubError):
     """The user stopped an operation (Ctrl-C, a signal, the TUI's cancel); its run is KILLED."""
 

@@ -1,6 +1,7 @@
 """Device leases through the real `hub`: planted links and unsafe lease directories refused in
 one line, the private default directory, bad ``--lease-timeout`` values, and two hub.toml names
-for one SSH board (the SSH test device, tests/ssh_device) taking turns.
+for one SSH board (the SSH test device, tests/ssh_device) taking turns while two boards
+on different ports do not.
 
 Directories of another user are made with ``chown`` and read-only ones with ``chattr +i`` where
 the tests run as root (root writes through modes); elsewhere those cases skip, saying so."""
@@ -215,3 +216,48 @@ def test_two_names_for_one_ssh_board_take_turns(
         store.close()
     assert a.ended_at is not None and b.ended_at is not None
     assert not (a.started_at < b.ended_at and b.started_at < a.ended_at), "they overlapped"
+
+
+@pytest.mark.ssh
+def test_two_boards_on_different_ports_measure_at_once(
+    device: SSHDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second SSH test device on another port: while edge-a's board is held (by the test,
+    standing in for a long measurement), a measurement on edge-c runs without waiting."""
+    from ssh_device.device import DeviceUnavailable, ssh_device
+
+    try:
+        other_context = ssh_device()
+        other = other_context.__enter__()
+    except DeviceUnavailable as missing:
+        pytest.skip(f"a second SSH test device is unavailable: {missing}")
+    try:
+        keys = "/home/edge/.ssh/authorized_keys"  # one key for both boards
+        other.exec("sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "-", device.public_key, keys)
+        project = tmp_path / "proj"
+        (project / "home").mkdir(parents=True)
+        known = project / "known_hosts"
+        known.write_text(
+            "".join(f"{d.known_hosts_name} {k}\n" for d in (device, other) for k in d.host_keys)
+        )
+        text = '[project]\nname = "ports"\n'
+        for name, board in (("edge-a", device), ("edge-c", other)):
+            text += (
+                f'\n[devices.{name}]\nprovider = "embedl_onnxruntime"\n[devices.{name}.ssh]\n'
+                f'host = "{board.host}"\nuser = "{board.username}"\nport = {board.port}\n'
+                f'key = "{device.private_key}"\nknown_hosts = "{known}"\n'
+            )
+        (project / "hub.toml").write_text(text)
+        shutil.copy(MODEL, project / "model.onnx")
+        leases = Path(os.environ["EDGEHUB_LEASE_DIR"])
+        board = _key(project, "edge-a", monkeypatch)
+        assert board != _key(project, "edge-c", monkeypatch)
+
+        with device_lease(board, device="edge-a", lease_dir=leases, command="held-by-the-test"):
+            busy = hub(project, "edge-a", "--lease-timeout", "1")  # the lease is effective
+            other_board = hub(project, "edge-c", "--lease-timeout", "1", "--set", "runs=10")
+        assert busy.returncode == 3 and "is still held by" in _one_line(busy)
+        assert other_board.returncode == 0, other_board.stderr
+        assert "is held by" not in other_board.stderr
+    finally:
+        other_context.__exit__(None, None, None)

@@ -39,6 +39,7 @@ POSITIONALS[("runs", "export")] = ["latest", "-o", "runs.tar"]
 POSITIONALS[("runs", "import")] = ["runs.tar"]
 POSITIONALS[("runs", "rerun")] = ["latest"]
 POSITIONALS[("devices", "check")] = POSITIONALS[("devices", "trust")] = ["board"]
+POSITIONALS[("devices", "release")] = POSITIONALS[("devices", "unquarantine")] = ["board"]
 
 
 def _one_line_usage_error(argv: list[str], cwd: Path, *needles: str) -> None:

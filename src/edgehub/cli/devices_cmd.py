@@ -12,11 +12,15 @@ from edgehub.cli.output import print_json, table
 
 def add_parser(commands: Any) -> None:
     devices = commands.add_parser(
-        "devices", help="the devices hub.toml defines (list, check NAME, trust NAME)"
+        "devices",
+        help="the devices hub.toml defines (list, check NAME, trust NAME, release NAME, "
+        "unquarantine NAME)",
     )
     devices.add_argument("--json", action="store_true")
     devices.set_defaults(handler=_devices)
-    verbs = devices.add_subparsers(dest="devices_command", metavar="{list,check,trust}")
+    verbs = devices.add_subparsers(
+        dest="devices_command", metavar="{list,check,trust,release,unquarantine}"
+    )
     listing = verbs.add_parser("list", help="the devices hub.toml defines (the default)")
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=_devices)
@@ -37,6 +41,19 @@ def add_parser(commands: Any) -> None:
         help="trust without asking (for scripts: check the printed fingerprint out of band first)",
     )
     trust.set_defaults(handler=_trust)
+    release = verbs.add_parser(
+        "release", help="free a labgrid pool device's places whose edgehub holder is gone"
+    )
+    release.add_argument("name", help="device name in hub.toml")
+    release.add_argument(
+        "--force", action="store_true", help="release held places even if their holder may run"
+    )
+    release.set_defaults(handler=_release)
+    unquarantine = verbs.add_parser(
+        "unquarantine", help="let a quarantined device's boards be used again (clears failures)"
+    )
+    unquarantine.add_argument("name", help="device name in hub.toml")
+    unquarantine.set_defaults(handler=_unquarantine)
     init = commands.add_parser("init", help="write a starter hub.toml in this directory")
     init.add_argument("--name", help="project name (default: the directory name)")
     init.set_defaults(handler=_init)
@@ -57,9 +74,44 @@ def _devices(args: argparse.Namespace) -> int:
         print_json([row.to_dict() for row in rows])
     else:
         headers = ["device", "provider", "spec", "ssh"]
-        if any(r.places is not None for r in rows):
-            headers.append("labgrid places")
-        table(headers, [list(r.to_dict().values())[: len(headers)] for r in rows])
+        pools = any(r.places is not None for r in rows)
+        health = any(r.health is not None for r in rows)
+        headers += ["labgrid places"] * pools + ["health"] * health
+        table(
+            headers,
+            [
+                [r.name, r.provider, r.spec, r.ssh]
+                + [r.places] * pools
+                + [r.health or "ok"] * health
+                for r in rows
+            ],
+        )
+    return 0
+
+
+def _release(args: argparse.Namespace) -> int:
+    from edgehub.ops.place_holders import release_device
+    from edgehub.ops.project import open_project
+
+    for line in release_device(open_project(args.config), args.name, force=args.force):
+        print(line)
+    return 0
+
+
+def _unquarantine(args: argparse.Namespace) -> int:
+    from edgehub.errors import UsageError
+    from edgehub.ops.board_health import unquarantine
+    from edgehub.ops.project import open_project
+
+    project = open_project(args.config)
+    if args.name not in project.config.devices:
+        known = ", ".join(project.config.devices)
+        raise UsageError(f"device {args.name!r} not in hub.toml; known: {known}")
+    cleared = unquarantine(project, args.name)
+    for line in cleared:
+        print(f"cleared {line}")
+    if not cleared:
+        print(f"{args.name}: no failed health checks recorded; nothing to clear")
     return 0
 
 

@@ -161,9 +161,16 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
 
 
 def _project(data: object, root: Path) -> ProjectSection:
-    table = _Table(data, ("project",), ("name", "store"))
+    table = _Table(data, ("project",), ("name", "store", "quarantine_after", "quarantine_cooldown"))
     name = table.string("name") or root.name or "edgehub"
-    return ProjectSection(name=name, store=table.string("store") or ".hub")
+    after = table.integer("quarantine_after", 1, 1000)
+    cooldown = table.number("quarantine_cooldown", positive=True)
+    return ProjectSection(
+        name=name,
+        store=table.string("store") or ".hub",
+        quarantine_after=ProjectSection.quarantine_after if after is None else after,
+        quarantine_cooldown=ProjectSection.quarantine_cooldown if cooldown is None else cooldown,
+    )
 
 
 def _images(data: object) -> ImagesSection:

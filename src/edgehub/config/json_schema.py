@@ -53,6 +53,19 @@ def hub_toml_schema() -> dict[str, Any]:
                 {
                     "name": {**_TEXT, "description": "default: the directory holding hub.toml"},
                     "store": {**_TEXT, "default": ProjectSection.store, "description": "run store"},
+                    "quarantine_after": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 1000,
+                        "default": ProjectSection.quarantine_after,
+                        "description": "failed health checks in a row that quarantine a board",
+                    },
+                    "quarantine_cooldown": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "default": ProjectSection.quarantine_cooldown,
+                        "description": "seconds a quarantined board is passed over",
+                    },
                 }
             ),
             "images": _closed(

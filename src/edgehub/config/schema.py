@@ -6,6 +6,8 @@ its parents. Every table and key is optional unless marked *required*::
     [project]
     name = "my-project"        # default: the name of the directory holding hub.toml
     store = ".hub"             # the local run store, relative to hub.toml
+    quarantine_after = 3       # failed health checks in a row that quarantine a board
+    quarantine_cooldown = 600.0  # seconds a quarantined board is passed over
 
     [images]
     base = "edgehub-base:bookworm"              # base image for `hub images build`
@@ -58,8 +60,9 @@ any other string         none                    (configure custom providers in 
 =======================  ======================  ==========================================
 
 ``[devices.<name>.labgrid]`` (`LabgridConfig`: ``coordinator`` "HOST:PORT", ``place`` (a name
-or glob), ``tags`` (array of "key=value"), ``acquire_timeout``) makes the device a place of a
-shared labgrid pool, whatever its provider: a measurement acquires a free matching place first.
+or glob), ``tags`` (array of "key=value"), ``acquire_timeout``, ``holder_ttl``) makes the device
+a place of a shared labgrid pool, whatever its provider: a measurement acquires a free matching
+place first.
 
 A settings table that does not belong to the device's provider is an error. ``ssh`` is refused
 for ``local`` (it runs on this host) and for the cloud providers. A device with another
@@ -141,6 +144,8 @@ class SchemaError(ConfigError):
 class ProjectSection:
     name: str
     store: str = ".hub"
+    quarantine_after: int = 3
+    quarantine_cooldown: float = 600.0
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ class DeviceRow:
     spec: str | None
     ssh: str | None
     places: str | None = None  # a labgrid pool's matching places and who holds them
+    health: str | None = None  # failed health checks / quarantine of its boards, if any
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -29,14 +30,32 @@ class DeviceRow:
 
 def list_devices(project: Project) -> list[DeviceRow]:
     """The devices hub.toml defines, in file order; for a labgrid pool device, its places and
-    who holds them (asked of the coordinator)."""
+    who holds them (asked of the coordinator); for each, its boards' failed health checks and
+    quarantine (`edgehub.ops.board_health`)."""
     rows = []
     for name, section in project.config.devices.items():
         ssh = getattr(section, "ssh", None)
         where = f"{ssh.user}@{ssh.host}:{ssh.port}" if ssh is not None else None
         places = pool_places(project, name) if section.labgrid is not None else None
-        rows.append(DeviceRow(name, section.provider, section.spec, where, places))
+        health = health_line(project, name)
+        rows.append(DeviceRow(name, section.provider, section.spec, where, places, health))
     return rows
+
+
+def health_line(project: Project, name: str) -> str | None:
+    """Device ``name``'s boards that failed health checks, one line (None: all healthy)."""
+    from edgehub.errors import EdgehubError
+    from edgehub.ops.board_health import device_health
+
+    try:
+        found = device_health(project, name)
+    except EdgehubError:
+        return None
+    if not found:
+        return None
+    if len(found) == 1 and found[0][0] == name:
+        return found[0][1].describe()
+    return "; ".join(f"{label}: {record.describe()}" for label, record in found)
 
 
 def pool_places(project: Project, name: str) -> str:

@@ -9,6 +9,7 @@ stopped, the run ends KILLED and `OperationCancelled` is raised.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import tempfile
 from collections.abc import Iterator
@@ -268,12 +269,24 @@ def _device_lease(
         command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
         events=ctx.events,
         cancelled=cancel.wait,
+        probe=functools.partial(_probe, device),
     ) as place:
         if place is None or not place.address or device.provider_type == "local":
             yield  # a local device's tools run in containers here, not on the board
             return
         with ctx.device_reached_through(device.name, _place_runner(device, place)):
             yield
+
+
+def _probe(device: Device, place: PlaceInfo | None) -> None:
+    """The health probe of the board ``device`` is measured on (``place``: a labgrid place)."""
+    from edgehub.ops.board_health import probe_board
+
+    if place is not None and place.address and device.provider_type != "local":
+        runner: CommandRunner | None = _place_runner(device, place)
+    else:
+        runner = device.runner if device.provider_type != "local" else None
+    probe_board(device, runner, place)
 
 
 def _place_runner(device: Device, place: PlaceInfo) -> CommandRunner:

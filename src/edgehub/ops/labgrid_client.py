@@ -80,6 +80,7 @@ class LabgridSession:
                     address=service.get("address"),
                     username=service.get("username"),
                     port=int(service["port"]) if service.get("port") else None,
+                    comment=str(place.comment or ""),
                 )
             )
         return sorted(found, key=lambda p: p.name)
@@ -112,14 +113,26 @@ class LabgridSession:
     def acquire(self, name: str) -> bool:
         return self._call(self._acquire(name))
 
-    async def _release(self, name: str) -> None:
+    async def _release(self, name: str, fromuser: str | None) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as messages
 
-        await self._session.stub.ReleasePlace(messages.ReleasePlaceRequest(placename=name))
+        request = messages.ReleasePlaceRequest(placename=name)
+        if fromuser is not None:
+            request.fromuser = fromuser
+        await self._session.stub.ReleasePlace(request)
         await self._session.sync_with_coordinator()
 
-    def release(self, name: str) -> None:
-        self._call(self._release(name))
+    def release(self, name: str, fromuser: str | None = None) -> None:
+        self._call(self._release(name, fromuser))
+
+    async def _set_comment(self, name: str, comment: str) -> None:
+        from labgrid.remote.generated import labgrid_coordinator_pb2 as messages
+
+        request = messages.SetPlaceCommentRequest(placename=name, comment=comment)
+        await self._session.stub.SetPlaceComment(request)
+
+    def set_comment(self, name: str, comment: str) -> None:
+        self._call(self._set_comment(name, comment))
 
     async def _close(self) -> None:
         await self._session.stop()

@@ -8,9 +8,10 @@ its `PlaceInfo`, whose ``address`` is the board's SSH address read from the plac
 `edgehub.ops.labgrid_client.LabgridSession` (labgrid's client API, the optional extra
 ``edgehub[labgrid]``), imported only when such a device is used.
 
-labgrid keeps a place acquired when the acquiring process dies without releasing it: such a
-place shows its holder in `hub devices` and is freed with ``labgrid-client -p NAME release
---kick``.
+labgrid keeps a place acquired when the acquiring process dies without releasing it. edgehub
+therefore writes its holder into the place's comment and renews it (`edgehub.ops.place_holders`):
+a waiter takes over a place whose holder is provably gone, and says whose it was. Places
+whose board is quarantined (`edgehub.ops.board_health`) are passed over.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from edgehub.errors import DeviceBusyError, OperationCancelled
+from edgehub.errors import DeviceBusyError, DeviceUnhealthyError, OperationCancelled
 
 if TYPE_CHECKING:
     from edgehub.core.device.configs import LabgridConfig
@@ -32,13 +33,16 @@ if TYPE_CHECKING:
 __all__ = [
     "PlaceInfo",
     "PlacePool",
+    "avoiding",
     "device_places",
     "hold_place",
+    "last_held_place",
     "matching_places",
     "open_pool",
 ]
 
 _POLL_S = 0.5
+_GRACE_S = 1.0  # a gone holder must be seen gone this long before its place is taken
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class PlaceInfo:
     address: str | None = None
     username: str | None = None
     port: int | None = None
+    comment: str = ""
 
 
 class PlacePool(Protocol):
@@ -62,7 +67,11 @@ class PlacePool(Protocol):
         """True if acquired; False if someone else holds it (or took it first)."""
         ...
 
-    def release(self, name: str) -> None: ...
+    def release(self, name: str, fromuser: str | None = None) -> None:
+        """Release ``name``; with ``fromuser``, only while that user holds it (a kick)."""
+        ...
+
+    def set_comment(self, name: str, comment: str) -> None: ...
 
     def close(self) -> None: ...
 
@@ -107,8 +116,11 @@ class _Shared:
     def acquire(self, name: str) -> bool:
         return self.session.acquire(name)
 
-    def release(self, name: str) -> None:
-        self.session.release(name)
+    def release(self, name: str, fromuser: str | None = None) -> None:
+        self.session.release(name, fromuser)
+
+    def set_comment(self, name: str, comment: str) -> None:
+        self.session.set_comment(name, comment)
 
     def close(self) -> None:
         with self._lock:
@@ -141,9 +153,56 @@ def device_places(project: Project, device: str) -> list[PlaceInfo] | None:
         pool.close()
 
 
+_thread = threading.local()  # this thread's last held place, and the places it avoids
+
+
+def last_held_place() -> str | None:
+    """The name of the place this thread held last (its measurement's board), if any."""
+    name = getattr(_thread, "held", None)
+    return name if isinstance(name, str) else None
+
+
+@contextlib.contextmanager
+def avoiding(names: set[str]) -> Iterator[None]:
+    """While the block runs, `hold_place` in this thread passes the places ``names`` over (a
+    sweep cell retried after its board died goes to another board)."""
+    before: frozenset[str] = getattr(_thread, "avoid", frozenset())
+    _thread.avoid = before | names
+    try:
+        yield
+    finally:
+        _thread.avoid = before
+
+
 def _describe(config: LabgridConfig) -> str:
     tags = f" with tags {', '.join(config.tags)}" if config.tags else ""
     return f"place {config.place!r}{tags} on {config.coordinator}"
+
+
+def _take_over(pool: PlacePool, place: PlaceInfo, seen: dict[str, tuple[str, float]]) -> str | None:
+    """Take ``place`` over when its edgehub holder is provably gone (seen so twice, a grace
+    apart, so that a holder between acquiring and writing its record is not mistaken for the
+    last one); what to say about it, or None."""
+    from edgehub.ops.place_holders import holder_of
+
+    holder = holder_of(place.comment)
+    reason = holder.gone() if holder is not None else None
+    if holder is None or reason is None:
+        seen.pop(place.name, None)
+        return None
+    first = seen.setdefault(place.name, (place.comment, time.monotonic()))
+    if first[0] != place.comment:
+        seen[place.name] = (place.comment, time.monotonic())
+        return None
+    if time.monotonic() - first[1] < _GRACE_S:
+        return None
+    pool.release(place.name, fromuser=place.acquired_by)
+    if not pool.acquire(place.name):
+        return None
+    return (
+        f"took labgrid place {place.name} over from {holder.describe()} "
+        f"[{place.acquired_by}]: {reason}"
+    )
 
 
 @contextlib.contextmanager
@@ -154,26 +213,53 @@ def hold_place(
     timeout: float | None = None,
     on_wait: Callable[[str], None] | None = None,
     cancelled: Callable[[float], bool] | None = None,
+    skip: Callable[[PlaceInfo], str | None] | None = None,
+    on_take_over: Callable[[str], None] | None = None,
 ) -> Iterator[PlaceInfo]:
     """Acquire a free place matching ``config`` for the ``with`` block; release it after.
 
+    A held place whose edgehub holder is gone is taken over (``on_take_over`` is told whose it
+    was); a place for which ``skip`` gives a reason (its board is quarantined) is passed over.
     While every matching place is held, ``on_wait`` is told once by whom; after ``timeout``
     seconds (default: ``config.acquire_timeout``) `DeviceBusyError` is raised."""
+    from edgehub.ops.place_holders import Renewal
+
     limit = config.acquire_timeout if timeout is None else timeout
     deadline = time.monotonic() + limit
     told = False
+    seen: dict[str, tuple[str, float]] = {}
     while True:
         candidates = matching_places(pool.places(), config)
         if not candidates:
             raise DeviceBusyError(f"no labgrid {_describe(config)}; check the coordinator's places")
+        skipped = {p.name: why for p in candidates if skip is not None and (why := skip(p))}
+        avoid: frozenset[str] = getattr(_thread, "avoid", frozenset())
+        died = "its board died in this cell"
+        skipped.update({p.name: died for p in candidates if p.name in avoid})
         held = None
         for place in candidates:
-            if place.acquired_by is None and pool.acquire(place.name):
+            if place.name in skipped:
+                continue
+            if place.acquired_by is None:
+                if pool.acquire(place.name):
+                    held = place
+                    break
+            elif (said := _take_over(pool, place, seen)) is not None:
+                if on_take_over is not None:
+                    on_take_over(said)
                 held = place
                 break
         if held is not None:
             break
-        holders = ", ".join(f"{p.name} by {p.acquired_by}" for p in candidates if p.acquired_by)
+        holders = ", ".join(
+            f"{p.name} {skipped[p.name]}" if p.name in skipped else f"{p.name} by {p.acquired_by}"
+            for p in candidates
+            if p.acquired_by or p.name in skipped
+        )
+        if len(skipped) == len(candidates):
+            raise DeviceUnhealthyError(
+                f"every labgrid {_describe(config)} is passed over: {holders}; see `hub devices`"
+            )
         if time.monotonic() >= deadline:
             raise DeviceBusyError(
                 f"every labgrid {_describe(config)} is still held ({holders}) after "
@@ -188,7 +274,14 @@ def hold_place(
         else:
             time.sleep(_POLL_S)
     fresh = next((p for p in pool.places() if p.name == held.name), held)
+    _thread.held = held.name
+    try:
+        renewal = Renewal(pool, held.name, fresh.comment, config.holder_ttl)
+    except BaseException:
+        pool.release(held.name)
+        raise
     try:
         yield fresh
     finally:
+        renewal.stop()
         pool.release(held.name)

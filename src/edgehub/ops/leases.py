@@ -292,36 +292,71 @@ def measurement_lease(
     command: str,
     events: EventSink,
     cancelled: Callable[[float], bool],
+    probe: Callable[[PlaceInfo | None], None] | None = None,
 ) -> Iterator[PlaceInfo | None]:
     """What a measurement on ``device`` holds: a free place of its labgrid pool when hub.toml
     gives the device a ``labgrid`` table (yielded, with the board's SSH address), and the lease
-    of the board (the place's, else the device's own; None yielded)."""
+    of the board (the place's, else the device's own; None yielded).
+
+    With ``probe``, the held board's health is checked first (`edgehub.ops.board_health`): a
+    quarantined board is refused (a pool passes its place over) and a failing one is counted;
+    a pool then tries its other places, a single board fails the measurement."""
+    from edgehub.ops.board_health import health_book
     from edgehub.ops.boards import board_key, place_board_key
 
     check_lease_timeout(timeout)
+    book = health_book(project)
     section = project.config.devices.get(device.name)
     if section is None or section.labgrid is None:
+        board = board_key(device)
+        if probe is not None:
+            book.check(board, device.name, lambda: None)  # a quarantined board: refused now
         with device_lease(
-            board_key(device), device=device.name, timeout=timeout, command=command,
+            board, device=device.name, timeout=timeout, command=command,
             on_wait=events.warning, cancelled=cancelled,
         ):  # fmt: skip
+            if probe is not None:
+                book.check(board, device.name, lambda: probe(None), events.warning)
             yield None
         return
     from edgehub.core.device.configs import LabgridConfig
+    from edgehub.errors import EdgehubError, OperationCancelled
     from edgehub.ops.labgrid_pool import hold_place, open_pool
 
     config = LabgridConfig(**section.labgrid.values)
+    failed: dict[str, str] = {}
+
+    def passed_over(place: PlaceInfo) -> str | None:
+        if place.name in failed:
+            return f"failed its health check just now ({failed[place.name]})"
+        return book.skip_reason(place_board_key(place, config)) if probe is not None else None
+
     pool = open_pool(config)
     try:
-        with hold_place(
-            pool, config, timeout=timeout, on_wait=events.warning, cancelled=cancelled
-        ) as place:
-            where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
-            events.info(f"device {device.name!r}: holding labgrid place {place.name} ({where})")
-            with device_lease(
-                place_board_key(place, config), device=device.name, timeout=timeout,
-                command=command, on_wait=events.warning, cancelled=cancelled,
-            ):  # fmt: skip
-                yield place
+        while True:
+            with hold_place(
+                pool, config, timeout=timeout, on_wait=events.warning, cancelled=cancelled,
+                skip=passed_over, on_take_over=events.warning,
+            ) as place:  # fmt: skip
+                board = place_board_key(place, config)
+                said: list[str] = []
+                try:
+                    if probe is not None:
+                        book.check(board, device.name, lambda: probe(place), said.append)
+                except OperationCancelled:
+                    raise
+                except EdgehubError as error:
+                    why = said[0] if said else str(error)
+                    events.warning(f"labgrid place {place.name}: {why}; trying another place")
+                    failed[place.name] = str(error)[:200]
+                    continue
+                where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
+                events.info(f"device {device.name!r}: holding labgrid place {place.name} ({where})")
+                with device_lease(
+                    board, device=device.name, timeout=timeout,
+                    command=command, on_wait=events.warning, cancelled=cancelled,
+                ):  # fmt: skip
+                    yield place
+                return
     finally:
         pool.close()

@@ -17,6 +17,10 @@ are measured again too, with a note.
 The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's params and the
 headline metrics; the component runs the cell starts carry the tags ``sweep`` and
 ``sweep.cell`` (the ids of the two).
+
+Quarantined places of a pool (`ops.board_health`) get no thread. A pool's cell that failed
+because its board died (connection lost, health check failed) runs once more on another place
+of the pool, its result (and its second cell run) marked ``retried``.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ class CellResult:
     reused_from: str | None = None  # the earlier sweep cell run (--resume)
     device_identity: str | None = None  # what the device is (`DeviceIdentity.describe`)
     name_key: str | None = None  # the key with the device's name in place of its identity
+    retried: str | None = None  # why the cell ran again on another board of its pool
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,6 +212,7 @@ class _Sweep:
         self.subscriber, self.cancel, self.on_cell = subscriber, cancel, on_cell
         self.lease_timeout, self.timeout = lease_timeout, timeout
         self.lock = threading.Lock()
+        self.boards: dict[str, int] = {}  # a pool device's usable places
 
     def notify(self, result: CellResult) -> None:
         if self.on_cell is not None:
@@ -239,6 +245,19 @@ class _Sweep:
             self.run_cell(cell, result)
 
     def run_cell(self, cell: SweepCell, result: CellResult) -> None:
+        from edgehub.ops.labgrid_pool import avoiding, last_held_place
+
+        died = self._attempt(cell, result)
+        if died is not None and self.boards.get(cell.device, 1) > 1 and not self.cancel.cancelled:
+            place = last_held_place()
+            result.retried = f"retried on another board after {place or 'its board'}: {died}"
+            self.notify(result)
+            with avoiding({place} if place else set()):
+                self._attempt(cell, result)
+        self.notify(result)
+
+    def _attempt(self, cell: SweepCell, result: CellResult) -> str | None:
+        """Run ``cell`` once; the error when it failed because its board died."""
         with self.project.context() as ctx:
             try:
                 self._recorded(ctx, cell, result)
@@ -246,7 +265,9 @@ class _Sweep:
                 result.status, result.error = "KILLED", "cancelled"
             except Exception as error:  # a failed cell is reported; the others go on
                 result.status, result.error = "FAILED", f"{type(error).__name__}: {error}"
-        self.notify(result)
+                if _board_died(error):
+                    return result.error
+        return None
 
     def _recorded(self, ctx: HubContext, cell: SweepCell, result: CellResult) -> None:
         with ctx.open_run(CELL_RUN, cell.label, parent_run_id=self.parent) as run:
@@ -255,6 +276,8 @@ class _Sweep:
                 {"model": str(cell.model), "device": cell.device, "runtime": cell.runtime}
             )
             ctx.client.log_params({f"set.{k}": value_text(v) for k, v in cell.settings})
+            if result.retried:
+                ctx.client.log_param("retried", result.retried)
             self.notify(result)
             self.cancel.check()
             report = execute(
@@ -269,23 +292,56 @@ class _Sweep:
             ctx.client.log_param("cell", json.dumps(result.to_dict()))
 
 
+def _board_died(error: Exception) -> bool:
+    """Whether ``error`` says the board went away: its connection failed or dropped (as an
+    edgehub error, or as the SSH library's own), or it failed its health check."""
+    from edgehub.errors import (
+        DeviceUnhealthyError,
+        EdgehubError,
+        HostKeyError,
+        SSHConnectionError,
+    )
+
+    if isinstance(error, HostKeyError):
+        return False
+    if isinstance(error, (SSHConnectionError, DeviceUnhealthyError)):
+        return True
+    dropped = isinstance(error, (ConnectionError, EOFError))
+    return not isinstance(error, EdgehubError) and (
+        dropped or type(error).__module__.startswith("paramiko")
+    )
+
+
 def _workers(project: Project, device: str) -> int:
     """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
-    of places that match it (each cell then holds a place of its own)."""
+    of places that match it, have their resources (an address) and are not quarantined (each
+    cell then holds a place of its own)."""
+    from edgehub.core.device.configs import LabgridConfig
+    from edgehub.ops.board_health import health_book
+    from edgehub.ops.boards import place_board_key
     from edgehub.ops.labgrid_pool import device_places
 
     places = device_places(project, device)
-    return 1 if places is None else max(1, len(places))
+    if places is None:
+        return 1
+    section = project.config.devices[device].labgrid
+    config = LabgridConfig(**section.values) if section is not None else LabgridConfig()
+    book = health_book(project)
+    usable = [
+        p for p in places if p.address and book.skip_reason(place_board_key(p, config)) is None
+    ]
+    return max(1, len(usable))
 
 
 def _queues(
-    project: Project, pending: list[tuple[SweepCell, CellResult]]
+    sweep: _Sweep, pending: list[tuple[SweepCell, CellResult]]
 ) -> list[queue.SimpleQueue[tuple[SweepCell, CellResult]]]:
     """A queue of cells per device, once for each of the device's workers."""
     by_device: dict[str, queue.SimpleQueue[tuple[SweepCell, CellResult]]] = {}
     for cell, result in pending:
         by_device.setdefault(cell.device, queue.SimpleQueue()).put((cell, result))
-    return [q for name, q in by_device.items() for _ in range(_workers(project, name))]
+    sweep.boards = {name: _workers(sweep.project, name) for name in by_device}
+    return [q for name, q in by_device.items() for _ in range(sweep.boards[name])]
 
 
 def _wait_all(futures: list[Any], cancel: Cancellation) -> None:
@@ -379,7 +435,7 @@ def run_sweep(
                     noted.add(result.device)
                     ctx.events.warning(_changed_note(result, other))
                 pending.append((cell, result))
-            queues = _queues(project, pending)
+            queues = _queues(sweep, pending)
             try:
                 with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:
                     futures = [pool.submit(sweep.run_device, q) for q in queues]

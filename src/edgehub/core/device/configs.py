@@ -106,3 +106,10 @@ class LabgridConfig(ProviderConfig):
     acquire_timeout: Annotated[float, _POSITIVE] = field(
         default=3600.0, metadata={"help": "seconds to wait for a free place"}
     )
+    holder_ttl: Annotated[float, _POSITIVE] = field(
+        default=60.0,
+        metadata={
+            "help": "seconds a holder's claim on a place lasts unrenewed (renewed while it "
+            "runs); after that a waiter takes the place over"
+        },
+    )
