@@ -570,7 +570,7 @@ def _cosine(model: str, folder: Path, reference: Path) -> float:
 
 def test_fix_keeps_the_outlier_layer_in_float_until_the_goal_holds(project: Path) -> None:
     _outlier_project(project)
-    result = _fix(project, "--goal", "cosine>=0.99", "--fix", "--json")
+    result = _fix(project, "--goal", "cosine>=0.99", "--metric", "top1", "--fix", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     fix = report["fix"]
@@ -583,6 +583,9 @@ def test_fix_keeps_the_outlier_layer_in_float_until_the_goal_holds(project: Path
     assert list(table) == ["float32", "int8", "repaired"]
     assert [table[m]["passed"] for m in table] == [True, False, True]
     assert all(row["latency_median_ms"] > 0 for row in table.values())
+    # top1 (against the reference's argmax) of float32, int8 and the repaired model, side by side
+    top1 = {m: table[m]["tasks"]["top1"] for m in table}
+    assert top1["float32"] == 1.0 and top1["repaired"] >= top1["int8"]
     # the figures hold against the host's ONNX Runtime: int8 is broken, the repair is not
     by_id = {r.run_id: r for r in runs(project)}
     paths = {m: str(by_id[table[m]["compile_run"]].artifacts["path"].file_path) for m in table}

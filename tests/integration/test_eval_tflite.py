@@ -33,7 +33,7 @@ CALIBRATION, PROBED = 8, 4  # calibration samples; --layers compares on the firs
 def outlier(tmp_path: Path, ort_image: str, docker_daemon: Any) -> Path:
     from edgehub import images
 
-    if not images.image_status("tflite", client=docker_daemon).built:
+    if not images.image_status("tflite").built:
         pytest.skip("needs the tflite image (hub images build tflite)")
     folder = tmp_path / "proj"
     (folder / "ods").mkdir(parents=True)
