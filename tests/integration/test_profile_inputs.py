@@ -143,8 +143,9 @@ def test_the_regression_gate(project: Path) -> None:
     verdict = compared["latency"]
     if same.returncode == EXIT_INCOMPARABLE:
         assert compared["comparability"]["reasons"], compared["comparability"]
-    else:
-        assert verdict["significant"] is False and verdict["regressed"] is False, verdict
+    else:  # two sequential runs of one model may drift past 10 % (what `hub exec ab` is for),
+        # never past the 50 % gate
+        assert verdict["regressed"] is False, verdict
     assert verdict["min_effect"] == 0.1
 
     worse = hub("runs", "compare", first, slower, *gate, "--allow-incomparable", cwd=project)

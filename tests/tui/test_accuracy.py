@@ -94,10 +94,11 @@ async def test_other_runs_have_no_accuracy_tab(project: Path, fixed_runs: list[s
         assert not screen.query("#tab-accuracy")
 
 
-def _field(screen: RunScreen, form: str, key: str) -> Input:
-    for widget in screen.query(f"#opt-{form} Input"):
+def _field(screen: RunScreen, form: str, key: str) -> Any:
+    """The editor of option ``key`` in ``form``: an Input, or a Select for declared choices."""
+    for widget in screen.query(f"#opt-{form} Input, #opt-{form} Select"):
         if widget.name == key:
-            return widget  # type: ignore[return-value]
+            return widget
     raise AssertionError(key)
 
 

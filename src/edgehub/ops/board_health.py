@@ -2,8 +2,9 @@
 
 The probe depends on the device's kind (`probe_board`): an SSH board is connected to and asked,
 in one command, whether the agent's Python (``ssh`` provider) runs and how much disk is free
-in the login directory; a ``local`` device needs its Docker daemon (a missing image is the
-user's to build, not the board's fault: that error stays its own); a labgrid place must match
+in the login directory; a ``local`` device is not probed (a missing Docker daemon or image is
+this host's to fix, not a board's fault: the step fails on it, recorded FAILED, with its own
+one-line error, and nothing is counted); a labgrid place must match
 a ``NetworkService`` resource (its address). A failed probe fails the measurement on that board
 with the probe's error (a pool moves on to another place).
 
@@ -259,10 +260,7 @@ def probe_board(
             "down, or the place's match is wrong)"
         )
     if device.provider_type == "local":
-        from edgehub.images.status import docker_client
-
-        docker_client(timeout=10).close()  # DockerUnavailableError when the daemon is not there
-        return
+        return  # this host: its own errors are recorded on the step's run (see the docstring)
     if runner is None:
         return
     python = _agent_python(device)
