@@ -1,22 +1,26 @@
-"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``): block sizes
-from a short calibration, the rounds in a seeded order, and the result documents.
+"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``, ``trt.ab``):
+the request keys they share, two session sets created in opposite orders, the interleaved
+warm-up, block sizes from a short calibration, the rounds in a seeded order, and the result
+documents.
 
-A runtime gives `measure_rounds` a ``block(side, index, runs, start_at)`` that runs one block of
-model ``side`` ("a" or "b") in its session set ``index`` (0 or 1; sets alternate between rounds):
-``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling from ``start_at``.
-Standard library only.
+A runtime reads `read_request`, creates its sessions with `session_sets`, warms them with
+`warm_up`, and gives `measure_rounds` a ``block(side, index, runs, start_at)`` that runs one
+block of model ``side`` ("a" or "b") in its session set ``index`` (0 or 1; sets alternate
+between rounds): ``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling from
+``start_at``. Standard library only.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import time
 from dataclasses import dataclass
-from typing import Any, Callable, List
+from typing import Any, Callable, List, TypeVar
 
 from .conditions import ConditionsProbe, conditions_lines
 from .env import collect_env
-from .protocol import CommandOutput, RuntimeFailure, write_json_atomic
+from .protocol import CommandOutput, Params, RuntimeFailure, write_json_atomic
 from .report import Report
 from .stats import latency_stats, ms
 
@@ -27,6 +31,59 @@ CALIBRATION_RUNS = 5
 SIDES = ("a", "b")
 
 Block = Callable[[str, int, int, int], List[int]]
+Session = TypeVar("Session")
+
+
+@dataclass
+class AbRequest:
+    """The request keys every runtime's A/B reads (``model_a``, ``model_b``, ``rounds``,
+    ``block_ms``, ``warmup``, ``seed``, ``input_seed``, ``profile_json_a``/``_b``)."""
+
+    paths: dict[str, str]
+    rounds: int
+    block_ms: int
+    warmup: int
+    seed: int
+    input_seed: int
+    json_paths: dict[str, str | None]
+
+
+def read_request(params: Params) -> AbRequest:
+    """The shared keys of ``params``; the runtime reads its own, then calls ``params.finish``."""
+    paths = {side: str(params.path(f"model_{side}")) for side in SIDES}
+    return AbRequest(
+        paths=paths,
+        rounds=params.integer("rounds", 30, minimum=2),
+        block_ms=params.integer("block_ms", 40, minimum=1),
+        warmup=params.integer("warmup", 10, minimum=0),
+        seed=params.integer("seed", 0),
+        input_seed=params.integer("input_seed", 0),
+        json_paths={side: params.path(f"profile_json_{side}", required=False) for side in SIDES},
+    )
+
+
+def session_sets(
+    create: Callable[[str], Session],
+) -> tuple[list[dict[str, Session]], dict[str, float]]:
+    """Two sets of one session per model: set 0 creates A then B, set 1 B then A (rounds
+    alternate between them, so a bias from being created second hits A and B alike); and each
+    model's mean creation time (ms)."""
+    sets: list[dict[str, Session]] = [{}, {}]
+    took: dict[str, list[float]] = {"a": [], "b": []}
+    for index, creation in enumerate((SIDES, SIDES[::-1])):
+        for side in creation:
+            begin = time.perf_counter_ns()
+            sets[index][side] = create(side)
+            took[side].append(ms(time.perf_counter_ns() - begin))
+    return sets, {side: sum(took[side]) / 2.0 for side in SIDES}
+
+
+def warm_up(warmup: int, run_once: Callable[[str, int, int], None]) -> None:
+    """``warmup`` untimed runs of every session, interleaved: ``run_once(side, index, i)``."""
+    for i in range(warmup):
+        for index in (0, 1):
+            for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
+                run_once(side, index, i)
 
 
 def median(values: list[int]) -> float:

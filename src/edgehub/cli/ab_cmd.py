@@ -1,5 +1,6 @@
-"""`hub exec ab RUNTIME A B` (onnxruntime: .onnx, tflite: .tflite): interleaved A/B on one
-device, then the verdict."""
+"""`hub exec ab RUNTIME A B` (onnxruntime: .onnx, tflite: .tflite, tensorrt: engines):
+interleaved A/B on one device, then the verdict; on a Qualcomm AI Hub device one profile job
+per model and an unpaired verdict."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def add_ab_arguments(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group(
         "ab",
-        "hub exec ab RUNTIME A B (onnxruntime: .onnx, tflite: .tflite): both models in one "
-        "agent process, timed in alternating blocks; --set input_shape=..., burn_ins=N, "
-        "block_ms=N, seed=N, min_effect=2%",
+        "hub exec ab RUNTIME A B (onnxruntime: .onnx, tflite: .tflite, tensorrt: engines on "
+        "this host's GPU): both models in one agent process, timed in alternating blocks; "
+        "--set input_shape=..., burn_ins=N, block_ms=N, seed=N, min_effect=2%%; on a qai_hub "
+        "device one profile job per model (not interleaved, unpaired verdict)",
     )
     group.add_argument(
         "--rounds", type=int, metavar="N", help="rounds of one A block and one B block (30)"
@@ -48,7 +50,7 @@ def reject_ab_flags(args: argparse.Namespace) -> None:
 
 def handle_ab(args: argparse.Namespace) -> int:
     from edgehub.cli.exec_cmd import _split_pair
-    from edgehub.ops.ab import DEFAULT_ROUNDS, AbRequest, run_ab
+    from edgehub.ops.ab import AbRequest, run_ab
     from edgehub.ops.project import open_project
 
     for flag in ("from_run", "from_job", "transform"):
@@ -56,14 +58,15 @@ def handle_ab(args: argparse.Namespace) -> int:
             raise UsageError(f"--{flag.replace('_', '-')} does not apply to ab")
     if args.runtime is None or args.model is None or args.model_b is None:
         raise UsageError(
-            "hub exec ab needs RUNTIME A B (two .onnx for onnxruntime, two .tflite for tflite)"
+            "hub exec ab needs RUNTIME A B (two .onnx for onnxruntime, two .tflite for tflite, "
+            "two engines for tensorrt)"
         )
     request = AbRequest(
         runtime=args.runtime,
         model_a=args.model,
         model_b=args.model_b,
         device=args.device,
-        rounds=DEFAULT_ROUNDS if args.rounds is None else args.rounds,
+        rounds=args.rounds,
         settings=dict(_split_pair(p, "--set") for p in args.set),
         inputs=args.input,
         max_regression=args.max_regression,
@@ -84,7 +87,14 @@ def handle_ab(args: argparse.Namespace) -> int:
 
 
 def _print(report: AbReport) -> None:
+    from edgehub.ops.ab import UNPAIRED
+    from edgehub.tracking.paired import PairedVerdict
+
+    if report.method == UNPAIRED:
+        _print_unpaired(report)
+        return
     verdict = report.verdict
+    assert isinstance(verdict, PairedVerdict)
     print(f"ab: run {report.run_id[:8]} on {report.device}, order seed {report.seed}")
     low, high = verdict.ci_pct
     table(
@@ -107,4 +117,28 @@ def _print(report: AbReport) -> None:
             ]
         ],
     )
+    print(verdict.verdict)
+
+
+def _print_unpaired(report: AbReport) -> None:
+    """AI Hub's comparison: one job per model, two independent samples."""
+    from edgehub.ops.ab_hub import NOT_INTERLEAVED, UNPAIRED_TEST
+
+    verdict = report.verdict
+    print(f"ab: run {report.run_id[:8]} on {report.device}; {NOT_INTERLEAVED}")
+    runs = {"a": report.run_a, "b": report.run_b}
+    counts = {"a": verdict.samples_a, "b": verdict.samples_b}  # type: ignore[union-attr]
+    medians = {"a": report.median_a_ms, "b": report.median_b_ms}
+    rows = [
+        [
+            side.upper(),
+            runs[side][:8],
+            report.jobs[side]["id"],
+            f"{medians[side]:.4f}",
+            counts[side],
+        ]
+        for side in ("a", "b")
+    ]
+    table(["model", "run", "job", "median ms", "iterations"], rows)
+    print(f"test: {UNPAIRED_TEST}")
     print(verdict.verdict)

@@ -8,8 +8,13 @@ test and a minimum effect. Recorded as an ``AB`` run (params: models, seed, roun
 the ratio and its CI; artifact ``ab.json`` with every round) with two ``PROFILE`` child runs
 (``parent_run_id``: the ``AB`` run), one per model, whose ``profile.json`` holds that model's
 samples as a profile run's does; `hub runs compare` of the two children uses the rounds' pairing
-(`paired_from_parent`). ONNX Runtime (``.onnx``) and TFLite (``.tflite`` models: compile
-them first); Qualcomm AI Hub and trtexec devices are refused (one agent process is needed).
+(`paired_from_parent`). ONNX Runtime (``.onnx``), TFLite (``.tflite`` models: compile them
+first) and TensorRT (engines, on this host's GPU in the full tensorrt image); trtexec devices
+are refused (one agent process is needed).
+
+On a Qualcomm AI Hub device the service runs one profile job per model (`ops.ab_hub`): not
+interleaved, so the verdict compares the two jobs' per-iteration times as independent samples
+(``method`` "unpaired": Mann-Whitney U and a bootstrap CI of the median difference).
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.ops.project import Project, Subscriber
     from edgehub.toolchains.agent_call import AgentResult
+    from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunRecord
 
 __all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
 AB_RUN = "AB"
-RUNTIMES = ("onnxruntime", "tflite")
+RUNTIMES = ("onnxruntime", "tflite", "tensorrt")
+INTERLEAVED = "interleaved"
+UNPAIRED = "unpaired"
 SETTINGS = ("input_shape", "burn_ins", "block_ms", "seed", "min_effect")
 DEFAULT_ROUNDS = 30
 DEFAULT_BLOCK_MS = 40
@@ -58,7 +66,7 @@ class AbRequest:
     model_a: Path
     model_b: Path
     device: str | None = None
-    rounds: int = DEFAULT_ROUNDS
+    rounds: int | None = None  # None: DEFAULT_ROUNDS (refused on AI Hub, which has no rounds)
     settings: dict[str, str] = field(default_factory=dict)
     inputs: Path | None = None
     max_regression: float | None = None
@@ -69,18 +77,22 @@ class AbRequest:
 
 @dataclass
 class AbReport:
-    """The comparison run, its two profile runs, and the verdict."""
+    """The comparison run, its two profile runs, and the verdict: paired rounds
+    (``method`` "interleaved"), or two independent samples (``method`` "unpaired", AI Hub's
+    one job per model; ``rounds`` empty, ``jobs`` the job per side)."""
 
     run_id: str
     run_a: str
     run_b: str
     device: str
     seed: int
-    verdict: PairedVerdict
+    verdict: PairedVerdict | ProfileComparison
     median_a_ms: float
     median_b_ms: float
     runs_per_block: dict[str, int]
     rounds: list[dict[str, Any]]
+    method: str = INTERLEAVED
+    jobs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def regressed(self) -> bool:
@@ -92,12 +104,14 @@ class AbReport:
             "run_a": self.run_a,
             "run_b": self.run_b,
             "device": self.device,
+            "method": self.method,
             "seed": self.seed,
             "median_a_ms": self.median_a_ms,
             "median_b_ms": self.median_b_ms,
             "runs_per_block": self.runs_per_block,
             "verdict": self.verdict.to_dict(),
             "rounds": self.rounds,
+            **({"jobs": self.jobs} if self.jobs else {}),
         }
 
 
@@ -107,7 +121,8 @@ class _Settings:
     warmup: int = DEFAULT_WARMUP
     block_ms: int = DEFAULT_BLOCK_MS
     seed: int | None = None
-    min_effect: float = MIN_EFFECT
+    min_effect: float | None = None  # None: each verdict's own floor
+    given: tuple[str, ...] = ()
 
 
 def _integer(key: str, raw: str, minimum: int) -> int:
@@ -123,7 +138,7 @@ def _integer(key: str, raw: str, minimum: int) -> int:
 def _parse_settings(pairs: dict[str, str], profiler: type[Any]) -> _Settings:
     from edgehub.ops.options import parse_value
 
-    settings = _Settings()
+    settings = _Settings(given=tuple(pairs))
     for key, raw in pairs.items():
         if key == "input_shape":
             settings.input_shape = parse_value(profiler, "input_shape", raw)
@@ -159,6 +174,12 @@ def _check(request: AbRequest) -> None:
         if not model.is_file():
             what = "is a directory, not a model file" if model.is_dir() else "not found"
             raise ModelError(f"model {model} {what}; check the path")
+        if request.runtime == "tensorrt":
+            from edgehub.agent.trt.engine_file import engine_problem
+
+            problem = engine_problem(model.name)
+            if problem is not None:
+                raise ModelError(problem)
         if request.runtime == "tflite" and model.suffix.lower() == ".onnx":
             raise ModelError(
                 f"'{model.name}' is an ONNX model, but hub exec ab tflite compares .tflite "
@@ -170,9 +191,9 @@ def _check(request: AbRequest) -> None:
         )
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
-    if request.rounds < 6:
+    if request.rounds is not None and request.rounds < 6:
         raise UsageError(f"--rounds {request.rounds} is too few; give at least 6 (default 30)")
-    if request.rounds > 10000:
+    if request.rounds is not None and request.rounds > 10000:
         raise UsageError(f"--rounds {request.rounds} is too many; give at most 10000")
 
 
@@ -192,6 +213,8 @@ def run_ab(
     runtime = get_runtime(request.runtime)
     settings = _parse_settings(request.settings, runtime.profiler)
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
+    if request.runtime == "tensorrt":
+        _require_gpu()
     cancel = cancel or Cancellation()
     # the device's lease, exactly as for `hub exec profile` on it
     hold = ExecRequest(
@@ -205,10 +228,49 @@ def run_ab(
         cancel.bind(ctx)
         try:
             device = resolve_device(runtime.profiler, ctx, request.device)
+            if str(device.provider_type) == "qai_hub":
+                from edgehub.ops.ab_hub import recorded_on_hub
+
+                _check_hub(request, settings)
+                return recorded_on_hub(ctx, request, settings.min_effect, seed, device.name)
             with _device_lease(project, ctx, hold, runtime, cancel):
                 return _recorded(ctx, request, settings, seed, device.name, runtime.profiler)
         finally:
             cancel.release(ctx)
+
+
+def _require_gpu() -> None:
+    """TensorRT's A/B runs both engines on this host's GPU: without one, nothing starts."""
+    from edgehub.errors import GpuUnavailableError
+    from edgehub.toolchains.tensorrt.gpu import detect_gpu
+
+    gpu = detect_gpu()
+    if not gpu.visible:
+        raise GpuUnavailableError(
+            "hub exec ab tensorrt runs both engines on this host's NVIDIA GPU and this machine "
+            f"has none ({gpu.describe()}); nothing was started. Run it on a host with a GPU "
+            "and the full tensorrt image, or profile each engine on a GPU device (the "
+            "'trtexec' provider) and use hub runs compare"
+        )
+
+
+def _check_hub(request: AbRequest, settings: _Settings) -> None:
+    """What does not apply to AI Hub's one profile job per model."""
+    if request.rounds is not None:
+        raise UsageError(
+            "--rounds does not apply on Qualcomm AI Hub: it runs one profile job per model "
+            "(not interleaved); leave --rounds out"
+        )
+    if request.inputs is not None:
+        raise UsageError(
+            "--input does not apply on Qualcomm AI Hub: its profile jobs use random inputs"
+        )
+    extra = [k for k in settings.given if k not in ("seed", "min_effect")]
+    if extra:
+        raise UsageError(
+            f"--set {extra[0]} does not apply on Qualcomm AI Hub (one profile job per model); "
+            "there only seed and min_effect apply"
+        )
 
 
 def _recorded(
@@ -226,22 +288,24 @@ def _recorded(
     a, b = request.model_a.resolve(), request.model_b.resolve()
     name = request.name or f"ab {a.name} vs {b.name}"
     devices = [ctx.device(device)]
+    rounds_asked = DEFAULT_ROUNDS if request.rounds is None else request.rounds
+    min_effect = MIN_EFFECT if settings.min_effect is None else settings.min_effect
     with ctx.open_run(AB_RUN, name, devices=devices) as parent:
         ctx.client.log_params(
             {
                 "$runtime": request.runtime,
                 "model_a": str(a),
                 "model_b": str(b),
-                "rounds": request.rounds,
+                "rounds": rounds_asked,
                 "seed": seed,
                 "block_ms": settings.block_ms,
                 "burn_ins": settings.warmup,
-                "min_effect": settings.min_effect,
+                "min_effect": min_effect,
             }
         )
         if request.max_regression is not None:
             ctx.client.log_param("max_regression", request.max_regression)
-        ctx.events.info(f"A/B on {device}: {request.rounds} rounds, order seed {seed}")
+        ctx.events.info(f"A/B on {device}: {rounds_asked} rounds, order seed {seed}")
         result = run_ab_agent(
             ctx,
             request.runtime,
@@ -249,7 +313,7 @@ def _recorded(
             a,
             b,
             device=device,
-            rounds=request.rounds,
+            rounds=rounds_asked,
             block_ms=settings.block_ms,
             warmup=settings.warmup,
             seed=seed,
@@ -260,7 +324,7 @@ def _recorded(
         rounds = list(result.data["rounds"])
         verdict = paired_verdict(
             [float(r["ratio"]) for r in rounds],
-            min_effect=settings.min_effect,
+            min_effect=min_effect,
             max_regression=request.max_regression,
             seed=seed,
         )
@@ -357,7 +421,7 @@ def paired_from_parent(
     None when ``parent`` is no A/B run of these two."""
     from edgehub.tracking.paired import paired_verdict
 
-    if parent.run_type != AB_RUN:
+    if parent.run_type != AB_RUN or parent.params.get("method") == UNPAIRED:
         return None
     pair = (parent.params.get("run_a"), parent.params.get("run_b"))
     if (a.run_id, b.run_id) not in (pair, pair[::-1]):

@@ -1,6 +1,6 @@
-"""Interleaved A/B of two models in one agent process (``ort.ab``, ``tflite.ab``), on the
-device's agent: the runtime's warm container on this host, or the resident agent of an ``ssh``
-device.
+"""Interleaved A/B of two models in one agent process (``ort.ab``, ``tflite.ab``, ``trt.ab``),
+on the device's agent: the runtime's warm container on this host, or the resident agent of an
+``ssh`` device; TensorRT engines in the full tensorrt image on this host's GPU.
 
 Called inside the comparison's run: the models and inputs are staged from its directory, and
 the agent's result (per-round block medians, each model's samples as ``profile_a.json`` and
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["AB_COMMANDS", "AB_PROVIDERS", "run_ab_agent"]
 
 AB_PROVIDERS = ("local", "ssh")  # where one agent process can hold both models
-AB_COMMANDS = {"onnxruntime": "ort.ab", "tflite": "tflite.ab"}  # the agent command per runtime
+AB_COMMANDS = {"onnxruntime": "ort.ab", "tflite": "tflite.ab", "tensorrt": "trt.ab"}
 
 
 def run_ab_agent(
@@ -48,7 +48,17 @@ def run_ab_agent(
             f"hub exec ab runs on a device with a {' or '.join(AB_PROVIDERS)} provider; "
             f"{device!r} is {provider}: profile each model there and use hub runs compare"
         )
-    agent = device_agent(ctx, runtime, device, profiler)
+    if runtime == "tensorrt":
+        if provider != "local":
+            raise UsageError(
+                f"hub exec ab tensorrt runs on this host's GPU (a local device); {device!r} is "
+                f"{provider}: profile each engine there and use hub runs compare"
+            )
+        from edgehub.toolchains.tensorrt.local import gpu_agent
+
+        agent = gpu_agent(ctx, device)
+    else:
+        agent = device_agent(ctx, runtime, device, profiler)
     # their own names (the agent's messages name them), B's prefixed where A has its name
     name_a = model_a.name
     name_b = model_b.name if model_b.name != name_a else f"B-{model_b.name}"

@@ -33,12 +33,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds
+from ..ab_rounds import (
+    SIDES,
+    SWITCH_IN,
+    ab_output,
+    measure_rounds,
+    read_request,
+    session_sets,
+    warm_up,
+)
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
 from ..protocol import Cancelled, CommandOutput, Params, RuntimeFailure, one_line
 from ..report import Report
-from ..stats import ms
 from ..tensors import Arrays
 from .sessions import (
     OPTIMIZATION_LEVELS,
@@ -78,12 +85,7 @@ def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    paths = {"a": params.path("model_a"), "b": params.path("model_b")}
-    rounds = params.integer("rounds", 30, minimum=2)
-    block_ms = params.integer("block_ms", 40, minimum=1)
-    warmup = params.integer("warmup", 10, minimum=0)
-    seed = params.integer("seed", 0)
-    input_seed = params.integer("input_seed", 0)
+    request = read_request(params)
     input_data = params.path("input_data", required=False)
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
@@ -91,12 +93,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     params.resolved["providers"] = providers
     level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
     raw_shape = params.raw_value("input_shape")
-    json_paths = {
-        "a": params.path("profile_json_a", required=False),
-        "b": params.path("profile_json_b", required=False),
-    }
     params.finish()
-    models = {side: resolve_model_path(str(paths[side])) for side in SIDES}
+    models = {side: resolve_model_path(request.paths[side]) for side in SIDES}
     options_args = {
         "intra_op_threads": intra,
         "inter_op_threads": inter,
@@ -104,35 +102,28 @@ def run(params: Params, report: Report) -> CommandOutput:
     }
 
     # 1. two session sets, created in opposite orders
-    sessions: list[dict[str, Any]] = [{}, {}]
-    create_ms: dict[str, list[float]] = {"a": [], "b": []}
-    for index, creation in enumerate((SIDES, SIDES[::-1])):
-        for side in creation:
-            begin = time.perf_counter_ns()
-            sessions[index][side] = create_session(
-                models[side], session_options(**options_args), providers
-            )
-            create_ms[side].append(ms(time.perf_counter_ns() - begin))
+    sessions, load_ms = session_sets(
+        lambda side: create_session(models[side], session_options(**options_args), providers)
+    )
     inputs: dict[str, list[Arrays]] = {}
     for side in SIDES:
         specs = input_specs(sessions[0][side])
-        inputs[side] = prepare_inputs(specs, input_data, raw_shape, input_seed, report)
+        inputs[side] = prepare_inputs(specs, input_data, raw_shape, request.input_seed, report)
 
     # 2. the same warm-up for every session, interleaved
-    report.info(f"warmup: {warmup} runs of each of 2 sessions per model")
-    for i in range(warmup):
-        for index in (0, 1):
-            for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
-                _run(sessions[index][side], inputs[side][i % len(inputs[side])])
+    report.info(f"warmup: {request.warmup} runs of each of 2 sessions per model")
+    warm_up(
+        request.warmup,
+        lambda side, index, i: _run(sessions[index][side], inputs[side][i % len(inputs[side])]),
+    )
 
     # 3.-4. calibration and the rounds (:mod:`..ab_rounds`)
     def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
         return _block(sessions[index][side], inputs[side], runs, start_at)
 
-    found = measure_rounds(block, rounds, block_ms, seed, report)
+    found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     sessions = []
     params.resolved["shapes_a"] = shapes_record(inputs["a"])
     params.resolved["shapes_b"] = shapes_record(inputs["b"])
-    load_ms = {side: sum(create_ms[side]) / 2.0 for side in SIDES}
     names = {side: str(models[side]) for side in SIDES}
-    return ab_output(found, params.resolved, load_ms, names, json_paths, seed)
+    return ab_output(found, params.resolved, load_ms, names, request.json_paths, request.seed)

@@ -17,10 +17,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds
+from ..ab_rounds import (
+    SIDES,
+    SWITCH_IN,
+    ab_output,
+    measure_rounds,
+    read_request,
+    session_sets,
+    warm_up,
+)
 from ..protocol import CommandOutput, Params
 from ..report import Report
-from ..stats import ms
 from .edges import ModelEdges
 from .interpreter import load_interpreter, resolve_tflite_path
 from .profile import model_feeds
@@ -41,46 +48,34 @@ def _block(edges: ModelEdges, feeds: dict[int, Any], runs: int) -> list[int]:
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    paths = {"a": params.path("model_a"), "b": params.path("model_b")}
-    rounds = params.integer("rounds", 30, minimum=2)
-    block_ms = params.integer("block_ms", 40, minimum=1)
-    warmup = params.integer("warmup", 10, minimum=0)
-    seed = params.integer("seed", 0)
-    input_seed = params.integer("input_seed", 0)
+    request = read_request(params)
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     raw_shape = params.raw_value("input_shape")
-    json_paths = {
-        "a": params.path("profile_json_a", required=False),
-        "b": params.path("profile_json_b", required=False),
-    }
     params.finish()
-    models = {side: resolve_tflite_path(str(paths[side]), "hub exec ab") for side in SIDES}
+    models = {side: resolve_tflite_path(request.paths[side], "hub exec ab") for side in SIDES}
 
-    sets: list[dict[str, ModelEdges]] = [{}, {}]
-    load_ms: dict[str, list[float]] = {"a": [], "b": []}
-    for index, creation in enumerate((SIDES, SIDES[::-1])):
-        for side in creation:
-            begin = time.perf_counter_ns()
-            interpreter = load_interpreter(models[side], threads=threads, xnnpack=xnnpack)
-            load_ms[side].append(ms(time.perf_counter_ns() - begin))
-            sets[index][side] = ModelEdges(interpreter, None)
+    sets, load_ms = session_sets(
+        lambda side: ModelEdges(
+            load_interpreter(models[side], threads=threads, xnnpack=xnnpack), None
+        )
+    )
     feeds = {
-        side: model_feeds(sets[0][side], None, True, input_seed, raw_shape, report)
+        side: model_feeds(sets[0][side], None, True, request.input_seed, raw_shape, report)
         for side in SIDES
     }
-    report.info(f"warmup: {warmup} runs of each of 2 interpreters per model")
-    for i in range(warmup):
-        for index in (0, 1):
-            for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
-                sets[index][side].set_inputs(feeds[side])
-                sets[index][side].invoke()
+    report.info(f"warmup: {request.warmup} runs of each of 2 interpreters per model")
+
+    def once(side: str, index: int, i: int) -> None:
+        sets[index][side].set_inputs(feeds[side])
+        sets[index][side].invoke()
+
+    warm_up(request.warmup, once)
 
     def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
         return _block(sets[index][side], feeds[side], runs)
 
-    found = measure_rounds(block, rounds, block_ms, seed, report)
+    found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     sets = []
-    means = {side: sum(load_ms[side]) / 2.0 for side in SIDES}
     names = {side: str(models[side]) for side in SIDES}
-    return ab_output(found, params.resolved, means, names, json_paths, seed)
+    return ab_output(found, params.resolved, load_ms, names, request.json_paths, request.seed)

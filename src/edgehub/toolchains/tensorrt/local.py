@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["inspect_model"]
+__all__ = ["gpu_agent", "inspect_model"]
 
 RUNTIME = "tensorrt"
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -181,7 +181,7 @@ def _require_gpu(component: str) -> None:
         )
 
 
-def _gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
+def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
     """An agent in the full tensorrt image with the GPU passed through."""
     from edgehub import images
 
@@ -219,7 +219,7 @@ def _profile_local(
     method = ProfilingMethod(profiling_method)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(engine, name="input")
-    agent = _gpu_agent(ctx, device)
+    agent = gpu_agent(ctx, device)
     request: dict[str, Any] = {
         "engine": f"in/{engine.name}",
         "iterations": int(iterations),
@@ -331,7 +331,7 @@ def _invoke_local(
     ctx.client.log_artifact(engine, name="input")
     inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
     ctx.client.log_artifact(inputs, name="input_data")
-    agent = _gpu_agent(ctx, device)
+    agent = gpu_agent(ctx, device)
     request = {
         "engine": f"in/{engine.name}",
         "input": "in/input.npz",

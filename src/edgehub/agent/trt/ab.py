@@ -1,0 +1,191 @@
+"""``trt.ab``: two TensorRT engines on the GPU in one process, timed in alternating short blocks.
+
+Request::
+
+    {"model_a": ENGINE, "model_b": ENGINE, "rounds": 30, "block_ms": 40, "warmup": 10, "seed": 0,
+     "input_seed": 0, "input_shape": null | [ints] | {name: [ints]},
+     "profile_json_a": null | PATH, "profile_json_b": null | PATH}
+
+Each engine is deserialised once. As ``ort.ab`` (:mod:`..ab_rounds`): two execution contexts
+per engine, created A then B and B then A, each with its own device buffers and CUDA stream,
+alternating between rounds; the same interleaved warm-up; block sizes from a calibration; each
+round one block of A and one of B in a seeded order. A timed run is one ``execute_async_v3``
+and the synchronisation of its stream, with the inputs already on the GPU (random from
+``input_seed``: floats normal, other types zero); no host copies are timed. Dynamic inputs run
+at ``input_shape`` (a list: the first input), else at the optimisation profile's ``opt`` shape.
+Needs an NVIDIA GPU, the TensorRT bindings and the CUDA runtime (the full tensorrt image).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds, read_request, session_sets
+from ..ab_rounds import warm_up as interleaved_warm_up
+from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
+from ..report import Report
+from ..stats import ms
+from .cuda import CudaRuntime, load_cudart
+from .engine_file import engine_problem
+from .gpu import gpu_visible
+from .runtime import import_tensorrt
+
+
+def _mode(engine: Any, name: str) -> str:
+    return str(getattr(engine.get_tensor_mode(name), "name", "")).split(".")[-1]
+
+
+def _shapes(engine: Any, raw: Any, label: str) -> dict[str, list[int]]:
+    """The shape each input of ``engine`` runs at."""
+    names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
+    inputs = [n for n in names if _mode(engine, n) == "INPUT"]
+    if raw is None:
+        asked: dict[str, Any] = {}
+    elif isinstance(raw, list) and inputs:
+        asked = {inputs[0]: raw}
+    elif isinstance(raw, dict):
+        unknown = sorted(set(raw) - set(inputs))
+        if unknown:
+            raise UsageError(
+                f"input_shape names {', '.join(unknown)}, which engine {label} does not have; "
+                f"its inputs: {', '.join(inputs)}"
+            )
+        asked = dict(raw)
+    else:
+        raise UsageError(f"input_shape must be [ints] or {{input: [ints]}}, got {raw!r}")
+    shapes: dict[str, list[int]] = {}
+    for name in inputs:
+        shape = asked.get(name)
+        if shape is None:
+            shape = [int(d) for d in engine.get_tensor_shape(name)]
+            if any(d < 0 for d in shape):  # dynamic: the profile's optimum
+                shape = [int(d) for d in engine.get_tensor_profile_shape(name, 0)[1]]
+        if not isinstance(shape, list) or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise UsageError(f"input_shape of {name!r} must be positive integers, got {shape!r}")
+        shapes[name] = shape
+    return shapes
+
+
+class EngineRun:
+    """One execution context of an engine with its own device buffers and stream."""
+
+    def __init__(self, trt: Any, engine: Any, cuda: CudaRuntime, feeds: dict[str, Any]) -> None:
+        self.cuda = cuda
+        self.buffers: list[int] = []
+        self.context = engine.create_execution_context()
+        if self.context is None:
+            raise RuntimeFailure("TensorRT could not create an execution context (GPU memory?)")
+        self.stream = cuda.stream()
+        for name, array in feeds.items():
+            self.context.set_input_shape(name, list(array.shape))
+        for index in range(engine.num_io_tensors):
+            name = engine.get_tensor_name(index)
+            shape = [int(d) for d in self.context.get_tensor_shape(name)]
+            if any(d < 0 for d in shape):
+                raise UsageError(
+                    f"output {name!r} has a data-dependent shape, which trt.ab cannot allocate"
+                )
+            itemsize = trt.module.nptype(engine.get_tensor_dtype(name))().itemsize
+            count = 1
+            for d in shape:
+                count *= d
+            pointer = cuda.malloc(count * itemsize)
+            self.buffers.append(pointer)
+            self.context.set_tensor_address(name, pointer)
+            if name in feeds:
+                cuda.upload(pointer, feeds[name])
+
+    def run(self) -> None:
+        if not self.context.execute_async_v3(self.stream):
+            raise RuntimeFailure("TensorRT failed running the engine (execute_async_v3)")
+        self.cuda.synchronize(self.stream)
+
+    def close(self) -> None:
+        self.context = None
+        for pointer in self.buffers:
+            self.cuda.free(pointer)
+        self.buffers = []
+        self.cuda.destroy_stream(self.stream)
+
+
+def _feeds(trt: Any, engine: Any, shapes: dict[str, list[int]], seed: int) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, shape in shapes.items():
+        dtype = np.dtype(trt.module.nptype(engine.get_tensor_dtype(name)))
+        if dtype.kind == "f":
+            array = rng.standard_normal(shape).astype(dtype)
+        else:
+            array = np.zeros(shape, dtype)
+        feeds[name] = np.ascontiguousarray(array)
+    return feeds
+
+
+def _block(run: EngineRun, runs: int) -> list[int]:
+    for _ in range(SWITCH_IN):
+        run.run()
+    clock = time.perf_counter_ns
+    samples = [0] * runs
+    for i in range(runs):
+        begin = clock()
+        run.run()
+        samples[i] = clock() - begin
+    return samples
+
+
+def run(params: Params, report: Report) -> CommandOutput:
+    request = read_request(params)
+    raw_shape = params.raw_value("input_shape")
+    params.finish()
+    for side in SIDES:
+        problem = engine_problem(request.paths[side])
+        if problem is not None:
+            raise UsageError(problem)
+    if not gpu_visible():
+        raise UsageError(
+            "trt.ab runs TensorRT engines, which needs an NVIDIA GPU, and none is visible here: "
+            "run it in the full tensorrt image with the GPU passed through"
+        )
+    trt = import_tensorrt()
+    cuda = load_cudart()
+    runtime = trt.module.Runtime(trt.module.Logger(trt.module.Logger.WARNING))
+    engines: dict[str, Any] = {}
+    load_ms: dict[str, float] = {}
+    for side in SIDES:  # each engine deserialised once
+        path = request.paths[side]
+        begin = time.perf_counter_ns()
+        with open(path, "rb") as fh:
+            engines[side] = runtime.deserialize_cuda_engine(fh.read())
+        load_ms[side] = ms(time.perf_counter_ns() - begin)
+        if engines[side] is None:
+            raise ModelError(
+                f"engine {side.upper()} ({path.rsplit('/', 1)[-1]}) cannot be opened by this "
+                "TensorRT: build it with the same TensorRT version and flavor, for this GPU"
+            )
+    shapes = {side: _shapes(engines[side], raw_shape, side.upper()) for side in SIDES}
+    feeds = {side: _feeds(trt, engines[side], shapes[side], request.input_seed) for side in SIDES}
+    params.resolved["shapes_a"] = shapes["a"]
+    params.resolved["shapes_b"] = shapes["b"]
+    made: list[EngineRun] = []
+
+    def create(side: str) -> EngineRun:
+        made.append(EngineRun(trt, engines[side], cuda, feeds[side]))
+        return made[-1]
+
+    try:
+        sets, context_ms = session_sets(create)
+        report.info(f"warmup: {request.warmup} runs of each of 2 execution contexts per engine")
+        interleaved_warm_up(request.warmup, lambda side, index, i: sets[index][side].run())
+
+        def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
+            return _block(sets[index][side], runs)
+
+        found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
+    finally:
+        for engine_run in made:
+            engine_run.close()
+    load = {side: load_ms[side] + context_ms[side] for side in SIDES}
+    return ab_output(found, params.resolved, load, request.paths, request.json_paths, request.seed)

@@ -1,0 +1,146 @@
+"""`hub exec ab` on a Qualcomm AI Hub device: one profile job per model, not interleaved.
+
+Both jobs are submitted, then both waited for (`toolchains.qai_hub.ab`). Each job ran in its own
+device session, so the verdict compares the two jobs' per-iteration inference times as
+independent samples (`UNPAIRED_TEST`: Mann-Whitney U and a bootstrap CI of the difference of
+the medians, `tracking.profile_compare`), with that comparison's 5 % floor unless ``min_effect``
+is set. Recorded like the interleaved A/B: an ``AB`` run (``method`` "unpaired", both job ids)
+with one ``PROFILE`` child per model holding its job, samples and statistics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edgehub.core.context import HubContext
+    from edgehub.ops.ab import AbReport, AbRequest
+    from edgehub.toolchains.qai_hub.ab import HubProfile
+
+__all__ = ["NOT_INTERLEAVED", "UNPAIRED_TEST", "recorded_on_hub"]
+
+NOT_INTERLEAVED = "AI Hub: one profile job per model; not interleaved"
+UNPAIRED_TEST = (
+    "unpaired: Mann-Whitney U test and bootstrap 95 % CI of the median difference of the two "
+    "jobs' per-iteration times"
+)
+_INTERNAL = {"latency", "peak_memory_usage", "load_time"}  # the output's own fields: '$' names
+
+
+def recorded_on_hub(
+    ctx: HubContext, request: AbRequest, min_effect: float | None, seed: int, device: str
+) -> AbReport:
+    """Profile both models on AI Hub ``device`` and record the comparison."""
+    import numpy as np
+
+    from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport
+    from edgehub.toolchains.qai_hub.ab import profile_pair
+    from edgehub.toolchains.registry import get_runtime
+    from edgehub.tracking.profile_compare import MIN_EFFECT, compare_samples
+
+    profiler = get_runtime(request.runtime).profiler
+    a, b = request.model_a.resolve(), request.model_b.resolve()
+    effect = MIN_EFFECT if min_effect is None else min_effect
+    devices = [ctx.device(device)]
+    with ctx.open_run(AB_RUN, request.name or f"ab {a.name} vs {b.name}", devices=devices) as run:
+        ctx.client.log_params(
+            {
+                "$runtime": request.runtime,
+                "model_a": str(a),
+                "model_b": str(b),
+                "method": UNPAIRED,
+                "test": UNPAIRED_TEST,
+                "seed": seed,
+                "min_effect": effect,
+            }
+        )
+        if request.max_regression is not None:
+            ctx.client.log_param("max_regression", request.max_regression)
+        ctx.events.info(f"{NOT_INTERLEAVED}: both submitted, then both waited for")
+        found = profile_pair(ctx, {"a": a, "b": b}, device=device, component=profiler)
+        children = {
+            side: _child(ctx, run.run_id, side, model, found[side], devices, request.runtime)
+            for side, model in (("a", a), ("b", b))
+        }
+        ctx.client.log_params({"run_a": children["a"], "run_b": children["b"]})
+        verdict = compare_samples(
+            np.asarray(found["a"].summary.samples_us, dtype=np.float64) / 1000.0,
+            np.asarray(found["b"].summary.samples_us, dtype=np.float64) / 1000.0,
+            run_a=children["a"],
+            run_b=children["b"],
+            max_regression=request.max_regression,
+            min_effect=effect,
+            seed=seed,
+        )
+        median = verdict.median
+        ctx.client.log_metrics(
+            {
+                "ratio_median": median.b_ms / median.a_ms if median.a_ms else float("nan"),
+                "ratio_ci_low": 1.0 + median.ci_pct[0] / 100.0,
+                "ratio_ci_high": 1.0 + median.ci_pct[1] / 100.0,
+                "mann_whitney_p": verdict.mann_whitney_p,
+                "significant": float(verdict.significant),
+                "regressed": float(verdict.regressed),
+            }
+        )
+        ctx.events.info(f"{verdict.verdict} [{UNPAIRED}]")
+        report = AbReport(
+            run_id=run.run_id,
+            run_a=children["a"],
+            run_b=children["b"],
+            device=device,
+            seed=seed,
+            verdict=verdict,
+            median_a_ms=median.a_ms,
+            median_b_ms=median.b_ms,
+            runs_per_block={},
+            rounds=[],
+            method=UNPAIRED,
+            jobs={side: {"id": p.job_id, "url": p.url} for side, p in found.items()},
+        )
+        summary = ctx.artifact_dir / "ab.json"
+        summary.write_text(json.dumps(report.to_dict(), indent=1))
+        ctx.client.log_artifact(summary, name="ab")
+    return report
+
+
+def _child(
+    ctx: HubContext,
+    parent: str,
+    side: str,
+    model: Path,
+    found: HubProfile,
+    devices: list[Any],
+    runtime: str,
+) -> str:
+    """One model's PROFILE run under the comparison: its job, samples and statistics."""
+    from edgehub.toolchains.registry import get_runtime
+
+    label = side.upper()
+    with ctx.open_run(
+        "PROFILE",
+        f"ab {label}: {model.name}",
+        component=get_runtime(runtime).profiler.__name__,
+        parent_run_id=parent,
+        devices=devices,
+    ) as run:
+        ctx.client.log_params(
+            {
+                "$runtime": runtime,
+                "ab.side": label,
+                "ab.run": parent,
+                "qai_hub_profile_job_id": found.job_id,
+                "qai_hub_profile_job_url": found.url,
+            }
+        )
+        ctx.client.log_tag("qai_hub_profile_job", found.job_id)
+        ctx.client.log_artifact(model, name="input")
+        metrics = found.summary.metrics
+        ctx.client.log_metrics({(f"${k}" if k in _INTERNAL else k): v for k, v in metrics.items()})
+        ctx.client.log_params(found.summary.params)
+        document = ctx.artifact_dir / "profile.json"
+        document.write_text(json.dumps(found.document(), indent=1), encoding="utf-8")
+        ctx.client.log_artifact(document, name="output_file")
+        return run.run_id
