@@ -196,6 +196,8 @@ class DoubleInferenceJob(_Scripted, real.InferenceJob):
         self.profiling = profile
 
     def download_profile(self, filename: str | None = None) -> Any:
+        if self.profiling and self._owner.profile_of is not None:
+            return self._owner.profile_of(self.model)
         return self._owner.profile if self.profiling else {}
 
     def download_output_data(self, filename: str | None = None) -> Any:
@@ -230,6 +232,7 @@ class QAIHubDouble:
         self.datasets: dict[str, Any] = {}
         self.jobs: dict[str, Any] = {}
         self.profile = recorded_profile()
+        self.profile_of: Any = None  # model -> its profile, where models must differ
         self.renamer = lambda name: name
         self.tflite_outputs: dict[str, list[np.ndarray]] | None = None
         self.refuse: dict[str, Exception] = {}
