@@ -11,9 +11,7 @@ measurement records the conditions it ran under (``conditions.*`` in the run's e
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,26 +19,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from ab_cli import EXIT_REGRESSION, hub, show
 from agent_models import matmul_chain
 
 pytestmark = pytest.mark.docker
-
-HUB = str(Path(sys.executable).with_name("hub"))
-EXIT_REGRESSION = 5
-
-
-def hub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "EDGEHUB_KEEP_WARM"}
-    return subprocess.run(
-        [HUB, *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env
-    )
-
-
-def show(cwd: Path, run_id: str) -> dict[str, Any]:
-    result = hub("runs", "show", run_id, "--json", cwd=cwd)
-    assert result.returncode == 0, result.stderr
-    record: dict[str, Any] = json.loads(result.stdout)
-    return record
 
 
 @pytest.fixture

@@ -11,9 +11,7 @@ children are TFLiteProfiler PROFILE runs under the AB run. An ONNX model is refu
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,19 +19,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from ab_cli import EXIT_REGRESSION, hub
 from agent_models import matmul_chain
 
 pytestmark = pytest.mark.docker
-
-HUB = str(Path(sys.executable).with_name("hub"))
-EXIT_REGRESSION = 5
-
-
-def hub(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "EDGEHUB_KEEP_WARM"}
-    return subprocess.run(
-        [HUB, *args], cwd=cwd, capture_output=True, text=True, timeout=900, env=env
-    )
 
 
 def _compiled(project: Path, onnx_name: str, target: str) -> None:
