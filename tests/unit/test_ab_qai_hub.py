@@ -151,3 +151,23 @@ def test_what_does_not_apply_on_ai_hub_is_one_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], err
     assert service.called("submit_inference_job") == []
+
+
+def test_a_profile_without_per_iteration_times_fails_the_run_in_one_line(
+    project: Path, service: QAIHubDouble, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def estimate_only(model: Any) -> dict[str, Any]:
+        profile = recorded_profile()
+        profile["execution_summary"]["all_inference_times"] = []
+        return profile
+
+    service.profile_of = estimate_only
+    code, out, err = _ab(capsys, "same.onnx")
+    assert code != 0 and out == ""
+    errors = [line for line in err.splitlines() if line.startswith("hub: error:")]
+    assert len(errors) == 1 and "no per-iteration inference times" in errors[0], err
+    assert "Traceback" not in err
+    listed = subprocess.run(
+        [HUB, "runs", "list"], cwd=project, capture_output=True, text=True, timeout=120
+    )
+    assert "AB" in listed.stdout and "FAILED" in listed.stdout

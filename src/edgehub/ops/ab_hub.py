@@ -37,9 +37,11 @@ def recorded_on_hub(
 
     from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport
     from edgehub.toolchains.qai_hub.ab import profile_pair
+    from edgehub.toolchains.qai_hub.session import session_for
     from edgehub.toolchains.registry import get_runtime
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_samples
 
+    session_for(ctx)  # the client and its token, checked before anything is recorded
     profiler = get_runtime(request.runtime).profiler
     a, b = request.model_a.resolve(), request.model_b.resolve()
     effect = MIN_EFFECT if min_effect is None else min_effect
