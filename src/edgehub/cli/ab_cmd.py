@@ -23,7 +23,7 @@ def add_ab_arguments(parser: argparse.ArgumentParser) -> None:
         "ab",
         "hub exec ab RUNTIME A B (onnxruntime: .onnx, tflite: .tflite, tensorrt: engines on "
         "this host's GPU): both models in one agent process, timed in alternating blocks; "
-        "--set input_shape=..., burn_ins=N, block_ms=N, seed=N, min_effect=2%%; on a qai_hub "
+        "--set input_shape=..., burn_ins=N, block_ms=N, seed=N, min_effect=2%; on a qai_hub "
         "device one profile job per model (not interleaved, unpaired verdict)",
     )
     group.add_argument(
