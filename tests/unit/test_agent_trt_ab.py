@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from edgehub.agent.protocol import ModelError, Params, UsageError
+from edgehub.agent.protocol import ModelError, Params, RuntimeFailure, UsageError
 from edgehub.agent.report import Report
 from edgehub.agent.trt import ab
 from edgehub.agent.trt.runtime import TensorRT
@@ -231,7 +231,18 @@ def test_refusals(gpu: tuple[FakeTensorRT, FakeCuda], tmp_path: Path) -> None:
         run_ab(a, broken, tmp_path)
     with pytest.raises(UsageError, match="ONNX model, not a TensorRT engine"):
         run_ab(a, tmp_path / "m.onnx", tmp_path)
-    assert not gpu[1].live and not gpu[1].streams
+    cuda = gpu[1]
+    allocated = cuda.malloc
+
+    def out_of_memory_at_the_fifth(size: int) -> int:
+        if len(cuda.live) == 4:
+            raise RuntimeFailure("CUDA cudaMalloc failed: out of memory")
+        return allocated(size)
+
+    cuda.malloc = out_of_memory_at_the_fifth  # type: ignore[method-assign]
+    with pytest.raises(RuntimeFailure, match="out of memory"):
+        run_ab(a, a, tmp_path)
+    assert not cuda.live and not cuda.streams  # the contexts made so far were freed
 
 
 def test_without_a_gpu_nothing_is_loaded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

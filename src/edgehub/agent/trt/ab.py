@@ -77,8 +77,21 @@ class EngineRun:
         if self.context is None:
             raise RuntimeFailure("TensorRT could not create an execution context (GPU memory?)")
         self.stream = cuda.stream()
+        try:
+            self._bind(trt, engine, feeds)
+        except BaseException:
+            self.close()  # what was allocated so far
+            raise
+
+    def _bind(self, trt: Any, engine: Any, feeds: dict[str, Any]) -> None:
+        """Set the input shapes, then give every I/O tensor a device buffer; inputs uploaded."""
+        cuda = self.cuda
         for name, array in feeds.items():
-            self.context.set_input_shape(name, list(array.shape))
+            if self.context.set_input_shape(name, list(array.shape)) is False:
+                raise UsageError(
+                    f"input {name!r} cannot run at {list(array.shape)}: outside the shapes the "
+                    "engine was built for; give input_shape within its range"
+                )
         for index in range(engine.num_io_tensors):
             name = engine.get_tensor_name(index)
             shape = [int(d) for d in self.context.get_tensor_shape(name)]
