@@ -31,7 +31,13 @@ from edgehub.core import HubContext  # noqa: E402
 from edgehub.core.compile import TFLiteCompiledModel  # noqa: E402
 from edgehub.core.device import Device, DeviceSpec  # noqa: E402
 from edgehub.core.profile import TFLiteProfiler  # noqa: E402
-from edgehub.errors import DeviceError, OperationCancelled, ProfileError, UsageError  # noqa: E402
+from edgehub.errors import (  # noqa: E402
+    DeviceError,
+    DeviceOutputError,
+    OperationCancelled,
+    ProfileError,
+    UsageError,
+)
 from edgehub.events import EventSink, LogEvent  # noqa: E402
 from edgehub.toolchains.aws import DeviceFarmConfig, resume_device_farm_run  # noqa: E402
 from edgehub.toolchains.aws.check import check_device_farm  # noqa: E402
@@ -382,6 +388,35 @@ def test_interrupted_wait_leaves_the_run_going_and_says_how_to_stop_it(
     assert f"--from-job {RUN}" in events.text()
     assert run is not None and run.status in ("KILLED", "FAILED")
     assert "stop run" not in events.text()  # edgehub did not stop it (nor try to)
+
+
+@pytest.mark.parametrize(
+    ("variable", "cap"),
+    [("EDGEHUB_AWS_ARTIFACTS_MAX_MEMBER_BYTES", "4K"), ("EDGEHUB_AWS_ARTIFACTS_MAX_BYTES", "8K")],
+)
+def test_artifacts_over_their_caps_are_refused_naming_the_variable(
+    tmp_path: Path,
+    farm: tuple[Any, Stubber],
+    s3: S3Standin,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    cap: str,
+) -> None:
+    _, stub = farm
+    monkeypatch.setenv(variable, cap)
+    expect_finish(stub, s3, "INFO: " + "x" * 20_000, result="FAILED", exit_code=1)
+    with (
+        context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx,
+        pytest.raises(DeviceOutputError, match=f"over the limit of {cap[0]} KiB.*raise {variable}"),
+    ):
+        resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    monkeypatch.setenv(variable, "1M")
+    expect_finish(stub, s3, "INFO: " + "x" * 20_000, result="FAILED", exit_code=1)
+    with (
+        context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx,
+        pytest.raises(ProfileError, match="ended FAILED"),  # raised, it lets the same zip in
+    ):
+        resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
 
 
 def test_active_timeout_stops_the_run(
