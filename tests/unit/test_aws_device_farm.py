@@ -42,6 +42,7 @@ from edgehub.events import EventSink, LogEvent  # noqa: E402
 from edgehub.toolchains.aws import DeviceFarmConfig, resume_device_farm_run  # noqa: E402
 from edgehub.toolchains.aws.check import check_device_farm  # noqa: E402
 from edgehub.toolchains.aws.client import client_factory  # noqa: E402
+from edgehub.toolchains.aws.devices import select_device  # noqa: E402
 from edgehub.toolchains.aws.package import (  # noqa: E402
     build_test_package,
     build_test_spec,
@@ -417,6 +418,48 @@ def test_artifacts_over_their_caps_are_refused_naming_the_variable(
         pytest.raises(ProfileError, match="ended FAILED"),  # raised, it lets the same zip in
     ):
         resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+
+
+def test_list_calls_follow_next_token_across_pages(
+    tmp_path: Path, farm: tuple[Any, Stubber], s3: S3Standin
+) -> None:
+    client, stub = farm
+    # devices: the only phone that matches is on the second page
+    stub.add_response(
+        "list_devices", {"devices": [], "nextToken": "page-2"}, {"filters": MODEL_FILTERS}
+    )
+    stub.add_response(
+        "list_devices", {"devices": [PIXEL]}, {"filters": MODEL_FILTERS, "nextToken": "page-2"}
+    )
+    config = DeviceFarmConfig(project_arn=PROJECT)
+    assert select_device(client, config, "Pixel 8", "phone").device == PIXEL
+    # artifacts: the customer artifact zip is listed on the second page
+    for status in ("RUNNING", "COMPLETED"):
+        answer: dict[str, Any] = {"arn": RUN, "status": status, "result": "PASSED"}
+        stub.add_response("get_run", {"run": answer}, {"arn": RUN})
+    s3.files["/artifacts.zip"] = artifacts_zip((DATA / "tf2.4_no_op_profile.log").read_text(), 0)
+    stub.add_response(
+        "list_artifacts", {"artifacts": [], "nextToken": "next"}, {"arn": RUN, "type": "FILE"}
+    )
+    stub.add_response(
+        "list_artifacts",
+        {
+            "artifacts": [
+                {
+                    "arn": RUN + "/a2",
+                    "name": "Customer Artifacts",
+                    "type": "CUSTOMER_ARTIFACT",
+                    "extension": "zip",
+                    "url": s3.url("/artifacts.zip"),
+                }
+            ]
+        },
+        {"arn": RUN, "type": "FILE", "nextToken": "next"},
+    )
+    stub.add_response("list_jobs", {"jobs": [{"arn": RUN + "/job", "device": PIXEL}]}, {"arn": RUN})
+    with context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx:
+        result = resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    assert result.latency.value == pytest.approx(1.5537)
 
 
 def test_active_timeout_stops_the_run(

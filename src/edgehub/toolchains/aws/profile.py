@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import DeviceError, OperationCancelled, ProfileError, UsageError
-from edgehub.toolchains.aws.client import farm_call, make_client
+from edgehub.toolchains.aws.client import farm_call, farm_pages, make_client
 from edgehub.toolchains.aws.config import DeviceFarmConfig
 from edgehub.toolchains.aws.devices import describe_device, select_device
 from edgehub.toolchains.aws.package import (
@@ -151,23 +151,21 @@ def _wait(ctx: HubContext, client: Any, arn: str, config: DeviceFarmConfig) -> d
 
 def _artifacts(client: Any, arn: str) -> dict[str, bytes]:
     """The benchmark's files from the run's customer artifacts (empty if there are none)."""
-    token: str | None = None
     found: dict[str, bytes] = {}
-    while True:
-        params: dict[str, Any] = {"arn": arn, "type": "FILE"}
-        if token:
-            params["nextToken"] = token
-        answer = farm_call(
-            ProfileError, "listing the run's artifacts", client.list_artifacts, **params
-        )
-        for artifact in answer.get("artifacts", []):
-            if artifact.get("type") == "CUSTOMER_ARTIFACT" and artifact.get("url"):
-                data = download(str(artifact["url"]), "the run's artifacts")
-                wanted = {LOG_NAME, EXIT_NAME, DEVICE_INFO_NAME} - set(found)
-                found.update(read_members(data, wanted, "the run's artifacts"))
-        token = answer.get("nextToken")
-        if not token:
-            return found
+    listed = farm_pages(
+        ProfileError,
+        "listing the run's artifacts",
+        client.list_artifacts,
+        "artifacts",
+        arn=arn,
+        type="FILE",
+    )
+    for artifact in listed:
+        if artifact.get("type") == "CUSTOMER_ARTIFACT" and artifact.get("url"):
+            data = download(str(artifact["url"]), "the run's artifacts")
+            wanted = {LOG_NAME, EXIT_NAME, DEVICE_INFO_NAME} - set(found)
+            found.update(read_members(data, wanted, "the run's artifacts"))
+    return found
 
 
 def _tail(text: str, lines: int = 12) -> list[str]:
