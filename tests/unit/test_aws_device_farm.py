@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -460,6 +461,22 @@ def test_list_calls_follow_next_token_across_pages(
     with context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx:
         result = resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
     assert result.latency.value == pytest.approx(1.5537)
+
+
+def test_a_cancel_during_a_long_poll_interval_stops_waiting_at_once(
+    tmp_path: Path, farm: tuple[Any, Stubber], s3: S3Standin
+) -> None:
+    _, stub = farm
+    stub.add_response("get_run", {"run": {"arn": RUN, "status": "RUNNING"}}, {"arn": RUN})
+    events = Events()
+    device = phone(arm64_binary(tmp_path), poll_interval=600)
+    with context(tmp_path, device, events) as ctx:
+        threading.Timer(0.5, ctx.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(OperationCancelled, match="AWS Device Farm run"):
+            resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    assert time.monotonic() - started < 60  # not the 600 s poll interval
+    assert f"--from-job {RUN}" in events.text()
 
 
 def test_active_timeout_stops_the_run(

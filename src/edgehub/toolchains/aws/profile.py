@@ -37,6 +37,7 @@ from edgehub.toolchains.aws.package import (
 )
 from edgehub.toolchains.aws.transfer import download, read_members
 from edgehub.toolchains.aws.uploads import content_upload
+from edgehub.toolchains.polling import pause
 from edgehub.toolchains.tflite.benchmark_log import parse_benchmark_log
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
@@ -105,14 +106,6 @@ def _stop(ctx: HubContext, client: Any, arn: str) -> None:
         ctx.events.warning(f"aws: could not stop run {arn}: {error}")
 
 
-def _pause(ctx: HubContext, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while not ctx.cancelled and (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, 0.2))
-    if ctx.cancelled:
-        raise OperationCancelled("stopped waiting for the AWS Device Farm run")
-
-
 def _wait(ctx: HubContext, client: Any, arn: str, config: DeviceFarmConfig) -> dict[str, Any]:
     """Poll run ``arn`` until it completes; status changes are events on the run."""
     last = None
@@ -146,7 +139,7 @@ def _wait(ctx: HubContext, client: Any, arn: str, config: DeviceFarmConfig) -> d
                 f"AWS Device Farm run {arn} waited in the queue for more than "
                 f"{config.queue_timeout:g} s (queue_timeout); it was stopped"
             )
-        _pause(ctx, config.poll_interval)
+        pause(ctx, config.poll_interval)
 
 
 def _artifacts(client: Any, arn: str) -> dict[str, bytes]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import OperationCancelled, ProfileError
 from edgehub.toolchains.aws.client import farm_call, farm_pages
 from edgehub.toolchains.aws.transfer import put
+from edgehub.toolchains.polling import pause
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -41,9 +42,9 @@ def _wait_processed(ctx: HubContext, client: Any, arn: str, what: str, poll: flo
             raise ProfileError(
                 f"AWS Device Farm did not process upload {what} within {PROCESS_TIMEOUT_S:g} s"
             )
+        pause(ctx, poll)
         if ctx.cancelled:
             raise OperationCancelled(f"stopped waiting for upload {what}")
-        time.sleep(poll)
 
 
 def content_upload(
