@@ -4,7 +4,9 @@ Each call stages a directory (the agent zipapp, the request and the input files)
 with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
 output files) with one ``get``. Agent errors become edgehub errors. The result file is read
 within `~edgehub.limits.ResultLimits`, and a file the caller needs from ``out/`` that the device
-did not return is named in a one-line error (`AgentResult.file`).
+did not return is named in a one-line error (`AgentResult.file`). An ``.npz`` the device sent
+back is refused before anything reads it where its arrays unpack past
+`~edgehub.limits.FetchLimits` (`~edgehub.toolchains.npz_arrays.check_unpacked_size`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.protocol import CommandResult, SupportsAgentChannel
 from edgehub.runners.streaming import last_line
+from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked
 
 __all__ = ["AgentCall", "AgentResult"]
@@ -81,6 +84,7 @@ class AgentCall:
     status of an agent that ended without a result into a message where the runner knows why
     (the container's memory limit killed it), else ``None``. ``launcher`` words go before
     the agent's command line where it is started (``taskset -c 0-1`` for ``--pin-cpus``).
+    ``device`` names the device in errors about what it sent back.
     """
 
     def __init__(
@@ -93,7 +97,9 @@ class AgentCall:
         agent: str | None = None,
         explain_exit: Callable[[int], str | None] | None = None,
         launcher: Sequence[str] = (),
+        device: str = "",
     ) -> None:
+        self.device = device
         self.explain_exit = explain_exit
         self.launcher = list(launcher)  # words before the agent's python (``taskset -c 0``)
         self.agent = agent  # the zipapp already on the runner's side; else staged per call
@@ -168,6 +174,7 @@ class AgentCall:
             problem = result["error"]
             cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
             raise (cls or failure)(str(problem["message"]))
+        self._check_arrays(files)
         return AgentResult(
             files=files,
             params=dict(result["params"]),
@@ -178,6 +185,14 @@ class AgentCall:
             command=command,
             failure=failure,
         )
+
+    def _check_arrays(self, files: Path) -> None:
+        """Refuse an ``.npz`` of ``files`` that would unpack past the fetch limits."""
+        source = f"device {self.device!r}" if self.device else "the device"
+        for path in sorted(files.rglob("*.npz")):
+            if path.is_file() and not path.is_symlink():
+                where = path.relative_to(files).as_posix()
+                check_unpacked_size(path, f"out/{where} from {source}")
 
     def _stage_agent(self, stage: Path) -> None:
         """The agent zipapp goes along with the job, unless one is on the runner already."""

@@ -54,6 +54,7 @@ def local_agent(
         ctx.artifact_dir,
         server=_server_socket(runner),
         explain_exit=_memory_explanation(runner, device or "local"),
+        device=device or "local",
     )
 
 
@@ -97,6 +98,7 @@ def scratch_agent(
         local,
         server=_server_socket(runner),
         explain_exit=_memory_explanation(runner, device or "local"),
+        device=device or "local",
     )
 
 
