@@ -7,6 +7,9 @@ the SSH test device (tests/ssh_device: real sshd, real agent) and in the ONNX Ru
   the real agent, then swaps the invoke's output for a crafted bomb: a hostile board. In the
   container, a model whose output is one value repeated 8 Mi times (compressed by the agent
   to a few KiB) meets a lowered limit.
+- an agent the board's kernel kills (exit 137: the OOM killer's SIGKILL; here the board's Python
+  kills itself with SIGKILL) is named as killed, with what to check, in one line; so is a
+  device tool (trtexec) and any command the SSH runner runs.
 """
 
 from __future__ import annotations
@@ -127,3 +130,55 @@ def test_an_output_unpacking_past_the_limit_in_the_container_is_refused(
     line = _error_line(_hub(project, *args, EDGEHUB_FETCH_MAX_MEMBER_BYTES="8M"))
     assert "array 'y' of out/output.npz from device 'local' (32 MiB unpacked)" in line, line
     assert "raise EDGEHUB_FETCH_MAX_MEMBER_BYTES" in line
+
+
+@pytest.mark.ssh
+def test_an_agent_killed_on_the_board_is_named_killed_with_what_to_check(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    killer = "/home/edge/killed-python"
+    script = (
+        '#!/bin/sh\ncase "$*" in *ort.invoke*) '
+        'exec /opt/device/bin/python3 -c "import os; os.kill(os.getpid(), 9)";; esac\n'
+        f'exec {DEVICE_PYTHON} "$@"\n'
+    )
+    device.exec("sh", "-c", f"cat > {killer}; chmod +x {killer}", stdin=script)
+    project = _project(tmp_path, device, killer)
+    done = _hub(project, "exec", "invoke", "onnxruntime", "model.onnx", "--device", "board")
+    line = _error_line(done)
+    assert (
+        "ort.invoke on device 'board' was killed (exit 137): out of memory on the device or "
+        "SIGKILL — check free memory; last output: "
+    ) in line, line
+    assert "Killed" in line  # the device shell's own word, as the last output
+
+
+@pytest.mark.ssh
+def test_a_tool_or_command_killed_on_the_board_is_named_killed(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    from edgehub.core.context import HubContext
+    from edgehub.core.device import Device
+    from edgehub.core.device.configs import TrtexecConfig
+    from edgehub.errors import CommandError, ToolchainError
+    from edgehub.runners.ssh import SSHCommandRunner
+    from edgehub.toolchains.tensorrt import TensorRTCompiler
+
+    note = "was killed (exit 137): out of memory on the device or SIGKILL — check free memory"
+    with SSHCommandRunner(device.config()) as runner, pytest.raises(CommandError) as raised:
+        runner.run(["sh", "-c", "kill -9 $$"], hide=True)
+    assert str(raised.value).startswith(f"command 'sh' {note}; last output: "), raised.value
+    killer = "/home/edge/killed-trtexec"
+    device.exec("sh", "-c", f"printf '#!/bin/sh\\nkill -9 $$\\n' > {killer}; chmod +x {killer}")
+    board = Device(
+        name="jetson",
+        runner=SSHCommandRunner(device.config()),
+        provider_type="trtexec",
+        provider_config=TrtexecConfig(trtexec_path=killer),
+    )
+    with (
+        HubContext(artifact_base_dir=tmp_path / "store", devices=[board]) as ctx,
+        pytest.raises(ToolchainError) as failed,
+    ):
+        TensorRTCompiler(precision="fp16").run(ctx, MODEL)
+    assert f"trtexec on device 'jetson' {note}; last output: " in str(failed.value), failed.value

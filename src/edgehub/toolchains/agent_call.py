@@ -30,6 +30,7 @@ from edgehub.errors import (
 )
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
+from edgehub.runners.outcome import killed_note
 from edgehub.runners.protocol import CommandResult, SupportsAgentChannel
 from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
@@ -166,10 +167,12 @@ class AgentCall:
             last = last_line(outcome.stderr, outcome.stdout) or str(error)
             if (files / "result.json").exists():  # a result came back, but is not one
                 last = str(error)
-            raise failure(
-                f"{command} failed (exit {outcome.returncode}) without a result: {last}; "
-                f"command: {shlex.join(argv)} in {remote}"
-            ) from None
+            killed = killed_note(outcome.returncode)
+            if killed:
+                head = f"{command} on {self._source()} was {killed}; last output: {last}"
+            else:
+                head = f"{command} failed (exit {outcome.returncode}) without a result: {last}"
+            raise failure(f"{head}; command: {shlex.join(argv)} in {remote}") from None
         if not result["ok"]:
             problem = result["error"]
             cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
@@ -186,9 +189,12 @@ class AgentCall:
             failure=failure,
         )
 
+    def _source(self) -> str:
+        return f"device {self.device!r}" if self.device else "the device"
+
     def _check_arrays(self, files: Path) -> None:
         """Refuse an ``.npz`` of ``files`` that would unpack past the fetch limits."""
-        source = f"device {self.device!r}" if self.device else "the device"
+        source = self._source()
         for path in sorted(files.rglob("*.npz")):
             if path.is_file() and not path.is_symlink():
                 where = path.relative_to(files).as_posix()
