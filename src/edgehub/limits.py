@@ -14,9 +14,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
-from edgehub.errors import ConfigError
+from edgehub.errors import ConfigError, DeviceOutputError
 
-__all__ = ["BundleLimits", "FetchLimits", "LogLimits", "ResultLimits", "env_size"]
+__all__ = [
+    "BundleLimits",
+    "DeviceFarmLimits",
+    "FetchLimits",
+    "LogLimits",
+    "ResultLimits",
+    "env_size",
+    "human_size",
+]
 
 _SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -34,6 +42,18 @@ def env_size(name: str, default: int, environ: Mapping[str, str] | None = None) 
             "or T (e.g. 16G)"
         )
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+def human_size(size: int) -> str:
+    """``size`` bytes for a message: "512 bytes", "1.5 MiB", "16 GiB"."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 _Limits = TypeVar("_Limits", bound="FetchLimits")
@@ -70,6 +90,24 @@ class FetchLimits:
             max_depth=env_size(cls.variable("depth"), cls.max_depth),
         )
 
+    def check_member(self, size: int, what: str) -> None:
+        """Refuse (`DeviceOutputError`) file ``what`` of ``size`` bytes over the cap on one
+        file, naming the variable that raises it."""
+        if size > self.max_member_bytes:
+            raise DeviceOutputError(
+                f"{what} is over the limit of {human_size(self.max_member_bytes)} a file; raise "
+                f"{self.variable('member_bytes')} to accept it"
+            )
+
+    def check_total(self, total: int, what: str) -> None:
+        """Refuse (`DeviceOutputError`) ``what`` of ``total`` bytes over the cap on the
+        whole, naming the variable that raises it."""
+        if total > self.max_bytes:
+            raise DeviceOutputError(
+                f"{what} is over the limit of {human_size(self.max_bytes)}; raise "
+                f"{self.variable('bytes')} to accept more"
+            )
+
 
 @dataclass(frozen=True)
 class BundleLimits(FetchLimits):
@@ -79,6 +117,17 @@ class BundleLimits(FetchLimits):
     COUNTED: ClassVar[str] = "MEMBERS"
 
     max_files: int = 100_000
+
+
+@dataclass(frozen=True)
+class DeviceFarmLimits(FetchLimits):
+    """Caps on what AWS Device Farm sends back, read into memory: the artifact zip as
+    downloaded and each file read from it (``EDGEHUB_AWS_ARTIFACTS_MAX_*``)."""
+
+    PREFIX: ClassVar[str] = "EDGEHUB_AWS_ARTIFACTS"
+
+    max_bytes: int = 256 << 20
+    max_member_bytes: int = 16 << 20
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,18 @@ channel, and its run's accuracy tab then names that layer."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from tests.tui.conftest import FROZEN_AT
-from textual.widgets import DataTable, Input, Log, Select, TabbedContent
+from tests.tui.run_screen import launch, log_text, open_run_screen, option_field, until_all_ended
+from textual.widgets import DataTable, Input, Select, TabbedContent
 
 from edgehub.tracking import RunStore
 from edgehub.tui.app import EdgehubApp
 from edgehub.tui.clock import frozen_clock
-from edgehub.tui.screens.run import RunScreen
 from edgehub.tui.screens.run_detail import RunDetailScreen
 from edgehub.tui.widgets.accuracy_view import FIRST_DIVERGENT
 from edgehub.tui.widgets.run_pane import RunPane
@@ -94,28 +93,10 @@ async def test_other_runs_have_no_accuracy_tab(project: Path, fixed_runs: list[s
         assert not screen.query("#tab-accuracy")
 
 
-def _field(screen: RunScreen, form: str, key: str) -> Any:
-    """The editor of option ``key`` in ``form``: an Input, or a Select for declared choices."""
-    for widget in screen.query(f"#opt-{form} Input, #opt-{form} Select"):
-        if widget.name == key:
-            return widget
-    raise AssertionError(key)
-
-
-async def _wait(pilot: Any, condition: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        await pilot.pause(0.2)
-    assert condition(), "timed out"
-
-
 async def test_the_run_screen_offers_eval_only_for_its_runtimes(project: Path) -> None:
     app = EdgehubApp(project / "hub.toml")
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, RunScreen)
+        screen = await open_run_screen(pilot)
         screen.query_one("#step", Select).value = "eval"
         await _settle(pilot)
         assert screen.query_one("#opt-eval").border_title == "eval options"
@@ -129,16 +110,14 @@ async def test_the_run_screen_offers_eval_only_for_its_runtimes(project: Path) -
         screen.query_one("#runtime", Select).value = "onnxruntime"
         await _settle(pilot)
         screen.query_one("#model", Input).value = "model.onnx"
-        await pilot.press("ctrl+r")
-        await pilot.pause()
+        await launch(pilot)
         assert not app.state.runs and not screen.query(RunPane)
         errors = [str(label.render()) for label in screen.query("#opt-eval .error.shown")]
         assert errors == ["dataset is required"]
         # a dataset or labels path that names nothing: said on its field, nothing starts
-        _field(screen, "eval", "dataset").value = "no-such-dir"
-        _field(screen, "eval", "labels").value = "labels.json"
-        await pilot.press("ctrl+r")
-        await pilot.pause()
+        option_field(screen, "eval", "dataset").value = "no-such-dir"
+        option_field(screen, "eval", "labels").value = "labels.json"
+        await launch(pilot)
         assert not app.state.runs and not screen.query(RunPane)
         errors = [str(label.render()) for label in screen.query("#opt-eval .error.shown")]
         assert errors == [
@@ -160,25 +139,20 @@ async def test_eval_from_the_run_screen_names_the_first_divergent_layer(
         np.savez(project / "ods" / f"{i}.npz", x=rng.standard_normal((1, 3, 8, 8)).astype("f4"))
     app = EdgehubApp(project / "hub.toml")
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.press("2")
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, RunScreen)
+        screen = await open_run_screen(pilot)
         screen.query_one("#step", Select).value = "eval"
         await _settle(pilot)
         screen.query_one("#model", Input).value = "outlier.onnx"
-        _field(screen, "eval", "dataset").value = "ods"
-        _field(screen, "eval", "layers").value = "0.2"
-        _field(screen, "eval", "goals").value = "cosine>=0.5"
-        _field(screen, "compile", "quantization").value = "static"
-        _field(screen, "compile", "calibration_data").value = "ods"
-        await pilot.press("ctrl+r")
-        await pilot.pause()
+        option_field(screen, "eval", "dataset").value = "ods"
+        option_field(screen, "eval", "layers").value = "0.2"
+        option_field(screen, "eval", "goals").value = "cosine>=0.5"
+        option_field(screen, "compile", "quantization").value = "static"
+        option_field(screen, "compile", "calibration_data").value = "ods"
+        await launch(pilot)
         assert app.state.runs
-        await _wait(pilot, lambda: not app.state.runs, 240)
-        await pilot.pause()
+        await until_all_ended(pilot)
         (pane,) = screen.query(RunPane)
-        text = "\n".join(pane.query_one(Log).lines)
+        text = log_text(pane)
         assert pane.status == "FINISHED", text
         assert "8 samples" in text and "first divergent layer: relu3" in text
         store = RunStore(project / ".hub")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,11 +32,18 @@ from edgehub.core import HubContext  # noqa: E402
 from edgehub.core.compile import TFLiteCompiledModel  # noqa: E402
 from edgehub.core.device import Device, DeviceSpec  # noqa: E402
 from edgehub.core.profile import TFLiteProfiler  # noqa: E402
-from edgehub.errors import DeviceError, OperationCancelled, ProfileError, UsageError  # noqa: E402
+from edgehub.errors import (  # noqa: E402
+    DeviceError,
+    DeviceOutputError,
+    OperationCancelled,
+    ProfileError,
+    UsageError,
+)
 from edgehub.events import EventSink, LogEvent  # noqa: E402
 from edgehub.toolchains.aws import DeviceFarmConfig, resume_device_farm_run  # noqa: E402
 from edgehub.toolchains.aws.check import check_device_farm  # noqa: E402
 from edgehub.toolchains.aws.client import client_factory  # noqa: E402
+from edgehub.toolchains.aws.devices import select_device  # noqa: E402
 from edgehub.toolchains.aws.package import (  # noqa: E402
     build_test_package,
     build_test_spec,
@@ -382,6 +390,93 @@ def test_interrupted_wait_leaves_the_run_going_and_says_how_to_stop_it(
     assert f"--from-job {RUN}" in events.text()
     assert run is not None and run.status in ("KILLED", "FAILED")
     assert "stop run" not in events.text()  # edgehub did not stop it (nor try to)
+
+
+@pytest.mark.parametrize(
+    ("variable", "cap"),
+    [("EDGEHUB_AWS_ARTIFACTS_MAX_MEMBER_BYTES", "4K"), ("EDGEHUB_AWS_ARTIFACTS_MAX_BYTES", "8K")],
+)
+def test_artifacts_over_their_caps_are_refused_naming_the_variable(
+    tmp_path: Path,
+    farm: tuple[Any, Stubber],
+    s3: S3Standin,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    cap: str,
+) -> None:
+    _, stub = farm
+    monkeypatch.setenv(variable, cap)
+    expect_finish(stub, s3, "INFO: " + "x" * 20_000, result="FAILED", exit_code=1)
+    with (
+        context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx,
+        pytest.raises(DeviceOutputError, match=f"over the limit of {cap[0]} KiB.*raise {variable}"),
+    ):
+        resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    monkeypatch.setenv(variable, "1M")
+    expect_finish(stub, s3, "INFO: " + "x" * 20_000, result="FAILED", exit_code=1)
+    with (
+        context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx,
+        pytest.raises(ProfileError, match="ended FAILED"),  # raised, it lets the same zip in
+    ):
+        resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+
+
+def test_list_calls_follow_next_token_across_pages(
+    tmp_path: Path, farm: tuple[Any, Stubber], s3: S3Standin
+) -> None:
+    client, stub = farm
+    # devices: the only phone that matches is on the second page
+    stub.add_response(
+        "list_devices", {"devices": [], "nextToken": "page-2"}, {"filters": MODEL_FILTERS}
+    )
+    stub.add_response(
+        "list_devices", {"devices": [PIXEL]}, {"filters": MODEL_FILTERS, "nextToken": "page-2"}
+    )
+    config = DeviceFarmConfig(project_arn=PROJECT)
+    assert select_device(client, config, "Pixel 8", "phone").device == PIXEL
+    # artifacts: the customer artifact zip is listed on the second page
+    for status in ("RUNNING", "COMPLETED"):
+        answer: dict[str, Any] = {"arn": RUN, "status": status, "result": "PASSED"}
+        stub.add_response("get_run", {"run": answer}, {"arn": RUN})
+    s3.files["/artifacts.zip"] = artifacts_zip((DATA / "tf2.4_no_op_profile.log").read_text(), 0)
+    stub.add_response(
+        "list_artifacts", {"artifacts": [], "nextToken": "next"}, {"arn": RUN, "type": "FILE"}
+    )
+    stub.add_response(
+        "list_artifacts",
+        {
+            "artifacts": [
+                {
+                    "arn": RUN + "/a2",
+                    "name": "Customer Artifacts",
+                    "type": "CUSTOMER_ARTIFACT",
+                    "extension": "zip",
+                    "url": s3.url("/artifacts.zip"),
+                }
+            ]
+        },
+        {"arn": RUN, "type": "FILE", "nextToken": "next"},
+    )
+    stub.add_response("list_jobs", {"jobs": [{"arn": RUN + "/job", "device": PIXEL}]}, {"arn": RUN})
+    with context(tmp_path, phone(arm64_binary(tmp_path)), Events()) as ctx:
+        result = resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    assert result.latency.value == pytest.approx(1.5537)
+
+
+def test_a_cancel_during_a_long_poll_interval_stops_waiting_at_once(
+    tmp_path: Path, farm: tuple[Any, Stubber], s3: S3Standin
+) -> None:
+    _, stub = farm
+    stub.add_response("get_run", {"run": {"arn": RUN, "status": "RUNNING"}}, {"arn": RUN})
+    events = Events()
+    device = phone(arm64_binary(tmp_path), poll_interval=600)
+    with context(tmp_path, device, events) as ctx:
+        threading.Timer(0.5, ctx.cancel).start()
+        started = time.monotonic()
+        with pytest.raises(OperationCancelled, match="AWS Device Farm run"):
+            resume_device_farm_run(ctx, TFLiteProfiler(device="phone"), RUN, model(tmp_path))
+    assert time.monotonic() - started < 60  # not the 600 s poll interval
+    assert f"--from-job {RUN}" in events.text()
 
 
 def test_active_timeout_stops_the_run(

@@ -76,6 +76,16 @@ def test_exit_codes_become_command_errors_unless_unchecked() -> None:
     assert (result.returncode, result.ok) == (5, False)
 
 
+def test_a_command_killed_by_sigkill_is_named_killed() -> None:
+    runner = FakeRunner(lambda command: Reply.of(stderr="Killed\n", returncode=137))
+    with pytest.raises(CommandError) as raised:
+        runner.run(["tool"])
+    assert str(raised.value) == (
+        "command 'tool' was killed (exit 137): out of memory on the device or SIGKILL — check "
+        "free memory; last output: Killed"
+    )
+
+
 def test_timeout_kills_the_process() -> None:
     runner = FakeRunner(lambda command: Reply([("stdout", "started\n"), 30.0]))
     started = time.monotonic()

@@ -1,5 +1,7 @@
 """eval --layers for TFLite, the pure parts: pairing ONNX tensors with TFLite tensors by value
-(`layer_map.pair`) and marking tensors as outputs in a flatbuffer (`marking`).
+(`layer_map.pair`), marking tensors as outputs in a flatbuffer (`marking`), and every ONNX node
+output on a sample (`layer_map.onnx_values`, with the onnxruntime of this host), which shares
+the graph helpers of ``ort.batch``'s ``extra_outputs`` (run here through the real agent zipapp).
 
 The real conversion and probes run in the tflite image: tests/integration/test_eval_tflite.py.
 """
@@ -7,11 +9,49 @@ The real conversion and probes run in the tflite image: tests/integration/test_e
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
+import pytest
+from agent_models import make_cnn, run_agent
 
+from edgehub.agent.bundle import build_agent_zipapp
 from edgehub.agent.tflite import marking
-from edgehub.agent.tflite.layer_map import pair
+from edgehub.agent.tflite.layer_map import onnx_values, pair
+
+
+def test_onnx_values_are_every_node_output_in_graph_order(tmp_path: Path) -> None:
+    ort = pytest.importorskip("onnxruntime", reason="needs onnxruntime on this host")
+    model = make_cnn(tmp_path / "cnn.onnx")
+    image = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    names, values = onnx_values(model, {"image": image})
+    assert names[:4] == ["c1", "r1", "c2", "r2"] and set(names) == set(values)
+    (expected,) = ort.InferenceSession(str(model)).run(None, {"image": image})
+    assert np.allclose(values[names[-1]], expected, atol=1e-5)
+    assert not list(tmp_path.glob(".probe-*"))  # the probe is gone
+
+
+def test_batch_extra_outputs_are_saved_and_unknown_ones_refused(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime", reason="needs onnxruntime on this host")
+    pyz = build_agent_zipapp(tmp_path / "agent-cache")
+    model = make_cnn(tmp_path / "cnn.onnx")
+    image = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "sample.npz", image=image)
+    request = {
+        "samples": str(tmp_path / "sample.npz"),
+        "stacked": True,
+        "runs": [{"model": str(model), "output": str(tmp_path / "out.npz"), "graph": True}],
+    }
+    request["runs"][0]["extra_outputs"] = ["r1"]  # type: ignore[index]
+    done = run_agent(pyz, "ort.batch", request, tmp_path / "work")
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "out.npz") as out:
+        assert set(out.files) >= {"r1"} and out["r1"].shape == (1, 1, 8, 16, 16)
+    graph = done.result["data"]["runs"][0]["graph"]
+    assert [n["name"] for n in graph][:2] == ["conv1", "relu1"]
+    request["runs"][0]["extra_outputs"] = ["nowhere"]  # type: ignore[index]
+    refused = run_agent(pyz, "ort.batch", request, tmp_path / "work")
+    assert refused.returncode != 0 and "'nowhere' are not produced by any node" in refused.message
 
 
 def test_pairs_follow_values_layouts_and_the_last_equal_tensor() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .protocol import MissingDependencyError, ModelError, one_line
 from .tensors import ONNX_ELEM_TYPES, Dim, Shape, TensorSpec, is_named_dim
@@ -201,6 +201,33 @@ def describe_model(model: Any) -> dict[str, Any]:
         "num_nodes": len(model.graph.node),
         "external_data": external_locations(model),
     }
+
+
+def graph_nodes(path: Path) -> list[dict[str, Any]]:
+    """The nodes of the model at ``path`` in graph order: ``{name, op, inputs, outputs}`` (a
+    node without a name is named ``<op>_<index>``)."""
+    model = load_model(path)
+    return [
+        {
+            "name": node.name or f"{node.op_type}_{index}",
+            "op": node.op_type,
+            "inputs": [n for n in node.input if n],
+            "outputs": [n for n in node.output if n],
+        }
+        for index, node in enumerate(model.graph.node)
+    ]
+
+
+def with_graph_outputs(path: Path, names: Sequence[str]) -> Path:
+    """A copy of the model at ``path`` (``.probe-<name>`` beside it) whose graph outputs also
+    include the tensors ``names``; the caller removes it."""
+    onnx = import_onnx()
+    model = load_model(path)
+    present = {o.name for o in model.graph.output}
+    model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in present)
+    target = path.with_name(f".probe-{path.name}")
+    save_model(model, target)
+    return target
 
 
 def self_contained(src: Path, tmp: Path) -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from edgehub.errors import DeviceOutputError, UnsafeArchiveError
-from edgehub.limits import FetchLimits
+from edgehub.limits import FetchLimits, human_size
 
 __all__ = ["SparseWriter", "human_size", "pack", "safe_extract"]
 
@@ -113,18 +113,6 @@ class _Tree:
         elif self.resolve([*parent, parts[-1]]) is None:  # a file written through a symlink
             raise UnsafeArchiveError(f"refusing archive entry {name!r}: its path leaves the target")
         self.links["/".join([*parent, parts[-1]])] = member.linkname if member.issym() else None
-
-
-def human_size(size: int) -> str:
-    """``size`` bytes for a message: "512 bytes", "1.5 MiB", "16 GiB"."""
-    if size < 1024:
-        return f"{size} bytes"
-    value = float(size)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024 or unit == "TiB":
-            break
-    return f"{value:.1f}".rstrip("0").rstrip(".") + f" {unit}"
 
 
 class SparseWriter:

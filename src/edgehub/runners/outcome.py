@@ -8,12 +8,24 @@ from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import last_line
 
-__all__ = ["describe_failure", "raise_for_outcome"]
+__all__ = ["KILLED", "describe_failure", "killed_note", "raise_for_outcome"]
+
+KILLED = (137, -9)  # SIGKILL, as a shell reports it and as Python does: the OOM killer's signal
+
+
+def killed_note(returncode: int) -> str | None:
+    """What an exit status of SIGKILL means, to follow "was" in a message; else None."""
+    if returncode not in KILLED:
+        return None
+    return f"killed (exit {returncode}): out of memory on the device or SIGKILL — check free memory"
 
 
 def describe_failure(argv: Sequence[str], result: CommandResult) -> str:
     """A one-line message for a failed command, with the last line it printed."""
     line = last_line(result.stderr, result.stdout)
+    killed = killed_note(result.returncode)
+    if killed:
+        return f"command {argv[0]!r} was {killed}" + (f"; last output: {line}" if line else "")
     last = f": {line}" if line else ""
     return f"command {argv[0]!r} exited with code {result.returncode}{last}"
 

@@ -4,7 +4,9 @@ Each call stages a directory (the agent zipapp, the request and the input files)
 with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
 output files) with one ``get``. Agent errors become edgehub errors. The result file is read
 within `~edgehub.limits.ResultLimits`, and a file the caller needs from ``out/`` that the device
-did not return is named in a one-line error (`AgentResult.file`).
+did not return is named in a one-line error (`AgentResult.file`). An ``.npz`` the device sent
+back is refused before anything reads it where its arrays unpack past
+`~edgehub.limits.FetchLimits` (`~edgehub.toolchains.npz_arrays.check_unpacked_size`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from edgehub.errors import (
 )
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
+from edgehub.runners.outcome import killed_note
 from edgehub.runners.protocol import CommandResult, SupportsAgentChannel
 from edgehub.runners.streaming import last_line
+from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked
 
 __all__ = ["AgentCall", "AgentResult"]
@@ -81,6 +85,7 @@ class AgentCall:
     status of an agent that ended without a result into a message where the runner knows why
     (the container's memory limit killed it), else ``None``. ``launcher`` words go before
     the agent's command line where it is started (``taskset -c 0-1`` for ``--pin-cpus``).
+    ``device`` names the device in errors about what it sent back.
     """
 
     def __init__(
@@ -93,7 +98,9 @@ class AgentCall:
         agent: str | None = None,
         explain_exit: Callable[[int], str | None] | None = None,
         launcher: Sequence[str] = (),
+        device: str = "",
     ) -> None:
+        self.device = device
         self.explain_exit = explain_exit
         self.launcher = list(launcher)  # words before the agent's python (``taskset -c 0``)
         self.agent = agent  # the zipapp already on the runner's side; else staged per call
@@ -160,14 +167,17 @@ class AgentCall:
             last = last_line(outcome.stderr, outcome.stdout) or str(error)
             if (files / "result.json").exists():  # a result came back, but is not one
                 last = str(error)
-            raise failure(
-                f"{command} failed (exit {outcome.returncode}) without a result: {last}; "
-                f"command: {shlex.join(argv)} in {remote}"
-            ) from None
+            killed = killed_note(outcome.returncode)
+            if killed:
+                head = f"{command} on {self._source()} was {killed}; last output: {last}"
+            else:
+                head = f"{command} failed (exit {outcome.returncode}) without a result: {last}"
+            raise failure(f"{head}; command: {shlex.join(argv)} in {remote}") from None
         if not result["ok"]:
             problem = result["error"]
             cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
             raise (cls or failure)(str(problem["message"]))
+        self._check_arrays(files)
         return AgentResult(
             files=files,
             params=dict(result["params"]),
@@ -178,6 +188,17 @@ class AgentCall:
             command=command,
             failure=failure,
         )
+
+    def _source(self) -> str:
+        return f"device {self.device!r}" if self.device else "the device"
+
+    def _check_arrays(self, files: Path) -> None:
+        """Refuse an ``.npz`` of ``files`` that would unpack past the fetch limits."""
+        source = self._source()
+        for path in sorted(files.rglob("*.npz")):
+            if path.is_file() and not path.is_symlink():
+                where = path.relative_to(files).as_posix()
+                check_unpacked_size(path, f"out/{where} from {source}")
 
     def _stage_agent(self, stage: Path) -> None:
         """The agent zipapp goes along with the job, unless one is on the runner already."""

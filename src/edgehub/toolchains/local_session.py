@@ -10,6 +10,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.configs import DockerConfig
+from edgehub.runners.outcome import KILLED
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 
 if TYPE_CHECKING:
@@ -54,17 +55,15 @@ def local_agent(
         ctx.artifact_dir,
         server=_server_socket(runner),
         explain_exit=_memory_explanation(runner, device or "local"),
+        device=device or "local",
     )
-
-
-_KILLED = (137, -9)  # SIGKILL: what the kernel's OOM killer sends
 
 
 def _memory_explanation(runner: DockerCommandRunner, device: str) -> Callable[[int], str | None]:
     """An agent killed by the container's memory limit: say so, and which setting raises it."""
 
     def explain(returncode: int) -> str | None:
-        if returncode not in _KILLED or not runner.out_of_memory():
+        if returncode not in KILLED or not runner.out_of_memory():
             return None
         return (
             f"out of memory: the container limit is {runner.memory}; raise "
@@ -97,6 +96,7 @@ def scratch_agent(
         local,
         server=_server_socket(runner),
         explain_exit=_memory_explanation(runner, device or "local"),
+        device=device or "local",
     )
 
 

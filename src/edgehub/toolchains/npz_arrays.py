@@ -3,7 +3,8 @@
 An invoker returns its outputs as a dict of arrays; a caller that only reports them (``hub exec
 invoke`` prints each output's dtype and shape) should not pay for numpy. `NpzArrays` is a real
 ``dict`` that loads the file on the first look at its contents, and `NpzArrays.signature` reads
-the dtypes and shapes from the ``.npy`` headers without numpy.
+the dtypes and shapes from the ``.npy`` headers without numpy. `check_unpacked_size` bounds
+what an ``.npz`` from a device expands to before anything reads it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["NpzArrays", "npz_signature"]
+from edgehub.limits import FetchLimits, human_size
+
+__all__ = ["NpzArrays", "check_unpacked_size", "npz_signature"]
 
 _MAGIC = b"\x93NUMPY"
 _KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
+_MAX_HEADER = 1 << 20  # numpy itself refuses headers over 10,000 bytes unless told
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_unpacked_size(path: Path, what: str, limits: FetchLimits | None = None) -> None:
+    """Refuse (`~edgehub.errors.DeviceOutputError`) the ``.npz`` at ``path`` (``what`` names
+    it and where it came from) where an array would unpack to more than ``limits`` (by default
+    `FetchLimits.from_env`) allow a file, or all of them to more than they allow in all. The
+    sizes are the archive's own: reading a member never yields more than its stated size.
+    A file that is not a zip archive passes, for its reader to report."""
+    limits = limits or FetchLimits.from_env()
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile):
+        return
+    total = 0
+    for member in members:
+        name = member.filename.removesuffix(".npy")
+        size = member.file_size
+        limits.check_member(size, f"array {name[:80]!r} of {what} ({human_size(size)} unpacked)")
+        total += size
+    limits.check_total(total, f"{what} ({human_size(total)} unpacked)")
 
 
 def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
@@ -52,6 +77,8 @@ def _npy_header(start: bytes, handle: Any) -> tuple[str, tuple[int, ...]] | None
         text = start[10:] + handle.read(size - 2)
     elif major in (2, 3):
         (size,) = struct.unpack("<I", start[8:12])
+        if size > _MAX_HEADER:
+            return None
         text = handle.read(size)
     else:
         return None

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs import load_samples, split_stacked
-from ..models import import_onnx, load_model, save_model
+from ..models import graph_nodes, with_graph_outputs
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
@@ -56,7 +56,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         job.finish()
         assert model_arg is not None and output_arg is not None
         path = Path(model_arg)
-        nodes = _nodes(path) if graph or extra else []
+        nodes = graph_nodes(path) if graph or extra else []
         if extra:
             path = _with_outputs(path, extra, nodes)
         start = time.perf_counter_ns()
@@ -122,19 +122,6 @@ def _run_all(session: Any, samples: list[Arrays]) -> tuple[dict[str, Any], int]:
     return stacked, elapsed
 
 
-def _nodes(path: Path) -> list[dict[str, Any]]:
-    model = load_model(path)
-    return [
-        {
-            "name": node.name or f"{node.op_type}_{index}",
-            "op": node.op_type,
-            "inputs": [n for n in node.input if n],
-            "outputs": [n for n in node.output if n],
-        }
-        for index, node in enumerate(model.graph.node)
-    ]
-
-
 def _with_outputs(path: Path, names: list[str], nodes: list[dict[str, Any]]) -> Path:
     """A copy of the model (beside it) whose graph outputs include the tensors ``names``."""
     made = {n for node in nodes for n in node["outputs"]}
@@ -144,10 +131,4 @@ def _with_outputs(path: Path, names: list[str], nodes: list[dict[str, Any]]) -> 
             f"extra_outputs {', '.join(repr(n) for n in unknown)} are not produced by any node "
             f"of '{path.name}'"
         )
-    onnx = import_onnx()
-    model = load_model(path)
-    present = {o.name for o in model.graph.output}
-    model.graph.output.extend(onnx.ValueInfoProto(name=n) for n in names if n not in present)
-    target = path.with_name(f".probe-{path.name}")
-    save_model(model, target)
-    return target
+    return with_graph_outputs(path, names)

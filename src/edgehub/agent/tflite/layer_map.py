@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..models import load_model
+from ..models import graph_nodes, load_model, with_graph_outputs
 from ..tensors import Arrays
 from .interpreter import load_interpreter, op_list
 from .layout import TensorMap, layout_candidates
@@ -33,12 +33,10 @@ TOLERANCE = 1e-3
 
 def onnx_values(model_path: Path, feeds: Arrays) -> tuple[list[str], Arrays]:
     """Every node output of the ONNX model on ``feeds`` (names in graph order, values)."""
-    from ..ort.batch import _nodes, _with_outputs
     from ..ort.sessions import create_session
 
-    nodes = _nodes(model_path)
-    names = [n for node in nodes for n in node["outputs"]]
-    probe = _with_outputs(model_path, names, nodes)
+    names = [n for node in graph_nodes(model_path) for n in node["outputs"]]
+    probe = with_graph_outputs(model_path, names)
     try:
         session = create_session(probe)
         wanted = [o.name for o in session.get_outputs() if o.name in set(names)]

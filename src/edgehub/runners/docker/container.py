@@ -2,10 +2,10 @@
 
 Every container runs under Docker's init with no network (unless asked), all capabilities
 dropped, ``no-new-privileges``, a read-only root filesystem with a writable work directory (an
-anonymous volume, removed with the container) and ``/tmp`` (tmpfs), and limits on memory
-(default `DEFAULT_MEMORY`), processes (`DEFAULT_PIDS`) and, if set, CPUs. A plain container
-runs ``sleep infinity`` and belongs to this process (labels name it); a warm one is shared
-(``docker/warm.py``).
+anonymous volume, removed with the container) and ``/tmp`` (tmpfs, also its
+``XDG_CACHE_HOME``), and limits on memory (default `DEFAULT_MEMORY`), processes
+(`DEFAULT_PIDS`) and, if set, CPUs. A plain container runs ``sleep infinity`` and belongs to
+this process (labels name it); a warm one is shared (``docker/warm.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ DEFAULT_PIDS = 1024  # threads count too: a runtime may start one per core and p
 UID_LABEL = "org.edgehub.uid"  # the image's user, so uploads need not ask the container
 GID_LABEL = "org.edgehub.gid"
 _SCRATCH = "rw,exec,nosuid,nodev"
+# Caches of what runs inside (ONNX Runtime keeps its telemetry device ID there and, finding no
+# writable ~/.cache on the read-only root, warns on every start): the tmpfs, gone with the
+# container, from which nothing leaves (no network).
+CACHE_HOME = "/tmp/.cache"
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
@@ -98,6 +102,7 @@ class ContainerSettings:
             "Cmd": command,
             "Labels": {**self.labels, **labels},
             "WorkingDir": self.workdir,
+            "Env": [f"XDG_CACHE_HOME={CACHE_HOME}"],
             "HostConfig": host,
         }
         if self.user is not None:

@@ -22,6 +22,7 @@ __all__ = [
     "client_factory",
     "credential_source",
     "farm_call",
+    "farm_pages",
     "make_client",
 ]
 
@@ -119,3 +120,19 @@ def farm_call(
         if name == "NoCredentialsError":
             raise EnvironmentProblem(CHAIN_HINT) from None
         raise failure(f"AWS Device Farm {doing}: {_one_line(error)}") from None
+
+
+def farm_pages(
+    failure: type[ToolchainError], doing: str, call: Callable[..., Any], key: str, /, **params: Any
+) -> Iterator[dict[str, Any]]:
+    """The items under ``key`` of every page of list call ``call(**params)``, following its
+    ``nextToken``; each page is a `farm_call`."""
+    token: str | None = None
+    while True:
+        answer = farm_call(
+            failure, doing, call, **params, **({"nextToken": token} if token else {})
+        )
+        yield from answer.get(key) or []
+        token = answer.get("nextToken")
+        if not token:
+            return

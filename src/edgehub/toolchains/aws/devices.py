@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from edgehub.errors import DeviceError, ProfileError
-from edgehub.toolchains.aws.client import farm_call
+from edgehub.toolchains.aws.client import farm_call, farm_pages
 from edgehub.toolchains.aws.config import DeviceFarmConfig
 
 __all__ = ["Selection", "describe_device", "select_device"]
@@ -52,16 +52,9 @@ def describe_device(device: dict[str, Any]) -> str:
 
 
 def _pages(client: Any, filters: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {"filters": filters}
-        if token:
-            params["nextToken"] = token
-        answer = farm_call(ProfileError, "listing devices", client.list_devices, **params)
-        yield from answer.get("devices", [])
-        token = answer.get("nextToken")
-        if not token:
-            return
+    return farm_pages(
+        ProfileError, "listing devices", client.list_devices, "devices", filters=filters
+    )
 
 
 def _filters(config: DeviceFarmConfig, spec: str | None) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import DeviceError, OperationCancelled, ProfileError, UsageError
-from edgehub.toolchains.aws.client import farm_call, make_client
+from edgehub.toolchains.aws.client import farm_call, farm_pages, make_client
 from edgehub.toolchains.aws.config import DeviceFarmConfig
 from edgehub.toolchains.aws.devices import describe_device, select_device
 from edgehub.toolchains.aws.package import (
@@ -37,6 +37,7 @@ from edgehub.toolchains.aws.package import (
 )
 from edgehub.toolchains.aws.transfer import download, read_members
 from edgehub.toolchains.aws.uploads import content_upload
+from edgehub.toolchains.polling import pause
 from edgehub.toolchains.tflite.benchmark_log import parse_benchmark_log
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
@@ -105,14 +106,6 @@ def _stop(ctx: HubContext, client: Any, arn: str) -> None:
         ctx.events.warning(f"aws: could not stop run {arn}: {error}")
 
 
-def _pause(ctx: HubContext, seconds: float) -> None:
-    end = time.monotonic() + seconds
-    while not ctx.cancelled and (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, 0.2))
-    if ctx.cancelled:
-        raise OperationCancelled("stopped waiting for the AWS Device Farm run")
-
-
 def _wait(ctx: HubContext, client: Any, arn: str, config: DeviceFarmConfig) -> dict[str, Any]:
     """Poll run ``arn`` until it completes; status changes are events on the run."""
     last = None
@@ -146,28 +139,26 @@ def _wait(ctx: HubContext, client: Any, arn: str, config: DeviceFarmConfig) -> d
                 f"AWS Device Farm run {arn} waited in the queue for more than "
                 f"{config.queue_timeout:g} s (queue_timeout); it was stopped"
             )
-        _pause(ctx, config.poll_interval)
+        pause(ctx, config.poll_interval)
 
 
 def _artifacts(client: Any, arn: str) -> dict[str, bytes]:
     """The benchmark's files from the run's customer artifacts (empty if there are none)."""
-    token: str | None = None
     found: dict[str, bytes] = {}
-    while True:
-        params: dict[str, Any] = {"arn": arn, "type": "FILE"}
-        if token:
-            params["nextToken"] = token
-        answer = farm_call(
-            ProfileError, "listing the run's artifacts", client.list_artifacts, **params
-        )
-        for artifact in answer.get("artifacts", []):
-            if artifact.get("type") == "CUSTOMER_ARTIFACT" and artifact.get("url"):
-                data = download(str(artifact["url"]), "the run's artifacts")
-                wanted = {LOG_NAME, EXIT_NAME, DEVICE_INFO_NAME} - set(found)
-                found.update(read_members(data, wanted, "the run's artifacts"))
-        token = answer.get("nextToken")
-        if not token:
-            return found
+    listed = farm_pages(
+        ProfileError,
+        "listing the run's artifacts",
+        client.list_artifacts,
+        "artifacts",
+        arn=arn,
+        type="FILE",
+    )
+    for artifact in listed:
+        if artifact.get("type") == "CUSTOMER_ARTIFACT" and artifact.get("url"):
+            data = download(str(artifact["url"]), "the run's artifacts")
+            wanted = {LOG_NAME, EXIT_NAME, DEVICE_INFO_NAME} - set(found)
+            found.update(read_members(data, wanted, "the run's artifacts"))
+    return found
 
 
 def _tail(text: str, lines: int = 12) -> list[str]:

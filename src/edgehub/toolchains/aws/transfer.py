@@ -1,6 +1,7 @@
 """Moving bytes to and from Device Farm's pre-signed S3 URLs, bounded: only ``https`` (plain
-``http`` to this machine's loopback, for tests), a size cap on what comes back, and the
-artifact zip read member by member into memory — nothing is written under a name from it."""
+``http`` to this machine's loopback, for tests), and what comes back read into memory within
+`~edgehub.limits.DeviceFarmLimits`: the artifact zip as a whole, then member by member —
+nothing is written under a name from it."""
 
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ import urllib.request
 import zipfile
 
 from edgehub.errors import DeviceOutputError
+from edgehub.limits import DeviceFarmLimits, FetchLimits
 from edgehub.toolchains.aws.client import DeviceFarmUnreachable
 
 __all__ = ["download", "put", "read_members"]
-
-DOWNLOAD_CAP = 256 << 20
-MEMBER_CAP = 16 << 20
 
 
 def _checked(url: str) -> str:
@@ -46,25 +45,28 @@ def put(url: str, data: bytes, what: str) -> None:
         ) from None
 
 
-def download(url: str, what: str, cap: int = DOWNLOAD_CAP) -> bytes:
-    """The bytes at ``url``; more than ``cap`` is a `DeviceOutputError`."""
+def download(url: str, what: str, limits: FetchLimits | None = None) -> bytes:
+    """The bytes at ``url``; more than ``limits.max_bytes`` (by default
+    `DeviceFarmLimits.from_env`) is a `DeviceOutputError`."""
+    limits = limits or DeviceFarmLimits.from_env()
     try:
         with urllib.request.urlopen(_checked(url), timeout=300) as answer:
-            data: bytes = answer.read(cap + 1)
+            data: bytes = answer.read(limits.max_bytes + 1)
     except OSError as error:
         raise DeviceFarmUnreachable(
             f"downloading {what} from AWS Device Farm failed: {error}"
         ) from None
-    if len(data) > cap:
-        raise DeviceOutputError(
-            f"{what} from AWS Device Farm is larger than {cap >> 20} MiB; refused"
-        )
+    limits.check_total(len(data), f"{what} from AWS Device Farm")
     return data
 
 
-def read_members(archive: bytes, names: set[str], what: str) -> dict[str, bytes]:
+def read_members(
+    archive: bytes, names: set[str], what: str, limits: FetchLimits | None = None
+) -> dict[str, bytes]:
     """The members of zip ``archive`` whose base name is in ``names`` (the first of each),
-    each read up to `MEMBER_CAP` bytes."""
+    each read up to ``limits.max_member_bytes`` (by default `DeviceFarmLimits.from_env`)."""
+    limits = limits or DeviceFarmLimits.from_env()
+    cap = limits.max_member_bytes
     found: dict[str, bytes] = {}
     try:
         with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
@@ -72,12 +74,10 @@ def read_members(archive: bytes, names: set[str], what: str) -> dict[str, bytes]
                 base = posixpath.basename(info.filename.replace("\\", "/"))
                 if info.is_dir() or base not in names or base in found:
                     continue
-                if info.file_size > MEMBER_CAP:
-                    raise DeviceOutputError(f"{what}: {base} is larger than {MEMBER_CAP >> 20} MiB")
+                limits.check_member(info.file_size, f"{what}: {base}")
                 with zipped.open(info) as member:
-                    data = member.read(MEMBER_CAP + 1)
-                if len(data) > MEMBER_CAP:
-                    raise DeviceOutputError(f"{what}: {base} is larger than {MEMBER_CAP >> 20} MiB")
+                    data = member.read(cap + 1)
+                limits.check_member(len(data), f"{what}: {base}")
                 found[base] = data
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as error:
         raise DeviceOutputError(f"{what} is not a readable zip archive: {error}") from None

@@ -5,12 +5,12 @@ its pre-signed URL, and Device Farm's processing is waited for."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import OperationCancelled, ProfileError
-from edgehub.toolchains.aws.client import farm_call
+from edgehub.toolchains.aws.client import farm_call, farm_pages
 from edgehub.toolchains.aws.transfer import put
+from edgehub.toolchains.polling import pause
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -22,19 +22,6 @@ PROCESS_TIMEOUT_S = 600.0
 
 def upload_name(sha256: str, suffix: str) -> str:
     return f"edgehub-{sha256[:24]}{suffix}"
-
-
-def _existing(client: Any, project_arn: str, kind: str) -> Iterator[dict[str, Any]]:
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {"arn": project_arn, "type": kind}
-        if token:
-            params["nextToken"] = token
-        answer = farm_call(ProfileError, "listing uploads", client.list_uploads, **params)
-        yield from answer.get("uploads", [])
-        token = answer.get("nextToken")
-        if not token:
-            return
 
 
 def _wait_processed(ctx: HubContext, client: Any, arn: str, what: str, poll: float) -> None:
@@ -55,9 +42,9 @@ def _wait_processed(ctx: HubContext, client: Any, arn: str, what: str, poll: flo
             raise ProfileError(
                 f"AWS Device Farm did not process upload {what} within {PROCESS_TIMEOUT_S:g} s"
             )
+        pause(ctx, poll)
         if ctx.cancelled:
             raise OperationCancelled(f"stopped waiting for upload {what}")
-        time.sleep(poll)
 
 
 def content_upload(
@@ -75,7 +62,10 @@ def content_upload(
     """The ARN of a processed upload holding ``data``: an earlier one of the same content, or
     a new one."""
     name = upload_name(sha256, suffix)
-    for upload in _existing(client, project_arn, kind):
+    listed = farm_pages(
+        ProfileError, "listing uploads", client.list_uploads, "uploads", arn=project_arn, type=kind
+    )
+    for upload in listed:
         if upload.get("name") == name and upload.get("status") == "SUCCEEDED":
             ctx.events.info(f"aws: {what} already uploaded ({name}), reused")
             return str(upload["arn"])

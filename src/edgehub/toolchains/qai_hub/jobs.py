@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import OperationCancelled, ToolchainError
+from edgehub.toolchains.polling import pause
 from edgehub.toolchains.qai_hub.client import QAIHubUnreachable, hub_call, one_line
 from edgehub.toolchains.qai_hub.config import JobKind, QAIHubConfig
 from edgehub.toolchains.qai_hub.session import current_plan, session_for
@@ -124,20 +125,13 @@ def wait_for_job(
                     f"on the service at {job.url}; {resume}, or raise timeout in the qai_hub "
                     "provider config"
                 )
-            _pause(ctx, min(config.poll_interval, config.timeout - waited))
+            pause(ctx, min(config.poll_interval, config.timeout - waited))
     except (KeyboardInterrupt, OperationCancelled):
         ctx.events.warning(
             f"stopped waiting; qai_hub {kind} job {job.job_id} keeps running on the service "
             f"at {job.url}; {resume}"
         )
         raise
-
-
-def _pause(ctx: HubContext, seconds: float) -> None:
-    """Sleep ``seconds``, in short steps that end early once ``ctx`` is cancelled."""
-    end = time.monotonic() + seconds
-    while not ctx.cancelled and (left := end - time.monotonic()) > 0:
-        time.sleep(min(left, 0.2))
 
 
 def record_qairt(ctx: HubContext, model: Any, config: QAIHubConfig) -> None:

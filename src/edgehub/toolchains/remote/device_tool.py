@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from edgehub.errors import DeviceError, ToolchainError
+from edgehub.runners.outcome import killed_note
 from edgehub.runners.protocol import (
     CommandResult,
     CommandRunner,
@@ -174,6 +175,9 @@ class DeviceTool:
             )
         if result.returncode == 125 and make_dirs:
             raise failure(f"cannot create {make_dirs[0]} on {where}: {_last_line(result)}")
+        killed = killed_note(result.returncode)
+        if killed:
+            raise failure(f"{self.tool} on {where} was {killed}; last output: {_last_line(result)}")
         raise failure(
             f"{self.tool} failed on {where} (exit {result.returncode}): {_last_line(result)}"
         )

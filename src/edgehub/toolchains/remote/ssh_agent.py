@@ -202,6 +202,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         server=server,
         agent=agent,
         launcher=launcher,
+        device=dev.name,
     )
 
 

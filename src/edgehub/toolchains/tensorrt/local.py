@@ -188,7 +188,9 @@ def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
     image = ctx.image_tags.get(FULL_IMAGE) or images.require_image(FULL_IMAGE).tag
     runner = ctx.docker_runner(image, gpus="all")
     ctx.client.log_environment({"image": image, "runtime": RUNTIME, "gpu": detect_gpu().describe()})
-    return AgentCall(runner, CONTAINER_WORK / ctx.artifact_dir.name, ctx.artifact_dir)
+    return AgentCall(
+        runner, CONTAINER_WORK / ctx.artifact_dir.name, ctx.artifact_dir, device=device or "local"
+    )
 
 
 def _engine_file(model: TensorRTCompiledModel, ctx: HubContext) -> Path:
