@@ -48,7 +48,9 @@ def _hub(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.skipif(GPU.visible, reason="checks the refusal where no NVIDIA GPU is visible")
-def test_without_a_gpu_eval_fails_in_one_line_and_is_recorded_failed(outlier: Path) -> None:
+def test_without_a_gpu_eval_fails_in_one_line_and_is_recorded_failed(
+    outlier: Path, ort_image: str
+) -> None:
     result = _hub(outlier, "exec", "eval", "tensorrt", "outlier.onnx", "--dataset", "ods")
     assert result.returncode == 3, result.stderr  # GpuUnavailableError, as profile / invoke
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("hub: error:")]
@@ -209,3 +211,19 @@ def test_eval_and_layer_search_wiring_with_the_gpu_faked(
     assert by_type["EVAL"].status == "FINISHED"
     assert by_type["EVAL"].params["first_divergent_layer"] == "relu3"
     assert by_type["COMPILE"].params["precision"] == "int8"
+
+
+@pytest.mark.skipif(GPU.visible, reason="checks the refusal where no NVIDIA GPU is visible")
+def test_the_evaluator_component_fails_its_run_without_a_gpu(outlier: Path, rtx: None) -> None:
+    from edgehub.core import HubContext
+    from edgehub.core.compile import TensorRTCompiler
+    from edgehub.core.evaluate import TensorRTEvaluator
+    from edgehub.errors import GpuUnavailableError
+    from edgehub.tracking import RunStore
+
+    with HubContext("trt-evaluator", artifact_base_dir=outlier / "store") as ctx:
+        engine = TensorRTCompiler(target="sm86").run(ctx, outlier / "outlier.onnx")
+        with pytest.raises(GpuUnavailableError, match="TensorRT eval runs the TensorRT engine"):
+            TensorRTEvaluator().run(ctx, engine, outlier / "ods")
+    evals = [r for r in RunStore(outlier / "store").list_runs(limit=None) if r.run_type == "EVAL"]
+    assert [(r.status, r.params["$runtime"]) for r in evals] == [("FAILED", "tensorrt")]

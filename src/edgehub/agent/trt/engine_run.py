@@ -20,7 +20,8 @@ class EngineRunner:
 
     def __init__(self, trt: TensorRT, logger: Any, blob: bytes, name: str) -> None:
         self.trt = trt
-        self.engine = trt.module.Runtime(logger).deserialize_cuda_engine(blob)
+        self.runtime = trt.module.Runtime(logger)  # kept as long as its engine
+        self.engine = self.runtime.deserialize_cuda_engine(blob)
         if self.engine is None:
             raise ModelError(
                 f"'{name}' cannot be opened by {trt.flavor} TensorRT {trt.version} on this GPU: "

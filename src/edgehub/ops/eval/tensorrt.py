@@ -2,7 +2,8 @@
 
 Engines run in the tensorrt-rtx image with the GPU passed through (`TRTBatchRunner`), so the
 device must be ``local``; without a GPU the eval is recorded as a FAILED EVAL run saying so
-(`GpuUnavailableError`, exit 3) before anything is compiled or started.
+(`GpuUnavailableError`, exit 3) once its dataset and model are checked, before anything is
+compiled or run.
 """
 
 from __future__ import annotations
@@ -15,20 +16,24 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.ops.eval.run import EvalRequest
 
-__all__ = ["check_tensorrt"]
+__all__ = ["check_tensorrt_device", "check_tensorrt_gpu"]
 
 
-def check_tensorrt(ctx: HubContext, request: EvalRequest, provider: str) -> None:
-    """Refuse a TensorRT eval on another device than this host, or on a host with no GPU."""
-    from edgehub.core import RunType
-    from edgehub.toolchains.tensorrt.batch import require_gpu
-    from edgehub.toolchains.tensorrt.gpu import detect_gpu
-
+def check_tensorrt_device(request: EvalRequest, provider: str) -> None:
+    """Refuse a TensorRT eval on another device than this host."""
     if provider != "local":
         raise UsageError(
             f"hub exec eval tensorrt runs the engine on this host's NVIDIA GPU; device "
             f"{request.device!r} uses {provider!r}: drop --device (or pick a local device)"
         )
+
+
+def check_tensorrt_gpu(ctx: HubContext, request: EvalRequest) -> None:
+    """Where this host shows no NVIDIA GPU, a FAILED EVAL run saying so (and the error)."""
+    from edgehub.core import RunType
+    from edgehub.toolchains.tensorrt.batch import require_gpu
+    from edgehub.toolchains.tensorrt.gpu import detect_gpu
+
     if detect_gpu().visible:
         return
     model = request.model.stem if request.model is not None else request.from_run
