@@ -227,3 +227,61 @@ def test_the_evaluator_component_fails_its_run_without_a_gpu(outlier: Path, rtx:
             TensorRTEvaluator().run(ctx, engine, outlier / "ods")
     evals = [r for r in RunStore(outlier / "store").list_runs(limit=None) if r.run_type == "EVAL"]
     assert [(r.status, r.params["$runtime"]) for r in evals] == [("FAILED", "tensorrt")]
+
+
+class FakeTrtexecProfiler:
+    """Stands in for `TensorRTProfiler` (trtexec on an NVIDIA GPU, which this machine lacks):
+    a fixed latency per model, so the repair's table can be checked here."""
+
+    def __init__(self, *, name: str | None = None) -> None:
+        self.name = name
+
+    def run(self, ctx: Any, model: Any, *, device: str | None = None) -> Any:
+        from types import SimpleNamespace
+
+        return SimpleNamespace(latency=SimpleNamespace(value=0.5), run_log=None)
+
+
+def test_fix_wiring_keeps_the_outlier_layer_in_float_with_the_gpu_faked(
+    outlier: Path, rtx: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from edgehub.core.context import HubContext
+    from edgehub.ops.eval.run import EvalRequest, evaluate_and_fix
+    from edgehub.ops.project import open_project
+    from edgehub.toolchains import registry
+    from edgehub.toolchains.tensorrt import batch, gpu
+
+    seen = GpuStatus(True, ("GPU 0: fake (stands in for an NVIDIA GPU)",), "nvidia-smi")
+    monkeypatch.setattr(gpu, "detect_gpu", lambda: seen)
+    monkeypatch.setattr(batch, "detect_gpu", lambda: seen)
+    real_runner, real_runtime = HubContext.docker_runner, registry.get_runtime
+
+    def runner(self: HubContext, image: str, **options: Any) -> Any:  # no GPU container here
+        return None if options.get("gpus") else real_runner(self, image, **options)
+
+    def runtime(name: str) -> Any:
+        found = real_runtime(name)
+        if name != "tensorrt":
+            return found
+        return dataclasses.replace(found, profiler=FakeTrtexecProfiler)
+
+    monkeypatch.setattr(HubContext, "docker_runner", runner)
+    monkeypatch.setattr(batch, "AgentCall", lambda runner, workdir, local: FakeGpuAgent(local))
+    monkeypatch.setattr(registry, "get_runtime", runtime)
+    request = EvalRequest("tensorrt", outlier / "ods", model=outlier / "outlier.onnx",
+                          options={"precision": "int8", "calibration_data": outlier / "ods",
+                                   "target": "sm86"},
+                          goals=["cosine>=0.99"], fix=5)  # fmt: skip
+    report, fix = evaluate_and_fix(open_project(outlier / "hub.toml"), request)
+    assert fix is not None and fix.passed and report.passed, fix
+    assert 1 <= len(fix.kept_layers) <= 3 and {"conv3", "relu3"} <= set(fix.kept_nodes)
+    table = {row["model"]: row for row in fix.table}
+    assert [table[m]["passed"] for m in ("float32", "int8", "repaired")] == [True, False, True]
+    by_id = {r.run_id: r for r in runs(outlier)}
+    repaired = by_id[table["repaired"]["compile_run"]]
+    assert repaired.params["excluded_nodes"] == fix.kept_nodes
+    assert set(repaired.params["float_layers"]) == set(fix.kept_nodes)
+    assert all(repaired.params["float_layers"].values())  # each kept node is a float layer
+    assert by_id[table["float32"]["compile_run"]].params["precision"] == "fp32"
