@@ -6,9 +6,9 @@ Greedy, from the first divergent layer (`layers`): each step keeps one more laye
 ``exclude_nodes``: ONNX Runtime's ``nodes_to_exclude`` for a QDQ model, TensorFlow's
 selective quantization for TFLite, for TensorRT a QDQ model without Q/DQ around them, which its
 strongly typed network must compute in float32: see `edgehub.toolchains.tensorrt.precision`),
-recompiles, re-evaluates and searches the repaired model
-again. Where the first divergent layer is one kept in float already, its output is still
-quantized for the layers it feeds, so those layers are kept next. It stops when the goals
+recompiles, re-evaluates and searches the repaired model again. Where the first divergent
+layer is one kept in float already, its output is still quantized for the layers it feeds, so
+those layers are kept next. It stops when the goals
 hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
 runtime's float precision, `_PRECISIONS`), the fully quantized one and the repaired one are
 evaluated and profiled on the same device, for the table of accuracy against latency. Every
