@@ -137,3 +137,105 @@ def test_the_agent_checks_each_run_before_touching_the_gpu() -> None:
         _job({"model": "in/m.trt", "output": "out/o.npz", "build": {"precision": "int4"}}, 1)
     with pytest.raises(AgentUsageError, match="unknown"):
         _job({"model": "in/m.trt", "output": "out/o.npz", "extras": ["a"]}, 2)
+
+
+class _FakeGpu:
+    """Stands in for an NVIDIA GPU (none here) under `EngineRunner`: `Cuda`'s buffers are host
+    arrays by address, and the "engine" doubles its input into its output."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.memory: dict[int, Any] = {}
+        self.np = np
+        self.stream = 7
+
+    def buffer(self, name: str, nbytes: int) -> int:
+        address = 1000 + sum(map(ord, name))
+        self.memory.setdefault(address, self.np.zeros(nbytes, self.np.uint8))
+        return address
+
+    def upload(self, address: int, array: Any) -> None:
+        self.memory[address][: array.nbytes] = array.reshape(-1).view(self.np.uint8)
+
+    def download(self, array: Any, address: int) -> None:
+        array.reshape(-1).view(self.np.uint8)[:] = self.memory[address][: array.nbytes]
+
+    def synchronize(self) -> None:
+        pass
+
+    def engine(self) -> Any:
+        gpu, np = self, self.np
+
+        class Context:
+            def __init__(self) -> None:
+                self.shapes: dict[str, tuple[int, ...]] = {}
+                self.addresses: dict[str, int] = {}
+
+            def set_input_shape(self, name: str, shape: tuple[int, ...]) -> None:
+                self.shapes[name] = shape
+
+            def get_tensor_shape(self, name: str) -> tuple[int, ...]:
+                return self.shapes["x"]
+
+            def set_tensor_address(self, name: str, address: int) -> None:
+                self.addresses[name] = address
+
+            def execute_async_v3(self, stream: int) -> bool:
+                assert stream == gpu.stream
+                size = int(np.prod(self.shapes["x"])) * 4
+                x = gpu.memory[self.addresses["x"]][:size].view(np.float32)
+                gpu.memory[self.addresses["y"]][:size] = (x * 2).view(np.uint8)
+                return True
+
+        class Engine:
+            num_io_tensors, num_layers = 2, 3
+
+            def get_tensor_name(self, index: int) -> str:
+                return "xy"[index]
+
+            def get_tensor_mode(self, name: str) -> str:
+                return "INPUT" if name == "x" else "OUTPUT"
+
+            def get_tensor_dtype(self, name: str) -> Any:
+                return np.float32
+
+            def get_tensor_shape(self, name: str) -> list[int]:
+                return [-1, 3]
+
+            def create_execution_context(self) -> Context:
+                return Context()
+
+        return Engine()
+
+
+def test_the_engine_runner_stacks_each_samples_outputs() -> None:
+    import numpy as np
+
+    from edgehub.agent.trt.engine_run import EngineRunner
+    from edgehub.agent.trt.runtime import TensorRT
+
+    gpu = _FakeGpu()
+
+    class Module:
+        class TensorIOMode:
+            INPUT = "INPUT"
+
+        @staticmethod
+        def nptype(dtype: Any) -> Any:
+            return dtype
+
+        class Runtime:
+            def __init__(self, logger: Any) -> None:
+                pass
+
+            def deserialize_cuda_engine(self, blob: bytes) -> Any:
+                return gpu.engine()
+
+    runner = EngineRunner(TensorRT(Module, "rtx", "1.7"), None, b"plan", "m.trt")
+    assert (runner.inputs, runner.outputs, runner.num_layers) == (["x"], ["y"], 3)
+    assert runner.specs[0].shape == [None, 3]
+    samples = [{"x": np.full((2, 3), i, np.float32)} for i in range(3)]
+    outputs, elapsed = runner.run_all(gpu, samples)  # type: ignore[arg-type]
+    assert outputs["y"].shape == (3, 2, 3) and elapsed > 0
+    assert [float(outputs["y"][i].max()) for i in range(3)] == [0.0, 2.0, 4.0]
