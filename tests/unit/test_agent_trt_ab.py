@@ -3,7 +3,7 @@ execution contexts per engine with their own buffers and streams, the shared rou
 everything freed) and what it refuses.
 
 `FakeTensorRT` and `FakeCuda` below stand in for the NVIDIA GPU, which this project's machines
-do not have: the TensorRT bindings and the CUDA runtime library. A fake "engine" file is JSON
+do not have: the TensorRT bindings and the CUDA driver library. A fake "engine" file is JSON
 naming its I/O and how long a run spins; ``execute_async_v3`` spins that long on the CPU.
 Everything else is the agent's real code. The real engines are measured in
 tests/integration/test_ab_tensorrt_gpu.py (marked gpu).
@@ -120,13 +120,14 @@ class FakeTensorRT:
 
 
 class FakeCuda:
-    """Stands in for the CUDA runtime: device memory and streams, counted."""
+    """Stands in for the GPU's CUDA driver context: device memory and streams, counted."""
 
     def __init__(self) -> None:
         self.live: set[int] = set()
         self.streams: set[int] = set()
         self.uploads: list[tuple[int, tuple[int, ...]]] = []
         self._next = 4096
+        self.closed = False
 
     def malloc(self, size: int) -> int:
         self._next += 4096
@@ -140,7 +141,7 @@ class FakeCuda:
         assert pointer in self.live
         self.uploads.append((pointer, tuple(array.shape)))
 
-    def stream(self) -> int:
+    def new_stream(self) -> int:
         handle = 7 + len(self.streams)
         self.streams.add(handle)
         return handle
@@ -151,13 +152,16 @@ class FakeCuda:
     def destroy_stream(self, stream: int) -> None:
         self.streams.remove(stream)
 
+    def close(self) -> None:
+        self.closed = True
+
 
 @pytest.fixture
 def gpu(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeTensorRT, FakeCuda]:
     trt, cuda = FakeTensorRT(), FakeCuda()
     monkeypatch.setattr(ab, "gpu_visible", lambda: True)
     monkeypatch.setattr(ab, "import_tensorrt", lambda: TensorRT(trt, "full", "10.4-fake"))
-    monkeypatch.setattr(ab, "load_cudart", lambda: cuda)
+    monkeypatch.setattr(ab, "open_cuda", lambda: cuda)
     return trt, cuda
 
 
@@ -196,7 +200,7 @@ def test_engines_load_once_and_every_buffer_is_freed(
     a = engine(tmp_path / "a.trt", 3000)
     result, log = run_ab(a, engine(tmp_path / "b.trt", 3000), tmp_path)
     assert len(trt.engines) == 2  # each deserialised once
-    assert [len(e.contexts) for e in trt.engines] == [2, 2]  # two session sets
+    assert not cuda.live and not cuda.streams and cuda.closed  # all freed
     assert not cuda.live and not cuda.streams  # all freed
     assert len(cuda.uploads) == 4 and {shape for _, shape in cuda.uploads} == {(1, 4)}
     assert "2 execution contexts per engine" in log
@@ -236,7 +240,7 @@ def test_refusals(gpu: tuple[FakeTensorRT, FakeCuda], tmp_path: Path) -> None:
 
     def out_of_memory_at_the_fifth(size: int) -> int:
         if len(cuda.live) == 4:
-            raise RuntimeFailure("CUDA cudaMalloc failed: out of memory")
+            raise RuntimeFailure("CUDA cuMemAlloc_v2 failed: out of memory")
         return allocated(size)
 
     cuda.malloc = out_of_memory_at_the_fifth  # type: ignore[method-assign]
@@ -259,7 +263,6 @@ def test_a_missing_cuda_runtime_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     from edgehub.agent.protocol import MissingDependencyError
     from edgehub.agent.trt import cuda
 
-    monkeypatch.setattr(cuda.ctypes.util, "find_library", lambda name: None)
-    monkeypatch.setattr(cuda, "LIBRARIES", ("libcudart-not-here.so.0",))
-    with pytest.raises(MissingDependencyError, match=r"libcudart.*full tensorrt image"):
-        cuda.load_cudart()
+    monkeypatch.setattr(cuda, "LIBRARY", "libcuda-not-here.so.0")
+    with pytest.raises(MissingDependencyError, match=r"CUDA driver.*GPU passed through"):
+        cuda.Cuda()

@@ -91,7 +91,9 @@ def handle_eval(args: argparse.Namespace) -> int:
     from edgehub.toolchains.registry import get_runtime
 
     if args.runtime is None:
-        raise UsageError("hub exec eval needs a RUNTIME (onnxruntime, tflite) and a MODEL")
+        raise UsageError(
+            "hub exec eval needs a RUNTIME (onnxruntime, tflite, tensorrt) and a MODEL"
+        )
     if args.dataset is None:
         raise UsageError("hub exec eval needs --dataset DIR|FILE.npz (samples keyed by input)")
     for flag, value in (("--input", args.input), ("--from-job", args.from_job)):

@@ -76,7 +76,8 @@ def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
 
 def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:
     """The runner of a ``runtime`` model on ``device``: AI Hub's on a ``qai_hub`` device,
-    else the agent's (the device's own on ``ssh``, the runtime's container here)."""
+    else the agent's (the device's own on ``ssh``, the runtime's container here; TensorRT's
+    on this host's GPU only)."""
     if ctx.device(device or "local").provider_type == "qai_hub":
         from edgehub.toolchains.qai_hub.batch import QAIHubBatchRunner
 
@@ -85,6 +86,10 @@ def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunn
         from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
 
         return TFLiteBatchRunner(ctx, device)
+    if runtime == "tensorrt":
+        from edgehub.toolchains.tensorrt.batch import TRTBatchRunner
+
+        return TRTBatchRunner(ctx, device)
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 
     return ORTBatchRunner(ctx, device)

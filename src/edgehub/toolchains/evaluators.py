@@ -1,6 +1,7 @@
-"""`ONNXRuntimeEvaluator` and `TFLiteEvaluator`: a compiled model's accuracy on a dataset, as
-components shaped like the invokers (``Evaluator(...).run(ctx, model, dataset)``, one EVAL run,
-providers ``local``, ``ssh`` and ``qai_hub``).
+"""`ONNXRuntimeEvaluator`, `TFLiteEvaluator` and `TensorRTEvaluator`: a compiled model's accuracy
+on a dataset, as components shaped like the invokers (``Evaluator(...).run(ctx, model,
+dataset)``, one EVAL run, providers ``local``, ``ssh`` and ``qai_hub``; TensorRT's ``local``
+only, on this host's NVIDIA GPU).
 
 Every sample of ``dataset`` (see `edgehub.toolchains.datasets`) runs through ``model`` on the
 device and through the reference (``reference``, else the ONNX model the compiler started from)
@@ -26,7 +27,7 @@ from edgehub.tracking.run_type import RunType
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["EvaluationResult", "ONNXRuntimeEvaluator", "TFLiteEvaluator"]
+__all__ = ["EvaluationResult", "ONNXRuntimeEvaluator", "TFLiteEvaluator", "TensorRTEvaluator"]
 
 PROVIDERS = (ProviderType.LOCAL, "ssh", ProviderType.QAI_HUB)  # "ssh": a plain string type
 
@@ -124,6 +125,44 @@ class TFLiteEvaluator(Component):
         raise NoProviderError
 
 
+class TensorRTEvaluator(Component):
+    """Evaluates a TensorRT engine on a dataset against its float ONNX reference, on this
+    host's NVIDIA GPU (the same options as `ONNXRuntimeEvaluator`; without a GPU the run fails
+    with `GpuUnavailableError` before anything starts)."""
+
+    run_type = RunType.EVAL
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> None:
+        super().__init__(
+            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
+            worst=worst,
+        )  # fmt: skip
+
+    def run(
+        self,
+        ctx: HubContext,
+        model: CompiledModel,
+        dataset: Path,
+        *,
+        device: str | None = None,
+        reference: Path | None = None,
+        labels: Path | None = None,
+        metrics: list[str] | None = None,
+        worst: int = 5,
+    ) -> EvaluationResult:
+        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
+        raise NoProviderError
+
+
 def evaluate_model(
     ctx: HubContext,
     model: CompiledModel,
@@ -136,7 +175,7 @@ def evaluate_model(
     metrics: list[str] | None = None,
     worst: int = 5,
 ) -> EvaluationResult:
-    """The body of every provider of both evaluators (the runner differs by device)."""
+    """The body of every provider of the evaluators (the runner differs by device)."""
     from edgehub.toolchains.batch import BatchJob
     from edgehub.toolchains.datasets import load_dataset, tensor_specs
     from edgehub.toolchains.evaluation import (
@@ -227,3 +266,4 @@ for _provider_type in PROVIDERS:
     ONNXRuntimeEvaluator.provider(_provider_type)(_provider("onnxruntime"))
     TFLiteEvaluator.provider(_provider_type)(_provider("tflite"))
 del _provider_type
+TensorRTEvaluator.provider(ProviderType.LOCAL)(_provider("tensorrt"))

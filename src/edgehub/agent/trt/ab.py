@@ -13,7 +13,8 @@ round one block of A and one of B in a seeded order. A timed run is one ``execut
 and the synchronisation of its stream, with the inputs already on the GPU (random from
 ``input_seed``: floats normal, other types zero); no host copies are timed. Dynamic inputs run
 at ``input_shape`` (a list: the first input), else at the optimisation profile's ``opt`` shape.
-Needs an NVIDIA GPU, the TensorRT bindings and the CUDA runtime (the full tensorrt image).
+Needs an NVIDIA GPU passed through (the CUDA driver) and the TensorRT bindings (the full tensorrt
+image).
 """
 
 from __future__ import annotations
@@ -26,10 +27,15 @@ from ..ab_rounds import warm_up as interleaved_warm_up
 from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stats import ms
-from .cuda import CudaRuntime, load_cudart
+from .cuda import Cuda
 from .engine_file import engine_problem
 from .gpu import gpu_visible
 from .runtime import import_tensorrt
+
+
+def open_cuda() -> Cuda:
+    """The GPU's context (a seam the tests replace with a stand-in for the GPU)."""
+    return Cuda()
 
 
 def _mode(engine: Any, name: str) -> str:
@@ -70,13 +76,13 @@ def _shapes(engine: Any, raw: Any, label: str) -> dict[str, list[int]]:
 class EngineRun:
     """One execution context of an engine with its own device buffers and stream."""
 
-    def __init__(self, trt: Any, engine: Any, cuda: CudaRuntime, feeds: dict[str, Any]) -> None:
+    def __init__(self, trt: Any, engine: Any, cuda: Cuda, feeds: dict[str, Any]) -> None:
         self.cuda = cuda
         self.buffers: list[int] = []
         self.context = engine.create_execution_context()
         if self.context is None:
             raise RuntimeFailure("TensorRT could not create an execution context (GPU memory?)")
-        self.stream = cuda.stream()
+        self.stream = cuda.new_stream()
         try:
             self._bind(trt, engine, feeds)
         except BaseException:
@@ -163,7 +169,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "run it in the full tensorrt image with the GPU passed through"
         )
     trt = import_tensorrt()
-    cuda = load_cudart()
+    cuda = open_cuda()
     runtime = trt.module.Runtime(trt.module.Logger(trt.module.Logger.WARNING))
     engines: dict[str, Any] = {}
     load_ms: dict[str, float] = {}
@@ -200,5 +206,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     finally:
         for engine_run in made:
             engine_run.close()
+        cuda.close()
     load = {side: load_ms[side] + context_ms[side] for side in SIDES}
     return ab_output(found, params.resolved, load, request.paths, request.json_paths, request.seed)

@@ -1,80 +1,109 @@
-"""The few CUDA runtime calls ``trt.ab`` needs (device memory, a stream), through ``ctypes`` on
-the CUDA runtime library the full-TensorRT image ships; no CUDA Python package is needed.
+"""GPU memory and streams for running engines, through the CUDA driver library (ctypes).
 
-Every call's error code is checked: a failing one raises `RuntimeFailure` naming the call and
-CUDA's own message.
+Neither TensorRT image carries a Python CUDA package, but a container started with the GPU
+passed through has the driver's ``libcuda.so.1``; the few calls an engine run needs (a context,
+device buffers, copies, streams) are made on it directly. Every call's status is checked: a
+failing one raises `RuntimeFailure` naming the call and CUDA's own message. Standard library
++ numpy.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from typing import Any
 
 from ..protocol import MissingDependencyError, RuntimeFailure
 
-HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice
-LIBRARIES = ("libcudart.so.12", "libcudart.so.11.0", "libcudart.so")
+LIBRARY = "libcuda.so.1"
 
 
-class CudaRuntime:
-    """Device buffers and streams on the current GPU."""
+class Cuda:
+    """The first GPU's primary context, made current on this thread, with a default stream.
 
-    def __init__(self, lib: Any) -> None:
-        self._lib = lib
-        lib.cudaGetErrorString.restype = ctypes.c_char_p
-        lib.cudaGetErrorString.argtypes = [ctypes.c_int]
-        lib.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-        lib.cudaFree.argtypes = [ctypes.c_void_p]
-        lib.cudaMemcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        lib.cudaStreamCreate.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        lib.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
-        lib.cudaStreamDestroy.argtypes = [ctypes.c_void_p]
+    Two ways to hold memory: buffers kept by name and grown when a larger array comes
+    (`buffer`, for a sample loop), or plain allocations the caller frees (`malloc` / `free`,
+    for contexts that own their buffers). ``close`` frees the named buffers and the context.
+    """
 
-    def _check(self, code: int, call: str) -> None:
-        if code != 0:
-            text = self._lib.cudaGetErrorString(code)
-            message = text.decode("utf-8", "replace") if text else f"error {code}"
-            raise RuntimeFailure(f"CUDA {call} failed: {message}")
+    def __init__(self) -> None:
+        try:
+            self._lib = ctypes.CDLL(LIBRARY)
+        except OSError as exc:
+            raise MissingDependencyError(
+                f"the CUDA driver ({LIBRARY}) cannot be loaded here ({exc}): run the container "
+                "with the GPU passed through (docker --gpus all, NVIDIA Container Toolkit)"
+            ) from exc
+        self._call("cuInit", 0)
+        self._device = ctypes.c_int()
+        self._call("cuDeviceGet", ctypes.byref(self._device), 0)
+        self._context = ctypes.c_void_p()
+        self._call("cuDevicePrimaryCtxRetain", ctypes.byref(self._context), self._device)
+        self._call("cuCtxSetCurrent", self._context)
+        self._stream = self.new_stream()
+        self._buffers: dict[str, tuple[int, int]] = {}  # name -> (address, bytes)
 
-    def malloc(self, size: int) -> int:
-        pointer = ctypes.c_void_p()
-        self._check(self._lib.cudaMalloc(ctypes.byref(pointer), max(1, size)), "cudaMalloc")
-        return int(pointer.value or 0)
-
-    def free(self, pointer: int) -> None:
-        self._check(self._lib.cudaFree(ctypes.c_void_p(pointer)), "cudaFree")
-
-    def upload(self, pointer: int, array: Any) -> None:
-        """Copy a C-contiguous numpy array to device memory at ``pointer``."""
-        source = ctypes.c_void_p(array.ctypes.data)
-        code = self._lib.cudaMemcpy(ctypes.c_void_p(pointer), source, array.nbytes, HOST_TO_DEVICE)
-        self._check(code, "cudaMemcpy")
-
+    @property
     def stream(self) -> int:
+        """The default stream of this context."""
+        return self._stream
+
+    def _call(self, name: str, *args: Any) -> None:
+        code = getattr(self._lib, name)(*args)
+        if code != 0:
+            text = ctypes.c_char_p()
+            self._lib.cuGetErrorString(code, ctypes.byref(text))
+            detail = text.value.decode("utf-8", "replace") if text.value else f"error {code}"
+            raise RuntimeFailure(f"CUDA {name} failed: {detail}")
+
+    def malloc(self, nbytes: int) -> int:
+        """A device allocation of at least ``nbytes`` bytes; the caller frees it."""
+        address = ctypes.c_uint64()
+        self._call("cuMemAlloc_v2", ctypes.byref(address), ctypes.c_size_t(max(nbytes, 1)))
+        return int(address.value)
+
+    def free(self, address: int) -> None:
+        self._call("cuMemFree_v2", ctypes.c_uint64(address))
+
+    def buffer(self, name: str, nbytes: int) -> int:
+        """The device address of ``name``'s buffer, of at least ``nbytes`` bytes."""
+        held = self._buffers.get(name)
+        if held is not None and held[1] >= nbytes:
+            return held[0]
+        if held is not None:
+            del self._buffers[name]
+            self.free(held[0])
+        address = self.malloc(nbytes)
+        self._buffers[name] = (address, max(nbytes, 1))
+        return address
+
+    def upload(self, address: int, array: Any) -> None:
+        """Copy a C-contiguous numpy array to device memory at ``address``."""
+        data = array.ctypes.data_as(ctypes.c_void_p)
+        self._call("cuMemcpyHtoD_v2", ctypes.c_uint64(address), data, ctypes.c_size_t(array.nbytes))
+
+    def download(self, array: Any, address: int) -> None:
+        data = array.ctypes.data_as(ctypes.c_void_p)
+        self._call("cuMemcpyDtoH_v2", data, ctypes.c_uint64(address), ctypes.c_size_t(array.nbytes))
+
+    def new_stream(self) -> int:
         handle = ctypes.c_void_p()
-        self._check(self._lib.cudaStreamCreate(ctypes.byref(handle)), "cudaStreamCreate")
+        self._call("cuStreamCreate", ctypes.byref(handle), 0)
         return int(handle.value or 0)
 
-    def synchronize(self, stream: int) -> None:
-        self._check(self._lib.cudaStreamSynchronize(ctypes.c_void_p(stream)), "cudaStreamSync")
+    def synchronize(self, stream: int | None = None) -> None:
+        """Wait for ``stream`` (the default stream when none is named)."""
+        chosen = self._stream if stream is None else stream
+        self._call("cuStreamSynchronize", ctypes.c_void_p(chosen))
 
     def destroy_stream(self, stream: int) -> None:
-        self._check(self._lib.cudaStreamDestroy(ctypes.c_void_p(stream)), "cudaStreamDestroy")
+        self._call("cuStreamDestroy_v2", ctypes.c_void_p(stream))
 
-
-def load_cudart() -> CudaRuntime:
-    """The CUDA runtime library of this machine."""
-    found = ctypes.util.find_library("cudart")
-    names = ([found] if found else []) + list(LIBRARIES)
-    problems = []
-    for name in names:
-        try:
-            return CudaRuntime(ctypes.CDLL(name))
-        except OSError as exc:
-            problems.append(str(exc))
-    raise MissingDependencyError(
-        "the CUDA runtime library (libcudart) cannot be loaded here ("
-        + "; ".join(problems[:2])
-        + "): run in the full tensorrt image with the GPU passed through"
-    )
+    def close(self) -> None:
+        """Free the named buffers and the default stream, and release the context."""
+        for address, _ in self._buffers.values():
+            self._lib.cuMemFree_v2(ctypes.c_uint64(address))
+        self._buffers.clear()
+        if self._stream:
+            self._lib.cuStreamDestroy_v2(ctypes.c_void_p(self._stream))
+            self._stream = 0
+        self._lib.cuDevicePrimaryCtxRelease_v2(self._device)

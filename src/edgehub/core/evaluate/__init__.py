@@ -14,6 +14,7 @@ __all__ = [
     "InputDataError",
     "ONNXRuntimeEvaluator",
     "TFLiteEvaluator",
+    "TensorRTEvaluator",
 ]
 
 

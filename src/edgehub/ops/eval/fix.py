@@ -4,9 +4,11 @@ hold, and what that repair costs in latency.
 Greedy, from the first divergent layer (`layers`): each step keeps one more layer in float
 (the matched layer with the nodes the compiler fused into it, given to the compiler as
 ``exclude_nodes``: ONNX Runtime's ``nodes_to_exclude`` for a QDQ model, TensorFlow's
-selective quantization for TFLite), recompiles, re-evaluates and searches the repaired model
-again. Where the first divergent layer is one kept in float already, its output is still
-quantized for the layers it feeds, so those layers are kept next. It stops when the goals
+selective quantization for TFLite, for TensorRT a QDQ model without Q/DQ around them, which its
+strongly typed network must compute in float32: see `edgehub.toolchains.tensorrt.precision`),
+recompiles, re-evaluates and searches the repaired model again. Where the first divergent
+layer is one kept in float already, its output is still quantized for the layers it feeds, so
+those layers are kept next. It stops when the goals
 hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
 runtime's float precision, `_PRECISIONS`), the fully quantized one and the repaired one are
 evaluated and profiled on the same device, for the table of accuracy against latency. Every
@@ -60,6 +62,7 @@ _PRECISIONS = {
     "tflite": _Precision(
         "precision", "float32", ("calibration_data", "per_channel", "quantize_io")
     ),
+    "tensorrt": _Precision("precision", "fp32", ("calibration_data",)),
 }
 
 
@@ -117,6 +120,13 @@ def check_fix(request: EvalRequest) -> None:
                 "--fix keeps layers in float in TFLite models with float inputs and outputs; "
                 "drop --set quantize_io"
             )
+    if request.runtime == "tensorrt" and (
+        options.get("precision") != "int8" or "calibration_data" not in options
+    ):
+        raise UsageError(
+            "--fix keeps layers of an int8 TensorRT engine in float by quantizing the model "
+            "without them: give --set precision=int8 --set calibration_data=DIR"
+        )
     if not request.goals:
         raise UsageError("--fix repairs until the goals hold: name at least one --goal")
     if request.fix < 1:

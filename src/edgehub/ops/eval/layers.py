@@ -15,7 +15,9 @@ the whole tensor's norm. A layer **diverges** when its worst channel error excee
 threshold; errors carry forward through the graph, so the first divergent layer is found by
 bisection, each probe one extra run of both models with that layer's tensor (and its
 producers', to tell how much the layer itself added) marked as outputs: at most
-ceil(log2(layers)) + 1 extra runs, never every tensor at once.
+ceil(log2(layers)) + 1 extra runs, never every tensor at once. A TensorRT engine is built
+again with the probed tensors marked as outputs; where that changes its fusions, the probe is
+listed under ``fusion_changed`` (the tensors and both engines' layer counts).
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ class LayerSearch:
         self.threshold = threshold
         self.probe = probe
         self.runs = 0
+        self.unfused: list[dict[str, Any]] = []  # probes whose marks changed the fusions
 
     def _measure(self, row: LayerRow) -> bool:
         """Whether ``row`` diverges, running a probe unless it was measured already."""
@@ -179,7 +182,9 @@ class LayerSearch:
         return candidates[low]
 
     def to_dict(self, first: LayerRow | None, samples: int) -> dict[str, Any]:
+        extra = {"fusion_changed": self.unfused} if self.unfused else {}
         return {
+            **extra,
             "threshold": self.threshold,
             "samples": samples,
             "layers": len(self.rows),

@@ -171,6 +171,14 @@ def _layers(
             BatchJob(models[1], "layers.reference", {"extra_outputs": list(marks.values())}),
         )
         model, reference = run_both(runners, jobs, folder, False)
+        counts = model.data.get("engine_layers")  # TensorRT: the engine built with the marks
+        if isinstance(counts, dict) and counts.get("probe") != counts.get("engine"):
+            ctx.events.warning(
+                f"layers: marking {', '.join(marks)} as outputs changed TensorRT's fusions "
+                f"({counts.get('engine')} engine layers, {counts.get('probe')} with the marks): "
+                "their values are those of the unfused layers"
+            )
+            search.unfused.append({"tensors": list(marks), **counts})
         return model.arrays, reference.arrays
 
     search = LayerSearch(rows, request.layers, probe)

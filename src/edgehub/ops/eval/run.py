@@ -1,9 +1,10 @@
 """`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
 
-Every sample runs through the compiled model (ONNX Runtime or TFLite, on the chosen device,
-one agent call for the whole dataset) and through the reference (the original ONNX model in
-float32 on this host's ONNX Runtime); the outputs are compared per output and scored by task
-metrics, and goals decide whether the model passes. The dataset is checked against the
+Every sample runs through the compiled model (ONNX Runtime or TFLite on the chosen device,
+TensorRT on this host's NVIDIA GPU: `tensorrt`; one agent call for the whole dataset) and
+through the reference (the original ONNX model in float32 on this host's ONNX Runtime); the
+outputs are compared per output and scored by task metrics, and goals decide whether the model
+passes. The dataset is checked against the
 reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run (see
 `measure`) keeps the dataset and labels (stored by content, once), both models' outputs
 (``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a metric,
@@ -24,6 +25,7 @@ from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
+from edgehub.ops.eval.tensorrt import check_tensorrt_device, check_tensorrt_gpu
 from edgehub.ops.project import Project, Subscriber
 from edgehub.toolchains.datasets import Dataset, load_dataset, tensor_specs
 from edgehub.toolchains.evaluation import model_signature
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate", "evaluate_and_fix"]
 
-EVAL_RUNTIMES = ("onnxruntime", "tflite")
+EVAL_RUNTIMES = ("onnxruntime", "tflite", "tensorrt")
 EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
 REFERENCE_RUNTIME = "onnxruntime"
 
@@ -140,6 +142,8 @@ def evaluate_and_fix(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
                 f"far; device {request.device!r} uses {provider!r}"
             )
+        if request.runtime == "tensorrt":
+            check_tensorrt_device(request, provider)
         if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
             raise UsageError(
                 "--layers and --fix run the model on a local or ssh device; drop them for "
@@ -156,6 +160,8 @@ def evaluate_and_fix(
                 )
         dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
+        if request.runtime == "tensorrt":  # this host's GPU, once the input is known good
+            check_tensorrt_gpu(ctx, request)
         stored = _reference_run(ctx, request, dataset)
         cancel.check()
         if request.fix is not None:

@@ -3,6 +3,7 @@ TensorRT for RTX without a GPU; profile and invoke where a GPU is present) regis
 
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.toolchains.evaluators import TensorRTEvaluator
 from edgehub.toolchains.tensorrt import local, trtexec  # noqa: F401 (providers)
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
@@ -23,4 +24,5 @@ RUNTIME = RuntimeDescriptor(
     agent_namespace="trt",
     provider_configs=(TrtexecConfig,),
     inspect=local.inspect_model,
+    evaluator=TensorRTEvaluator,
 )

@@ -61,7 +61,9 @@ class TensorRTCompiler(Component):
     separated; default: the GPU present). ``input_shape``: the static shape to build for (the
     first input's, or input name → shape); ``input_shape_range``: input name → ``{"min": ...,
     "opt": ..., "max": ...}`` for an engine that takes a range of shapes (``input_shapes``, its
-    old name, still works). ``workspace_mb``: the builder's workspace limit.
+    old name, still works). ``workspace_mb``: the builder's workspace limit. ``exclude_nodes``
+    (ONNX node names; int8 from ``calibration_data``) stay in float: they get no Q/DQ when the
+    model is quantized, so the strongly typed network computes them in float32.
     """
 
     run_type = RunType.COMPILE
@@ -81,6 +83,7 @@ class TensorRTCompiler(Component):
         input_shapes: InputShapeRange | None = None,
         workspace_mb: int | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
+        exclude_nodes: list[str] | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -94,6 +97,7 @@ class TensorRTCompiler(Component):
             input_shapes=input_shapes,
             workspace_mb=workspace_mb,
             calibration_data=calibration_data,
+            exclude_nodes=exclude_nodes,
         )
 
     def run(
@@ -111,6 +115,7 @@ class TensorRTCompiler(Component):
         input_shapes: InputShapeRange | None = None,
         workspace_mb: int | None = None,
         calibration_data: Path | dict[str, np.ndarray] | None = None,
+        exclude_nodes: list[str] | None = None,
     ) -> TensorRTCompiledModel:
         """Build an engine from ``onnx_path``."""
         raise NoProviderError

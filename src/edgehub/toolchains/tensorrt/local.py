@@ -76,8 +76,11 @@ def _check_calib_path(calib_path: Any) -> None:
     )
 
 
-def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any) -> Path:
-    """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image."""
+def _quantize_first(
+    ctx: HubContext, model: Path, device: str | None, data: Any, exclude: list[str]
+) -> Path:
+    """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image; the
+    nodes ``exclude`` names get no Q/DQ (kept in float)."""
     from edgehub.toolchains.tensors import save_npz
 
     if isinstance(data, dict):
@@ -92,12 +95,14 @@ def _quantize_first(ctx: HubContext, model: Path, device: str | None, data: Any)
     ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
     agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
     name = f"calibration{calibration.suffix}"
-    request = {
+    request: dict[str, Any] = {
         "model": f"in/{model.name}",
         "output": f"out/qdq_{model.name}",
         "mode": "quantize-static",
         "calibration": f"in/{name}",
     }
+    if exclude:
+        request["exclude_nodes"] = exclude
     inputs = {model.name: model, name: calibration}
     ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
@@ -121,6 +126,7 @@ def _compile_local(
     input_shapes: Any = None,
     workspace_mb: int | None = None,
     calibration_data: Any = None,
+    exclude_nodes: list[str] | None = None,
 ) -> TensorRTCompiledModel:
     model = _model_file(onnx_path)
     if precision not in PRECISIONS:
@@ -129,11 +135,17 @@ def _compile_local(
     static, shapes = shape_options(ctx, input_shape, input_shape_range, input_shapes)
     if calibration_data is not None and precision != "int8":
         raise UsageError("calibration_data applies to precision 'int8' only")
+    exclude = [str(name) for name in exclude_nodes or []]
+    if exclude and calibration_data is None:
+        raise UsageError(
+            "exclude_nodes keeps nodes in float while the model is quantized: give "
+            "calibration_data (precision int8), or drop exclude_nodes"
+        )
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_artifact(model, name="input")
     source = model
     if calibration_data is not None:
-        source = _quantize_first(ctx, model, device, calibration_data)
+        source = _quantize_first(ctx, model, device, calibration_data, exclude)
     agent = local_agent(ctx, RTX_IMAGE, device, TensorRTCompiler)
     engine = f"{model.stem}.trt"
     request = {
@@ -159,8 +171,22 @@ def _compile_local(
     ctx.client.log_param("calib_path", None)
     ctx.client.log_artifact(result.file(engine), name="path")
     ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
+    if exclude:
+        _record_float_layers(ctx, result.file("layer_info.json"), exclude)
     ctx.client.log_artifact(result.file("build.log"), name="build_log")
     return TensorRTCompiledModel.from_current_run(ctx)
+
+
+def _record_float_layers(ctx: HubContext, layer_info: Path, exclude: list[str]) -> None:
+    """Record which network layers the nodes kept in float became, and warn about any that
+    still reads quantized weights or that the parser left no layer of."""
+    from edgehub.toolchains.tensorrt.precision import float_layers
+
+    info = json.loads(layer_info.read_text(encoding="utf-8"))
+    found = float_layers(info.get("layers") or [], exclude)
+    ctx.client.log_params({"excluded_nodes": exclude, "float_layers": found.layers})
+    for problem in found.problems:
+        ctx.events.warning(problem)
 
 
 def _keep_build_log(ctx: HubContext, agent: AgentCall) -> None:

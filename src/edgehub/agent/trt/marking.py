@@ -1,0 +1,123 @@
+"""Intermediate ONNX tensors of a TensorRT engine, for the layer search of an eval.
+
+An engine keeps only its network outputs, so an intermediate tensor is read by building the
+engine again from the ONNX model it came from (``source``, with the compile's precision and
+shapes) with that tensor marked as a network output too, for the GPU present. Only the tensors
+asked for are marked, a few per build, never every tensor at once.
+
+`parsed_tensors` is what the ONNX parser made of the model: the names of its network's tensors.
+An ONNX tensor missing there was folded or renamed by the parser, and is reported as such by the
+host (see ``edgehub.ops.eval.layers``). `graph_nodes` lists the ONNX nodes with only those
+outputs. Marking a tensor keeps TensorRT from fusing across it, which can change the engine's
+layers: `build_marked` counts them so the host can say so.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..models import load_model
+from ..protocol import ModelError, UsageError
+from ..report import Report
+from .build import build_failure, parser_error
+from .gpu import gpu_visible
+from .layers import network_io
+from .logger import make_logger
+from .prepare import prepare_model
+from .runtime import TensorRT, resolve_targets, set_targets
+from .shapes import name_unknown_dims, optimization_profile, parse_shapes
+
+
+def graph_nodes(source: Path, made: set[str]) -> list[dict[str, Any]]:
+    """The ONNX model's nodes in graph order ``{name, op, inputs, outputs}``, each output kept
+    only where the parsed network has a tensor of that name (``made``)."""
+    model = load_model(source)
+    return [
+        {
+            "name": node.name or f"{node.op_type}_{index}",
+            "op": node.op_type,
+            "inputs": [n for n in node.input if n],
+            "outputs": [n for n in node.output if n and n in made],
+        }
+        for index, node in enumerate(model.graph.node)
+    ]
+
+
+def network_tensors(network: Any) -> dict[str, Any]:
+    """Every tensor of a parsed network by name: its inputs and each layer's outputs."""
+    found: dict[str, Any] = {}
+    for index in range(network.num_inputs):
+        tensor = network.get_input(index)
+        found[tensor.name] = tensor
+    for index in range(network.num_layers):
+        layer = network.get_layer(index)
+        for out in range(layer.num_outputs):
+            tensor = layer.get_output(out)
+            if tensor is not None:
+                found[tensor.name] = tensor
+    return found
+
+
+def check_marks(marks: list[str], tensors: dict[str, Any], model: str) -> None:
+    """Refuse marks the parsed network has no tensor of (the host asks only for those the
+    graph listed, so this means another model than the one the engine came from)."""
+    unknown = [name for name in marks if name not in tensors]
+    if unknown:
+        raise UsageError(
+            f"extra_outputs {', '.join(repr(n) for n in unknown[:5])} are not tensors of "
+            f"TensorRT's network of '{model}' (fused or renamed by its ONNX parser)"
+        )
+
+
+class Parsed:
+    """``source`` prepared for ``precision`` and parsed into a strongly typed network."""
+
+    def __init__(self, trt: TensorRT, source: Path, precision: str, report: Report) -> None:
+        self.trt = trt
+        self.name = source.name
+        self.logger = make_logger(trt.module, report)
+        self._tmp = tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-probe-")
+        tmp = Path(self._tmp.name)
+        prepared, _ = prepare_model(source, tmp / source.name, precision, report)
+        prepared, self.dim_names, _ = name_unknown_dims(prepared, tmp / f"n_{source.name}", report)
+        self.builder = trt.module.Builder(self.logger)
+        flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        self.network = self.builder.create_network(flags)
+        self.parser = trt.module.OnnxParser(self.network, self.logger)
+        if not self.parser.parse_from_file(str(prepared)):
+            self.close()
+            raise parser_error(self.parser, source)
+        self.tensors = network_tensors(self.network)
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def build_marked(self, marks: list[str], shapes: Any, static: Any) -> bytes:
+        """An engine for the GPU present with ``marks`` made network outputs too."""
+        check_marks(marks, self.tensors, self.name)
+        outputs = {self.network.get_output(i).name for i in range(self.network.num_outputs)}
+        for name in marks:
+            if name not in outputs:
+                self.network.mark_output(self.tensors[name])
+        io = network_io(self.network)
+        profile = parse_shapes(shapes, io["inputs"], static, self.dim_names)
+        config = self.builder.create_builder_config()
+        targets = resolve_targets(self.trt, None, gpu_visible())
+        set_targets(self.trt, config, targets)
+        if profile:
+            config.add_optimization_profile(optimization_profile(self.builder, profile))
+        blob = self.builder.build_serialized_network(self.network, config)
+        if blob is None:
+            raise build_failure(self.logger, targets, profile)
+        return bytes(blob)
+
+
+def require_source(source: str | None, what: str) -> Path:
+    if source is None:
+        raise ModelError(
+            f"{what} needs the ONNX model the engine was built from, which this engine does not "
+            "record: evaluate a compile run (--from-run) or the ONNX model itself"
+        )
+    return Path(source)
