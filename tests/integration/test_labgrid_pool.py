@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.labgrid_pool import device_places, hold_place, open_pool
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.errors import OperationCancelled
 from edgehub.events import LogEvent
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.labgrid_pool import device_places, hold_place, open_pool
 from edgehub.ops.project import open_project
 from edgehub.ops.sweep import CellResult, run_sweep
 from edgehub.ops.sweep_grid import SweepGrid
