@@ -98,7 +98,7 @@ board2:
 def dead_board(cells: int, runs: int, repeat: int) -> None:
     """The sweep on a pool with a dead board against the healthy boards alone."""
     sys.path.insert(0, str(REPO / "tests"))
-    from edgehub.ops.board_health import unquarantine
+    from edgehub.ops.devices import unquarantine
     from edgehub.ops.project import open_project
     from edgehub.ops.sweep import run_sweep
     from edgehub.ops.sweep_grid import SweepGrid

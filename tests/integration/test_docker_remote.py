@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -61,9 +62,9 @@ def hub(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
-def _warm_containers(client: Any) -> list[Any]:
+def _warm_containers(client: Any, megabytes: int = 3001) -> list[Any]:
     found = client.containers.list(all=True, filters={"label": "org.edgehub.warm=1"})
-    return [c for c in found if c.attrs["HostConfig"].get("Memory") == 3001 << 20]
+    return [c for c in found if c.attrs["HostConfig"].get("Memory") == megabytes << 20]
 
 
 def test_pipeline_runs_on_a_daemon_reached_over_ssh_and_doctor_lists_its_warm_container(
@@ -124,19 +125,47 @@ def test_an_unknown_host_key_is_refused_in_one_line(
     assert (stranger / ".ssh" / "known_hosts").read_text() == ""
 
 
-def test_a_device_names_its_docker_host_in_hub_toml(remote: Any, tmp_path: Path) -> None:
+def test_a_device_names_its_docker_host_in_hub_toml_and_doctor_checks_each_daemon(
+    remote: Any, tmp_path: Path, docker_daemon: Any
+) -> None:
     host, home = remote
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # bound, never listening: a daemon address nothing answers
+    gone = f"ssh://edge@127.0.0.1:{closed.getsockname()[1]}"
     (tmp_path / "hub.toml").write_text(
         f'[devices.build]\nprovider = "local"\n\n[devices.build.docker]\nhost = "{host.url}"\n'
+        f'memory = "3002m"\nkeep_warm = 120\n\n[devices.gone]\nprovider = "local"\n\n'
+        f'[devices.gone.docker]\nhost = "{gone}"\n'
     )
     shutil.copy(MODEL, tmp_path / "model.onnx")
     logins = host.logins()
     env = {"HOME": str(home), "DOCKER_HOST": ""}  # the device's key alone picks the daemon
-    result = hub("exec", "compile", "onnxruntime", "model.onnx", "--device", "build",
-                 "--json", cwd=tmp_path, env=env)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert Path(json.loads(result.stdout)["artifacts"]["path"]).is_file()
-    assert host.logins() - logins == 1
+    try:
+        result = hub("exec", "compile", "onnxruntime", "model.onnx", "--device", "build",
+                     "--json", cwd=tmp_path, env=env)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert Path(json.loads(result.stdout)["artifacts"]["path"]).is_file()
+        assert host.logins() - logins == 1
+        (warm,) = _warm_containers(docker_daemon, 3002)
+
+        # doctor: the environment's daemon, and one row per daemon a device names
+        doctor = hub("doctor", "--json", cwd=tmp_path, env=env)
+        assert "Traceback" not in doctor.stderr
+        checks = {c["name"]: c for c in json.loads(doctor.stdout)}
+        assert checks["docker daemon"]["state"] == "ok"
+        build = checks["docker daemon of build"]
+        assert build["state"] == "ok" and build["detail"].startswith(f"reachable at {host.url};")
+        assert checks[f"warm {warm.name} at {host.url}"]["state"] == "ok"
+        down = checks["docker daemon of gone"]
+        assert down["state"] == "FAIL", down
+        assert down["detail"].startswith(f"cannot reach the Docker daemon at {gone}: "), down
+        assert "\n" not in down["detail"]
+        text = hub("doctor", cwd=tmp_path, env=env)
+        assert "Traceback" not in text.stderr and "docker daemon of gone" in text.stdout
+    finally:
+        closed.close()
+        for container in _warm_containers(docker_daemon, 3002):
+            container.remove(force=True)
 
 
 def test_an_interrupted_remote_run_leaves_no_container_and_is_killed(

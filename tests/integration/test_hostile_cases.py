@@ -170,9 +170,9 @@ def test_special_files_as_set_input_data_are_refused_at_once(tmp_path: Path) -> 
 
 def test_a_dangling_link_at_the_lock_path_is_refused_and_nothing_made(tmp_path: Path) -> None:
     """A link to a file that does not exist yet: following it would create that file."""
+    from edgehub.acquire.boards import board_key
+    from edgehub.acquire.leases import lease_path
     from edgehub.config.devices import to_device
-    from edgehub.ops.boards import board_key
-    from edgehub.ops.leases import lease_path
     from edgehub.ops.project import open_project
 
     (tmp_path / "hub.toml").write_text(

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.labgrid_pool import device_places, hold_place, open_pool
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.errors import OperationCancelled
 from edgehub.events import LogEvent
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.labgrid_pool import device_places, hold_place, open_pool
 from edgehub.ops.project import open_project
 from edgehub.ops.sweep import CellResult, run_sweep
 from edgehub.ops.sweep_grid import SweepGrid
@@ -129,7 +129,7 @@ def test_sweep_spreads_cells_over_free_places(project: Path, coordinator: str) -
     assert any("root@127.0.0.1:220" in m for m in messages), "the place's SSH address"
     assert _most_at_once(_profiles(project)) == 2, "the two cells did not run at the same time"
     assert _held(coordinator) == set()
-    places = device_places(open_project(project / "hub.toml"), "pool")
+    places = device_places(open_project(project / "hub.toml").config, "pool")
     assert places is not None and [(p.name, p.acquired_by) for p in places] == [
         ("p1", None),
         ("p2", None),

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.labgrid_pool import open_pool
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.ops.execute import ExecRequest, execute
-from edgehub.ops.labgrid_pool import open_pool
 from edgehub.ops.project import open_project
 from labgrid_lab import labgrid_commands_present, labgrid_lab
 from ssh_device.device import SSHDevice, write_known_hosts

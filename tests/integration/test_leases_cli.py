@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from edgehub.acquire.boards import board_key
+from edgehub.acquire.leases import device_lease, lease_holder, lease_path
 from edgehub.config.devices import to_device
-from edgehub.ops.boards import board_key
-from edgehub.ops.leases import device_lease, lease_holder, lease_path
 from edgehub.ops.project import open_project
 from edgehub.tracking import RunStore
 from ssh_device.device import SSHDevice

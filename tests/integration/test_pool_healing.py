@@ -25,12 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.labgrid_pool import PlaceInfo, hold_place, open_pool
+from edgehub.acquire.place_holders import holder_of, with_holder
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.errors import DeviceBusyError
 from edgehub.events import LogEvent
 from edgehub.ops.execute import ExecRequest, execute
-from edgehub.ops.labgrid_pool import PlaceInfo, hold_place, open_pool
-from edgehub.ops.place_holders import holder_of, with_holder
 from edgehub.ops.project import open_project
 from edgehub.ops.sweep import run_sweep
 from edgehub.ops.sweep_grid import SweepGrid

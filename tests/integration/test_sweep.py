@@ -1,7 +1,7 @@
 """Sweeps and device leases against the real Docker daemon and ONNX Runtime image.
 
 Two hub.toml devices with the ``local`` provider and ``cpus = 1`` are two containers on one
-Docker daemon: one board for the leases (`ops.boards`), so their measurements take turns.
+Docker daemon: one board for the leases (`acquire.boards`), so their measurements take turns.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgehub.acquire.boards import board_key
+from edgehub.acquire.leases import lease_holder
 from edgehub.config.devices import to_device
 from edgehub.errors import OperationCancelled
-from edgehub.ops.boards import board_key
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.leases import lease_holder
 from edgehub.ops.project import open_project
 from edgehub.ops.sweep import CellResult, run_sweep
 from edgehub.ops.sweep_grid import SweepGrid
@@ -273,7 +273,7 @@ def test_two_local_devices_share_the_docker_daemon_and_take_turns(project: Path)
 
 
 def test_waiting_profile_times_out_or_stops_on_ctrl_c(project: Path) -> None:
-    from edgehub.ops.leases import device_lease
+    from edgehub.acquire.leases import device_lease
 
     lease_dir = Path(os.environ["EDGEHUB_LEASE_DIR"])
     with device_lease(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.board_health import HealthBook
+from edgehub.acquire.place_holders import holder_of, with_holder, without_holder
 from edgehub.errors import DeviceUnhealthyError, EnvironmentProblem
-from edgehub.ops.board_health import HealthBook
-from edgehub.ops.place_holders import holder_of, with_holder, without_holder
 from edgehub.procid import ProcessId, this_process
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.boards import SSHBoard, board_key, place_board_key, ssh_board
+from edgehub.acquire.labgrid_pool import PlaceInfo
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.core.device.spec import Device, DeviceSpec
-from edgehub.ops.boards import SSHBoard, board_key, place_board_key, ssh_board
-from edgehub.ops.labgrid_pool import PlaceInfo
 from edgehub.runners.local import LocalCommandRunner
 from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 

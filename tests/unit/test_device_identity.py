@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.boards import docker_endpoint
 from edgehub.config.load import parse_config
-from edgehub.ops.boards import docker_endpoint
 from edgehub.ops.device_identity import DeviceIdentity, device_identity
 
 

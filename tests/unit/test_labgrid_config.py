@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.labgrid_pool import PlaceInfo, matching_places
 from edgehub.config import load_config
 from edgehub.core.device.configs import LabgridConfig
 from edgehub.errors import ConfigError
-from edgehub.ops.labgrid_pool import PlaceInfo, matching_places
 
 
 def _load(tmp_path: Path, text: str) -> object:

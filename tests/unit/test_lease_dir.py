@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.lease_dir import lease_directory, shared_directory
 from edgehub.errors import EnvironmentProblem
-from edgehub.ops.lease_dir import lease_directory, shared_directory
 
 ROOT = os.geteuid() == 0
 

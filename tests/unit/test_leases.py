@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from edgehub.acquire.leases import check_lease_timeout, device_lease, lease_holder, lease_path
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
-from edgehub.ops.leases import check_lease_timeout, device_lease, lease_holder, lease_path
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from edgehub.ops.leases import device_lease
+from edgehub.acquire.leases import device_lease
 with device_lease(sys.argv[1], lease_dir=Path(sys.argv[2]), command="holder-test"):
     print("held", flush=True)
     time.sleep(float(sys.argv[3]))

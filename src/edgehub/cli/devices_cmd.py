@@ -90,7 +90,7 @@ def _devices(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from edgehub.ops.place_holders import release_device
+    from edgehub.ops.devices import release_device
     from edgehub.ops.project import open_project
 
     for line in release_device(open_project(args.config), args.name, force=args.force):
@@ -100,7 +100,7 @@ def _release(args: argparse.Namespace) -> int:
 
 def _unquarantine(args: argparse.Namespace) -> int:
     from edgehub.errors import UsageError
-    from edgehub.ops.board_health import unquarantine
+    from edgehub.ops.devices import unquarantine
     from edgehub.ops.project import open_project
 
     project = open_project(args.config)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import platform
 import threading
@@ -279,18 +278,17 @@ class HubContext:
         return push_artifact(self, artifact, device_name, target_dir)
 
     @contextmanager
-    def device_reached_through(self, name: str, runner: CommandRunner) -> Iterator[Device]:
-        """Device ``name`` reached through ``runner`` while the block runs (a board held at an
-        address known only then, as a labgrid place's): `device` and `devices` give a copy of
-        the device with that runner; the device as configured comes back after, and ``runner``
-        is closed. The configured device itself is left as it is."""
-        own = self.device(name)
-        self._devices[name] = dataclasses.replace(own, runner=runner)
+    def holding(self, held: Device) -> Iterator[Device]:
+        """``held`` stands for the device of its name while the block runs (a board held at an
+        address known only then, as a labgrid place's: a copy of the device with a runner to
+        it): `device` and `devices` give it; the device as configured comes back after. The
+        configured device is left as it is; ``held``'s runner is its holder's to close."""
+        own = self.device(held.name)
+        self._devices[held.name] = held
         try:
-            yield self._devices[name]
+            yield held
         finally:
-            self._devices[name] = own
-            runner.__exit__(None, None, None)
+            self._devices[held.name] = own
 
     # -- runs --------------------------------------------------------------------------------
     @contextmanager

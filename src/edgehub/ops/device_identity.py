@@ -3,7 +3,7 @@
 `device_identity` gives a device's `DeviceIdentity` from its ``[devices.<name>]`` table:
 
 - ``address``: where its measurements run, resolved as leases resolve the board
-  (`edgehub.ops.boards`) except that no host name is looked up in DNS. An SSH device:
+  (`edgehub.acquire.boards`) except that no host name is looked up in DNS. An SSH device:
   ``ssh HOST:PORT`` completed from ``~/.ssh/config`` (an alias's ``HostName``, ``Port`` and
   ``ProxyJump``), with `` via JUMP:PORT`` when a jump host is used. A labgrid pool device: its
   coordinator, place and tags. A cloud device (``qai_hub``, ``aws``): its catalog device. A
@@ -76,7 +76,7 @@ def _address(section: DeviceSection) -> str:
     if section.ssh is not None:
         return _ssh_address(section.ssh)
     if section.provider == "local":
-        from edgehub.ops.boards import docker_endpoint
+        from edgehub.acquire.boards import docker_endpoint
 
         return f"docker {docker_endpoint()}"
     return "this host"
@@ -84,7 +84,7 @@ def _address(section: DeviceSection) -> str:
 
 def _ssh_address(ssh: SSHSection) -> str:
     """``ssh HOST:PORT[ via JUMP:PORT]``, completed from the user's OpenSSH client config."""
-    from edgehub.ops.boards import ssh_board
+    from edgehub.acquire.boards import ssh_board
     from edgehub.runners.ssh import SSHConfig
 
     config = SSHConfig(host=ssh.host, username=ssh.user, port=ssh.port, jump_host=ssh.jump_host)

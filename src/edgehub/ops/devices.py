@@ -10,7 +10,7 @@ from typing import Any
 from edgehub.errors import UsageError
 from edgehub.ops.project import Project
 
-__all__ = ["DeviceRow", "init_project", "list_devices"]
+__all__ = ["DeviceRow", "init_project", "list_devices", "release_device", "unquarantine"]
 
 HEADER = "# edgehub project: devices and provider settings. See `hub devices`.\n"
 
@@ -31,7 +31,7 @@ class DeviceRow:
 def list_devices(project: Project) -> list[DeviceRow]:
     """The devices hub.toml defines, in file order; for a labgrid pool device, its places and
     who holds them (asked of the coordinator); for each, its boards' failed health checks and
-    quarantine (`edgehub.ops.board_health`)."""
+    quarantine (`edgehub.acquire.board_health`)."""
     rows = []
     for name, section in project.config.devices.items():
         ssh = getattr(section, "ssh", None)
@@ -44,11 +44,11 @@ def list_devices(project: Project) -> list[DeviceRow]:
 
 def health_line(project: Project, name: str) -> str | None:
     """Device ``name``'s boards that failed health checks, one line (None: all healthy)."""
+    from edgehub.acquire.board_health import device_health
     from edgehub.errors import EdgehubError
-    from edgehub.ops.board_health import device_health
 
     try:
-        found = device_health(project, name)
+        found = device_health(project.config, name)
     except EdgehubError:
         return None
     if not found:
@@ -60,11 +60,11 @@ def health_line(project: Project, name: str) -> str | None:
 
 def pool_places(project: Project, name: str) -> str:
     """``b1 free, b2 held by host/user`` for device ``name``'s labgrid pool (one line)."""
+    from edgehub.acquire.labgrid_pool import device_places
     from edgehub.errors import EdgehubError
-    from edgehub.ops.labgrid_pool import device_places
 
     try:
-        places = device_places(project, name) or []
+        places = device_places(project.config, name) or []
     except EdgehubError as error:
         return f"pool unreachable: {error}"
     if not places:
@@ -72,6 +72,22 @@ def pool_places(project: Project, name: str) -> str:
     return ", ".join(
         f"{p.name} held by {p.acquired_by}" if p.acquired_by else f"{p.name} free" for p in places
     )
+
+
+def release_device(project: Project, name: str, *, force: bool = False) -> list[str]:
+    """Free device ``name``'s labgrid places whose holder is gone (with ``force``, every held
+    place), a line per place (`edgehub.acquire.place_holders.release_device`)."""
+    from edgehub.acquire.place_holders import release_device as release
+
+    return release(project.config, name, force=force)
+
+
+def unquarantine(project: Project, name: str) -> list[str]:
+    """Clear the failures and quarantine of device ``name``'s boards; what was cleared
+    (`edgehub.acquire.board_health.unquarantine`)."""
+    from edgehub.acquire.board_health import unquarantine as clear
+
+    return clear(project.config, name)
 
 
 def init_project(directory: Path, name: str | None = None) -> Path:

@@ -36,10 +36,12 @@ def doctor(
     """Check hub.toml, the run store (its database, whether it can be written, its artifacts:
     ``repair`` fixes what it can, one row per problem, at most ``item_limit``), the Docker
     daemon, leftovers of dead `hub` processes (removed here), warm containers and each
-    runtime's image."""
+    runtime's image; then each other Docker daemon a device names (``[devices.X.docker]
+    host``): reachable or not, one row each, and our warm containers there."""
     from edgehub.ops.project import open_project
 
     checks: list[Check] = []
+    daemons: list[Check] = []
     try:
         project = open_project(config_path)
     except EdgehubError as error:
@@ -47,8 +49,10 @@ def doctor(
     else:
         checks.append(Check("hub.toml", "ok", str(project.config.path or "none (defaults)")))
         checks.extend(_store_checks(project, repair, item_limit))
+        # first: the SDK, once imported for a local daemon, can no longer reach an ssh:// one
+        daemons = _device_daemon_checks(project)
     checks.extend(_docker_checks())
-    return checks
+    return checks + daemons
 
 
 def _store_checks(project: Project, repair: bool, item_limit: int | None) -> list[Check]:
@@ -181,6 +185,51 @@ def _docker_checks() -> list[Check]:
     from edgehub.toolchains.tensorrt.gpu import tensorrt_image_checks
 
     checks.extend(Check(c.name, c.state, c.detail) for c in tensorrt_image_checks())
+    return checks
+
+
+def device_daemons(project: Project) -> dict[str, list[str]]:
+    """The Docker daemons that devices name (``[devices.X.docker] host``, or an override's)
+    other than ``$DOCKER_HOST``'s, each with the devices that use it."""
+    import os
+
+    from edgehub.core.device.configs import DockerConfig
+
+    found: dict[str, list[str]] = {}
+    for name, section in project.config.devices.items():
+        tables = [section.settings, *section.overrides.values()]
+        for settings in tables:
+            host = settings.values.get("host") if settings is not None else None
+            if settings is None or settings.config_type is not DockerConfig or not host:
+                continue
+            if host != os.environ.get("DOCKER_HOST") and name not in found.get(host, []):
+                found.setdefault(str(host), []).append(name)
+    return found
+
+
+def _device_daemon_checks(project: Project) -> list[Check]:
+    """A row per daemon of `device_daemons` (an unreachable one: FAIL, its one-line error),
+    then a row per warm container of ours on it."""
+    from edgehub.ops.cleanup import warm_containers
+    from edgehub.runners.docker import connect
+
+    checks: list[Check] = []
+    # ssh:// first: once the SDK is imported for another daemon it cannot reach an ssh:// one
+    # (`edgehub.runners.docker.sdk` defers paramiko's import for a process's first daemon)
+    daemons = sorted(device_daemons(project).items(), key=lambda d: not d[0].startswith("ssh:"))
+    for host, names in daemons:
+        label = f"docker daemon of {', '.join(names)}"
+        try:
+            client = connect(timeout=10, host=host)
+        except EdgehubError as error:
+            checks.append(Check(label, "FAIL", str(error)))
+            continue
+        try:
+            warm = warm_containers(client)
+        finally:
+            client.close()
+        checks.append(Check(label, "ok", f"reachable at {host}; {len(warm)} warm container(s)"))
+        checks += [Check(f"warm {w.name} at {host}", "ok", f"{w.image}: {w.status}") for w in warm]
     return checks
 
 

@@ -8,8 +8,6 @@ stopped, the run ends KILLED and `OperationCancelled` is raised.
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import os
 import tempfile
 from collections.abc import Iterator
@@ -35,9 +33,6 @@ if TYPE_CHECKING:
     from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.core.device.spec import Device
-    from edgehub.ops.labgrid_pool import PlaceInfo
-    from edgehub.runners.protocol import CommandRunner
     from edgehub.toolchains.registry import Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
@@ -232,7 +227,7 @@ def _deadline(
         own.release(ctx)
 
 
-# -- device leases: one measurement per device at a time (see ops/leases.py) -------------------
+# -- holding the device: one measurement per board at a time (see edgehub.acquire) ----------
 MEASURING_STEPS = ("profile", "pipeline")
 
 
@@ -244,71 +239,34 @@ def _device_lease(
     runtime: Runtime,
     cancel: Cancellation,
 ) -> Iterator[None]:
-    """Hold the device while a step runs: always for the measuring steps (profile, pipeline),
-    and for every step on a device that is not this host (``local`` provider); never for a
-    cloud service (it queues jobs itself). The hold is the lease of the board (`ops.boards`),
-    after a labgrid place for a device with a ``labgrid`` table."""
-    from edgehub.config.schema import CLOUD_PROVIDERS
+    """Hold the device while a step runs (`edgehub.acquire.hold`, its board's health probed
+    first) when `~edgehub.acquire.needs_hold` says so: always for the measuring steps (profile,
+    pipeline), for every step on a device that is not this host, never for a cloud service.
+    The context's device of that name is the held one meanwhile (a labgrid place's board)."""
+    from edgehub.acquire import hold, needs_hold
     from edgehub.core.component.dispatch import resolve_device
-    from edgehub.ops.leases import measurement_lease
 
     component = step_components(runtime, request.step)[
         "profile" if request.step == "pipeline" else request.step
     ]
     device = resolve_device(component, ctx, request.device)
-    measuring = request.step in MEASURING_STEPS
-    if device.provider_type in CLOUD_PROVIDERS or (
-        not measuring and device.provider_type == "local"
-    ):
+    if not needs_hold(device, measuring=request.step in MEASURING_STEPS):
         yield
         return
-    with measurement_lease(
-        project,
-        device,
-        timeout=request.lease_timeout,
-        command=f"hub exec {request.step} {request.runtime} {request.model or request.from_run}",
-        events=ctx.events,
-        cancelled=cancel.wait,
-        probe=functools.partial(_probe, device),
-    ) as place:
-        if place is None or not place.address or device.provider_type == "local":
-            yield  # a local device's tools run in containers here, not on the board
-            return
-        with ctx.device_reached_through(device.name, _place_runner(device, place)):
-            yield
-
-
-def _probe(device: Device, place: PlaceInfo | None) -> None:
-    """The health probe of the board ``device`` is measured on (``place``: a labgrid place)."""
-    from edgehub.ops.board_health import probe_board
-
-    if place is not None and place.address and device.provider_type != "local":
-        runner: CommandRunner | None = _place_runner(device, place)
-    else:
-        runner = device.runner if device.provider_type != "local" else None
-    probe_board(device, runner, place)
-
-
-def _place_runner(device: Device, place: PlaceInfo) -> CommandRunner:
-    """A runner to the labgrid place ``device`` holds: SSH to the board's address (the place's
-    network service), keeping the key and known_hosts of the device's own ``ssh`` table."""
-    from edgehub.runners.protocol import SupportsSSHAddress
-    from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
-
-    base = device.runner.ssh_address if isinstance(device.runner, SupportsSSHAddress) else None
-    user = place.username or (base.username if base is not None else None)
-    if user is None:
-        raise UsageError(
-            f"labgrid place {place.name} names no SSH user for device {device.name!r}; give "
-            f"one with [devices.{device.name}.ssh] user = ..."
-        )
-    host, port = str(place.address), int(place.port or 22)
-    config = (
-        dataclasses.replace(base, host=host, port=port, username=user)
-        if base is not None
-        else SSHConfig(host=host, port=port, username=user)
-    )
-    return SSHCommandRunner(config)
+    what = request.model or request.from_run
+    with (
+        hold(
+            project.config,
+            device,
+            timeout=request.lease_timeout,
+            command=f"hub exec {request.step} {request.runtime} {what}",
+            events=ctx.events,
+            cancelled=cancel.wait,
+            probe=True,
+        ) as held,
+        ctx.holding(held.device),
+    ):
+        yield
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 cell.
 
 Cells on different devices run at the same time (a thread per device); cells on one device run
-one after another, and each measurement also holds the device's lease (`ops.leases`), so other
+one after another, and each measurement also holds the device's lease (`acquire.leases`), so other
 edgehub processes wait for it too. A labgrid pool device gets a thread per matching place, and
 each of its cells holds a free place of the pool. A failed cell is recorded FAILED and the
 others go on. A `Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the
@@ -18,7 +18,7 @@ The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's
 headline metrics; the component runs the cell starts carry the tags ``sweep`` and
 ``sweep.cell`` (the ids of the two).
 
-Quarantined places of a pool (`ops.board_health`) get no thread. A pool's cell that failed
+Quarantined places of a pool (`acquire.board_health`) get no thread. A pool's cell that failed
 because its board died (connection lost, health check failed) runs once more on another place
 of the pool, its result (and its second cell run) marked ``retried``.
 """
@@ -245,7 +245,7 @@ class _Sweep:
             self.run_cell(cell, result)
 
     def run_cell(self, cell: SweepCell, result: CellResult) -> None:
-        from edgehub.ops.labgrid_pool import avoiding, last_held_place
+        from edgehub.acquire.labgrid_pool import avoiding, last_held_place
 
         died = self._attempt(cell, result)
         if died is not None and self.boards.get(cell.device, 1) > 1 and not self.cancel.cancelled:
@@ -313,24 +313,12 @@ def _board_died(error: Exception) -> bool:
 
 
 def _workers(project: Project, device: str) -> int:
-    """How many cells ``device`` runs at once: one, or for a labgrid pool device the number
-    of places that match it, have their resources (an address) and are not quarantined (each
-    cell then holds a place of its own)."""
-    from edgehub.core.device.configs import LabgridConfig
-    from edgehub.ops.board_health import health_book
-    from edgehub.ops.boards import place_board_key
-    from edgehub.ops.labgrid_pool import device_places
+    """How many cells ``device`` runs at once: one per board it can be held on
+    (`edgehub.acquire.board_count`: a labgrid pool device's usable places, each cell then
+    holding a place of its own)."""
+    from edgehub.acquire import board_count
 
-    places = device_places(project, device)
-    if places is None:
-        return 1
-    section = project.config.devices[device].labgrid
-    config = LabgridConfig(**section.values) if section is not None else LabgridConfig()
-    book = health_book(project)
-    usable = [
-        p for p in places if p.address and book.skip_reason(place_board_key(p, config)) is None
-    ]
-    return max(1, len(usable))
+    return board_count(project.config, device)
 
 
 def _queues(

@@ -63,7 +63,9 @@ class DockerConfig(ProviderConfig):
     container running after the context ends, for the next process to reuse, until it has been
     idle that long (also set by ``$EDGEHUB_KEEP_WARM``); by default containers are removed.
     ``host`` is the Docker daemon to run them on (``ssh://user@host``, ``unix://``, ``tcp://``),
-    instead of ``$DOCKER_HOST``'s; files reach a remote one through the Docker API.
+    instead of ``$DOCKER_HOST``'s; files reach a remote one through the Docker API. Over
+    ``ssh://`` its host key is checked against ``~/.ssh/known_hosts`` only (the docker SDK's
+    client, which takes no other file).
     """
 
     provider_type: ClassVar[str] = "local"

@@ -228,21 +228,24 @@ def _device_lease(
     project: Project, ctx: HubContext, request: EvalRequest, cancel: Cancellation
 ) -> Iterator[None]:
     """Hold a device other than this host while the samples run on it, as every step on such
-    a device does (see `ops.leases`), so an eval does not disturb a measurement there."""
-    from edgehub.config.schema import CLOUD_PROVIDERS
-    from edgehub.ops.leases import measurement_lease
+    a device does (`edgehub.acquire.hold`), so an eval does not disturb a measurement there;
+    the context's device of that name is the held one meanwhile (a labgrid place's board)."""
+    from edgehub.acquire import hold, needs_hold
 
     device = ctx.device(request.device or "local")
-    if device.provider_type in ("local", *CLOUD_PROVIDERS):
+    if not needs_hold(device, measuring=False):
         yield
         return
-    with measurement_lease(
-        project,
-        device,
-        timeout=None,
-        command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
-        events=ctx.events,
-        cancelled=cancel.wait,
+    with (
+        hold(
+            project.config,
+            device,
+            timeout=None,
+            command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
+            events=ctx.events,
+            cancelled=cancel.wait,
+        ) as held,
+        ctx.holding(held.device),
     ):
         yield
 

@@ -22,7 +22,7 @@ __all__ = ["RunPane"]
 LOG_LIMIT = 5000
 
 
-_WAITING = "; waiting (up to "  # how a lease wait is told (ops.leases)
+_WAITING = "; waiting (up to "  # how a lease wait is told (acquire.leases)
 
 
 def _line(event: LogEvent) -> str:

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from edgehub.acquire.labgrid_pool import PlaceInfo
     from edgehub.core.device.configs import LabgridConfig
     from edgehub.core.device.spec import Device
-    from edgehub.ops.labgrid_pool import PlaceInfo
     from edgehub.runners.ssh.config import SSHConfig
 
 __all__ = [

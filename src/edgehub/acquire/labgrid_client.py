@@ -13,8 +13,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from edgehub.acquire.labgrid_pool import PlaceInfo
 from edgehub.errors import EnvironmentProblem
-from edgehub.ops.labgrid_pool import PlaceInfo
 
 __all__ = ["LabgridSession"]
 

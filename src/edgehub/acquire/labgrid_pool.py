@@ -5,13 +5,14 @@ and a place, or a place pattern and tags; `hold_place` acquires one free matchin
 the duration of a measurement (and releases it after success, failure and Ctrl-C) and yields
 its `PlaceInfo`, whose ``address`` is the board's SSH address read from the place's
 ``NetworkService`` resource. The coordinator is reached through a `PlacePool`; the real one is
-`edgehub.ops.labgrid_client.LabgridSession` (labgrid's client API, the optional extra
+`edgehub.acquire.labgrid_client.LabgridSession` (labgrid's client API, the optional extra
 ``edgehub[labgrid]``), imported only when such a device is used.
 
 labgrid keeps a place acquired when the acquiring process dies without releasing it. edgehub
-therefore writes its holder into the place's comment and renews it (`edgehub.ops.place_holders`):
-a waiter takes over a place whose holder is provably gone, and says whose it was. Places
-whose board is quarantined (`edgehub.ops.board_health`) are passed over.
+therefore writes its holder into the place's comment and renews it
+(`edgehub.acquire.place_holders`): a waiter takes over a place whose holder is provably gone,
+and says whose it was. Places whose board is quarantined (`edgehub.acquire.board_health`) are
+passed over.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from edgehub.errors import DeviceBusyError, DeviceUnhealthyError, OperationCancelled
 
 if TYPE_CHECKING:
+    from edgehub.config.schema import HubConfig
     from edgehub.core.device.configs import LabgridConfig
-    from edgehub.ops.project import Project
 
 __all__ = [
     "PlaceInfo",
@@ -100,7 +101,7 @@ class _Shared:
     _open: ClassVar[dict[str, tuple[PlacePool, int]]] = {}
 
     def __init__(self, address: str) -> None:
-        from edgehub.ops.labgrid_client import LabgridSession
+        from edgehub.acquire.labgrid_client import LabgridSession
 
         self.address = address
         with self._lock:
@@ -137,18 +138,18 @@ def open_pool(config: LabgridConfig) -> PlacePool:
     return _Shared(config.coordinator)
 
 
-def device_places(project: Project, device: str) -> list[PlaceInfo] | None:
+def device_places(config: HubConfig, device: str) -> list[PlaceInfo] | None:
     """The places of ``device``'s labgrid pool that match it, with who holds each (for `hub
     devices`, the TUI and the sweep); None when the device is not a labgrid pool device."""
     from edgehub.core.device.configs import LabgridConfig
 
-    section = project.config.devices.get(device)
+    section = config.devices.get(device)
     if section is None or section.labgrid is None:
         return None
-    config = LabgridConfig(**section.labgrid.values)
-    pool = open_pool(config)
+    labgrid = LabgridConfig(**section.labgrid.values)
+    pool = open_pool(labgrid)
     try:
-        return matching_places(pool.places(), config)
+        return matching_places(pool.places(), labgrid)
     finally:
         pool.close()
 
@@ -183,7 +184,7 @@ def _take_over(pool: PlacePool, place: PlaceInfo, seen: dict[str, tuple[str, flo
     """Take ``place`` over when its edgehub holder is provably gone (seen so twice, a grace
     apart, so that a holder between acquiring and writing its record is not mistaken for the
     last one); what to say about it, or None."""
-    from edgehub.ops.place_holders import holder_of
+    from edgehub.acquire.place_holders import holder_of
 
     holder = holder_of(place.comment)
     reason = holder.gone() if holder is not None else None
@@ -222,7 +223,7 @@ def hold_place(
     was); a place for which ``skip`` gives a reason (its board is quarantined) is passed over.
     While every matching place is held, ``on_wait`` is told once by whom; after ``timeout``
     seconds (default: ``config.acquire_timeout``) `DeviceBusyError` is raised."""
-    from edgehub.ops.place_holders import Renewal
+    from edgehub.acquire.place_holders import Renewal
 
     limit = config.acquire_timeout if timeout is None else timeout
     deadline = time.monotonic() + limit

@@ -8,7 +8,7 @@ one-line error, and nothing is counted); a labgrid place must match
 a ``NetworkService`` resource (its address). A failed probe fails the measurement on that board
 with the probe's error (a pool moves on to another place).
 
-Each board (`edgehub.ops.boards.board_key`) has a `BoardHealth` in the project's store
+Each board (`edgehub.acquire.boards.board_key`) has a `BoardHealth` in the project's store
 directory (``board_health.json``, written atomically under a lock): its consecutive failures
 and the last error. ``[project] quarantine_after`` failures in a row (default 3) quarantine the
 board for ``quarantine_cooldown`` seconds (default 600): pools pass it over, sweeps skip it,
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import DeviceUnhealthyError, EdgehubError, EnvironmentProblem
 
 if TYPE_CHECKING:
+    from edgehub.acquire.labgrid_pool import PlaceInfo
+    from edgehub.config.schema import HubConfig
     from edgehub.core.device.spec import Device
-    from edgehub.ops.labgrid_pool import PlaceInfo
-    from edgehub.ops.project import Project
     from edgehub.runners.protocol import CommandRunner
 
 __all__ = [
@@ -238,11 +238,11 @@ def _no_follow_create(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW, 0o600)
 
 
-def health_book(project: Project) -> HealthBook:
-    """The health records of ``project``'s store, with its hub.toml's quarantine policy."""
-    settings = project.config.project
+def health_book(config: HubConfig) -> HealthBook:
+    """The health records of ``config``'s run store, with its quarantine policy."""
+    settings = config.project
     return HealthBook(
-        project.config.store_dir,
+        config.store_dir,
         after=settings.quarantine_after,
         cooldown=settings.quarantine_cooldown,
     )
@@ -293,33 +293,33 @@ def _agent_python(device: Device) -> str:
     return str(config.python)
 
 
-def board_keys(project: Project, name: str) -> list[tuple[str, str]]:
+def board_keys(config: HubConfig, name: str) -> list[tuple[str, str]]:
     """(label, board key) of each board device ``name`` measures on: its own, or each matching
     place of its labgrid pool."""
+    from edgehub.acquire.boards import board_key, place_board_key
+    from edgehub.acquire.labgrid_pool import device_places
     from edgehub.config.devices import to_device
     from edgehub.core.device.configs import LabgridConfig
-    from edgehub.ops.boards import board_key, place_board_key
-    from edgehub.ops.labgrid_pool import device_places
 
-    section = project.config.devices[name]
+    section = config.devices[name]
     if section.labgrid is None:
-        return [(name, board_key(to_device(project.config, name)))]
-    config = LabgridConfig(**section.labgrid.values)
-    return [(p.name, place_board_key(p, config)) for p in device_places(project, name) or []]
+        return [(name, board_key(to_device(config, name)))]
+    pool = LabgridConfig(**section.labgrid.values)
+    return [(p.name, place_board_key(p, pool)) for p in device_places(config, name) or []]
 
 
-def device_health(project: Project, name: str) -> list[tuple[str, BoardHealth]]:
+def device_health(config: HubConfig, name: str) -> list[tuple[str, BoardHealth]]:
     """(label, record) of each of device ``name``'s boards that has failed checks recorded."""
-    book = health_book(project)
-    found = [(label, book.get(key)) for label, key in board_keys(project, name)]
+    book = health_book(config)
+    found = [(label, book.get(key)) for label, key in board_keys(config, name)]
     return [(label, record) for label, record in found if record.failures]
 
 
-def unquarantine(project: Project, name: str) -> list[str]:
+def unquarantine(config: HubConfig, name: str) -> list[str]:
     """Clear the failures and quarantine of device ``name``'s boards; what was cleared."""
-    book = health_book(project)
+    book = health_book(config)
     cleared = []
-    for label, key in board_keys(project, name):
+    for label, key in board_keys(config, name):
         record = book.clear(key)
         if record is not None and record.failures:
             cleared.append(f"{label} ({key}): was {record.describe()}")

@@ -1,8 +1,8 @@
 """Exclusive device leases: one measurement on a board at a time, across processes and users.
 
-A lease is an ``flock`` on a lock file named after the board (`edgehub.ops.boards.board_key`:
+A lease is an ``flock`` on a lock file named after the board (`edgehub.acquire.boards.board_key`:
 two device names for one host and port share it) in the lease directory
-(`edgehub.ops.lease_dir`: private to the user by default, ``$EDGEHUB_LEASE_DIR`` to share).
+(`edgehub.acquire.lease_dir`: private to the user by default, ``$EDGEHUB_LEASE_DIR`` to share).
 The kernel drops the lock when its holder exits, however it ends, so a crashed holder never
 blocks anyone.
 
@@ -30,15 +30,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
-
-if TYPE_CHECKING:
-    from edgehub.core.device.spec import Device
-    from edgehub.events import EventSink
-    from edgehub.ops.labgrid_pool import PlaceInfo
-    from edgehub.ops.project import Project
 
 __all__ = [
     "LeaseHolder",
@@ -46,7 +40,6 @@ __all__ = [
     "device_lease",
     "lease_holder",
     "lease_path",
-    "measurement_lease",
 ]
 
 DEFAULT_TIMEOUT_S = 3600.0
@@ -102,7 +95,7 @@ class LeaseHolder:
 
 def lease_path(board: str, lease_dir: Path | None = None) -> Path:
     """The lock file of ``board`` (a readable part of the key and a hash of all of it)."""
-    from edgehub.ops.lease_dir import lease_directory
+    from edgehub.acquire.lease_dir import lease_directory
 
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in board)[:60]
     digest = hashlib.sha256(board.encode("utf-8", "surrogateescape")).hexdigest()[:16]
@@ -238,7 +231,7 @@ def device_lease(
     While another process (or thread) holds it, ``on_wait`` is told once whom we wait for;
     after ``timeout`` seconds (default one hour) `DeviceBusyError` is raised.
     ``cancelled(seconds)`` sleeps and returns True to give up (`OperationCancelled`)."""
-    from edgehub.ops.lease_dir import lease_directory, shared_directory
+    from edgehub.acquire.lease_dir import lease_directory, shared_directory
 
     limit = check_lease_timeout(timeout)
     name = device or board
@@ -281,82 +274,3 @@ def device_lease(
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def measurement_lease(
-    project: Project,
-    device: Device,
-    *,
-    timeout: float | None,
-    command: str,
-    events: EventSink,
-    cancelled: Callable[[float], bool],
-    probe: Callable[[PlaceInfo | None], None] | None = None,
-) -> Iterator[PlaceInfo | None]:
-    """What a measurement on ``device`` holds: a free place of its labgrid pool when hub.toml
-    gives the device a ``labgrid`` table (yielded, with the board's SSH address), and the lease
-    of the board (the place's, else the device's own; None yielded).
-
-    With ``probe``, the held board's health is checked first (`edgehub.ops.board_health`): a
-    quarantined board is refused (a pool passes its place over) and a failing one is counted;
-    a pool then tries its other places, a single board fails the measurement."""
-    from edgehub.ops.board_health import health_book
-    from edgehub.ops.boards import board_key, place_board_key
-
-    check_lease_timeout(timeout)
-    book = health_book(project)
-    section = project.config.devices.get(device.name)
-    if section is None or section.labgrid is None:
-        board = board_key(device)
-        if probe is not None:
-            book.check(board, device.name, lambda: None)  # a quarantined board: refused now
-        with device_lease(
-            board, device=device.name, timeout=timeout, command=command,
-            on_wait=events.warning, cancelled=cancelled,
-        ):  # fmt: skip
-            if probe is not None:
-                book.check(board, device.name, lambda: probe(None), events.warning)
-            yield None
-        return
-    from edgehub.core.device.configs import LabgridConfig
-    from edgehub.errors import EdgehubError, OperationCancelled
-    from edgehub.ops.labgrid_pool import hold_place, open_pool
-
-    config = LabgridConfig(**section.labgrid.values)
-    failed: dict[str, str] = {}
-
-    def passed_over(place: PlaceInfo) -> str | None:
-        if place.name in failed:
-            return f"failed its health check just now ({failed[place.name]})"
-        return book.skip_reason(place_board_key(place, config)) if probe is not None else None
-
-    pool = open_pool(config)
-    try:
-        while True:
-            with hold_place(
-                pool, config, timeout=timeout, on_wait=events.warning, cancelled=cancelled,
-                skip=passed_over, on_take_over=events.warning,
-            ) as place:  # fmt: skip
-                board = place_board_key(place, config)
-                said: list[str] = []
-                try:
-                    if probe is not None:
-                        book.check(board, device.name, lambda: probe(place), said.append)
-                except OperationCancelled:
-                    raise
-                except EdgehubError as error:
-                    why = said[0] if said else str(error)
-                    events.warning(f"labgrid place {place.name}: {why}; trying another place")
-                    failed[place.name] = str(error)[:200]
-                    continue
-                where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
-                events.info(f"device {device.name!r}: holding labgrid place {place.name} ({where})")
-                with device_lease(
-                    board, device=device.name, timeout=timeout,
-                    command=command, on_wait=events.warning, cancelled=cancelled,
-                ):  # fmt: skip
-                    yield place
-                return
-    finally:
-        pool.close()

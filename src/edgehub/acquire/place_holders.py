@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from edgehub.procid import ProcessId, this_process
 
 if TYPE_CHECKING:
-    from edgehub.ops.labgrid_pool import PlacePool
-    from edgehub.ops.project import Project
+    from edgehub.acquire.labgrid_pool import PlacePool
+    from edgehub.config.schema import HubConfig
 
 __all__ = [
     "PlaceHolder",
@@ -122,34 +122,34 @@ class Renewal:
             pass
 
 
-def release_device(project: Project, name: str, *, force: bool = False) -> list[str]:
+def release_device(config: HubConfig, name: str, *, force: bool = False) -> list[str]:
     """Free device ``name``'s labgrid places whose edgehub holder is gone; with ``force``,
     every held place (a live holder's too: it loses the board mid-measurement). What was done,
     a line per place. A device without a ``labgrid`` table has only its local lease, which the
     kernel frees when its holder ends: nothing to release."""
+    from edgehub.acquire.boards import board_key
+    from edgehub.acquire.labgrid_pool import matching_places, open_pool
+    from edgehub.acquire.leases import lease_holder
     from edgehub.config.devices import to_device
     from edgehub.core.device.configs import LabgridConfig
     from edgehub.errors import UsageError
-    from edgehub.ops.boards import board_key
-    from edgehub.ops.labgrid_pool import matching_places, open_pool
-    from edgehub.ops.leases import lease_holder
 
-    section = project.config.devices.get(name)
+    section = config.devices.get(name)
     if section is None:
-        known = ", ".join(project.config.devices)
+        known = ", ".join(config.devices)
         raise UsageError(f"device {name!r} not in hub.toml; known: {known}")
     if section.labgrid is None:
-        local = lease_holder(board_key(to_device(project.config, name)))
+        local = lease_holder(board_key(to_device(config, name)))
         state = f"last held by {local.describe()}" if local else "not held"
         return [
             f"{name}: a local lease ({state}); the kernel frees it when its holder exits, "
             "so there is nothing to release"
         ]
-    config = LabgridConfig(**section.labgrid.values)
-    pool = open_pool(config)
+    labgrid = LabgridConfig(**section.labgrid.values)
+    pool = open_pool(labgrid)
     said = []
     try:
-        for place in matching_places(pool.places(), config):
+        for place in matching_places(pool.places(), labgrid):
             if place.acquired_by is None:
                 said.append(f"{place.name}: free")
                 continue
