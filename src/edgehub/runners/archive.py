@@ -139,7 +139,7 @@ def _rules(limits: FetchLimits) -> MemberRules:
     """Archives from a device: links allowed (checked against the tree by `_Tree`)."""
     return MemberRules(
         limits,
-        refuse=lambda why: UnsafeArchiveError(f"refusing archive entry {why}"),
+        refuse=lambda why: UnsafeArchiveError(f"refusing archive entry: {why}"),
         over=lambda why: DeviceOutputError(f"refusing the archive from the device: {why}"),
     )
 
