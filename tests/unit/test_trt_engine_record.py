@@ -118,3 +118,18 @@ def test_tensorrt_for_rtx_has_no_timing_cache(tmp_path: Path) -> None:
     out = tmp_path / "out.cache"
     assert finish_timing_cache(rtx, object(), None, str(out), _report()) == "unsupported"
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("printed", "expected"), [("8.6", "sm86"), ("12.0", "sm120"), ("", None)])
+def test_the_gpu_s_compute_capability_is_read_from_nvidia_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, printed: str, expected: str | None
+) -> None:
+    """A stand-in `nvidia-smi` on PATH (no GPU here) prints what a real one prints for
+    ``--query-gpu=compute_cap --format=csv,noheader``."""
+    from edgehub.agent.trt.gpu import compute_capability
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho '{printed}'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert compute_capability() == expected
