@@ -105,8 +105,7 @@ def add_parser(commands: Any) -> None:
     imports.set_defaults(handler=_import)
     again = sub.add_parser(
         "rerun",
-        help="run a compile, profile, invoke or sweep again from its record, and say what "
-        "matched",
+        help="run a compile, profile, invoke or sweep again from its record, and say what matched",
         description="Re-create a run from its record: component, options, model and data by "
         "content from the store, device, and image by digest. Reports what matched: an "
         "invoke's outputs bit for bit, a profile's latency with the comparison's 95%% CI, a "
