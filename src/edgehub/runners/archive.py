@@ -199,9 +199,9 @@ def safe_extract(
     fileobj = io.BytesIO(data) if isinstance(data, bytes) else data
     guarded = BoundedReads(fileobj, rules.over, _MAX_HEADER_BYTES)  # type: ignore[arg-type]
     try:
+        target.mkdir(parents=True, exist_ok=True)  # a refused archive leaves it empty
         with tarfile.open(fileobj=guarded, mode="r:") as tar:  # type: ignore[call-overload]
             members = list_members(tar, rules)
-            target.mkdir(parents=True, exist_ok=True)
             tree = _Tree(target)
             for member in members:
                 tree.check(member)
