@@ -105,11 +105,12 @@ def add_parser(commands: Any) -> None:
     imports.set_defaults(handler=_import)
     again = sub.add_parser(
         "rerun",
-        help="run a compile, profile or invoke again from its record, and say what matched",
+        help="run a compile, profile, invoke or sweep again from its record, and say what matched",
         description="Re-create a run from its record: component, options, model and data by "
         "content from the store, device, and image by digest. Reports what matched: an "
         "invoke's outputs bit for bit, a profile's latency with the comparison's 95%% CI, a "
-        "compile's artifact hashes. The new run is tagged rerun_of=<the original's id>.",
+        "compile's artifact hashes. A sweep reruns as a whole, each cell beside the "
+        "original's. The new run is tagged rerun_of=<the original's id>.",
     )
     again.add_argument("run_id", metavar="RUN", help=REF_HELP)
     again.add_argument("--device", metavar="NAME", help="run on this device instead")
@@ -377,6 +378,7 @@ def _import(args: argparse.Namespace) -> int:
 def _rerun(args: argparse.Namespace) -> int:
     from edgehub.cli.output import LogPrinter
     from edgehub.ops.rerun import rerun
+    from edgehub.ops.sweep_rerun import SweepRerun
 
     printer = LogPrinter(quiet=args.quiet)
     try:
@@ -393,6 +395,15 @@ def _rerun(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
         return 0
+    if isinstance(result, SweepRerun):
+        print(
+            f"rerun of sweep {result.original.run_id[:8]}: sweep {result.sweep.run_id[:8]} "
+            f"{result.sweep.status}, {len(result.sweep.cells)} cells"
+        )
+        print(f"  image: {result.image}")
+        for line in result.summary:
+            print(f"  {line}")
+        return 0 if not result.sweep.failed else 1
     for report in (result, *result.children):
         new, old = report.rerun, report.original
         print(

@@ -33,6 +33,7 @@ from edgehub.ops.recorded_image import IMAGE_CHOICES, recorded_image, short_dige
 
 if TYPE_CHECKING:
     from edgehub.ops.reports import RunReport
+    from edgehub.ops.sweep_rerun import SweepRerun
     from edgehub.tracking.comparability import Comparability
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunRecord
@@ -100,11 +101,12 @@ def rerun(
     children: bool = False,
     subscriber: Subscriber | None = None,
     cancel: Cancellation | None = None,
-) -> RerunReport:
+) -> RerunReport | SweepRerun:
     """Run the compile, profile or invoke run ``ref`` again from its record (on ``device``
     instead of the recorded one if given; ``image`` "recorded" or "current") and compare.
     With ``children``, a compile's profile and invoke runs (a pipeline's steps) are rerun
-    after it, oldest first, on the model the rerun compiled."""
+    after it, oldest first, on the model the rerun compiled. A sweep reruns as a whole
+    (`edgehub.ops.sweep_rerun`)."""
     if image not in IMAGE_CHOICES:
         raise UsageError(f"--image must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}")
     store = project.store()
@@ -113,6 +115,12 @@ def rerun(
         kids = store.list_runs(parent_run_id=original.run_id, limit=None) if children else []
     finally:
         store.close()
+    if original.run_type == "SWEEP" and not children:
+        from edgehub.ops.sweep_rerun import rerun_sweep
+
+        return rerun_sweep(
+            project, original, device=device, image=image, subscriber=subscriber, cancel=cancel
+        )
     if children and original.run_type != "COMPILE":
         raise UsageError(
             f"--children reruns the runs made from a compile; run {original.run_id[:8]} is "
@@ -187,7 +195,8 @@ def _request(original: RunRecord, device: str | None) -> ExecRequest:
     step = STEPS.get(original.run_type)
     if step is None:
         raise UsageError(
-            f"{what}: rerun re-creates compile, profile and invoke runs; run its steps instead"
+            f"{what}: rerun re-creates compile, profile, invoke and sweep runs; run its steps "
+            "instead"
         )
     if original.status == "RUNNING":
         raise UsageError(f"{what} is still running; rerun it once it has ended")

@@ -213,6 +213,8 @@ class _Sweep:
         self.lease_timeout, self.timeout = lease_timeout, timeout
         self.lock = threading.Lock()
         self.boards: dict[str, int] = {}  # a pool device's usable places
+        self.image_tags: dict[str, str] = {}
+        self.no_cache = False
 
     def notify(self, result: CellResult) -> None:
         if self.on_cell is not None:
@@ -233,6 +235,8 @@ class _Sweep:
             tags={"sweep": self.parent, "sweep.cell": cell_run},
             lease_timeout=self.lease_timeout,
             timeout=self.timeout,
+            image_tags=dict(self.image_tags),
+            no_cache=self.no_cache,
         )
 
     def run_device(self, cells: queue.SimpleQueue[tuple[SweepCell, CellResult]]) -> None:
@@ -373,10 +377,15 @@ def run_sweep(
     on_cell: CellCallback | None = None,
     lease_timeout: float | None = None,
     timeout: float | None = None,
+    tags: dict[str, str] | None = None,
+    image_tags: dict[str, str] | None = None,
+    no_cache: bool = False,
 ) -> SweepReport:
     """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
     `OperationCancelled` (the parent run KILLED) when cancelled or interrupted. A cell taking
-    longer than ``timeout`` seconds is stopped and FAILED; the others go on."""
+    longer than ``timeout`` seconds is stopped and FAILED; the others go on. ``tags`` go on the
+    sweep run; ``image_tags`` (runtime -> image) pin the cells' images and ``no_cache`` makes
+    their compiles build (a rerun's)."""
 
     grid.check()
     cells = grid.cells()
@@ -394,6 +403,8 @@ def run_sweep(
             )
         with ctx.open_run(SWEEP_RUN, f"sweep of {len(cells)} cells") as parent:
             report = SweepReport(parent.run_id, "RUNNING", grid.step, results)
+            for name, value in (tags or {}).items():
+                ctx.client.log_tag(name, value)
             ctx.client.log_params(
                 {
                     "step": grid.step,
@@ -411,6 +422,7 @@ def run_sweep(
             sweep = _Sweep(
                 project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout, timeout
             )
+            sweep.image_tags, sweep.no_cache = dict(image_tags or {}), no_cache
             pending, noted = [], set()
             for cell, result in zip(cells, results, strict=True):
                 done = earlier.get(result.key)

@@ -27,12 +27,13 @@ from typing import BinaryIO
 
 from edgehub.errors import DeviceOutputError, UnsafeArchiveError
 from edgehub.limits import FetchLimits, human_size
+from edgehub.runners.tar_members import BoundedReads, MemberRules, list_members
 
 __all__ = ["SparseWriter", "human_size", "pack", "safe_extract"]
 
 _HAS_DATA_FILTER = hasattr(tarfile, "data_filter")
 _MAX_LINK_HOPS = 40  # as the kernel's ELOOP limit
-_CHUNK = 1 << 20  # file data is copied in chunks of this size; no header may be larger
+_CHUNK = 1 << 20  # file data is copied in chunks of this size
 _MAX_HEADER_BYTES = 32 << 20  # all headers of one archive (names, pax records, sparse maps)
 _HOLE_BLOCK = 64 << 10
 _ZEROS = bytes(_HOLE_BLOCK)
@@ -89,16 +90,8 @@ class _Tree:
         """Refuse a member that would write outside the root; else record what it makes."""
         name = member.name
         parts = [part for part in PurePosixPath(name).parts if part != "."]
-        if not parts and member.isdir():
-            return  # "." itself: the target
-        if name.startswith("/") or os.path.isabs(name) or ".." in parts or not parts:
-            raise UnsafeArchiveError(
-                f"refusing archive entry {name!r}: absolute paths and '..' are not allowed"
-            )
-        if member.ischr() or member.isblk() or member.isfifo():
-            raise UnsafeArchiveError(f"refusing device or FIFO {name!r} in archive")
-        if not (member.isreg() or member.isdir() or member.issym() or member.islnk()):
-            raise UnsafeArchiveError(f"refusing archive entry {name!r} of unsupported type")
+        if not parts:
+            return  # "." itself: the target (`list_members` refused anything else unnamed)
         parent = self.resolve(parts[:-1])
         if parent is None:
             raise UnsafeArchiveError(f"refusing archive entry {name!r}: its path leaves the target")
@@ -142,72 +135,13 @@ class SparseWriter:
         self._handle.flush()
 
 
-class _Guarded:
-    """The archive as `tarfile` reads it: no single read over `_CHUNK` bytes (only a header
-    asks for more: a pax record or a long name), and while the member list is read (no file
-    data then), no more than `_MAX_HEADER_BYTES` in all."""
-
-    def __init__(self, raw: BinaryIO | io.IOBase) -> None:
-        self._raw = raw
-        self.listing = True
-        self.header_bytes = 0
-
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0 or size > _CHUNK:
-            raise DeviceOutputError(
-                "refusing an archive from the device: one of its headers is over "
-                f"{human_size(_CHUNK)}"
-            )
-        data: bytes = self._raw.read(size)
-        if self.listing:
-            self.header_bytes += len(data)
-            if self.header_bytes > _MAX_HEADER_BYTES:
-                raise DeviceOutputError(
-                    "refusing an archive from the device: its headers (names, pax records) "
-                    f"are over {human_size(_MAX_HEADER_BYTES)}"
-                )
-        return data
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return int(self._raw.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self._raw.tell())
-
-
-def _list_members(tar: tarfile.TarFile, limits: FetchLimits) -> list[tarfile.TarInfo]:
-    """The archive's members, refused as soon as one breaks a limit."""
-    members: list[tarfile.TarInfo] = []
-    total = 0
-    while (member := tar.next()) is not None:
-        members.append(member)
-        name = member.name
-        if len(members) > limits.max_files:
-            raise DeviceOutputError(
-                f"the archive from the device holds more than {limits.max_files} entries; "
-                "raise EDGEHUB_FETCH_MAX_FILES to accept more"
-            )
-        depth = len([part for part in PurePosixPath(name).parts if part not in ("/", ".")])
-        if depth > limits.max_depth:
-            raise DeviceOutputError(
-                f"the archive from the device holds a path {depth} levels deep "
-                f"({name[:80]!r}...), over the limit of {limits.max_depth}; raise "
-                "EDGEHUB_FETCH_MAX_DEPTH to accept it"
-            )
-        if member.isreg():
-            if member.size > limits.max_member_bytes:
-                raise DeviceOutputError(
-                    f"the device sent {name!r} of {human_size(member.size)}, over the limit of "
-                    f"{human_size(limits.max_member_bytes)} a file; raise "
-                    "EDGEHUB_FETCH_MAX_MEMBER_BYTES to accept it"
-                )
-            total += member.size
-            if total > limits.max_bytes:
-                raise DeviceOutputError(
-                    f"the device sent more than {human_size(limits.max_bytes)} of files; raise "
-                    "EDGEHUB_FETCH_MAX_BYTES to accept more"
-                )
-    return members
+def _rules(limits: FetchLimits) -> MemberRules:
+    """Archives from a device: links allowed (checked against the tree by `_Tree`)."""
+    return MemberRules(
+        limits,
+        refuse=lambda why: UnsafeArchiveError(f"refusing archive entry: {why}"),
+        over=lambda why: DeviceOutputError(f"refusing the archive from the device: {why}"),
+    )
 
 
 def _clear(path: Path) -> None:
@@ -261,13 +195,13 @@ def safe_extract(
     Raises `UnsafeArchiveError` if any member is unsafe, `DeviceOutputError` if the archive
     breaks ``limits`` (by default `FetchLimits.from_env`), in both cases having written nothing.
     """
-    limits = limits or FetchLimits.from_env()
+    rules = _rules(limits or FetchLimits.from_env())
     fileobj = io.BytesIO(data) if isinstance(data, bytes) else data
-    guarded = _Guarded(fileobj)
+    guarded = BoundedReads(fileobj, rules.over, _MAX_HEADER_BYTES)  # type: ignore[arg-type]
     try:
+        target.mkdir(parents=True, exist_ok=True)  # a refused archive leaves it empty
         with tarfile.open(fileobj=guarded, mode="r:") as tar:  # type: ignore[call-overload]
-            members = _list_members(tar, limits)
-            target.mkdir(parents=True, exist_ok=True)
+            members = list_members(tar, rules)
             tree = _Tree(target)
             for member in members:
                 tree.check(member)

@@ -7,13 +7,22 @@ Request::
      "shapes": null | {input: {"min": [ints], "opt": [ints], "max": [ints]} | [ints]},
      "input_shape": null | [ints] (the first input) | {input: [ints]},
      "workspace_mb": null | int, "tensorrt_version": null | "1.7",
-     "layer_info": null | JSON PATH, "build_log": null | PATH}
+     "layer_info": null | JSON PATH, "build_log": null | PATH,
+     "timing_cache_in": null | PATH, "timing_cache_out": null | PATH}
 
 ``target`` is the compute capability the engine is built for; TensorRT for RTX builds for any it
 knows without a GPU, ``current`` (the default) needs one. ``shapes`` gives the optimization
 profile of each dynamic input (a plain list means min = opt = max), ``input_shape`` static shapes
 (see :mod:`.shapes`, which also names unnamed dims apart first). ``tensorrt_version`` must
 prefix the installed version (e.g. ``1.7`` matches 1.7.1.116). Precision: see :mod:`.prepare`.
+
+Beside the engine, ``ENGINE.json`` records the TensorRT flavor, version and targets that built it
+(`engine_file.engine_record`; ``current`` becomes the GPU's compute capability where known).
+Timing cache: full TensorRT starts from ``timing_cache_in`` (where the file exists) and writes the
+cache after the build to ``timing_cache_out``; the ``timing_cache`` param says ``created`` (none
+given), ``hit`` (the build added nothing to it) or ``miss`` (it timed what the cache lacked, or
+the cache was of another TensorRT). TensorRT for RTX has no timing cache (its calls are no-ops):
+``unsupported``.
 
 Metrics: build_time_s (TensorRT's builder alone), prepare_time_s, parse_time_s,
 engine_size_bytes, num_layers (network layers before fusion), num_engine_layers (where the engine
@@ -38,7 +47,8 @@ from ..protocol import (
     write_json_atomic,
 )
 from ..report import Report
-from .gpu import gpu_visible
+from .engine_file import engine_record
+from .gpu import compute_capability, gpu_visible
 from .layers import engine_layers, network_io, network_layers, precision_counts
 from .logger import make_logger
 from .prepare import PRECISIONS, prepare_model
@@ -73,6 +83,32 @@ def parser_error(parser: Any, path: Path) -> ModelError:
 
 
 _SHAPE_WORDS = ("dimension", "shape", "profile")
+
+
+def start_timing_cache(trt: TensorRT, config: Any, cache_in: Path | None) -> bytes | None:
+    """Give full TensorRT's builder the cache in ``cache_in`` (an empty one where there is no
+    file); the bytes it started from (None: none). No-op for TensorRT for RTX."""
+    if trt.flavor == "rtx":
+        return None
+    given = cache_in.read_bytes() if cache_in is not None and cache_in.is_file() else None
+    cache = config.create_timing_cache(given or b"")
+    config.set_timing_cache(cache, False)
+    return given
+
+
+def finish_timing_cache(
+    trt: TensorRT, config: Any, given: bytes | None, cache_out: str | None, report: Report
+) -> str:
+    """Write the builder's timing cache to ``cache_out``; what became of it (see the module)."""
+    if trt.flavor == "rtx":
+        report.info(f"timing cache: unsupported by {describe_flavor(trt)} (its calls are no-ops)")
+        return "unsupported"
+    blob = bytes(memoryview(config.get_timing_cache().serialize()))
+    if cache_out is not None:
+        atomic_write(Path(cache_out), blob)
+    state = "created" if given is None else "hit" if blob == given else "miss"
+    report.info(f"timing cache: {state} ({len(blob)} bytes)")
+    return state
 
 
 def build_failure(logger: Any, targets: list[str], shapes: Profile | None = None) -> ModelError:
@@ -118,6 +154,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     wanted_version = params.string("tensorrt_version", None)
     layer_info = params.path("layer_info", required=False)
     build_log = params.path("build_log", required=False)
+    cache_in = params.path("timing_cache_in", required=False)
+    cache_out = params.path("timing_cache_out", required=False)
     params.finish()
     assert model_arg is not None and output_arg is not None
 
@@ -157,6 +195,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             config.set_memory_pool_limit(trt.module.MemoryPoolType.WORKSPACE, workspace_mb << 20)
         if shapes:
             config.add_optimization_profile(optimization_profile(builder, shapes))
+        given = start_timing_cache(trt, config, Path(cache_in) if cache_in else None)
         layers = network_layers(network)
         quantizing = sum(1 for layer in layers if layer["type"] in ("QUANTIZE", "DEQUANTIZE"))
         if precision == "fp32" and quantizing:
@@ -167,12 +206,16 @@ def run(params: Params, report: Report) -> CommandOutput:
         build_start = time.perf_counter()
         blob = builder.build_serialized_network(network, config)
         build_time = time.perf_counter() - build_start
+        timing = finish_timing_cache(trt, config, given, cache_out, report) if blob else None
     if build_log:
         logger.write(build_log)
     if blob is None:
         raise build_failure(logger, targets, shapes)
     atomic_write(out, blob)
     size = out.stat().st_size
+    built_for = [compute_capability() or t if t == "current" else t for t in targets]
+    record = engine_record(trt.flavor, trt.version, built_for)
+    write_json_atomic(str(out) + ".json", record)
     inspected = open_engine(trt, logger, blob, report)
 
     counts = precision_counts(layers)
@@ -207,6 +250,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "target": ",".join(targets),
             "shapes": shapes or None,
             "renamed_dims": renamed or None,
+            "timing_cache": timing,
         }
     )
     report.info(
@@ -215,4 +259,5 @@ def run(params: Params, report: Report) -> CommandOutput:
     )
     data: dict[str, Any] = dict(io)
     data.update({"engine_path": str(out), "output_types": counts, "prepare": notes})
+    data["engine_record"] = record
     return CommandOutput(params=resolved, metrics=metrics, data=data)

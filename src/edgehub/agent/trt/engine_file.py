@@ -1,11 +1,14 @@
-"""Which files are TensorRT engines: the one rule the host (before staging a file) and the agent
-(before trtexec loads it) both apply. Standard library only."""
+"""Which files are TensorRT engines, and which TensorRT can load them: the rules the host (before
+staging a file) and the agent (before TensorRT or trtexec loads it) both apply. Standard library
+only."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 
-__all__ = ["ENGINE_SUFFIXES", "engine_problem"]
+__all__ = ["ENGINE_SUFFIXES", "engine_mismatch", "engine_problem", "engine_record"]
 
 
 def engine_problem(name: str) -> str | None:
@@ -23,3 +26,47 @@ def engine_problem(name: str) -> str | None:
             "model with TensorRTCompiler first (hub exec compile tensorrt ...)"
         )
     return None
+
+
+def engine_record(flavor: str, version: str, targets: list[str]) -> dict[str, object]:
+    """What an engine records of the TensorRT that built it (its sidecar ``engine_info``)."""
+    return {"tensorrt_flavor": flavor, "tensorrt_version": version, "targets": list(targets)}
+
+
+def _flavor_name(flavor: object) -> str:
+    return "TensorRT for RTX" if flavor == "rtx" else "TensorRT"
+
+
+def _targets(recorded: object) -> list[str]:
+    if isinstance(recorded, str):
+        return [t.strip() for t in recorded.split(",") if t.strip()]
+    if isinstance(recorded, (list, tuple)):
+        return [str(t) for t in recorded]
+    return []
+
+
+def engine_mismatch(
+    record: Mapping[str, object], flavor: str, version: str, capability: str | None = None
+) -> str | None:
+    """What differs between the TensorRT an engine was built with (``record``, see
+    `engine_record`) and the one about to load it (``flavor``, ``version``, the GPU's compute
+    capability such as ``sm86`` where known), in one line; None when nothing does.
+
+    An engine loads only on the flavor and exact version that built it, on a GPU of a compute
+    capability it was built for (``current``: the build machine's GPU, not checked here)."""
+    built_flavor, built_version = record.get("tensorrt_flavor"), record.get("tensorrt_version")
+    targets = _targets(record.get("targets"))
+    differs: list[str] = []
+    if built_flavor and built_flavor != flavor:
+        differs.append(f"flavor {_flavor_name(built_flavor)} vs {_flavor_name(flavor)} here")
+    elif built_version and str(built_version) != version:
+        differs.append(f"version {built_version} vs {version} here")
+    if capability and targets and "current" not in targets and capability not in targets:
+        differs.append(f"GPU {', '.join(targets)} vs {capability} here")
+    if not differs:
+        return None
+    built = f"{_flavor_name(built_flavor)} {built_version or '?'} for {', '.join(targets) or '?'}"
+    return (
+        f"the engine was built with {built} and cannot load here ({'; '.join(differs)}): "
+        "compile the ONNX model again for this runtime and GPU (hub exec compile tensorrt ...)"
+    )

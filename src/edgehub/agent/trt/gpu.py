@@ -31,6 +31,21 @@ def gpu_devices() -> dict[str, Any]:
     return {"visible": bool(nodes), "devices": nodes, "source": "/dev/nvidia*"}
 
 
+def compute_capability() -> str | None:
+    """The first GPU's compute capability as ``sm86`` (from ``nvidia-smi``); None if unknown."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        query = [smi, "--query-gpu=compute_cap", "--format=csv,noheader"]
+        listed = subprocess.run(query, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = listed.stdout.strip().splitlines()[:1] if listed.returncode == 0 else []
+    major, _, minor = first[0].strip().partition(".") if first else ("", "", "")
+    return f"sm{major}{minor}" if major.isdigit() and minor.isdigit() else None
+
+
 def gpu_visible() -> bool:
     return bool(gpu_devices()["visible"])
 

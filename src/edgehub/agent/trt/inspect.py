@@ -10,12 +10,14 @@ from __future__ import annotations
 from ..models import describe_model, load_model, resolve_model_path
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
+from .engine_check import check_engine
 from .gpu import gpu_visible
 from .invoke import engine_specs
 
 
 def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
+    record = params.raw_value("engine_record")
     params.finish()
     assert model_arg is not None
     path = resolve_model_path(model_arg)
@@ -23,6 +25,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         data = describe_model(load_model(path, load_external_data=False))
         data["source"] = "onnx"
         return CommandOutput(params=params.resolved, metrics={}, data=data)
+    check_engine(record)
     if not gpu_visible():
         raise UsageError(
             f"'{path.name}' is a TensorRT engine; reading its inputs means opening it, which "

@@ -16,6 +16,7 @@ from typing import Any
 from ..protocol import CommandOutput, InputDataError, ModelError, Params, UsageError
 from ..report import Report
 from ..tensors import TensorSpec, array_info, load_inputs
+from .engine_check import check_engine
 from .engine_file import engine_problem
 from .runtime import import_tensorrt
 from .trtexec import require_gpu_and_trtexec, run_trtexec
@@ -47,10 +48,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     input_path = params.path("input")
     output_json = params.path("output_json")
     log = params.path("log")
+    record = params.raw_value("engine_record")
     params.finish()
     problem = engine_problem(str(engine))
     if problem is not None:
         raise UsageError(problem)
+    check_engine(record)
     assert engine and input_path and output_json and log
     trtexec = require_gpu_and_trtexec("trt.invoke")
     specs = engine_specs(engine)

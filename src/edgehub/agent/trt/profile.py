@@ -28,6 +28,7 @@ from typing import Any, Callable
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stable import measure_until_stable, stable_line, stable_metrics
+from .engine_check import check_engine
 from .engine_file import engine_problem
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
 
@@ -85,6 +86,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     until_stable = params.boolean("until_stable", False)
     tolerance = params.number("stable_tolerance", 0.05)
     max_s = params.number("stable_max_s", 60.0)
+    record = params.raw_value("engine_record")
     params.finish()
     problem = engine_problem(str(engine))
     if problem is not None:
@@ -93,6 +95,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         isinstance(shapes, dict) and all(isinstance(v, list) for v in shapes.values())
     ):
         raise UsageError(f"shapes must be {{input: [ints]}}, got {shapes!r}")
+    check_engine(record)
     trtexec = require_gpu_and_trtexec("trt.profile")
     assert log is not None and times_json is not None
     argv = [

@@ -33,7 +33,7 @@ from edgehub.toolchains.local_session import (
     record_agent_result,
 )
 from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.tensorrt import trtexec_parse
+from edgehub.toolchains.tensorrt import timing_cache, trtexec_parse
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
     TensorRTCompiler,
@@ -42,6 +42,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
+from edgehub.toolchains.tensorrt.engine_record import recorded_engine
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 from edgehub.user_files import regular_file
@@ -56,7 +57,9 @@ __all__ = ["gpu_agent", "inspect_model"]
 RUNTIME = "tensorrt"
 PRECISIONS = ("fp32", "fp16", "int8")
 # request keys that are container paths, not settings worth recording
-_PATH_KEYS = frozenset({"model", "output", "layer_info", "build_log"})
+_PATH_KEYS = frozenset(
+    {"model", "output", "layer_info", "build_log", "timing_cache_in", "timing_cache_out"}
+)
 
 
 def _model_file(path: Path | str) -> Path:
@@ -148,6 +151,12 @@ def _compile_local(
         source = _quantize_first(ctx, model, device, calibration_data, exclude)
     agent = local_agent(ctx, RTX_IMAGE, device, TensorRTCompiler)
     engine = f"{model.stem}.trt"
+    run = ctx.client.current_run_log
+    digest = run.environment.get("image_digest") if run is not None else None
+    cache = timing_cache.stored(ctx.store.root, digest, target)
+    inputs = {source.name: source}
+    if cache is not None:
+        inputs["timing.cache"] = cache
     request = {
         "model": f"in/{source.name}",
         "output": f"out/{engine}",
@@ -159,17 +168,22 @@ def _compile_local(
         "tensorrt_version": tensorrt_version,
         "layer_info": "out/layer_info.json",
         "build_log": "out/build.log",
+        "timing_cache_in": "in/timing.cache" if cache is not None else None,
+        "timing_cache_out": "out/timing.cache",
     }
     try:
-        result = agent.call(
-            "trt.build", request, inputs={source.name: source}, failure=CompileError
-        )
+        result = agent.call("trt.build", request, inputs=inputs, failure=CompileError)
     except (ToolchainError, UsageError):
         _keep_build_log(ctx, agent)
         raise
     record_agent_result(ctx, result, skip=_PATH_KEYS)
     ctx.client.log_param("calib_path", None)
     ctx.client.log_artifact(result.file(engine), name="path")
+    ctx.client.log_artifact(result.file(f"{engine}.json"), name="engine_info")
+    returned = result.files / "timing.cache"
+    if returned.is_file():
+        version = str(result.params.get("tensorrt_version"))
+        timing_cache.keep(ctx.store.root, digest, version, target, returned)
     ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
     if exclude:
         _record_float_layers(ctx, result.file("layer_info.json"), exclude)
@@ -257,6 +271,7 @@ def _profile_local(
         "times_json": "out/times.json",
         "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
         "shapes": shapes,
+        "engine_record": recorded_engine(ctx, engine),
     }
     if until_stable:
         request.update(
@@ -266,7 +281,9 @@ def _profile_local(
         )
     result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
     record_agent_result(
-        ctx, result, skip=frozenset({"engine", "log", "times_json", "profile_json"})
+        ctx,
+        result,
+        skip=frozenset({"engine", "log", "times_json", "profile_json", "engine_record"}),
     )
     document = profile_document(result.files)
     ctx.client.log_metrics(document["metrics"])
@@ -365,6 +382,7 @@ def _invoke_local(
         "input": "in/input.npz",
         "output_json": "out/output.json",
         "log": "out/trtexec.log",
+        "engine_record": recorded_engine(ctx, engine),
     }
     files = {engine.name: engine, "input.npz": inputs}
     result = agent.call("trt.invoke", request, inputs=files, failure=InvokeError)
@@ -380,7 +398,9 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     """An ONNX model's (or, on a GPU, an engine's) inputs and outputs, read in the
     tensorrt-rtx container."""
     path = _model_file(model)
-    request = {"model": f"in/{path.name}"}
+    request: dict[str, Any] = {"model": f"in/{path.name}"}
+    if engine_problem(path.name) is None:
+        request["engine_record"] = recorded_engine(ctx, path)
     return inspect_in_image(
         ctx, RTX_IMAGE, device, TensorRTInvoker, "trt.inspect", request, {path.name: path}
     )

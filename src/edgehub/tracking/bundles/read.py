@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from edgehub.errors import UsageError
 from edgehub.limits import BundleLimits
+from edgehub.runners.tar_members import MAX_HEADER, BoundedReads, MemberRules, list_members
 from edgehub.tracking.artifacts import hash_path
 from edgehub.tracking.bundles.format import (
     ARTIFACT_COLUMNS,
@@ -41,46 +42,14 @@ from edgehub.tracking.staging import make_staging
 __all__ = ["StagedBundle", "read_bundle"]
 
 _CHUNK = 1 << 20
-_MAX_HEADER = 1 << 20  # one tar header (a long name, pax records)
 _MAX_JSON = 64 << 20  # the manifest or one run's rows
 
 
-class _Bounded:
-    """A file as tarfile reads it, with no single read over `_MAX_HEADER` bytes: only a header
-    (a long name, pax records) asks for more, and one that large is refused."""
-
-    def __init__(self, raw: BinaryIO, refuse: Callable[[str], UsageError]) -> None:
-        self._raw = raw
-        self._refuse = refuse
-
-    def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0 or size > _MAX_HEADER:
-            raise self._refuse("one of its tar headers is over 1 MiB")
-        return self._raw.read(size)
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return int(self._raw.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self._raw.tell())
-
-
-def _member_kind(member: tarfile.TarInfo, name: str) -> str | None:
-    """Why ``member`` may not be in a bundle (``None``: it may)."""
-    if member.issym() or member.islnk():
-        return f"{name!r} is a link ({member.linkname!r}); bundles hold only files"
-    if member.ischr() or member.isblk() or member.isfifo():
-        return f"{name!r} is a device or FIFO"
-    if not (member.isreg() or member.isdir()):
-        return f"{name!r} is not a regular file"
-    if name.startswith("/") or re.match(r"^[A-Za-z]:", name):
-        return f"{name!r} is an absolute path"
+def _bundle_member(member: tarfile.TarInfo) -> str | None:
+    """Why a member whose name and kind passed the common rules is not one a bundle holds."""
+    name = member.name
     parts = PurePosixPath(name).parts
-    if ".." in parts or "\\" in name or "\0" in name:
-        return f"{name!r} leaves the bundle ('..')"
-    if member.isdir():
-        return None
-    if name == MANIFEST:
+    if member.isdir() or name == MANIFEST:
         return None
     if len(parts) == 2 and parts[0] == "runs" and parts[1].endswith(".json"):
         return None if RUN_ID.fullmatch(parts[1][:-5]) else f"{name!r} is not a run file"
@@ -130,7 +99,7 @@ class _Reader:
                 "zstandard)"
             ) from None
         # the files, a header and padding per member, one long header, the end of the archive
-        cap = self.limits.max_bytes + 2048 * self.limits.max_files + _MAX_HEADER + _CHUNK
+        cap = self.limits.max_bytes + 2048 * self.limits.max_files + MAX_HEADER + _CHUNK
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         handle = os.fdopen(os.open(target, flags, 0o600), "w+b")
         target.unlink()
@@ -155,8 +124,10 @@ class _Reader:
         """Check every member's header, then write the files under ``staging``."""
         raw, stream = self._open(staging)
         try:
-            with tarfile.open(fileobj=_Bounded(stream, self.refuse), mode="r:") as tar:  # type: ignore[call-overload]
-                members = self._list(tar)
+            rules = self.rules()
+            reads = BoundedReads(stream, rules.over)
+            with tarfile.open(fileobj=reads, mode="r:") as tar:  # type: ignore[call-overload]
+                members = list_members(tar, rules)
                 for member in members:
                     if member.isreg():
                         self._write(tar, member, staging)
@@ -168,39 +139,12 @@ class _Reader:
             stream.close()
             raw.close()
 
-    def _list(self, tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
-        members: list[tarfile.TarInfo] = []
-        total = 0
-        seen: set[str] = set()
-        while (member := tar.next()) is not None:
-            members.append(member)
-            name = member.name
-            if len(members) > self.limits.max_files:
-                raise self.refuse(
-                    f"it holds more than {self.limits.max_files} members "
-                    f"({self.limits.variable('files')} raises the limit)"
-                )
-            why = _member_kind(member, name)
-            if why is not None:
-                raise self.refuse(why)
-            if len(PurePosixPath(name).parts) > self.limits.max_depth:
-                raise self.refuse(f"{name[:80]!r} is nested too deep")
-            if member.isreg():
-                if name in seen:
-                    raise self.refuse(f"{name!r} is in it twice")
-                seen.add(name)
-                if member.size > self.limits.max_member_bytes:
-                    raise self.refuse(
-                        f"{name!r} is {member.size} bytes, over the limit of "
-                        f"{self.limits.max_member_bytes} ({self.limits.variable('member_bytes')})"
-                    )
-                total += member.size
-                if total > self.limits.max_bytes:
-                    raise self.refuse(
-                        f"its files are over {self.limits.max_bytes} bytes "
-                        f"({self.limits.variable('bytes')})"
-                    )
-        return members
+    def rules(self) -> MemberRules:
+        """A bundle's rules: files and folders only, named as `hub runs export` names them."""
+        return MemberRules(
+            self.limits, refuse=self.refuse, over=self.refuse, place="the bundle", links=False,
+            strict_names=True, unique=True, allowed=_bundle_member,
+        )  # fmt: skip
 
     def _write(self, tar: tarfile.TarFile, member: tarfile.TarInfo, staging: Path) -> None:
         path = staging.joinpath(*PurePosixPath(member.name).parts)
