@@ -735,3 +735,23 @@ def test_keep_warm_and_image_keys_typed(tmp_path: Path, monkeypatch: pytest.Monk
     built = to_device(config, "local").provider_config
     assert built == DockerConfig(cpus=2.0, keep_warm=30.0)
     assert isinstance(built, DockerConfig) and isinstance(built.cpus, float)
+
+
+def test_a_new_key_goes_above_the_comments_that_trail_its_table(tmp_path: Path) -> None:
+    path = tmp_path / "hub.toml"
+    path.write_text(
+        '[project]\nname = "p"\n\n[devices.b]\nprovider = "local"   # inline\n'
+        "# about b's docker table\n\n[devices.b.docker]\ncpus = 2\n# trailing\n\n"
+        '# the next device\n[devices.c]\nprovider = "local"\n',
+        encoding="utf-8",
+    )
+    document = ConfigDocument.open(path)
+    document.set("devices.b.spec", "board")
+    document.set("devices.b.docker.memory", "1g")
+    document.save()
+    text = path.read_text(encoding="utf-8")
+    assert text == (
+        '[project]\nname = "p"\n\n[devices.b]\nprovider = "local"   # inline\nspec = "board"\n'
+        '# about b\'s docker table\n\n[devices.b.docker]\ncpus = 2\nmemory = "1g"\n# trailing\n\n'
+        '# the next device\n[devices.c]\nprovider = "local"\n'
+    )

@@ -21,7 +21,7 @@ from typing import Any, Literal, overload
 import tomlkit
 from tomlkit.container import Container
 from tomlkit.exceptions import ParseError
-from tomlkit.items import AoT, Table
+from tomlkit.items import AoT, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
 from edgehub.config.load import parse_config, parse_toml
@@ -123,8 +123,11 @@ class ConfigDocument:
             parent = self._container(parts[:-1], create=True)
             if isinstance(plain, dict):
                 parent[parts[-1]] = _table(plain, parts)
+            elif len(parts) >= 2 and isinstance(parent, Table):
+                grandparent = self._container(parts[:-2], create=False)
+                _set_value(parent, parts[-1], plain, grandparent, parts[-2])
             else:
-                _set_value(parent, parts[-1], plain)
+                parent[parts[-1]] = plain
 
     def unset(self, key: Key) -> bool:
         """Remove ``key``; returns whether it was there."""
@@ -302,27 +305,44 @@ def _indent(item: object) -> str | None:
     return item.trivia.indent if isinstance(item, Table) else None
 
 
-def _set_value(parent: MutableMapping[str, Any], key: str, value: Any) -> None:
-    """Set a plain value; a new key goes right after the table's last key, so it lands above
-    the comments and blank lines that trail the table (tomlkit would append it after them)."""
-    container = parent.value if isinstance(parent, Table) else parent
-    body = container.body if isinstance(container, Container) else None
-    if key in parent or body is None or not hasattr(container, "_insert_at"):
-        parent[key] = value
+def _set_value(
+    table: Table, key: str, value: Any, holder: MutableMapping[str, Any] | None, name: str
+) -> None:
+    """Set a plain value in ``table`` (``holder[name]``); a new key goes right after the table's
+    last key, so it lands above the comments and blank lines that trail the table (tomlkit's
+    ``add`` would put it after them)."""
+    body = table.value.body
+    if key in table or holder is None:
+        table[key] = value
         return
     last = -1
-    for index, (name, item) in enumerate(body):
+    for index, (item_key, item) in enumerate(body):
         if isinstance(item, (Table, AoT)):
             break
-        if name is not None:
+        if item_key is not None:
             last = index
     if last + 1 >= len(body) or isinstance(body[last + 1][1], (Table, AoT)):
-        parent[key] = value
-    else:
-        # tomlkit has no public insert at a position (add/append put the key after the trailing
-        # comments); its private one is used where present, else the key is appended (above).
-        # tests/unit/test_config.py::test_edits_keep_comments_and_order pins the placement.
-        container._insert_at(last + 1, key, value)
+        table[key] = value
+        return
+    # tomlkit has no public insert at a position: the table is rebuilt in order with the new key
+    # after its last one (first when it has none), through public calls only, and put back
+    rebuilt = Container()
+    if last < 0:
+        rebuilt.add(key, value)
+    for index, (item_key, item) in enumerate(body):
+        if item_key is None:
+            rebuilt.add(item)
+        else:
+            rebuilt.add(item_key, item)
+        if index == last:
+            rebuilt.add(key, value)
+    if not isinstance(body[-1][1], Whitespace):
+        # tomlkit gives a replaced table that does not end in whitespace a blank line of its own;
+        # an empty whitespace item keeps the file as it was
+        rebuilt.add(tomlkit.ws(""))
+    holder[name] = Table(
+        rebuilt, table.trivia, table.is_aot_element(), is_super_table=table.is_super_table()
+    )
 
 
 def _is_super(parts: KeyPath) -> bool:
