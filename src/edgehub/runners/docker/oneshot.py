@@ -142,9 +142,7 @@ class OneShots:
         with self._lock:
             if process.name not in self._names:
                 return
-            removal = threading.Thread(
-                target=self._remove, args=(process.name, False), daemon=True
-            )
+            removal = threading.Thread(target=self._remove, args=(process.name, False), daemon=True)
             self._removals.append(removal)
         removal.start()
 
