@@ -147,6 +147,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         parser = trt.module.OnnxParser(network, logger)
         parsed_ok = parser.parse_from_file(str(source))
         dim_names: DimNames = {}
+        renamed: dict[str, Any] = {}
         # Unnamed dynamic dims get names of their own before TensorRT's parse counts: onnx
         # (slow to import) is loaded only when TensorRT finds an input that is not static.
         if not parsed_ok or not all_static(network):
@@ -224,7 +225,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "tensorrt_flavor": trt.flavor,
             "target": ",".join(targets),
             "shapes": shapes or None,
-            "renamed_dims": notes.get("renamed_unknown_dims") or None,
+            "renamed_dims": renamed or None,
         }
     )
     report.info(
