@@ -12,11 +12,17 @@
     which the job in the container), and the rest of the command (context, store, artifacts).
 (c) Warm `hub exec profile` wall time against the time of its runs (mean latency x runs, median x
     burn-ins): the constant it adds, next to a warm invoke's wall time.
+(d) Cold invoke: `ONNXRuntimeInvoker().run(ctx, model, None)` in a fresh HubContext without a
+    warm container (the job runs as a hardened container of its own, which is then removed)
+    against `docker run --rm IMAGE python3 bare.py` of the same work (import, session, one run):
+    the paired ratio and the fixed per-run cost (the paired difference of the wall times).
 
     python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200] [--compare-src DIR]
+        [--cold-rounds 9]
 
 ``--compare-src DIR`` also times, in the same rounds, the invoke of another checkout's sources
-(``DIR/src`` first on PYTHONPATH), e.g. the commit before a change: a before/after in one run.
+(``DIR/src`` first on PYTHONPATH), e.g. the commit before a change: a before/after in one run
+(the cold invoke too, in a child process serving them). About 1.5 min on an idle 2-core machine.
 
 Set PYTHONDONTWRITEBYTECODE only if you mean to time recompiling every module on each start.
 """
@@ -184,6 +190,82 @@ def channel_round_trip(image: str) -> Callable[[], float]:
     return once
 
 
+def cold_invoke(model: Path) -> float:
+    """The wall time of one cold invoke through the API, context and store included."""
+    from edgehub.core import HubContext
+    from edgehub.core.invoke import ONNXRuntimeInvoker
+    from edgehub.toolchains.onnxruntime.components import ONNXRuntimeCompiledModel
+
+    os.environ.pop("EDGEHUB_KEEP_WARM", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        with HubContext(project_name="bench-ort", artifact_base_dir=Path(tmp)) as ctx:
+            ONNXRuntimeInvoker().run(ctx, ONNXRuntimeCompiledModel.from_path(model), None)
+        return time.perf_counter() - start
+
+
+def serve_cold() -> None:
+    for line in sys.stdin:
+        print(json.dumps(cold_invoke(Path(json.loads(line)))), flush=True)
+
+
+class OtherTree:
+    """Cold invokes by another checkout's sources, in a child process serving them."""
+
+    def __init__(self, source: Path) -> None:
+        env = {**os.environ, "PYTHONPATH": str(source.resolve() / "src")}
+        env.pop("EDGEHUB_KEEP_WARM", None)
+        argv = [sys.executable, __file__, "--serve-cold"]
+        pipe = subprocess.PIPE
+        self.child = subprocess.Popen(argv, env=env, stdin=pipe, stdout=pipe, text=True)
+
+    def once(self, model: Path) -> float:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.write(json.dumps(str(model)) + "\n")
+        self.child.stdin.flush()
+        return float(json.loads(self.child.stdout.readline()))
+
+    def close(self) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.close()
+        self.child.wait(60)
+
+
+def cold_rounds(args: argparse.Namespace, image: str, work: Path, example: Path) -> None:
+    """(d): cold invokes against `docker run --rm` of the bare script, rounds interleaved."""
+    (work / "ex.onnx").write_bytes(example.read_bytes())
+    work.chmod(0o755)
+    for name in ("bare.py", "ex.onnx"):
+        (work / name).chmod(0o644)
+    bare = ["docker", "run", "--rm", "--network", "none", "-v", f"{work}:/w:ro", "-w", "/w",
+            image, "python3", "bare.py", "ex.onnx", "1", "0"]  # fmt: skip
+    other = OtherTree(args.compare_src) if args.compare_src else None
+    cold_invoke(example)  # the agent zipapp built, the image's pages read
+    if other is not None:
+        other.once(example)
+    walls: dict[str, list[float]] = {"hub": [], "bare": [], "other": []}
+    for _ in range(args.cold_rounds):
+        walls["hub"].append(cold_invoke(example))
+        walls["bare"].append(timed(bare)[0])
+        if other is not None:
+            walls["other"].append(other.once(example))
+    if other is not None:
+        other.close()
+    med = statistics.median
+    fixed = med(h - b for h, b in zip(walls["hub"], walls["bare"], strict=True))
+    print(
+        f"(d) cold invoke of examples/tiny_cnn.onnx ({args.cold_rounds} rounds): edgehub "
+        f"{med(walls['hub']):.3f} s vs bare `docker run --rm` {med(walls['bare']):.3f} s, paired "
+        f"ratio {paired(walls['hub'], walls['bare']):.3f}, fixed per-run cost {fixed:+.3f} s"
+    )
+    if walls["other"]:
+        other_fixed = med(o - b for o, b in zip(walls["other"], walls["bare"], strict=True))
+        print(
+            f"    the same from {args.compare_src}: {med(walls['other']):.3f} s, paired ratio "
+            f"{paired(walls['other'], walls['bare']):.3f}, fixed per-run cost {other_fixed:+.3f} s"
+        )
+
+
 def paired(hub: list[float], bare: list[float]) -> float:
     """Each round's two figures were taken back to back, so their ratio cancels the machine's
     drift; the median over rounds is the figure."""
@@ -196,7 +278,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--compare-src", type=Path, default=None)
+    parser.add_argument("--cold-rounds", type=int, default=9)
+    parser.add_argument("--serve-cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_cold:
+        return serve_cold()
 
     from edgehub import images
 
@@ -317,6 +403,8 @@ def main() -> None:
         f"(runtime discovery, project and context, store, container adoption, artifacts)"
     )
     # The warm container is left to expire on its own (keep_warm): others may be using it.
+    if args.cold_rounds > 0:
+        cold_rounds(args, image, work, example)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,57 @@ def test_exec_streams_stdout_stderr_stdin_and_exit_code(
         client.exec_inspect("0" * 64)
 
 
+def _job(client: DockerClient, base: str, command: list[str]) -> str:
+    """A created (not started) container running ``command``, with a stdin to attach."""
+    tag = uuid.uuid4().hex[:8]
+    config = ContainerSettings(base, labels={LABEL: tag}).config(command, {}, {})
+    config.update(OpenStdin=True, StdinOnce=True, AttachStdin=True)
+    return client.create_container(config, f"edgehub-contract-job-{tag}")
+
+
+def test_a_container_is_attached_before_it_starts_fed_and_waited_for(
+    client: DockerClient, base: str
+) -> None:
+    job = _job(client, base, ["sh", "-c", 'cat; echo "err" >&2; exit 7'])
+    try:
+        sock = client.attach_container(job)
+        client.start_container(job)
+        sock.sendall(b"in\n")
+        sock.close_write()  # the container's stdin ends (StdinOnce)
+        got: dict[int, bytes] = {1: b"", 2: b""}
+        for kind, payload in frames(sock):
+            got[kind] += payload
+        sock.close()
+        assert got == {1: b"in\n", 2: b"err\n"}  # nothing missed: attached before the start
+        assert client.wait_container(job) == 7
+        assert client.wait_container(job) == 7  # a stopped container answers at once
+    finally:
+        client.remove_container(job)
+    with pytest.raises(DockerNotFound):
+        client.wait_container(job)
+
+
+def test_a_killed_container_ends_its_stream_with_status_137(
+    client: DockerClient, base: str
+) -> None:
+    job = _job(client, base, ["sh", "-c", "echo up; sleep 60"])
+    try:
+        sock = client.attach_container(job)
+        client.start_container(job)
+        sock.close_write()
+        stream = frames(sock)
+        assert next(stream) == (1, b"up\n")
+        client.kill_container(job)
+        assert list(stream) == []  # the stream ends with the container
+        sock.close()
+        assert client.wait_container(job) == 137
+        with pytest.raises(DockerAPIError) as stopped:
+            client.kill_container(job)  # not running any more
+        assert stopped.value.status == 409
+    finally:
+        client.remove_container(job)
+
+
 def test_archives_go_in_and_out(client: DockerClient, container: str) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:

@@ -483,6 +483,168 @@ def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
     assert not _container_exists(client, container_id), "an idle warm container removes itself"
 
 
+# -- cold jobs as containers of their own (docker/oneshot.py) -----------------------------------
+
+
+def _owned(client: Any, pid: int | None = None) -> set[str]:
+    """Containers (running or not) labeled as owned by ``pid`` (default: this process)."""
+    label = f"org.edgehub.owner-pid={pid or os.getpid()}"
+    return {c["Id"] for c in client.api.containers(all=True, filters={"label": label})}
+
+
+def _gone(client: Any, before: set[str]) -> bool:
+    """Whether every container made since ``before`` has been removed (they go in the
+    background: polled with a generous deadline)."""
+    deadline = time.monotonic() + 30
+    while _owned(client) - before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _owned(client) - before
+
+
+@pytest.mark.parametrize("kind", ["lite", "sdk"])
+def test_a_prepared_cold_runner_runs_each_exchange_as_a_container_of_its_own(
+    client: Any, runner_image: str, tmp_path: Path, kind: str
+) -> None:
+    from edgehub.runners.docker.sdk import SDKClient
+
+    sdk = SDKClient() if kind == "sdk" else None
+    stage = tmp_path / "stage"
+    (stage / "in").mkdir(parents=True)
+    (stage / "in" / "data.txt").write_text("hello")
+    script = "tr a-z A-Z < in/data.txt > out/up.txt; echo started; sleep 1; echo done >&2; exit 3"
+    before = _owned(client)
+    seen: dict[str, Any] = {}
+
+    def inspect_the_job() -> None:  # while it runs: what is it made of?
+        deadline = time.monotonic() + 60
+        while not (_owned(client) - before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for job in _owned(client) - before:
+            seen["attrs"] = client.api.inspect_container(job)
+
+    sink, events = EventSink(), []
+    sink.subscribe(lambda event: events.append((time.monotonic(), event.message)))
+    runner = DockerCommandRunner(runner_image, memory="256m", client=sdk).prepare()
+    try:
+        assert runner.container_id is None and runner.image_digest  # nothing started yet
+        watcher = threading.Thread(target=inspect_the_job)
+        watcher.start()
+        with use_sink(sink):
+            result = runner.exchange(
+                stage, "/work/run-1/job", ["sh", "-c", "mkdir out && " + script],
+                fetch="out", local=tmp_path / "back",
+            )  # fmt: skip
+        returned = time.monotonic()
+        watcher.join()
+        assert runner.container_id is None  # still no long-lived container
+        again = runner.exchange(
+            stage, "/work/run-1/job2", ["sh", "-c", "mkdir out; ls /work/run-1"],
+            fetch="out", local=tmp_path / "back2",
+        )  # fmt: skip
+    finally:
+        runner.close()
+        if sdk is not None:
+            sdk.close()
+    assert result.returncode == 3 and "done" in result.stderr
+    assert (tmp_path / "back" / "up.txt").read_text() == "HELLO"
+    started = next(t for t, message in events if message == "started")
+    assert returned - started > 0.5  # streamed live, not at the end
+    assert again.stderr.split() == ["job2"]  # each job in a fresh container
+    attrs = seen["attrs"]
+    assert attrs["Config"]["Cmd"][:2] == ["sh", "-c"] and not attrs["ExecIDs"]  # no exec
+    host = attrs["HostConfig"]
+    assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"] and host["Init"]
+    assert host["ReadonlyRootfs"] and host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["Memory"] == 256 << 20 and host["PidsLimit"] == 1024
+    assert host["LogConfig"]["Type"] == "none"  # the files on stdout are not logged too
+    assert attrs["Config"]["Labels"][MANAGED] == "1"
+    assert _gone(client, before)
+
+
+@pytest.mark.parametrize("stop", ["timeout", "cancel"])
+def test_a_stopped_cold_job_leaves_no_container(
+    client: Any, runner_image: str, tmp_path: Path, stop: str
+) -> None:
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    before = _owned(client)
+    runner = DockerCommandRunner(runner_image).prepare()
+    started = time.monotonic()
+    try:
+        if stop == "cancel":
+            threading.Timer(1.0, runner.cancel).start()
+        with pytest.raises(CommandTimeout if stop == "timeout" else CommandCancelled):
+            runner.exchange(
+                stage, "/work/slow", ["sh", "-c", "echo go; sleep 60"], fetch="out",
+                local=tmp_path / "b", timeout=1.0 if stop == "timeout" else None,
+            )  # fmt: skip
+        assert time.monotonic() - started < 30
+    finally:
+        runner.close()
+    assert not _owned(client) - before  # close waits for the removals
+
+
+def test_a_cold_job_killed_by_the_memory_limit_is_told_apart(
+    runner_image: str, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    (stage / "out").mkdir(parents=True)
+    runner = DockerCommandRunner(runner_image, memory="64m").prepare()
+    try:
+        hog = "head -c 1000m /dev/zero | tail > /dev/null"  # tail keeps the line in memory
+        result = runner.exchange(
+            stage, "/work/hog", ["sh", "-c", hog], fetch="out", local=tmp_path / "b"
+        )
+        assert result.returncode == 137
+        assert runner.out_of_memory() and not runner.out_of_memory()  # told once
+    finally:
+        runner.close()
+
+
+def test_a_cold_job_that_cannot_start_leaves_nothing_behind(
+    client: Any, runner_image: str, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    before = _owned(client)
+    runner = DockerCommandRunner(runner_image, user="nosuchuser").prepare()
+    try:
+        with pytest.raises(RunnerError, match="nosuchuser"):
+            runner.exchange(stage, "/work/j", ["true"], fetch="out", local=tmp_path / "b")
+        assert not _owned(client) - before
+    finally:
+        runner.close()
+
+
+def test_the_cold_job_of_a_killed_owner_is_reaped(client: Any, runner_image: str) -> None:
+    code = f"""
+        import sys, tempfile
+        from pathlib import Path
+        from edgehub.core.events import EventSink, use_sink
+        from edgehub.runners.docker import DockerCommandRunner
+        stage = Path(tempfile.mkdtemp())
+        sink = EventSink()
+        sink.subscribe(lambda event: print(event.message, flush=True))
+        runner = DockerCommandRunner({runner_image!r}).prepare()
+        with use_sink(sink):
+            runner.exchange(stage, "/work/j", ["sh", "-c", "echo working; sleep 120"],
+                            fetch="out", local=stage / "back")
+        """
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "working\n"
+        jobs = _owned(client, child.pid)
+        assert len(jobs) == 1
+    finally:
+        child.kill()  # no clean-up of its own
+        child.wait(30)
+    assert all(_exists_running(client, job) for job in jobs)  # the job outlives its owner...
+    assert set(reap_orphans()) >= jobs  # ...until the next command's reaper
+    assert not _owned(client, child.pid)
+
+
 # -- the two clients -------------------------------------------------------------------------
 
 NO_TAR_DOCKERFILE = """\

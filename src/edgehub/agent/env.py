@@ -15,6 +15,20 @@ from . import AGENT_VERSION, PROTOCOL_VERSION
 
 
 def _dist_version(name: str) -> str | None:
+    """An installed distribution's version: from its ``NAME-VERSION.dist-info`` folder's name
+    on ``sys.path`` where there is one (cheap: no ``importlib.metadata``, no metadata read),
+    else from its metadata."""
+    wanted = name.lower().replace("-", "_").replace(".", "_")
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:  # the zipapp itself, a missing folder
+            continue
+        for item in names:
+            if item.endswith(".dist-info"):
+                stem, _, version = item[: -len(".dist-info")].partition("-")
+                if stem.lower() == wanted and version:
+                    return version
     try:
         from importlib import metadata
 

@@ -205,8 +205,19 @@ class Params:
             )
 
 
+_PLAIN = (str, int, bool, type(None))
+_SMALL_JSON = 1 << 16  # documents up to this many characters are written indented
+
+
 def json_safe(value: Any) -> Any:
     """Make ``value`` strict-JSON serializable (NaN/inf become null, tuples become lists)."""
+    kind = type(value)  # the common types first: a layer table holds tens of thousands
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): json_safe(v) for k, v in value.items()}
+    if kind is list:
+        return [json_safe(v) for v in value]
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
@@ -230,8 +241,15 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
     if target.parent and not target.parent.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
     with replacing(target, durable=False) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(json_safe(payload), fh, indent=1, allow_nan=False)
-        fh.write("\n")
+        fh.write(json_text(payload) + "\n")
+
+
+def json_text(payload: Any) -> str:
+    """``payload`` as strict JSON: indented where small, else on one line (Python's fast
+    encoder does not indent, and a big layer table would cost a tenth of a second or more)."""
+    safe = json_safe(payload)
+    text = json.dumps(safe, allow_nan=False)
+    return json.dumps(safe, indent=1, allow_nan=False) if len(text) <= _SMALL_JSON else text
 
 
 class ResultFileError(ValueError):

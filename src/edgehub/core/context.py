@@ -353,8 +353,9 @@ class HubContext:
         gpus: str | None = None,
         host: str | None = None,
     ) -> DockerCommandRunner:
-        """The context's long-lived container of ``image`` (started on first use, removed on
-        exit unless ``keep_warm`` leaves it running for the next process); ``gpus`` ("all")
+        """The context's runner for ``image``: with ``keep_warm`` its container is adopted or
+        started now and left running for the next process; without, each agent job runs in a
+        container of its own, and every container is removed on exit; ``gpus`` ("all")
         passes NVIDIA GPUs through; ``host``: the daemon (default: ``$DOCKER_HOST``'s); with
         `pin_cpus` set, the container is pinned to those CPUs (a Docker cpuset)."""
         from edgehub.runners.docker import DockerCommandRunner
@@ -372,7 +373,7 @@ class HubContext:
                     host=host,
                     cpuset=self.pin_cpus,
                 )
-                runner.__enter__()
+                runner.prepare()  # a cold one starts a container per job only
                 self._docker[key] = runner
         return runner
 

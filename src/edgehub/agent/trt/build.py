@@ -53,7 +53,7 @@ from .layers import engine_layers, network_io, network_layers, precision_counts
 from .logger import make_logger
 from .prepare import PRECISIONS, prepare_model
 from .runtime import TensorRT, describe_flavor, import_tensorrt, resolve_targets, set_targets
-from .shapes import Profile, name_unknown_dims, optimization_profile, parse_shapes
+from .shapes import DimNames, Profile, name_unknown_dims, optimization_profile, parse_shapes
 
 
 def check_version(trt: TensorRT, wanted: str | None) -> None:
@@ -143,6 +143,11 @@ def open_engine(trt: TensorRT, logger: Any, blob: Any, report: Report) -> dict[s
         return None
 
 
+def all_static(network: Any) -> bool:
+    """Whether every input of a parsed network has a fixed shape (no dim to name)."""
+    return all(-1 not in tuple(network.get_input(i).shape) for i in range(network.num_inputs))
+
+
 def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
     output_arg = params.path("output")
@@ -173,15 +178,29 @@ def run(params: Params, report: Report) -> CommandOutput:
     with tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-") as tmp:
         started = time.perf_counter()
         source, notes = prepare_model(path, Path(tmp) / path.name, precision, report)
-        source, dim_names, renamed = name_unknown_dims(source, Path(tmp) / f"n_{path.name}", report)
-        if renamed:
-            notes["renamed_unknown_dims"] = renamed
         prepared = time.perf_counter()
         builder = trt.module.Builder(logger)
         flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         network = builder.create_network(flags)
         parser = trt.module.OnnxParser(network, logger)
-        if not parser.parse_from_file(str(source)):
+        parsed_ok = parser.parse_from_file(str(source))
+        dim_names: DimNames = {}
+        renamed: dict[str, Any] = {}
+        # Unnamed dynamic dims get names of their own before TensorRT's parse counts: onnx
+        # (slow to import) is loaded only when TensorRT finds an input that is not static.
+        if not parsed_ok or not all_static(network):
+            naming = time.perf_counter()
+            named = Path(tmp) / f"n_{path.name}"
+            named, dim_names, renamed = name_unknown_dims(source, named, report)
+            prepared += time.perf_counter() - naming
+            if renamed:
+                notes["renamed_unknown_dims"] = renamed
+                source, network = named, builder.create_network(flags)
+                parser = trt.module.OnnxParser(network, logger)
+                logger.lines.clear()  # the first parse's messages are of another model
+                logger.errors.clear()
+                parsed_ok = parser.parse_from_file(str(source))
+        if not parsed_ok:
             if build_log:
                 logger.write(build_log)
             raise parser_error(parser, path)
@@ -235,7 +254,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         )
     metrics: dict[str, Any] = {
         "build_time_s": round(build_time, 3),
-        "prepare_time_s": round(prepared - started, 3),
+        "prepare_time_s": round(prepared - started, 3),  # with naming dims, where done
         "parse_time_s": round(parsed - prepared, 3),
         "engine_size_bytes": size,
         "num_layers": len(layers),

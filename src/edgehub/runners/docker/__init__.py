@@ -3,9 +3,10 @@
 Modules: ``client`` (the typed API protocol and `connect`), ``lite`` and ``sdk`` (its two
 implementations), ``frames`` (the exec stream), ``exec`` (commands as processes), ``files``
 (put/get), ``exchange`` (upload + run + download in one exec), ``container`` (settings,
-hardening, start/remove), ``warm`` (shared warm containers), ``channel`` (the host's direct
-line to a warm container's resident agent), ``owner`` (labels and markers naming the owning
-process), ``reaper`` (clean-up after dead processes), ``runner``.
+hardening, start/remove), ``oneshot`` (a cold job as a container of its own), ``warm``
+(shared warm containers), ``channel`` (the host's direct line to a warm container's resident
+agent), ``owner`` (labels and markers naming the owning process), ``reaper`` (clean-up after
+dead processes), ``runner``.
 """
 
 from __future__ import annotations

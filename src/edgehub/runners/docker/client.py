@@ -73,10 +73,25 @@ class DockerClient(Protocol):
         ...
 
     def create_container(self, config: Mapping[str, Any], name: str) -> str:
-        """Create from an Engine API ``ContainerConfig`` (``HostConfig`` inside); its id."""
+        """Create from an Engine API ``ContainerConfig`` (``HostConfig`` inside); its id.
+        ``OpenStdin`` true gives it a stdin that one `attach_container` may write, then close."""
         ...
 
     def start_container(self, container: str) -> None: ...
+
+    def attach_container(self, container: str) -> ExecSocket:
+        """The multiplexed stdout and stderr of a created container (attach before it
+        starts to miss nothing), and its stdin where it has one; the stream ends when the
+        container stops."""
+        ...
+
+    def wait_container(self, container: str) -> int:
+        """Wait until the container has stopped; its exit status."""
+        ...
+
+    def kill_container(self, container: str) -> None:
+        """SIGKILL the container's main process (and so everything in it)."""
+        ...
 
     def remove_container(self, container: str) -> None:
         """Force-remove a container and its anonymous volumes."""

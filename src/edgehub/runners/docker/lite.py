@@ -278,6 +278,22 @@ class LiteClient:
     def remove_container(self, container: str) -> None:
         self._call("DELETE", f"/containers/{quote(container, safe='')}?force=1&v=1")
 
+    def attach_container(self, container: str) -> ExecSocket:
+        url = f"/containers/{quote(container, safe='')}/attach?stream=1&stdin=1&stdout=1&stderr=1"
+        return self._upgrade(url, None)
+
+    def wait_container(self, container: str) -> int:
+        url = f"/containers/{quote(container, safe='')}/wait"
+        response = self._open("POST", url, None, "", forever=True)
+        try:
+            data = response.read()
+        finally:
+            response.close()
+        return int(json.loads(data)["StatusCode"])
+
+    def kill_container(self, container: str) -> None:
+        self._call("POST", f"/containers/{quote(container, safe='')}/kill")
+
     def exec_create(
         self,
         container: str,
@@ -303,8 +319,10 @@ class LiteClient:
         return str(self._call("POST", url, body)["Id"])
 
     def exec_start(self, exec_id: str) -> ExecSocket:
-        body = b'{"Detach": false, "Tty": false}'
-        url = f"/exec/{exec_id}/start"
+        return self._upgrade(f"/exec/{exec_id}/start", b'{"Detach": false, "Tty": false}')
+
+    def _upgrade(self, url: str, body: bytes | None) -> ExecSocket:
+        """POST ``url`` and take the connection over as a raw stream."""
         response = self._open("POST", url, body, "application/json", upgrade=True)
         sock, pending = response.take_over()
         sock.settimeout(None)  # a quiet command may print nothing for a long time

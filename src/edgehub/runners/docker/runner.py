@@ -5,6 +5,8 @@ line by line and timeouts and `cancel` stop the exec's processes. Files move as 
 through ``exec`` (or the archive API for images without ``tar``, ``docker/files.py``), and
 `exchange` does upload + run + download in one exec; `agent_exchange` does the same for an
 agent job without any exec, over a warm container's direct channel (``docker/channel.py``).
+Until a cold runner has started that container (`prepare` starts none), each `exchange` runs
+as a container of its own (``docker/oneshot.py``), as ``docker run --rm`` would.
 With ``keep_warm`` the container is shared with later processes (``docker/warm.py``); its jobs
 keep their stdin open (unwritten) so they read end of file when this process dies
 (``EDGEHUB_AGENT_WATCH_STDIN=1`` tells the agent to watch it), and a command that reads its
@@ -32,6 +34,7 @@ from edgehub.runners.docker.container import (
 )
 from edgehub.runners.docker.exec import OCI_FAILURE, ExecProcess
 from edgehub.runners.docker.files import ContainerFiles
+from edgehub.runners.docker.oneshot import OneShotProcess, OneShots
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
 from edgehub.runners.exchange import exchange
@@ -84,6 +87,7 @@ class DockerCommandRunner(BaseRunner):
         self._container = Container(settings, client, host)
         self._oom_kills_seen = 0
         self._files = ContainerFiles(self._container, self._ensure_started)
+        self._oneshots = OneShots(self._container)
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -128,7 +132,7 @@ class DockerCommandRunner(BaseRunner):
         """Whether the memory limit killed a process in the container since the last ask."""
         from edgehub.runners.docker.memory import oom_kills
 
-        count, seen = oom_kills(self), self._oom_kills_seen
+        count, seen = oom_kills(self) + self._oneshots.oom_kills, self._oom_kills_seen
         self._oom_kills_seen = max(count, seen)
         return count > seen
 
@@ -141,6 +145,27 @@ class DockerCommandRunner(BaseRunner):
     def __enter__(self) -> DockerCommandRunner:
         super().__enter__()
         self._ensure_started()
+        return self
+
+    def prepare(self) -> DockerCommandRunner:
+        """Get ready for work without starting more than needed: a warm runner adopts (or
+        starts) its container, as `__enter__` does; a cold one checks the daemon and the
+        image and tidies up after dead processes, then runs each `exchange` as a container
+        of its own (a `run`, `put` or `get` starts the long-lived container first)."""
+        if self._keep_warm is not None:
+            return self.__enter__()
+        super().__enter__()
+        from edgehub.runners.docker.reaper import reap
+
+        container = self._container
+        try:
+            with container.lock:
+                container.inspect_image()
+                assert container.client is not None
+                reap(container.client, jobs=False)  # never fails
+        except BaseException:
+            self.release()
+            raise
         return self
 
     def _ensure_started(self) -> str:
@@ -157,12 +182,16 @@ class DockerCommandRunner(BaseRunner):
                 raise
 
     def release(self) -> None:
-        """Remove the container (a warm one is left for the next process) and the client."""
+        """Remove the container (a warm one is left for the next process), the job
+        containers, and the client."""
         try:
-            if self._keep_warm is None:
-                self._container.remove()
-            else:
-                self._container.forget()
+            try:
+                self._oneshots.remove_all()
+            finally:
+                if self._keep_warm is None:
+                    self._container.remove()
+                else:
+                    self._container.forget()
         finally:
             self._container.close_client()
 
@@ -247,23 +276,33 @@ class DockerCommandRunner(BaseRunner):
         hide: bool = False,
     ) -> CommandResult:
         """Upload ``stage`` as ``remote``, run ``argv`` there, download ``remote/fetch`` to
-        ``local``, in one exec. Returns the command's result (its exit code is not checked)."""
+        ``local``, in one exec (or, before a cold runner has started its container, in a
+        container of its own). Returns the command's result (its exit code is not checked)."""
         target = PurePosixPath(self._files.remote(remote))
+        jobs: list[OneShotProcess] = []
+        oneshot = self._keep_warm is None and self._container.id is None
 
         def start(words: list[str], stdin: bytes) -> Process:
-            return self._exec(words, stdin=stdin)
+            if not oneshot:
+                return self._exec(words, stdin=stdin)
+            jobs.append(self._oneshots.start(words, stdin))
+            return jobs[-1]
 
-        return exchange(
-            self.execute,
-            start,
-            stage,
-            target,
-            argv,
-            fetch=fetch,
-            local=local,
-            timeout=timeout,
-            hide=hide,
-        )
+        try:
+            return exchange(
+                self.execute,
+                start,
+                stage,
+                target,
+                argv,
+                fetch=fetch,
+                local=local,
+                timeout=timeout,
+                hide=hide,
+            )
+        finally:
+            for job in jobs:
+                self._oneshots.done(job)
 
     # -- the direct channel to a resident agent (docker/channel.py) ------------------------------
 

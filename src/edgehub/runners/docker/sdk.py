@@ -210,6 +210,7 @@ class SDKClient:
                 user=body.pop("User", None),
                 environment=body.pop("Env", None),
                 host_config=body.pop("HostConfig", None),
+                stdin_open=bool(body.pop("OpenStdin", False)),
             )
         )
         return str(created["Id"])
@@ -219,6 +220,20 @@ class SDKClient:
 
     def remove_container(self, container: str) -> None:
         _translated(lambda: self._api.remove_container(container, force=True, v=True))
+
+    def attach_container(self, container: str) -> _SDKExecSocket:
+        params = {"stream": 1, "stdin": 1, "stdout": 1, "stderr": 1}
+        return _SDKExecSocket(
+            _translated(lambda: self._api.attach_socket(container, params=params))
+        )
+
+    def wait_container(self, container: str) -> int:
+        # timeout None: no limit (the SDK's default would be the client's timeout)
+        result = _translated(lambda: self._api.wait(container, timeout=None))
+        return int(result["StatusCode"])
+
+    def kill_container(self, container: str) -> None:
+        _translated(lambda: self._api.kill(container))
 
     def exec_create(
         self,
