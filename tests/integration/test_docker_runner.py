@@ -444,6 +444,19 @@ def test_exchange_uploads_runs_and_fetches_in_one_exec(
     assert "done" in [e.message for e in seen]  # the command's output streamed live
 
 
+def test_an_exchange_whose_command_makes_no_fetch_folder_brings_nothing_back(
+    runner: DockerCommandRunner, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    result = runner.exchange(
+        stage, "/work/no-out-job", ["true"], fetch="out", local=tmp_path / "back"
+    )
+    assert result.returncode == 0
+    assert not (tmp_path / "back").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".edgehub-fetch-")]
+
+
 def test_exchange_timeout_stops_the_command(runner: DockerCommandRunner, tmp_path: Path) -> None:
     stage = tmp_path / "stage"
     stage.mkdir()

@@ -106,8 +106,11 @@ def _unpack(spool: ArchiveSpool, fetch: str, local: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=".edgehub-fetch-", dir=local.parent))
     try:
         spool.extract(scratch)
+        fetched = scratch / fetch
+        if not fetched.is_dir():
+            return  # the archive held no such folder: nothing came back
         if local.exists():
             shutil.rmtree(local)
-        (scratch / fetch).replace(local)
+        fetched.replace(local)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
