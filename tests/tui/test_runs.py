@@ -325,7 +325,7 @@ async def test_a_profile_shows_the_conditions_its_loop_ran_under(
         assert verdict.startswith("disturbed: other processes took 40% of the CPUs during this run")
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("home", "enter")  # the newest run recorded no conditions
+        await pilot.press("ctrl+home", "enter")  # the newest run recorded no conditions
         await app.workers.wait_for_complete()
         await pilot.pause()
         other = app.screen

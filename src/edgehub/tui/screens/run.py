@@ -55,6 +55,7 @@ class RunScreen(HubScreen):
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self._launched = 0
+        self._options_for: tuple[str | None, str | None] | None = None  # the form's choices
 
     def compose(self) -> ComposeResult:
         from edgehub.toolchains.registry import runtime_names
@@ -122,9 +123,12 @@ class RunScreen(HubScreen):
         from edgehub.toolchains.registry import get_runtime
         from edgehub.tui.config_fields import option_fields
 
+        runtime, step = self._value("#runtime"), self._value("#step")
+        if (runtime, step) == self._options_for:
+            return  # both selects say "changed" once mounted: one form is enough
+        self._options_for = (runtime, step)
         box = self.query_one("#options", Vertical)
         await box.remove_children()
-        runtime, step = self._value("#runtime"), self._value("#step")
         try:
             if step == EVAL_STEP:
                 components = await self._mount_eval_form(box, runtime or "")
