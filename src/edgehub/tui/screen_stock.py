@@ -34,13 +34,14 @@ class ScreenStock:
         self._taken: set[str] = set()
 
     def take(self, mode: str) -> Screen[Any]:
-        """``mode``'s screen: the one built, else a new one (Textual then builds it)."""
+        """``mode``'s screen when Textual first shows a mode that `build` has not put in
+        place: the one being built, else a new one (Textual then builds it)."""
         self._taken.add(mode)
         return self._ready.pop(mode, None) or self._factories[mode]()
 
     def ready(self, mode: str) -> bool:
-        """Whether ``mode``'s screen is built and not shown yet."""
-        return mode in self._ready and self._built[mode].is_set()
+        """Whether ``mode``'s screen has been built here (shown since or not)."""
+        return mode in self._built and self._built[mode].is_set()
 
     async def build(self, mode: str) -> None:
         """Build ``mode``'s screen without showing it, unless it has been shown; while it is
@@ -52,6 +53,8 @@ class ScreenStock:
             built = self._built[mode] = asyncio.Event()
             screen = self._ready[mode] = self._factories[mode]()
             await self._mount_hidden(screen)
+            if self._ready.get(mode) is screen:  # not shown meanwhile
+                self._stack(mode, screen)
             built.set()
         await built.wait()
 
@@ -70,6 +73,14 @@ class ScreenStock:
         _screen, mounted = self._app._get_screen(screen)
         await mounted
         self.styled(screen)
+
+    def _stack(self, mode: str, screen: Screen[Any]) -> None:
+        """Make ``screen`` the base of ``mode``'s screen stack, as Textual does at a mode's
+        first visit but without telling the screen it is shown: the switch then tells it once
+        (a first visit otherwise resumes the screen twice, restyling all of it twice)."""
+        del self._ready[mode]
+        self._taken.add(mode)
+        self._app._screen_stacks[mode] = [screen]
 
     def styled(self, screen: Screen[Any]) -> None:
         """Mark ``screen``, mounted, as styled by the current stylesheet (its widgets were
