@@ -297,11 +297,10 @@ class RunScreen(HubScreen):
         return self.query_one(f"#{pane_id}", RunPane)
 
     def _show_tab(self, pane: str) -> None:
-        """Scroll the tab bar to a new run's tab."""
-        from textual.widgets import Tabs
-
+        """Scroll the tab bar to a new run's tab (once mounted; the bar hides its scroll bar,
+        hence ``force``)."""
         tab = self.query_one("#panes", TabbedContent).get_tab(pane)
-        self.query_one("#panes", TabbedContent).query_one(Tabs).scroll_to_widget(tab)
+        tab.scroll_visible(animate=False, force=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_tab":  # only a finished run's tab closes
