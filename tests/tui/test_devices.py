@@ -208,3 +208,24 @@ async def test_the_footer_keeps_save_and_reload_on_a_narrow_terminal(
         await pilot.pause()
         footer = screen_text(app).rstrip().splitlines()[-1]
         assert "w Save" in footer and "r Reload" in footer, footer
+
+
+async def test_a_failed_check_is_told_whole(project: Path) -> None:
+    """The check column cuts a long reason; the notification says all of it."""
+    from edgehub.ops.device_check import check_device
+    from edgehub.ops.project import open_project
+
+    hub_toml = project / "hub.toml"
+    hub_toml.write_text(
+        HUB_TOML + '\n[devices.gone]\nprovider = "embedl_onnxruntime"\n'
+        '[devices.gone.ssh]\nhost = "127.0.0.1"\nport = 1\nuser = "pi"\n'
+    )
+    expected = check_device(open_project(hub_toml), "gone")
+    assert expected.state != "ok" and len(expected.detail) > 40, expected
+    app = EdgehubApp(hub_toml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        told = [n.message for n in app._notifications]
+        assert f"gone: {expected.state}: {expected.detail}" in told, told
