@@ -96,3 +96,17 @@ async def test_a_key_pressed_while_screens_are_being_built_shows_its_screen(
         await pilot.press("f5", "f2")
         await pilot.pause()
         assert app.screen is screen
+
+
+@pytest.mark.parametrize("after", [0.0, 0.06, 0.07, 0.08, 0.1])
+async def test_quitting_while_a_screen_is_being_built_is_clean(project: Path, after: float) -> None:
+    """Quitting ``after`` seconds after the Run screen is built: the next one is on its way."""
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(100, 30)) as pilot:
+        deadline = time.monotonic() + 60
+        while not app.screens_ahead.ready("run") and time.monotonic() < deadline:
+            await asyncio.sleep(0.002)
+        await asyncio.sleep(after)
+        app.exit(0)
+        await pilot.pause()
+    assert app.return_code == 0

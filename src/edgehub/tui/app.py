@@ -164,9 +164,15 @@ class EdgehubApp(App[int]):
 
     def _handle_exception(self, error: Exception) -> None:
         """An exception nothing caught ends the app (status 1): log it and stop the runs
-        first, so none is left going."""
+        first, so none is left going. Once the app is closing, a screen still being built
+        ahead finds its widgets gone (`NoMatches`, `MountError`): no failure."""
+        from textual.css.query import NoMatches
+        from textual.widget import MountError
+
         from edgehub.tui.error_log import record_error
 
+        if not self.is_running and isinstance(error, (NoMatches, MountError)):
+            return
         record_error(self.state.project.store_dir, "hub-tui", error)
         self.state.cancel_all()
         super()._handle_exception(error)

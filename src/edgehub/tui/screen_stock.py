@@ -53,8 +53,8 @@ class ScreenStock:
             built = self._built[mode] = asyncio.Event()
             screen = self._ready[mode] = self._factories[mode]()
             await self._mount_hidden(screen)
-            if self._ready.get(mode) is screen:  # not shown meanwhile
-                self._stack(mode, screen)
+            if self._ready.get(mode) is screen and self._app.is_running:  # not shown, not
+                self._stack(mode, screen)  # quitting (Textual is then closing the stacks)
             built.set()
         await built.wait()
 
