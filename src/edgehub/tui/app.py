@@ -8,6 +8,7 @@ Ctrl-C offers the same with a confirm, and a second Ctrl-C quits, cancelling eve
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from functools import partial
 from pathlib import Path
@@ -94,11 +95,18 @@ class EdgehubApp(App[int]):
 
         for screen in self.screen_stack:
             self.screens_ahead.styled(screen)
+        gc.freeze()  # what start-up made (modules, the first screen) stays: see below
         try:
             await asyncio.to_thread(runtime_names)
             await self.screens_ahead.build_ahead(["run", "images", "runs", "sweep"])
         except Exception as error:  # never the end of the app: the screens build when asked
             self.show_unexpected("building screens ahead", error)
+        # The app's widgets live as long as it does: out of the garbage collector's way (a full
+        # collection walked them all, 50-250 ms, at whatever key press it fell on).
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # collectable again once the app is gone
 
     def delay_update(self, delay: float = 0.05) -> None:
         """Textual holds every paint for 50 ms when it switches modes, to hide a screen
