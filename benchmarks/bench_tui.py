@@ -7,12 +7,18 @@ the bench that burn CPU for the whole run, as other work on a 2-core machine doe
 PYTHONDONTWRITEBYTECODE before timing (without cached bytecode every start compiles).
 
 (a) Time to first paint: a fresh interpreter imports the app, builds it and runs it headless
-    until the Devices screen has been laid out and rendered (goal < 0.5 s), and the same from
-    "app built" only; the slowest start's steps (import, build, paint) are reported too.
-(a2) Screen switches: each of the five screens by its key, first visit (the screen is built
-    then) and again (goal < 150 ms), from the key press until the new screen has been laid out
-    and painted; and reloading hub.toml after an outside edit (read on a worker thread): the
-    longest the UI loop stalled meanwhile.
+    until the Devices screen's first frame is drawn (goal < 0.5 s), and the same from "app
+    built" only; the slowest start's steps (import, build, paint) are reported too.
+(a2) Screen switches: each of the five screens by its key, first visit and again (goal
+    < 150 ms), from the key press until the new screen's first frame is drawn, and the CPU
+    seconds the process spent meanwhile (every thread), and for Runs until its rows (read in a
+    worker) are drawn too. The first visits come once the other screens have been built in the
+    background after the first paint (how long that took, and the longest the UI loop stalled
+    meanwhile, are reported); a visit to Run right after the first paint (nothing built yet)
+    is timed on its own. And reloading hub.toml after an outside edit (read on a worker
+    thread): the longest the UI loop stalled meanwhile.
+    A frame counts when Textual hands it to the terminal (`App._display`; a headless app
+    draws each frame and writes none), not held by a batch, and of the screen in view.
 (a3) Compare of two profile runs with 100,000 raw samples each: the statistics alone
     (`runs_data.compare_runs`), and from the ``c`` key until the Compare screen shows them.
 (b) The Runs screen over a store of N runs (fixed runs written into a temporary store): time
@@ -56,15 +62,23 @@ start = time.perf_counter()
 import asyncio, sys
 from pathlib import Path
 from edgehub.tui.app import EdgehubApp
+from edgehub.tui.screens.devices import DevicesScreen
 imported = time.perf_counter()
 app = EdgehubApp(Path(sys.argv[1]))
 built = time.perf_counter()
+painted = []  # (when, CPU seconds) of the Devices screen's first frame
+display = app._display
+def watch(screen, frame):
+    if frame is not None and not app._batch_count and isinstance(screen, DevicesScreen):
+        painted.append((time.perf_counter(), time.process_time()))  # start-up CPU included
+    display(screen, frame)
+app._display = watch
 async def main():
-    async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        painted = time.perf_counter()
-        cpu = time.process_time()  # this process's CPU seconds, start-up included
-        print(f"{painted - start:.4f} {painted - built:.4f} {imported - start:.4f} {cpu:.4f}")
+    async with app.run_test(size=(100, 30)):
+        while not painted:
+            await asyncio.sleep(0.001)
+    at, cpu = painted[0]
+    print(f"{at - start:.4f} {at - built:.4f} {imported - start:.4f} {cpu:.4f}")
 asyncio.run(main())
 """
 
@@ -105,32 +119,107 @@ async def _painted(pilot: Any, screen_type: type) -> None:
     await pilot.pause()  # laid out, rendered, the message queue idle
 
 
+class Frames:
+    """The frames Textual hands to the terminal (`App._display`, wrapped: a headless app draws
+    every frame and writes none): when, the process's CPU seconds then, and of which screen."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.shown: list[tuple[float, float, type]] = []
+        display = app._display
+
+        def watch(screen: Any, frame: Any) -> None:
+            if frame is not None and not app._batch_count and screen is app.screen:
+                self.shown.append((time.perf_counter(), time.process_time(), type(screen)))
+            display(screen, frame)
+
+        app._display = watch
+
+    async def first(self, screen_type: type, after: float) -> tuple[float, float]:
+        """The first frame of ``screen_type`` drawn after ``after``: when, and CPU then."""
+        while True:
+            for at, cpu, shown in self.shown:
+                if at > after and shown is screen_type:
+                    return at, cpu
+            await asyncio.sleep(0.001)
+
+    async def switch(self, key: str, screen_type: type) -> tuple[float, float]:
+        """Press ``key`` (as a terminal sends it); the seconds until the first frame of
+        ``screen_type``, and the CPU seconds meanwhile."""
+        from textual import events
+
+        self.shown.clear()
+        began, cpu = time.perf_counter(), time.process_time()
+        self.app._driver.send_message(events.Key(key, None))
+        at, cpu_then = await self.first(screen_type, began)
+        return at - began, cpu_then - cpu
+
+
+async def _settled(pilot: Any) -> None:
+    """Until the app has finished what the last key started (workers, trailing paints)."""
+    await pilot.pause()
+    await asyncio.sleep(0.2)
+
+
+def _ticking(app: Any, ticks: list[float]) -> None:
+    """A 60 Hz timer on the UI loop: the gaps between its ticks are the loop's stalls."""
+    app.set_interval(1 / 60, lambda: ticks.append(time.perf_counter()))
+
+
+def _largest_gap_ms(ticks: list[float]) -> float:
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    return 1000 * max(gaps) if gaps else float("nan")
+
+
 async def screen_switches(project: Path, rounds: int) -> dict[str, float]:
     from edgehub.tui.app import SCREENS, EdgehubApp
+    from edgehub.tui.screens.devices import DevicesScreen
 
     keys = {name: f"f{i}" for i, name in enumerate(SCREENS, start=1)}  # also from a field
+    others = list(SCREENS)[1:]
+    results: dict[str, float] = {}
+
+    # Run right after the first paint, before any screen is built ahead
     app = EdgehubApp(project / "hub.toml")
+    frames = Frames(app)
+    async with app.run_test(size=(100, 30)):
+        await frames.first(DevicesScreen, 0.0)
+        took, cpu = await frames.switch(keys["run"], SCREENS["run"])
+        results["run_right_after_first_paint_ms"] = 1000 * took
+        results["run_right_after_first_paint_cpu_ms"] = 1000 * cpu
+
+    app = EdgehubApp(project / "hub.toml")
+    frames = Frames(app)
     first: dict[str, float] = {}
     again: list[float] = []
     again_cpu: list[float] = []
     ticks: list[float] = []
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        order = [*list(SCREENS)[1:], "devices"]
+        painted, _ = await frames.first(DevicesScreen, 0.0)
+        _ticking(app, ticks)
+        while not all(app.screens_ahead.ready(name) for name in others):
+            await asyncio.sleep(0.005)
+        results["build_ahead_s"] = time.perf_counter() - painted
+        results["build_ahead_largest_frame_gap_ms"] = _largest_gap_ms(ticks)
+        await _settled(pilot)
         for index in range(rounds):
-            for name in order:
-                began, cpu = time.perf_counter(), time.process_time()
-                await pilot.press(keys[name])
-                await _painted(pilot, SCREENS[name])
-                took = time.perf_counter() - began
+            for name in [*others, "devices"]:
+                began = time.perf_counter()
+                took, cpu = await frames.switch(keys[name], SCREENS[name])
+                if index == 0 and name == "runs":  # and until its rows are drawn
+                    while app.screen._pending is not None:  # the first page is read
+                        await asyncio.sleep(0.001)
+                    at, _ = await frames.first(SCREENS[name], time.perf_counter())
+                    results["first_visit_runs_rows_drawn_ms"] = 1000 * (at - began)
                 if index == 0 and name != "devices":
-                    first[name] = took
-                    first[f"{name}_cpu"] = time.process_time() - cpu
+                    first[name] = 1000 * took
+                    first[f"{name}_cpu"] = 1000 * cpu
                 else:
                     again.append(took)
-                    again_cpu.append(time.process_time() - cpu)
+                    again_cpu.append(cpu)
+                await _settled(pilot)
         # an outside edit of hub.toml: the watcher reads it off the UI thread
-        app.set_interval(1 / 60, lambda: ticks.append(time.perf_counter()))
+        ticks.clear()
         hub_toml = project / "hub.toml"
         text = hub_toml.read_text()
         await pilot.pause(0.3)
@@ -141,17 +230,17 @@ async def screen_switches(project: Path, rounds: int) -> dict[str, float]:
             await asyncio.sleep(0.01)
         await pilot.pause(0.2)
         hub_toml.write_text(text)
-    gaps = [b - a for a, b in itertools.pairwise(ticks)]
     again.sort()
     again_cpu.sort()
     return {
-        **{f"first_visit_{name}_ms": 1000 * took for name, took in first.items()},
+        **results,
+        **{f"first_visit_{name}_ms": took for name, took in first.items()},
         "switch_median_ms": 1000 * again[len(again) // 2],
         "switch_max_ms": 1000 * again[-1],
         "switch_cpu_median_ms": 1000 * again_cpu[len(again_cpu) // 2],
         "switch_cpu_max_ms": 1000 * again_cpu[-1],
         "switches": len(again),
-        "outside_edit_largest_frame_gap_ms": 1000 * max(gaps) if gaps else float("nan"),
+        "outside_edit_largest_frame_gap_ms": _largest_gap_ms(ticks),
     }
 
 

@@ -79,6 +79,7 @@ async def test_an_edit_that_does_not_validate_is_shown_not_saved(project: Path) 
         assert "memory" in message
         shown = [str(label.render()) for label in editor.query("#settings .error.shown")]
         assert shown and "memory" in shown[0]
+        assert "hub.toml:" not in message  # the edit is not in the file: no line of it cited
         await pilot.press("escape")
         await pilot.pause()
         assert not app.state.dirty
@@ -181,3 +182,50 @@ async def test_check_shows_whether_the_device_is_reachable(
         await pilot.pause()
         table = app.screen.query_one("#devices", DataTable)
         assert str(table.get_row("local")[4]) == "ok: Docker daemon reachable"
+
+
+async def test_add_opens_with_the_name_field_focused(project: Path) -> None:
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, DeviceEditScreen)
+        focused = app.focused
+        assert isinstance(focused, Input) and focused.name == "name", focused
+        await pilot.press("r", "p", "i")  # typing goes to it at once
+        await pilot.pause()
+        assert focused.value == "rpi"
+
+
+@pytest.mark.parametrize("size", [(60, 18), (80, 24)], ids=["60", "80"])
+async def test_the_footer_keeps_save_and_reload_on_a_narrow_terminal(
+    project: Path, size: tuple[int, int]
+) -> None:
+    from tests.tui.screen_text import screen_text
+
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        footer = screen_text(app).rstrip().splitlines()[-1]
+        assert "w Save" in footer and "r Reload" in footer, footer
+
+
+async def test_a_failed_check_is_told_whole(project: Path) -> None:
+    """The check column cuts a long reason; the notification says all of it."""
+    from edgehub.ops.device_check import check_device
+    from edgehub.ops.project import open_project
+
+    hub_toml = project / "hub.toml"
+    hub_toml.write_text(
+        HUB_TOML + '\n[devices.gone]\nprovider = "embedl_onnxruntime"\n'
+        '[devices.gone.ssh]\nhost = "127.0.0.1"\nport = 1\nuser = "pi"\n'
+    )
+    expected = check_device(open_project(hub_toml), "gone")
+    assert expected.state != "ok" and len(expected.detail) > 40, expected
+    app = EdgehubApp(hub_toml)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("down", "c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        told = [n.message for n in app._notifications]
+        assert f"gone: {expected.state}: {expected.detail}" in told, told

@@ -197,9 +197,15 @@ async def test_ctrl_c_asks_before_cancelling_and_a_second_ctrl_c_quits(
         await pilot.press("n")
         await pilot.pause()
         assert app.state.runs and pane.status == "RUNNING"
+        await pilot.press("2")
+        await pilot.pause()
+        field = _runs_option(screen)
+        field.focus()  # from inside a text field too
+        await pilot.pause()
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
+        assert field.value == "900000"  # the field did not take it
         await pilot.press("ctrl+c")
         await _wait(pilot, lambda: not app.is_running, 30)
     assert app.return_code == 130

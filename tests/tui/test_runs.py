@@ -201,6 +201,18 @@ async def test_run_summary_shows_whole_numbers_and_tables_plainly() -> None:
     assert shown_value({"name": "top1", "value": 0.5}) == "name=top1, value=0.5"
 
 
+async def test_the_status_column_shows_at_80_columns(project: Path, fixed_runs: list[str]) -> None:
+    from tests.tui.screen_text import screen_text
+
+    app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open_runs(pilot, app)
+        lines = screen_text(app).splitlines()
+        header = next(line for line in lines if " run " in line and " started" in line)
+        assert " status " in header, header
+        assert any("FINISHED" in line or "FAILED" in line for line in lines), lines
+
+
 async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> None:
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(100, 30)) as pilot:
@@ -325,7 +337,7 @@ async def test_a_profile_shows_the_conditions_its_loop_ran_under(
         assert verdict.startswith("disturbed: other processes took 40% of the CPUs during this run")
         await pilot.press("escape")
         await pilot.pause()
-        await pilot.press("home", "enter")  # the newest run recorded no conditions
+        await pilot.press("ctrl+home", "enter")  # the newest run recorded no conditions
         await app.workers.wait_for_complete()
         await pilot.pause()
         other = app.screen

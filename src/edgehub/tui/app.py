@@ -8,6 +8,7 @@ Ctrl-C offers the same with a confirm, and a second Ctrl-C quits, cancelling eve
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,7 @@ from textual.binding import Binding
 from edgehub.tui.clock import Clock
 from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import DiskRead, ProjectState
+from edgehub.tui.screen_stock import ScreenStock
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.devices import DevicesScreen
@@ -63,19 +65,52 @@ class EdgehubApp(App[int]):
         self.state = ProjectState(config_path, clock)
         self._interrupting = False  # the Ctrl-C confirm is open: a second Ctrl-C quits
         self._reading_config = False  # a worker is reading hub.toml
-        for name, screen in SCREENS.items():
-            self.add_mode(name, partial(screen, self.state))
+        self.screens_ahead = ScreenStock(
+            self, {name: partial(screen, self.state) for name, screen in SCREENS.items()}
+        )
+        for name in SCREENS:
+            self.add_mode(name, partial(self.screens_ahead.take, name))
 
     def on_mount(self) -> None:
         self.sub_title = self._subtitle()
         self.switch_mode("devices")
         self.set_interval(1.0, self._watch_config)
+        self.call_after_refresh(self._start_building_ahead)  # once the first screen is painted
         if self.state.path is None:
             where = self.state.init_dir
             self.push_screen(
                 ConfirmScreen(f"No hub.toml here. Create one in {where}?", yes="Create"),
                 self._create_config,
             )
+
+    def _start_building_ahead(self) -> None:
+        self.run_worker(self._build_ahead(), name="screens ahead", exit_on_error=False)
+
+    async def _build_ahead(self) -> None:
+        """Read the runtime registry's entry points on a thread (once, ~50 ms), then build the
+        screens not shown yet, the most costly first."""
+        import asyncio
+
+        from edgehub.toolchains.registry import runtime_names
+
+        for screen in self.screen_stack:
+            self.screens_ahead.styled(screen)
+        gc.freeze()  # what start-up made (modules, the first screen) stays: see below
+        try:
+            await asyncio.to_thread(runtime_names)
+            await self.screens_ahead.build_ahead(["run", "images", "runs", "sweep"])
+        except Exception as error:  # never the end of the app: the screens build when asked
+            self.show_unexpected("building screens ahead", error)
+        # The app's widgets live as long as it does: out of the garbage collector's way (a full
+        # collection walked them all, 50-250 ms, at whatever key press it fell on).
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        gc.unfreeze()  # collectable again once the app is gone
+
+    def delay_update(self, delay: float = 0.05) -> None:
+        """Textual holds every paint for 50 ms when it switches modes, to hide a screen
+        still being built; `action_go` switches only to a screen built already."""
 
     def _subtitle(self) -> str:
         return self.state.shown_path
@@ -137,9 +172,15 @@ class EdgehubApp(App[int]):
 
     def _handle_exception(self, error: Exception) -> None:
         """An exception nothing caught ends the app (status 1): log it and stop the runs
-        first, so none is left going."""
+        first, so none is left going. Once the app is closing, a screen still being built
+        ahead finds its widgets gone (`NoMatches`, `MountError`): no failure."""
+        from textual.css.query import NoMatches
+        from textual.widget import MountError
+
         from edgehub.tui.error_log import record_error
 
+        if not self.is_running and isinstance(error, (NoMatches, MountError)):
+            return
         record_error(self.state.project.store_dir, "hub-tui", error)
         self.state.cancel_all()
         super()._handle_exception(error)
@@ -244,8 +285,10 @@ class EdgehubApp(App[int]):
             answer,
         )
 
-    def action_go(self, mode: str) -> None:
+    async def action_go(self, mode: str) -> None:
+        """Show ``mode``'s screen, once built (the current one stays in view meanwhile)."""
         if self.current_mode != mode:
+            await self.screens_ahead.build(mode)
             self.switch_mode(mode)
 
     def action_help(self) -> None:

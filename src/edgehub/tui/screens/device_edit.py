@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Switch
 
 from edgehub.config.save import ConfigDocument
-from edgehub.config.schema import SchemaError
+from edgehub.config.schema import SchemaError, location
 from edgehub.errors import ConfigError
 from edgehub.ops.config_edit import write_device
 from edgehub.tui.config_fields import (
@@ -202,8 +202,11 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
             write_device(scratch, name, values, previous=self.previous)
             scratch.validate()
         except SchemaError as error:
-            self._show_schema_error(error)
-            return error.message
+            # the loader cites hub.toml:LINE, a line of this unsaved edit, not of the file
+            shown = location(scratch.path, error.line) + ": "
+            unsaved = SchemaError(error.key, error.message.removeprefix(shown), line=error.line)
+            self._show_schema_error(unsaved)
+            return unsaved.message
         except (ConfigError, ValueError) as error:
             self._message(str(error))
             return str(error)

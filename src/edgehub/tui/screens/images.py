@@ -1,5 +1,6 @@
 """The Images screen: each runtime's pinned image, built or not, its digest and size; ``b``
-builds the highlighted runtime's image with a progress bar and the build's step lines."""
+builds the highlighted runtime's image with a progress bar and the build's step lines. The
+images are listed (from Docker, in a worker) at each visit and on ``r``."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ class ImagesScreen(HubScreen):
         )
         yield DataTable(id="images", cursor_type="row", zebra_stripes=True)
         yield Label("", id="build-status", classes="status", markup=False)
-        yield ProgressBar(total=None, show_eta=False, id="build-progress")
+        # determinate until a build starts: an indeterminate bar animates (15 frames a
+        # second) even while hidden
+        yield ProgressBar(total=1, show_eta=False, id="build-progress")
         yield Log(id="build-log", max_lines=500)
         yield Footer()
 
@@ -48,16 +51,22 @@ class ImagesScreen(HubScreen):
             "runtime", "tag", "built", "digest", "size", "created"
         )
         self.query_one("#build-progress").display = False
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
         self.action_refresh_images()
 
     def action_refresh_images(self) -> None:
-        self.run_worker(_image_rows, name="list", thread=True, exit_on_error=False)
+        self.run_worker(
+            _image_rows, name="list", group="list", thread=True, exclusive=True, exit_on_error=False
+        )
 
     def worker_done(self, name: str, result: Any) -> None:
         if name == "list":
             self._show(result)
         elif name == "build":
             self.building = None
+            self.query_one("#build-progress", ProgressBar).update(total=1, progress=1)  # done
             built = result[0]
             self.query_one("#build-status", Label).update(
                 f"built {built.tag} in {built.seconds:.0f}s (log: {built.log_path})"
@@ -67,7 +76,7 @@ class ImagesScreen(HubScreen):
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         if name == "build":
             self.building = None
-            self.query_one("#build-progress").display = False  # no bar animating on
+            self._stop_bar()  # no bar animating on
             self.query_one("#build-status", Label).update(f"build failed: {error}")
             for line in getattr(error, "log_tail", []):
                 self.query_one("#build-log", Log).write_line(line)
@@ -95,9 +104,16 @@ class ImagesScreen(HubScreen):
             return
         runtime = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         self.building = runtime
-        self.query_one("#build-progress").display = True
+        bar = self.query_one("#build-progress", ProgressBar)
+        bar.update(total=None, progress=0)  # until the build says how many steps
+        bar.display = True
         self.query_one("#build-status", Label).update(f"building {runtime}…")
         self._build(runtime)
+
+    def _stop_bar(self) -> None:
+        bar = self.query_one("#build-progress", ProgressBar)
+        bar.update(total=1, progress=0)
+        bar.display = False
 
     @work(thread=True, exit_on_error=False, name="build", group="build")
     def _build(self, runtime: str) -> list[Any]:

@@ -55,6 +55,7 @@ class RunScreen(HubScreen):
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self._launched = 0
+        self._options_for: tuple[str | None, str | None] | None = None  # the form's choices
 
     def compose(self) -> ComposeResult:
         from edgehub.toolchains.registry import runtime_names
@@ -122,9 +123,12 @@ class RunScreen(HubScreen):
         from edgehub.toolchains.registry import get_runtime
         from edgehub.tui.config_fields import option_fields
 
+        runtime, step = self._value("#runtime"), self._value("#step")
+        if (runtime, step) == self._options_for:
+            return  # both selects say "changed" once mounted: one form is enough
+        self._options_for = (runtime, step)
         box = self.query_one("#options", Vertical)
         await box.remove_children()
-        runtime, step = self._value("#runtime"), self._value("#step")
         try:
             if step == EVAL_STEP:
                 components = await self._mount_eval_form(box, runtime or "")
@@ -293,11 +297,10 @@ class RunScreen(HubScreen):
         return self.query_one(f"#{pane_id}", RunPane)
 
     def _show_tab(self, pane: str) -> None:
-        """Scroll the tab bar to a new run's tab."""
-        from textual.widgets import Tabs
-
+        """Scroll the tab bar to a new run's tab (once mounted; the bar hides its scroll bar,
+        hence ``force``)."""
         tab = self.query_one("#panes", TabbedContent).get_tab(pane)
-        self.query_one("#panes", TabbedContent).query_one(Tabs).scroll_to_widget(tab)
+        tab.scroll_visible(animate=False, force=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "close_tab":  # only a finished run's tab closes

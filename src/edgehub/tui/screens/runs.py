@@ -1,7 +1,8 @@
 """The Runs screen: the run history, newest first, filtered by type, runtime, device and
 status. Pages of `PAGE` rows are read in a worker and the next page loads as the cursor nears
 the end, so the screen opens fast with any number of runs. Enter opens a run; Space marks
-up to two runs and ``c`` compares them."""
+up to two runs and ``c`` compares them. Each visit reads the list afresh (the rows shown
+stay until the new first page replaces them)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,6 @@ class RunsScreen(HubScreen):
         self._exhausted = False
         self._pending: tuple[RunFilters, int] | None = None  # the page being read
         self._marked: list[str] = []
-        self._visited = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -49,7 +49,7 @@ class RunsScreen(HubScreen):
             for key in FILTER_KEYS:
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
-        yield Label("", id="runs-count", classes="status", markup=False)
+        yield Label("reading runs…", id="runs-count", classes="status", markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -57,13 +57,10 @@ class RunsScreen(HubScreen):
         table.add_column(" ", key="mark", width=1)
         for label in ("run", "status", "started", "type", "name", "runtime", "device", "took"):
             table.add_column(label, key=label)
-        self.action_reload()
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
-        if self._visited:  # the first visit loaded on mount
-            self.action_reload()
-        self._visited = True
+        self.action_reload()  # every visit, the first too (the screen may be built ahead)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -72,8 +69,7 @@ class RunsScreen(HubScreen):
         self._restart()
 
     def _restart(self) -> None:
-        self.query_one("#runs", DataTable).clear()
-        self._loaded = 0
+        self._loaded = 0  # the rows shown stay until the first page comes
         self._exhausted = False
         self._pending = None
         self._next_page()
@@ -117,6 +113,10 @@ class RunsScreen(HubScreen):
 
     def _show_page(self, rows: list[RunRow]) -> None:
         table = self.query_one("#runs", DataTable)
+        keep = None
+        if self._loaded == 0:  # a fresh list: the cursor stays on its run if still listed
+            keep = self._highlighted()
+            table.clear()
         clock = self.state.clock
         for row in rows:
             table.add_row(
@@ -133,6 +133,8 @@ class RunsScreen(HubScreen):
                 ),
                 key=row.run_id,
             )
+        if keep is not None and keep in {row.run_id for row in rows}:
+            table.move_cursor(row=table.get_row_index(keep))
         self._loaded += len(rows)
         self._exhausted = len(rows) < PAGE
         more = "" if self._exhausted else "+ (more load as you scroll)"
