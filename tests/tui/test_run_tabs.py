@@ -59,9 +59,9 @@ async def test_the_tab_bar_follows_the_newest_run_and_finished_tabs_close(projec
 
 
 async def test_a_run_queued_behind_a_held_device_shows_waiting(project: Path) -> None:
+    from edgehub.acquire.boards import board_key
+    from edgehub.acquire.leases import device_lease
     from edgehub.config.devices import to_device
-    from edgehub.ops.boards import board_key
-    from edgehub.ops.leases import device_lease
     from edgehub.ops.project import open_project
 
     board = board_key(to_device(open_project(project / "hub.toml").config, "local"))
