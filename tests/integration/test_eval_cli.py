@@ -266,6 +266,24 @@ def test_bad_dataset_one_line_exit_2_nothing_finished(project: Path, case: str) 
     assert runs(project) == []  # checked before any run: nothing stored, nothing FINISHED
 
 
+@pytest.mark.parametrize(
+    "case",
+    ["missing input", "wrong dtype", "wrong shape", "empty directory", "pickled npz",
+     "wrong label count"],
+)  # fmt: skip
+def test_pipeline_checks_its_dataset_before_compiling(project: Path, case: str) -> None:
+    """`hub exec pipeline --dataset` refuses a bad dataset before its first step: no compile,
+    profile or invoke run is stored (they used to be, FINISHED, before the eval step failed)."""
+    args, needle = _bad(project, case)
+    result = hub("exec", "pipeline", "onnxruntime", "clf.onnx", *args, "--metric", "top1",
+                 cwd=project)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hub: error:")]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert runs(project) == []
+
+
 def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:
     top = hub("--help", cwd=tmp_path)
     assert "6  `hub exec eval --goal`: the model missed an accuracy goal" in top.stdout
