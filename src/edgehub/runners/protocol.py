@@ -20,6 +20,7 @@ __all__ = [
     "SupportsDeviceName",
     "SupportsExchange",
     "SupportsSSHAddress",
+    "SupportsSharedFolder",
     "SupportsWorkFolder",
 ]
 
@@ -149,6 +150,18 @@ class SupportsContentUpload(Protocol):
 
     def put_content(self, local: Path, remote: str | PurePath) -> None:
         """Upload ``local`` to ``remote``, whose name holds the content's hash."""
+        ...
+
+
+@runtime_checkable
+class SupportsSharedFolder(Protocol):
+    """An optional capability: a folder of this host that the device reads in place (a warm
+    container's mounted channel), where a large input is placed once, by content, and named
+    by its device path in later calls instead of travelling with each."""
+
+    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
+        """(the device path of a copy of ``local``, whose content hash is ``digest``; whether
+        it was copied now), or None where the runner has no such folder now."""
         ...
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import stat
 from collections.abc import Iterator
@@ -25,12 +26,20 @@ from pathlib import Path
 from edgehub.agent.server.wire import socket_address
 from edgehub.runners.agent_reply import Refused, Reply, check_start
 
-__all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "channels_base", "open_agent_job"]
+__all__ = [
+    "CHANNEL_MOUNT",
+    "AgentJob",
+    "channel_dir",
+    "channels_base",
+    "open_agent_job",
+    "share_file",
+]
 
 CHANNEL_MOUNT = "/run/edgehub"
 # Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
 # job's files in memory until the job starts.
 MAX_CHANNEL_STAGE_BYTES = 256 << 20
+SHARED = "shared"  # the channel's folder of files placed by content (`share_file`)
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0
 
@@ -135,3 +144,47 @@ def open_agent_job(
         return AgentJob(host_socket, argv, cwd, stage, fetch)
     except Refused:
         return None
+
+
+def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
+    """The container path of a copy of ``source`` (content hash ``digest``) in the channel's
+    `SHARED` folder, and whether it was copied now (False: a file of that name and size was
+    there already, from an earlier call). The container may write in the channel: every step
+    goes through folder descriptors opened without following links, and the copy is made
+    under a new name and renamed into place, so nothing is ever written outside the channel
+    (a file the container put there in its place only spoils its own results)."""
+    name = f"{digest[:32]}{source.suffix}"
+    size = source.stat().st_size
+    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    base = os.open(channel, directory)
+    try:
+        try:
+            os.mkdir(SHARED, 0o755, dir_fd=base)
+        except FileExistsError:
+            pass
+        folder = os.open(SHARED, directory, dir_fd=base)
+    finally:
+        os.close(base)
+    try:
+        try:
+            found = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(found.st_mode) and found.st_size == size:
+                return f"{CHANNEL_MOUNT}/{SHARED}/{name}", False
+        except FileNotFoundError:
+            pass
+        part = f".{name}.{os.getpid()}.part"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        handle = os.open(part, flags, 0o644, dir_fd=folder)
+        try:
+            with os.fdopen(handle, "wb") as target, source.open("rb") as origin:
+                shutil.copyfileobj(origin, target, 1 << 20)
+            os.replace(part, name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            try:
+                os.unlink(part, dir_fd=folder)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(folder)
+    return f"{CHANNEL_MOUNT}/{SHARED}/{name}", True

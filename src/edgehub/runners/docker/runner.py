@@ -22,7 +22,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from edgehub.errors import RunnerError
 from edgehub.runners.archive import pack
 from edgehub.runners.base import BaseRunner, Process
-from edgehub.runners.docker.channel import CHANNEL_MOUNT, open_agent_job
+from edgehub.runners.docker.channel import CHANNEL_MOUNT, open_agent_job, share_file
 from edgehub.runners.docker.client import DockerAPIError, DockerClient
 from edgehub.runners.docker.container import (
     DEFAULT_MEMORY,
@@ -273,6 +273,17 @@ class DockerCommandRunner(BaseRunner):
         if self._container.channel is None:
             return None
         return f"{CHANNEL_MOUNT}/{name}"
+
+    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
+        """`SupportsSharedFolder.share_file`: through a warm container's mounted channel
+        (`channel.share_file`); None without one."""
+        channel = self._container.channel
+        if channel is None:
+            return None
+        try:
+            return share_file(channel, local, digest)
+        except OSError:
+            return None  # a channel this process cannot write in: the file goes with the call
 
     def agent_exchange(
         self,
