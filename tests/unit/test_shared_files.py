@@ -1,5 +1,6 @@
 """`read_npz` (one read per stored array) gives what `numpy.load` gives, and refuses what it
-refuses; `share_file` places a file in a warm container's channel without following links."""
+refuses; `share_file`, `collect_file` and `discard_outbox` move files through a warm
+container's channel (a folder the container may write in) without following its links."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import numpy as np
 import pytest
 
 from edgehub.agent.npz import read_npz
-from edgehub.runners.docker.channel import CHANNEL_MOUNT, SHARED, share_file
+from edgehub.errors import DeviceOutputError
+from edgehub.runners.docker.channel import (
+    CHANNEL_MOUNT,
+    OUTBOX,
+    SHARED,
+    collect_file,
+    discard_outbox,
+    share_file,
+)
 
 
 def _numpy(path: Path) -> dict[str, np.ndarray]:
@@ -77,3 +86,50 @@ def test_share_file_copies_once_and_never_through_a_link(tmp_path: Path) -> None
     with pytest.raises(OSError):
         share_file(channel, data, digest)
     assert list(outside.iterdir()) == []
+
+
+def test_collect_file_takes_only_a_regular_file_within_limits(tmp_path: Path) -> None:
+    channel, outside = tmp_path / "channel", tmp_path / "outside"
+    box = channel / OUTBOX / "b1"
+    box.mkdir(parents=True)
+    outside.mkdir()
+    secret = outside / "secret"
+    secret.write_bytes(b"host only")
+    (box / "outputs-0.npz").write_bytes(b"x" * 100)
+    local = tmp_path / "here" / "outputs-0.npz"
+    collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=100)
+    assert local.read_bytes() == b"x" * 100
+    with pytest.raises(DeviceOutputError, match="over the 99 accepted"):
+        collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=99)
+    # what a container may leave instead: a link out, a FIFO (never waited on), nothing
+    (box / "link.npz").symlink_to(secret)
+    os.mkfifo(box / "fifo.npz")
+    for name in ("link.npz", "fifo.npz", "missing.npz"):
+        with pytest.raises(DeviceOutputError):
+            collect_file(channel, "b1", name, tmp_path / name, max_bytes=1 << 20)
+        assert not (tmp_path / name).exists()
+    (channel / OUTBOX / "b2").symlink_to(outside)  # a linked box is not entered either
+    with pytest.raises(DeviceOutputError):
+        collect_file(channel, "b2", "secret", tmp_path / "s", max_bytes=1 << 20)
+    (box / "deeper").mkdir()
+    (box / "deeper" / "link").symlink_to(outside)
+    discard_outbox(channel, "b1")
+    discard_outbox(channel, "b2")
+    assert list((channel / OUTBOX).iterdir()) == []
+    assert secret.read_bytes() == b"host only"  # removed the links, not what they named
+
+
+def test_shared_files_beyond_the_cap_go_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgehub.runners.docker import channel as module
+
+    monkeypatch.setattr(module, "SHARED_MAX_BYTES", 250)
+    (tmp_path / "channel").mkdir()
+    for index in range(3):
+        data = tmp_path / f"{index}.npz"
+        data.write_bytes(bytes([index]) * 100)
+        share_file(tmp_path / "channel", data, f"{index}" * 64)
+        os.utime(tmp_path / "channel" / SHARED / f"{'%d' % index * 32}.npz", (index, index))
+    kept = sorted(p.name[0] for p in (tmp_path / "channel" / SHARED).iterdir())
+    assert kept == ["1", "2"]  # 300 bytes over a cap of 250: the oldest went
