@@ -195,6 +195,8 @@ def main() -> None:
     parser.add_argument("--model-ms", type=float, default=1.0, help="(a)'s model, per run")
     parser.add_argument("--skip-throughput", action="store_true", help="only (b)")
     parser.add_argument("--breakdown", action="store_true", help="(a): time one eval's parts")
+    parser.add_argument("--skip-layers", action="store_true", help="only (a)")
+    parser.add_argument("--model-layers", type=int, help="(a)'s model size, not probed")
     if sys.argv[1:2] == ["--traced"]:
         return _traced(sys.argv[2:])
     args = parser.parse_args()
@@ -214,7 +216,7 @@ def main() -> None:
     hub("exec", "eval", "onnxruntime", "float.onnx", "--dataset", "probe.npz", env=env)
     warm = warm_container(image)
     copy_in(warm, _text(work / "bare.py", BARE), "/tmp/bare.py")
-    layers = _probe(warm, work, rng, args.model_ms)
+    layers = args.model_layers or _probe(warm, work, rng, args.model_ms)
     _model(work / "float.onnx", layers, 512, rng)
     hub("exec", "compile", "onnxruntime", "float.onnx", "--set", "quantization=none", env=env)
     _, compiled = hub("runs", "show", "latest:compile", "--json", env=env)
@@ -247,6 +249,8 @@ def main() -> None:
         if args.breakdown:
             _breakdown(evaluate, env)
 
+    if args.skip_layers:
+        return
     hub("exec", "compile", "onnxruntime", "chain.onnx", "--set", "quantization=static",
         "--set", "calibration_data=chain.npz", env=env)  # fmt: skip
     start = time.perf_counter()
