@@ -130,6 +130,6 @@ def test_shared_files_beyond_the_cap_go_oldest_first(
         data = tmp_path / f"{index}.npz"
         data.write_bytes(bytes([index]) * 100)
         share_file(tmp_path / "channel", data, f"{index}" * 64)
-        os.utime(tmp_path / "channel" / SHARED / str(index) * 32 + ".npz", (index, index))
+        os.utime(tmp_path / "channel" / SHARED / (str(index) * 32 + ".npz"), (index, index))
     kept = sorted(p.name[0] for p in (tmp_path / "channel" / SHARED).iterdir())
     assert kept == ["1", "2"]  # 300 bytes over a cap of 250: the oldest went
