@@ -9,7 +9,11 @@
     bare script in the same container that marks every tensor as an output at once; the peak
     RSS of that script's process next to one marking a single tensor (the cost bisection avoids).
 
-    python benchmarks/bench_eval.py [--rounds 5] [--samples 1000] [--layers 120]
+    The model of (a) is sized here to about ``--model-ms`` per run (a bare timing in the
+    container); the output says its layers and the per-run time measured in both loops.
+    ``--breakdown`` then times the parts of one more eval (`TRACED`).
+
+    python benchmarks/bench_eval.py [--rounds 5] [--samples 1000] [--layers 120] [--breakdown]
 """
 
 from __future__ import annotations
@@ -32,12 +36,30 @@ BARE = r"""
 import sys, time, numpy as np, onnxruntime as ort
 samples = np.load(sys.argv[3])["x"]
 start = time.perf_counter()
+runs = 0.0
 for path in sys.argv[1:3]:
     options = ort.SessionOptions(); options.log_severity_level = 3
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    began = time.perf_counter()
     outputs = [session.run(None, {"x": s})[0] for s in samples]
-print(time.perf_counter() - start)
+    runs += time.perf_counter() - began
+print(time.perf_counter() - start, runs / (2 * len(samples)) * 1e3)
 """
+# Where the time of one `hub exec eval` goes: these functions are timed in a traced run
+# (`--breakdown`), printed in the order they started.
+TRACED = [
+    ("edgehub.ops.eval.run", "load_dataset"),
+    ("edgehub.ops.eval.run", "model_signature"),
+    ("edgehub.ops.eval.measure", "run_both"),
+    ("edgehub.ops.eval.measure", "score_outputs"),
+    ("edgehub.ops.eval.measure", "_record"),
+    ("edgehub.toolchains.batch", "share_samples"),
+    ("edgehub.toolchains.batch", "load_npz"),
+    ("edgehub.toolchains.agent_call", "AgentCall.call"),
+    ("edgehub.runners.docker.runner", "pack"),
+    ("edgehub.runners.exchange", "_unpack"),
+    ("edgehub.tracking.client", "Client.log_artifact"),
+]
 
 MARK_ALL = r"""
 import resource, sys, time, onnx, numpy as np, onnxruntime as ort
@@ -76,6 +98,64 @@ def _model(path: Path, layers: int, width: int, rng: np.random.Generator, rows: 
     onnx.save(model, str(path))
 
 
+def _probe(container: str, work: Path, rng: np.random.Generator, target_ms: float) -> int:
+    """Layers of the throughput model for about ``target_ms`` per run here (a bare timing of
+    a 16-layer model in the container, scaled: the chain's time grows with its length)."""
+    _model(work / "probe.onnx", 16, 512, rng)
+    copy_in(container, work / "probe.onnx", "/tmp/probe.onnx")
+    copy_in(container, work / "probe.npz", "/tmp/probe.npz")
+    per_run = min(bare(container, "/tmp/bare.py", "/tmp/probe.onnx", "/tmp/probe.onnx",
+                       "/tmp/probe.npz")[2] for _ in range(3))  # fmt: skip
+    return max(2, 2 * round(8 * target_ms / per_run))
+
+
+def _breakdown(args: list[str], env: dict[str, str]) -> None:
+    """One eval run in a child that times `TRACED` (see `_traced`)."""
+    out = subprocess.run([sys.executable, __file__, "--traced", *args], capture_output=True,
+                         text=True, env=env, check=True)  # fmt: skip
+    print("where one eval's time goes (ms from start, ms taken):")
+    print("\n".join(line for line in out.stderr.splitlines() if line.startswith("  ")))
+
+
+def _traced(argv: list[str]) -> None:
+    import functools
+    import importlib
+
+    origin = time.perf_counter()
+    rows: list[tuple[float, str]] = []
+
+    def timed(owner: object, attr: str, label: str) -> None:
+        function = getattr(owner, attr)
+
+        @functools.wraps(function)
+        def inner(*a: object, **k: object) -> object:
+            began = time.perf_counter()
+            try:
+                return function(*a, **k)
+            finally:
+                took = (time.perf_counter() - began) * 1e3
+                rows.append((began - origin, f"{label} {took:.0f}"))
+
+        setattr(owner, attr, inner)
+
+    from edgehub.cli.main import run
+
+    rows.append((time.perf_counter() - origin, "hub's CLI imported"))
+    for module, name in TRACED:
+        owner: object = importlib.import_module(module)
+        *parents, attr = name.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent)
+        timed(owner, attr, name)
+    sys.argv = ["hub", *argv]
+    try:
+        run()
+    finally:
+        rows.append((time.perf_counter() - origin, "end"))
+        for at, what in sorted(rows):
+            print(f"  {at * 1e3:7.0f}  {what}", file=sys.stderr)
+
+
 def hub(*args: str, env: dict[str, str]) -> tuple[float, dict]:
     exe = str(Path(sys.executable).with_name("hub"))
     start = time.perf_counter()
@@ -112,7 +192,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--layers", type=int, default=120)
+    parser.add_argument("--model-ms", type=float, default=1.0, help="(a)'s model, per run")
     parser.add_argument("--skip-throughput", action="store_true", help="only (b)")
+    parser.add_argument("--breakdown", action="store_true", help="(a): time one eval's parts")
+    parser.add_argument("--skip-layers", action="store_true", help="only (a)")
+    parser.add_argument("--model-layers", type=int, help="(a)'s model size, not probed")
+    if sys.argv[1:2] == ["--traced"]:
+        return _traced(sys.argv[2:])
     args = parser.parse_args()
 
     from edgehub import images
@@ -120,38 +206,51 @@ def main() -> None:
     image = images.require_image("onnxruntime").tag
     work = Path(tempfile.mkdtemp(prefix="edgehub-bench-eval-"))
     rng = np.random.default_rng(0)
-    _model(work / "float.onnx", 16, 512, rng)  # about 1 ms per run on one core
     _model(work / "chain.onnx", args.layers, 256, rng, rows=256)  # 256 KiB a tensor
     np.savez(work / "data.npz", x=rng.standard_normal((args.samples, 16, 512)).astype("f4"))
     np.savez(work / "chain.npz", x=rng.standard_normal((8, 256, 256)).astype("f4"))
     env = {**os.environ, "EDGEHUB_KEEP_WARM": "600", "EDGEHUB_STORE": str(work / "store")}
     os.chdir(work)
+    _model(work / "float.onnx", 2, 512, rng)  # a first eval starts the warm container
+    np.savez(work / "probe.npz", x=rng.standard_normal((200, 16, 512)).astype("f4"))
+    hub("exec", "eval", "onnxruntime", "float.onnx", "--dataset", "probe.npz", env=env)
+    warm = warm_container(image)
+    copy_in(warm, _text(work / "bare.py", BARE), "/tmp/bare.py")
+    layers = args.model_layers or _probe(warm, work, rng, args.model_ms)
+    _model(work / "float.onnx", layers, 512, rng)
     hub("exec", "compile", "onnxruntime", "float.onnx", "--set", "quantization=none", env=env)
     _, compiled = hub("runs", "show", "latest:compile", "--json", env=env)
     model = next(a["path"] for a in compiled["artifacts"] if a["name"] == "path")
     evaluate = ["exec", "eval", "onnxruntime", "--from-run", compiled["run_id"], "--dataset",
                 "data.npz", "--json"]  # fmt: skip
-    hub(*evaluate, env=env)  # warm: container, resident agent
-    warm = warm_container(image)
+    hub(*evaluate, env=env)  # warm: the dataset placed in the container, the resident agent
     copies = {"data.npz": work / "data.npz", "c.onnx": Path(model), "f.onnx": work / "float.onnx",
               "chain.onnx": work / "chain.onnx", "chain.npz": work / "chain.npz"}  # fmt: skip
     for name, local in copies.items():
         copy_in(warm, local, f"/tmp/{name}")
-    copy_in(warm, _text(work / "bare.py", BARE), "/tmp/bare.py")
     copy_in(warm, _text(work / "mark.py", MARK_ALL), "/tmp/mark.py")
-    ratios, hub_walls, bare_walls = [], [], []
+    ratios, hub_walls, bare_walls, hub_ms, bare_ms = [], [], [], [], []
     for _ in range(0 if args.skip_throughput else args.rounds):
-        wall, _ = hub(*evaluate, env=env)
-        base = bare(warm, "/tmp/bare.py", "/tmp/c.onnx", "/tmp/f.onnx", "/tmp/data.npz")[0]
+        wall, report = hub(*evaluate, env=env)
+        base = bare(warm, "/tmp/bare.py", "/tmp/c.onnx", "/tmp/f.onnx", "/tmp/data.npz")
         hub_walls.append(wall)
-        bare_walls.append(base)
-        ratios.append(wall / base)
+        bare_walls.append(base[0])
+        ratios.append(wall / base[0])
+        hub_ms.append(sum(report["timings_ms"].values()) / (2 * args.samples))
+        bare_ms.append(base[2])
     if ratios:
-        print(f"(a) eval of {args.samples} samples, both models: hub "
+        print(f"(a) eval of {args.samples} samples, both models ({layers} layers, "
+              f"{statistics.median(bare_ms):.2f} ms per run in the bare loop, "
+              f"{statistics.median(hub_ms):.2f} ms in the agent): hub "
               f"{statistics.median(hub_walls):.2f} s, bare loop in the same container "
               f"{statistics.median(bare_walls):.2f} s, median paired ratio "
-              f"{statistics.median(ratios):.3f} (goal <= 1.2)")  # fmt: skip
+              f"{statistics.median(ratios):.3f} (goal <= 1.2); load "
+              f"{os.getloadavg()[0]:.1f}")  # fmt: skip
+        if args.breakdown:
+            _breakdown(evaluate, env)
 
+    if args.skip_layers:
+        return
     hub("exec", "compile", "onnxruntime", "chain.onnx", "--set", "quantization=static",
         "--set", "calibration_data=chain.npz", env=env)  # fmt: skip
     start = time.perf_counter()

@@ -67,3 +67,26 @@ def test_compile_warns_of_too_few_calibration_samples(tmp_path: Path, ort_image:
     assert "calibration has 4 samples, fewer than the 16 this model needs" in stderr["few"]
     assert "rule: at least max(16, the most output channels of a layer: 10 in fc)" in stderr["few"]
     assert "fewer than the" not in stderr["enough.npz"]
+
+
+@pytest.mark.docker
+def test_tflite_int8_compile_warns_by_the_same_rule(tmp_path: Path, docker_daemon: object) -> None:
+    """TFLite int8 calibration (the tflite image: onnx2tf, then TensorFlow's quantizer)
+    warns by the rule ONNX Runtime's static quantization states, from the same code."""
+    from edgehub import images
+
+    if not images.image_status("tflite").built:
+        pytest.skip("needs the tflite image (hub images build tflite)")
+    make_cnn(tmp_path / "cnn.onnx")
+    (tmp_path / "hub.toml").write_text('[project]\nname = "calib-tflite"\n')
+    rng = np.random.default_rng(4)
+    np.savez(tmp_path / "few.npz", image=rng.standard_normal((3, 1, 3, 16, 16)).astype("f4"))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [HUB, "exec", "compile", "tflite", "cnn.onnx", "--set", "calibration_data=few.npz",
+         "--set", "precision=int8"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "calibration has 3 samples, fewer than the 16 this model needs" in done.stderr
+    assert "rule: at least max(16, the most output channels of a layer: 10 in fc)" in done.stderr

@@ -199,6 +199,28 @@ def test_dataset_stored_once_across_evals(project: Path) -> None:
     assert Path(path).is_dir() and len(list(Path(path).glob("*.npz"))) == SAMPLES
 
 
+def test_dataset_sent_once_to_a_warm_container(project: Path) -> None:
+    """In a warm container the dataset is placed once in the folder it shares with the host
+    and read there by later evals (nothing sent again); the outputs stay the same."""
+    samples = np.random.default_rng().standard_normal((6, 1, FEATURES)).astype(np.float32)
+    np.savez(project / "warm.npz", x=samples)  # new content: never shared before
+    said, outputs = [], []
+    for _ in range(2):
+        result = hub("exec", "eval", "onnxruntime", "clf.onnx", "--dataset", "warm.npz",
+                     "--set", "quantization=none", "--json", cwd=project,
+                     env={"EDGEHUB_KEEP_WARM": "20"})  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        said.append([line for line in result.stderr.splitlines() if "dataset /run/" in line])
+        run = RunStore(project / ".hub").get_run(json.loads(result.stdout)["run_id"])
+        outputs.append(np.load(str(run.artifacts["outputs"].file_path))["logits"])
+    assert len(said[0]) == 1 and said[0][0].endswith("sent to the device"), said
+    assert len(said[1]) == 1 and "already on the device, not sent again" in said[1][0], said
+    assert np.array_equal(outputs[0], outputs[1])
+    session = ort.InferenceSession(str(project / "clf.onnx"), providers=["CPUExecutionProvider"])
+    host = np.stack([session.run(None, {"x": sample})[0] for sample in samples])
+    assert np.allclose(outputs[0], host, atol=1e-5)
+
+
 def test_user_metric_from_an_entry_point(project: Path, tmp_path: Path) -> None:
     plugin = tmp_path / "plugin"
     (plugin / "mine-0.1.dist-info").mkdir(parents=True)
@@ -267,6 +289,24 @@ def test_bad_dataset_one_line_exit_2_nothing_finished(project: Path, case: str) 
     lines = [line for line in result.stderr.splitlines() if line.startswith("hub: error:")]
     assert len(lines) == 1 and needle in lines[0], result.stderr
     assert runs(project) == []  # checked before any run: nothing stored, nothing FINISHED
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing input", "wrong dtype", "wrong shape", "empty directory", "pickled npz",
+     "wrong label count"],
+)  # fmt: skip
+def test_pipeline_checks_its_dataset_before_compiling(project: Path, case: str) -> None:
+    """`hub exec pipeline --dataset` refuses a bad dataset before its first step: no compile,
+    profile or invoke run is stored (they used to be, FINISHED, before the eval step failed)."""
+    args, needle = _bad(project, case)
+    result = hub("exec", "pipeline", "onnxruntime", "clf.onnx", *args, "--metric", "top1",
+                 cwd=project)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("hub: error:")]
+    assert len(lines) == 1 and needle in lines[0], result.stderr
+    assert runs(project) == []
 
 
 def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:

@@ -141,11 +141,10 @@ def split_stacked(
         {name: take(name, array, i) for name, array in loaded.items()}
         for i in range(min(counts.values()))
     ]
-    for index, sample in enumerate(samples):
-        try:
-            check_arrays(sample, specs, f"{what} sample #{index}")
-        except InputDataError as exc:
-            raise InputDataError(
-                f"{exc} (a single .npz holds every sample along a leading axis)"
-            ) from exc
+    try:  # slices of the same arrays: every sample has the first one's names, dtypes, shapes
+        check_arrays(samples[0], specs, f"{what} sample #0")
+    except InputDataError as exc:
+        raise InputDataError(
+            f"{exc} (a single .npz holds every sample along a leading axis)"
+        ) from exc
     return samples

@@ -305,11 +305,13 @@ def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
     """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects."""
     import numpy as np
 
+    from .npz import read_npz
+
     p = Path(path)
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
     try:
-        loaded = np.load(str(p), allow_pickle=False)
+        loaded = read_npz(p) if zipfile.is_zipfile(p) else np.load(str(p), allow_pickle=False)
     except ValueError as exc:
         if "pickle" in str(exc).lower():
             raise InputDataError(
@@ -319,7 +321,7 @@ def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
-    if isinstance(loaded, np.ndarray):
+    if isinstance(loaded, (np.ndarray, dict)):
         return loaded
     try:
         with loaded:

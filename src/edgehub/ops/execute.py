@@ -413,6 +413,8 @@ def _pipeline(
     # the compiled and the original model must see the same arrays: make them here, from the
     # original ONNX model, with ONNX Runtime on this host
     inputs = model_inputs(ctx, get_runtime("onnxruntime"), model, here, request.inputs)
+    if request.dataset is not None and here is not None:
+        _check_dataset(ctx, model, request.dataset, request.labels)
     ctx.events.info("step 1/4: compile")
     compiler = runtime.compiler(**_common(request, "compile", named=False))
     with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
@@ -445,6 +447,17 @@ def _pipeline(
         )  # fmt: skip
         report.eval = summarize(evaluation)
     return report
+
+
+def _check_dataset(ctx: HubContext, model: Path, dataset: Path, labels: Path | None) -> None:
+    """The pipeline's ``--dataset`` (and labels) checked against the model's inputs before
+    any step runs: a bad sample is one `InputDataError` naming it, and nothing is stored."""
+    from edgehub.toolchains.datasets import load_dataset, tensor_specs
+    from edgehub.toolchains.evaluation import model_signature
+
+    specs = tensor_specs(model_signature(ctx, model)["inputs"])
+    checked = load_dataset(dataset, specs, labels)
+    ctx.events.info(f"dataset: {len(checked)} samples checked against {model.name}")
 
 
 def _reference_device(ctx: HubContext) -> str | None:

@@ -20,6 +20,7 @@ __all__ = [
     "SupportsDeviceName",
     "SupportsExchange",
     "SupportsSSHAddress",
+    "SupportsSharedFolder",
     "SupportsWorkFolder",
 ]
 
@@ -149,6 +150,33 @@ class SupportsContentUpload(Protocol):
 
     def put_content(self, local: Path, remote: str | PurePath) -> None:
         """Upload ``local`` to ``remote``, whose name holds the content's hash."""
+        ...
+
+
+@runtime_checkable
+class SupportsSharedFolder(Protocol):
+    """An optional capability: a folder of this host that the device reads and writes in
+    place (a warm container's mounted channel), where a large input is placed once, by
+    content, and named by its device path in later calls instead of travelling with each, and
+    where a job leaves large outputs for the host to copy (no archive round trip)."""
+
+    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
+        """(the device path of a copy of ``local``, whose content hash is ``digest``; whether
+        it was copied now), or None where the runner has no such folder now."""
+        ...
+
+    def outbox(self, box: str) -> str | None:
+        """The device path of a folder ``box`` (not made yet) where a job may write large
+        outputs for this host to `collect` in place; None where there is none."""
+        ...
+
+    def collect(self, box: str, name: str, local: Path) -> None:
+        """Copy file ``name`` of the outbox ``box`` to ``local`` (checked: a regular file
+        within the fetch limits; else `~edgehub.errors.DeviceOutputError`)."""
+        ...
+
+    def discard(self, box: str) -> None:
+        """Remove the outbox ``box`` with its files."""
         ...
 
 

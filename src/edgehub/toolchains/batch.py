@@ -3,18 +3,23 @@
 Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
 runs in the same session, so a dataset of many small samples costs one round trip, not one
 per sample. On an ``ssh`` device the samples go once per device, by content, and are reused by
-later calls and processes (`~edgehub.toolchains.remote.ssh_agent.share_samples`). Each
+later calls and processes (`~edgehub.toolchains.remote.ssh_agent.share_samples`); in a warm
+container the samples are placed once in the folder it shares with this host, and the
+outputs are written there and copied out (`~edgehub.runners.protocol.SupportsSharedFolder`),
+not sent back in the call's archive. Each
 runtime's subclass names its agent command and the files its model needs.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from edgehub.errors import InvokeError
+from edgehub.runners.protocol import SupportsSharedFolder
 from edgehub.toolchains.local_session import record_agent_result
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.remote.ssh_agent import share_samples
@@ -104,15 +109,28 @@ class BatchRunner:
             files.clear()
             status = "sent to the device" if sent else "already on the device, not sent again"
             self.ctx.events.info(f"dataset {where}: {status}")
+        runner, box = self._agent.runner, secrets.token_hex(8)
+        outbox = runner.outbox(box) if isinstance(runner, SupportsSharedFolder) else None
         runs = []
         for index, job in enumerate(jobs):
             own, fields = self.model_files(job.model)
             if any(name in files for name in own):  # two models of one file name
                 own, fields = _prefixed(own, fields, f"{index}-")
             files.update(own)
-            runs.append({**fields, **job.options, "output": f"out/outputs-{index}.npz"})
+            output = f"{outbox or 'out'}/outputs-{index}.npz"
+            runs.append({**fields, **job.options, "output": output})
         request = {"samples": where, "stacked": stacked, "runs": runs}
-        result = self._agent.call(self.command, request, inputs=files, failure=InvokeError)
+        try:
+            result = self._agent.call(self.command, request, inputs=files, failure=InvokeError)
+            if outbox is not None:  # the outputs are in the folder shared with this host
+                assert isinstance(runner, SupportsSharedFolder)
+                for index in range(len(jobs)):
+                    name = f"outputs-{index}.npz"
+                    runner.collect(box, name, result.files / name)
+        finally:
+            if outbox is not None:
+                assert isinstance(runner, SupportsSharedFolder)
+                runner.discard(box)
         skip = frozenset(result.params) | frozenset(result.metrics)
         record_agent_result(self.ctx, result, skip=skip)  # environment and warnings
         found = []

@@ -18,13 +18,12 @@ __all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save
 
 def load_npz(path: Path) -> dict[str, np.ndarray]:
     """Arrays of an ``.npz`` keyed by name (pickled objects are refused)."""
-    import numpy as np
+    from edgehub.agent.npz import read_npz
 
     if not path.is_file():
         raise InputDataError(f"input file {path} not found; pass an existing .npz with --input")
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
+        return read_npz(path)
     except (zipfile.BadZipFile, ValueError, OSError) as error:
         raise InputDataError(
             f"{path} is not a readable .npz ({error}); save inputs with numpy.savez(path, "

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..calibration import load_calibration, random_calibration
+from ..calibration import load_calibration, random_calibration, warn_if_few
 from ..models import (
     graph_inputs,
     graph_outputs,
@@ -86,6 +86,7 @@ def _samples(
     count: int,
     seed: int,
     specs: Any,
+    model: Any,
     report: Report,
 ) -> list[Arrays]:
     if precision not in converter.INTEGER_PRECISIONS:
@@ -95,6 +96,7 @@ def _samples(
     if calibration is not None:
         samples = load_calibration(calibration, specs, report)
         report.info(f"calibration: {len(samples)} sample(s) from {calibration}")
+        warn_if_few(len(samples), model, report)
         return samples
     return random_calibration(specs, count, seed, report)
 
@@ -202,7 +204,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     sanitized = {originals.get(s.name, s.name): s.name for s in in_specs}
     samples = [
         {sanitized[k]: v for k, v in sample.items()}
-        for sample in _samples(precision, calibration, random_samples, seed, user_specs, report)
+        for sample in _samples(
+            precision, calibration, random_samples, seed, user_specs, model, report
+        )
     ]
 
     with tempfile.TemporaryDirectory(prefix="edgehub-agent-tflite-") as tmpdir:

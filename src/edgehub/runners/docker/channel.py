@@ -15,8 +15,10 @@ delivers them), and `kill` closes the connection.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import socket
 import stat
 from collections.abc import Iterator
@@ -25,12 +27,25 @@ from pathlib import Path
 from edgehub.agent.server.wire import socket_address
 from edgehub.runners.agent_reply import Refused, Reply, check_start
 
-__all__ = ["CHANNEL_MOUNT", "AgentJob", "channel_dir", "channels_base", "open_agent_job"]
+__all__ = [
+    "CHANNEL_MOUNT",
+    "AgentJob",
+    "channel_dir",
+    "channels_base",
+    "collect_file",
+    "discard_outbox",
+    "open_agent_job",
+    "share_file",
+]
 
 CHANNEL_MOUNT = "/run/edgehub"
 # Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
 # job's files in memory until the job starts.
 MAX_CHANNEL_STAGE_BYTES = 256 << 20
+SHARED = "shared"  # the channel's folder of files placed by content (`share_file`)
+SHARED_MAX_BYTES = 4 << 30  # beyond this the oldest shared files go (`share_file`)
+OUTBOX = "outbox"  # the channel's folder of jobs' files for the host (`collect_file`)
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0
 
@@ -135,3 +150,153 @@ def open_agent_job(
         return AgentJob(host_socket, argv, cwd, stage, fetch)
     except Refused:
         return None
+
+
+def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
+    """The container path of a copy of ``source`` (content hash ``digest``) in the channel's
+    `SHARED` folder, and whether it was copied now (False: a file of that name and size was
+    there already, from an earlier call). The container may write in the channel: every step
+    goes through folder descriptors opened without following links, and the copy is made
+    under a new name and renamed into place, so nothing is ever written outside the channel
+    (a file the container put there in its place only spoils its own results). Files
+    shared earlier go, oldest first, once they hold more than `SHARED_MAX_BYTES`."""
+    name = f"{digest[:32]}{source.suffix}"
+    size = source.stat().st_size
+    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    base = os.open(channel, directory)
+    try:
+        try:
+            os.mkdir(SHARED, 0o755, dir_fd=base)
+        except FileExistsError:
+            pass
+        folder = os.open(SHARED, directory, dir_fd=base)
+    finally:
+        os.close(base)
+    try:
+        try:
+            found = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(found.st_mode) and found.st_size == size:
+                return f"{CHANNEL_MOUNT}/{SHARED}/{name}", False
+        except FileNotFoundError:
+            pass
+        part = f".{name}.{os.getpid()}.part"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        handle = os.open(part, flags, 0o644, dir_fd=folder)
+        try:
+            with os.fdopen(handle, "wb") as target, source.open("rb") as origin:
+                shutil.copyfileobj(origin, target, 1 << 20)
+            os.replace(part, name, src_dir_fd=folder, dst_dir_fd=folder)
+            _prune(folder, keep=name)
+        except BaseException:
+            try:
+                os.unlink(part, dir_fd=folder)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(folder)
+    return f"{CHANNEL_MOUNT}/{SHARED}/{name}", True
+
+
+def _prune(folder: int, keep: str) -> None:
+    """Remove the oldest shared files beyond `SHARED_MAX_BYTES` in all (never ``keep``)."""
+    with os.scandir(folder) as entries:
+        files = [(e.stat(follow_symlinks=False), e.name) for e in entries]
+    total = sum(found.st_size for found, _ in files)
+    for found, name in sorted(files, key=lambda pair: pair[0].st_mtime):
+        if name == keep:
+            continue
+        if total <= SHARED_MAX_BYTES:
+            return
+        try:
+            os.unlink(name, dir_fd=folder)
+        except OSError:
+            continue
+        total -= found.st_size
+
+
+def _open_folder(channel: Path, *names: str) -> int:
+    """A descriptor of ``channel/names...``, each step opened without following a link (so a
+    link the container put there ends it, OSError)."""
+    handle = os.open(channel, _DIRECTORY)
+    try:
+        for name in names:
+            inner = os.open(name, _DIRECTORY, dir_fd=handle)
+            os.close(handle)
+            handle = inner
+    except BaseException:
+        os.close(handle)
+        raise
+    return handle
+
+
+def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int) -> None:
+    """Copy ``OUTBOX/box/name`` of the channel (a file a job wrote there, for the host) to
+    ``local``. The container may have put anything there: only a regular file reached
+    without links, of at most ``max_bytes``, is copied (its bytes as they are read: a file
+    growing meanwhile is cut at its size when opened); else `DeviceOutputError`."""
+    from edgehub.errors import DeviceOutputError
+
+    try:
+        folder = _open_folder(channel, OUTBOX, box)
+    except OSError as error:
+        raise DeviceOutputError(f"the job left no folder {box} for the host ({error})") from None
+    try:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # no FIFO waits
+        handle = os.open(name, flags, dir_fd=folder)
+    except OSError as error:
+        raise DeviceOutputError(f"the job left no {name} for the host ({error})") from None
+    finally:
+        os.close(folder)
+    with os.fdopen(handle, "rb") as origin:
+        found = os.fstat(origin.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            raise DeviceOutputError(f"the job's {name} is not a regular file")
+        if found.st_size > max_bytes:
+            raise DeviceOutputError(
+                f"the job's {name} is {found.st_size} bytes, over the {max_bytes} accepted; "
+                "raise EDGEHUB_FETCH_MAX_MEMBER_BYTES to accept more"
+            )
+        local.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(local, flags, 0o600), "wb") as target:
+            left = found.st_size
+            while left > 0 and (chunk := origin.read(min(left, 1 << 20))):
+                target.write(chunk)
+                left -= len(chunk)
+
+
+def discard_outbox(channel: Path, box: str) -> None:
+    """Remove ``OUTBOX/box`` of the channel and what is in it (never through a link)."""
+    try:
+        folder = _open_folder(channel, OUTBOX)
+    except OSError:
+        return
+    try:
+        _remove(folder, box)
+    except OSError:
+        pass  # the reaper removes the channel with its container
+    finally:
+        os.close(folder)
+
+
+def _remove(parent: int, name: str, depth: int = 8) -> None:
+    """Remove ``name`` of the folder ``parent`` (a descriptor) with what it holds, through
+    descriptors only (a link is removed, never followed)."""
+    try:
+        folder = os.open(name, _DIRECTORY, dir_fd=parent)
+    except OSError as error:
+        if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+            raise
+        os.unlink(name, dir_fd=parent)  # a file, or a link
+        return
+    try:
+        with os.scandir(folder) as entries:
+            for entry in list(entries):
+                if entry.is_dir(follow_symlinks=False) and depth > 0:
+                    _remove(folder, entry.name, depth - 1)
+                else:
+                    os.unlink(entry.name, dir_fd=folder)
+    finally:
+        os.close(folder)
+    os.rmdir(name, dir_fd=parent)

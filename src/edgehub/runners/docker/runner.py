@@ -24,7 +24,14 @@ from pathlib import Path, PurePath, PurePosixPath
 from edgehub.errors import RunnerError
 from edgehub.runners.archive import pack
 from edgehub.runners.base import BaseRunner, Process
-from edgehub.runners.docker.channel import CHANNEL_MOUNT, open_agent_job
+from edgehub.runners.docker.channel import (
+    CHANNEL_MOUNT,
+    OUTBOX,
+    collect_file,
+    discard_outbox,
+    open_agent_job,
+    share_file,
+)
 from edgehub.runners.docker.client import DockerAPIError, DockerClient
 from edgehub.runners.docker.container import (
     DEFAULT_MEMORY,
@@ -312,6 +319,37 @@ class DockerCommandRunner(BaseRunner):
         if self._container.channel is None:
             return None
         return f"{CHANNEL_MOUNT}/{name}"
+
+    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
+        """`SupportsSharedFolder.share_file`: through a warm container's mounted channel
+        (`channel.share_file`); None without one."""
+        channel = self._container.channel
+        if channel is None:
+            return None
+        try:
+            return share_file(channel, local, digest)
+        except OSError:
+            return None  # a channel this process cannot write in: the file goes with the call
+
+    def outbox(self, box: str) -> str | None:
+        """`SupportsSharedFolder.outbox`: ``OUTBOX/box`` of a warm container's channel."""
+        if self._container.channel is None:
+            return None
+        return f"{CHANNEL_MOUNT}/{OUTBOX}/{box}"
+
+    def collect(self, box: str, name: str, local: Path) -> None:
+        """`SupportsSharedFolder.collect` (`channel.collect_file`)."""
+        from edgehub.limits import FetchLimits
+
+        channel = self._container.channel
+        if channel is None:
+            raise RunnerError("the container shares no folder with this host")
+        collect_file(channel, box, name, local, FetchLimits.from_env().max_member_bytes)
+
+    def discard(self, box: str) -> None:
+        """`SupportsSharedFolder.discard` (`channel.discard_outbox`)."""
+        if self._container.channel is not None:
+            discard_outbox(self._container.channel, box)
 
     def agent_exchange(
         self,

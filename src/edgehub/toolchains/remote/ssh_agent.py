@@ -30,6 +30,7 @@ from edgehub.runners.protocol import (
     CommandRunner,
     SupportsAgentRelay,
     SupportsExchange,
+    SupportsSharedFolder,
 )
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.remote.config import SSHAgentConfig
@@ -209,11 +210,16 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
 def share_samples(
     agent: AgentCall, samples: Path, digest: str | None = None
 ) -> tuple[str, bool] | None:
-    """`_SharedInputs.share_samples` where ``agent`` runs on an ``ssh`` device, else None
-    (the samples are staged with the call)."""
+    """`_SharedInputs.share_samples` where ``agent`` runs on an ``ssh`` device; a dataset
+    file placed once in the folder a warm container shares with this host
+    (`SupportsSharedFolder`); else None (the samples are staged with the call)."""
+    from edgehub.tracking.artifacts import hash_path
+
     runner = agent.runner
     if isinstance(runner, _SharedInputs):
         return runner.share_samples(samples, digest)
+    if isinstance(runner, SupportsSharedFolder) and samples.is_file():
+        return runner.share_file(samples, digest or hash_path(samples))
     return None
 
 
