@@ -142,13 +142,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         pid = int(labels.get(OWNER_PID, "0") or 0)
         return pid == os.getpid() or not owner_alive(pid, labels.get(OWNER_STARTED))
 
-    own = [c for c in _managed(client) if leaked(c)]
-    if own:
-        names = ", ".join(c.name for c in own)
-        for container in own:
+    from docker.errors import NotFound
+
+    left = []
+    for container in (c for c in _managed(client) if leaked(c)):
+        try:
             container.remove(force=True)
+        except NotFound:  # it was on its way out (removed meanwhile): not left behind
+            continue
+        left.append(container.name)
+    if left:
         session.exitstatus = 1
-        print(f"\nERROR: tests left containers behind: {names}")
+        print(f"\nERROR: tests left containers behind: {', '.join(left)}")
 
 
 @pytest.fixture
