@@ -4,7 +4,8 @@ Profiles one model (a chain of MatMuls, the A/B bench's) with ``hub exec profile
 --until-stable`` at the default tolerance (5 %), ``--trials`` times with nothing started beside
 it, then ``--trials`` times beside ``--neighbours`` processes (default: one per CPU) that burn
 CPU in random on/off bursts (bench_ab's neighbour, each with its own seed). Prints, per
-condition, how many profiles converged and the windows each took. Goal: on a quiet machine
+condition, how many profiles converged, the windows each took and the last three window
+medians' spread. Goal: on a quiet machine
 every profile converges within 3 windows; where one does not, it is recorded
 (``stable_converged`` 0) and the run still finishes. Needs the ONNX Runtime image.
 
@@ -38,14 +39,16 @@ def profile(project: Path, runs: int, max_s: float) -> dict[str, Any]:
     return {
         "converged": bool(metrics["stable_converged"]),
         "windows": int(metrics["stable_windows"]),
+        "spread_pct": float(metrics.get("stable_spread_pct", float("nan"))),
     }
 
 
 def summarise(rows: list[dict[str, Any]]) -> str:
     converged = [r for r in rows if r["converged"]]
     windows = sorted(r["windows"] for r in rows)
+    spreads = sorted(round(r["spread_pct"], 2) for r in rows)
     return (
-        f"converged {len(converged)}/{len(rows)}, windows {windows}, "
+        f"converged {len(converged)}/{len(rows)}, windows {windows}, last spreads % {spreads}, "
         f"within 3 windows {sum(r['converged'] and r['windows'] <= 3 for r in rows)}/{len(rows)}"
     )
 
