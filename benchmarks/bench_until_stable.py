@@ -1,7 +1,7 @@
 """`--until-stable` on a quiet machine and beside a noisy neighbour (run on demand, not in CI).
 
 Profiles one model (a chain of MatMuls, the A/B bench's) with ``hub exec profile onnxruntime
---until-stable`` at the default tolerance (5 %), ``--trials`` times with nothing started beside
+--until-stable`` at ``--tolerance`` (default 5 %), ``--trials`` times with nothing started beside
 it, then ``--trials`` times beside ``--neighbours`` processes (default: one per CPU) that burn
 CPU in random on/off bursts (bench_ab's neighbour, each with its own seed). Prints, per
 condition, how many profiles converged, the windows each took and the last three window
@@ -30,9 +30,10 @@ from agent_models import matmul_chain  # the A/B tests' model
 from bench_ab import NEIGHBOUR, hub  # the same bursty neighbour as the A/B bench
 
 
-def profile(project: Path, runs: int, max_s: float) -> dict[str, Any]:
+def profile(project: Path, runs: int, max_s: float, tolerance: str) -> dict[str, Any]:
     done = hub(project, "exec", "profile", "onnxruntime", "model.onnx", "--until-stable",
-               "--stable-max-s", str(max_s), "--set", f"runs={runs}", "--json")  # fmt: skip
+               "--stable-tolerance", tolerance, "--stable-max-s", str(max_s),
+               "--set", f"runs={runs}", "--json")  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"hub exec profile failed ({done.returncode}): {done.stderr.strip()}")
     metrics = json.loads(done.stdout)["metrics"]
@@ -64,6 +65,7 @@ def main() -> None:
         default=os.cpu_count() or 2,
         help="bursty CPU burners beside the noisy trials (default: one per CPU)",
     )
+    parser.add_argument("--tolerance", default="5%", help="--stable-tolerance (default 5%%)")
     parser.add_argument("--max-s", type=float, default=20.0, help="--stable-max-s")
     args = parser.parse_args()
 
@@ -73,10 +75,14 @@ def main() -> None:
     os.environ.setdefault("EDGEHUB_KEEP_WARM", "600")
     results: dict[str, list[dict[str, Any]]] = {"quiet": [], "noisy": []}
     try:
-        results["quiet"] = [profile(project, args.runs, args.max_s) for _ in range(args.trials)]
+        results["quiet"] = [
+            profile(project, args.runs, args.max_s, args.tolerance) for _ in range(args.trials)
+        ]
         neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
         try:
-            results["noisy"] = [profile(project, args.runs, args.max_s) for _ in range(args.trials)]
+            results["noisy"] = [
+                profile(project, args.runs, args.max_s, args.tolerance) for _ in range(args.trials)
+            ]
         finally:
             neighbour.kill()
             neighbour.wait()
