@@ -17,6 +17,8 @@ from typing import Any
 from textual.app import App
 from textual.screen import Screen
 
+from edgehub.tui.screens.base import HubScreen
+
 __all__ = ["ScreenStock"]
 
 PAUSE_S = 0.05  # between two screens built ahead: input and paints queued meanwhile go first
@@ -30,6 +32,7 @@ class ScreenStock:
         self._app = app
         self._factories = factories
         self._ready: dict[str, Screen[Any]] = {}  # built, not shown yet
+        self._screens: dict[str, Screen[Any]] = {}  # built here, shown since or not
         self._built: dict[str, asyncio.Event] = {}  # set once the screen is mounted
         self._taken: set[str] = set()
 
@@ -51,7 +54,7 @@ class ScreenStock:
         built = self._built.get(mode)
         if built is None:
             built = self._built[mode] = asyncio.Event()
-            screen = self._ready[mode] = self._factories[mode]()
+            screen = self._ready[mode] = self._screens[mode] = self._factories[mode]()
             await self._mount_hidden(screen)
             if self._ready.get(mode) is screen and self._app.is_running:  # not shown, not
                 self._stack(mode, screen)  # quitting (Textual is then closing the stacks)
@@ -59,11 +62,17 @@ class ScreenStock:
         await built.wait()
 
     async def build_ahead(self, modes: Iterable[str]) -> None:
-        """Build the screens of ``modes`` in turn, pausing before each."""
+        """Build the screens of ``modes`` in turn, pausing before each and before the part
+        each builds later (`HubScreen.build_later`)."""
         for mode in modes:
             await asyncio.sleep(PAUSE_S)
             if self._app.is_running:
                 await self.build(mode)
+            screen = self._screens.get(mode)
+            if isinstance(screen, HubScreen):
+                await asyncio.sleep(PAUSE_S)
+                if self._app.is_running:
+                    await screen.complete()
 
     async def _mount_hidden(self, screen: Screen[Any]) -> None:
         """Start ``screen`` (compose and mount its widgets, styled) without showing it.

@@ -25,6 +25,7 @@ class HubScreen(Screen[None]):
         super().__init__()
         self.state = state
         self._seen_generation = state.generation
+        self._completed = False  # `build_later` has run (or is running)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -64,6 +65,18 @@ class HubScreen(Screen[None]):
         if self.state.generation != self._seen_generation:
             self._seen_generation = self.state.generation
             self.config_reloaded()
+        if not self._completed:
+            self.call_after_refresh(self.complete)  # once the screen's first frame is drawn
+
+    async def complete(self) -> None:
+        """Build the part of the screen that `build_later` adds, once."""
+        if not self._completed:
+            self._completed = True
+            await self.build_later()
+
+    async def build_later(self) -> None:
+        """Override: what the screen may show a moment after its first frame, built in a slice
+        of its own (when the screen is built ahead, else right after its first frame)."""
 
     def show_config_error(self) -> None:
         """Show, update or remove the banner saying hub.toml on disk does not load."""

@@ -11,11 +11,12 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Label, Static
+from textual.widgets import DataTable, Header, Label, Static
 
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import Comparison
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.hub_footer import HubFooter
 
 __all__ = ["CompareScreen"]
 
@@ -39,7 +40,7 @@ class CompareScreen(HubScreen):
         yield Label("comparing…", id="compare-title", classes="screen-title", markup=False)
         yield DataTable(id="compare", cursor_type="row", zebra_stripes=True)
         yield Static("", id="compare-full", markup=False)
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("", "a", "b", "b/a")

@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Label
+from textual.widgets import DataTable, Header, Label
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
@@ -19,6 +19,7 @@ from edgehub.tui.cells import plain
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["DevicesScreen"]
@@ -43,7 +44,7 @@ class DevicesScreen(HubScreen):
         yield NavBar("devices")
         yield Label("", id="devices-title", classes="screen-title", markup=False)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="devices")
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -9,10 +9,11 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Label, Log, ProgressBar
+from textual.widgets import DataTable, Header, Label, Log, ProgressBar
 
 from edgehub.tui.messages import BuildProgress
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["ImagesScreen"]
@@ -44,7 +45,7 @@ class ImagesScreen(HubScreen):
         # second) even while hidden
         yield ProgressBar(total=1, show_eta=False, id="build-progress")
         yield Log(id="build-log", max_lines=500)
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(

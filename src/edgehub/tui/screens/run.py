@@ -17,7 +17,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     Button,
-    Footer,
     Header,
     Input,
     Label,
@@ -35,6 +34,7 @@ from edgehub.tui.run_summary import summary_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.model_pick import ModelPickScreen
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
 
@@ -96,7 +96,7 @@ class RunScreen(HubScreen):
             with Vertical(id="run-panes"):
                 yield Label("No runs yet: fill in the form and launch.", id="no-runs", markup=False)
                 yield TabbedContent(id="panes")
-        yield Footer()
+        yield HubFooter()
 
     def _devices(self) -> list[tuple[str, str]]:
         from edgehub.ops.devices import list_devices
@@ -113,6 +113,11 @@ class RunScreen(HubScreen):
 
     @on(Select.Changed, "#runtime, #step")
     async def _choice_changed(self) -> None:
+        if self._options_for is not None:  # else the form is still to be built: `build_later`
+            await self._rebuild_options()
+
+    async def build_later(self) -> None:
+        """The options' form (a third of the screen's widgets), after the rest is shown."""
         await self._rebuild_options()
 
     async def _rebuild_options(self) -> None:

@@ -8,12 +8,13 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Label, Log, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Label, Log, TabbedContent, TabPane
 
 from edgehub.tui.accuracy_data import Accuracy
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import RunDetail
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.latency_histogram import LatencyHistogram
 
 __all__ = ["RunDetailScreen"]
@@ -50,7 +51,7 @@ class RunDetailScreen(HubScreen):
                     yield DataTable(id=f"table-{name}", cursor_type="row")
             with TabPane("log", id="tab-log"):
                 yield Log(id="run-log", max_lines=5000)
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         for name in _TABLES:

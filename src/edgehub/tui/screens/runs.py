@@ -12,11 +12,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Label, Select
+from textual.widgets import DataTable, Header, Label, Select
 
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import FILTER_KEYS, RunFilters, RunRow
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["PAGE", "RunsScreen"]
@@ -50,7 +51,7 @@ class RunsScreen(HubScreen):
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
         yield Label("reading runs…", id="runs-count", classes="status", markup=False)
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)

@@ -15,7 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Checkbox, DataTable, Footer, Header, Input, Label, Select
+from textual.widgets import Button, Checkbox, DataTable, Header, Input, Label, Select
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.cancel import Cancellation
@@ -23,6 +23,7 @@ from edgehub.ops.sweep import CellResult, SweepReport
 from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
 from edgehub.tui.cells import plain
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["CellChanged", "SweepEnded", "SweepScreen"]
@@ -88,7 +89,7 @@ class SweepScreen(HubScreen):
             with Vertical(id="sweep-grid"):
                 yield Label("No sweep yet: give a grid and launch.", id="sweep-status")
                 yield DataTable(id="cells", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cells", DataTable).add_columns(*COLUMNS)
