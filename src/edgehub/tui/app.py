@@ -72,13 +72,12 @@ class EdgehubApp(App[int]):
             self.add_mode(name, partial(self.screens_ahead.take, name))
 
     def on_mount(self) -> None:
-        import asyncio
-
         from edgehub.toolchains.registry import runtime_names
 
-        # The runtime registry's entry points (~30 ms, imports) on a thread, meanwhile: the
-        # Run screen lists them, and it may be asked for as soon as the first screen is shown.
-        self._runtimes_read = asyncio.get_running_loop().run_in_executor(None, runtime_names)
+        # The runtime registry's entry points (20-30 ms of imports, once) before the first
+        # paint: the Run screen lists them and may be asked for as soon as that paint is done.
+        # (On a thread meanwhile, it held the first paint back 100 ms on a busy machine.)
+        runtime_names()
         self.sub_title = self._subtitle()
         self.switch_mode("devices")
         self.set_interval(1.0, self._watch_config)
@@ -94,13 +93,11 @@ class EdgehubApp(App[int]):
         self.run_worker(self._build_ahead(), name="screens ahead", exit_on_error=False)
 
     async def _build_ahead(self) -> None:
-        """Once the runtime registry is read, build the screens not shown yet, the most costly
-        first."""
+        """Build the screens not shown yet, the most costly first."""
         for screen in self.screen_stack:
             self.screens_ahead.styled(screen)
         gc.freeze()  # what start-up made (modules, the first screen) stays: see below
         try:
-            await self._runtimes_read
             await self.screens_ahead.build_ahead(["run", "images", "runs", "sweep"])
         except Exception as error:  # never the end of the app: the screens build when asked
             self.show_unexpected("building screens ahead", error)
