@@ -110,3 +110,24 @@ async def test_quitting_while_a_screen_is_being_built_is_clean(project: Path, af
         app.exit(0)
         await pilot.pause()
     assert app.return_code == 0
+
+
+async def test_the_run_screens_options_form_is_built_ahead_in_a_slice_of_its_own(
+    project: Path,
+) -> None:
+    """The form comes after the rest of the screen (its first frame is not held for it), and
+    is in place before the first visit."""
+    app = EdgehubApp(project / "hub.toml")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _built_ahead(app)
+        screen = app.screens_ahead._screens["run"]
+        assert isinstance(screen, RunScreen)
+        deadline = time.monotonic() + 60
+        while not screen.query("#options FieldForm") and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert len(list(screen.query("#options FieldForm").results(FieldForm))) == 1
+        assert app.screen is not screen  # not visited
+        await pilot.press("2")
+        await pilot.pause()
+        assert app.screen is screen
+        assert len(list(screen.query("#options FieldForm").results(FieldForm))) == 1
