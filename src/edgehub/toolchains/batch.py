@@ -114,6 +114,9 @@ class BatchRunner:
         runs = []
         for index, job in enumerate(jobs):
             own, fields = self.model_files(job.model)
+            if outbox is not None and "extra_outputs" not in job.options:
+                assert isinstance(runner, SupportsSharedFolder)
+                own, fields = _shared(runner, own, fields)
             if any(name in files for name in own):  # two models of one file name
                 own, fields = _prefixed(own, fields, f"{index}-")
             files.update(own)
@@ -141,6 +144,26 @@ class BatchRunner:
             path = result.files / f"outputs-{index}.npz"
             found.append(BatchOutputs(load_npz(path), metrics, path, data))
         return found
+
+
+def _shared(
+    runner: SupportsSharedFolder, files: dict[str, Path], fields: dict[str, Any]
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    """The model files placed by content in the folder ``runner`` shares with its container
+    (once: a later call finds them there), and the fields naming them there; the files it
+    could not place stay with the call. (Not for runs that write a copy beside the model.)"""
+    from edgehub.tracking.artifacts import hash_path
+
+    placed: dict[str, str] = {}
+    for name, path in files.items():
+        if path.is_symlink() or not path.is_file():
+            continue
+        shared = runner.share_file(path, hash_path(path))
+        if shared is not None:
+            placed[f"in/{name}"] = shared[0]
+    kept = {name: path for name, path in files.items() if f"in/{name}" not in placed}
+    moved = {k: placed.get(v, v) if isinstance(v, str) else v for k, v in fields.items()}
+    return kept, moved
 
 
 def _prefixed(

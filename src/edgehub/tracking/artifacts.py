@@ -14,6 +14,7 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -154,7 +155,7 @@ class ArtifactStore:
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             final = self.path_for(known, name)
             _unlink_planted(final.parent)
-            if _intact(final, known, size):
+            if _is_stored_copy(source, final) or _intact(final, known, size):
                 return final, known, size
             ensure_room(tree_size(source), self.root, f"a copy of {source}")
             self.root.mkdir(parents=True, exist_ok=True)
@@ -204,6 +205,20 @@ def _intact(path: Path, sha: str, size: int) -> bool:
     if path.is_symlink() or not (path.is_file() or path.is_dir()) or _shares_inode(path):
         return False
     return path_size(path) == size and hash_path(path) == sha
+
+
+def _is_stored_copy(source: Path, final: Path) -> bool:
+    """``source`` is the stored file ``final`` itself (its own inode): the hash just taken of
+    ``source`` is that of ``final``, not to be taken again."""
+    try:
+        found, stored = source.stat(), final.lstat()
+    except OSError:
+        return False
+    return (
+        stat.S_ISREG(stored.st_mode)
+        and stored.st_nlink == 1
+        and (found.st_dev, found.st_ino) == (stored.st_dev, stored.st_ino)
+    )
 
 
 def _shares_inode(path: Path) -> bool:

@@ -63,15 +63,23 @@ def run(params: Params, report: Report) -> CommandOutput:
         session = create_session(path, options, providers)
         created = time.perf_counter_ns() - start
         specs = input_specs(session)
+        start = time.perf_counter_ns()
         if samples is None:
             loader = split_stacked if stacked else load_samples
             samples = loader(samples_arg, specs, "dataset")
         else:
             for number, sample in enumerate(samples):
                 check_arrays(sample, specs, f"dataset sample #{number}")
+        read = time.perf_counter_ns() - start
         outputs, elapsed = _run_all(session, samples)
+        start = time.perf_counter_ns()
         save_npz(output_arg, outputs, compress=False)
-        report.info(f"{path.name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
+        written = time.perf_counter_ns() - start
+        report.info(
+            f"{path.name}: {len(samples)} samples run in {ms(elapsed):.1f} ms (session "
+            f"{ms(created):.1f} ms, samples read {ms(read):.1f} ms, outputs written "
+            f"{ms(written):.1f} ms)"
+        )
         result: dict[str, Any] = {
             "outputs": [
                 {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
