@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 from agent_models import matmul_chain  # the A/B tests' model, one builder for both
 
 HUB = str(Path(sys.executable).with_name("hub"))
-NEIGHBOUR = """
+NEIGHBOUR_TEMPLATE = """
 import random, time
-rng = random.Random(0)
+rng = random.Random({seed})
 while True:
     end = time.monotonic() + rng.uniform(0.05, 0.4)
     if rng.random() < 0.5:
@@ -48,6 +48,21 @@ while True:
     else:
         time.sleep(max(0.0, end - time.monotonic()))
 """
+NEIGHBOUR = NEIGHBOUR_TEMPLATE.format(seed=0)
+
+
+def start_neighbours(count: int) -> list[subprocess.Popen[bytes]]:
+    """``count`` bursty CPU burners, each with its own seed (stop them with `stop_neighbours`)."""
+    return [
+        subprocess.Popen([sys.executable, "-c", NEIGHBOUR_TEMPLATE.format(seed=seed)])
+        for seed in range(count)
+    ]
+
+
+def stop_neighbours(neighbours: list[subprocess.Popen[bytes]]) -> None:
+    for neighbour in neighbours:
+        neighbour.kill()
+        neighbour.wait()
 
 
 def hub(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

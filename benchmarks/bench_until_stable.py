@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
 from agent_models import matmul_chain  # the A/B tests' model
-from bench_ab import NEIGHBOUR, hub  # the same bursty neighbour as the A/B bench
+from bench_ab import hub, start_neighbours, stop_neighbours  # the A/B bench's bursty neighbour
 
 
 def profile(project: Path, runs: int, max_s: float, tolerance: str) -> dict[str, Any]:
@@ -36,8 +35,10 @@ def profile(project: Path, runs: int, max_s: float, tolerance: str) -> dict[str,
                "--set", f"runs={runs}", "--json")  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"hub exec profile failed ({done.returncode}): {done.stderr.strip()}")
-    metrics = json.loads(done.stdout)["metrics"]
+    report = json.loads(done.stdout)
+    metrics = report["metrics"]
     return {
+        "other_cpu_share": float(report["environment"].get("conditions.other_cpu_share", "nan")),
         "converged": bool(metrics["stable_converged"]),
         "windows": int(metrics["stable_windows"]),
         "spread_pct": float(metrics.get("stable_spread_pct", float("nan"))),
@@ -50,7 +51,8 @@ def summarise(rows: list[dict[str, Any]]) -> str:
     spreads = sorted(round(r["spread_pct"], 2) for r in rows)
     return (
         f"converged {len(converged)}/{len(rows)}, windows {windows}, last spreads % {spreads}, "
-        f"within 3 windows {sum(r['converged'] and r['windows'] <= 3 for r in rows)}/{len(rows)}"
+        f"within 3 windows {sum(r['converged'] and r['windows'] <= 3 for r in rows)}/{len(rows)}, "
+        f"other processes' CPU share {[round(r['other_cpu_share'], 2) for r in rows]}"
     )
 
 
@@ -78,14 +80,13 @@ def main() -> None:
         results["quiet"] = [
             profile(project, args.runs, args.max_s, args.tolerance) for _ in range(args.trials)
         ]
-        neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR])
+        neighbours = start_neighbours(args.neighbours)
         try:
             results["noisy"] = [
                 profile(project, args.runs, args.max_s, args.tolerance) for _ in range(args.trials)
             ]
         finally:
-            neighbour.kill()
-            neighbour.wait()
+            stop_neighbours(neighbours)
     finally:
         shutil.rmtree(project, ignore_errors=True)
     load = os.getloadavg()[0]

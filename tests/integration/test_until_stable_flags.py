@@ -73,8 +73,9 @@ def test_onnxruntime_until_stable_flag(project: Path, ort_image: str) -> None:
     strict = hub(*base, "--until-stable", "--stable-tolerance", "0%", "--stable-max-s", "0",
                  cwd=project)  # fmt: skip
     _check_not_converged(strict)
-    # the same through --set, still accepted
-    same = hub(*base, "--set", "until_stable=true", "--set", "stable_tolerance=0.5", cwd=project)
+    # the same through --set, still accepted; windows of only the 20 runs (stable_window_s=0)
+    same = hub(*base, "--set", "until_stable=true", "--set", "stable_tolerance=0.5",
+               "--set", "stable_window_s=0", cwd=project)  # fmt: skip
     _check_converged(_json(same), max_windows=2000)
     shown = hub("runs", "show", _json(same)["run_id"], cwd=project)
     assert shown.returncode == 0, shown.stderr
@@ -90,7 +91,8 @@ def test_tflite_until_stable_records_convergence_and_conditions(project: Path) -
     compiled = _json(hub("exec", "compile", "tflite", "cnn.onnx", "--json", cwd=project))
     assert compiled["status"] == "FINISHED"
     base = ("exec", "profile", "tflite", "--from-run", "latest", "--set", "runs=20", "--json")
-    loose = _json(hub(*base, "--until-stable", "--stable-tolerance", "50%", cwd=project))
+    loose = _json(hub(*base, "--until-stable", "--stable-tolerance", "50%",
+                      "--set", "stable_window_s=0", cwd=project))  # fmt: skip
     _check_converged(loose, max_windows=2000)
     shown = _json(hub("runs", "show", loose["run_id"], "--json", cwd=project))
     environment = shown["environment"]

@@ -24,7 +24,7 @@ def _windows(medians: list[int]) -> Iterator[list[int]]:
 
 def test_it_stops_once_the_last_three_medians_agree() -> None:
     windows = _windows([200, 100, 103, 101, 102, 500])
-    found = measure_until_stable(lambda: next(windows), tolerance=0.05, max_s=1e9)
+    found = measure_until_stable(lambda: next(windows), tolerance=0.05, max_s=1e9, min_window_s=0)
     assert found.converged and found.windows == 4
     assert found.samples == [99, 100, 101, 102, 103, 104, 100, 101, 102]
     assert found.spread == pytest.approx(0.03)
@@ -34,13 +34,45 @@ def test_it_gives_up_at_the_time_limit_without_failing() -> None:
     ticks = iter(range(100))
     windows = _windows([100, 200, 100, 200, 100, 200, 100])
     found = measure_until_stable(
-        lambda: next(windows), tolerance=0.05, max_s=5, clock=lambda: float(next(ticks))
+        lambda: next(windows),
+        tolerance=0.05,
+        max_s=5,
+        clock=lambda: float(next(ticks)),
+        min_window_s=0,
     )
     assert not found.converged and found.windows == 5  # the clock passed 5 s after 5 windows
     assert found.spread == pytest.approx(1.0) and len(found.samples) == 9
     short = _windows([100, 100])
     found = measure_until_stable(lambda: next(short), tolerance=0.05, max_s=0)
     assert not found.converged and found.windows == 1 and found.spread is None
+
+
+def test_a_window_lasts_at_least_the_minimum_window_time() -> None:
+    """A fast model's ``runs`` last milliseconds: the window repeats them until it has lasted
+    ``min_window_s``, so three windows span seconds, not one burst of a neighbour's load."""
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    def measure() -> list[int]:  # one call of ``runs`` takes 0.25 s of the fake clock
+        now[0] += 0.25
+        return [100, 100]
+
+    found = measure_until_stable(measure, tolerance=0.05, max_s=100, clock=clock, min_window_s=1)
+    assert found.converged and found.windows == 3
+    assert len(found.samples) == 3 * 4 * 2  # four calls of two runs in each of three windows
+    assert now[0] == pytest.approx(3.0)
+    # a fast model's long window keeps every k-th sample, its median from all of them
+    from edgehub.agent import stable
+
+    big = iter([[1] * 30_000 + [5] * 25_001] * 3)
+    found = measure_until_stable(lambda: next(big), tolerance=0.05, max_s=100, min_window_s=0)
+    assert found.medians_ns == [1.0] * 3 and len(found.samples) <= 3 * stable.MAX_KEPT_PER_WINDOW
+    # the time limit also ends a window that has not lasted its minimum
+    now[0] = 0.0
+    found = measure_until_stable(measure, tolerance=0.05, max_s=0.5, clock=clock, min_window_s=1)
+    assert found.windows == 1 and len(found.samples) == 2 * 2 and not found.converged
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +83,7 @@ def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path) -> None:
     model = make_cnn(tmp_path / "cnn.onnx")
     request = {"model": str(model), "runs": 20, "warmup": 3, "until_stable": True,
-               "profile_json": str(tmp_path / "profile.json")}  # fmt: skip
+               "stable_window_s": 0, "profile_json": str(tmp_path / "profile.json")}  # fmt: skip
     loose = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": 9.0}, tmp_path / "a")
     assert loose.returncode == 0, loose.stderr
     assert loose.metrics["stable_converged"] == 1 and loose.metrics["stable_windows"] == 3
@@ -63,6 +95,12 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     assert run.returncode == 0, run.stderr
     assert run.metrics["stable_converged"] == 0 and run.metrics["stable_windows"] == 1
     assert any("not stable within 0 s" in w for w in run.result["warnings"]), run.result["warnings"]
+    # by default a window lasts a second: 20 runs of this model are repeated until it has
+    long = run_agent(pyz, "ort.profile", {**request, "stable_window_s": 0.2}, tmp_path / "d")
+    assert long.returncode == 0, long.stderr
+    assert long.metrics["stable_windows"] >= 3
+    samples = json.loads((tmp_path / "profile.json").read_text())["samples_us"]
+    assert 3 * 20 < len(samples) <= 3 * 10_000  # thinned to at most 10,000 a window
     bad = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": "x"}, tmp_path / "c")
     assert bad.returncode == 2 and "'stable_tolerance' must be a number >= 0" in bad.message
 
@@ -96,6 +134,7 @@ def test_trt_windows_keep_the_last_three_windows_queries() -> None:
         tolerance=0.05,
         max_s=6,
         clock=lambda: float(next(ticks)),
+        min_window_s=0,  # as windowed_times asks: one trtexec run is one window
     )
     assert not found.converged and found.windows == 6
     metrics = stable.stable_metrics(found)

@@ -1,11 +1,20 @@
-"""Measuring until stable: timed windows until the last three window medians agree.
+"""Measuring until stable: timed windows until the last three windows agree.
 
-:func:`measure_until_stable` runs windows of timed runs (each window one call of ``measure``)
-until the medians of the last `WINDOWS` windows lie within ``tolerance`` of each other (their
-spread, max less min over min, at most ``tolerance``) or ``max_s`` seconds have passed, or
-`MAX_WINDOWS` windows were run. The samples it keeps are those of the last three windows; it
+:func:`measure_until_stable` runs windows of timed runs until the last `WINDOWS` windows agree:
+their medians lie within ``tolerance`` of each other (their spread, max less min over min, at
+most ``tolerance``), and so do their means. It stops there, or when ``max_s`` seconds have passed
+or `MAX_WINDOWS` windows were run. The samples it keeps are those of the last three windows; it
 says whether it converged, how many windows it ran and the last spread, and never fails the
-measurement for not converging. Standard library only.
+measurement for not converging.
+
+A window is one call of ``measure``, repeated until the window has lasted `MIN_WINDOW_S`: a window
+of a fast model's ``runs`` lasts milliseconds, and three windows that close together agree even
+while a neighbour's bursts of load, which last tenths of a second, change the latency from one
+second to the next. A window keeps every k-th sample, at most `MAX_KEPT_PER_WINDOW`; its median
+and mean are taken from all of them. The means matter beside the medians: bursts of load slow a
+minority of the runs, which moves a window's mean and tail but can leave its median where it was
+(measured with a bursty neighbour on a 2-core machine: window medians within 3 %, means 20 %
+apart). Standard library only.
 """
 
 from __future__ import annotations
@@ -18,24 +27,34 @@ from typing import Any
 
 WINDOWS = 3
 MAX_WINDOWS = 1000
+MIN_WINDOW_S = 1.0
+MAX_KEPT_PER_WINDOW = 10_000
 
 
 @dataclass(frozen=True)
 class StableResult:
-    """The kept samples (ns), whether the last three window medians agreed, and how many
-    windows ran; ``spread`` is the last three medians' (max - min) / min (None: fewer than
-    three windows ran)."""
+    """The kept samples (ns), whether the last three windows agreed, and how many windows ran;
+    ``spread`` is the larger of the last three medians' and means' (max - min) / min (None:
+    fewer than three windows ran)."""
 
     samples: list[int]
     converged: bool
     windows: int
     spread: float | None
     medians_ns: list[float]
+    means_ns: list[float]
 
 
 def _spread(medians: list[float]) -> float:
     low = min(medians)
     return float("inf") if low <= 0 else (max(medians) - low) / low
+
+
+def _thinned(window: list[int]) -> list[int]:
+    """Every k-th sample of ``window``, at most `MAX_KEPT_PER_WINDOW` (the median is taken
+    before thinning)."""
+    step = -(-len(window) // MAX_KEPT_PER_WINDOW)
+    return window if step <= 1 else window[::step]
 
 
 def measure_until_stable(
@@ -44,25 +63,31 @@ def measure_until_stable(
     tolerance: float,
     max_s: float,
     clock: Callable[[], float] = time.monotonic,
+    min_window_s: float = MIN_WINDOW_S,
 ) -> StableResult:
     """Call ``measure`` (one window of samples, ns) until stable or out of time (see above)."""
     start = clock()
     windows: list[list[int]] = []
     medians: list[float] = []
+    means: list[float] = []
     spread: float | None = None
     while True:
+        opened = clock() if min_window_s > 0 else 0.0
         window = measure()
-        windows.append(window)
+        while min_window_s > 0 and clock() - opened < min_window_s and clock() - start < max_s:
+            window = window + measure()
         medians.append(float(statistics.median(window)))
+        means.append(sum(window) / len(window))
+        windows.append(_thinned(window))
         if len(medians) >= WINDOWS:
-            spread = _spread(medians[-WINDOWS:])
+            spread = max(_spread(medians[-WINDOWS:]), _spread(means[-WINDOWS:]))
             if spread <= tolerance:
                 break
         if clock() - start >= max_s or len(windows) >= MAX_WINDOWS:
             break
     converged = spread is not None and spread <= tolerance
     kept = [s for window in windows[-WINDOWS:] for s in window]
-    return StableResult(kept, converged, len(windows), spread, medians)
+    return StableResult(kept, converged, len(windows), spread, medians, means)
 
 
 def stable_metrics(result: StableResult) -> dict[str, Any]:
@@ -81,7 +106,7 @@ def stable_line(metrics: dict[str, Any], tolerance: float, max_s: float) -> tupl
     """Whether the windows converged, and the line that says how (a warning when not: the run
     still finishes, on the last three windows' samples)."""
     how = (
-        f"{metrics['stable_windows']} windows, last three medians "
+        f"{metrics['stable_windows']} windows, last three medians and means "
         f"{metrics.get('stable_spread_pct')}% apart"
     )
     if metrics["stable_converged"]:

@@ -20,20 +20,20 @@ def add_measure_arguments(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group(
         "measuring (profile, pipeline)",
-        "time in windows until the last three window medians agree (every profiler)",
+        "time in windows until the last three windows agree in median and mean (every profiler)",
     )
     group.add_argument(
         "--until-stable",
         action="store_true",
         default=None,
-        help="repeat the timed runs in windows until the last three medians agree; whether "
+        help="repeat the timed runs in windows until the last three agree (median, mean); whether "
         "they did is recorded (stable_converged), and not converging does not fail the run",
     )
     group.add_argument(
         "--stable-tolerance",
         type=_fraction,
         metavar="PCT",
-        help="how close the last three window medians must be (default 5%%)",
+        help="how close the last three windows' medians and means must be (default 5%%)",
     )
     group.add_argument(
         "--stable-max-s",

@@ -8,7 +8,8 @@ Request::
      "profile_json": null | PATH, "providers": null | [names], "seed": 0,
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
      "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs),
-     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
+     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
+     "stable_window_s": 1}
 
 Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
 cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
@@ -22,7 +23,8 @@ How it measures:
 2. The last cold-start session runs ``warmup`` untimed runs, then ``runs`` timed runs with
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
    numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come
-   in windows of ``runs`` until the last three window medians agree within
+   in windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until
+   the last three windows (medians and means) agree within
    ``stable_tolerance`` (a fraction) or ``stable_max_s`` seconds pass (:mod:`..stable`); the
    samples are the last three windows', and the metrics ``stable_converged`` (1 or 0; not
    converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say how it
@@ -150,6 +152,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     until_stable = params.boolean("until_stable", False)
     tolerance = params.number("stable_tolerance", 0.05)
     max_s = params.number("stable_max_s", 60.0)
+    window_s = params.number("stable_window_s", 1.0)
     params.finish()
     assert model_arg is not None
     path = resolve_model_path(model_arg)
@@ -192,7 +195,10 @@ def run(params: Params, report: Report) -> CommandOutput:
     try:
         if until_stable:
             stable = measure_until_stable(
-                lambda: timed_runs(session, inputs, runs), tolerance=tolerance, max_s=max_s
+                lambda: timed_runs(session, inputs, runs),
+                tolerance=tolerance,
+                max_s=max_s,
+                min_window_s=window_s,
             )
             samples = stable.samples
             stable_metrics = stable_report(stable)

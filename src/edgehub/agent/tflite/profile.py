@@ -7,7 +7,8 @@ Request::
      "use_compiled_names": false, "seed": 0, "input_shape": null | [ints] | {name: [ints]},
      "max_secs": null | float, "run_delay": null | float,
      "op_profiling": false, "profile_json": null | PATH,
-     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
+     "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
+     "stable_window_s": 1}
 
 How it measures (the same way as ``ort.profile``):
 
@@ -18,9 +19,10 @@ How it measures (the same way as ``ort.profile``):
    ``warmup`` untimed invokes, then ``runs`` timed ones with ``time.perf_counter_ns()`` tightly
    around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the
    timed runs early and ``run_delay`` sleeps between them (benchmark_model's meanings). With
-   ``until_stable`` the timed runs come in windows of ``runs`` until the last three window
-   medians agree within ``stable_tolerance`` or ``stable_max_s`` pass (:mod:`..stable`); the
-   metrics ``stable_converged``, ``stable_windows`` and ``stable_spread_pct`` say how it went.
+   ``until_stable`` the timed runs come in windows (``runs`` runs, repeated until the window has
+   lasted ``stable_window_s``) until the last three windows (medians and means) agree within
+   ``stable_tolerance`` or ``stable_max_s`` pass (:mod:`..stable`); the metrics
+   ``stable_converged``, ``stable_windows`` and ``stable_spread_pct`` say how it went.
 
 ``data.conditions`` (and profile.json's ``conditions``) is what the timed loop ran under
 (:mod:`..conditions`).
@@ -130,6 +132,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     until_stable = params.boolean("until_stable", False)
     tolerance = params.number("stable_tolerance", 0.05)
     stable_max_s = params.number("stable_max_s", 60.0)
+    window_s = params.number("stable_window_s", 1.0)
     params.finish()
     assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
@@ -179,7 +182,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     probe = ConditionsProbe()
     stable: dict[str, Any] = {}
     if until_stable:
-        found = measure_until_stable(window, tolerance=tolerance, max_s=stable_max_s)
+        found = measure_until_stable(
+            window, tolerance=tolerance, max_s=stable_max_s, min_window_s=window_s
+        )
         samples, stable = found.samples, stable_metrics(found)
     else:
         samples = window()

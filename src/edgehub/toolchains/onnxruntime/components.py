@@ -116,15 +116,20 @@ class ONNXRuntimeProfiler(Component):
     at ``input_shape`` (a shape for a one-input model, or input name → shape) for dynamic
     dimensions, else with them set to 1. The run records the shapes and dtypes it ran on.
 
-    ``until_stable``: the timed runs come in windows of ``runs`` until the last three window
-    medians agree within ``stable_tolerance`` (a fraction, default 0.05) or ``stable_max_s``
-    seconds pass; the metrics ``stable_converged`` (1/0: not converging does not fail the run),
-    ``stable_windows`` and ``stable_spread_pct`` record how it went.
+    ``until_stable``: the timed runs come in windows (``runs`` runs, repeated until the window has
+    lasted ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree
+    within ``stable_tolerance`` (a fraction, default 0.05) or ``stable_max_s`` seconds pass; the
+    metrics ``stable_converged`` (1/0: not converging does not fail the run), ``stable_windows`` and
+    ``stable_spread_pct`` record how it went.
     """
 
     run_type = RunType.PROFILE
     option_aliases = {"warmup": "burn_ins"}
-    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
+    option_bounds = {
+        "stable_tolerance": Range(0, 10),
+        "stable_max_s": Range(0, 86_400),
+        "stable_window_s": Range(0, 3_600),
+    }
 
     def __init__(
         self,
@@ -141,6 +146,7 @@ class ONNXRuntimeProfiler(Component):
         until_stable: bool = False,
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
+        stable_window_s: float = 1.0,
     ) -> None:
         super().__init__(
             name=name,
@@ -155,6 +161,7 @@ class ONNXRuntimeProfiler(Component):
             until_stable=until_stable,
             stable_tolerance=stable_tolerance,
             stable_max_s=stable_max_s,
+            stable_window_s=stable_window_s,
         )
 
     def run(
@@ -173,6 +180,7 @@ class ONNXRuntimeProfiler(Component):
         until_stable: bool = False,
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
+        stable_window_s: float = 1.0,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

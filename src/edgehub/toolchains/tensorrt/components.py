@@ -127,8 +127,8 @@ class TensorRTProfiler(Component):
     per-layer times with ``LAYERWISE``; ``input_shape`` (by input name: ``x:1x3x48x192``) the
     shapes an engine built for a range of shapes runs at. Needs a GPU where it runs.
     ``until_stable`` (local provider): trtexec runs in windows of ``iterations`` until the last
-    three window medians agree within ``stable_tolerance`` or ``stable_max_s`` pass, recorded
-    as ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``."""
+    three windows (medians and means) agree within ``stable_tolerance`` or ``stable_max_s`` pass,
+    recorded as ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``."""
 
     run_type = RunType.PROFILE
     option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}

@@ -197,14 +197,19 @@ class TFLiteProfiler(Component):
     others are recorded and reported as not applicable, and unknown keys are an error.
     ``input_data`` (arrays by input name, or an ``.npz``) replaces the random inputs;
     ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
-    the timed runs come in windows of ``runs`` until the last three window medians agree within
+    the timed runs come in windows (``runs`` runs, repeated until the window has lasted
+    ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree within
     ``stable_tolerance`` (a fraction) or ``stable_max_s`` pass; ``stable_converged`` (1/0, not
     converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` record it.
     """
 
     run_type = RunType.PROFILE
     option_aliases = {"burn_ins": "warmup"}
-    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
+    option_bounds = {
+        "stable_tolerance": Range(0, 10),
+        "stable_max_s": Range(0, 86_400),
+        "stable_window_s": Range(0, 3_600),
+    }
 
     def __init__(
         self,
@@ -223,6 +228,7 @@ class TFLiteProfiler(Component):
         until_stable: bool = False,
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
+        stable_window_s: float = 1.0,
     ) -> None:
         super().__init__(
             name=name,
@@ -239,6 +245,7 @@ class TFLiteProfiler(Component):
             until_stable=until_stable,
             stable_tolerance=stable_tolerance,
             stable_max_s=stable_max_s,
+            stable_window_s=stable_window_s,
         )
 
     def run(
@@ -259,6 +266,7 @@ class TFLiteProfiler(Component):
         until_stable: bool = False,
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
+        stable_window_s: float = 1.0,
     ) -> TFLiteProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

@@ -169,6 +169,7 @@ def _profile_local(
     until_stable: bool = False,
     stable_tolerance: float = 0.05,
     stable_max_s: float = 60.0,
+    stable_window_s: float = 1.0,
 ) -> TFLiteProfilingResult:
     settings = parse_benchmark_params(benchmark_params)
     path = _tflite_file(model, ctx, "TFLiteProfiler")
@@ -199,6 +200,7 @@ def _profile_local(
             until_stable=True,
             stable_tolerance=float(stable_tolerance),
             stable_max_s=float(stable_max_s),
+            stable_window_s=float(stable_window_s),
         )
     if input_data is not None:
         files["input.npz"] = _input_file(ctx, input_data)
