@@ -3,11 +3,11 @@
 Profiles one model (a chain of MatMuls, the A/B bench's) with ``hub exec profile onnxruntime
 --until-stable`` at ``--tolerance`` (default 5 %), ``--trials`` times with nothing started beside
 it, then ``--trials`` times beside ``--neighbours`` processes (default: one per CPU) that burn
-CPU in random on/off bursts (bench_ab's neighbour, each with its own seed). Prints, per
-condition, how many profiles converged, the windows each took and the last three window
-medians' spread. Goal: on a quiet machine
-every profile converges within 3 windows; where one does not, it is recorded
-(``stable_converged`` 0) and the run still finishes. Needs the ONNX Runtime image.
+CPU in random on/off bursts of 0.05-0.4 s (bench_ab's neighbour, each with its own seed). Prints,
+per condition, how many profiles converged, the windows each took, the last three windows'
+spread and the share of the CPUs other processes took during each profile. Goal: on a quiet
+machine every profile converges within 3 windows; beside the neighbour each reports that it did
+not (``stable_converged`` 0, the run still finishes). Needs the ONNX Runtime image.
 
     python benchmarks/bench_until_stable.py [--trials 5] [--runs 500] [--neighbours N]
 """

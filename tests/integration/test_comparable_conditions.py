@@ -126,7 +126,9 @@ def test_until_stable_records_whether_it_converged(tmp_path: Path, ort_image: st
     conv_model(tmp_path / "model.onnx")
     base = ("exec", "profile", "onnxruntime", "model.onnx", "--set", "runs=20",
             "--set", "until_stable=true", "--json")  # fmt: skip
-    loose = hub(*base, "--set", "stable_tolerance=9", cwd=tmp_path)  # 900 %: agrees at once
+    # 900 %: agrees at once, however busy the shared machine is (no limit on others' share)
+    loose = hub(*base, "--set", "stable_tolerance=9", "--set", "stable_max_other_share=1",
+                cwd=tmp_path)  # fmt: skip
     assert loose.returncode == 0, loose.stderr
     report = json.loads(loose.stdout)
     assert report["metrics"]["stable_converged"] == 1 and report["metrics"]["stable_windows"] == 3

@@ -148,7 +148,8 @@ def test_until_stable_over_ssh_records_convergence_and_conditions(
     with _context(device, tmp_path) as ctx:
         compiled = ONNXRuntimeCompiledModel.from_path(model)
         profiler = ONNXRuntimeProfiler(runs=20, burn_ins=3, until_stable=True)
-        run = profiler.run(ctx, compiled, stable_tolerance=9.0).run_log  # 900 %: agrees at once
+        # 900 %: agrees at once; no limit on other processes' share (the machine is shared)
+        run = profiler.run(ctx, compiled, stable_tolerance=9.0, stable_max_other_share=1.0).run_log
         assert run is not None
         metrics = {name: metric.value for name, metric in run.metrics.items()}
         assert metrics["stable_converged"] == 1 and metrics["stable_windows"] == 3

@@ -67,7 +67,7 @@ def _check_not_converged(done: subprocess.CompletedProcess[str]) -> None:
 def test_onnxruntime_until_stable_flag(project: Path, ort_image: str) -> None:
     base = ("exec", "profile", "onnxruntime", "cnn.onnx", "--set", "runs=20", "--json")
     loose = hub(*base, "--until-stable", "--stable-tolerance", "50%", "--stable-max-s", "60",
-                cwd=project)  # fmt: skip
+                "--set", "stable_max_other_share=1", cwd=project)  # fmt: skip
     _check_converged(_json(loose), max_windows=2000)
     assert _json(loose)["params"]["stable_tolerance"] == 0.5
     strict = hub(*base, "--until-stable", "--stable-tolerance", "0%", "--stable-max-s", "0",
@@ -75,7 +75,8 @@ def test_onnxruntime_until_stable_flag(project: Path, ort_image: str) -> None:
     _check_not_converged(strict)
     # the same through --set, still accepted; windows of only the 20 runs (stable_window_s=0)
     same = hub(*base, "--set", "until_stable=true", "--set", "stable_tolerance=0.5",
-               "--set", "stable_window_s=0", cwd=project)  # fmt: skip
+               "--set", "stable_window_s=0", "--set", "stable_max_other_share=1",
+               cwd=project)  # fmt: skip
     _check_converged(_json(same), max_windows=2000)
     shown = hub("runs", "show", _json(same)["run_id"], cwd=project)
     assert shown.returncode == 0, shown.stderr
@@ -92,7 +93,8 @@ def test_tflite_until_stable_records_convergence_and_conditions(project: Path) -
     assert compiled["status"] == "FINISHED"
     base = ("exec", "profile", "tflite", "--from-run", "latest", "--set", "runs=20", "--json")
     loose = _json(hub(*base, "--until-stable", "--stable-tolerance", "50%",
-                      "--set", "stable_window_s=0", cwd=project))  # fmt: skip
+                      "--set", "stable_window_s=0", "--set", "stable_max_other_share=1",
+                      cwd=project))  # fmt: skip
     _check_converged(loose, max_windows=2000)
     shown = _json(hub("runs", "show", loose["run_id"], "--json", cwd=project))
     environment = shown["environment"]
@@ -108,6 +110,32 @@ def test_tflite_until_stable_records_convergence_and_conditions(project: Path) -
     _check_not_converged(strict)
     plain = _json(hub(*base, cwd=project))
     assert "stable_windows" not in plain["metrics"] and plain["metrics"]["runs"] == 20
+
+
+def test_windows_beside_processes_that_hold_the_cpus_are_reported_not_stable(
+    project: Path, ort_image: str
+) -> None:
+    """A real neighbour: one process per CPU spinning for the whole profile. However well the
+    windows agree (tolerance 50 %), other processes held the CPUs in every window, so the
+    profile finishes with stable_converged 0 and says why; ``data.windows`` records each
+    window's share. With the limit lifted the same profile converges."""
+    spin = "import time\nend = time.monotonic() + 30\nwhile time.monotonic() < end: pass"
+    burners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 2)]
+    try:
+        base = ("exec", "profile", "onnxruntime", "cnn.onnx", "--set", "runs=20", "--json",
+                "--until-stable", "--stable-tolerance", "50%")  # fmt: skip
+        done = hub(*base, "--stable-max-s", "4", "--set", "stable_window_s=0.5", cwd=project)
+        report = _json(done)
+        assert report["status"] == "FINISHED"
+        metrics = report["metrics"]
+        assert metrics["stable_converged"] == 0 and metrics["stable_busy_windows"] >= 1, metrics
+        assert "other processes took over 25% of the CPUs in" in done.stderr, done.stderr
+        lifted = hub(*base, "--set", "stable_max_other_share=1", cwd=project)
+        assert _json(lifted)["metrics"]["stable_converged"] == 1
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,69 @@ def test_a_window_lasts_at_least_the_minimum_window_time() -> None:
     assert found.windows == 1 and len(found.samples) == 2 * 2 and not found.converged
 
 
+def test_windows_that_agree_while_other_processes_hold_the_cpus_are_not_stable() -> None:
+    """Windows count only when other processes took at most 25 % of the CPUs during them."""
+    from edgehub.agent import stable
+
+    shares = iter([0.4, 0.5, 0.45, 0.05, 0.3, 0.1, 0.02, 0.0, 0.01])
+    windows = _windows([100] * 9)
+    found = measure_until_stable(
+        lambda: next(windows),
+        tolerance=0.05,
+        max_s=1e9,
+        min_window_s=0,
+        other_share=lambda: next(shares, 0.0),
+    )
+    # the first call starts the count; window 4 (0.3) kept it from stable until window 7
+    assert found.converged and found.windows == 7 and found.spread == 0.0
+    assert found.other_shares[:3] == [0.5, 0.45, 0.05]
+    busy = iter([0.9] * 20)
+    windows = _windows([100] * 20)
+    ticks = iter(range(100))
+    found = measure_until_stable(
+        lambda: next(windows),
+        tolerance=0.05,
+        max_s=6,
+        clock=lambda: float(next(ticks)),
+        min_window_s=0,
+        other_share=lambda: next(busy),
+    )
+    assert not found.converged and found.spread == 0.0
+    metrics = stable.stable_metrics(found)
+    assert metrics["stable_busy_windows"] == 3 and metrics["stable_converged"] == 0
+    converged, line = stable.stable_line(metrics, 0.05, 6)
+    assert not converged
+    assert "other processes took over 25% of the CPUs in 3 of them" in line
+    assert (
+        stable.MAX_OTHER_CPU_SHARE
+        == __import__(
+            "edgehub.tracking.comparability", fromlist=["MAX_OTHER_CPU_SHARE"]
+        ).MAX_OTHER_CPU_SHARE
+    )  # the limit `hub runs compare` calls not comparable
+
+
+def test_the_other_cpu_meter_sees_a_process_burning_a_cpu() -> None:
+    """A real second process that spins for a second shows up as other processes' CPU share
+    (one CPU of this machine's, less whatever else ran: at least a fifth of one CPU's share)."""
+    import os
+    import subprocess
+
+    from edgehub.agent.conditions import OtherCpuMeter
+
+    meter = OtherCpuMeter()
+    burner = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time\nend = time.monotonic() + 1\nwhile time.monotonic() < end: pass",
+        ],
+        check=True,
+    )
+    assert burner.returncode == 0
+    share = meter()
+    assert share is not None and share >= 0.2 / (os.cpu_count() or 1), share
+
+
 @pytest.fixture(scope="module")
 def pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_agent_zipapp(tmp_path_factory.getbasetemp() / "agent-cache")
@@ -87,6 +150,9 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     loose = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": 9.0}, tmp_path / "a")
     assert loose.returncode == 0, loose.stderr
     assert loose.metrics["stable_converged"] == 1 and loose.metrics["stable_windows"] == 3
+    windows = loose.result["data"]["windows"]  # each window's median, mean and others' CPU share
+    assert len(windows) == 3 and all(w["median_ms"] > 0 and w["mean_ms"] > 0 for w in windows)
+    assert all(0 <= w["other_cpu_share"] <= 1 for w in windows), windows
     assert loose.result["params"]["until_stable"] is True
     assert len(json.loads((tmp_path / "profile.json").read_text())["samples_us"]) == 60
     # no time for a second window: one window, no spread, not converged (the run still finishes)

@@ -215,6 +215,27 @@ def static_conditions() -> dict[str, Any]:
     return record
 
 
+class OtherCpuMeter:
+    """The share of the host's CPUs other processes took since the last call (``/proc/stat``'s
+    busy time less this process's, over the wall time and all CPUs; None where unreadable)."""
+
+    def __init__(self) -> None:
+        self._busy, self._cpus = _host_busy()
+        self._own = _own_cpu()
+        self._wall = time.monotonic()
+
+    def __call__(self) -> float | None:
+        busy, cpus = _host_busy()
+        own, wall = _own_cpu(), time.monotonic()
+        share = None
+        elapsed = wall - self._wall
+        if busy is not None and self._busy is not None and cpus and elapsed > 0:
+            other = max(0.0, (busy - self._busy) - (own - self._own))
+            share = min(1.0, other / (elapsed * cpus))
+        self._busy, self._cpus, self._own, self._wall = busy, cpus, own, wall
+        return share
+
+
 class ConditionsProbe:
     """Started before a timed loop, finished after it; :meth:`finish` gives the record."""
 

@@ -7,6 +7,12 @@ or `MAX_WINDOWS` windows were run. The samples it keeps are those of the last th
 says whether it converged, how many windows it ran and the last spread, and never fails the
 measurement for not converging.
 
+Given ``other_share`` (the share of the CPUs other processes took since its last call:
+:class:`..conditions.OtherCpuMeter`), a window also counts only when other processes took at most
+``max_other_share`` of the CPUs during it (default `MAX_OTHER_CPU_SHARE`, the limit `hub runs
+compare` calls not comparable; 1 turns the check off): windows that agree while a neighbour holds
+a CPU busy are not a stable measurement.
+
 A window is one call of ``measure``, repeated until the window has lasted `MIN_WINDOW_S`: a window
 of a fast model's ``runs`` lasts milliseconds, and three windows that close together agree even
 while a neighbour's bursts of load, which last tenths of a second, change the latency from one
@@ -29,13 +35,15 @@ WINDOWS = 3
 MAX_WINDOWS = 1000
 MIN_WINDOW_S = 1.0
 MAX_KEPT_PER_WINDOW = 10_000
+MAX_OTHER_CPU_SHARE = 0.25  # the same limit as edgehub.tracking.comparability's
 
 
 @dataclass(frozen=True)
 class StableResult:
     """The kept samples (ns), whether the last three windows agreed, and how many windows ran;
     ``spread`` is the larger of the last three medians' and means' (max - min) / min (None:
-    fewer than three windows ran)."""
+    fewer than three windows ran); ``other_shares`` the share of the CPUs other processes took
+    in each window (None: not measured)."""
 
     samples: list[int]
     converged: bool
@@ -43,6 +51,13 @@ class StableResult:
     spread: float | None
     medians_ns: list[float]
     means_ns: list[float]
+    other_shares: list[float | None]
+    max_other_share: float = MAX_OTHER_CPU_SHARE
+
+    def busy_windows(self) -> int:
+        """How many of the last three windows other processes held above the limit."""
+        recent = self.other_shares[-WINDOWS:]
+        return sum(share is not None and share > self.max_other_share for share in recent)
 
 
 def _spread(medians: list[float]) -> float:
@@ -64,13 +79,19 @@ def measure_until_stable(
     max_s: float,
     clock: Callable[[], float] = time.monotonic,
     min_window_s: float = MIN_WINDOW_S,
+    other_share: Callable[[], float | None] | None = None,
+    max_other_share: float = MAX_OTHER_CPU_SHARE,
 ) -> StableResult:
     """Call ``measure`` (one window of samples, ns) until stable or out of time (see above)."""
     start = clock()
     windows: list[list[int]] = []
     medians: list[float] = []
     means: list[float] = []
+    shares: list[float | None] = []
     spread: float | None = None
+    converged = False
+    if other_share is not None:
+        other_share()  # the first window's share counts from here
     while True:
         opened = clock() if min_window_s > 0 else 0.0
         window = measure()
@@ -79,30 +100,56 @@ def measure_until_stable(
         medians.append(float(statistics.median(window)))
         means.append(sum(window) / len(window))
         windows.append(_thinned(window))
+        shares.append(other_share() if other_share is not None else None)
         if len(medians) >= WINDOWS:
             spread = max(_spread(medians[-WINDOWS:]), _spread(means[-WINDOWS:]))
-            if spread <= tolerance:
+            quiet = all(s is None or s <= max_other_share for s in shares[-WINDOWS:])
+            converged = spread <= tolerance and quiet
+            if converged:
                 break
         if clock() - start >= max_s or len(windows) >= MAX_WINDOWS:
             break
-    converged = spread is not None and spread <= tolerance
     kept = [s for window in windows[-WINDOWS:] for s in window]
-    return StableResult(kept, converged, len(windows), spread, medians, means)
+    return StableResult(
+        kept, converged, len(windows), spread, medians, means, shares, max_other_share
+    )
 
 
 def stable_metrics(result: StableResult) -> dict[str, Any]:
     """The metrics a profile records about its windows: ``stable_converged`` (1/0),
-    ``stable_windows`` and (from three windows on) ``stable_spread_pct``."""
+    ``stable_windows``, (from three windows on) ``stable_spread_pct`` and, where measured,
+    ``stable_busy_windows`` (how many of the last three other processes held above the limit)."""
     metrics: dict[str, Any] = {
         "stable_converged": int(result.converged),
         "stable_windows": result.windows,
     }
     if result.spread is not None:
         metrics["stable_spread_pct"] = round(100.0 * result.spread, 3)
+    if any(share is not None for share in result.other_shares):
+        metrics["stable_busy_windows"] = result.busy_windows()
     return metrics
 
 
-def stable_line(metrics: dict[str, Any], tolerance: float, max_s: float) -> tuple[bool, str]:
+def window_rows(result: StableResult) -> list[dict[str, Any]]:
+    """One row per window, in order: its median and mean (ms) and, where measured, the share
+    of the CPUs other processes took during it (a profile's ``windows``)."""
+    rows = []
+    for median, mean, share in zip(
+        result.medians_ns, result.means_ns, result.other_shares, strict=True
+    ):
+        row: dict[str, Any] = {"median_ms": round(median / 1e6, 4), "mean_ms": round(mean / 1e6, 4)}
+        if share is not None:
+            row["other_cpu_share"] = round(share, 3)
+        rows.append(row)
+    return rows
+
+
+def stable_line(
+    metrics: dict[str, Any],
+    tolerance: float,
+    max_s: float,
+    max_other_share: float = MAX_OTHER_CPU_SHARE,
+) -> tuple[bool, str]:
     """Whether the windows converged, and the line that says how (a warning when not: the run
     still finishes, on the last three windows' samples)."""
     how = (
@@ -111,6 +158,11 @@ def stable_line(metrics: dict[str, Any], tolerance: float, max_s: float) -> tupl
     )
     if metrics["stable_converged"]:
         return True, f"stable after {how}"
+    busy = metrics.get("stable_busy_windows") or 0
+    if busy:
+        how += (
+            f"; other processes took over {100 * max_other_share:g}% of the CPUs in {busy} of them"
+        )
     return False, (
         f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
         "the samples are the last three windows'"

@@ -9,7 +9,8 @@ Request::
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
      "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs),
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
-     "stable_window_s": 1}
+     "stable_window_s": 1,
+     "stable_max_other_share": 0.25}
 
 Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
 cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
@@ -22,16 +23,17 @@ How it measures:
    (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
 2. The last cold-start session runs ``warmup`` untimed runs, then ``runs`` timed runs with
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
-   numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come
-   in windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until
-   the last three windows (medians and means) agree within
-   ``stable_tolerance`` (a fraction) or ``stable_max_s`` seconds pass (:mod:`..stable`); the
-   samples are the last three windows', and the metrics ``stable_converged`` (1 or 0; not
-   converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say how it
-   went.
-3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT profiling on
-   runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed (:mod:`.trace`) into
-   per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
+   numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come in
+   windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until the last
+   three windows (medians and means) agree within ``stable_tolerance`` (a fraction), with other
+   processes taking at most ``stable_max_other_share`` (default 0.25) of the CPUs in each
+   (``stable_busy_windows`` counts those that took more), or ``stable_max_s`` seconds pass
+   (:mod:`..stable`); the samples are the last three windows', and the metrics ``stable_converged``
+   (1 or 0; not converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say
+   how it went.
+3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT
+   profiling on runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed
+   (:mod:`.trace`) into per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
 
 Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
 fps (1000 / mean), session_create_ms, first_run_ms, peak_rss_mb (MiB, the process's high-water
@@ -40,6 +42,8 @@ model_run_mean_ms, profiled_runs and (layerwise) num_layers.
 ``profile_json`` (if given) receives ``{samples_us, cold_starts, stats, layers, trace, env,
 settings, conditions}``; ``data.conditions`` is what the timed loop ran under
 (:mod:`..conditions`: load, other processes' CPU time, CPU model, governor, limits, memory).
+With ``until_stable``, ``data.windows`` (and profile.json's ``windows``) has each window's median,
+mean and other processes' CPU share.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
+from ..conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -66,7 +70,7 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import measure_until_stable, stable_line
+from ..stable import MAX_OTHER_CPU_SHARE, measure_until_stable, stable_line, window_rows
 from ..stable import stable_metrics as stable_report
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
@@ -153,6 +157,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     tolerance = params.number("stable_tolerance", 0.05)
     max_s = params.number("stable_max_s", 60.0)
     window_s = params.number("stable_window_s", 1.0)
+    max_other = params.number("stable_max_other_share", MAX_OTHER_CPU_SHARE)
     params.finish()
     assert model_arg is not None
     path = resolve_model_path(model_arg)
@@ -192,6 +197,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
     probe = ConditionsProbe()
     stable_metrics: dict[str, Any] = {}
+    windows: list[dict[str, Any]] = []
     try:
         if until_stable:
             stable = measure_until_stable(
@@ -199,9 +205,12 @@ def run(params: Params, report: Report) -> CommandOutput:
                 tolerance=tolerance,
                 max_s=max_s,
                 min_window_s=window_s,
+                other_share=OtherCpuMeter(),
+                max_other_share=max_other,
             )
             samples = stable.samples
             stable_metrics = stable_report(stable)
+            windows = window_rows(stable)
         else:
             samples = timed_runs(session, inputs, runs)
     except Cancelled:
@@ -216,7 +225,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     metrics: dict[str, Any] = latency_stats(samples)
     metrics.update(stable_metrics)
     if until_stable:
-        converged, line = stable_line(stable_metrics, tolerance, max_s)
+        converged, line = stable_line(stable_metrics, tolerance, max_s, max_other)
         (report.info if converged else report.warn)(line)
     report.info(
         f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
@@ -269,6 +278,8 @@ def run(params: Params, report: Report) -> CommandOutput:
         "input_source": settings["input_source"],
         "conditions": conditions,
     }
+    if windows:
+        data["windows"] = windows
     layers = trace.layers if (trace is not None and method == "layerwise") else []
     if method == "layerwise":
         data["layers"] = layers
@@ -282,6 +293,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "env": collect_env(),
             "settings": settings,
             "conditions": conditions,
+            **({"windows": windows} if windows else {}),
         }
         if trace is not None:
             document["layers"] = layers

@@ -8,24 +8,27 @@ Request::
      "max_secs": null | float, "run_delay": null | float,
      "op_profiling": false, "profile_json": null | PATH,
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
-     "stable_window_s": 1}
+     "stable_window_s": 1,
+     "stable_max_other_share": 0.25}
 
 How it measures (the same way as ``ort.profile``):
 
-1. Cold starts: each creates a new interpreter and allocates its tensors (timed: ``load_ms``),
-   then invokes once (timed: ``first_run_ms``).
+1. Cold starts: each creates a new interpreter and allocates its tensors (timed: ``load_ms``), then
+   invokes once (timed: ``first_run_ms``).
 2. The last interpreter gets the inputs once (``input`` in the ONNX names and layout unless
    ``use_compiled_names``, see :mod:`.edges`; random in the model's own dtypes otherwise), runs
    ``warmup`` untimed invokes, then ``runs`` timed ones with ``time.perf_counter_ns()`` tightly
-   around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the
-   timed runs early and ``run_delay`` sleeps between them (benchmark_model's meanings). With
+   around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the timed
+   runs early and ``run_delay`` sleeps between them (benchmark_model's meanings). With
    ``until_stable`` the timed runs come in windows (``runs`` runs, repeated until the window has
    lasted ``stable_window_s``) until the last three windows (medians and means) agree within
-   ``stable_tolerance`` or ``stable_max_s`` pass (:mod:`..stable`); the metrics
+   ``stable_tolerance``, with other processes taking at most ``stable_max_other_share`` (default
+   0.25) of the CPUs in each, or ``stable_max_s`` pass (:mod:`..stable`); the metrics
    ``stable_converged``, ``stable_windows`` and ``stable_spread_pct`` say how it went.
 
 ``data.conditions`` (and profile.json's ``conditions``) is what the timed loop ran under
-(:mod:`..conditions`).
+(:mod:`..conditions`); with ``until_stable``, ``data.windows`` (and profile.json's ``windows``)
+has each window's median, mean and other processes' CPU share.
 
 Per-operator times: the LiteRT Python interpreter has no op profiler (benchmark_model's
 ``enable_op_profiling`` is C++ only), so ``op_profiling`` lists the operators without times and
@@ -39,13 +42,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
+from ..conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
 from ..env import collect_env
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
-from ..stable import measure_until_stable, stable_line, stable_metrics
+from ..stable import (
+    MAX_OTHER_CPU_SHARE,
+    measure_until_stable,
+    stable_line,
+    stable_metrics,
+    window_rows,
+)
 from ..stats import latency_stats, mean, ms
 from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
@@ -133,6 +142,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     tolerance = params.number("stable_tolerance", 0.05)
     stable_max_s = params.number("stable_max_s", 60.0)
     window_s = params.number("stable_window_s", 1.0)
+    max_other = params.number("stable_max_other_share", MAX_OTHER_CPU_SHARE)
     params.finish()
     assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
@@ -181,18 +191,25 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     probe = ConditionsProbe()
     stable: dict[str, Any] = {}
+    windows: list[dict[str, Any]] = []
     if until_stable:
         found = measure_until_stable(
-            window, tolerance=tolerance, max_s=stable_max_s, min_window_s=window_s
+            window,
+            tolerance=tolerance,
+            max_s=stable_max_s,
+            min_window_s=window_s,
+            other_share=OtherCpuMeter(),
+            max_other_share=max_other,
         )
         samples, stable = found.samples, stable_metrics(found)
+        windows = window_rows(found)
     else:
         samples = window()
     conditions = probe.finish()
     for line in conditions_lines(conditions):
         report.info(line)
     if until_stable:
-        converged, line = stable_line(stable, tolerance, stable_max_s)
+        converged, line = stable_line(stable, tolerance, stable_max_s, max_other)
         (report.info if converged else report.warn)(line)
 
     metrics: dict[str, Any] = latency_stats(samples)
@@ -232,6 +249,8 @@ def run(params: Params, report: Report) -> CommandOutput:
         "op_profiling": "unavailable" if op_profiling else "off",
         "conditions": conditions,
     }
+    if windows:
+        data["windows"] = windows
     layers = [{"index": int(op["index"]), "op_type": str(op["op_name"])} for op in ops]
     if op_profiling:
         report.warn(OP_PROFILING_NOTE)
@@ -250,6 +269,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "toolchain": data["toolchain"],
             "settings": settings,
             "conditions": conditions,
+            **({"windows": windows} if windows else {}),
         }
         write_json_atomic(profile_json, document)
         data["profile_json"] = profile_json

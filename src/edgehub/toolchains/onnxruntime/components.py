@@ -118,9 +118,10 @@ class ONNXRuntimeProfiler(Component):
 
     ``until_stable``: the timed runs come in windows (``runs`` runs, repeated until the window has
     lasted ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree
-    within ``stable_tolerance`` (a fraction, default 0.05) or ``stable_max_s`` seconds pass; the
-    metrics ``stable_converged`` (1/0: not converging does not fail the run), ``stable_windows`` and
-    ``stable_spread_pct`` record how it went.
+    within ``stable_tolerance`` (a fraction, default 0.05), with other processes taking at most
+    ``stable_max_other_share`` (default 0.25, 1: no limit) of the CPUs in each, or ``stable_max_s``
+    seconds pass; the metrics ``stable_converged`` (1/0: not converging does not fail the run),
+    ``stable_windows`` and ``stable_spread_pct`` record how it went.
     """
 
     run_type = RunType.PROFILE
@@ -129,6 +130,7 @@ class ONNXRuntimeProfiler(Component):
         "stable_tolerance": Range(0, 10),
         "stable_max_s": Range(0, 86_400),
         "stable_window_s": Range(0, 3_600),
+        "stable_max_other_share": Range(0, 1),
     }
 
     def __init__(
@@ -147,6 +149,7 @@ class ONNXRuntimeProfiler(Component):
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
         stable_window_s: float = 1.0,
+        stable_max_other_share: float = 0.25,
     ) -> None:
         super().__init__(
             name=name,
@@ -162,6 +165,7 @@ class ONNXRuntimeProfiler(Component):
             stable_tolerance=stable_tolerance,
             stable_max_s=stable_max_s,
             stable_window_s=stable_window_s,
+            stable_max_other_share=stable_max_other_share,
         )
 
     def run(
@@ -181,6 +185,7 @@ class ONNXRuntimeProfiler(Component):
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
         stable_window_s: float = 1.0,
+        stable_max_other_share: float = 0.25,
     ) -> ONNXRuntimeProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

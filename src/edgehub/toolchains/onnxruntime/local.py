@@ -139,6 +139,7 @@ def _profile_local(
     stable_tolerance: float = 0.05,
     stable_max_s: float = 60.0,
     stable_window_s: float = 1.0,
+    stable_max_other_share: float = 0.25,
 ) -> ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
     method = ProfilingMethod(profiling_method)
@@ -160,6 +161,7 @@ def _profile_local(
             stable_tolerance=float(stable_tolerance),
             stable_max_s=float(stable_max_s),
             stable_window_s=float(stable_window_s),
+            stable_max_other_share=float(stable_max_other_share),
         )
     inputs = {model_path.name: model_path}
     _stage_input_data(ctx, input_data, inputs, request)

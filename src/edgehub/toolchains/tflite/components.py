@@ -189,18 +189,19 @@ class TFLiteProfiler(Component):
     """Measures a ``.tflite`` model's latency in the LiteRT interpreter.
 
     ``warmup`` (or ``burn_ins``, ONNX Runtime's name) untimed runs, then ``runs`` timed ones,
-    ``cold_starts`` fresh interpreters;
-    ``threads`` (None: LiteRT's default), ``xnnpack`` (the default CPU delegate, or the builtin
-    kernels). ``benchmark_params`` takes TFLite benchmark_model's documented parameters
-    (``num_threads``, ``num_runs``, ``warmup_runs``, ``use_xnnpack``, ``enable_op_profiling``,
-    ``max_secs``, ``run_delay``, ...); those entries take precedence over the options, the
-    others are recorded and reported as not applicable, and unknown keys are an error.
-    ``input_data`` (arrays by input name, or an ``.npz``) replaces the random inputs;
-    ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
+    ``cold_starts`` fresh interpreters; ``threads`` (None: LiteRT's default), ``xnnpack`` (the
+    default CPU delegate, or the builtin kernels). ``benchmark_params`` takes TFLite
+    benchmark_model's documented parameters (``num_threads``, ``num_runs``, ``warmup_runs``,
+    ``use_xnnpack``, ``enable_op_profiling``, ``max_secs``, ``run_delay``, ...); those entries take
+    precedence over the options, the others are recorded and reported as not applicable, and unknown
+    keys are an error. ``input_data`` (arrays by input name, or an ``.npz``) replaces the random
+    inputs; ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
     the timed runs come in windows (``runs`` runs, repeated until the window has lasted
     ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree within
-    ``stable_tolerance`` (a fraction) or ``stable_max_s`` pass; ``stable_converged`` (1/0, not
-    converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` record it.
+    ``stable_tolerance`` (a fraction), with other processes taking at most
+    ``stable_max_other_share`` (default 0.25, 1: no limit) of the CPUs in each, or ``stable_max_s``
+    pass; ``stable_converged`` (1/0, not converging does not fail the run), ``stable_windows`` and
+    ``stable_spread_pct`` record it.
     """
 
     run_type = RunType.PROFILE
@@ -209,6 +210,7 @@ class TFLiteProfiler(Component):
         "stable_tolerance": Range(0, 10),
         "stable_max_s": Range(0, 86_400),
         "stable_window_s": Range(0, 3_600),
+        "stable_max_other_share": Range(0, 1),
     }
 
     def __init__(
@@ -229,6 +231,7 @@ class TFLiteProfiler(Component):
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
         stable_window_s: float = 1.0,
+        stable_max_other_share: float = 0.25,
     ) -> None:
         super().__init__(
             name=name,
@@ -246,6 +249,7 @@ class TFLiteProfiler(Component):
             stable_tolerance=stable_tolerance,
             stable_max_s=stable_max_s,
             stable_window_s=stable_window_s,
+            stable_max_other_share=stable_max_other_share,
         )
 
     def run(
@@ -267,6 +271,7 @@ class TFLiteProfiler(Component):
         stable_tolerance: float = 0.05,
         stable_max_s: float = 60.0,
         stable_window_s: float = 1.0,
+        stable_max_other_share: float = 0.25,
     ) -> TFLiteProfilingResult:
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError

@@ -170,6 +170,7 @@ def _profile_local(
     stable_tolerance: float = 0.05,
     stable_max_s: float = 60.0,
     stable_window_s: float = 1.0,
+    stable_max_other_share: float = 0.25,
 ) -> TFLiteProfilingResult:
     settings = parse_benchmark_params(benchmark_params)
     path = _tflite_file(model, ctx, "TFLiteProfiler")
@@ -201,6 +202,7 @@ def _profile_local(
             stable_tolerance=float(stable_tolerance),
             stable_max_s=float(stable_max_s),
             stable_window_s=float(stable_window_s),
+            stable_max_other_share=float(stable_max_other_share),
         )
     if input_data is not None:
         files["input.npz"] = _input_file(ctx, input_data)
