@@ -154,6 +154,11 @@ EXIT_INCOMPARABLE = 7
 differ beyond the thresholds of `tracking.comparability` (without ``--allow-incomparable``)."""
 
 
+EXIT_NOT_REPRODUCED = 8
+"""Exit code of `hub runs rerun` whose rerun did not reproduce the original: an invoke's outputs
+or a compile's artifacts (or, where the toolchain is not deterministic, their outputs) differ."""
+
+
 class RunNotFoundError(StoreError, UsageError):
     """A run id (or prefix) matches no run, or more than one."""
 

@@ -7,6 +7,8 @@ image: a compile with a calibration file, an invoke with an input file and a pro
 - The rerun of the compile (ONNX Runtime, static quantization) gives identical artifact hashes,
   with the calibration file taken from the store after the user's copy was deleted; with
   `--children` its invoke and profile are rerun too, on the model the rerun compiled.
+- The rerun of an invoke of a model that draws random numbers (RandomUniformLike, no seed)
+  reports which outputs differ and exits 8.
 - A run whose recorded image is no longer on this host is refused in one line, exit 3, and
   nothing is recorded; a stored model damaged in the store is refused in one line, exit 2.
 """
@@ -84,6 +86,32 @@ def test_an_invoke_reruns_bit_exact(runs: dict[str, Any]) -> None:
     assert shown["tags"]["rerun_of"] == runs["invoke"]
     original = json.loads(hub(runs["root"], "runs", "show", runs["invoke"], "--json").stdout)
     assert shown["environment"]["image_digest"] == original["environment"]["image_digest"]
+
+
+def test_an_invoke_that_does_not_reproduce_exits_8(runs: dict[str, Any]) -> None:
+    """A real model whose outputs change from run to run: x + RandomUniformLike(x), no seed."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    root = runs["root"]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("RandomUniformLike", ["x"], ["r"]),
+             helper.make_node("Add", ["x", "r"], ["y"])]  # fmt: skip
+    model = helper.make_model(
+        helper.make_graph(nodes, "noisy", [x], [y]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    model.ir_version = 8
+    onnx.save(model, root / "noisy.onnx")
+    done = hub(root, "exec", "invoke", "onnxruntime", "noisy.onnx")
+    assert done.returncode == 0, done.stderr
+    original = last_run(root)
+    again = hub(root, "runs", "rerun", original[:8])
+    assert again.returncode == 8, again.stderr
+    assert "outputs: DIFFER (0 of 1 bit-exact)" in again.stdout
+    assert "not reproduced: exit 8" in again.stdout and "Traceback" not in again.stderr
+    as_json = hub(root, "runs", "rerun", original[:8], "--json")
+    assert as_json.returncode == 8 and json.loads(as_json.stdout)["matched"] is False
 
 
 def test_a_profile_reruns_without_significant_change(runs: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ EPILOG = """exit codes:
   6  `hub exec eval --goal`: the model missed an accuracy goal
   7  `hub runs compare --max-regression`: the two profiles are not comparable (their
      recorded conditions differ; see `hub runs compare --help`; --allow-incomparable)
+  8  `hub runs rerun`: the rerun did not reproduce the original (outputs or artifacts differ)
   130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM"""
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.output import print_json, table
-from edgehub.errors import EXIT_INCOMPARABLE, EXIT_REGRESSION
+from edgehub.errors import EXIT_INCOMPARABLE, EXIT_NOT_REPRODUCED, EXIT_REGRESSION
 
 if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
@@ -110,7 +110,8 @@ def add_parser(commands: Any) -> None:
         "content from the store, device, and image by digest. Reports what matched: an "
         "invoke's outputs bit for bit, a profile's latency with the comparison's 95%% CI, a "
         "compile's artifact hashes. A sweep reruns as a whole, each cell beside the "
-        "original's. The new run is tagged rerun_of=<the original's id>.",
+        "original's. The new run is tagged rerun_of=<the original's id>. Exits "
+        f"{EXIT_NOT_REPRODUCED} when outputs or artifacts differ.",
     )
     again.add_argument("run_id", metavar="RUN", help=REF_HELP)
     again.add_argument("--device", metavar="NAME", help="run on this device instead")
@@ -392,9 +393,11 @@ def _rerun(args: argparse.Namespace) -> int:
         )
     finally:
         printer.done()
+    reports = [] if isinstance(result, SweepRerun) else [result, *result.children]
+    differ = any(report.matched is False for report in reports)
     if args.json:
         print_json(result.to_dict())
-        return 0
+        return EXIT_NOT_REPRODUCED if differ else 0
     if isinstance(result, SweepRerun):
         print(
             f"rerun of sweep {result.original.run_id[:8]}: sweep {result.sweep.run_id[:8]} "
@@ -413,6 +416,9 @@ def _rerun(args: argparse.Namespace) -> int:
         print(f"  image: {report.image}")
         for line in report.summary:
             print(f"  {line}")
+    if differ:
+        print(f"not reproduced: exit {EXIT_NOT_REPRODUCED}")
+        return EXIT_NOT_REPRODUCED
     return 0
 
 
