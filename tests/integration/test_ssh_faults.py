@@ -484,6 +484,58 @@ def test_a_new_connection_removes_what_dead_ones_left_and_never_a_live_ones(
         device.exec("sh", "-c", f"rm -rf {base}/*; pkill -u edge -x sleep", check=False)
 
 
+def test_a_new_connection_prunes_the_caches_no_run_has_used_for_30_days(
+    device: SSHDevice, tmp_path: Path
+) -> None:
+    """Datasets and agents cached on the device go once no run has used them for 30 days
+    (partial uploads after a day); what a run finds there is touched, so it stays."""
+    from edgehub.toolchains.remote.ssh_agent import _FOUND_TOUCHED
+
+    cache = "/home/edge/.cache/edgehub"
+    old, recent = "-d '40 days ago'", "-d '2 days ago'"
+    setup = (
+        f"mkdir -p {cache}/datasets/old {cache}/datasets/used {cache}/datasets/fresh {cache}/agent"
+        f" && touch {cache}/datasets/used/samples.npz {cache}/datasets/fresh/samples.npz"
+        f" {cache}/datasets/fresh/.samples.npz.1a2b.edgehub-part"
+        f" {cache}/datasets/fresh/.new.edgehub-part"
+        f" {cache}/agent/old.pyz {cache}/agent/fresh.pyz {cache}/agent/used.pyz"
+        f" && touch {old} {cache}/datasets/old {cache}/datasets/used {cache}/agent/old.pyz"
+        f" {cache}/agent/used.pyz"
+        f" && touch {recent} {cache}/datasets/fresh/.samples.npz.1a2b.edgehub-part"
+    )  # fmt: skip
+    device.exec("sh", "-c", setup)
+    used_pyz = tmp_path / "used.pyz"
+    used_pyz.write_bytes(b"")  # the same size as the cached one: found there, not sent
+    try:
+        with SSHCommandRunner(device.config()) as runner:
+            # what a run finds there is touched first (a dataset's folder; a content-named file)
+            found = runner.run(["sh", "-c", _FOUND_TOUCHED, "edgehub",
+                                f"{cache}/datasets/used/samples.npz"], check=False)  # fmt: skip
+            assert found.ok
+            runner.put_content(used_pyz, f"{cache}/agent/used.pyz")
+        with SSHCommandRunner(device.config()) as runner:
+            runner.work_folder()  # a new connection: its janitor prunes
+            ours = {"datasets": {"old", "used", "fresh"},
+                    "agent": {"old.pyz", "fresh.pyz", "used.pyz"},
+                    "datasets/fresh": {".samples.npz.1a2b.edgehub-part", ".new.edgehub-part",
+                                       "samples.npz"}}  # fmt: skip
+            expected = {"datasets": {"fresh", "used"}, "agent": {"fresh.pyz", "used.pyz"},
+                        "datasets/fresh": {".new.edgehub-part", "samples.npz"}}  # fmt: skip
+            listed: dict[str, set[str]] = {}
+            deadline = time.monotonic() + 20
+            while listed != expected and time.monotonic() < deadline:
+                listed = {  # other tests' entries (the real agent) are not this test's
+                    where: set(device.exec("ls", "-A", f"{cache}/{where}").stdout.split()) & names
+                    for where, names in ours.items()
+                }
+                time.sleep(0.3)
+            assert listed == expected
+    finally:
+        device.exec("sh", "-c", f"rm -rf {cache}/datasets/old {cache}/datasets/used "
+                    f"{cache}/datasets/fresh {cache}/agent/old.pyz {cache}/agent/fresh.pyz "
+                    f"{cache}/agent/used.pyz", check=False)  # fmt: skip
+
+
 def test_sigterm_while_the_device_is_frozen_exits_soon_and_leaves_nothing(
     own_device: SSHDevice, tmp_path: Path
 ) -> None:

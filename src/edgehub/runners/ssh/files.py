@@ -2,7 +2,8 @@
 
 An upload is skipped when the remote file is known to match (same sha256, size and mtime as
 when this connection sent it, or a matching ``sha256sum`` on the device; for a path named by
-its content, the same size, looked up once per connection); files are written to
+its content, the same size, looked up once per connection, and touched when it is older than a
+day, so the device's caches prune by last use); files are written to
 a temporary name and renamed into place. Directories come back as a tar stream (sparse where
 the device's tar can make one), spooled to disk and safely extracted; what comes back is held to
 `~edgehub.limits.FetchLimits` and written with holes where it is zeros.
@@ -19,6 +20,7 @@ import shlex
 import stat
 import tarfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO, Any, cast
@@ -35,6 +37,7 @@ __all__ = ["RemoteFiles", "TransferStats"]
 SFTP_REQUEST_SIZE = 128 * 1024
 PREFETCH_REQUESTS = 64
 REMOTE_HASH_MIN_BYTES = 256 * 1024
+TOUCH_AFTER_S = 86_400.0  # a content-named file found older than this is marked as used
 _TAR_OUT = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; exec tar -c $S -f - -C {} ."
 _KEPT_STDERR = 4096  # of a tar's complaints, the last bytes are kept for the message
 
@@ -152,6 +155,17 @@ class RemoteFiles:
         words = stdout.decode("ascii", "replace").split()
         return words[0].lower() if status == 0 and words else None
 
+    @staticmethod
+    def _touch_if_stale(sftp: Any, target: str, info: Any) -> None:
+        """Mark a content-named file found on the device as used (its mtime, at most once a
+        day), so the device's caches prune by last use (`runners.ssh.janitor`)."""
+        now = time.time()
+        if now - float(info.st_mtime or 0) > TOUCH_AFTER_S:
+            try:
+                sftp.utime(target, (now, now))
+            except OSError:
+                pass  # not ours to touch (another user's cache): it is pruned by upload time
+
     def _put_file(self, sftp: Any, local: Path, target: str, content_named: bool = False) -> None:
         before = local.stat()
         size = before.st_size
@@ -164,6 +178,7 @@ class RemoteFiles:
             target = posixpath.join(target, local.name)
             info = self._remote_stat(sftp, target)
         if content_named and info is not None and info.st_size == size:
+            self._touch_if_stale(sftp, target, info)
             self._uploaded[target] = _Uploaded("", size, int(info.st_mtime or 0))
             self._stats.cache_hits += 1
             return

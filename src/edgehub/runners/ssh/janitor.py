@@ -8,7 +8,11 @@ its path, and waits for the end of stdin — which comes however ``hub`` ended: 
 closed, the process was killed, sshd was killed, or the link broke and sshd gave up. Then it
 stops the agent servers whose socket is in the folder (they also leave by themselves once their
 socket is gone) and removes the folder. A new janitor first removes the folders (and stops the
-servers) of janitors that are gone, never those of a live one.
+servers) of janitors that are gone, never those of a live one, and prunes the device's caches
+of content named by its hash (``~/.cache/edgehub/datasets``, ``~/.cache/edgehub/agent``): what no
+run has used for `CACHE_KEEP_DAYS` days goes (a run that uses a cached dataset touches it), and
+partial uploads left by a run that died go after a day. Without these a shared board's disk
+fills a dataset and an agent version at a time.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ __all__ = ["WORK_BASE", "Janitor"]
 
 WORK_BASE = ".cache/edgehub/work"  # under the device user's home
 CLOSE_WAIT_S = 10.0  # how long `close` waits for the folder to be gone
+CACHE_KEEP_DAYS = 30  # a cached dataset or agent unused this long is removed
 # $1: the token. st PID: the process's start time (field 22 of /proc/PID/stat; empty when it is
 # gone, 0 without /proc). stop DIR: TERM to the processes serving a socket in DIR, up to 3 s
 # for the sockets to go (servers remove theirs), then the folder goes.
@@ -63,6 +68,13 @@ for o in "$b"/*; do
   case "$p:$s" in *[!0-9:]*|:*|*:) continue;; esac
   alive "$p" "$s" || stop "$o"
 done
+for c in datasets agent; do
+  [ -d "$HOME/.cache/edgehub/$c" ] || continue
+  find "$HOME/.cache/edgehub/$c" -mindepth 1 -maxdepth 2 -name '*.edgehub-part' -mtime +0 \
+    -exec rm -rf -- {} + 2>/dev/null
+  find "$HOME/.cache/edgehub/$c" -mindepth 1 -maxdepth 1 -mtime +"$2" \
+    -exec rm -rf -- {} + 2>/dev/null
+done
 cat >/dev/null
 stop "$d"
 """
@@ -74,7 +86,7 @@ class Janitor:
     def __init__(self, session: SSHSession) -> None:
         self.generation = session.generation
         self._channel: Any = session.open_channel()
-        argv = ["sh", "-c", _SCRIPT, "edgehub-janitor", secrets.token_hex(6)]
+        argv = ["sh", "-c", _SCRIPT, "edgehub-janitor", secrets.token_hex(6), str(CACHE_KEEP_DAYS)]
         try:
             start_command(self._channel, build_command(argv, None, None), session.config,
                           keep_stdin=True)  # fmt: skip

@@ -12,7 +12,9 @@ when the context closes the connection.
 
 A dataset (`share_samples`) goes once per device, across processes: to
 ``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its content hash, made complete before it
-takes that name), and calls name it by that path instead of staging it.
+takes that name), and calls name it by that path instead of staging it; a call that finds it there
+touches its folder, and the connection's janitor (`runners.ssh.janitor`) removes datasets no run
+has used for 30 days.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
 DATASET_DIR = PurePosixPath(".cache/edgehub/datasets")
 # `sh -c` words: a complete upload ($1) takes its content-named place ($2), unless one did first
 _TAKE_PLACE = 'if [ -e "$2" ]; then rm -rf -- "$1"; else mv -- "$1" "$2"; fi'
+_FOUND_TOUCHED = 'test -e "$1" && touch -c -- "${1%/*}"'  # $1: a dataset; its folder is the entry
 
 
 @runtime_checkable
@@ -141,7 +144,10 @@ class _SharedInputs:
         digest = digest or hash_path(samples)
         name = "samples" if samples.is_dir() else "samples.npz"
         final = self._runner.absolute_path(f"~/{DATASET_DIR}/{digest[:32]}/{name}")
-        if self._runner.run(["test", "-e", final], hide=True, check=False).ok:
+        # there already: its folder is touched, so the device's cache prunes by last use
+        if self._runner.run(
+            ["sh", "-c", _FOUND_TOUCHED, "edgehub", final], hide=True, check=False
+        ).ok:
             return final, False
         if not samples.is_dir():
             put_content(self._runner, samples, PurePosixPath(final))
