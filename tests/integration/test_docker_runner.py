@@ -29,6 +29,7 @@ from edgehub.errors import (
     CommandCancelled,
     CommandError,
     CommandTimeout,
+    DeviceOutputError,
     DockerUnavailableError,
     ImageNotBuiltError,
     RunnerError,
@@ -572,6 +573,86 @@ def test_a_prepared_cold_runner_runs_each_exchange_as_a_container_of_its_own(
     assert host["LogConfig"]["Type"] == "none"  # the files on stdout are not logged too
     assert attrs["Config"]["Labels"][MANAGED] == "1"
     assert _gone(client, before)
+
+
+def _in_place_runner(runner_image: str) -> DockerCommandRunner:
+    if os.geteuid() not in (0, 1000):
+        pytest.skip("a job folder is mounted only for root or the container's user (uid 1000)")
+    return DockerCommandRunner(runner_image, user="1000").prepare()
+
+
+def test_a_cold_job_works_in_a_private_host_folder_taken_in_place(
+    client: Any, runner_image: str, tmp_path: Path
+) -> None:
+    stage = tmp_path / "stage"
+    (stage / "in").mkdir(parents=True)
+    (stage / "in" / "data.txt").write_text("hello")
+    local = tmp_path / "run" / "back"
+    seen: dict[str, Any] = {}
+    before = _owned(client)
+
+    def look() -> None:  # while the job runs: its mounts, and the host folder's privacy
+        deadline = time.monotonic() + 60
+        while not (_owned(client) - before) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for job in _owned(client) - before:
+            seen["mounts"] = client.api.inspect_container(job)["Mounts"]
+        binds = [m for m in seen.get("mounts", []) if m["Type"] == "bind"]
+        seen["modes"] = [(Path(m["Source"]).parent.stat().st_mode & 0o777) for m in binds]
+
+    script = "mkdir out && tr a-z A-Z < in/data.txt > out/up.txt && mkdir out/d && sleep 1"
+    runner = _in_place_runner(runner_image)
+    try:
+        watcher = threading.Thread(target=look)
+        watcher.start()
+        result = runner.exchange(
+            stage, "/work/run-1/job", ["sh", "-c", script], fetch="out", local=local
+        )
+        watcher.join()
+        assert result.returncode == 0, result.stderr
+        assert (local / "up.txt").read_text() == "HELLO" and (local / "d").is_dir()
+        assert {p.stat().st_uid for p in [local, *local.rglob("*")]} == {os.geteuid()}
+        binds = [m for m in seen["mounts"] if m["Type"] == "bind"]
+        assert [(m["Destination"], m["RW"]) for m in binds] == [("/work/run-1/job", True)]
+        assert Path(binds[0]["Source"]).parent.parent == local.parent  # beside the results
+        assert seen["modes"] == [0o700]  # nobody else on this host reaches into it
+        assert sorted(p.name for p in local.parent.iterdir()) == ["back"]  # folder removed
+        # What the container leaves there is checked as an archive would be: no links out.
+        hostile = "mkdir out && ln -s /etc/hostname out/leak"
+        with pytest.raises(DeviceOutputError, match="out/leak, which is not a file"):
+            runner.exchange(
+                stage, "/work/run-1/job2", ["sh", "-c", hostile], fetch="out", local=local
+            )
+        assert (local / "up.txt").read_text() == "HELLO"  # the results before are kept
+        assert sorted(p.name for p in local.parent.iterdir()) == ["back"]
+    finally:
+        runner.close()
+    assert _gone(client, before)
+
+
+def test_a_daemon_that_cannot_use_the_job_folder_gets_the_files_as_tars(
+    runner_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stands in for a daemon whose user ids are mapped elsewhere (rootless, userns-remap): the
+    folder is not given to the container's user, so the container cannot write in it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to leave the job folder to a user the container is not")
+    monkeypatch.setattr(os, "chown", lambda *args, **kwargs: None)
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    runner = _in_place_runner(runner_image)
+    try:
+        for n in (1, 2):
+            local = tmp_path / f"back{n}"
+            result = runner.exchange(
+                stage, f"/work/j{n}", ["sh", "-c", "mkdir out && echo hi > out/f"],
+                fetch="out", local=local,
+            )  # fmt: skip
+            assert result.returncode == 0 and (local / "f").read_text() == "hi\n"
+            assert not list(tmp_path.glob(".edgehub-job-*"))
+        assert runner._oneshots.in_place is False  # tried once, then tars only
+    finally:
+        runner.close()
 
 
 @pytest.mark.parametrize("stop", ["timeout", "cancel"])

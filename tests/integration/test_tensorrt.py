@@ -187,12 +187,12 @@ def test_profile_and_invoke_refuse_without_a_gpu_before_starting_anything(
     import numpy as np
 
     engine = TensorRTCompiler(target="sm86").run(ctx, TINY)
-    before = {c.id for c in docker_daemon.containers.list(all=True)}
+    before = {c.id for c in docker_daemon.containers.list(all=True, sparse=True)}
     with pytest.raises(GpuUnavailableError, match=r"NVIDIA GPU.*'trtexec' provider over SSH"):
         TensorRTProfiler().run(ctx, engine)
     with pytest.raises(GpuUnavailableError, match=r"NVIDIA GPU.*'trtexec' provider over SSH"):
         TensorRTInvoker().run(ctx, engine, {"image": np.zeros((1, 3, 32, 32), np.float32)})
-    after = {c.id for c in docker_daemon.containers.list(all=True)}
+    after = {c.id for c in docker_daemon.containers.list(all=True, sparse=True)}
     assert after <= before  # no container was started for them
     statuses = [r.status for r in ctx.store.list_runs(limit=None)]
     assert statuses.count("FAILED") == 2

@@ -33,7 +33,7 @@ def test_same_sources_reuse_the_cached_file(tmp_path: Path) -> None:
     second = build_agent_zipapp(cache)
     assert first == second
     assert second.stat().st_mtime_ns == mtime
-    assert first.name == f"edgehub-agent-{agent_hash()[:12]}.pyz"
+    assert first.name == f"edgehub-agent-{agent_hash()[:12]}-{sys.implementation.cache_tag}.pyz"
     assert [p.name for p in cache.iterdir()] == [first.name]  # no temp files left
 
 
@@ -69,7 +69,11 @@ def test_archive_layout(pyz: Path) -> None:
     for module in ("ort/__init__.py", "ort/profile.py", "server/__init__.py", "server/serve.py"):
         assert f"edgehub_agent/{module}" in names
     assert "edgehub_agent/bundle.py" not in names
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert not [n for n in names if "__pycache__" in n]
+    # each module's bytecode beside it, for an interpreter of this version
+    assert sorted(n for n in names if n.endswith(".pyc")) == sorted(
+        n + "c" for n in names if n.endswith(".py")
+    )
     assert agent_hash() in info
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
 
@@ -146,6 +150,31 @@ def test_env_command(pyz: Path, tmp_path: Path) -> None:
     assert "CPUExecutionProvider" in env["ort_providers"]
     assert env["agent_hash"] == agent_hash()
     assert run.stdout == ""
+
+
+def test_the_bytecode_runs_and_a_changed_source_is_not_hidden_by_it(tmp_path: Path) -> None:
+    """The agent runs from its bytecode here (no module compiled at start-up), and an archive
+    whose bytecode an interpreter of another version could not read still runs its sources."""
+    copy = tmp_path / "src"
+    shutil.copytree(AGENT_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    pyz = build_agent_zipapp(tmp_path / "cache", source_dir=copy)
+    probe = (
+        "import sys, builtins; sys.path.insert(0, sys.argv[1]); seen = []; real = compile\n"
+        "builtins.compile = lambda *a, **k: seen.append(a[1]) or real(*a, **k)\n"
+        "import edgehub_agent.cli, edgehub_agent.protocol\n"
+        "print(len([name for name in seen if str(name).endswith('.py')]))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(pyz)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"  # bytecode read, nothing compiled
+    stale = tmp_path / "stale.pyz"  # bytecode of another magic number: the sources run
+    with zipfile.ZipFile(pyz) as zin, zipfile.ZipFile(stale, "w") as zout:
+        for item in zin.infolist():
+            data = zin.read(item)
+            zout.writestr(item, b"\0\0\0\0" + data[4:] if item.filename.endswith(".pyc") else data)
+    run = run_agent(stale, "env", None, tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.result["env"]["agent_hash"] == agent_hash(copy)
 
 
 def test_result_on_stdout_without_result_flag(pyz: Path) -> None:

@@ -22,6 +22,7 @@ from edgehub.errors import RunnerError
 from edgehub.events import current_sink
 from edgehub.runners.archive import pack
 from edgehub.runners.base import Process
+from edgehub.runners.in_place import adopt_folder
 from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.spool import ArchiveSpool
@@ -41,6 +42,8 @@ _UNPACK = (
 _SPARSE = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; "
 _RUN_AND_SEND = '"$@" 1>&2; rc=$?; ' + _SPARSE + 'tar -c $S -f - -- "$f"; exit $rc'
 _SCRIPT = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + _RUN_AND_SEND
+# The directory is a host folder mounted in place: nothing to send back.
+_SCRIPT_IN_PLACE = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + 'exec "$@" 1>&2'
 
 Execute = Callable[
     [Callable[[], Process], Callable[[bytes], None], Callable[[bytes], None], float | None],
@@ -61,14 +64,18 @@ def exchange(
     timeout: float | None,
     hide: bool,
     packed: bytes | None = None,
+    folder: Path | None = None,
 ) -> CommandResult:
     """Upload ``stage`` as ``target``, run ``argv`` there, download ``target/fetch`` to
     ``local``; the command's exit code is not checked. ``start(argv, stdin)`` makes the exec,
     ``execute`` is the runner base's loop (timeout, cancel, streaming). With ``packed`` (the
-    files already on their way, as on the agent channel) ``stage`` is not packed again."""
+    files already on their way, as on the agent channel) ``stage`` is not packed again.
+    ``folder``: the host folder that ``target`` is (a one-shot container's bind mount), from
+    which ``fetch`` is taken in place (`adopt_folder`) once the command has ended."""
     words = [str(word) for word in argv]
     data = pack(stage, arcname=target.name) if packed is None else packed
-    script = ["sh", "-c", _SCRIPT, "edgehub", str(target.parent), target.name, fetch]
+    text = _SCRIPT if folder is None else _SCRIPT_IN_PLACE
+    script = ["sh", "-c", text, "edgehub", str(target.parent), target.name, fetch]
     script.append(str(len(data)))
     err = LineCollector("stderr", None if hide else current_sink())
     started = time.monotonic()
@@ -81,7 +88,10 @@ def exchange(
         raise_for_outcome(result, stopped=stopped, timeout=timeout, check=False)
         if code == STAGING_FAILED:
             raise RunnerError(f"cannot stage files in {target}: {last_line(err.text) or 'no tar?'}")
-        _unpack(spool, fetch, local)
+        if folder is None:
+            _unpack(spool, fetch, local)
+        else:
+            adopt_folder(folder / fetch, local, spool.limits)
     return result
 
 

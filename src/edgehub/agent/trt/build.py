@@ -105,7 +105,7 @@ def finish_timing_cache(
         return "unsupported"
     blob = bytes(memoryview(config.get_timing_cache().serialize()))
     if cache_out is not None:
-        atomic_write(Path(cache_out), blob)
+        atomic_write(Path(cache_out), blob, durable=False)
     state = "created" if given is None else "hit" if blob == given else "miss"
     report.info(f"timing cache: {state} ({len(blob)} bytes)")
     return state
@@ -230,7 +230,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         logger.write(build_log)
     if blob is None:
         raise build_failure(logger, targets, shapes)
-    atomic_write(out, blob)
+    atomic_write(out, blob, durable=False)  # a job output, fetched at once: no fsync
     size = out.stat().st_size
     built_for = [compute_capability() or t if t == "current" else t for t in targets]
     record = engine_record(trt.flavor, trt.version, built_for)

@@ -155,6 +155,15 @@ class Container:
                 raise ImageNotBuiltError(message) from None
         return self.image_attrs
 
+    def uid(self) -> int | None:
+        """The user id its processes run as (from the settings, else the image's label)."""
+        user = self.settings.user
+        if user is None:
+            owner = image_owner(self.image_attrs)
+            return None if owner is None else owner[0]
+        uid = user.partition(":")[0]
+        return int(uid) if uid.isdigit() else None
+
     def start(self) -> str:
         """Create and start a container owned by this process; its id."""
         from edgehub.runners.docker.reaper import reap

@@ -18,6 +18,7 @@ Otherwise the container is removed by `close`, at interpreter exit, by
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 
@@ -288,15 +289,17 @@ class DockerCommandRunner(BaseRunner):
         target = PurePosixPath(self._files.remote(remote))
         jobs: list[OneShotProcess] = []
         oneshot = self._keep_warm is None and self._container.id is None
+        folder = self._oneshots.job_folder(local.parent) if oneshot else None
 
         def start(words: list[str], stdin: bytes) -> Process:
             if not oneshot:
                 return self._exec(words, stdin=stdin)
-            jobs.append(self._oneshots.start(words, stdin))
+            mount = None if folder is None else (folder, str(target))
+            jobs.append(self._oneshots.start(words, stdin, mount))
             return jobs[-1]
 
         try:
-            return exchange(
+            result = exchange(
                 self.execute,
                 start,
                 stage,
@@ -306,10 +309,24 @@ class DockerCommandRunner(BaseRunner):
                 local=local,
                 timeout=timeout,
                 hide=hide,
+                folder=folder,
             )
+        except RunnerError as error:
+            if folder is None or not str(error).startswith("cannot stage files"):
+                raise
+            # A daemon whose containers cannot write in the folder (user ids mapped elsewhere):
+            # nothing ran; files go as tars from now on.
+            self._oneshots.in_place = False
+        else:
+            return result
         finally:
             for job in jobs:
                 self._oneshots.done(job)
+            if folder is not None:
+                shutil.rmtree(folder.parent, ignore_errors=True)
+        return self.exchange(
+            stage, remote, argv, fetch=fetch, local=local, timeout=timeout, hide=hide
+        )
 
     # -- the direct channel to a resident agent (docker/channel.py) ------------------------------
 

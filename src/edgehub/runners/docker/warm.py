@@ -23,7 +23,7 @@ from pathlib import Path
 from edgehub.errors import RunnerError
 from edgehub.runners.docker.channel import CHANNEL_MOUNT, channel_dir
 from edgehub.runners.docker.client import DockerAPIError, DockerNotFound
-from edgehub.runners.docker.container import Container, image_owner
+from edgehub.runners.docker.container import Container
 from edgehub.runners.docker.owner import MANAGED, WARM, WARM_KEY
 
 __all__ = ["BUSY_DIR", "JOB_WRAPPER", "start_warm", "warm_key"]
@@ -119,20 +119,11 @@ def start_warm(container: Container, keep_warm: float) -> str:
     raise RunnerError(f"cannot start or reuse the warm container {name}; try again")
 
 
-def _container_uid(container: Container) -> int | None:
-    user = container.settings.user
-    if user is None:
-        owner = image_owner(container.image_attrs)
-        return None if owner is None else owner[0]
-    uid = user.partition(":")[0]
-    return int(uid) if uid.isdigit() else None
-
-
 def _channel(container: Container, key: str) -> Path | None:
     """The host folder to mount for the direct channel, or None where it cannot work: a
     daemon on another machine, or a container user that this process can neither be nor
     give the folder to."""
-    uid = _container_uid(container)
+    uid = container.uid()
     if container.client is None or not container.client.local or uid is None:
         return None
     if os.geteuid() not in (0, uid):
