@@ -33,6 +33,17 @@ def test_a_good_folder_replaces_the_local_one_by_rename(tmp_path: Path) -> None:
     assert (local / "a.bin").stat().st_ino == inode and not source.exists()  # moved, not copied
 
 
+def test_set_id_and_sticky_bits_do_not_survive(tmp_path: Path) -> None:
+    """A container may leave a set-user-id file (as root here, it would become root's)."""
+    source = _written(tmp_path)
+    os.chmod(source / "a.bin", 0o4755)
+    os.chmod(source / "sub", 0o3775)
+    local = tmp_path / "run" / "out"
+    adopt_folder(source, local, FetchLimits())
+    assert (local / "a.bin").stat().st_mode & 0o7777 == 0o755
+    assert (local / "sub").stat().st_mode & 0o7777 == 0o775
+
+
 def test_nothing_there_is_nothing_back(tmp_path: Path) -> None:
     adopt_folder(tmp_path / "none", tmp_path / "local", FetchLimits())
     (tmp_path / "file").write_text("x")

@@ -5,7 +5,8 @@ results back as a tar (``docker/oneshot.py``). What it left there is as untruste
 from a device, so `adopt_folder` takes the folder only once the container has stopped and every
 entry checks out: regular files and folders only (no links, pipes or sockets), within
 `~edgehub.limits.FetchLimits` (total and per-file sizes, entry count, depth). The files are then
-given to this process's user and the folder renamed into place: no copy.
+given to this process's user, stripped of set-user-id, set-group-id and sticky bits, and the folder
+renamed into place: no copy.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from edgehub.limits import FetchLimits
 from edgehub.runners.archive import human_size
 
 __all__ = ["adopt_folder"]
+
+_SPECIAL = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
 
 def adopt_folder(source: Path, local: Path, limits: FetchLimits) -> None:
@@ -63,11 +66,12 @@ def adopt_folder(source: Path, local: Path, limits: FetchLimits) -> None:
                         f"{limits.variable('member_bytes' if one else 'bytes')} to accept more"
                     )
             entries.append(path)
-    if os.geteuid() == 0:  # else they are this user's already: the container ran as it
-        for path in entries:
-            info = os.lstat(path)
-            if (info.st_uid, info.st_gid) != (0, os.getegid()):
-                os.lchown(path, 0, os.getegid())
+    for path in entries:
+        info = os.lstat(path)
+        if os.geteuid() == 0 and (info.st_uid, info.st_gid) != (0, os.getegid()):
+            os.lchown(path, 0, os.getegid())  # else they are this user's: the container ran as it
+        if info.st_mode & _SPECIAL:  # no set-id or sticky bit survives, whoever owns it now
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~_SPECIAL)
     local.parent.mkdir(parents=True, exist_ok=True)
     if local.exists() or local.is_symlink():
         shutil.rmtree(local) if local.is_dir() and not local.is_symlink() else local.unlink()
