@@ -152,13 +152,13 @@ def _shared(
     """The model files placed by content in the folder ``runner`` shares with its container
     (once: a later call finds them there), and the fields naming them there; the files it
     could not place stay with the call. (Not for runs that write a copy beside the model.)"""
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.tracking.artifacts import content_hash
 
     placed: dict[str, str] = {}
     for name, path in files.items():
         if path.is_symlink() or not path.is_file():
             continue
-        shared = runner.share_file(path, hash_path(path))
+        shared = runner.share_file(path, content_hash(path))
         if shared is not None:
             placed[f"in/{name}"] = shared[0]
     kept = {name: path for name, path in files.items() if f"in/{name}" not in placed}
