@@ -363,7 +363,6 @@ def _storable(array: Any) -> np.ndarray:
 def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
     """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
     ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
-    import numpy as np
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

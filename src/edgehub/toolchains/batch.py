@@ -142,7 +142,8 @@ class BatchRunner:
             metrics = {k: float(v) for k, v in data.items() if _is_number(v)}
             self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
             path = result.files / f"outputs-{index}.npz"
-            found.append(BatchOutputs(load_npz(path), metrics, path, data))
+            arrays = load_npz(path, mapped=True)  # a copy of this run's own, just made
+            found.append(BatchOutputs(arrays, metrics, path, data))
         return found
 
 
