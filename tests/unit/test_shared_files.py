@@ -128,6 +128,8 @@ def test_collect_file_takes_only_a_regular_file_within_limits(tmp_path: Path) ->
     local = tmp_path / "here" / "outputs-0.npz"
     collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=100)
     assert local.read_bytes() == b"x" * 100
+    assert not (box / "outputs-0.npz").exists()  # taken out of the outbox
+    (box / "outputs-0.npz").write_bytes(b"x" * 100)
     with pytest.raises(DeviceOutputError, match="over the 99 accepted"):
         collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=99)
     # what a container may leave instead: a link out, a FIFO (never waited on), nothing
