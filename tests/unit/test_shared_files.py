@@ -4,6 +4,7 @@ container's channel (a folder the container may write in) without following its 
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from pathlib import Path
@@ -28,8 +29,9 @@ def _numpy(path: Path) -> dict[str, np.ndarray]:
         return {key: loaded[key] for key in loaded.files}
 
 
+@pytest.mark.parametrize("mapped", [False, True])
 @pytest.mark.parametrize("compressed", [False, True])
-def test_read_npz_matches_numpy(tmp_path: Path, compressed: bool) -> None:
+def test_read_npz_matches_numpy(tmp_path: Path, compressed: bool, mapped: bool) -> None:
     path = tmp_path / "a.npz"
     arrays = {
         "x": np.arange(24, dtype=np.float32).reshape(2, 3, 4),
@@ -42,11 +44,38 @@ def test_read_npz_matches_numpy(tmp_path: Path, compressed: bool) -> None:
     from edgehub.agent.tensors import save_npz
 
     save_npz(path, arrays, compress=compressed)
-    found, expected = read_npz(path), _numpy(path)
+    before = path.read_bytes()
+    found, expected = read_npz(path, mapped), _numpy(path)
     assert list(found) == list(expected) == list(arrays)
     for name, array in expected.items():
         assert found[name].dtype == array.dtype and found[name].shape == array.shape
         assert np.array_equal(found[name], array)
+        assert type(found[name]) is np.ndarray
+    found["x"][0, 0, 0] = 99  # a mapped array is copy-on-write: the file keeps its bytes
+    assert path.read_bytes() == before
+
+
+def test_save_npz_writes_the_npy_bytes_numpy_writes(tmp_path: Path) -> None:
+    from edgehub.agent.tensors import save_npz
+
+    rng = np.random.default_rng(0)
+    arrays = {
+        "f4": rng.standard_normal((5, 3, 7)).astype(np.float32),
+        "big_endian": np.arange(6, dtype=">i8"),
+        "scalar": np.array(1.5),
+        "empty": np.zeros((0, 2), np.float16),
+        "text": np.array(["ab", "c"]),
+        "fortran": np.asfortranarray(rng.standard_normal((4, 3))),
+        "strided": rng.standard_normal((4, 6))[:, ::2],
+        "record": np.zeros(2, dtype=[("a", "f4"), ("b", "i2")]),
+    }
+    path = tmp_path / "a.npz"
+    save_npz(path, arrays, compress=False)
+    with zipfile.ZipFile(path) as archive:
+        for name, array in arrays.items():
+            expected = io.BytesIO()
+            np.lib.format.write_array(expected, array, allow_pickle=False)
+            assert archive.read(f"{name}.npy") == expected.getvalue(), name
 
 
 def test_read_npz_refuses_pickles_and_damage(tmp_path: Path) -> None:
@@ -99,6 +128,8 @@ def test_collect_file_takes_only_a_regular_file_within_limits(tmp_path: Path) ->
     local = tmp_path / "here" / "outputs-0.npz"
     collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=100)
     assert local.read_bytes() == b"x" * 100
+    assert not (box / "outputs-0.npz").exists()  # taken out of the outbox
+    (box / "outputs-0.npz").write_bytes(b"x" * 100)
     with pytest.raises(DeviceOutputError, match="over the 99 accepted"):
         collect_file(channel, "b1", "outputs-0.npz", local, max_bytes=99)
     # what a container may leave instead: a link out, a FIFO (never waited on), nothing

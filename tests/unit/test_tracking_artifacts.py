@@ -3,6 +3,7 @@ once the run finished; `verify_artifacts` finds and repairs what went wrong."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 from pathlib import Path
@@ -11,7 +12,14 @@ import pytest
 
 from edgehub.core import HubContext, hub_run
 from edgehub.errors import ModelError
-from edgehub.tracking.artifacts import ArtifactStore, clone_or_copy, hash_path
+from edgehub.tracking import artifacts as artifacts_module
+from edgehub.tracking.artifacts import (
+    ArtifactStore,
+    clone_or_copy,
+    content_hash,
+    copy_hashed,
+    hash_path,
+)
 from edgehub.tracking.verify import verify_artifacts
 
 
@@ -100,6 +108,74 @@ def test_clone_or_copy_makes_a_new_inode_with_the_same_bytes(tmp_path: Path) -> 
     assert target.stat().st_ino != source.stat().st_ino
     with pytest.raises(FileExistsError):
         clone_or_copy(str(source), str(target))
+
+
+def test_copy_hashed_gives_the_hash_of_the_bytes_copied(tmp_path: Path) -> None:
+    source = tmp_path / "a.bin"
+    source.write_bytes(os.urandom(3 * 1024 * 1024 + 7))  # more than one chunk
+    target = tmp_path / "b.bin"
+    sha = copy_hashed(str(source), str(target))
+    assert sha == hashlib.sha256(source.read_bytes()).hexdigest() == hash_path(target)
+    assert target.read_bytes() == source.read_bytes()
+    assert target.stat().st_ino != source.stat().st_ino
+    with pytest.raises(FileExistsError):  # never writes over a file, as clone_or_copy
+        copy_hashed(str(source), str(target))
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    assert copy_hashed(str(empty), str(tmp_path / "e2")) == hashlib.sha256(b"").hexdigest()
+
+
+def test_copy_hashed_follows_a_link_to_a_file_and_never_writes_through_one(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real.onnx"
+    real.write_bytes(b"model through a link")
+    link = tmp_path / "link.onnx"
+    link.symlink_to(real)
+    copy = tmp_path / "copy.onnx"
+    assert copy_hashed(str(link), str(copy)) == hash_path(real)
+    assert not copy.is_symlink() and copy.read_bytes() == real.read_bytes()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"keep")
+    planted = tmp_path / "planted"
+    planted.symlink_to(victim)
+    with pytest.raises(FileExistsError):
+        copy_hashed(str(real), str(planted))
+    assert victim.read_bytes() == b"keep"
+    store = ArtifactStore(tmp_path / "artifacts")
+    stored, sha, _ = store.add(link)  # the store keeps the linked file's bytes, as before
+    assert sha == hash_path(real) == stored.parent.name and not stored.is_symlink()
+
+
+def test_content_hash_reads_a_settled_file_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[object] = []
+    hash_handle = artifacts_module._hash_handle
+
+    def counted(handle, digest) -> None:  # type: ignore[no-untyped-def]
+        reads.append(handle)
+        hash_handle(handle, digest)
+
+    monkeypatch.setattr(artifacts_module, "_hash_handle", counted)
+    monkeypatch.setattr(artifacts_module, "_hashed", {})
+    fresh = tmp_path / "fresh.bin"
+    fresh.write_bytes(b"just written")
+    expected = hashlib.sha256(b"just written").hexdigest()
+    assert content_hash(fresh) == content_hash(fresh) == expected
+    assert len(reads) == 2  # changed less than _SETTLED_NS ago: read each time
+    monkeypatch.setattr(artifacts_module, "_SETTLED_NS", -(10**12))  # as if long settled
+    reads.clear()
+    assert content_hash(fresh) == content_hash(fresh) == expected
+    assert len(reads) == 1
+    fresh.write_bytes(b"just changed")  # same size; its times differ (set apart for sure)
+    os.utime(fresh, ns=(1, 2))
+    assert content_hash(fresh) == hashlib.sha256(b"just changed").hexdigest()
+    assert len(reads) == 2
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "x").write_bytes(b"x")
+    assert content_hash(folder) == hash_path(folder)
 
 
 def test_verify_finds_and_repairs_edited_linked_missing_and_stale(tmp_path: Path) -> None:

@@ -52,6 +52,7 @@ def test_disk_full_while_storing_an_artifact(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), dst)
 
     monkeypatch.setattr(artifacts_module, "clone_or_copy", no_space)
+    monkeypatch.setattr(artifacts_module, "copy_hashed", no_space)
     (tmp_path / "run-output.bin").write_bytes(b"x" * 100)
     store_dir = tmp_path / "store"
     with HubContext(project_name="p", artifact_base_dir=store_dir) as ctx:

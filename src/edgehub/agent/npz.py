@@ -22,9 +22,11 @@ _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra 
 _LOCAL_MAGIC = b"PK\x03\x04"
 
 
-def read_npz(path: Path) -> dict[str, np.ndarray]:
+def read_npz(path: Path, mapped: bool = False) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` at ``path`` keyed by name (raises what ``numpy.load`` raises
-    on a damaged or pickled file)."""
+    on a damaged or pickled file). ``mapped``: plain members are mapped copy-on-write, not
+    read, so their pages are those of the file's cache (only for a file nobody else writes:
+    one cut short meanwhile kills the process that reads it)."""
     import numpy as np
 
     with zipfile.ZipFile(path) as archive, path.open("rb") as raw:
@@ -33,7 +35,7 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         for info in members:
             if not info.filename.endswith(".npy"):
                 break
-            array = _stored(raw, info)
+            array = _stored(raw, info, mapped)
             if array is None:
                 break
             arrays[info.filename[:-4]] = array
@@ -43,7 +45,7 @@ def read_npz(path: Path) -> dict[str, np.ndarray]:
         return {key: loaded[key] for key in loaded.files}
 
 
-def _stored(raw: BinaryIO, info: zipfile.ZipInfo) -> np.ndarray | None:
+def _stored(raw: BinaryIO, info: zipfile.ZipInfo, mapped: bool = False) -> np.ndarray | None:
     """The array of member ``info`` read in place, or None where it is not a plain stored
     ``.npy`` whose header and size agree."""
     import numpy as np
@@ -76,7 +78,14 @@ def _stored(raw: BinaryIO, info: zipfile.ZipInfo) -> np.ndarray | None:
         count *= int(size)
     if raw.tell() - start + count * dtype.itemsize != info.file_size:
         return None
-    array = np.fromfile(raw, dtype=dtype, count=count)
+    if mapped and count:
+        try:
+            found = np.memmap(raw, dtype=dtype, mode="c", offset=raw.tell(), shape=(count,))
+        except (ValueError, OSError):
+            return None  # numpy.load reports it
+        array = np.asarray(found)
+    else:
+        array = np.fromfile(raw, dtype=dtype, count=count)
     if array.size != count:
         return None
     shaped: np.ndarray = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)

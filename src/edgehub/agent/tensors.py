@@ -363,7 +363,6 @@ def _storable(array: Any) -> np.ndarray:
 def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
     """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
     ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
-    import numpy as np
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -373,7 +372,26 @@ def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True)
         with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
             for name, array in arrays.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
-                    np.lib.format.write_array(fh, _storable(array), allow_pickle=False)
+                    _write_npy(fh, _storable(array))
+
+
+def _write_npy(handle: Any, array: np.ndarray) -> None:
+    """``numpy.lib.format.write_array`` (no pickles): for a C-ordered array of numbers or
+    strings, the same header and then the array's own memory, not numpy's 16 MiB copies of it
+    (fresh memory, slow to come by in a VM); any other array through numpy itself."""
+    import numpy as np
+
+    fmt = np.lib.format
+    plain = array.dtype.kind in "biufcSU" and array.dtype.names is None
+    if not (plain and array.flags.c_contiguous and array.dtype.itemsize):
+        fmt.write_array(handle, array, allow_pickle=False)
+        return
+    header = fmt.header_data_from_array_1_0(array)
+    try:
+        fmt.write_array_header_1_0(handle, header)
+    except ValueError:  # a header too long for version 1.0, as numpy then writes it
+        fmt.write_array_header_2_0(handle, header)
+    handle.write(array.reshape(-1).view(np.uint8))
 
 
 def array_info(name: str, array: np.ndarray) -> dict[str, Any]:

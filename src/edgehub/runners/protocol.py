@@ -171,8 +171,9 @@ class SupportsSharedFolder(Protocol):
         ...
 
     def collect(self, box: str, name: str, local: Path) -> None:
-        """Copy file ``name`` of the outbox ``box`` to ``local`` (checked: a regular file
-        within the fetch limits; else `~edgehub.errors.DeviceOutputError`)."""
+        """Copy file ``name`` of the outbox ``box`` to ``local`` and take it out of the
+        outbox (checked: a regular file within the fetch limits; else
+        `~edgehub.errors.DeviceOutputError`)."""
         ...
 
     def discard(self, box: str) -> None:

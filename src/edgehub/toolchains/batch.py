@@ -142,7 +142,8 @@ class BatchRunner:
             metrics = {k: float(v) for k, v in data.items() if _is_number(v)}
             self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
             path = result.files / f"outputs-{index}.npz"
-            found.append(BatchOutputs(load_npz(path), metrics, path, data))
+            arrays = load_npz(path, mapped=True)  # a copy of this run's own, just made
+            found.append(BatchOutputs(arrays, metrics, path, data))
         return found
 
 
@@ -152,13 +153,13 @@ def _shared(
     """The model files placed by content in the folder ``runner`` shares with its container
     (once: a later call finds them there), and the fields naming them there; the files it
     could not place stay with the call. (Not for runs that write a copy beside the model.)"""
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.tracking.artifacts import content_hash
 
     placed: dict[str, str] = {}
     for name, path in files.items():
         if path.is_symlink() or not path.is_file():
             continue
-        shared = runner.share_file(path, hash_path(path))
+        shared = runner.share_file(path, content_hash(path))
         if shared is not None:
             placed[f"in/{name}"] = shared[0]
     kept = {name: path for name, path in files.items() if f"in/{name}" not in placed}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import InputDataError
-from edgehub.tracking.artifacts import hash_path
+from edgehub.tracking.artifacts import content_hash
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,7 +90,7 @@ def load_dataset(path: Path, specs: Sequence[TensorSpec], labels: Path | None = 
     if labels is not None:
         dataset.labels = _load_labels(labels, dataset)
         dataset.labels_path = labels
-    dataset.sha256 = hash_path(path)
+    dataset.sha256 = content_hash(path)
     return dataset
 
 

@@ -52,9 +52,9 @@ def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
     container), kept by content hash under the store's ``cache/signatures`` so that a later
     eval of the same model asks no container."""
     from edgehub.toolchains.registry import get_runtime
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.tracking.artifacts import content_hash
 
-    cache = ctx.project_dir / "cache" / "signatures" / f"{hash_path(model)}.json"
+    cache = ctx.project_dir / "cache" / "signatures" / f"{content_hash(model)}.json"
     try:
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if isinstance(kept, dict) and isinstance(kept.get("inputs"), list):

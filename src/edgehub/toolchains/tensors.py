@@ -16,14 +16,15 @@ if TYPE_CHECKING:
 __all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save_npz"]
 
 
-def load_npz(path: Path) -> dict[str, np.ndarray]:
-    """Arrays of an ``.npz`` keyed by name (pickled objects are refused)."""
+def load_npz(path: Path, *, mapped: bool = False) -> dict[str, np.ndarray]:
+    """Arrays of an ``.npz`` keyed by name (pickled objects are refused); ``mapped``: see
+    `~edgehub.agent.npz.read_npz`."""
     from edgehub.agent.npz import read_npz
 
     if not path.is_file():
         raise InputDataError(f"input file {path} not found; pass an existing .npz with --input")
     try:
-        return read_npz(path)
+        return read_npz(path, mapped)
     except (zipfile.BadZipFile, ValueError, OSError) as error:
         raise InputDataError(
             f"{path} is not a readable .npz ({error}); save inputs with numpy.savez(path, "

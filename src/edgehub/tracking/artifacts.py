@@ -5,7 +5,8 @@ refers to side files (ONNX external data) still finds them. Directories hash ove
 relative names and contents. The store always holds its own copy (a reflink where the file
 system can share blocks copy-on-write, else a copy that keeps a sparse file's holes), never a
 hard link to the caller's file: editing the original afterwards cannot change what was stored.
-The hash is taken of the copy, so a stored artifact's name is the hash of the bytes it holds.
+The hash is taken of the copy (of the bytes as they are written, where the copy goes through
+this process), so a stored artifact's name is the hash of the bytes it holds.
 """
 
 from __future__ import annotations
@@ -17,22 +18,36 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from edgehub.errors import UsageError
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
 
-__all__ = ["ArtifactStore", "clone_or_copy", "hash_path", "path_size"]
+__all__ = [
+    "ArtifactStore",
+    "clone_or_copy",
+    "content_hash",
+    "copy_hashed",
+    "hash_path",
+    "path_size",
+]
 
 _CHUNK = 1 << 20
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+_SETTLED_NS = 2_000_000_000  # `content_hash` remembers files unchanged this long before a read
+_hashed: dict[tuple[int, int], tuple[tuple[int, int, int], str]] = {}
 
 
 def _hash_file(path: Path, digest: hashlib._Hash) -> None:
     with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
+        _hash_handle(handle, digest)
+
+
+def _hash_handle(handle: BinaryIO, digest: hashlib._Hash) -> None:
+    while chunk := handle.read(_CHUNK):
+        digest.update(chunk)
 
 
 def hash_path(path: Path) -> str:
@@ -46,6 +61,35 @@ def hash_path(path: Path) -> str:
     else:
         _hash_file(path, digest)
     return digest.hexdigest()
+
+
+def content_hash(path: Path) -> str:
+    """`hash_path`, remembered for this process: a regular file hashed here before is not read
+    again while its size, modification and change times are those it had then. Only a file
+    that had not changed for `_SETTLED_NS` (by this host's clock) when it was read is
+    remembered, since a write in the same tick of the file system's clock as the read could
+    leave its times as they were. Any other path is hashed afresh."""
+    if path.is_dir():
+        return hash_path(path)
+    with path.open("rb") as handle:
+        before = os.fstat(handle.fileno())
+        key = (before.st_dev, before.st_ino)
+        stamp = _stamp(before)
+        known = _hashed.get(key)
+        if known is not None and known[0] == stamp and stat.S_ISREG(before.st_mode):
+            return known[1]
+        began = time.time_ns()
+        digest = hashlib.sha256()
+        _hash_handle(handle, digest)
+        after = os.fstat(handle.fileno())
+    settled = began - max(before.st_mtime_ns, before.st_ctime_ns) > _SETTLED_NS
+    if settled and stat.S_ISREG(after.st_mode) and stamp == _stamp(after):
+        _hashed[key] = (stamp, digest.hexdigest())
+    return digest.hexdigest()
+
+
+def _stamp(found: os.stat_result) -> tuple[int, int, int]:
+    return found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
 def path_size(path: Path) -> int:
@@ -125,6 +169,28 @@ def clone_or_copy(src: str, dst: str) -> str:
     return dst
 
 
+def copy_hashed(src: str, dst: str) -> str:
+    """`clone_or_copy`, returning the sha256 of the copy: of the bytes as they are written
+    where this process copies them (one read of ``src``), else (a reflink, a file with holes
+    copied by its data segments) of the copy as read back."""
+    with open(src, "rb") as source, open(dst, "xb") as target:
+        size = os.fstat(source.fileno()).st_size
+        fds = source.fileno(), target.fileno()
+        digest = None
+        if not (_reflink(*fds) or _copy_sparse(*fds, size)):
+            source.seek(0)
+            target.seek(0)
+            target.truncate()
+            digest = hashlib.sha256()
+            buffer = bytearray(_CHUNK)
+            view = memoryview(buffer)
+            while count := source.readinto(buffer):
+                digest.update(view[:count])
+                target.write(view[:count])
+    shutil.copystat(src, dst)
+    return digest.hexdigest() if digest is not None else hash_path(Path(dst))
+
+
 class ArtifactStore:
     """Stores each distinct file or directory once; returns its stored path.
 
@@ -148,14 +214,14 @@ class ArtifactStore:
         name = file_name or source.name
         regular_file(source, "artifact", UsageError, directory_ok=True)
         try:
-            known = hash_path(source)
+            known = content_hash(source)
             size = path_size(source)
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             final = self.path_for(known, name)
             _unlink_planted(final.parent)
-            if _is_stored_copy(source, final) or _intact(final, known, size):
+            if _is_stored_copy(source, final) or _intact(final, known, size, source):
                 return final, known, size
             ensure_room(tree_size(source), self.root, f"a copy of {source}")
             self.root.mkdir(parents=True, exist_ok=True)
@@ -164,9 +230,9 @@ class ArtifactStore:
                 staged = staging / name
                 if source.is_dir():
                     shutil.copytree(source, staged, copy_function=clone_or_copy)
+                    sha = hash_path(staged)  # of the copy: the source may change meanwhile
                 else:
-                    clone_or_copy(str(source), str(staged))
-                sha = hash_path(staged)  # of the copy: the source may change meanwhile
+                    sha = copy_hashed(str(source), str(staged))
                 final = self.path_for(sha, name)
                 _unlink_planted(final.parent)
                 final.parent.mkdir(parents=True, exist_ok=True)
@@ -200,11 +266,27 @@ def _unlink_planted(folder: Path) -> None:
         folder.unlink(missing_ok=True)
 
 
-def _intact(path: Path, sha: str, size: int) -> bool:
-    """A stored copy that can be reused: its own inode(s), the size and hash it should have."""
+def _intact(path: Path, sha: str, size: int, source: Path | None = None) -> bool:
+    """A stored copy that can be reused: its own inode(s), the size and hash it should have.
+    With ``source`` (a file whose hash ``sha`` was just taken) the copy is checked against its
+    bytes instead of hashed: equal bytes have that hash, and comparing costs less."""
     if path.is_symlink() or not (path.is_file() or path.is_dir()) or _shares_inode(path):
         return False
-    return path_size(path) == size and hash_path(path) == sha
+    if path_size(path) != size:
+        return False
+    if source is not None and path.is_file() and source.is_file():
+        return _same_bytes(source, path)
+    return hash_path(path) == sha
+
+
+def _same_bytes(first: Path, second: Path) -> bool:
+    with first.open("rb") as one, second.open("rb") as other:
+        while True:
+            chunk = one.read(_CHUNK)
+            if chunk != other.read(_CHUNK):
+                return False
+            if not chunk:
+                return True
 
 
 def _is_stored_copy(source: Path, final: Path) -> bool:

@@ -15,6 +15,7 @@ delivers them), and `kill` closes the connection.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -232,9 +233,11 @@ def _open_folder(channel: Path, *names: str) -> int:
 
 def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int) -> None:
     """Copy ``OUTBOX/box/name`` of the channel (a file a job wrote there, for the host) to
-    ``local``. The container may have put anything there: only a regular file reached
-    without links, of at most ``max_bytes``, is copied (its bytes as they are read: a file
-    growing meanwhile is cut at its size when opened); else `DeviceOutputError`."""
+    ``local``, taking it out of the outbox (its name goes once it is open, its memory once it
+    is copied, before the next file's copy needs some). The container may have put anything
+    there: only a regular file reached without links, of at most ``max_bytes``, is copied
+    (its bytes as they are read: a file growing meanwhile is cut at its size when opened);
+    else `DeviceOutputError`."""
     from edgehub.errors import DeviceOutputError
 
     try:
@@ -244,6 +247,8 @@ def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int
     try:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # no FIFO waits
         handle = os.open(name, flags, dir_fd=folder)
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=folder)
     except OSError as error:
         raise DeviceOutputError(f"the job left no {name} for the host ({error})") from None
     finally:
