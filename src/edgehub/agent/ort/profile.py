@@ -21,7 +21,8 @@ How it measures:
 
 1. Cold starts: each creates a new session (timed: ``session_create_ms``) and runs it once
    (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
-2. The last cold-start session runs ``warmup`` untimed runs, then ``runs`` timed runs with
+2. The last cold-start session runs ``warmup`` untimed runs (with ``until_stable``, more for
+   0.5 s: :func:`..stable.warm_up`), then ``runs`` timed runs with
    ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
    numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come in
    windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until the last
@@ -70,7 +71,14 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import MAX_OTHER_CPU_SHARE, measure_until_stable, stable_line, window_rows
+from ..stable import (
+    MAX_OTHER_CPU_SHARE,
+    WARMUP_S,
+    measure_until_stable,
+    stable_line,
+    warm_up,
+    window_rows,
+)
 from ..stable import stable_metrics as stable_report
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
@@ -192,6 +200,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for i in range(warmup):
         _run_once(session, inputs[i % len(inputs)])
+    if until_stable:
+        more = warm_up(lambda i: _run_once(session, inputs[i % len(inputs)]))
+        report.info(f"warmup before the windows: {more} more runs ({WARMUP_S:g} s)")
     report.info(f"timing: {runs} runs" + (" per window, until stable" if until_stable else ""))
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).

@@ -17,14 +17,15 @@ How it measures (the same way as ``ort.profile``):
    invokes once (timed: ``first_run_ms``).
 2. The last interpreter gets the inputs once (``input`` in the ONNX names and layout unless
    ``use_compiled_names``, see :mod:`.edges`; random in the model's own dtypes otherwise), runs
-   ``warmup`` untimed invokes, then ``runs`` timed ones with ``time.perf_counter_ns()`` tightly
-   around each ``invoke()``: the loop of a bare interpreter benchmark. ``max_secs`` stops the timed
-   runs early and ``run_delay`` sleeps between them (benchmark_model's meanings). With
-   ``until_stable`` the timed runs come in windows (``runs`` runs, repeated until the window has
-   lasted ``stable_window_s``) until the last three windows (medians and means) agree within
-   ``stable_tolerance``, with other processes taking at most ``stable_max_other_share`` (default
-   0.25) of the CPUs in each, or ``stable_max_s`` pass (:mod:`..stable`); the metrics
-   ``stable_converged``, ``stable_windows`` and ``stable_spread_pct`` say how it went.
+   ``warmup`` untimed invokes (with ``until_stable``, more for 0.5 s), then ``runs`` timed ones with
+   ``time.perf_counter_ns()`` tightly around each ``invoke()``: the loop of a bare interpreter
+   benchmark. ``max_secs`` stops the timed runs early and ``run_delay`` sleeps between them
+   (benchmark_model's meanings). With ``until_stable`` the timed runs come in windows (``runs``
+   runs, repeated until the window has lasted ``stable_window_s``) until the last three windows
+   (medians and means) agree within ``stable_tolerance``, with other processes taking at most
+   ``stable_max_other_share`` (default 0.25) of the CPUs in each, or ``stable_max_s`` pass
+   (:mod:`..stable`); the metrics ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``
+   say how it went.
 
 ``data.conditions`` (and profile.json's ``conditions``) is what the timed loop ran under
 (:mod:`..conditions`); with ``until_stable``, ``data.windows`` (and profile.json's ``windows``)
@@ -50,9 +51,11 @@ from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
 from ..stable import (
     MAX_OTHER_CPU_SHARE,
+    WARMUP_S,
     measure_until_stable,
     stable_line,
     stable_metrics,
+    warm_up,
     window_rows,
 )
 from ..stats import latency_stats, mean, ms
@@ -178,6 +181,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for _ in range(warmup):
         edges.invoke()
+    if until_stable:
+        more = warm_up(lambda _: edges.invoke())
+        report.info(f"warmup before the windows: {more} more runs ({WARMUP_S:g} s)")
     per_window = " per window, until stable" if until_stable else ""
     report.info(
         f"timing: {runs} runs{per_window} (threads {threads or 'default'}, xnnpack {xnnpack})"
