@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.agent.tensors import is_named_dim
 from edgehub.errors import ModelError, UsageError
 from edgehub.toolchains.onnx_wire import Dim, GraphInput, read_inputs, write_fixed
-from edgehub.toolchains.remote.device_tool import content_hash, device_file_name
+from edgehub.toolchains.remote.device_tool import device_file_name
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -139,6 +139,8 @@ def static_model(
     if not any(entry.dynamic for entry in inputs):
         return model
     shapes = _resolve(inputs, _requested(inputs, input_shape, what), tool, model)
+    from edgehub.tracking.artifacts import content_hash
+
     key = hashlib.sha256(
         json.dumps([content_hash(model), sorted(shapes.items())]).encode()
     ).hexdigest()[:24]

@@ -10,10 +10,8 @@ the workspace when it exits.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -40,26 +38,6 @@ _MKDIRS_THEN_EXEC = (
     'n=$1; shift; while [ "$n" -gt 0 ]; do mkdir -p -- "$1" || exit 125; shift; n=$((n-1)); '
     'done; exec "$@"'
 )
-_HASHES: dict[tuple[str, int, int, int], str] = {}
-_HASHES_LOCK = threading.Lock()
-
-
-def content_hash(path: Path) -> str:
-    """sha256 of a file, remembered while its size, mtime and inode stay the same."""
-    info = path.stat()
-    key = (str(path.resolve()), info.st_size, info.st_mtime_ns, info.st_ino)
-    with _HASHES_LOCK:
-        known = _HASHES.get(key)
-    if known is not None:
-        return known
-    hasher = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b""):
-            hasher.update(block)
-    digest = hasher.hexdigest()
-    with _HASHES_LOCK:
-        _HASHES[key] = digest
-    return digest
 
 
 def device_file_name(name: str, fallback: str) -> str:
@@ -96,6 +74,8 @@ class DeviceTool:
 
     def push_model(self, model: Path) -> PurePosixPath:
         """Upload ``model`` under its content hash (skipped when already there); its path."""
+        from edgehub.tracking.artifacts import content_hash
+
         digest = content_hash(model)[:16]
         name = device_file_name(model.name, "model")
         remote = self.ctx.device_workspace(self.device.name) / "models" / digest / name

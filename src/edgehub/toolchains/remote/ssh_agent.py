@@ -36,7 +36,7 @@ from edgehub.runners.protocol import (
 )
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.remote.config import SSHAgentConfig
-from edgehub.toolchains.remote.device_tool import content_hash, put_content
+from edgehub.toolchains.remote.device_tool import put_content
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -167,6 +167,8 @@ class _SharedInputs:
                     self._share(path)
 
     def _share(self, path: Path) -> None:
+        from edgehub.tracking.artifacts import content_hash
+
         target = self._store / content_hash(path)[:16] / "data"
         put_content(self._runner, path, target)
         path.unlink()  # the staged copy is a link or copy of the caller's file
