@@ -224,16 +224,24 @@ class OtherCpuMeter:
         self._own = _own_cpu()
         self._wall = time.monotonic()
 
-    def __call__(self) -> float | None:
+    def reading(self) -> tuple[float, int, float] | None:
+        """Since the last reading: the CPU seconds other processes took, the host's CPUs and
+        the wall seconds (None where ``/proc/stat`` is unreadable or no time passed)."""
         busy, cpus = _host_busy()
         own, wall = _own_cpu(), time.monotonic()
-        share = None
+        found = None
         elapsed = wall - self._wall
         if busy is not None and self._busy is not None and cpus and elapsed > 0:
-            other = max(0.0, (busy - self._busy) - (own - self._own))
-            share = min(1.0, other / (elapsed * cpus))
+            found = max(0.0, (busy - self._busy) - (own - self._own)), cpus, elapsed
         self._busy, self._cpus, self._own, self._wall = busy, cpus, own, wall
-        return share
+        return found
+
+    def __call__(self) -> float | None:
+        found = self.reading()
+        if found is None:
+            return None
+        other, cpus, elapsed = found
+        return min(1.0, other / (elapsed * cpus))
 
 
 class ConditionsProbe:
@@ -244,14 +252,12 @@ class ConditionsProbe:
         self.record["load_1m"] = _load_1m()
         self.record["temp_max_c"] = _temp_max_c()
         self._throttle = _throttle_state()
-        self._busy, self._cpus = _host_busy()
-        self._own = _own_cpu()
+        self._others = OtherCpuMeter()
         self._wall = time.monotonic()
 
     def finish(self) -> dict[str, Any]:
         wall = time.monotonic() - self._wall
-        own = _own_cpu() - self._own
-        busy, cpus = _host_busy()
+        others = self._others.reading()
         record = dict(self.record)
         record["loop_s"] = round(wall, 3)
         record["load_1m_end"] = _load_1m()
@@ -261,11 +267,11 @@ class ConditionsProbe:
             record["throttled"] = max(0, count - count_0)
         elif flags is not None or flags_0 is not None:
             record["throttled"] = hex((flags or 0) | (flags_0 or 0))
-        if busy is not None and self._busy is not None and cpus and wall > 0:
-            other = max(0.0, (busy - self._busy) - own)
+        if others is not None:
+            other, cpus, elapsed = others
             record["host_cpus"] = cpus
             record["other_cpu_s"] = round(other, 3)
-            record["other_cpu_share"] = round(min(1.0, other / (wall * cpus)), 3)
+            record["other_cpu_share"] = round(min(1.0, other / (elapsed * cpus)), 3)
         return {k: v for k, v in record.items() if v is not None}
 
 
