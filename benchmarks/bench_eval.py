@@ -19,8 +19,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,6 +60,9 @@ TRACED = [
     ("edgehub.toolchains.agent_call", "AgentCall.call"),
     ("edgehub.runners.docker.runner", "pack"),
     ("edgehub.runners.exchange", "_unpack"),
+    ("edgehub.runners.docker.runner", "DockerCommandRunner.collect"),
+    ("edgehub.runners.docker.runner", "DockerCommandRunner.discard"),
+    ("edgehub.toolchains.batch", "record_agent_result"),
     ("edgehub.tracking.client", "Client.log_artifact"),
 ]
 
@@ -205,6 +210,7 @@ def main() -> None:
 
     image = images.require_image("onnxruntime").tag
     work = Path(tempfile.mkdtemp(prefix="edgehub-bench-eval-"))
+    atexit.register(shutil.rmtree, work, True)  # however the bench ends
     rng = np.random.default_rng(0)
     _model(work / "chain.onnx", args.layers, 256, rng, rows=256)  # 256 KiB a tensor
     np.savez(work / "data.npz", x=rng.standard_normal((args.samples, 16, 512)).astype("f4"))

@@ -30,8 +30,10 @@ Set PYTHONDONTWRITEBYTECODE only if you mean to time recompiling every module on
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -288,6 +290,7 @@ def main() -> None:
 
     image = images.require_image("onnxruntime").tag
     work = Path(tempfile.mkdtemp(prefix="edgehub-bench-"))
+    atexit.register(shutil.rmtree, work, True)  # however the bench ends
     example = Path(__file__).resolve().parents[1] / "examples" / "tiny_cnn.onnx"
     dynamic = work / "dynamic.onnx"
     make_dynamic_model(dynamic)

@@ -25,8 +25,10 @@ With the defaults it takes about 1.5 min on an idle 2-core machine.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -85,6 +87,7 @@ class WarmBare:
 
     def __init__(self, image: str) -> None:
         self.work = Path(tempfile.mkdtemp(prefix="edgehub-bench-trt-"))
+        atexit.register(shutil.rmtree, self.work, True)  # however the bench ends
         (self.work / "bare.py").write_text(BARE)
         self.work.chmod(0o777)
         argv = ["docker", "run", "-d", "--rm", "--network", "none", "-v", f"{self.work}:/w",

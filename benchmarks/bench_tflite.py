@@ -17,7 +17,9 @@ median of the per-round ratios.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -65,6 +67,7 @@ def main() -> None:
 
     image = images.require_image("tflite").tag
     work = Path(tempfile.mkdtemp(prefix="edgehub-bench-tflite-"))
+    atexit.register(shutil.rmtree, work, True)  # however the bench ends
     model = work / "bench.onnx"
     make_model(model)
     (work / "bare.py").write_text(BARE)

@@ -1,4 +1,5 @@
-"""`atomic_write` and `replacing`: the one way edgehub (host and agent) replaces a file."""
+"""`atomic_write` and `replacing`: the one way edgehub (host and agent) replaces a file; and
+`copy_range`, the in-kernel copy of a file's first bytes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from edgehub.fsutil import atomic_write, replacing
+from edgehub.fsutil import atomic_write, copy_range, replacing
 
 
 @pytest.fixture
@@ -71,3 +72,19 @@ def test_a_target_that_is_not_a_regular_file_is_refused_and_left_alone(folder: P
         atomic_write(pipe, b"x")
     assert pipe.is_fifo()  # renaming over it would have replaced the node itself
     assert os.listdir(folder) == ["pipe"]
+
+
+def test_copy_range_copies_only_the_bytes_asked_for(folder: Path) -> None:
+    source, target = folder / "source", folder / "target"
+    source.write_bytes(os.urandom(3 << 20) + b"written later")  # grew after its size was taken
+    with source.open("rb") as origin, target.open("wb") as copy:
+        if not copy_range(origin.fileno(), copy.fileno(), 3 << 20):
+            pytest.skip("copy_file_range is not offered by this kernel or file system")
+    assert target.read_bytes() == source.read_bytes()[: 3 << 20]
+
+
+def test_copy_range_reports_a_source_shorter_than_asked(folder: Path) -> None:
+    source, target = folder / "source", folder / "target"
+    source.write_bytes(b"short")
+    with source.open("rb") as origin, target.open("wb") as copy:
+        assert copy_range(origin.fileno(), copy.fileno(), 100) is False

@@ -95,17 +95,18 @@ def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:
 
 
 def split_stacked(
-    path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
+    path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset", mapped: bool = False
 ) -> list[Arrays]:
     """The samples of one ``.npz`` whose arrays share a leading samples axis, each checked
     against ``specs`` (named ``#index`` in errors). As for calibration data, an array of the
     input's rank + 1 is split into ``arr[i]``, and one of the input's own rank whose first
-    dimension is dynamic or 1 (batch-first) into ``arr[i:i+1]``."""
+    dimension is dynamic or 1 (batch-first) into ``arr[i:i+1]``. ``mapped``: the samples are
+    views of the file mapped, read only where used (`load_arrays`)."""
     import numpy as np
 
     from .tensors import check_arrays, load_arrays
 
-    loaded = load_arrays(path_arg, what)
+    loaded = load_arrays(path_arg, what, mapped)
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
             raise InputDataError(

@@ -301,8 +301,9 @@ def random_inputs(
     return feeds, defaulted
 
 
-def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
-    """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects."""
+def load_arrays(path: str | Path, what: str = "input", mapped: bool = False) -> Arrays | np.ndarray:
+    """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects;
+    ``mapped``: an .npz's plain members are mapped, not read (see `read_npz`)."""
     import numpy as np
 
     from .npz import read_npz
@@ -311,7 +312,9 @@ def load_arrays(path: str | Path, what: str = "input") -> Arrays | np.ndarray:
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
     try:
-        loaded = read_npz(p) if zipfile.is_zipfile(p) else np.load(str(p), allow_pickle=False)
+        loaded = (
+            read_npz(p, mapped) if zipfile.is_zipfile(p) else np.load(str(p), allow_pickle=False)
+        )
     except ValueError as exc:
         if "pickle" in str(exc).lower():
             raise InputDataError(

@@ -32,7 +32,9 @@ MAX_LABELS_JSON = 256 << 20
 @dataclass
 class Dataset:
     """Checked samples in order, their names (file names, or ``#i`` in one stacked file),
-    the labels (one array per sample) when given, and the content hash of ``path``."""
+    the labels (one array per sample) when given, and the content hash of ``path``. The
+    samples of one stacked file are views of it mapped: checking them reads only its headers,
+    and a sample's bytes are read where it is used (the runs read the file themselves)."""
 
     path: Path
     stacked: bool
@@ -82,7 +84,7 @@ def load_dataset(path: Path, specs: Sequence[TensorSpec], labels: Path | None = 
             dataset = Dataset(path, False, [f.name for f in files], samples)
         else:
             _npz_or_npy(path, "dataset")
-            samples = agent_inputs.split_stacked(str(path), specs)
+            samples = agent_inputs.split_stacked(str(path), specs, mapped=True)
             names = [f"#{i}" for i in range(len(samples))]
             dataset = Dataset(path, True, names, samples)
     except AgentError as error:  # the agent's own checks, shared with the device side

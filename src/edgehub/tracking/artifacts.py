@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from edgehub.errors import UsageError
+from edgehub.fsutil import copy_range
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
@@ -108,24 +109,6 @@ def _reflink(source: int, target: int) -> bool:
     return True
 
 
-def _copy_range(source: int, target: int, size: int) -> bool:
-    """``copy_file_range``: in-kernel, and server-side or shared blocks where supported."""
-    if not hasattr(os, "copy_file_range"):
-        return False
-    done = 0
-    try:
-        while done < size:
-            sent = os.copy_file_range(source, target, size - done)
-            if sent == 0:
-                break
-            done += sent
-    except OSError as error:
-        if done == 0 and error.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-            return False
-        raise
-    return done == size
-
-
 def _copy_sparse(source: int, target: int, size: int) -> bool:
     """Copy a file with holes by its data segments (``SEEK_DATA``/``SEEK_HOLE``), so the holes
     stay holes; False where the file has none or the file system cannot tell."""
@@ -160,7 +143,7 @@ def clone_or_copy(src: str, dst: str) -> str:
     with open(src, "rb") as source, open(dst, "xb") as target:
         size = os.fstat(source.fileno()).st_size
         fds = source.fileno(), target.fileno()
-        if not (_reflink(*fds) or _copy_sparse(*fds, size) or _copy_range(*fds, size)):
+        if not (_reflink(*fds) or _copy_sparse(*fds, size) or copy_range(*fds, size)):
             source.seek(0)
             target.seek(0)
             target.truncate()

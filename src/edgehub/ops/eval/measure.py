@@ -9,6 +9,7 @@ first divergent layer when asked (`layers`), and records every figure with the r
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,10 +96,15 @@ def measure(
                 runners, (model_job, reference_job), samples, dataset.stacked, sha
             )
         cancel.check()
-        ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
-        ctx.client.log_artifact(
-            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
-        )
+        pairs = pair_outputs(ctx, model_out.arrays, reference_out.arrays)
+        with ThreadPoolExecutor(1, thread_name_prefix="edgehub-score") as pool:
+            # scored while the outputs are stored: numpy and hashing both let go of the GIL
+            scoring = pool.submit(score_outputs, pairs, dataset, metric_names, request.worst)
+            ctx.client.log_artifact(model_out.path, name="outputs", file_name="outputs.npz")
+            ctx.client.log_artifact(
+                reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+            )
+            scores = scoring.result()
         report = EvalReport(
             run_id=run.run_id,
             name=name,
@@ -118,8 +124,6 @@ def measure(
                 "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
             },
         )
-        pairs = pair_outputs(ctx, model_out.arrays, reference_out.arrays)
-        scores = score_outputs(pairs, dataset, metric_names, request.worst)
         report.outputs, report.worst = scores.outputs, scores.worst
         report.tasks, report.per_sample = scores.tasks, scores.per_sample
         report.goals = [check_goal(g, report.outputs, report.tasks) for g in goals]

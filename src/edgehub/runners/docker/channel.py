@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from edgehub.agent.server.wire import socket_address
+from edgehub.fsutil import copy_range
 from edgehub.runners.agent_reply import Refused, Reply, check_start
 
 __all__ = [
@@ -236,8 +237,8 @@ def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int
     ``local``, taking it out of the outbox (its name goes once it is open, its memory once it
     is copied, before the next file's copy needs some). The container may have put anything
     there: only a regular file reached without links, of at most ``max_bytes``, is copied
-    (its bytes as they are read: a file growing meanwhile is cut at its size when opened);
-    else `DeviceOutputError`."""
+    (in the kernel where it can be; its bytes as they are read: a file growing meanwhile is
+    cut at its size when opened); else `DeviceOutputError`."""
     from edgehub.errors import DeviceOutputError
 
     try:
@@ -265,6 +266,11 @@ def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int
         local.parent.mkdir(parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
         with os.fdopen(os.open(local, flags, 0o600), "wb") as target:
+            if copy_range(origin.fileno(), target.fileno(), found.st_size):
+                return
+            origin.seek(0)
+            target.seek(0)
+            target.truncate()
             left = found.st_size
             while left > 0 and (chunk := origin.read(min(left, 1 << 20))):
                 target.write(chunk)
