@@ -1111,6 +1111,9 @@ def test_warm_jobs_reach_the_resident_agent_without_an_exec(
     assert (result.files / "output.npz").stat().st_size > 0, "the output file came back"
     assert (result.files / "result.json").exists()
     assert result.env.get("onnxruntime")
+    monkeypatch.undo()
+    left = channel_runner.run(["ls", "-A", str(agent.workdir)], hide=True).stdout.split()
+    assert "2-ort_invoke" not in left, "a served job's folder goes once its files came back"
 
 
 def test_a_refused_or_missing_server_falls_back_to_exec(

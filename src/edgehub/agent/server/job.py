@@ -16,7 +16,7 @@ import sys
 import traceback
 from typing import Any, Iterable
 
-from .stage import StageError, send_back, unpack
+from .stage import StageError, remove_job_folder, send_back, unpack
 from .wire import START, CliMain, marker
 
 PR_SET_PDEATHSIG = 1
@@ -117,6 +117,7 @@ def run_job(
                 if stage is not None:
                     flush_output()
                     send_back(stage, request["cwd"])
+                    remove_job_folder(request["cwd"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:

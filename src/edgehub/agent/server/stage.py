@@ -4,7 +4,8 @@ A client that cannot reach the server's file system (the host, talking to the se
 container through a mounted directory) sends the job's working directory as an uncompressed tar
 right after its request line, and asks for one folder of it back (see :mod:`.wire`). The job's
 process unpacks the tar into ``cwd``'s parent before it runs, and, once the command has ended,
-writes ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder to the connection.
+writes ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder to the connection, then
+removes the job's folder (`remove_job_folder`).
 
 Only plain files, directories, hard links to members already unpacked and, where the request
 names the client's store of shared files (``stage.links``, an absolute folder), symbolic links
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import tarfile
 from typing import Any
 
@@ -99,3 +101,14 @@ def send_back(stage: dict[str, Any], cwd: str) -> None:
     """Write the FILES line and the tar of the folder the client asked for to stdout (fd 1)."""
     data = pack(cwd, str(stage.get("fetch") or "out"))
     write_all(1, marker(FILES, len(data)) + data)
+
+
+def remove_job_folder(cwd: str) -> None:
+    """Remove the job's folder once its files have gone back (nothing else reads it), and its
+    parent, the run's folder, when nothing else is left there: a container that serves jobs
+    for hours keeps no job's files. Links are removed, never followed."""
+    shutil.rmtree(cwd, ignore_errors=True)
+    try:
+        os.rmdir(os.path.dirname(cwd))
+    except OSError:
+        pass  # another job of the run still works there, or it is gone already
