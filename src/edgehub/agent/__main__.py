@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from .entry import main
+from .entry import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -34,11 +34,9 @@ SHEBANG = b"#!/usr/bin/env python3\n"
 EXCLUDED = frozenset({"bundle.py", "_build_info.py"})
 
 MAIN = """\
-import sys
+from edgehub_agent.entry import exit_now, main
 
-from edgehub_agent.entry import main
-
-sys.exit(main())
+exit_now(main())
 """
 
 
