@@ -139,6 +139,17 @@ def test_stacked_dataset(tmp_path: Path) -> None:
     assert split.samples[1]["x"][0, 0] == 4.0
 
 
+def test_the_layer_search_samples_outlive_a_rewrite_of_the_dataset(tmp_path: Path) -> None:
+    from edgehub.ops.eval.measure import _read_first
+
+    values = np.random.default_rng(0).standard_normal((64, 256, 4)).astype(np.float32)
+    np.savez(tmp_path / "all.npz", x=values)  # 256 KiB a sample: pages of their own
+    dataset = load_dataset(tmp_path / "all.npz", SPECS)
+    _read_first(dataset, 2)
+    np.savez(tmp_path / "all.npz", x=values[:1])  # rewritten in place, shorter
+    assert np.array_equal(dataset.samples[1]["x"], values[1])  # no SIGBUS: read before
+
+
 def test_bad_datasets_name_the_sample(tmp_path: Path) -> None:
     folder = _samples(tmp_path / "ds", 3)
     np.savez(folder / "s1.npz", x=np.zeros((1, 5), np.float32))

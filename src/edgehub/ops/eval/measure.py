@@ -52,6 +52,8 @@ def measure(
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
     from edgehub.toolchains.tensors import load_npz
 
+    if request.layers is not None:
+        _read_first(dataset, request.layer_samples)
     device_name = request.device or "local"
     device = ctx.device(device_name)
     name = request.name or f"eval-{reference.stem}"
@@ -135,6 +137,16 @@ def measure(
         _record(ctx, report)
     report.status = "FINISHED"
     return report
+
+
+def _read_first(dataset: Dataset, count: int) -> None:
+    """Read the first ``count`` samples into memory now, for the layer search: the samples of
+    a stacked dataset are mapped views of the user's file, which may be rewritten in place
+    while the models run, and reading a mapped page past its new end would end this process."""
+    import numpy as np
+
+    for index in range(min(count, len(dataset))):
+        dataset.samples[index] = {k: np.array(v) for k, v in dataset.samples[index].items()}
 
 
 def _layers(
