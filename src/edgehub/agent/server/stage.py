@@ -104,11 +104,8 @@ def send_back(stage: dict[str, Any], cwd: str) -> None:
 
 
 def remove_job_folder(cwd: str) -> None:
-    """Remove the job's folder once its files have gone back (nothing else reads it), and its
-    parent, the run's folder, when nothing else is left there: a container that serves jobs
-    for hours keeps no job's files. Links are removed, never followed."""
+    """Remove the job's folder once its files have gone back (nothing else reads it): a
+    container that serves jobs for hours keeps no job's files. The run's folder above it
+    stays (another job of the run may be unpacking into it). Links are removed, never
+    followed."""
     shutil.rmtree(cwd, ignore_errors=True)
-    try:
-        os.rmdir(os.path.dirname(cwd))
-    except OSError:
-        pass  # another job of the run still works there, or it is gone already
