@@ -17,6 +17,7 @@ from typing import Any
 from edgehub.errors import ConfigError, HostKeyError, SSHConnectionError
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.connect import (
+    COMMAND_WINDOW_SIZE,
     MAX_PACKET_SIZE,
     WINDOW_SIZE,
     close_transport,
@@ -128,7 +129,7 @@ class SSHSession:
         self.channels_opened += 1
         try:
             return transport.open_session(
-                window_size=WINDOW_SIZE,
+                window_size=COMMAND_WINDOW_SIZE,
                 max_packet_size=MAX_PACKET_SIZE,
                 timeout=self.config.connect_timeout,
             )
