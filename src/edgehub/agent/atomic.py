@@ -17,7 +17,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from typing import Iterator, Union
 
 __all__ = ["atomic_write", "replacing"]
@@ -39,8 +38,7 @@ def replacing(path: PathLike, *, new_mode: int = 0o644, durable: bool = True) ->
         if not stat.S_ISREG(found):  # a device, pipe or folder is written to, never replaced
             raise OSError(errno.EINVAL, "not a regular file", target)
         mode = stat.S_IMODE(found)
-    fd, temp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(target) + ".")
-    os.close(fd)
+    temp = _new_file(directory, "." + os.path.basename(target) + ".")
     try:
         yield temp
         if durable:
@@ -62,6 +60,22 @@ def atomic_write(
     """Replace ``path`` with ``data`` (see the module docstring)."""
     with replacing(path, new_mode=new_mode, durable=durable) as temp, open(temp, "wb") as out:
         out.write(data)
+
+
+def _new_file(directory: str, prefix: str) -> str:
+    """Create an empty file of this user only (0600) named ``prefix`` + random letters in
+    ``directory``, never one that exists (``O_EXCL``) nor through a link; its path. What
+    ``tempfile.mkstemp`` does, without importing ``tempfile`` (and ``shutil``, ``random``):
+    milliseconds of every cold job's start."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        path = os.path.join(directory, prefix + os.urandom(6).hex())
+        try:
+            os.close(os.open(path, flags, 0o600))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
 
 def _fsync(path: str, flags: int) -> None:

@@ -14,12 +14,10 @@ serves a command is found by its name (:mod:`.commands`).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import sys
 import time
-import traceback
 from types import FrameType
 from typing import Any, TextIO
 
@@ -158,6 +156,8 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
         error = error_payload(exc, command)
         payload = {"ok": False, "command": command, "error": error}
         if error["kind"] != "Cancelled" and error["exit_code"] == 1:
+            import traceback
+
             payload["detail"] = traceback.format_exc()
             if not isinstance(exc, AgentError):  # printed only for what nobody anticipated
                 payload["show_detail"] = True
@@ -200,12 +200,12 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _raise_cancelled)
     except (ValueError, OSError):  # not the main thread
         previous = None
-    handler = install_log_capture(report)
+    uninstall_log_capture = install_log_capture(report)
     try:
         with QuietStdout():
             payload, code = execute(args, report)
     finally:
-        logging.getLogger().removeHandler(handler)
+        uninstall_log_capture()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     try:

@@ -11,7 +11,6 @@ beside this file), so adding a runtime adds a subpackage and edits nothing here.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import re
 import sys
 from types import ModuleType
@@ -42,6 +41,8 @@ def runtime_package(namespace: str) -> ModuleType | None:
 
 def namespaces() -> list[str]:
     """The runtime namespaces present, sorted."""
+    import pkgutil  # only for listing them: not on a command's way
+
     root = sys.modules[_ROOT]
     found = [
         info.name

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a job started here has no connection: socket is not imported for it
+    import socket
 
 WATCH_STDIN_ENV = "EDGEHUB_AGENT_WATCH_STDIN"
 HEARTBEAT_ENV = "EDGEHUB_AGENT_HEARTBEAT_FILE"
@@ -99,6 +102,8 @@ def _watch_stdin() -> None:
 
 def _drop(conn: socket.socket) -> None:
     """End the server's job: shut the connection, which the server takes as 'kill it'."""
+    import socket  # loaded already: the connection is one
+
     try:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Mapping, Sequence
 
@@ -97,13 +96,28 @@ def one_line(message: str) -> str:
     return " | ".join(parts) if parts else "(no message)"
 
 
-@dataclass
 class CommandOutput:
-    """What a command returns; the CLI adds ok/command/warnings/env around it."""
+    """What a command returns; the CLI adds ok/command/warnings/env around it. (A plain class:
+    ``dataclasses`` would import ``inspect``, milliseconds of every cold job's start.)"""
 
-    params: JSONDict = field(default_factory=dict)
-    metrics: JSONDict = field(default_factory=dict)
-    data: JSONDict = field(default_factory=dict)
+    def __init__(
+        self,
+        params: JSONDict | None = None,
+        metrics: JSONDict | None = None,
+        data: JSONDict | None = None,
+    ) -> None:
+        self.params: JSONDict = {} if params is None else params
+        self.metrics: JSONDict = {} if metrics is None else metrics
+        self.data: JSONDict = {} if data is None else data
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CommandOutput):
+            return NotImplemented
+        return (self.params, self.metrics, self.data) == (other.params, other.metrics, other.data)
+
+    def __repr__(self) -> str:
+        fields = f"params={self.params!r}, metrics={self.metrics!r}, data={self.data!r}"
+        return f"CommandOutput({fields})"
 
 
 _MISSING: Any = object()

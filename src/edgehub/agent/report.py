@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 import time
-from typing import TextIO
+from typing import Any, Callable, TextIO
 
 
 class Report:
@@ -35,27 +34,80 @@ class Report:
             pass
 
 
-class WarningCollector(logging.Handler):
-    """Forwards WARNING+ log records (e.g. from onnxruntime.quantization) into a Report."""
+def _collector(report: Report) -> Any:
+    """A ``logging.Handler`` forwarding WARNING+ records (e.g. from onnxruntime.quantization)
+    into ``report``."""
+    import logging
 
-    def __init__(self, report: Report) -> None:
-        super().__init__(level=logging.WARNING)
-        self.report = report
+    class WarningCollector(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                message = record.getMessage().strip()
+            except Exception:
+                return
+            if message:
+                report.warn(f"{record.name}: {message}" if record.name != "root" else message)
 
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage().strip()
-        except Exception:
-            return
-        if message:
-            self.report.warn(f"{record.name}: {message}" if record.name != "root" else message)
+    return WarningCollector(level=logging.WARNING)
 
 
-def install_log_capture(report: Report) -> WarningCollector:
-    """Route library logging to ``report`` instead of Python's last-resort stderr handler."""
-    handler = WarningCollector(report)
+def _add_collector(report: Report) -> Callable[[], None]:
+    import logging
+
+    handler = _collector(report)
     root = logging.getLogger()
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.WARNING:
         root.setLevel(logging.WARNING)
-    return handler
+    return lambda: root.removeHandler(handler)
+
+
+class _WhenLoggingLoads:
+    """An import hook (a ``sys.meta_path`` finder) that runs ``then`` right after the
+    ``logging`` module has been executed, the first time anything imports it."""
+
+    def __init__(self, then: Callable[[], None]) -> None:
+        self.then = then
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "logging":
+            return None
+        self.remove()
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        load = getattr(loader, "exec_module", None)
+        if load is None:  # not a plain source module: hook nothing
+            return spec
+        then = self.then
+
+        def exec_module(module: Any) -> None:
+            load(module)
+            then()
+
+        loader.exec_module = exec_module  # type: ignore[union-attr]
+        return spec
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+def install_log_capture(report: Report) -> Callable[[], None]:
+    """Route library logging to ``report`` instead of Python's last-resort stderr handler;
+    returns what undoes it. Where nothing has imported ``logging`` yet, the handler goes in
+    when something does (`_WhenLoggingLoads`): a command whose libraries never log does not
+    load the module, milliseconds of every cold job's start."""
+    if "logging" in sys.modules:
+        return _add_collector(report)
+    removers: list[Callable[[], None]] = []
+    hook = _WhenLoggingLoads(lambda: removers.append(_add_collector(report)))
+    sys.meta_path.insert(0, hook)
+
+    def uninstall() -> None:
+        hook.remove()
+        for remove in removers:
+            remove()
+
+    return uninstall

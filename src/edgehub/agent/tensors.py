@@ -9,8 +9,6 @@ name nothing (see :func:`is_named_dim`), so each is its own unknown, never tied 
 from __future__ import annotations
 
 import re
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -97,11 +95,21 @@ def format_dim(dim: Dim) -> int | str:
     return "?" if dim is None else dim
 
 
-@dataclass
 class TensorSpec:
-    name: str
-    dtype: str
-    shape: Shape
+    """A tensor's name, dtype and shape (a plain class: see `~.protocol.CommandOutput`)."""
+
+    def __init__(self, name: str, dtype: str, shape: Shape) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TensorSpec):
+            return NotImplemented
+        return (self.name, self.dtype, self.shape) == (other.name, other.dtype, other.shape)
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(name={self.name!r}, dtype={self.dtype!r}, shape={self.shape!r})"
 
     @classmethod
     def from_ort(cls, node_arg: Any) -> TensorSpec:
@@ -304,6 +312,8 @@ def random_inputs(
 def load_arrays(path: str | Path, what: str = "input", mapped: bool = False) -> Arrays | np.ndarray:
     """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects;
     ``mapped``: an .npz's plain members are mapped, not read (see `read_npz`)."""
+    import zipfile
+
     import numpy as np
 
     from .npz import read_npz
@@ -366,6 +376,7 @@ def _storable(array: Any) -> np.ndarray:
 def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
     """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
     ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
+    import zipfile
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,6 @@ Data: inputs / outputs of the network, layer precisions, the artifact paths.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from ..protocol import (
     write_json_atomic,
 )
 from ..report import Report
+from ..scratch import Scratch
 from .engine_file import engine_record
 from .gpu import compute_capability, gpu_visible
 from .layers import engine_layers, network_io, network_layers, precision_counts
@@ -175,9 +175,9 @@ def run(params: Params, report: Report) -> CommandOutput:
         f"build: {path.name}, {precision}, for {', '.join(targets)} with {describe_flavor(trt)}"
     )
 
-    with tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-") as tmp:
+    with Scratch("edgehub-agent-trt-") as scratch:
         started = time.perf_counter()
-        source, notes = prepare_model(path, Path(tmp) / path.name, precision, report)
+        source, notes = prepare_model(path, scratch, precision, report)
         prepared = time.perf_counter()
         builder = trt.module.Builder(logger)
         flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
@@ -190,7 +190,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         # (slow to import) is loaded only when TensorRT finds an input that is not static.
         if not parsed_ok or not all_static(network):
             naming = time.perf_counter()
-            named = Path(tmp) / f"n_{path.name}"
+            named = scratch.file(f"n_{path.name}")
             named, dim_names, renamed = name_unknown_dims(source, named, report)
             prepared += time.perf_counter() - naming
             if renamed:

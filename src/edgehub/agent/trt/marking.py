@@ -14,13 +14,13 @@ layers: `build_marked` counts them so the host can say so.
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..models import load_model
 from ..protocol import ModelError, UsageError
 from ..report import Report
+from ..scratch import Scratch
 from .build import build_failure, parser_error
 from .gpu import gpu_visible
 from .layers import network_io
@@ -78,10 +78,10 @@ class Parsed:
         self.trt = trt
         self.name = source.name
         self.logger = make_logger(trt.module, report)
-        self._tmp = tempfile.TemporaryDirectory(prefix="edgehub-agent-trt-probe-")
-        tmp = Path(self._tmp.name)
-        prepared, _ = prepare_model(source, tmp / source.name, precision, report)
-        prepared, self.dim_names, _ = name_unknown_dims(prepared, tmp / f"n_{source.name}", report)
+        self._tmp = Scratch("edgehub-agent-trt-probe-")
+        prepared, _ = prepare_model(source, self._tmp, precision, report)
+        named = self._tmp.file(f"n_{source.name}")
+        prepared, self.dim_names, _ = name_unknown_dims(prepared, named, report)
         self.builder = trt.module.Builder(self.logger)
         flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         self.network = self.builder.create_network(flags)
@@ -92,7 +92,7 @@ class Parsed:
         self.tensors = network_tensors(self.network)
 
     def close(self) -> None:
-        self._tmp.cleanup()
+        self._tmp.close()
 
     def build_marked(self, marks: list[str], shapes: Any, static: Any) -> bytes:
         """An engine for the GPU present with ``marks`` made network outputs too."""

@@ -20,6 +20,7 @@ from typing import Any
 from ..models import load_model, save_model
 from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
 from ..report import Report
+from ..scratch import Scratch
 
 PRECISIONS = ("fp32", "fp16", "int8")
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
@@ -108,9 +109,10 @@ def symmetric_zero_points(model: Any) -> int:
 
 
 def prepare_model(
-    src: Path, dst: Path, precision: str, report: Report
+    src: Path, scratch: Scratch, precision: str, report: Report
 ) -> tuple[Path, dict[str, Any]]:
-    """The model file to parse for ``precision`` (``src`` itself when nothing changes)."""
+    """The model file to parse for ``precision``: ``src`` itself when nothing changes, else a
+    rewritten copy in ``scratch``."""
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "fp32":  # parsed as it is; build.py warns about Q/DQ layers it finds
@@ -125,6 +127,7 @@ def prepare_model(
                 "give the float model, or use precision int8"
             )
         report.info("fp16: converting float32 tensors to float16 (inputs and outputs stay float32)")
+        dst = scratch.file(src.name)
         save_model(to_fp16(model), dst)
         return dst, notes
     if not qdq:
@@ -144,5 +147,6 @@ def prepare_model(
             f"int8: {symmetric} asymmetric zero point(s) made symmetric (TensorRT supports zero "
             "point 0 only); quantize with symmetric activations to avoid the widened scales"
         )
+    dst = scratch.file(src.name)
     save_model(model, dst)
     return dst, notes
