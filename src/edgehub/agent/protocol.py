@@ -261,8 +261,12 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
 def json_text(payload: Any) -> str:
     """``payload`` as strict JSON: indented where small, else on one line (Python's fast
     encoder does not indent, and a big layer table would cost a tenth of a second or more)."""
-    safe = json_safe(payload)
-    text = json.dumps(safe, allow_nan=False)
+    try:  # most payloads are plain already: a walk through a big layer table costs ms
+        safe = payload
+        text = json.dumps(safe, allow_nan=False)
+    except (TypeError, ValueError):  # NaN or infinity, a Path, a numpy scalar, a tuple key
+        safe = json_safe(payload)
+        text = json.dumps(safe, allow_nan=False)
     return json.dumps(safe, indent=1, allow_nan=False) if len(text) <= _SMALL_JSON else text
 
 

