@@ -159,7 +159,28 @@ def test_a_sparse_file_is_stored_with_its_holes(tmp_path: Path) -> None:
     assert stored.stat().st_blocks * 512 < 1 << 20  # not 128 MiB of zeros
 
 
-def test_the_store_never_writes_through_a_planted_content_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fresh", [False, True], ids=["hashed-first", "copied-first"])
+def test_a_file_is_stored_once_and_reused_only_once_it_verifies(
+    tmp_path: Path, fresh: bool
+) -> None:
+    artifacts = ArtifactStore(tmp_path / "store" / "artifacts")
+    source = tmp_path / "engine.trt"
+    source.write_bytes(b"engine bytes" * 1000)
+    stored, sha, size = artifacts.add(source, fresh=fresh)
+    assert (sha, size) == (hash_path(source), 12000) and hash_path(stored) == sha
+    assert stored.stat().st_ino != source.stat().st_ino  # a copy of its own
+    again, sha_again, _ = artifacts.add(source, fresh=fresh)
+    assert (again, sha_again) == (stored, sha)
+    stored.write_bytes(b"damaged byte" * 1000)  # edited in place, same size
+    third, _, _ = artifacts.add(source, fresh=fresh)
+    assert third == stored and stored.read_bytes() == source.read_bytes()
+    assert [p.name for p in artifacts.root.iterdir()] == [sha]  # no unfinished copy left
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["hashed-first", "copied-first"])
+def test_the_store_never_writes_through_a_planted_content_folder(
+    tmp_path: Path, fresh: bool
+) -> None:
     victim = tmp_path / "victim"
     victim.mkdir()
     source = tmp_path / "model.onnx"
@@ -168,12 +189,12 @@ def test_the_store_never_writes_through_a_planted_content_folder(tmp_path: Path)
     artifacts.root.mkdir(parents=True)
     (artifacts.root / hash_path(source)).symlink_to(victim, target_is_directory=True)
     (victim / "model.onnx").write_bytes(b"my private model")  # "already stored" there
-    stored, _, _ = artifacts.add(source)
+    stored, _, _ = artifacts.add(source, fresh=fresh)
     assert not stored.parent.is_symlink() and stored.read_bytes() == b"my private model"
     assert [p.name for p in victim.iterdir()] == ["model.onnx"]
     (victim / "model.onnx").unlink()
     stored.unlink()
     stored.parent.rmdir()
     (artifacts.root / hash_path(source)).symlink_to(victim, target_is_directory=True)
-    again, _, _ = artifacts.add(source)  # nothing stored yet: the copy goes to a real folder
+    again, _, _ = artifacts.add(source, fresh=fresh)  # nothing stored: a real folder gets it
     assert list(victim.iterdir()) == [] and not again.parent.is_symlink()

@@ -189,13 +189,21 @@ class ArtifactStore:
     def path_for(self, sha256: str, file_name: str) -> Path:
         return self.root / sha256 / file_name
 
-    def add(self, source: Path, file_name: str | None = None) -> tuple[Path, str, int]:
-        """Store a copy of ``source``; returns (stored path, sha256 of the copy, size)."""
+    def add(
+        self, source: Path, file_name: str | None = None, *, fresh: bool = False
+    ) -> tuple[Path, str, int]:
+        """Store a copy of ``source``; returns (stored path, sha256 of the copy, size).
+        ``fresh``: a file just made (a run's output), whose content is most likely new: it is
+        copied first, hashed as it is copied, and the copy dropped where that content was
+        stored already, so it is read once instead of hashed and then copied (6 ms of an
+        engine of 7 MB). Content that may well be stored (a user's model) is hashed first."""
         source = Path(source)
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
         name = file_name or source.name
         regular_file(source, "artifact", UsageError, directory_ok=True)
+        if fresh and source.is_file():
+            return self._add_fresh(source, name)
         try:
             known = content_hash(source)
             size = path_size(source)
@@ -223,6 +231,29 @@ class ArtifactStore:
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
+
+    def _add_fresh(self, source: Path, name: str) -> tuple[Path, str, int]:
+        try:
+            size = source.stat().st_size
+        except OSError as error:
+            raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
+        with translate_storage_errors(self.root, f"store artifact {name!r}"):
+            ensure_room(size, self.root, f"a copy of {source}")
+            self.root.mkdir(parents=True, exist_ok=True)
+            staging = make_staging(self.root)
+            try:
+                staged = staging / name
+                sha = copy_hashed(str(source), str(staged))
+                size = staged.stat().st_size
+                final = self.path_for(sha, name)
+                _unlink_planted(final.parent)
+                if _intact(final, sha, size, staged):  # stored already: that copy stays
+                    return final, sha, size
+                final.parent.mkdir(parents=True, exist_ok=True)
+                self._install(staged, final, sha)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        return final, sha, size
 
     def _install(self, staged: Path, final: Path, sha: str) -> None:
         """Move ``staged`` to ``final``. A file there is replaced (a damaged copy, or a hard

@@ -276,7 +276,8 @@ class Client:
         regular_file(path, "artifact", UsageError, directory_ok=True)  # no FIFO, device, socket
         if not self._is_own(run, path):
             return self._defer(run, path.absolute(), name=name, file_name=file_name)
-        stored, sha, size = self.store.artifacts.add(path, file_name)
+        fresh = not path.resolve().is_relative_to(self.store.artifacts.root.resolve())
+        stored, sha, size = self.store.artifacts.add(path, file_name, fresh=fresh)
         artifact = LoggedArtifact(
             id=uuid.uuid4().hex,
             file_name=stored.name,
