@@ -13,6 +13,7 @@ import pytest
 from edgehub.core import HubContext, hub_run
 from edgehub.errors import ModelError
 from edgehub.tracking import artifacts as artifacts_module
+from edgehub.tracking import hash_memo
 from edgehub.tracking.artifacts import (
     ArtifactStore,
     clone_or_copy,
@@ -20,6 +21,7 @@ from edgehub.tracking.artifacts import (
     copy_hashed,
     hash_path,
 )
+from edgehub.tracking.hash_memo import HashMemo
 from edgehub.tracking.verify import verify_artifacts
 
 
@@ -158,13 +160,13 @@ def test_content_hash_reads_a_settled_file_once_until_it_changes(
         hash_handle(handle, digest)
 
     monkeypatch.setattr(artifacts_module, "_hash_handle", counted)
-    monkeypatch.setattr(artifacts_module, "_hashed", {})
+    monkeypatch.setattr(hash_memo, "_memo", HashMemo(None))
     fresh = tmp_path / "fresh.bin"
     fresh.write_bytes(b"just written")
     expected = hashlib.sha256(b"just written").hexdigest()
     assert content_hash(fresh) == content_hash(fresh) == expected
     assert len(reads) == 2  # changed less than _SETTLED_NS ago: read each time
-    monkeypatch.setattr(artifacts_module, "_SETTLED_NS", -(10**12))  # as if long settled
+    monkeypatch.setattr(hash_memo, "SETTLED_NS", -(10**12))  # as if long settled
     reads.clear()
     assert content_hash(fresh) == content_hash(fresh) == expected
     assert len(reads) == 1

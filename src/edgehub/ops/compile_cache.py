@@ -54,7 +54,7 @@ def cache_key(
     others take their defaults) on ``device``; None where it is not cached (a device other than
     a local container, or an option that is not plain data)."""
     from edgehub.core.component.dispatch import resolve_device
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.tracking.artifacts import content_hash
 
     target = resolve_device(compiler, ctx, device)
     if target.provider_type != "local":
@@ -65,12 +65,12 @@ def cache_key(
     plain: dict[str, Any] = {}
     for name, value in sorted(resolved.items()):
         if name in _DATA_OPTIONS and isinstance(value, (str, os.PathLike)):
-            value = "sha256:" + hash_path(Path(value).expanduser())
+            value = "sha256:" + content_hash(Path(value).expanduser())
         elif not _plain(value):
             return None  # e.g. a dict of arrays: not worth hashing here
         plain[name] = value
     described = {
-        "model": hash_path(model),
+        "model": content_hash(model),
         "component": compiler.__name__,
         "options": plain,
         "target": [target.name, target.provider_type, target.spec.device_name],
@@ -126,7 +126,7 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
 
 def _intact(record: RunRecord) -> bool:
     """Every stored artifact of the run is there (the compiled model checked by content)."""
-    from edgehub.tracking.artifacts import hash_path
+    from edgehub.tracking.artifacts import content_hash
 
     for artifact in record.all_artifacts:
         if artifact.device or not artifact.is_stored:
@@ -134,7 +134,7 @@ def _intact(record: RunRecord) -> bool:
         path = Path(artifact.file_path)
         if not path.exists():
             return False
-        if artifact.name == "path" and hash_path(path) != artifact.sha256:
+        if artifact.name == "path" and content_hash(path) != artifact.sha256:
             return False
     return "path" in record.artifacts
 
@@ -162,7 +162,7 @@ def reuse(
         for artifact in original.all_artifacts:
             if artifact.name in _NOT_COPIED or artifact.device or not artifact.is_stored:
                 continue
-            client.log_artifact(Path(artifact.file_path), name=artifact.name)
+            client.relog_artifact(artifact)
         model: CompiledModel = runtime.compiled_model.from_current_run(ctx)
         run.output_type = type(model).__name__
     return model

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -23,6 +24,7 @@ from typing import BinaryIO
 from edgehub.errors import UsageError
 from edgehub.fsutil import copy_range
 from edgehub.tracking.db import translate_storage_errors
+from edgehub.tracking.hash_memo import memo, settled, stamp_key
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
 
@@ -37,8 +39,6 @@ __all__ = [
 
 _CHUNK = 1 << 20
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
-_SETTLED_NS = 2_000_000_000  # `content_hash` remembers files unchanged this long before a read
-_hashed: dict[tuple[int, int], tuple[tuple[int, int, int], str]] = {}
 
 
 def _hash_file(path: Path, digest: hashlib._Hash) -> None:
@@ -65,32 +65,57 @@ def hash_path(path: Path) -> str:
 
 
 def content_hash(path: Path) -> str:
-    """`hash_path`, remembered for this process: a regular file hashed here before is not read
-    again while its size, modification and change times are those it had then. Only a file
-    that had not changed for `_SETTLED_NS` (by this host's clock) when it was read is
-    remembered, since a write in the same tick of the file system's clock as the read could
-    leave its times as they were. Any other path is hashed afresh."""
+    """`hash_path`, remembered (`hash_memo`): a file or folder hashed before, by this process
+    or an earlier command, is not read again while its files' stamps are unchanged."""
     if path.is_dir():
-        return hash_path(path)
+        return _folder_hash(path)
     with path.open("rb") as handle:
         before = os.fstat(handle.fileno())
-        key = (before.st_dev, before.st_ino)
-        stamp = _stamp(before)
-        known = _hashed.get(key)
-        if known is not None and known[0] == stamp and stat.S_ISREG(before.st_mode):
-            return known[1]
+        key = stamp_key(before)
+        regular = stat.S_ISREG(before.st_mode)
+        known = memo().get(key) if regular else None
+        if known is not None:
+            return known
         began = time.time_ns()
         digest = hashlib.sha256()
         _hash_handle(handle, digest)
         after = os.fstat(handle.fileno())
-    settled = began - max(before.st_mtime_ns, before.st_ctime_ns) > _SETTLED_NS
-    if settled and stat.S_ISREG(after.st_mode) and stamp == _stamp(after):
-        _hashed[key] = (stamp, digest.hexdigest())
-    return digest.hexdigest()
+    sha = digest.hexdigest()
+    if regular and settled(before, began) and stamp_key(after) == key:
+        memo().put(key, sha)
+    return sha
 
 
-def _stamp(found: os.stat_result) -> tuple[int, int, int]:
-    return found.st_size, found.st_mtime_ns, found.st_ctime_ns
+def _folder_hash(path: Path) -> str:
+    """A folder's `hash_path`, remembered by the names and stamps of all its files."""
+
+    def listing() -> tuple[str, bool]:
+        began = time.time_ns()
+        entries, all_settled = [], True
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            found = child.stat()
+            all_settled = all_settled and settled(found, began)
+            entries.append([child.relative_to(path).as_posix(), stamp_key(found)])
+        text = json.dumps(entries, separators=(",", ":")).encode()
+        return "folder:" + hashlib.sha256(text).hexdigest(), all_settled
+
+    key, remember = listing()
+    known = memo().get(key)
+    if known is not None:
+        return known
+    sha = hash_path(path)
+    if remember and listing()[0] == key:
+        memo().put(key, sha)
+    return sha
+
+
+def _remembered(path: Path) -> str | None:
+    """``path``'s hash where the memo has it for the file as it is now."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return memo().get(stamp_key(found)) if stat.S_ISREG(found.st_mode) else None
 
 
 def path_size(path: Path) -> int:
@@ -232,6 +257,32 @@ class ArtifactStore:
                 shutil.rmtree(staging, ignore_errors=True)
         return final, sha, path_size(final)
 
+    def holds(self, path: Path, sha: str, size: int) -> bool:
+        """Whether ``path`` is the store's copy of content ``sha`` as recorded: a regular file
+        of its own (one link), or a folder (no link in it), in ``sha``'s folder here, of
+        ``size`` bytes in all. Not read: the bytes are checked where they are used (a compiled
+        model before it is reused) and by `hub doctor`."""
+        try:
+            found = os.lstat(path)
+            folder = os.lstat(path.parent)
+        except OSError:
+            return False
+        if path.parent != self.root / sha or not stat.S_ISDIR(folder.st_mode):
+            return False
+        if stat.S_ISREG(found.st_mode):
+            return found.st_nlink == 1 and found.st_size == size
+        if not stat.S_ISDIR(found.st_mode):
+            return False
+        total = 0
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                entry = os.lstat(os.path.join(root, name))
+                if stat.S_ISREG(entry.st_mode) and entry.st_nlink == 1:
+                    total += entry.st_size
+                elif not stat.S_ISDIR(entry.st_mode):
+                    return False  # a link, or a file shared with another name
+        return total == size
+
     def _add_fresh(self, source: Path, name: str) -> tuple[Path, str, int]:
         try:
             size = source.stat().st_size
@@ -288,9 +339,17 @@ def _intact(path: Path, sha: str, size: int, source: Path | None = None) -> bool
         return False
     if path_size(path) != size:
         return False
+    if path.is_file():
+        known = _remembered(path)  # checked before, and unchanged since
+        if known is not None:
+            return known == sha
     if source is not None and path.is_file() and source.is_file():
-        return _same_bytes(source, path)
-    return hash_path(path) == sha
+        began, before = time.time_ns(), os.lstat(path)
+        same = _same_bytes(source, path)
+        if same and settled(before, began) and stamp_key(os.lstat(path)) == stamp_key(before):
+            memo().put(stamp_key(before), sha)  # equal to bytes of that hash, and settled
+        return same
+    return content_hash(path) == sha
 
 
 def _same_bytes(first: Path, second: Path) -> bool:

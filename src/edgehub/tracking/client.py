@@ -267,6 +267,22 @@ class Client:
             return self._record_remote(run, PurePosixPath(file_path), name, file_name, device_name)
         return self._store_artifact(run, Path(file_path), name=name, file_name=file_name)
 
+    def relog_artifact(self, artifact: LoggedArtifact) -> LoggedArtifact:
+        """Record on the current run a file stored for an earlier run, as it was recorded
+        there (same content, same stored file: nothing copied or read, see
+        `ArtifactStore.holds`); a file the store does not hold so is logged afresh."""
+        run = self._run()
+        path = Path(artifact.local())
+        if not (
+            artifact.is_stored
+            and artifact.sha256 is not None
+            and self.store.artifacts.holds(path, artifact.sha256, artifact.file_size)
+        ):
+            return self.log_artifact(path, name=artifact.name)
+        again = replace(artifact, id=uuid.uuid4().hex, logged_at=time.time())
+        self._remember(run, again)
+        return again
+
     def _store_artifact(
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None = None
     ) -> LoggedArtifact:

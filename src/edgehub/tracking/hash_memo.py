@@ -1,0 +1,160 @@
+"""Content hashes remembered by the files' stamps, in this process and across `hub` commands.
+
+A compile-cache hit, a rerun or the next run of the same model needs the sha256 of inputs that
+have not changed: a 50 MB model and a folder of calibration samples were read again by every
+command. A file's hash is remembered with its stamp (device, inode, size, modification time)
+and used only while the stamp is the same: writing a file moves its modification time to the
+present. Only its owner can set that time back (``touch -d``), so for a file that others may
+write (or that is another user's) the change time is part of the stamp too, which nobody can set;
+it is left out for this user's own files because staging a file by a hard link changes it.
+
+Only a file that had not changed for `SETTLED_NS` (by this host's clock) when reading began is
+remembered: a write in the same tick of the file system's clock could leave the stamp as it was.
+A folder is remembered by the names and stamps of all its files, each of them settled.
+
+The memo file (``$EDGEHUB_CACHE_DIR`` or ``~/.cache/edgehub``, ``hashes.json``) is written at
+exit, at most `MAX_ENTRIES` entries (the newest), through a rename. It is read only where it is a
+regular file of this user that nobody else may write (never through a link), and only its
+well-formed entries: a memo that does not check out is ignored, and the hashes are taken anew.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import socket
+import stat
+import threading
+from pathlib import Path
+
+__all__ = ["MAX_ENTRIES", "SETTLED_NS", "HashMemo", "memo", "private", "settled", "stamp_key"]
+
+SETTLED_NS = 2_000_000_000
+MAX_ENTRIES = 4096
+MAX_FILE_BYTES = 4 << 20
+_HEX = frozenset("0123456789abcdef")
+
+
+def private(found: os.stat_result) -> bool:
+    """Whether only this user can write the file (its own, not writable by group or others)."""
+    return found.st_uid == os.geteuid() and not found.st_mode & 0o022
+
+
+def stamp_key(found: os.stat_result) -> str:
+    """What identifies a file's version: this host, its device and inode, size, modification
+    time and, for a file others may write, its change time (see the module)."""
+    key = f"{socket.gethostname()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
+    key += f"{found.st_mtime_ns}"
+    return key if private(found) else f"{key}:{found.st_ctime_ns}"
+
+
+def settled(found: os.stat_result, began_ns: int) -> bool:
+    """Whether the file had not changed for `SETTLED_NS` when reading began (its content: its
+    modification time; for a file others may write, its change time too)."""
+    last = found.st_mtime_ns if private(found) else max(found.st_mtime_ns, found.st_ctime_ns)
+    return began_ns - last > SETTLED_NS
+
+
+def _sha(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _HEX
+
+
+class HashMemo:
+    """Hashes by stamp key (`stamp_key`, or a folder's key); persisted in ``path`` (None: only
+    in this process)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._known: dict[str, str] | None = None  # loaded on first use
+        self._dirty = False
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            return self._entries().get(key)
+
+    def put(self, key: str, sha: str) -> None:
+        with self._lock:
+            known = self._entries()
+            if known.get(key) == sha:
+                return
+            known.pop(key, None)  # the newest last: the oldest go first when trimmed
+            known[key] = sha
+            if not self._dirty and self.path is not None:
+                atexit.register(self.save)
+            self._dirty = True
+
+    def _entries(self) -> dict[str, str]:
+        if self._known is None:
+            self._known = self._load()
+        return self._known
+
+    def _load(self) -> dict[str, str]:
+        if self.path is None:
+            return {}
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return {}
+        try:
+            found = os.fstat(fd)
+            mine = found.st_uid == os.geteuid() and not found.st_mode & 0o022
+            if not (stat.S_ISREG(found.st_mode) and mine and found.st_size <= MAX_FILE_BYTES):
+                return {}
+            with os.fdopen(fd, "rb", closefd=False) as handle:
+                raw = json.loads(handle.read(MAX_FILE_BYTES + 1))
+        except (OSError, ValueError):
+            return {}
+        finally:
+            os.close(fd)
+        entries = raw.get("hashes") if isinstance(raw, dict) and raw.get("version") == 1 else None
+        if not isinstance(entries, dict):
+            return {}
+        return {k: v for k, v in entries.items() if isinstance(k, str) and _sha(v)}
+
+    def save(self) -> None:
+        """Write the memo (the newest `MAX_ENTRIES`) where something was added, in a folder of
+        this user's that nobody else may write, by a rename over whatever is there (a link is
+        replaced, never followed); never raises: a cache, taken anew where it is missing."""
+        with self._lock:
+            if not self._dirty or self.path is None or self._known is None:
+                return
+            kept = list(self._known.items())[-MAX_ENTRIES:]
+            self._dirty = False
+        folder = self.path.parent
+        temp = folder / f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}"
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            found = os.lstat(folder)
+            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+                return
+            if found.st_mode & 0o022:
+                return
+            text = json.dumps({"version": 1, "hashes": dict(kept)}, separators=(",", ":"))
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(temp, flags, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode())
+            os.replace(temp, self.path)
+        except OSError:
+            try:
+                temp.unlink()
+            except OSError:
+                pass
+
+
+def _memo_path() -> Path:
+    root = os.environ.get("EDGEHUB_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "edgehub") / "hashes.json"
+
+
+_memo: HashMemo | None = None
+
+
+def memo() -> HashMemo:
+    """This process's memo (its file read on first use)."""
+    global _memo
+    if _memo is None:
+        _memo = HashMemo(_memo_path())
+    return _memo
