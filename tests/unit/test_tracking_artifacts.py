@@ -12,16 +12,12 @@ import pytest
 
 from edgehub.core import HubContext, hub_run
 from edgehub.errors import ModelError
-from edgehub.tracking import artifacts as artifacts_module
-from edgehub.tracking import hash_memo
 from edgehub.tracking.artifacts import (
     ArtifactStore,
     clone_or_copy,
-    content_hash,
     copy_hashed,
     hash_path,
 )
-from edgehub.tracking.hash_memo import HashMemo
 from edgehub.tracking.verify import verify_artifacts
 
 
@@ -147,37 +143,6 @@ def test_copy_hashed_follows_a_link_to_a_file_and_never_writes_through_one(
     store = ArtifactStore(tmp_path / "artifacts")
     stored, sha, _ = store.add(link)  # the store keeps the linked file's bytes, as before
     assert sha == hash_path(real) == stored.parent.name and not stored.is_symlink()
-
-
-def test_content_hash_reads_a_settled_file_once_until_it_changes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reads: list[object] = []
-    hash_handle = artifacts_module._hash_handle
-
-    def counted(handle, digest) -> None:  # type: ignore[no-untyped-def]
-        reads.append(handle)
-        hash_handle(handle, digest)
-
-    monkeypatch.setattr(artifacts_module, "_hash_handle", counted)
-    monkeypatch.setattr(hash_memo, "_memo", HashMemo(None))
-    fresh = tmp_path / "fresh.bin"
-    fresh.write_bytes(b"just written")
-    expected = hashlib.sha256(b"just written").hexdigest()
-    assert content_hash(fresh) == content_hash(fresh) == expected
-    assert len(reads) == 2  # changed less than _SETTLED_NS ago: read each time
-    monkeypatch.setattr(hash_memo, "SETTLED_NS", -(10**12))  # as if long settled
-    reads.clear()
-    assert content_hash(fresh) == content_hash(fresh) == expected
-    assert len(reads) == 1
-    fresh.write_bytes(b"just changed")  # same size; its times differ (set apart for sure)
-    os.utime(fresh, ns=(1, 2))
-    assert content_hash(fresh) == hashlib.sha256(b"just changed").hexdigest()
-    assert len(reads) == 2
-    folder = tmp_path / "folder"
-    folder.mkdir()
-    (folder / "x").write_bytes(b"x")
-    assert content_hash(folder) == hash_path(folder)
 
 
 def test_verify_finds_and_repairs_edited_linked_missing_and_stale(tmp_path: Path) -> None:
