@@ -28,10 +28,12 @@ def reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[object]:
 
     monkeypatch.setattr(artifacts_module, "_hash_handle", counted)
     monkeypatch.setattr(hash_memo, "_memo", HashMemo(tmp_path / "cache" / "hashes.json"))
+    # an hour: a file just written stays unsettled however long a busy machine takes here
+    monkeypatch.setattr(hash_memo, "SETTLED_NS", 3600 * 10**9)
     return seen
 
 
-def _age(path: Path, seconds: float = 60.0) -> None:
+def _age(path: Path, seconds: float = 7200.0) -> None:
     """Give ``path`` a modification time ``seconds`` ago (as a user's older file has)."""
     found = path.stat()
     os.utime(path, ns=(found.st_atime_ns, found.st_mtime_ns - int(seconds * 1e9)))

@@ -57,9 +57,9 @@ def read_lock(path: Path) -> list[LockEntry]:
 
 def wheel_cache_dir() -> Path:
     """``$EDGEHUB_CACHE_DIR/wheels``, by default ``~/.cache/edgehub/wheels``."""
-    root = os.environ.get("EDGEHUB_CACHE_DIR")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "edgehub"
-    return base / "wheels"
+    from edgehub.paths import cache_dir
+
+    return cache_dir() / "wheels"
 
 
 def _normalize(name: str) -> str:

@@ -21,6 +21,7 @@ well-formed entries: a memo that does not check out is ignored, and the hashes a
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import socket
@@ -28,12 +29,19 @@ import stat
 import threading
 from pathlib import Path
 
+from edgehub.paths import cache_dir
+
 __all__ = ["MAX_ENTRIES", "SETTLED_NS", "HashMemo", "memo", "private", "settled", "stamp_key"]
 
 SETTLED_NS = 2_000_000_000
 MAX_ENTRIES = 4096
 MAX_FILE_BYTES = 4 << 20
 _HEX = frozenset("0123456789abcdef")
+
+
+@functools.lru_cache(maxsize=1)
+def _host() -> str:
+    return socket.gethostname()
 
 
 def private(found: os.stat_result) -> bool:
@@ -44,7 +52,7 @@ def private(found: os.stat_result) -> bool:
 def stamp_key(found: os.stat_result) -> str:
     """What identifies a file's version: this host, its device and inode, size, modification
     time and, for a file others may write, its change time (see the module)."""
-    key = f"{socket.gethostname()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
+    key = f"{_host()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
     key += f"{found.st_mtime_ns}"
     return key if private(found) else f"{key}:{found.st_ctime_ns}"
 
@@ -145,8 +153,7 @@ class HashMemo:
 
 
 def _memo_path() -> Path:
-    root = os.environ.get("EDGEHUB_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "edgehub") / "hashes.json"
+    return cache_dir() / "hashes.json"
 
 
 _memo: HashMemo | None = None
