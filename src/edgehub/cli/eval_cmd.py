@@ -134,6 +134,12 @@ def handle_eval(args: argparse.Namespace) -> int:
     return EXIT_GOAL_FAILED if report.passed is False else 0
 
 
+CALIBRATION_SOURCES = {
+    "dataset": "the dataset evaluated",
+    "given": "the calibration_data given",
+}
+
+
 def _pair(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise UsageError(f"--tag needs KEY=VALUE, got {text!r}")
@@ -146,6 +152,13 @@ def _print(report: EvalReport, *, final: bool = True) -> None:
         f"eval: run {report.run_id[:8]} {report.status} on {report.device}, "
         f"{report.samples} samples ({report.dataset})"
     )
+    if report.calibration == "random":
+        print(
+            "  WARNING: the model was calibrated on random data, not on real samples: its "
+            "int8 accuracy is not the real one; compile with --set calibration_data=DIR"
+        )
+    elif report.calibration is not None:
+        print(f"  calibrated on: {CALIBRATION_SOURCES.get(report.calibration, report.calibration)}")
     table(
         ["output", "cosine", "cosine min", "max abs", "mean abs", "SNR dB", "PSNR dB"],
         [
@@ -233,7 +246,7 @@ def _print_layers(layers: dict[str, Any]) -> None:
         print(f"  fused or renamed in the compiled model (not compared): {names}")
     first = layers["first_divergent"]
     if first is None:
-        print("  no layer diverges above the threshold")
+        print(f"  no divergent layer above the threshold ({layers['threshold']:g})")
     else:
         folded = f"; {', '.join(first['fused'])} fused into it" if first["fused"] else ""
         print(

@@ -23,7 +23,7 @@ import difflib
 import importlib
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,8 +73,10 @@ class RuntimeDescriptor:
     ``provider_configs`` are the `ProviderConfig` dataclasses its providers read, each adding
     a settings table to hub.toml; ``inspect`` reads a model's inputs and outputs (``hub exec``
     uses it to make random inputs); ``evaluator`` scores a compiled model on a dataset (None:
-    the runtime has none); ``available`` is false while the runtime is being built, and
-    ``issue`` then says what is missing.
+    the runtime has none); ``calibrates`` tells from a compile's options whether that compile
+    quantizes with calibration data (an eval then calibrates on its dataset unless
+    ``calibration_data`` is given; None: never); ``available`` is false while the runtime is
+    being built, and ``issue`` then says what is missing.
     """
 
     name: str
@@ -87,6 +89,7 @@ class RuntimeDescriptor:
     provider_configs: tuple[type[ProviderConfig], ...] = ()
     inspect: Inspector | None = None
     evaluator: type[Component] | None = None
+    calibrates: Callable[[Mapping[str, Any]], bool] | None = None
     available: bool = True
     issue: str = ""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -411,8 +411,12 @@ def _pipeline(
             "model's inputs with; pass --input FILE.npz"
         )
     # the compiled and the original model must see the same arrays: make them here, from the
-    # original ONNX model, with ONNX Runtime on this host
-    inputs = model_inputs(ctx, get_runtime("onnxruntime"), model, here, request.inputs)
+    # original ONNX model, with ONNX Runtime on this host, at the input_shape given (once, for
+    # every step: the compile fixes it, profile and invoke run on arrays of it)
+    shape = pipeline_input_shape(request)
+    inputs = model_inputs(ctx, get_runtime("onnxruntime"), model, here, request.inputs, shape)
+    if shape is not None and not isinstance(shape, Mapping) and inputs:
+        request = _shape_by_name(request, {next(iter(inputs)): shape})
     if request.dataset is not None and here is not None:
         _check_dataset(ctx, model, request.dataset, request.labels)
     ctx.events.info("step 1/4: compile")
@@ -422,6 +426,8 @@ def _pipeline(
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))
+    if "input_data" in profile_options:  # the arrays given carry their shapes
+        profile_options.pop("input_shape", None)
     profiler = runtime.profiler(**profile_options)
     try:
         profile = profiler.run(ctx, compiled)
@@ -430,7 +436,9 @@ def _pipeline(
         return PipelineReport(compile=summarize(compiled), stopped_after_compile=str(why))
     cancel.check()
     ctx.events.info("step 3/4: invoke the compiled model")
-    invoker = runtime.invoker(**_common(request, "invoke", named=False))
+    invoke_options = _common(request, "invoke", named=False)
+    invoke_options.pop("input_shape", None)  # the inputs made above are of that shape
+    invoker = runtime.invoker(**invoke_options)
     result = invoker.run(ctx, compiled, inputs)
     cancel.check()
     report = PipelineReport(
@@ -447,6 +455,36 @@ def _pipeline(
         )  # fmt: skip
         report.eval = summarize(evaluation)
     return report
+
+
+def pipeline_input_shape(request: ExecRequest) -> Any:
+    """The ``input_shape`` a pipeline runs at: the one given to any of its steps (an
+    unscoped ``--set input_shape=`` reaches each step that declares it); steps given
+    different shapes are a `UsageError`, since one set of arrays runs through all of them."""
+    given = {
+        step: options["input_shape"]
+        for step, options in request.options.items()
+        if options.get("input_shape") is not None
+    }
+    if len({repr(v) for v in given.values()}) > 1:
+        raise UsageError(
+            "the pipeline's steps were given different input_shape values "
+            f"({', '.join(f'{k}: {v}' for k, v in given.items())}); give one, unscoped: "
+            "--set input_shape=..."
+        )
+    return next(iter(given.values()), None)
+
+
+def _shape_by_name(request: ExecRequest, named: dict[str, Any]) -> ExecRequest:
+    """``request`` with each step's plain ``input_shape`` given as ``named`` (the first
+    input's name -> that shape), the form every step's tool takes (trtexec's --shapes)."""
+    from dataclasses import replace
+
+    options = {
+        step: {**given, "input_shape": named} if given.get("input_shape") is not None else given
+        for step, given in request.options.items()
+    }
+    return replace(request, options=options)
 
 
 def _check_dataset(ctx: HubContext, model: Path, dataset: Path, labels: Path | None) -> None:

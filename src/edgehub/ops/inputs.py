@@ -33,9 +33,11 @@ def model_inputs(
     model_path: Path,
     device: str | None,
     input_path: Path | None,
+    input_shape: Any = None,
 ) -> dict[str, Any]:
     """The arrays of ``input_path`` (of its first ``.npz`` sample, by name, for a directory),
-    else random inputs (seed 0) shaped by the runtime's own inspection of the model."""
+    else random inputs (seed 0) shaped by the runtime's own inspection of the model, their
+    dynamic dimensions sized by ``input_shape`` (else 1)."""
     from edgehub.toolchains.tensors import load_npz, random_inputs
 
     if input_path is not None and input_path.is_dir():
@@ -54,4 +56,4 @@ def model_inputs(
         )
     signature = runtime.inspect(ctx, model_path, device)
     ctx.events.warning("no --input given: using random inputs (seed 0)")
-    return random_inputs(signature["inputs"], seed=0)
+    return random_inputs(signature["inputs"], seed=0, input_shape=input_shape)

@@ -65,15 +65,19 @@ def calibration_file(directory: Path, data: Any) -> Path | None:
     )
 
 
-def random_inputs(signature: Sequence[Mapping[str, Any]], seed: int = 0) -> dict[str, np.ndarray]:
+def random_inputs(
+    signature: Sequence[Mapping[str, Any]], seed: int = 0, input_shape: Any = None
+) -> dict[str, np.ndarray]:
     """Random arrays for inputs described as ``{name, dtype, shape}``, the very arrays the agent
     makes for the same inputs and seed (its code makes them: `edgehub.agent.tensors`).
 
     Floats are standard normal, 8-bit integers span their range, wider integers are small
     non-negative values, booleans random; a dimension that is not a positive number (a name,
-    ``"?"``, 0 or -1) becomes 1.
+    ``"?"``, 0 or -1) takes its size from ``input_shape`` (a shape for the first input, or
+    input name -> shape, checked against the inputs), else becomes 1.
     """
     from edgehub.agent.protocol import UserError
+    from edgehub.agent.shapes import parse_input_shape
     from edgehub.agent.tensors import TensorSpec
     from edgehub.agent.tensors import random_inputs as agent_random_inputs
 
@@ -86,10 +90,20 @@ def random_inputs(signature: Sequence[Mapping[str, Any]], seed: int = 0) -> dict
         for spec in signature
     ]
     try:
-        arrays, _ = agent_random_inputs(specs, seed=seed)
+        shapes = parse_input_shape(_plain_shape(input_shape), specs)
+        arrays, _ = agent_random_inputs(specs, seed=seed, shapes=shapes)
     except UserError as error:
         raise InputDataError(str(error)) from None
     return arrays
+
+
+def _plain_shape(value: Any) -> Any:
+    """An ``input_shape`` option's value as the agent reads it: a list, or name -> list."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): [int(d) for d in v] for k, v in value.items()}
+    return [int(d) for d in value]
 
 
 def _dim(dim: Any) -> int | str | None:

@@ -24,6 +24,17 @@ def _fixed(spec: TensorSpec) -> list[int]:
     return [d if isinstance(d, int) else -1 for d in (spec.shape or [])]
 
 
+def _resolved(spec: TensorSpec, tflite_shape: Sequence[int], reference: Arrays | None) -> list[int]:
+    """An ONNX output's shape for pairing: as the reference run produced it (its dynamic dims
+    resolved), else as declared with each unknown dim taken as the TFLite tensor's size."""
+    if reference is not None and spec.name in reference:
+        return [int(d) for d in np.shape(reference[spec.name])]
+    fixed = _fixed(spec)
+    if len(fixed) != len(tflite_shape):
+        return fixed
+    return [int(t) if d < 0 else d for d, t in zip(fixed, tflite_shape)]
+
+
 def _loose(name: str) -> str:
     return "".join(c for c in name.lower() if c.isalnum())
 
@@ -99,7 +110,8 @@ def output_maps(
     scored: list[tuple[float, int, int, list[int]]] = []
     for ti, tensor in enumerate(tensors):
         for si, spec in enumerate(specs):
-            for perm in layout_candidates(_fixed(spec), tensor.shape):
+            shape = _resolved(spec, tensor.shape, reference)
+            for perm in layout_candidates(shape, tensor.shape):
                 if reference is not None and produced is not None:
                     ours = _as_float(produced[tensor.name], tensor)
                     theirs = (
@@ -121,9 +133,15 @@ def output_maps(
         taken_t[ti] = (si, perm, error)
         taken_s.add(si)
     if len(taken_t) != len(tensors) or len(taken_s) != len(specs):
+        onnx_shapes = [
+            (s.name, list(np.shape(reference[s.name])) if reference and s.name in reference
+             else _fixed(s))
+            for s in specs
+        ]  # fmt: skip
         raise RuntimeFailure(
             f"cannot pair the TFLite outputs {[(t.name, t.shape) for t in tensors]} with the ONNX "
-            f"outputs {[(s.name, _fixed(s)) for s in specs]} by shape"
+            f"outputs {onnx_shapes} by shape: onnx2tf changed an output's shape; compare the "
+            "two models' last nodes, or convert with input_shape set"
         )
     maps: list[TensorMap] = []
     errors: dict[str, float] = {}

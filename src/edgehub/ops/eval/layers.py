@@ -1,5 +1,5 @@
-"""Where accuracy breaks: the first layer of a compiled model whose output diverges from the
-float reference's, found by bisection over the graph order.
+"""Where accuracy breaks: the first layer of a compiled model whose output diverges from the float
+reference's, found by bisection over the graph order.
 
 Layers are the reference's nodes in graph (topological) order; a node's tensor is its first
 output, found in the compiled model by the runtime's rule: in an ONNX Runtime QDQ model as
@@ -11,13 +11,14 @@ counterpart was fused or renamed by the compiler and is reported as such, and na
 judged with that Relu). A layer's error is measured on a few samples: the relative L2 error,
 cosine and SNR of the whole tensor, and the worst per-channel relative L2 (channels on axis 1),
 which catches channels a per-tensor int8 scale crushes even where one outlier channel dominates
-the whole tensor's norm. A layer **diverges** when its worst channel error exceeds the
-threshold; errors carry forward through the graph, so the first divergent layer is found by
-bisection, each probe one extra run of both models with that layer's tensor (and its
-producers', to tell how much the layer itself added) marked as outputs: at most
-ceil(log2(layers)) + 1 extra runs, never every tensor at once. A TensorRT engine is built
-again with the probed tensors marked as outputs; where that changes its fusions, the probe is
-listed under ``fusion_changed`` (the tensors and both engines' layer counts).
+the whole tensor's norm (a channel of negligible energy, under a tenth of the median channel's
+norm, is judged against that tenth: its rounding is no divergence). A layer **diverges** when
+its worst channel error exceeds the threshold; errors carry forward through the graph, so the
+first divergent layer is found by bisection, each probe one extra run of both models with that
+layer's tensor (and its producers', to tell how much the layer itself added) marked as outputs:
+at most ceil(log2(layers)) + 1 extra runs, never every tensor at once. A TensorRT engine is
+built again with the probed tensors marked as outputs; where that changes its fusions, the probe
+is listed under ``fusion_changed`` (the tensors and both engines' layer counts).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["LayerRow", "LayerSearch", "layer_rows", "qdq_match", "tensor_errors"]
+
+# a channel whose reference norm is under this share of the median channel's is judged
+# against that share (see `tensor_errors`)
+NEGLIGIBLE_CHANNEL = 0.1
 
 # marks: {compiled tensor name: reference tensor name} -> (model arrays, reference arrays)
 Probe = Callable[[dict[str, str]], tuple[dict[str, Any], dict[str, Any]]]
@@ -129,7 +134,12 @@ def tensor_errors(model: np.ndarray, reference: np.ndarray) -> dict[str, float]:
         channels_b = np.moveaxis(b, 2, 0).reshape(b.shape[2], -1)
         errors = np.linalg.norm(channels_a - channels_b, axis=1)
         bases = np.linalg.norm(channels_b, axis=1)
-        per = np.where(errors == 0, 0.0, errors / np.maximum(bases, tiny))
+        # a channel of negligible energy is judged against the tensor's scale: its own norm,
+        # but never less than a tenth of the median channel's (a near-zero channel's few
+        # units of rounding are no divergence; the median, not the mean, so one outlier
+        # channel does not excuse the ordinary channels its scale crushes)
+        floor = NEGLIGIBLE_CHANNEL * float(np.median(bases))
+        per = np.where(errors == 0, 0.0, errors / np.maximum(np.maximum(bases, floor), tiny))
         worst = float(per.max())
     noise = float(np.mean((a - b) ** 2))
     power = float(np.mean(b**2))

@@ -67,6 +67,7 @@ def measure(
                 "task_metrics": metric_names,
                 "goals": list(request.goals),
                 "compile_run": compile_run,
+                "calibration": request.calibration,
             }
         )
         compiled_path = Path(compiled.path.to_local(ctx).local())
@@ -121,6 +122,7 @@ def measure(
             sample_names=dataset.names,
             labels=None if dataset.labels_path is None else str(dataset.labels_path),
             compile_run_id=compile_run,
+            calibration=request.calibration,
             timings_ms={
                 "model": float(model_out.metrics.get("inference_ms", 0.0)),
                 "reference": float(reference_out.metrics.get("inference_ms", 0.0)),
@@ -201,6 +203,8 @@ def _layers(
     first = search.first_divergent()
     if first is not None:
         ctx.events.info(f"layers: first divergent layer {first.node} ({first.op})")
+    else:
+        ctx.events.info(f"layers: no divergent layer above the threshold ({request.layers:g})")
     return search, first
 
 

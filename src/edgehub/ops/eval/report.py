@@ -19,6 +19,9 @@ class EvalReport:
     lowest cosine; ``per_sample``: every per-sample value, by output (figures) and by metric;
     ``layers``: the search for the first divergent layer (`layers.LayerSearch.to_dict`).
     ``layer_search``: its rows and first divergent one, for `fix` (not serialized).
+    ``calibration``: what the compiled model was calibrated on: ``"dataset"`` (the samples
+    evaluated), ``"given"`` (the compile's ``calibration_data``), ``"random"`` (random
+    samples: its int8 accuracy is not the real one) or None (not calibrated).
     ``passed`` is None without goals."""
 
     run_id: str
@@ -34,6 +37,7 @@ class EvalReport:
     sample_names: list[str]
     labels: str | None = None
     compile_run_id: str | None = None
+    calibration: str | None = None
     outputs: dict[str, dict[str, float]] = field(default_factory=dict)
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
     goals: list[GoalResult] = field(default_factory=list)
@@ -62,6 +66,7 @@ class EvalReport:
             "labels": self.labels,
             "samples": self.samples,
             "compile_run_id": self.compile_run_id,
+            "calibration": self.calibration,
             "outputs": self.outputs,
             "tasks": self.tasks,
             "goals": [g.to_dict() for g in self.goals],

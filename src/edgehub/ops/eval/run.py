@@ -54,7 +54,8 @@ class EvalRequest:
     ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
     an EVAL run on the same dataset whose model's outputs serve as the reference.
     ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
-    a time, until the goals hold, and profile the float, int8 and repaired models (`fix`)."""
+    a time, until the goals hold, and profile the float, int8 and repaired models (`fix`).
+    ``calibration`` is set by `evaluate` (see `EvalReport.calibration`)."""
 
     runtime: str
     dataset: Path
@@ -72,6 +73,7 @@ class EvalRequest:
     layer_samples: int = 4
     reference: str | None = None
     fix: int | None = None
+    calibration: str | None = None
 
 
 def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
@@ -163,6 +165,7 @@ def evaluate_and_fix(
         if request.runtime == "tensorrt":  # this host's GPU, once the input is known good
             check_tensorrt_gpu(ctx, request)
         stored = _reference_run(ctx, request, dataset)
+        request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset)
         cancel.check()
         if request.fix is not None:
             with _device_lease(project, ctx, request, cancel):
@@ -200,6 +203,58 @@ def _context(
             yield ctx
         finally:
             cancel.release(ctx)
+
+
+def _from_dataset(
+    ctx: HubContext,
+    request: EvalRequest,
+    runtime: Runtime,
+    inputs: list[dict[str, Any]],
+    dataset: Dataset,
+) -> EvalRequest:
+    """``request`` with the compile's shapes and calibration taken from the dataset where the
+    user gave none: dynamic input dims fixed at the samples' shape (when every sample has the
+    same), and a calibrated compile calibrated on the samples evaluated; ``calibration``
+    says where the compiled model's calibration came from."""
+    from dataclasses import replace
+
+    options = dict(request.options)
+    if request.from_run is not None:  # compiled already: calibrated on what it kept, if any
+        log = ctx.store.run_log(request.from_run, run_type="COMPILE")
+        given = "calibration_data" in log.artifacts
+        return replace(request, calibration="given" if given else None)
+    declared = runtime.compiler.declared_options()
+    if "input_shape" in declared and options.get("input_shape") is None:
+        shapes = _dataset_shapes(inputs, dataset)
+        if shapes:
+            options["input_shape"] = shapes
+            text = ", ".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shapes.items())
+            ctx.events.info(f"compile at the dataset's input shape {text}")
+    calibration = None
+    if runtime.calibrates is not None and runtime.calibrates(options):
+        if options.get("calibration_data") is not None:
+            calibration = "given"
+        elif "calibration_data" in declared:
+            options["calibration_data"] = request.dataset.resolve()
+            calibration = "dataset"
+            ctx.events.info(f"calibrating on the dataset's {len(dataset)} samples")
+        else:
+            calibration = "random"
+    return replace(request, options=options, calibration=calibration)
+
+
+def _dataset_shapes(inputs: list[dict[str, Any]], dataset: Dataset) -> dict[str, list[int]]:
+    """Input name -> the samples' shape, for the inputs with a dynamic dim whose samples all
+    have one shape (empty where no input is dynamic)."""
+    shapes: dict[str, list[int]] = {}
+    for entry in inputs:
+        name, dims = str(entry["name"]), entry.get("shape")
+        if dims is not None and all(isinstance(d, int) and d > 0 for d in dims):
+            continue
+        seen = {tuple(sample[name].shape) for sample in dataset.samples if name in sample}
+        if len(seen) == 1:
+            shapes[name] = [int(d) for d in seen.pop()]
+    return shapes
 
 
 def _stored_reference(request: EvalRequest) -> bool:

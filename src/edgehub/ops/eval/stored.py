@@ -56,6 +56,7 @@ def stored_report(run: RunRecord) -> EvalReport:
         sample_names=names,
         labels=_path(run, "labels") or None,
         compile_run_id=params.get("compile_run"),
+        calibration=params.get("calibration"),
         outputs=outputs,
         tasks=tasks,
         goals=[_goal(g) for g in params.get("goal_results") or []],

@@ -1,6 +1,9 @@
 """The ONNX Runtime toolchain: its components, the providers registered on import, and the
 `RUNTIME` descriptor registered through the ``edgehub.runtimes`` entry point."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import RuntimeDescriptor
@@ -18,6 +21,12 @@ from edgehub.toolchains.remote.config import SSHAgentConfig
 
 __all__ = ["RUNTIME"]
 
+
+def _calibrates(options: Mapping[str, Any]) -> bool:
+    """Static quantization (the default) is calibrated."""
+    return bool(options.get("quantization", "static") == "static")
+
+
 RUNTIME = RuntimeDescriptor(
     name="onnxruntime",
     compiler=ONNXRuntimeCompiler,
@@ -29,6 +38,7 @@ RUNTIME = RuntimeDescriptor(
     provider_configs=(EmbedlONNXRuntimeConfig, SSHAgentConfig, QAIHubConfig),
     inspect=local.inspect_model,
     evaluator=ONNXRuntimeEvaluator,
+    calibrates=_calibrates,
 )
 
 for _component in (ONNXRuntimeCompiler, ONNXRuntimeProfiler, ONNXRuntimeInvoker):

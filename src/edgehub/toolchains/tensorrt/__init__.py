@@ -1,6 +1,9 @@
 """The TensorRT toolchain: its `RUNTIME` descriptor; the local providers (engines built with
 TensorRT for RTX without a GPU; profile and invoke where a GPU is present) register on import."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains.evaluators import TensorRTEvaluator
@@ -14,6 +17,12 @@ from edgehub.toolchains.tensorrt.components import (
 
 __all__ = ["RUNTIME"]
 
+
+def _calibrates(options: Mapping[str, Any]) -> bool:
+    """An int8 engine of a float model is quantized first, calibrated."""
+    return bool(options.get("precision") == "int8")
+
+
 RUNTIME = RuntimeDescriptor(
     name="tensorrt",
     compiler=TensorRTCompiler,
@@ -25,4 +34,5 @@ RUNTIME = RuntimeDescriptor(
     provider_configs=(TrtexecConfig,),
     inspect=local.inspect_model,
     evaluator=TensorRTEvaluator,
+    calibrates=_calibrates,
 )

@@ -1,6 +1,9 @@
 """The TFLite / LiteRT toolchain: its `RUNTIME` descriptor; the local providers (onnx2tf and
 the LiteRT interpreter in the pinned image) register on import."""
 
+from collections.abc import Mapping
+from typing import Any
+
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.toolchains import aws, qai_hub
@@ -18,6 +21,13 @@ from edgehub.toolchains.tflite.components import (
 
 __all__ = ["RUNTIME"]
 
+
+def _calibrates(options: Mapping[str, Any]) -> bool:
+    """The integer precisions are calibrated: asked for, or implied by ``quantize_io``."""
+    precision = options.get("precision") or ("int8" if options.get("quantize_io") else None)
+    return precision in ("int8", "int16x8")
+
+
 RUNTIME = RuntimeDescriptor(
     name="tflite",
     compiler=TFLiteCompiler,
@@ -29,6 +39,7 @@ RUNTIME = RuntimeDescriptor(
     provider_configs=(SSHAgentConfig, QAIHubConfig, DeviceFarmConfig),
     inspect=local.inspect_model,
     evaluator=TFLiteEvaluator,
+    calibrates=_calibrates,
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
