@@ -64,9 +64,12 @@ class Row:
         cells = self.cells.get(column)
         return None if not cells else all(c.passed for c in cells)
 
-    def reason(self, column: str) -> str:
+    def reason(self, column: str, limit: int = 220) -> str:
         failed = [c for c in self.cells.get(column, []) if not c.passed]
-        return f"{failed[0].step}: {failed[0].reason}" if failed else ""
+        if not failed:
+            return ""
+        text = f"{failed[0].step}: {failed[0].reason}".replace("|", "/")
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def one_line(stderr: str) -> str:
@@ -160,6 +163,12 @@ def measure(folder: Path, entry: dict[str, Any], columns: list[str], work: Path)
     return row
 
 
+def load_row(item: dict[str, Any]) -> Row:
+    """A row of a saved ``--json`` file."""
+    cells = {c: [Cell(**x) for x in xs] for c, xs in item["cells"].items()}
+    return Row(item["name"], item["family"], list(item.get("features", [])), cells)
+
+
 def shares(rows: list[Row], columns: list[str]) -> dict[str, float]:
     result = {}
     for column in columns:
@@ -214,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-readme", action="store_true", help="write the table to README")
     parser.add_argument("--json", type=Path, help="also write every cell to this file")
     parser.add_argument(
+        "--from-json", type=Path, help="render an earlier run's --json file; run nothing"
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="exit 1 when a column misses its goal (with --only: any failure)",
@@ -225,20 +237,27 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown runtime columns {unknown}; known: {', '.join(COLUMNS)}")
     only = [n.strip() for n in args.only.split(",")] if args.only else None
     started = time.perf_counter()
-    folder, entries = corpus(only)
-    print(f"conformance: {len(entries)} models from {folder}", flush=True)
-    rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="edgehub-conformance-") as work:
-        for entry in entries:
-            rows.append(measure(folder, entry, columns, Path(work)))
-    seconds = time.perf_counter() - started
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text())
+        rows = [load_row(item) for item in saved["rows"]]
+        seconds = float(saved["seconds"])
+    else:
+        folder, entries = corpus(only)
+        print(f"conformance: {len(entries)} models from {folder}", flush=True)
+        rows = []
+        with tempfile.TemporaryDirectory(prefix="edgehub-conformance-") as work:
+            for entry in entries:
+                rows.append(measure(folder, entry, columns, Path(work)))
+        seconds = time.perf_counter() - started
     table = markdown(rows, columns, seconds)
     print(table)
     if args.json:
-        args.json.write_text(json.dumps(
-            [{"name": r.name, "family": r.family,
-              "cells": {c: [vars(x) for x in cells] for c, cells in r.cells.items()}}
-             for r in rows], indent=2))  # fmt: skip
+        rows_json = [
+            {"name": r.name, "family": r.family, "features": r.features,
+             "cells": {c: [vars(x) for x in cells] for c, cells in r.cells.items()}}
+            for r in rows
+        ]  # fmt: skip
+        args.json.write_text(json.dumps({"seconds": seconds, "rows": rows_json}, indent=2))
     if args.write_readme:
         write_readme(table)
     got = shares(rows, columns)
