@@ -147,7 +147,9 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     model = make_cnn(tmp_path / "cnn.onnx")
     request = {"model": str(model), "runs": 20, "warmup": 3, "until_stable": True,
                "stable_window_s": 0, "profile_json": str(tmp_path / "profile.json")}  # fmt: skip
-    loose = run_agent(pyz, "ort.profile", {**request, "stable_tolerance": 9.0}, tmp_path / "a")
+    # loose: any spread up to 900 % agrees, whatever else the (busy CI) machine runs meanwhile
+    loose_request = {**request, "stable_tolerance": 9.0, "stable_max_other_share": 1}
+    loose = run_agent(pyz, "ort.profile", loose_request, tmp_path / "a")
     assert loose.returncode == 0, loose.stderr
     assert loose.metrics["stable_converged"] == 1 and loose.metrics["stable_windows"] == 3
     windows = loose.result["data"]["windows"]  # each window's median, mean and others' CPU share

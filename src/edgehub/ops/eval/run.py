@@ -165,7 +165,7 @@ def evaluate_and_fix(
         if request.runtime == "tensorrt":  # this host's GPU, once the input is known good
             check_tensorrt_gpu(ctx, request)
         stored = _reference_run(ctx, request, dataset)
-        request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset)
+        request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset, provider)
         cancel.check()
         if request.fix is not None:
             with _device_lease(project, ctx, request, cancel):
@@ -211,6 +211,7 @@ def _from_dataset(
     runtime: Runtime,
     inputs: list[dict[str, Any]],
     dataset: Dataset,
+    provider: str,
 ) -> EvalRequest:
     """``request`` with the compile's shapes and calibration taken from the dataset where the
     user gave none: dynamic input dims fixed at the samples' shape (when every sample has the
@@ -231,7 +232,10 @@ def _from_dataset(
             text = ", ".join(f"{k}:{'x'.join(map(str, v))}" for k, v in shapes.items())
             ctx.events.info(f"compile at the dataset's input shape {text}")
     calibration = None
-    if runtime.calibrates is not None and runtime.calibrates(options):
+    # on Qualcomm AI Hub a compile quantizes only when given calibration_data (a quantize job
+    # first): the dataset given to it would change what is compiled, not how it is calibrated
+    judge = runtime.calibrates if provider != "qai_hub" else None
+    if judge is not None and judge(options):
         if options.get("calibration_data") is not None:
             calibration = "given"
         elif "calibration_data" in declared:
