@@ -151,6 +151,57 @@ def _images(count: int, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return out
 
 
+def embedding_classifier(path: Path) -> Path:
+    """A BERT-like front end: token ids into a 30-row table, token types into a 2-row one,
+    summed, averaged over the sequence, classified (``ids``, ``type_ids`` int64 ``[N, 8]``)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    tables = [
+        numpy_helper.from_array(rng.standard_normal((30, 16)).astype(np.float32), "words"),
+        numpy_helper.from_array(rng.standard_normal((2, 16)).astype(np.float32), "types"),
+        numpy_helper.from_array(rng.standard_normal((16, 3)).astype(np.float32), "fc"),
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gather", ["words", "ids"], ["w"], name="word_embeddings"),
+            helper.make_node("Gather", ["types", "type_ids"], ["t"], name="type_embeddings"),
+            helper.make_node("Add", ["w", "t"], ["e"], name="embeddings"),
+            helper.make_node("ReduceMean", ["e"], ["m"], axes=[1], keepdims=0, name="pool"),
+            helper.make_node("MatMul", ["m", "fc"], ["logits"], name="classifier"),
+        ],
+        "embedding_classifier",
+        [
+            helper.make_tensor_value_info(n, TensorProto.INT64, ["N", 8])
+            for n in ("ids", "type_ids")
+        ],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", 3])],
+        tables,
+    )
+    return _save(graph, path)
+
+
+def erf_net(path: Path) -> Path:
+    """``Erf(x @ w) * k`` over ``x [1, 16]``: the exact GELU's Erf where onnx2tf does not fuse
+    a GELU, which LiteRT runs only through the Flex delegate; ``k`` (2.0) is a Mul's input."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(6)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["h"], name="dense"),
+            helper.make_node("Erf", ["h"], ["e"], name="erf"),
+            helper.make_node("Mul", ["e", "k"], ["y"], name="scale"),
+        ],
+        "erf_net",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        [numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32) * 0.3, "w"),
+         numpy_helper.from_array(np.array([2.0], np.float32), "k")],
+    )  # fmt: skip
+    return _save(graph, path)
+
+
 @pytest.fixture(scope="module")
 def images(docker_daemon: Any) -> None:
     """The onnxruntime, tflite and tensorrt-rtx images, built from the base if missing."""
@@ -253,3 +304,54 @@ def test_layers_ignores_a_dead_channel_when_the_outputs_are_fine(project: Path) 
     assert report["layers"]["first_divergent"] is None, report["layers"]
     table = hub("runs", "show", report["run_id"], cwd=project)
     assert "no divergent layer above the threshold (0.2)" in table.stdout, table.stdout
+
+
+@pytest.mark.parametrize("runtime", ["onnxruntime", "tflite"])
+def test_inputs_indexing_a_table_get_values_inside_it(project: Path, runtime: str) -> None:
+    """Random token types stay below the 2-row table's size in every step (0..9 overflowed it:
+    ONNX Runtime's int8 calibration and LiteRT's profile failed on a Gather); TFLite's int8
+    calibrates on the dataset's int64 samples as int64 (onnx2tf feeds them as float32)."""
+    model = embedding_classifier(project / "emb.onnx")
+    done = hub("exec", "pipeline", runtime, str(model), "--set", "input_shape=1x8",
+               "--set", "profile.runs=5", "--json", cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["invoke"]["status"] == "FINISHED", report
+    (figures,) = report["accuracy"]
+    assert figures["cosine_similarity"] > 0.99, figures
+    rng = np.random.default_rng(7)
+    np.savez(project / "tokens.npz", ids=rng.integers(0, 30, (10, 1, 8)),
+             type_ids=rng.integers(0, 2, (10, 1, 8)))  # fmt: skip
+    precision = "precision=int8" if runtime == "tflite" else "quantization=static"
+    done = hub("exec", "eval", runtime, str(model), "--dataset", "tokens.npz", "--set", precision,
+               "--json", cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["calibration"] == "dataset"
+    assert report["outputs"]["logits"]["cosine"] > 0.98, report["outputs"]
+
+
+def test_tflite_writes_erf_with_builtins_and_takes_a_parameter_replacement(project: Path) -> None:
+    """A model with Erf converts to a .tflite that LiteRT runs without the Flex delegate, and
+    agrees with ONNX Runtime; a parameter replacement file reaches onnx2tf (the Mul's constant
+    2.0 replaced by 5.0 shows as a conversion error); a missing one is a one-line error."""
+    model = erf_net(project / "erf.onnx")
+    done = hub("exec", "pipeline", "tflite", str(model), "--set", "profile.runs=5", "--json",
+               cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    (figures,) = report["accuracy"]
+    assert figures["max_abs_error"] < 1e-4, figures
+    assert "Erf written with LiteRT builtins" in done.stderr
+    replacement = project / "replace.json"
+    replacement.write_text(json.dumps({"format_version": 1, "operations": [
+        {"op_name": "scale", "param_target": "inputs", "param_name": "k", "values": [5.0]},
+    ]}))  # fmt: skip
+    done = hub("exec", "compile", "tflite", str(model), "--set",
+               f"param_replacement={replacement}", "--json", cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["metrics"]["max_abs_error_vs_onnxruntime"] > 0.5
+    missing = hub("exec", "compile", "tflite", str(model), "--set",
+                  "param_replacement=nowhere.json", cwd=project)  # fmt: skip
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert "nowhere.json" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1

@@ -7,6 +7,7 @@ The conversion itself needs the tflite image: tests/integration/test_tflite.py.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -132,6 +133,39 @@ def test_old_softmax_gets_its_opset13_form(tmp_path: Path) -> None:
     assert after.shape == (2, 5, 3, 1) and np.allclose(before, after, atol=1e-6)
 
 
+def test_erf_is_written_with_builtin_ops_within_its_bound(tmp_path: Path) -> None:
+    """Erf (which LiteRT runs only through Flex) becomes Abs/Sign/Exp/Reciprocal arithmetic
+    that agrees with ONNX Runtime's erf within 5e-7 in float32, over the range that matters."""
+    model = _model(
+        [helper.make_node("Erf", ["x"], ["y"], name="gelu/erf")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4001])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4001])],
+    )
+    original = tmp_path / "erf.onnx"
+    onnx.save(model, str(original))
+    assert onnx_fixups.expand_erf(model, Report()) == ["gelu/erf"]
+    kinds = {n.op_type for n in model.graph.node}
+    assert "Erf" not in kinds and {"Sign", "Exp", "Reciprocal"} <= kinds
+    rewritten = tmp_path / "expanded.onnx"
+    onnx.save(model, str(rewritten))
+    x = np.linspace(-6, 6, 4001, dtype=np.float32)[None, :]
+    before, after = (
+        onnxruntime.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(
+            None, {"x": x}
+        )[0]
+        for p in (original, rewritten)
+    )
+    assert np.abs(before - after).max() < 5e-7  # the bound (1.5e-7) plus float32 rounding
+    assert onnx_fixups.expand_erf(model, Report()) == []  # nothing left to rewrite
+
+
+def test_onnx2tf_failures_name_a_remedy() -> None:
+    missing = "ModuleNotFoundError: No module named 'onnx2tf.ops.Attention'"
+    assert "opset_version=17" in converter.remedy(missing)
+    assert "param_replacement=FILE.json" in converter.remedy("ValueError: x (ONNX node 'n')")
+    assert converter.remedy("MemoryError") == ""
+
+
 def test_converter_command_and_failure_reason(tmp_path: Path) -> None:
     argv = converter.command(
         tmp_path / "m.onnx", tmp_path / "out", "int8", True, {"x": tmp_path / "c.npy"}, True
@@ -180,3 +214,58 @@ def test_compiled_model_reads_the_mapping_beside_it(tmp_path: Path) -> None:
     bare = tmp_path / "other.tflite"
     bare.write_bytes(b"\x1c\x00\x00\x00TFL3")
     assert TFLiteCompiledModel.from_path(bare).input_name_mapping is None
+
+
+def test_onnx2tf_is_run_again_with_the_replacement_it_generated(tmp_path: Path) -> None:
+    """Where onnx2tf fails and writes ``<stem>_auto.json`` (its remedy for the failure), the
+    conversion runs once more with ``-prf`` that file, and says what it applied; where that
+    fails too, the error gives both reasons. The child is a stand-in script that behaves as
+    onnx2tf does here (no real model is known whose failure onnx2tf's own JSON repairs)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    script = tmp_path / "fake_onnx2tf.py"
+    script.write_text(
+        "import json, pathlib, sys\n"
+        "out = pathlib.Path(sys.argv[1])\n"
+        "if '-prf' in sys.argv:\n"
+        "    ops = json.loads(pathlib.Path(sys.argv[sys.argv.index('-prf') + 1]).read_text())\n"
+        "    if ops['operations'][0]['values'] == 'good':\n"
+        "        sys.exit(0)\n"
+        "    print('ValueError: still wrong'); sys.exit(1)\n"
+        "(out / 'model_auto.json').write_text(json.dumps({'format_version': 1, 'operations': [\n"
+        "    {'op_name': 'cat', 'param_target': 'inputs', 'param_name': 'a',\n"
+        "     'values': out.name.split('-')[-1]}]}))\n"
+        "print('ERROR: onnx_op_name: cat'); print('ValueError: shapes differ'); sys.exit(1)\n"
+    )
+    report = Report()
+    good = out.rename(tmp_path / "out-good")
+    seconds, applied = converter.convert(
+        [sys.executable, str(script), str(good)], tmp_path, good, {"Concat"}, report
+    )
+    assert seconds >= 0 and applied["auto_param_replacement"]["operations"][0]["op_name"] == "cat"
+    bad = tmp_path / "out-bad"
+    bad.mkdir()
+    with pytest.raises(converter.ConversionFailure) as failed:
+        converter.convert([sys.executable, str(script), str(bad)], tmp_path, bad, set(), Report())
+    message = str(failed.value)
+    assert message.startswith("onnx2tf cannot convert the model: ValueError: shapes differ")
+    assert "(1 operation(s)), which failed too: ValueError: still wrong" in message
+    assert "param_replacement=FILE.json" in message
+
+
+def test_onnx2tf_skips_onnxsim_when_onnxsim_wrote_an_op_it_cannot_convert(tmp_path: Path) -> None:
+    """A converter missing for an op the model does not have (onnxsim, run first by onnx2tf,
+    fused attention into ONNX's Attention): the retry skips onnxsim. For an op the model has,
+    there is nothing to retry. (A stand-in script plays onnx2tf, as above.)"""
+    script = tmp_path / "fake_onnx2tf.py"
+    script.write_text(
+        "import sys\n"
+        "if '-nuo' in sys.argv:\n"
+        "    sys.exit(0)\n"
+        "print(\"ModuleNotFoundError: No module named 'onnx2tf.ops.Attention'\"); sys.exit(1)\n"
+    )
+    argv = [sys.executable, str(script)]
+    _, applied = converter.convert(argv, tmp_path, tmp_path, {"MatMul", "Softmax"}, Report())
+    assert applied == {"onnxsim": False}
+    with pytest.raises(converter.ConversionFailure, match="opset_version=17"):
+        converter.convert(argv, tmp_path, tmp_path, {"Attention"}, Report())

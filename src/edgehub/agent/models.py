@@ -161,15 +161,94 @@ def _dims(value_info: Any) -> tuple[str, Shape]:
 
 
 def graph_inputs(model: Any) -> list[TensorSpec]:
-    """The model's real inputs (graph inputs that are not initializers)."""
+    """The model's real inputs (graph inputs that are not initializers), each integer input
+    that indexes a table with the table's size (`index_limits`)."""
     initializers = {t.name for t in model.graph.initializer}
+    limits = index_limits(model)
     specs = []
     for value_info in model.graph.input:
         if value_info.name in initializers:
             continue
         dtype, shape = _dims(value_info)
-        specs.append(TensorSpec(value_info.name, dtype, shape))
+        specs.append(TensorSpec(value_info.name, dtype, shape, limits.get(value_info.name)))
     return specs
+
+
+# ops that pass an index tensor on with its values unchanged (only its shape or type changes)
+_VALUE_PRESERVING = frozenset(
+    {"Cast", "Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Expand", "Transpose",
+     "Slice", "Split", "Concat", "Tile"}
+)  # fmt: skip
+# ops that make a constant table from one of the same shape (a quantized embedding)
+_TABLE_PRESERVING = frozenset({"DequantizeLinear", "Cast", "Identity"})
+
+
+def index_limits(model: Any) -> dict[str, int]:
+    """Input name -> how far its values may go: an integer graph input that reaches a Gather's
+    indices over a constant table (an embedding's rows, a token-type table of 2) must stay below
+    the table's size, less any constant it was offset by on the way (per-column offsets into one
+    table), and below the smallest such limit where it reaches several (one column each). It
+    may pass through ops that keep its values, and Gathers of constant positions (a column).
+    Inputs that index no table are absent."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    graph = model.graph
+    tables: dict[str, list[int]] = {t.name: list(t.dims) for t in graph.initializer}
+    values = {t.name: t for t in graph.initializer}
+    consumers: dict[str, list[tuple[Any, int]]] = {}
+    for node in graph.node:
+        if node.op_type == "Constant":
+            for attr in node.attribute:
+                if attr.name == "value" and node.output:
+                    tables[node.output[0]] = list(attr.t.dims)
+                    values[node.output[0]] = attr.t
+        elif node.op_type in _TABLE_PRESERVING and node.input and node.input[0] in tables:
+            tables[node.output[0]] = tables[node.input[0]]
+        for position, name in enumerate(node.input):
+            consumers.setdefault(name, []).append((node, position))
+
+    def largest(name: str) -> int | None:
+        if name not in values:
+            return None
+        array = numpy_helper.to_array(values[name])
+        return int(array.max()) if array.size and array.dtype.kind in "iu" else None
+
+    limits: dict[str, int] = {}
+    for value_info in graph.input:
+        dtype, _ = _dims(value_info)
+        if not dtype.startswith(("int", "uint")) or value_info.name in tables:
+            continue
+        found: list[int] = []
+        seen = {value_info.name}
+        frontier = [(value_info.name, 0)]  # a tensor holding the input's values + offset
+        while frontier:
+            name, offset = frontier.pop()
+            for node, position in consumers.get(name, []):
+                passed: int | None = None
+                if node.op_type == "Gather" and position == 1 and node.input[0] in tables:
+                    dims = tables[node.input[0]]
+                    axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                    if dims and -len(dims) <= axis < len(dims) and dims[axis] - offset > 0:
+                        found.append(int(dims[axis]) - offset)
+                elif node.op_type == "Gather" and position == 0 and node.input[1] in tables:
+                    passed = offset  # a column of the input
+                elif node.op_type == "Add" and len(node.input) == 2:
+                    shift = largest(node.input[1 - position])
+                    passed = None if shift is None or shift < 0 else offset + shift
+                elif node.op_type in _VALUE_PRESERVING and (
+                    position == 0 or node.op_type == "Concat"
+                ):
+                    passed = offset
+                if passed is None:
+                    continue
+                for output in node.output:
+                    if output and output not in seen:
+                        seen.add(output)
+                        frontier.append((output, passed))
+        if found:
+            limits[value_info.name] = max(1, int(np.min(found)))
+    return limits
 
 
 def graph_outputs(model: Any) -> list[TensorSpec]:

@@ -98,10 +98,15 @@ def format_dim(dim: Dim) -> int | str:
 class TensorSpec:
     """A tensor's name, dtype and shape (a plain class: see `~.protocol.CommandOutput`)."""
 
-    def __init__(self, name: str, dtype: str, shape: Shape) -> None:
+    def __init__(
+        self, name: str, dtype: str, shape: Shape, values_below: int | None = None
+    ) -> None:
         self.name = name
         self.dtype = dtype
         self.shape = shape
+        # integer inputs that index a table (an embedding's rows): the table's size, which
+        # random values stay below (see `models.index_limits`)
+        self.values_below = values_below
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TensorSpec):
@@ -121,7 +126,10 @@ class TensorSpec:
 
     def to_json(self) -> dict[str, Any]:
         shape = None if self.shape is None else [format_dim(d) for d in self.shape]
-        return {"name": self.name, "dtype": self.dtype, "shape": shape}
+        record: dict[str, Any] = {"name": self.name, "dtype": self.dtype, "shape": shape}
+        if self.values_below is not None:
+            record["values_below"] = self.values_below
+        return record
 
     def describe(self) -> str:
         if self.shape is None:
@@ -263,10 +271,13 @@ def _random_array(spec: TensorSpec, size: tuple[int, ...], rng: np.random.Genera
         return rng.standard_normal(size, dtype=np.dtype(dtype))
     if dtype == "float16":
         return rng.standard_normal(size, dtype=np.float32).astype(dtype)
+    integers = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+    if dtype in integers and spec.values_below is not None:  # indices into a table
+        return rng.integers(0, max(1, min(10, spec.values_below)), size=size).astype(dtype)
     if dtype in ("int8", "uint8"):
         info = np.iinfo(dtype)
         return rng.integers(int(info.min), int(info.max) + 1, size=size).astype(dtype)
-    if dtype in ("int16", "int32", "int64", "uint16", "uint32", "uint64"):
+    if dtype in integers:
         return rng.integers(0, 10, size=size).astype(dtype)
     if dtype == "bool":
         return rng.random(size) < 0.5

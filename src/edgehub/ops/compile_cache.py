@@ -31,7 +31,7 @@ __all__ = ["CACHED_FROM", "KEY_TAG", "CacheKey", "cache_key", "find_cached", "re
 
 KEY_TAG = "cache.key"
 CACHED_FROM = "cached_from"
-_DATA_OPTIONS = ("calibration_data", "input_data")
+_DATA_OPTIONS = ("calibration_data", "input_data", "param_replacement")
 _NOT_COPIED = ("log",)  # the original's log says what the toolchain did, not this run
 
 

@@ -101,8 +101,11 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
             "--input does not apply to compile; give calibration data with "
             "--set calibration_data=FILE.npz"
         )
-    takes_inputs = "input_data" in runtime.profiler.declared_options()
-    if request.inputs is not None and step in ("profile", "pipeline") and not takes_inputs:
+    if (
+        request.inputs is not None
+        and step in ("profile", "pipeline")
+        and not _takes_inputs(runtime)
+    ):
         raise UsageError(
             f"the {runtime.name} profiler takes no input data; drop --input to profile "
             "on random inputs"
@@ -401,6 +404,7 @@ def _pipeline(
 ) -> PipelineReport:
     from edgehub.ops.inputs import model_inputs
     from edgehub.toolchains.registry import get_runtime
+    from edgehub.toolchains.tensors import save_npz
 
     assert request.model is not None
     model = request.model.resolve()
@@ -426,11 +430,19 @@ def _pipeline(
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))
-    if "input_data" in profile_options:  # the arrays given carry their shapes
-        profile_options.pop("input_shape", None)
-    profiler = runtime.profiler(**profile_options)
     try:
-        profile = profiler.run(ctx, compiled)
+        with tempfile.TemporaryDirectory(prefix="edgehub-pipeline-") as scratch:
+            if (
+                "input_data" not in profile_options
+                and inputs
+                and _serves_inputs(ctx, request, runtime)
+            ):
+                # the arrays made above, not the profiler's own random ones: those know the
+                # ONNX model (an embedding's table size), the compiled model's do not
+                profile_options["input_data"] = save_npz(Path(scratch) / "inputs.npz", inputs)
+            if "input_data" in profile_options:  # the arrays given carry their shapes
+                profile_options.pop("input_shape", None)
+            profile = runtime.profiler(**profile_options).run(ctx, compiled)
     except GpuUnavailableError as why:
         ctx.events.warning(f"pipeline stops after compile: {why}")
         return PipelineReport(compile=summarize(compiled), stopped_after_compile=str(why))
@@ -455,6 +467,19 @@ def _pipeline(
         )  # fmt: skip
         report.eval = summarize(evaluation)
     return report
+
+
+def _takes_inputs(runtime: Runtime) -> bool:
+    return "input_data" in runtime.profiler.declared_options()
+
+
+def _serves_inputs(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> bool:
+    """Whether the profiler's provider for the step's device takes ``input_data``."""
+    from edgehub.core.component.dispatch import resolve_device
+
+    device = resolve_device(runtime.profiler, ctx, request.device)
+    found = runtime.profiler.provider_for(str(device.provider_type))
+    return found is not None and (found[1].var_keyword or "input_data" in found[1].accepts)
 
 
 def pipeline_input_shape(request: ExecRequest) -> Any:

@@ -44,7 +44,7 @@ RERUN_TAG = "rerun_of"
 STEPS = {"COMPILE": "compile", "PROFILE": "profile", "INFERENCE": "invoke"}
 # toolchains whose conversion is not bit-reproducible: their compiles compare outputs instead
 NOT_DETERMINISTIC = {"tflite": "TFLite conversion"}
-_DATA_OPTIONS = ("input_data", "calibration_data")
+_DATA_OPTIONS = ("input_data", "calibration_data", "param_replacement")
 
 
 @dataclass(frozen=True)

@@ -72,9 +72,10 @@ def random_inputs(
     makes for the same inputs and seed (its code makes them: `edgehub.agent.tensors`).
 
     Floats are standard normal, 8-bit integers span their range, wider integers are small
-    non-negative values, booleans random; a dimension that is not a positive number (a name,
-    ``"?"``, 0 or -1) takes its size from ``input_shape`` (a shape for the first input, or
-    input name -> shape, checked against the inputs), else becomes 1.
+    non-negative values (below ``values_below`` where an input indexes a table), booleans
+    random; a dimension that is not a positive number (a name, ``"?"``, 0 or -1) takes its size
+    from ``input_shape`` (a shape for the first input, or input name -> shape, checked against
+    the inputs), else becomes 1.
     """
     from edgehub.agent.protocol import UserError
     from edgehub.agent.shapes import parse_input_shape
@@ -86,6 +87,7 @@ def random_inputs(
             str(spec["name"]),
             str(spec["dtype"]),
             None if spec.get("shape") is None else [_dim(d) for d in spec["shape"]],
+            _limit(spec.get("values_below")),
         )
         for spec in signature
     ]
@@ -95,6 +97,10 @@ def random_inputs(
     except UserError as error:
         raise InputDataError(str(error)) from None
     return arrays
+
+
+def _limit(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _plain_shape(value: Any) -> Any:

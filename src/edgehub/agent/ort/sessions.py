@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
+from ..protocol import MissingDependencyError, ModelError, UsageError, UserError, one_line
 from ..tensors import TensorSpec
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
@@ -77,8 +77,26 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
         ) from exc
 
 
-def input_specs(session: Any) -> list[TensorSpec]:
-    return [TensorSpec.from_ort(arg) for arg in session.get_inputs()]
+def input_specs(session: Any, model_path: Path | None = None) -> list[TensorSpec]:
+    """The session's inputs; given the session's ``model_path``, an integer input that indexes
+    a table carries the table's size (`..models.index_limits`), which random values stay below."""
+    specs = [TensorSpec.from_ort(arg) for arg in session.get_inputs()]
+    limits = _index_limits(model_path) if model_path is not None else {}
+    for spec in specs:
+        spec.values_below = limits.get(spec.name)
+    return specs
+
+
+def _index_limits(path: Path) -> dict[str, int]:
+    from ..models import index_limits, load_model
+
+    try:
+        return index_limits(load_model(path, load_external_data=False))
+    except (
+        UserError,
+        MissingDependencyError,
+    ):  # onnx missing here, or not an ONNX file (an .ort model): no limits
+        return {}
 
 
 def output_specs(session: Any) -> list[TensorSpec]:

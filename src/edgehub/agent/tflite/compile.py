@@ -6,7 +6,8 @@ Request::
      output's ``<stem>.mapping.json``), "precision": "float32" | "float16" | "dynamic_int8" |
      "int8" | "int16x8", "input_shape": null | [ints] (first input) | {name: [ints]},
      "calibration": null | NPZ | DIRECTORY, "quantize_io": false, "per_channel": true,
-     "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names]}
+     "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names],
+     "param_replacement": null | PATH (onnx2tf's parameter replacement JSON, its -prf)}
 
 Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
 kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
@@ -16,7 +17,8 @@ names and layouts and measures the conversion error. The mapping is written besi
 
 ``exclude_nodes`` (``int8`` with float inputs and outputs) keeps those ONNX nodes in float:
 their TFLite operators are found through the layer pairs (`layer_map`) and the model is
-requantized with them left out (`selective`).
+requantized with them left out (`selective`). An ``int8`` model with integer or boolean inputs
+is quantized the same way with no node left out, since onnx2tf feeds calibration as float32.
 ``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
 ``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
@@ -172,6 +174,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     seed = params.integer("seed", 0)
     verify = params.boolean("verify", True)
     exclude_nodes = params.string_list("exclude_nodes") or []
+    replacement = params.path("param_replacement", required=False)
     params.finish()
     assert model_arg is not None and output_arg is not None
 
@@ -200,7 +203,10 @@ def run(params: Params, report: Report) -> CommandOutput:
     originals = {new: old for old, new in fixes["renamed"].items()}
     in_specs, out_specs = graph_inputs(model), graph_outputs(model)
     # calibration files are keyed by the user's (original) input names
-    user_specs = [TensorSpec(originals.get(s.name, s.name), s.dtype, s.shape) for s in in_specs]
+    user_specs = [
+        TensorSpec(originals.get(s.name, s.name), s.dtype, s.shape, s.values_below)
+        for s in in_specs
+    ]
     sanitized = {originals.get(s.name, s.name): s.name for s in in_specs}
     samples = [
         {sanitized[k]: v for k, v in sample.items()}
@@ -217,18 +223,28 @@ def run(params: Params, report: Report) -> CommandOutput:
         perms = {s.name: onnx2tf_input_perm(len(s.shape or [])) for s in in_specs}
         calib_files = converter.calibration_arrays(samples, perms, scratch) if samples else {}
         # with exclude_nodes, onnx2tf only makes the float model and the SavedModel, which
-        # `selective` quantizes (its own int8 variants would be thrown away)
-        converted = "float32" if exclude_nodes else precision
+        # `selective` quantizes (its own int8 variants would be thrown away); so does an int8
+        # model with integer or boolean inputs, whose calibration onnx2tf would feed as float32
+        typed = [s.name for s in in_specs if not s.dtype.startswith("float")]
+        requantized = bool(exclude_nodes) or (
+            precision == "int8" and not quantize_io and bool(typed)
+        )
+        converted = "float32" if requantized else precision
         argv = converter.command(
             fixed, scratch / "out", converted, quantize_io, calib_files, per_channel
         )
+        if replacement is not None:  # onnx2tf runs in the scratch folder: an absolute path
+            argv += ["-prf", str(Path(replacement).resolve())]
         feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
         # onnxruntime's reference run overlaps the conversion (onnx2tf is mostly one thread)
         pool = ThreadPoolExecutor(max_workers=1)
         pending = pool.submit(_reference, fixed, feeds, report) if verify else None
         try:
             report.info(f"onnx2tf: converting {path.name} to {precision}")
-            converter_time = converter.run_onnx2tf(argv, scratch, report)
+            model_ops = {node.op_type for node in model.graph.node}
+            converter_time, remedy = converter.convert(
+                argv, scratch, scratch / "out", model_ops, report
+            )
             produced = converter.expect_output(
                 converter.output_file(scratch / "out", "model", converted, quantize_io)
             )
@@ -236,11 +252,19 @@ def run(params: Params, report: Report) -> CommandOutput:
         finally:
             pool.shutdown(wait=False)
         float_tensors: list[str] = []
-        if exclude_nodes:
-            edges = ModelEdges(load_interpreter(produced), None)
-            inputs = matching.input_maps(in_specs, edges.inputs, originals)
-            pairs = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report, True)
-            float_tensors = selective.float_tensors(kept_outputs, pairs, report)
+        if requantized:
+            if exclude_nodes:
+                edges = ModelEdges(load_interpreter(produced), None)
+                inputs = matching.input_maps(in_specs, edges.inputs, originals)
+                pairs = _layer_maps(
+                    fixed, scratch, produced, feeds, inputs, originals, report, True
+                )
+                float_tensors = selective.float_tensors(kept_outputs, pairs, report)
+            else:
+                report.info(
+                    f"int8: quantizing onnx2tf's SavedModel here, calibration fed in the "
+                    f"inputs' own dtypes ({', '.join(typed)} are not float)"
+                )
             produced = scratch / "out" / "model_selective.tflite"
             converter_time += selective.requantize(
                 scratch / "out", calib_files, float_tensors, per_channel, produced, report
@@ -288,6 +312,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     resolved = dict(params.resolved)
     resolved["mapping"] = str(mapping_path)
     resolved["input_shapes"] = fixes["input_shapes"]
+    resolved.update(remedy)  # onnx2tf's remedy for its own failure, as it was applied
     if exclude_nodes:
         resolved.pop("exclude_nodes", None)
         resolved["excluded_nodes"] = exclude_nodes

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -155,8 +156,100 @@ def run_onnx2tf(argv: list[str], cwd: Path, report: Report, tool: str = "onnx2tf
         raise
     elapsed = time.perf_counter() - started
     if code != 0:
-        raise ModelError(f"{tool} cannot convert the model: {failure_reason(list(tail))}")
+        raise ConversionFailure(tool, failure_reason(list(tail)))
     return elapsed
+
+
+class ConversionFailure(ModelError):
+    """The converter failed: its ``reason``, and in the message what to try (`remedy`)."""
+
+    def __init__(self, tool: str, reason: str, tried: str = "") -> None:
+        super().__init__(f"{tool} cannot convert the model: {reason}{tried}{remedy(reason, tool)}")
+        self.tool = tool
+        self.reason = reason
+
+
+def convert(
+    argv: list[str], cwd: Path, out_dir: Path, model_ops: set[str], report: Report
+) -> tuple[float, dict[str, Any]]:
+    """Run onnx2tf, and where it fails, once more with the remedy it offers for the failure:
+
+    - a converter missing for an op the model (``model_ops``) does not have: onnxsim, which
+      onnx2tf runs first, wrote it (it fuses attention into ONNX's Attention), so the retry
+      skips onnxsim (``-nuo``);
+    - else the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
+      ``out_dir``), passed back with ``-prf``.
+
+    Returns the seconds spent and the remedy applied (``{}``, ``{"onnxsim": False}`` or
+    ``{"auto_param_replacement": JSON}``); a failure that outlives its remedy names both."""
+    try:
+        return run_onnx2tf(argv, cwd, report), {}
+    except ConversionFailure as failure:
+        retry = _remedy_for(failure, argv, cwd, out_dir, model_ops)
+        if retry is None:
+            raise
+        extra, applied, what = retry
+        report.warn(f"onnx2tf failed; trying again with {what}")
+        started = time.perf_counter()
+        try:
+            run_onnx2tf([*argv, *extra], cwd, report)
+        except ConversionFailure as again:
+            tried = f"; tried again with {what}, which failed too: {again.reason}"
+            raise ConversionFailure(failure.tool, failure.reason, tried) from None
+        report.info(f"converted with {what}")
+        return time.perf_counter() - started, applied
+
+
+def _remedy_for(
+    failure: ConversionFailure, argv: list[str], cwd: Path, out_dir: Path, model_ops: set[str]
+) -> tuple[list[str], dict[str, Any], str] | None:
+    """The extra arguments, the record and the words for the retry `convert` makes, if any."""
+    import json
+
+    missing = _NO_CONVERTER.search(failure.reason)
+    if missing and missing.group(1) not in model_ops and "-nuo" not in argv:
+        return (
+            ["-nuo"],
+            {"onnxsim": False},
+            (f"onnxsim skipped (it wrote the {missing.group(1)} op onnx2tf cannot convert)"),
+        )
+    generated = sorted(out_dir.glob("*_auto.json"))
+    if "-prf" in argv or not generated:
+        return None
+    kept = cwd / "auto_replacement.json"
+    shutil.copyfile(generated[0], kept)
+    try:
+        replacement = json.loads(kept.read_text(encoding="utf-8"))
+        count = len(replacement.get("operations") or [])
+    except (ValueError, AttributeError):
+        return None
+    return (
+        ["-prf", str(kept.resolve())],
+        {"auto_param_replacement": replacement},
+        (f"the parameter replacement onnx2tf generated for it ({count} operation(s))"),
+    )
+
+
+_NO_CONVERTER = re.compile(r"No module named 'onnx2tf\.ops\.(\w+)'")
+
+
+def remedy(reason: str, tool: str = "onnx2tf") -> str:
+    """What to try after onnx2tf's failure ``reason`` (empty where nothing is known)."""
+    if tool != "onnx2tf":
+        return ""
+    missing = _NO_CONVERTER.search(reason)
+    if missing:
+        return (
+            f"; onnx2tf has no converter for the ONNX op {missing.group(1)}: re-export the "
+            "model at an opset without it (torch.onnx.export(..., opset_version=17))"
+        )
+    if "(ONNX node '" in reason:
+        return (
+            "; where onnx2tf gave that node the wrong layout, its parameter replacement file "
+            "fixes it: --set param_replacement=FILE.json (onnx2tf's JSON format, node names as "
+            "printed here)"
+        )
+    return ""
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
@@ -180,10 +273,14 @@ def expect_output(path: Path, tail_hint: str = "") -> Path:
 def calibration_arrays(
     samples: list[dict[str, np.ndarray]], perms: dict[str, list[int]], folder: Path
 ) -> dict[str, Path]:
-    """One float32 ``.npy`` per input: the samples stacked on the batch axis, TFLite layout."""
+    """One ``.npy`` per input: the samples stacked on the batch axis, TFLite layout; floats as
+    float32, integer and boolean inputs in their own dtype (onnx2tf casts every calibration
+    array to float32 itself, `selective` keeps their dtype)."""
     files: dict[str, Path] = {}
     for name, perm in perms.items():
-        stacked = np.concatenate([np.asarray(s[name], dtype=np.float32) for s in samples], axis=0)
+        arrays = [np.asarray(s[name]) for s in samples]
+        arrays = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in arrays]
+        stacked = np.concatenate(arrays, axis=0)
         if perm:
             stacked = np.transpose(stacked, perm)
         path = folder / f"calibration_{len(files)}.npy"

@@ -91,10 +91,30 @@ def load_interpreter(path: Path, threads: int | None = None, xnnpack: bool = Tru
         interpreter = module.Interpreter(**kwargs)
         interpreter.allocate_tensors()
     except (ValueError, RuntimeError) as exc:
+        flex = flex_ops(path)
+        if flex:
+            raise ModelError(
+                f"'{path.name}' uses TensorFlow ops that LiteRT has no builtin for "
+                f"({', '.join(flex)}), which this interpreter cannot run (it has no Flex "
+                "delegate): re-export the model without them (e.g. GELU in its tanh form, "
+                "no Einsum), or run it with the ONNX Runtime components"
+            ) from exc
         raise ModelError(
             f"the LiteRT interpreter cannot load '{path.name}': {one_line(str(exc))}"
         ) from exc
     return interpreter
+
+
+def flex_ops(path: Path) -> list[str]:
+    """The TensorFlow ops a .tflite model runs through the Flex delegate (custom ops named
+    ``Flex<Op>``), read from the file's bytes; sorted, without the prefix."""
+    import re
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    return sorted({name.decode() for name in re.findall(rb"Flex([A-Z][A-Za-z0-9]*)", data)})
 
 
 @dataclass

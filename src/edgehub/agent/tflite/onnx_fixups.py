@@ -12,6 +12,10 @@
   ``axis``; onnx2tf converts them as if over ``axis`` alone (a [1, 1000, 1, 1] softmax becomes
   all ones). They get the opset-13 form: Flatten at ``axis``, the op over the last axis, and a
   Reshape back.
+- Erf (the exact GELU's, where onnx2tf does not fuse a GELU) is written with ops LiteRT has
+  builtins for (`expand_erf`): as TensorFlow's Erf only the Flex delegate runs it.
+- A pooling window as large as its input (a global pool written with a huge kernel) becomes
+  the global pool it is (`..pooling`): onnx2tf would pad the input to the kernel's size.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -25,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..models import graph_inputs
+from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..shapes import fix_input_shapes, parse_input_shape, shape_example
@@ -170,6 +175,70 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
     return rewritten
 
 
+# Abramowitz and Stegun 7.1.26: erf(x) = sign(x) (1 - (a1 t + ... + a5 t^5) exp(-x^2)) with
+# t = 1 / (1 + p |x|), within 1.5e-7 of erf
+_ERF_P = 0.3275911
+_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def expand_erf(model: Any, report: Report) -> list[str]:
+    """Rewrite each float Erf node with ops LiteRT has builtins for (see `_ERF_P`); returns the
+    nodes rewritten. LiteRT has no Erf: onnx2tf writes it as TensorFlow's, which only the Flex
+    delegate runs (GELU's exact form, where onnx2tf does not fuse it into its GELU). Written
+    here, not with onnx2tf's pseudo Erf: that divides by ``|x| + 1e-11``, a divisor int8 rounds
+    to zero."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    candidates = [n for n in graph.node if n.op_type == "Erf" and n.domain in ("", "ai.onnx")]
+    if not candidates:
+        return []
+    values = {"one": 1.0, "p": _ERF_P, **{f"a{i + 1}": a for i, a in enumerate(_ERF_A)}}
+    names = {key: f"edgehub_erf_{key}" for key in values}
+    for key, value in values.items():
+        graph.initializer.append(
+            numpy_helper.from_array(np.array(value, dtype=np.float32), names[key])
+        )
+        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
+            graph.input.append(helper.make_tensor_value_info(names[key], TensorProto.FLOAT, []))
+    nodes = list(graph.node)
+    rewritten = []
+    for node in candidates:
+        name = node.name or node.output[0]
+        made = _erf_nodes(node.input[0], node.output[0], f"{name}_erf", names)
+        index = nodes.index(node)
+        nodes[index : index + 1] = made
+        rewritten.append(name)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    report.info(
+        f"Erf written with LiteRT builtins ({len(rewritten)} node(s); within 5e-7 of erf): "
+        "LiteRT has no Erf of its own"
+    )
+    return rewritten
+
+
+def _erf_nodes(x: str, y: str, prefix: str, constants: dict[str, str]) -> list[Any]:
+    """The nodes computing ``y = erf(x)`` by A&S 7.1.26 from the named ``constants``."""
+    from onnx import helper
+
+    made: list[Any] = []
+
+    def op(kind: str, *inputs: str, out: str | None = None) -> str:
+        result = out or f"{prefix}_{len(made)}"
+        made.append(helper.make_node(kind, list(inputs), [result], name=result))
+        return result
+
+    size = op("Abs", x)
+    t = op("Reciprocal", op("Add", op("Mul", size, constants["p"]), constants["one"]))
+    poly = op("Mul", constants["a5"], t)
+    for key in ("a4", "a3", "a2", "a1"):
+        poly = op("Mul", op("Add", poly, constants[key]), t)
+    decay = op("Exp", op("Neg", op("Mul", size, size)))
+    op("Mul", op("Sign", x), op("Sub", constants["one"], op("Mul", poly, decay)), out=y)
+    return made
+
+
 def _clean(name: str, taken: set[str], fallback: str) -> str:
     cleaned = _INVALID.sub("_", name).lstrip("/")
     if not cleaned or not _VALID_START.match(cleaned):
@@ -242,6 +311,13 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             report.warn(note)
     kernel_fixed = add_kernel_shapes(model, report)
     flattened = flatten_old_softmax(model, report)
+    erf = expand_erf(model, report)
+    pools = globalize_pools(model)
+    if pools:
+        report.info(
+            f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
+            "global pooling it is (onnx2tf would pad the input to the window's size)"
+        )
     renamed = sanitize_names(model)
     if renamed:
         shown = ", ".join(f"{a!r} -> {b!r}" for a, b in list(renamed.items())[:5])
@@ -259,6 +335,8 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         "input_shapes": shapes,
         "kernel_shape_added": kernel_fixed,
         "softmax_flattened": flattened,
+        "erf_expanded": erf,
+        "pools_made_global": pools,
         "renamed": renamed,
     }
 

@@ -5,7 +5,9 @@ tensors (``tf.lite.experimental.QuantizationDebugOptions(denylisted_nodes=...)``
 ``QuantizationDebugger.get_nondebug_quantized_model``): the SavedModel onnx2tf left in its
 output folder is converted the way onnx2tf converts it to int8 (``TFLITE_BUILTINS_INT8`` with
 ``SELECT_TF_OPS``, per-channel unless told otherwise, float inputs and outputs), calibrated on
-the same arrays, and quantized with those operators left in float (dequantized before, their
+the same arrays (integer and boolean inputs fed in their own dtype, which onnx2tf's own int8
+conversion cannot do: a model with such inputs is quantized here, `compile`), and quantized with
+those operators left in float (dequantized before, their
 output requantized for the operators after, unless those are in float too). It runs in a child
 process (``python -c`` importing this module from the agent's own archive), so TensorFlow's
 memory goes with it and a cancelled compile kills it, as onnx2tf's run does.
@@ -100,7 +102,8 @@ def requantize(saved_model: Path, calibration: dict[str, Path], float_tensors: l
                per_channel: bool, output: Path, report: Report) -> float:  # fmt: skip
     """Write the selectively quantized model to ``output``; returns the seconds it took."""
     argv = command(saved_model, calibration, float_tensors, per_channel, output)
-    report.info(f"requantizing with {len(float_tensors)} operator(s) kept in float")
+    if float_tensors:
+        report.info(f"requantizing with {len(float_tensors)} operator(s) kept in float")
     elapsed = converter.run_onnx2tf(argv, output.parent, report, tool="selective quantization")
     converter.expect_output(output)
     return elapsed
@@ -118,7 +121,11 @@ def main(raw: str) -> None:  # pragma: no cover - runs in the child process
 
     def samples() -> Iterator[dict[str, Any]]:
         for index in range(count):
-            yield {name: a[index : index + 1].astype(np.float32) for name, a in arrays.items()}
+            yield {
+                name: a[index : index + 1] if a.dtype.kind in "iub" else
+                a[index : index + 1].astype(np.float32)
+                for name, a in arrays.items()
+            }  # fmt: skip
 
     model = tf.lite.TFLiteConverter.from_saved_model(job["saved_model"])
     model.optimizations = [tf.lite.Optimize.DEFAULT]

@@ -141,6 +141,8 @@ class TFLiteCompiler(Component):
     them take and return integer tensors. ``input_shape`` fixes dynamic input dimensions.
     ``exclude_nodes`` (ONNX node names; ``int8`` with float inputs and outputs) stay in float:
     their TFLite operators are left out of quantization (TensorFlow's selective quantization).
+    ``param_replacement`` (a JSON file in onnx2tf's parameter replacement format) is passed to
+    onnx2tf: its remedy where it converts a node with the wrong layout.
     """
 
     run_type = RunType.COMPILE
@@ -156,6 +158,7 @@ class TFLiteCompiler(Component):
         precision: Precision | None = None,
         per_channel: bool = True,
         exclude_nodes: list[str] | None = None,
+        param_replacement: Path | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -166,6 +169,7 @@ class TFLiteCompiler(Component):
             precision=precision,
             per_channel=per_channel,
             exclude_nodes=exclude_nodes,
+            param_replacement=param_replacement,
         )
 
     def run(
@@ -180,6 +184,7 @@ class TFLiteCompiler(Component):
         precision: Precision | None = None,
         per_channel: bool = True,
         exclude_nodes: list[str] | None = None,
+        param_replacement: Path | None = None,
     ) -> TFLiteCompiledModel:
         """Convert ``onnx_path``; options override the constructor's."""
         raise NoProviderError

@@ -117,6 +117,7 @@ def _compile_local(
     precision: str | None = None,
     per_channel: bool = True,
     exclude_nodes: list[str] | None = None,
+    param_replacement: Any = None,
 ) -> TFLiteCompiledModel:
     model = _onnx_file(onnx_path)
     chosen = precision or ("int8" if calibration_data is not None or quantize_io else "float32")
@@ -139,6 +140,13 @@ def _compile_local(
     }
     if exclude_nodes:
         request["exclude_nodes"] = [str(name) for name in exclude_nodes]
+    if param_replacement is not None:
+        replacement = regular_file(
+            Path(param_replacement).expanduser(), "param_replacement JSON", UsageError
+        )
+        inputs["param_replacement.json"] = replacement
+        request["param_replacement"] = "in/param_replacement.json"
+        ctx.client.log_artifact(replacement, name="param_replacement")  # kept for reruns
     calibration = calibration_file(ctx.artifact_dir, calibration_data)
     if calibration is not None:
         inputs[f"calibration{calibration.suffix}"] = calibration
