@@ -7,6 +7,7 @@ The conversion itself needs the tflite image: tests/integration/test_tflite.py.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -159,6 +160,17 @@ def test_erf_is_written_with_builtin_ops_within_its_bound(tmp_path: Path) -> Non
     assert onnx_fixups.expand_erf(model, Report()) == []  # nothing left to rewrite
 
 
+def test_a_silent_converter_failure_says_how_it_ended(tmp_path: Path) -> None:
+    """A converter that dies without printing an error (TensorFlow's converter segfaulting on
+    a GRU's int8 quantization) is described by its exit, never an empty reason."""
+    for code, words in ((-11, "crashed (SIGSEGV)"), (-9, "out of memory"), (3, "status 3")):
+        script = "import os, signal, sys; print('  inputs_0 (TensorSpec)'); sys.stdout.flush(); "
+        script += f"os.kill(os.getpid(), {-code}) if {code} < 0 else sys.exit({code})"
+        with pytest.raises(converter.ConversionFailure, match=re.escape(words)) as failed:
+            converter.run_onnx2tf([sys.executable, "-c", script], tmp_path, Report())
+        assert failed.value.reason.startswith("it ")
+
+
 def test_onnx2tf_failures_name_a_remedy() -> None:
     missing = "ModuleNotFoundError: No module named 'onnx2tf.ops.Attention'"
     assert "opset_version=17" in converter.remedy(missing)
@@ -238,15 +250,22 @@ def test_onnx2tf_is_run_again_with_the_replacement_it_generated(tmp_path: Path) 
         "print('ERROR: onnx_op_name: cat'); print('ValueError: shapes differ'); sys.exit(1)\n"
     )
     report = Report()
+    source, given = tmp_path / "source", tmp_path / "convert" / "model.onnx"
+    source.mkdir()
+    (source / "model.onnx").write_text("the model")
     good = out.rename(tmp_path / "out-good")
     seconds, applied = converter.convert(
-        [sys.executable, str(script), str(good)], tmp_path, good, {"Concat"}, report
-    )
+        [sys.executable, str(script), str(good), "-i", str(given)], tmp_path, source, good,
+        {"Concat"}, report,
+    )  # fmt: skip
     assert seconds >= 0 and applied["auto_param_replacement"]["operations"][0]["op_name"] == "cat"
     bad = tmp_path / "out-bad"
     bad.mkdir()
     with pytest.raises(converter.ConversionFailure) as failed:
-        converter.convert([sys.executable, str(script), str(bad)], tmp_path, bad, set(), Report())
+        converter.convert(
+            [sys.executable, str(script), str(bad), "-i", str(given)], tmp_path, source, bad,
+            set(), Report(),
+        )  # fmt: skip
     message = str(failed.value)
     assert message.startswith("onnx2tf cannot convert the model: ValueError: shapes differ")
     assert "(1 operation(s)), which failed too: ValueError: still wrong" in message
@@ -264,8 +283,43 @@ def test_onnx2tf_skips_onnxsim_when_onnxsim_wrote_an_op_it_cannot_convert(tmp_pa
         "    sys.exit(0)\n"
         "print(\"ModuleNotFoundError: No module named 'onnx2tf.ops.Attention'\"); sys.exit(1)\n"
     )
-    argv = [sys.executable, str(script)]
-    _, applied = converter.convert(argv, tmp_path, tmp_path, {"MatMul", "Softmax"}, Report())
+    source, given = tmp_path / "source", tmp_path / "convert" / "model.onnx"
+    source.mkdir()
+    (source / "model.onnx").write_text("the model")
+    argv = [sys.executable, str(script), "-i", str(given)]
+    ops = {"MatMul", "Softmax"}
+    _, applied = converter.convert(argv, tmp_path, source, tmp_path, ops, Report())
     assert applied == {"onnxsim": False}
+    assert given.read_text() == "the model"  # each run converts a fresh copy
     with pytest.raises(converter.ConversionFailure, match="opset_version=17"):
-        converter.convert(argv, tmp_path, tmp_path, {"Attention"}, Report())
+        converter.convert(argv, tmp_path, source, tmp_path, {"Attention"}, Report())
+
+
+def test_a_division_by_a_constant_becomes_a_product() -> None:
+    """``x / 3.46`` (an attention's scale) becomes ``x * (1 / 3.46)`` with the same values;
+    a division by a tensor, or by zero, stays."""
+    scale = numpy_helper.from_array(np.array(12**0.5, dtype=np.float32), "scale")
+    zero = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "zero")
+    model = _model(
+        [
+            helper.make_node("Div", ["x", "scale"], ["a"], name="attention/Div"),
+            helper.make_node("Div", ["a", "x"], ["b"], name="by_tensor"),
+            helper.make_node("Div", ["b", "zero"], ["y"], name="by_zero"),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("a", "y")],
+        [scale, zero],
+    )
+    x = np.random.default_rng(1).standard_normal((2, 3)).astype(np.float32)
+
+    def scaled() -> np.ndarray:
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        return np.asarray(session.run(["a"], {"x": x})[0])
+
+    before = scaled()
+    assert onnx_fixups.divisions_as_products(model) == ["attention/Div"]
+    assert [n.op_type for n in model.graph.node] == ["Mul", "Div", "Div"]
+    assert {t.name for t in model.graph.initializer} == {"scale_reciprocal", "zero"}
+    np.testing.assert_allclose(scaled(), before, rtol=1e-6)

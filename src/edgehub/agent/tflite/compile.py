@@ -217,8 +217,11 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     with tempfile.TemporaryDirectory(prefix="edgehub-agent-tflite-") as tmpdir:
         scratch = Path(tmpdir)
-        fixed = scratch / "model.onnx"
+        fixed = scratch / "source" / "model.onnx"
+        fixed.parent.mkdir()
         save_model(model, fixed)
+        # onnx2tf overwrites its input with its own simplified graph: it converts a copy
+        given = scratch / "convert" / "model.onnx"
         converter.write_sample_file(scratch)
         perms = {s.name: onnx2tf_input_perm(len(s.shape or [])) for s in in_specs}
         calib_files = converter.calibration_arrays(samples, perms, scratch) if samples else {}
@@ -231,7 +234,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         )
         converted = "float32" if requantized else precision
         argv = converter.command(
-            fixed, scratch / "out", converted, quantize_io, calib_files, per_channel
+            given, scratch / "out", converted, quantize_io, calib_files, per_channel
         )
         if replacement is not None:  # onnx2tf runs in the scratch folder: an absolute path
             argv += ["-prf", str(Path(replacement).resolve())]
@@ -243,7 +246,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             report.info(f"onnx2tf: converting {path.name} to {precision}")
             model_ops = {node.op_type for node in model.graph.node}
             converter_time, remedy = converter.convert(
-                argv, scratch, scratch / "out", model_ops, report
+                argv, scratch, fixed.parent, scratch / "out", model_ops, report
             )
             produced = converter.expect_output(
                 converter.output_file(scratch / "out", "model", converted, quantize_io)

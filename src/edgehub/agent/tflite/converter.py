@@ -111,7 +111,8 @@ def failure_reason(lines: Sequence[str]) -> str:
         errors = [
             s.strip()[len("ERROR:") :].strip() for s in lines if s.strip().startswith("ERROR:")
         ]
-        reason = errors[0] if errors else (lines[-1].strip() if lines else "no output")
+        meaningful = [s.strip() for s in lines if s.strip() and not _NOISE.match(s.strip())]
+        reason = errors[0] if errors else (meaningful[-1] if meaningful else "")
     if len(reason) > 400:
         reason = reason[:397] + "..."
     return f"{reason} (ONNX node '{node}')" if node else reason
@@ -156,8 +157,27 @@ def run_onnx2tf(argv: list[str], cwd: Path, report: Report, tool: str = "onnx2tf
         raise
     elapsed = time.perf_counter() - started
     if code != 0:
-        raise ConversionFailure(tool, failure_reason(list(tail)))
+        raise ConversionFailure(tool, failure_reason(list(tail)) or _silent_exit(code))
     return elapsed
+
+
+def _silent_exit(code: int) -> str:
+    """Why a converter that printed no error stopped, from its exit status."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if name == "SIGKILL":
+            return (
+                "it was killed (SIGKILL) without an error message, most likely out of memory: "
+                "give it more (the device's docker memory in hub.toml)"
+            )
+        return (
+            f"it crashed ({name}) without an error message (TensorFlow's converter): try "
+            "another precision (float16 or dynamic_int8 need no calibration run)"
+        )
+    return f"it exited with status {code} without an error message"
 
 
 class ConversionFailure(ModelError):
@@ -170,9 +190,16 @@ class ConversionFailure(ModelError):
 
 
 def convert(
-    argv: list[str], cwd: Path, out_dir: Path, model_ops: set[str], report: Report
+    argv: list[str],
+    cwd: Path,
+    source: Path,
+    out_dir: Path,
+    model_ops: set[str],
+    report: Report,
 ) -> tuple[float, dict[str, Any]]:
-    """Run onnx2tf, and where it fails, once more with the remedy it offers for the failure:
+    """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` holding the
+    model (onnx2tf overwrites its input with its simplified graph), and where it fails, once
+    more with the remedy it offers for the failure:
 
     - a converter missing for an op the model (``model_ops``) does not have: onnxsim, which
       onnx2tf runs first, wrote it (it fuses attention into ONNX's Attention), so the retry
@@ -182,6 +209,13 @@ def convert(
 
     Returns the seconds spent and the remedy applied (``{}``, ``{"onnxsim": False}`` or
     ``{"auto_param_replacement": JSON}``); a failure that outlives its remedy names both."""
+    given = Path(argv[argv.index("-i") + 1])
+
+    def fresh_copy() -> None:
+        shutil.rmtree(given.parent, ignore_errors=True)
+        shutil.copytree(source, given.parent)
+
+    fresh_copy()
     try:
         return run_onnx2tf(argv, cwd, report), {}
     except ConversionFailure as failure:
@@ -191,6 +225,7 @@ def convert(
         extra, applied, what = retry
         report.warn(f"onnx2tf failed; trying again with {what}")
         started = time.perf_counter()
+        fresh_copy()
         try:
             run_onnx2tf([*argv, *extra], cwd, report)
         except ConversionFailure as again:

@@ -16,6 +16,8 @@
   builtins for (`expand_erf`): as TensorFlow's Erf only the Flex delegate runs it.
 - A pooling window as large as its input (a global pool written with a huge kernel) becomes
   the global pool it is (`..pooling`): onnx2tf would pad the input to the kernel's size.
+- A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`): onnx2tf
+  folds a Mul into the Div after it and can lose the Div's input.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -218,6 +220,70 @@ def expand_erf(model: Any, report: Report) -> list[str]:
     return rewritten
 
 
+def divisions_as_products(model: Any) -> list[str]:
+    """Rewrite each Div by a float constant (an attention's ``/ sqrt(d)``) as a Mul by its
+    reciprocal; returns the nodes rewritten. onnx2tf folds a Mul by a constant into the Div
+    after it and can then emit the divisor itself as the Div's value ("Output tensors of a
+    Functional model must be the output of a TensorFlow Layer. Found: 3.46..."); the product
+    is the same to a rounding."""
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    constants = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    constants[node.output[0]] = attr.t
+    made: dict[str, str] = {}
+    rewritten = []
+    for node in graph.node:
+        if node.op_type != "Div" or node.domain not in ("", "ai.onnx") or len(node.input) != 2:
+            continue
+        divisor = node.input[1]
+        if divisor not in made:
+            if divisor not in constants:
+                continue
+            value = numpy_helper.to_array(constants[divisor])
+            if value.dtype.kind != "f" or value.size > 1 or not np.all(np.isfinite(value)):
+                continue
+            if np.any(value == 0):
+                continue
+            reciprocal = numpy_helper.from_array(
+                (1 / value).astype(value.dtype), f"{divisor}_reciprocal"
+            )
+            graph.initializer.append(reciprocal)
+            if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
+                graph.input.append(
+                    helper.make_tensor_value_info(reciprocal.name, reciprocal.data_type, [])
+                )
+            made[divisor] = reciprocal.name
+        node.op_type = "Mul"
+        node.input[1] = made[divisor]
+        rewritten.append(node.name or node.output[0])
+    _drop_unused(model, set(made))
+    return rewritten
+
+
+def _drop_unused(model: Any, names: set[str]) -> None:
+    """Remove the initializers and Constant nodes among ``names`` that nothing reads any more
+    (onnxruntime warns about each)."""
+    graph = model.graph
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    unused = names - used
+    if not unused:
+        return
+    kept_initializers = [t for t in graph.initializer if t.name not in unused]
+    del graph.initializer[:]
+    graph.initializer.extend(kept_initializers)
+    kept_inputs = [i for i in graph.input if i.name not in unused]
+    del graph.input[:]
+    graph.input.extend(kept_inputs)
+    kept_nodes = [n for n in graph.node if not (n.op_type == "Constant" and n.output[0] in unused)]
+    del graph.node[:]
+    graph.node.extend(kept_nodes)
+
+
 def _erf_nodes(x: str, y: str, prefix: str, constants: dict[str, str]) -> list[Any]:
     """The nodes computing ``y = erf(x)`` by A&S 7.1.26 from the named ``constants``."""
     from onnx import helper
@@ -313,6 +379,9 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
     flattened = flatten_old_softmax(model, report)
     erf = expand_erf(model, report)
     pools = globalize_pools(model)
+    products = divisions_as_products(model)
+    if products:
+        report.info(f"{len(products)} division(s) by a constant written as products")
     if pools:
         report.info(
             f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
@@ -337,6 +406,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         "softmax_flattened": flattened,
         "erf_expanded": erf,
         "pools_made_global": pools,
+        "divisions_as_products": len(products),
         "renamed": renamed,
     }
 
