@@ -404,7 +404,6 @@ def _pipeline(
 ) -> PipelineReport:
     from edgehub.ops.inputs import model_inputs
     from edgehub.toolchains.registry import get_runtime
-    from edgehub.toolchains.tensors import save_npz
 
     assert request.model is not None
     model = request.model.resolve()
@@ -430,19 +429,14 @@ def _pipeline(
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))
+    if "input_data" not in profile_options and inputs and _serves_inputs(ctx, request, runtime):
+        # the arrays made above, not the profiler's own random ones: those know the ONNX
+        # model (an embedding's table size), the compiled model's do not
+        profile_options["input_data"] = inputs
+    if "input_data" in profile_options:  # the arrays given carry their shapes
+        profile_options.pop("input_shape", None)
     try:
-        with tempfile.TemporaryDirectory(prefix="edgehub-pipeline-") as scratch:
-            if (
-                "input_data" not in profile_options
-                and inputs
-                and _serves_inputs(ctx, request, runtime)
-            ):
-                # the arrays made above, not the profiler's own random ones: those know the
-                # ONNX model (an embedding's table size), the compiled model's do not
-                profile_options["input_data"] = save_npz(Path(scratch) / "inputs.npz", inputs)
-            if "input_data" in profile_options:  # the arrays given carry their shapes
-                profile_options.pop("input_shape", None)
-            profile = runtime.profiler(**profile_options).run(ctx, compiled)
+        profile = runtime.profiler(**profile_options).run(ctx, compiled)
     except GpuUnavailableError as why:
         ctx.events.warning(f"pipeline stops after compile: {why}")
         return PipelineReport(compile=summarize(compiled), stopped_after_compile=str(why))
