@@ -188,6 +188,10 @@ class ConversionFailure(ModelError):
         self.tool = tool
         self.reason = reason
 
+    @property
+    def kind(self) -> str:
+        return "ModelError"  # the host knows the protocol's kinds, not this detail
+
 
 def convert(
     argv: list[str],
