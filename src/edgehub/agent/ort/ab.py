@@ -107,7 +107,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     )
     inputs: dict[str, list[Arrays]] = {}
     for side in SIDES:
-        specs = input_specs(sessions[0][side], models[side])
+        specs = input_specs(sessions[0][side], models[side] if input_data is None else None)
         inputs[side] = prepare_inputs(specs, input_data, raw_shape, request.input_seed, report)
 
     # 2. the same warm-up for every session, interleaved

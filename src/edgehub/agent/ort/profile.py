@@ -186,7 +186,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         session = create_session(path, options, providers)
         created = time.perf_counter_ns() - start
         if index == 0:
-            specs = input_specs(session, path)
+            specs = input_specs(session, path if input_data is None else None)
             inputs = prepare_inputs(specs, input_data, raw_shape, seed, report)
         start = time.perf_counter_ns()
         _run_once(session, inputs[0])

@@ -78,8 +78,9 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
 
 
 def input_specs(session: Any, model_path: Path | None = None) -> list[TensorSpec]:
-    """The session's inputs; given the session's ``model_path``, an integer input that indexes
-    a table carries the table's size (`..models.index_limits`), which random values stay below."""
+    """The session's inputs; given the session's ``model_path`` (callers pass it only where
+    random inputs are made: it reads the graph again), an integer input that indexes a table
+    carries the table's size (`..models.index_limits`), which random values stay below."""
     specs = [TensorSpec.from_ort(arg) for arg in session.get_inputs()]
     limits = _index_limits(model_path) if model_path is not None else {}
     for spec in specs:
