@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import DeviceUnhealthyError, EdgehubError, EnvironmentProblem
+from edgehub.text import visible
 
 if TYPE_CHECKING:
     from edgehub.acquire.labgrid_pool import PlaceInfo
@@ -93,7 +94,7 @@ class BoardHealth:
 
 
 def _clean(text: str) -> str:
-    return "".join(c if c.isprintable() else "?" for c in text.strip())[:_ERROR_MAX]
+    return visible(text.strip()[:_ERROR_MAX])[:_ERROR_MAX]
 
 
 def _number(value: object) -> float | None:

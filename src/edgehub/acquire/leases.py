@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
+from edgehub.text import visible
 
 __all__ = [
     "LeaseHolder",
@@ -115,7 +116,8 @@ def lease_holder(board: str, lease_dir: Path | None = None) -> LeaseHolder | Non
 
 
 def _text(value: Any, limit: int) -> str:
-    return "".join(c if c.isprintable() else "?" for c in str(value)[:limit])
+    """A field another process wrote, shown in messages: escaped, at most ``limit`` long."""
+    return visible(str(value)[:limit])[:limit]
 
 
 def _read_record(fd: int) -> LeaseHolder | None:

@@ -104,7 +104,7 @@ def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from edgehub.cli import signals
+    from edgehub.cli import signals, terminal
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -116,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signals.install()
     reaper = None if args.command == "doctor" else _reap_in_background()
     try:
-        code: int = args.handler(args)
+        with terminal.guarded():  # what a command prints is shown escaped (edgehub.text)
+            code: int = args.handler(args)
         return code
     except EdgehubError as error:
         if args.debug:
@@ -158,7 +159,9 @@ def signal_name(signum: int) -> str:
 
 
 def _print_error(message: str) -> None:
-    text = " ".join(message.split())  # one line, always
+    from edgehub.text import visible
+
+    text = visible(" ".join(message.split()))  # one line, always; it may quote outside text
     print(f"hub: error: {text}", file=sys.stderr)
 
 

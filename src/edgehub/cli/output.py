@@ -16,7 +16,9 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from edgehub.cli.terminal import raw
 from edgehub.events import EventSink, LogEvent
+from edgehub.text import visible
 
 __all__ = ["LogPrinter", "ProgressBar", "print_json", "table"]
 
@@ -42,23 +44,24 @@ class ProgressBar:
         return out.getvalue()
 
     def update(self, label: str, done: float, total: float | None) -> None:
+        label = visible(label)  # may name a file or a device; the bar writes raw below
         if total:
             fraction = max(0.0, min(1.0, done / total))
             if self.tty:
                 count = f"{done:g}/{total:g}"
-                self.stream.write(f"\r{self._bar(fraction)} {count:>9} {label[:60]:<60}")
+                raw(self.stream).write(f"\r{self._bar(fraction)} {count:>9} {label[:60]:<60}")
                 self.stream.flush()
                 self._shown = True
             elif fraction >= 1.0 or fraction - self._last_plain >= 0.25:
                 self._last_plain = fraction
                 self.stream.write(f"{label}: {math.floor(fraction * 100)}%\n")
         elif self.tty:
-            self.stream.write(f"\r{label[:90]:<90}")
+            raw(self.stream).write(f"\r{label[:90]:<90}")
             self._shown = True
 
     def clear(self) -> None:
         if self.tty and self._shown:
-            self.stream.write("\r" + " " * 110 + "\r")
+            raw(self.stream).write("\r" + " " * 110 + "\r")
             self.stream.flush()
             self._shown = False
 
@@ -87,7 +90,9 @@ class LogPrinter:
             prefix = {"stdout": "  | ", "stderr": "  | ", "warning": "warning: ", "error": ""}
             if event.kind == "error":
                 return  # the CLI prints the error itself, once
-            self.stream.write(f"{prefix.get(event.kind, '')}{event.message}\n")
+            # a device's output line, or a message quoting one: shown escaped, never obeyed
+            message = visible(event.message, lines=True)
+            raw(self.stream).write(f"{prefix.get(event.kind, '')}{message}\n")
             self.stream.flush()
 
     def done(self) -> None:
@@ -107,10 +112,7 @@ def _cell(value: Any) -> str:
         if value == 0 or 1e-3 <= abs(value) < 1e6:
             return f"{value:.4g}" if abs(value) < 1 else f"{value:,.3f}".rstrip("0").rstrip(".")
         return f"{value:.3e}"
-    text = str(value)  # stored values can come from a device: no terminal control characters
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return visible(str(value))  # stored values can come from a device or a bundle
 
 
 class _Drawn(io.StringIO):
@@ -147,4 +149,5 @@ def table(
     drawn = _Drawn(getattr(out, "encoding", None))
     width = shutil.get_terminal_size().columns if tty else 1 << 16
     Console(file=drawn, force_terminal=tty, width=width, legacy_windows=False).print(grid)
-    out.write("".join(line.rstrip() + "\n" for line in drawn.getvalue().splitlines()))
+    # the cells are escaped; what else is drawn is Rich's own (colours on a terminal)
+    raw(out).write("".join(line.rstrip() + "\n" for line in drawn.getvalue().splitlines()))

@@ -16,7 +16,9 @@ from typing import NoReturn
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 
+from edgehub.text import visible
 from edgehub.tui.clock import Clock
 from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import DiskRead, ProjectState
@@ -70,6 +72,21 @@ class EdgehubApp(App[int]):
         )
         for name in SCREENS:
             self.add_mode(name, partial(self.screens_ahead.take, name))
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (the screens' too): plain text (``markup=False``), which often
+        quotes an error or a device's words, is shown with its control characters escaped."""
+        if not markup:
+            message, title = visible(message, lines=True), visible(title)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
         from edgehub.toolchains.registry import runtime_names
@@ -375,7 +392,7 @@ def run(argv: list[str] | None = None) -> int:
             return serve(args.config, args.port)
         app = EdgehubApp(args.config)
     except EdgehubError as error:
-        print(f"hub-tui: {error}", file=sys.stderr)
+        print(f"hub-tui: {visible(str(error))}", file=sys.stderr)
         return error.exit_code
     code = app.run()
     if isinstance(code, int):

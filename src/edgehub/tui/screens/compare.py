@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Label, Static
 
+from edgehub.text import visible
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import Comparison
 from edgehub.tui.screens.base import HubScreen
@@ -62,7 +63,8 @@ class CompareScreen(HubScreen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         row = self._rows.get(str(event.row_key.value)) if event.row_key else None
         full = self.query_one("#compare-full", Static)
-        full.update("" if row is None else f"{row[0]}\n a: {row[1]}\n b: {row[2]}  {row[3]}")
+        shown = [] if row is None else [visible(str(value)) for value in row]
+        full.update(f"{shown[0]}\n a: {shown[1]}\n b: {shown[2]}  {shown[3]}" if shown else "")
 
     def action_toggle_differences(self) -> None:
         self.only_differences = not self.only_differences

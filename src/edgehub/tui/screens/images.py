@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Label, Log, ProgressBar
 
+from edgehub.text import visible
 from edgehub.tui.messages import BuildProgress
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
@@ -78,9 +79,9 @@ class ImagesScreen(HubScreen):
         if name == "build":
             self.building = None
             self._stop_bar()  # no bar animating on
-            self.query_one("#build-status", Label).update(f"build failed: {error}")
+            self.query_one("#build-status", Label).update(visible(f"build failed: {error}"))
             for line in getattr(error, "log_tail", []):
-                self.query_one("#build-log", Log).write_line(line)
+                self.query_one("#build-log", Log).write_line(visible(line, lines=True))
 
     def _show(self, statuses: list[Any]) -> None:
         table = self.query_one(DataTable)
@@ -126,7 +127,7 @@ class ImagesScreen(HubScreen):
         return build_images(self.state.project, [runtime], progress=progress)
 
     def on_build_progress(self, message: BuildProgress) -> None:
-        self.query_one("#build-log", Log).write_line(message.label)
+        self.query_one("#build-log", Log).write_line(visible(message.label, lines=True))
         bar = self.query_one("#build-progress", ProgressBar)
         if message.steps:
             bar.update(total=message.steps, progress=message.step)

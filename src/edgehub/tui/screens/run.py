@@ -28,6 +28,7 @@ from textual.widgets import (
 from edgehub.errors import EdgehubError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.execute import STEPS, ExecRequest
+from edgehub.text import visible
 from edgehub.tui.eval_form import EVAL_FIELDS, EVAL_STEP
 from edgehub.tui.messages import LinesReady, RunEnded
 from edgehub.tui.run_summary import summary_lines
@@ -140,7 +141,7 @@ class RunScreen(HubScreen):
             else:
                 components = step_components(get_runtime(runtime or ""), step or "")
         except EdgehubError as error:
-            await box.mount(Label(str(error), classes="message", markup=False))
+            await box.mount(Label(visible(str(error)), classes="message", markup=False))
             return
         for name, component in components.items():
             form = FieldForm(

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Header, Label, Log, TabbedContent, TabPane
 
+from edgehub.text import visible
 from edgehub.tui.accuracy_data import Accuracy
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import RunDetail
@@ -81,8 +82,9 @@ class RunDetailScreen(HubScreen):
             f"{row.runtime or '-'} on {row.device or '-'}  started {clock.when(row.started_at)}  "
             f"took {clock.took(row.started_at, row.ended_at)}"
         )
+        title = visible(title)  # a name or error may come from a bundle or a device
         if detail.error:
-            title += f"\nerror: {detail.error}"
+            title += f"\nerror: {visible(detail.error)}"
         self.query_one("#run-title", Label).update(title)
         sections: dict[str, dict[str, Any]] = {
             "metrics": detail.metrics,
@@ -94,7 +96,8 @@ class RunDetailScreen(HubScreen):
             table = self.query_one(f"#table-{name}", DataTable)
             table.clear()
             table.add_rows([plain(key, _text(value)) for key, value in sorted(values.items())])
-        self.query_one("#run-log", Log).write_lines(detail.log_lines or ["(no log recorded)"])
+        shown = [visible(line, lines=True) for line in detail.log_lines]
+        self.query_one("#run-log", Log).write_lines(shown or ["(no log recorded)"])
         self.query_one("#histogram", LatencyHistogram).show_samples(detail.samples_us)
         if not detail.samples_us:
             self.query_one("#run-tabs", TabbedContent).active = "tab-metrics"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Label
 
+from edgehub.text import visible
+
 __all__ = ["ConfigBanner", "banner_text"]
 
 
@@ -12,7 +14,7 @@ LIMIT = 300  # characters of the error shown
 
 def banner_text(error: str) -> str:
     """The banner's words; control characters quoted from the file are shown escaped."""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in error)
+    shown = visible(error)
     if len(shown) > LIMIT:
         shown = shown[: LIMIT - 1] + "…"
     return (

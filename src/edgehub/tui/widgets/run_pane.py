@@ -14,6 +14,7 @@ from textual.containers import Vertical
 from textual.widgets import Label, Log, ProgressBar
 
 from edgehub.events import LogEvent
+from edgehub.text import visible
 from edgehub.tui.clock import Clock
 from edgehub.tui.line_buffer import LineBuffer
 
@@ -26,9 +27,11 @@ _WAITING = "; waiting (up to "  # how a lease wait is told (acquire.leases)
 
 
 def _line(event: LogEvent) -> str:
+    """The pane's line for ``event``: a `Log` shows text as written (no markup) but passes
+    escapes on to the terminal, so a device's line is shown with `visible`."""
+    message = visible(event.message, lines=True)
     if event.kind in ("stdout", "info"):
-        return event.message
-    message = event.message
+        return message
     if _WAITING in message and f" pid {os.getpid()} " in message:  # another run of this TUI
         device = message.split(" is held by ", 1)[0]
         message = f"{device} is in use by another run of this hub-tui; waiting for it to end"
@@ -106,4 +109,4 @@ class RunPane(Vertical):
         bar.update(total=1, progress=1)
         self.query_one(".status", Label).update(self._status_text())
         log = self.query_one(Log)
-        log.write_lines(summary)
+        log.write_lines([visible(line, lines=True) for line in summary])
