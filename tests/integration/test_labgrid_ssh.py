@@ -42,6 +42,7 @@ def test_a_profile_runs_on_the_board_the_place_names(
     known_hosts = write_known_hosts(
         tmp_path / "known_hosts", device.known_hosts_name, device.host_keys
     )
+    monkeypatch.setenv("EDGEHUB_KNOWN_HOSTS", str(known_hosts))  # the user allows the project's
     (tmp_path / "hub.toml").write_text(
         '[project]\nname = "lab"\n\n[devices.board]\nprovider = "ssh"\n\n'
         f'[devices.board.ssh]\nhost = "{device.host}"\nuser = "{device.username}"\n'

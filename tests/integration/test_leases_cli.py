@@ -236,7 +236,7 @@ def test_two_boards_on_different_ports_measure_at_once(
         other.exec("sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "-", device.public_key, keys)
         project = tmp_path / "proj"
         (project / "home").mkdir(parents=True)
-        known = project / "known_hosts"
+        known = tmp_path / "known_hosts"  # beside the project: a project's own would not vouch
         known.write_text(
             "".join(f"{d.known_hosts_name} {k}\n" for d in (device, other) for k in d.host_keys)
         )

@@ -87,6 +87,7 @@ def project(
     known.write_text(
         "".join(f"{d.known_hosts_name} {key}\n" for d in (device, second) for key in d.host_keys)
     )
+    monkeypatch.setenv("EDGEHUB_KNOWN_HOSTS", str(known))  # the user allows the project's file
     text = '[project]\nname = "healing"\nquarantine_after = 3\n'
     for name, place in (("board1", "b1"), ("pool", "b*")):
         text += (

@@ -32,7 +32,7 @@ def _write(project: Path, device: SSHDevice, name: str, host: str) -> None:
         f'[devices.{name}]\nprovider = "embedl_onnxruntime"\n\n'
         f'[devices.{name}.ssh]\nhost = "{host}"\nuser = "{device.username}"\n'
         f'port = {device.port}\nkey = "{device.private_key}"\n'
-        f'known_hosts = "{project / "known_hosts"}"\n'
+        f'known_hosts = "{project.parent / "known_hosts"}"\n'  # beside the project, not in it
     )
     (project / "grid.toml").write_text(
         f'[sweep]\nstep = "profile"\nmodels = ["model.onnx"]\ndevices = ["{name}"]\n'
@@ -68,7 +68,7 @@ def test_resume_follows_the_board_not_the_name(device: SSHDevice, tmp_path: Path
     shutil.copy(MODEL, project / "model.onnx")
     keys = device.known_hosts.read_text()
     other_name = keys.replace(device.known_hosts_name, f"[localhost]:{device.port}")
-    (project / "known_hosts").write_text(keys + other_name)
+    (project.parent / "known_hosts").write_text(keys + other_name)
 
     _write(project, device, "edge", device.host)
     first, _ = sweep(project)
@@ -99,7 +99,7 @@ def test_timeout_stops_the_command_on_an_ssh_device(device: SSHDevice, tmp_path:
     project = tmp_path / "proj"
     (project / "home").mkdir(parents=True)
     shutil.copy(MODEL, project / "model.onnx")
-    (project / "known_hosts").write_text(device.known_hosts.read_text())
+    (project.parent / "known_hosts").write_text(device.known_hosts.read_text())
     _write(project, device, "edge", device.host)
     env = {**os.environ, "HOME": str(project / "home")}
     env.pop("SSH_AUTH_SOCK", None)

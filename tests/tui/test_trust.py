@@ -27,10 +27,11 @@ def _project(tmp_path: Path, device: SSHDevice, known_hosts: Path) -> Path:
 
 
 async def test_trust_shows_the_fingerprint_and_writes_only_after_yes(
-    device: SSHDevice, tmp_path: Path
+    device: SSHDevice, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     known_hosts = tmp_path / "known_hosts"
     known_hosts.write_text("")
+    monkeypatch.setenv("EDGEHUB_KNOWN_HOSTS", str(known_hosts))  # the user allows the project's
     app = EdgehubApp(_project(tmp_path, device, known_hosts))
     async with app.run_test(size=(100, 30)) as pilot:
         table = app.screen.query_one("#devices", DataTable)

@@ -574,7 +574,9 @@ def test_to_devices_builds_runners_and_configs(devices_config: HubConfig, tmp_pa
     devices = {
         device.name: device
         for device in to_devices(
-            devices_config, component_lookup=fake_lookup, environ={"JETSON_PASSWORD": "s3cret"}
+            devices_config,
+            component_lookup=fake_lookup,
+            environ={"JETSON_PASSWORD": "s3cret", "EDGEHUB_PASSWORD_ENVS": "JETSON_PASSWORD"},
         )
     }
     assert list(devices) == ["local", "rpi", "jetson", "s24", "bench"]
@@ -590,6 +592,8 @@ def test_to_devices_builds_runners_and_configs(devices_config: HubConfig, tmp_pa
     assert (ssh.host, ssh.username, ssh.port, ssh.password) == ("192.168.1.20", "pi", 2222, None)
     assert ssh.private_key_path == tmp_path / "home" / ".ssh" / "id_ed25519"
     assert ssh.known_hosts == tmp_path / "keys" / "known_hosts"
+    # a known_hosts file inside the project does not vouch on its own: refused on first use
+    assert ssh.unusable is not None and "devices.rpi.ssh.known_hosts" in ssh.unusable
     assert (ssh.connect_timeout, ssh.keepalive_s) == (5.0, 0.0)
     assert (ssh.keepalive_count, ssh.step_timeout) == (5, None)  # 0: no step limit
     assert rpi.spec.device_name == "Raspberry Pi 5"
@@ -632,10 +636,11 @@ def test_missing_password_env_names_line_and_fails_only_that_device(
     from edgehub.runners.ssh import SSHCommandRunner
 
     monkeypatch.chdir(tmp_path)
-    every = to_devices(devices_config, component_lookup=fake_lookup, environ={})
+    allowed = {"EDGEHUB_PASSWORD_ENVS": "JETSON_PASSWORD"}  # allowed by the user, but not set
+    every = to_devices(devices_config, component_lookup=fake_lookup, environ=allowed)
     devices = {device.name: device for device in every}
     assert isinstance(devices["rpi"].runner, SSHCommandRunner)
-    jetson = to_device(devices_config, "jetson", environ={})
+    jetson = to_device(devices_config, "jetson", environ=allowed)
     assert jetson.runner is not None
     with pytest.raises(ConfigError) as info:
         jetson.runner.run(["true"])  # refused before any connection is tried

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from edgehub.errors import UsageError
+from edgehub.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:
     from edgehub.acquire.labgrid_pool import PlaceInfo
@@ -68,6 +68,9 @@ def hold(
     ``timeout`` bounds the wait for the board (None: the lease's default hour); ``command`` is
     what a waiter is told holds it; ``events`` hears waits, take-overs and failed checks;
     ``cancelled(seconds)`` sleeps and returns True to give up (`OperationCancelled`)."""
+    refused = _unusable(device)
+    if refused is not None:  # the configuration, not the board: no lease, no probe, no count
+        raise ConfigError(refused)
     check = _probe_board if probe else None
     with _board(config, device, timeout, command, events, cancelled, check) as place:
         if place is None or not place.address or device.provider_type == "local":
@@ -152,6 +155,15 @@ def _board(
                 return
     finally:
         pool.close()
+
+
+def _unusable(device: Device) -> str | None:
+    """Why ``device``'s SSH settings cannot be used as configured (a secret or known_hosts file
+    the user did not allow, an unset password variable), or None."""
+    from edgehub.runners.protocol import SupportsSSHAddress
+
+    runner = device.runner
+    return runner.ssh_address.unusable if isinstance(runner, SupportsSSHAddress) else None
 
 
 def _probe_board(device: Device, place: PlaceInfo | None) -> None:

@@ -134,7 +134,7 @@ def _secret_message(table: KeyPath, name: str) -> str:
         return (
             f"{full}: passwords are never stored in hub.toml; use a key file "
             f'(key = "~/.ssh/id_ed25519") or the SSH agent, or name an environment variable '
-            f'that holds it (password_env = "MY_DEVICE_PASSWORD")'
+            f'that holds it (password_env = "EDGEHUB_SSH_PASSWORD_MYDEVICE")'
         )
     return f"{full}: secrets are never stored in hub.toml; set them in the environment instead"
 

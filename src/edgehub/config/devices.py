@@ -4,7 +4,9 @@
 - ``qai_hub`` / ``aws``: no runner; ``spec`` is the catalog device name.
 - a device with ``ssh``: an `SSHCommandRunner` (built here, connected only when used); ``~`` and
   paths relative to hub.toml are resolved in ``key`` and ``known_hosts``; the password, if any,
-  is read from the variable ``password_env`` names.
+  is read from the variable ``password_env`` names. Neither that variable nor a ``known_hosts``
+  file inside the project is used unless the user allowed it (`edgehub.config.user_trust`):
+  otherwise the runner refuses on first use, before connecting.
 - any other device: a `LocalCommandRunner` (the provider's tool runs on this host).
 - every provider with a settings table (``docker``, ``embedl_onnxruntime``, ``trtexec``, a
   runtime's own): its `ProviderConfig` dataclass built from the table (defaults when absent);
@@ -24,6 +26,7 @@ from typing import Any
 
 from edgehub.config.schema import DeviceSection, HubConfig, SSHSection
 from edgehub.config.settings import ProviderSettings, settings_table
+from edgehub.config.user_trust import known_hosts_refusal, password_env_refusal
 from edgehub.core.device.runner import CommandRunner
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
 from edgehub.errors import ConfigError, DeviceError
@@ -59,7 +62,8 @@ def to_devices(
 ) -> list[Device]:
     """A `Device` for every device in ``config``, in file order (the implicit ``local`` last).
 
-    ``environ`` (default `os.environ`) supplies SSH passwords named by ``password_env``.
+    ``environ`` (default `os.environ`) supplies SSH passwords named by ``password_env`` and
+    the user's allow-lists (`edgehub.config.user_trust`).
     """
     return [
         _device(config, section, component_lookup, environ) for section in config.devices.values()
@@ -121,8 +125,11 @@ def _ssh_runner(
 ) -> CommandRunner:
     from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
-    password = unusable = None
-    if ssh.password_env is not None:
+    password = None
+    unusable = password_env_refusal(config, name, ssh, environ) or known_hosts_refusal(
+        config, name, ssh, environ
+    )
+    if ssh.password_env is not None and unusable is None:
         password = (os.environ if environ is None else environ).get(ssh.password_env)
         if password is None:  # only this device fails, and only when it is used
             where = config.where(("devices", name, "ssh", "password_env"))

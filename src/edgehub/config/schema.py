@@ -23,8 +23,8 @@ its parents. Every table and key is optional unless marked *required*::
     user = "pi"                # required
     port = 22
     key = "~/.ssh/id_ed25519"  # private key; '~' and paths relative to hub.toml are resolved
-    known_hosts = "~/.ssh/known_hosts"
-    password_env = "RPI_PASSWORD"   # read the password from this environment variable
+    known_hosts = "~/.ssh/known_hosts"  # one inside the project: only where the user allows it
+    password_env = "EDGEHUB_SSH_PASSWORD_RPI"  # read the password from this variable (see below)
     connect_timeout = 10.0     # seconds
     keepalive = 15.0           # seconds of silence before a keepalive; 0 turns them off
     keepalive_count = 3        # unanswered keepalives before the device counts as gone
@@ -74,7 +74,12 @@ components, a qualified name in quotes (``"mypkg.components.MyCompiler"``). An o
 starts from the device's settings table: keys it leaves out keep the device's values.
 
 Secrets are never stored in hub.toml: a ``password`` (or token) key is refused. Use a key file
-or the SSH agent, or name an environment variable with ``password_env``.
+or the SSH agent, or name an environment variable with ``password_env``. A hub.toml comes with a
+repository, so it cannot choose a secret on its own: the variable must start with
+``EDGEHUB_SSH_PASSWORD`` or be one the user allowed (``$EDGEHUB_PASSWORD_ENVS``, or
+``password_envs`` in ``~/.config/edgehub/trust.toml``); likewise a ``known_hosts`` file inside
+the project vouches for a host only once the user allows it (``$EDGEHUB_KNOWN_HOSTS``, or
+``known_hosts`` in trust.toml). See `edgehub.config.user_trust`.
 
 If no device is named ``local``, an implicit one (``provider = "local"``, no limits) is added
 after the declared devices. A device named ``local`` without a ``provider`` gets ``"local"``;

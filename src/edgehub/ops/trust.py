@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgehub.errors import DeviceError
+from edgehub.errors import ConfigError, DeviceError
 
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
@@ -26,8 +26,13 @@ def ssh_config_of(project: Project, name: str) -> SSHConfig:
     if name not in project.config.devices:
         known = ", ".join(project.config.devices) or "none"
         raise DeviceError(f"no device {name!r} in hub.toml (devices: {known})")
+    from edgehub.config.user_trust import known_hosts_refusal
     from edgehub.runners.protocol import SupportsSSHAddress
 
+    ssh = project.config.devices[name].ssh
+    refused = known_hosts_refusal(project.config, name, ssh) if ssh is not None else None
+    if refused is not None:  # a key added there would still not vouch for the host
+        raise ConfigError(refused)
     runner = to_device(project.config, name).runner
     if not isinstance(runner, SupportsSSHAddress):
         raise DeviceError(
