@@ -6,13 +6,14 @@ real-looking dataset, checked in ONNX Runtime, cached by content.
     python benchmarks/corpus/build.py --list           # the catalog
     python benchmarks/corpus/build.py --out DIR        # somewhere else than the cache
 
-The models are made in a builder venv of their own, ``$EDGEHUB_CACHE_DIR/corpus-venv``
-(default ``~/.cache/edgehub``), created once from pinned packages: a CPU build of torch
-(installed from the wheel file on this machine when there is one), transformers, onnx,
-onnxscript, onnxruntime and scikit-image. Nothing is fetched at build time but those
+The models are made in a builder venv of their own, ``corpus-venv`` in edgehub's cache
+folder (``$EDGEHUB_CACHE_DIR``, else ``$XDG_CACHE_HOME/edgehub`` or ``~/.cache/edgehub``),
+created once from pinned packages: a CPU build of torch (installed from the wheel file on
+this machine when there is one), transformers, onnx, onnxscript, onnxruntime and
+scikit-image. Nothing is fetched at build time but those
 packages: weights are random (``from_config``), images are scikit-image's bundled photos.
 
-The corpus goes to ``$EDGEHUB_CACHE_DIR/corpus/<key>``, where the key hashes this folder's
+The corpus goes to ``corpus/<key>`` in that cache folder, where the key hashes this folder's
 Python files, the pins and the Python version: a second run with nothing changed builds
 nothing. Models are built in subprocesses (two at a time on two cores), so one failure only
 costs that model; failures are listed and the exit status is 1. Progress goes to stderr; the
@@ -56,7 +57,10 @@ def say(text: str) -> None:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("EDGEHUB_CACHE_DIR") or Path.home() / ".cache" / "edgehub")
+    """edgehub's one cache folder (`edgehub.paths.cache_subdir`: made private and checked)."""
+    from edgehub.paths import cache_subdir
+
+    return cache_subdir()
 
 
 def torch_wheel() -> Path | None:

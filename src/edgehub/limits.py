@@ -22,6 +22,7 @@ __all__ = [
     "FetchLimits",
     "LogLimits",
     "ResultLimits",
+    "env_seconds",
     "env_size",
     "human_size",
 ]
@@ -42,6 +43,21 @@ def env_size(name: str, default: int, environ: Mapping[str, str] | None = None) 
             "or T (e.g. 16G)"
         )
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+def env_seconds(name: str, default: float = 0.0) -> float:
+    """The seconds (a finite number >= 0) in environment variable ``name``, else ``default``;
+    anything else is refused naming the variable, never read as the default."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{name}={text!r} is not a number of seconds >= 0; e.g. {name}=300")
+    return value
 
 
 def human_size(size: int) -> str:

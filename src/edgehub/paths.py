@@ -1,11 +1,21 @@
-"""Path aliases of the public API, and where edgehub keeps its caches."""
+"""Path aliases of the public API, and where edgehub keeps its caches and the user's config."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path, PurePosixPath
 
-__all__ = ["LocalPath", "RemotePath", "cache_dir", "is_remote"]
+__all__ = [
+    "LocalPath",
+    "RemotePath",
+    "cache_dir",
+    "cache_subdir",
+    "existing_cache_subdir",
+    "is_remote",
+    "user_config_dir",
+]
 
 LocalPath = Path
 RemotePath = PurePosixPath
@@ -17,6 +27,137 @@ def is_remote(path: object) -> bool:
 
 
 def cache_dir() -> Path:
-    """edgehub's cache folder: ``$EDGEHUB_CACHE_DIR``, by default ``~/.cache/edgehub``."""
-    root = os.environ.get("EDGEHUB_CACHE_DIR")
-    return Path(root).expanduser() if root else Path.home() / ".cache" / "edgehub"
+    """edgehub's one cache folder, the only place any cache of edgehub lives:
+    ``$EDGEHUB_CACHE_DIR``, else ``$XDG_CACHE_HOME/edgehub``, else ``~/.cache/edgehub``.
+
+    A variable that is set but not an absolute path (after ``~``) is refused, naming it: it is
+    never replaced by the default. Only the location: `cache_subdir` makes and checks folders."""
+    for name, suffix, example in (
+        ("EDGEHUB_CACHE_DIR", (), "~/.cache/edgehub"),
+        ("XDG_CACHE_HOME", ("edgehub",), "~/.cache"),
+    ):
+        value = os.environ.get(name)
+        if value:
+            root = Path(value).expanduser()
+            if not root.is_absolute():
+                from edgehub.errors import UsageError
+
+                raise UsageError(
+                    f"{name}={value!r} is not an absolute path; set it to an absolute folder "
+                    f"(e.g. {example}) or unset it"
+                )
+            return root.joinpath(*suffix)
+    return Path.home() / ".cache" / "edgehub"
+
+
+def cache_subdir(*parts: str) -> Path:
+    """The folder ``cache_dir()/parts…``, made where missing (mode 0700), with every folder from
+    the cache folder down checked before anything is written in it (`_private_folder`)."""
+    root = cache_dir()
+    root.parent.mkdir(parents=True, exist_ok=True)  # the user's own (~/.cache): may be a link
+    fd = _private_folder(None, str(root), root, top=True, create=True)
+    path = root
+    try:
+        for part in parts:
+            path = path / part
+            inner = _private_folder(fd, part, path, top=False, create=True)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    return path
+
+
+def existing_cache_subdir(*parts: str) -> Path | None:
+    """`cache_subdir` without making anything: None where a folder on the way is missing."""
+    root = cache_dir()
+    try:
+        fd = _private_folder(None, str(root), root, top=True, create=False)
+    except FileNotFoundError:
+        return None
+    path = root
+    try:
+        for part in parts:
+            path = path / part
+            try:
+                inner = _private_folder(fd, part, path, top=False, create=False)
+            except FileNotFoundError:
+                return None
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    return path
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _private_folder(parent: int | None, name: str, path: Path, *, top: bool, create: bool) -> int:
+    """An open descriptor of folder ``name`` (in the folder ``parent`` is open on; ``path``
+    for messages), made 0700 when ``create`` and missing. It must be a real folder (never
+    followed through a link) of this user; a folder of ours inside the cache that others may
+    read or write is made 0700 through its descriptor, and the cache folder itself (``top``,
+    which may be the user's own choice) must not be writable by others. Anything else is
+    refused: `~edgehub.errors.EnvironmentProblem` naming the path."""
+    if create:
+        try:
+            os.mkdir(name, 0o700, dir_fd=parent)
+        except FileExistsError:
+            pass
+    found = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    flags = _DIRECTORY
+    if top and stat.S_ISLNK(found.st_mode) and found.st_uid == os.geteuid():
+        # the user's own link for the whole cache (to another disk): its target is checked
+        flags &= ~os.O_NOFOLLOW
+        found = os.stat(name, dir_fd=parent)
+    problem = _problem(found, top)
+    if problem is None:
+        try:
+            fd = os.open(name, flags, dir_fd=parent)
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            problem = "is a symbolic link or not a folder"
+        else:
+            now = os.fstat(fd)
+            problem = (
+                _problem(now, top)
+                if (now.st_dev, now.st_ino)
+                == (
+                    found.st_dev,
+                    found.st_ino,
+                )
+                else "changed while it was checked"
+            )
+            if problem is None:
+                if not top and stat.S_IMODE(now.st_mode) & 0o077:
+                    os.fchmod(fd, 0o700)  # ours: through the descriptor, never a link
+                return fd
+            os.close(fd)
+    from edgehub.errors import EnvironmentProblem
+
+    raise EnvironmentProblem(
+        f"cache folder {path} {problem}; edgehub will not use it: remove it, or set "
+        "EDGEHUB_CACHE_DIR to a folder of your own"
+    )
+
+
+def _problem(found: os.stat_result, top: bool) -> str | None:
+    if stat.S_ISLNK(found.st_mode):
+        return "is a symbolic link"
+    if not stat.S_ISDIR(found.st_mode):
+        return "is not a folder"
+    if found.st_uid != os.geteuid():
+        return f"belongs to another user (uid {found.st_uid})"
+    if top and stat.S_IMODE(found.st_mode) & 0o022:
+        return "may be written by other users"
+    return None
+
+
+def user_config_dir() -> Path:
+    """The user's own edgehub settings, never a project's: ``$XDG_CONFIG_HOME/edgehub``, by
+    default ``~/.config/edgehub``."""
+    root = os.environ.get("XDG_CONFIG_HOME")
+    base = Path(root).expanduser() if root and Path(root).expanduser().is_absolute() else None
+    return (base or Path.home() / ".config") / "edgehub"

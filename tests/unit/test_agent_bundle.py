@@ -55,8 +55,10 @@ def test_changed_source_gives_a_new_hash_and_file(tmp_path: Path) -> None:
 
 
 def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from edgehub.paths import cache_subdir
+
     monkeypatch.setenv("EDGEHUB_CACHE_DIR", str(tmp_path))
-    built = build_agent_zipapp()
+    built = build_agent_zipapp(cache_subdir("agent"))
     assert built.parent == tmp_path / "agent"
 
 

@@ -117,7 +117,9 @@ def docker_endpoint() -> str:
     context = os.environ.get("DOCKER_CONTEXT")
     if context:
         return f"context:{context}"
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    from edgehub.runners.docker.client import docker_host
+
+    host = docker_host() or "unix:///var/run/docker.sock"
     if host.startswith("unix://"):
         return f"unix://{os.path.realpath(host[len('unix://') :])}"
     return host

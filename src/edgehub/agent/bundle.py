@@ -20,7 +20,6 @@ import functools
 import hashlib
 import importlib.util
 import marshal
-import os
 import sys
 import zipfile
 from pathlib import Path
@@ -75,12 +74,6 @@ def _hash_sources(root: Path) -> str:
     return digest.hexdigest()
 
 
-def default_cache_dir() -> Path:
-    root = os.environ.get("EDGEHUB_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "edgehub"
-    return base / "agent"
-
-
 def _entry(name: str) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
     info.compress_type = zipfile.ZIP_DEFLATED
@@ -123,14 +116,15 @@ def write_zipapp(target: Path, source_dir: Path | None = None) -> str:
     return digest
 
 
-def build_agent_zipapp(cache_dir: Path | None = None, source_dir: Path | None = None) -> Path:
+def build_agent_zipapp(cache_dir: Path, source_dir: Path | None = None) -> Path:
     """``<cache>/edgehub-agent-<hash12>-<tag>.pyz`` (``<tag>``: this interpreter's bytecode
     tag), built unless a file of that name already exists.
 
-    ``cache_dir`` defaults to ``$EDGEHUB_CACHE_DIR/agent``, else ``~/.cache/edgehub/agent``.
-    ``source_dir`` (tests) builds from another copy of the agent sources.
+    ``cache_dir``: the host's ``agent`` cache folder (``edgehub.paths.cache_subdir("agent")``;
+    this device-side package imports nothing else of edgehub). ``source_dir`` (tests) builds
+    from another copy of the agent sources.
     """
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory = Path(cache_dir)
     digest = agent_hash(source_dir)
     tag = sys.implementation.cache_tag or "source"
     target = directory / f"edgehub-agent-{digest[:12]}-{tag}.pyz"

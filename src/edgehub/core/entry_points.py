@@ -76,8 +76,15 @@ def _key() -> list[object]:
 
 
 def _cache_file() -> Path | None:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "edgehub" / "entry-points.json" if base else None
+    """``entry-points.json`` in the checked cache folder; None (no cache: the scan is done
+    anew) where it cannot be used, which the first command's own cache use refuses in a line."""
+    from edgehub.errors import EdgehubError
+    from edgehub.paths import cache_subdir
+
+    try:
+        return cache_subdir() / "entry-points.json"
+    except (OSError, EdgehubError):
+        return None
 
 
 def _read(cache: Path | None) -> dict[str, object]:
@@ -98,7 +105,6 @@ def _write(cache: Path | None, layouts: dict[str, object]) -> None:
     from edgehub.fsutil import atomic_write  # only when the cache is written, not every start
 
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(cache, json.dumps(layouts).encode("utf-8"), new_mode=0o600)
     except OSError:
         pass

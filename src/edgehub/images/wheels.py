@@ -56,10 +56,10 @@ def read_lock(path: Path) -> list[LockEntry]:
 
 
 def wheel_cache_dir() -> Path:
-    """``$EDGEHUB_CACHE_DIR/wheels``, by default ``~/.cache/edgehub/wheels``."""
-    from edgehub.paths import cache_dir
+    """``wheels`` in the cache folder (`edgehub.paths.cache_subdir`), made private."""
+    from edgehub.paths import cache_subdir
 
-    return cache_dir() / "wheels"
+    return cache_subdir("wheels")
 
 
 def _normalize(name: str) -> str:

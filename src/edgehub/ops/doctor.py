@@ -236,7 +236,10 @@ def _device_daemon_checks(project: Project) -> list[Check]:
 def _daemon_address() -> str:
     import os
 
-    if os.environ.get("DOCKER_HOST"):
-        return os.environ["DOCKER_HOST"]
+    from edgehub.runners.docker.client import docker_host
+
+    host = docker_host()  # checked by the connection this follows
+    if host:
+        return host
     context = os.environ.get("DOCKER_CONTEXT")
     return f"Docker context {context}" if context else "the default socket"

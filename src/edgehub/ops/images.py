@@ -43,11 +43,9 @@ class BuiltImage:
 
 
 def build_log_dir() -> Path:
-    from edgehub.images import wheel_cache_dir
+    from edgehub.paths import cache_subdir
 
-    path = wheel_cache_dir().parent / "logs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cache_subdir("logs")
 
 
 def _tail(path: Path, lines: int = 25) -> list[str]:

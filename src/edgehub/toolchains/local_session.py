@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -10,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.configs import DockerConfig
+from edgehub.limits import env_seconds
 from edgehub.runners.outcome import KILLED
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 
@@ -31,7 +31,7 @@ def _container(
     config = dev.get_provider_config(DockerConfig, component) or DockerConfig()
     # The runner itself says "not built; run: hub images build RUNTIME" when the tag is absent.
     image = config.image or ctx.image_tags.get(runtime) or images.image_tag(runtime)
-    keep_warm = config.keep_warm or float(os.environ.get("EDGEHUB_KEEP_WARM") or 0) or None
+    keep_warm = config.keep_warm or env_seconds("EDGEHUB_KEEP_WARM") or None
     return ctx.docker_runner(
         image, cpus=config.cpus, memory=config.memory, keep_warm=keep_warm, host=config.host
     )

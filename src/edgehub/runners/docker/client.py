@@ -11,6 +11,7 @@ Both raise `DockerAPIError` (`DockerNotFound` for 404) and satisfy `DockerClient
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -22,6 +23,7 @@ __all__ = [
     "ExecSocket",
     "build_context",
     "connect",
+    "docker_host",
     "json_messages",
     "local_client",
 ]
@@ -169,6 +171,38 @@ def json_messages(chunks: Iterable[bytes]) -> Iterator[dict[str, Any]]:
         raise DockerAPIError(0, f"the Docker daemon sent a broken message: {text[:200]!r}")
 
 
+_SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe", "fd")
+
+
+def docker_host() -> str | None:
+    """``$DOCKER_HOST``, checked: None when it is unset or empty (the default socket, or
+    ``DOCKER_CONTEXT``). A value that names no daemon (``unix://`` without an absolute socket
+    path, a scheme Docker does not know, no address) is refused in one line naming the
+    variable (`~edgehub.errors.UsageError`), never replaced by the default socket."""
+    value = os.environ.get("DOCKER_HOST")
+    if not value:
+        return None
+    scheme, sep, address = value.partition("://")
+    if not sep:
+        scheme, address = "tcp", value  # host:port, as Docker reads it
+    problem = None
+    if scheme not in _SCHEMES:
+        problem = f"has the scheme {scheme!r}, which Docker does not know ({', '.join(_SCHEMES)})"
+    elif scheme == "unix" and not address.startswith("/"):
+        problem = "names no absolute socket path"
+    elif not address.strip("/") or any(c.isspace() for c in address):
+        problem = "names no address"
+    if problem is not None:
+        from edgehub.errors import UsageError
+
+        raise UsageError(
+            f"DOCKER_HOST={value!r} {problem}; set it to a daemon's address "
+            "(unix:///var/run/docker.sock, tcp://HOST:PORT, ssh://USER@HOST) or unset it for "
+            "the default socket"
+        )
+    return value
+
+
 def local_client(timeout: float = 60.0, host: str | None = None) -> DockerClient | None:
     """The light client of a local daemon's socket, or None (a remote daemon, or no socket);
     for the reaper, which must never pay for a connection. ``host``: a daemon address other
@@ -183,8 +217,11 @@ def connect(timeout: int = 120, *, host: str | None = None) -> DockerClient:
     """A client of the daemon at ``host`` (default: the configured one, ``$DOCKER_HOST``): the
     light one for a local socket, else the SDK's connection shared by this process.
 
-    Raises `~edgehub.errors.DockerUnavailableError` when no daemon answers.
+    Raises `~edgehub.errors.DockerUnavailableError` when no daemon answers, and
+    `~edgehub.errors.UsageError` for a malformed ``$DOCKER_HOST`` (`docker_host`).
     """
+    if host is None:
+        docker_host()
     client = local_client(host=host)
     if client is None:
         from edgehub.runners.docker.sdk import SDKClient

@@ -24,6 +24,7 @@ from edgehub.runners.docker.client import (
     DockerNotFound,
     ExecSocket,
     build_context,
+    docker_host,
     json_messages,
 )
 
@@ -35,7 +36,7 @@ _TIMEOUT = 60.0
 def local_socket(address: str | None = None) -> str | None:
     """The socket path of the daemon at ``address`` (default: ``$DOCKER_HOST``'s), or ``None``
     when the SDK must decide (remote hosts, contexts, TLS) or there is no socket."""
-    host = address or os.environ.get("DOCKER_HOST", "")
+    host = address or docker_host() or ""
     if not address and (os.environ.get("DOCKER_CONTEXT") or os.environ.get("DOCKER_TLS_VERIFY")):
         return None
     if not host:

@@ -6,9 +6,10 @@ container carries it in ``EDGEHUB_OWNER`` (``host:pid:ticks``), which is how the
 the jobs a dead process left running in a shared warm container.
 
 A process that labels a container or an exec as its own also leaves an owner record (an empty
-file named by its marker in ``~/.cache/edgehub/owners``), removed by the reaper once it has
-cleaned up after that owner's death. So the reaper that runs at the start of every command
-asks the daemon only when a recorded owner has died (`dead_owner_records`).
+file named by its marker in ``owners`` of the cache folder, `edgehub.paths.cache_subdir`),
+removed by the reaper once it has cleaned up after that owner's death. So the reaper that runs
+at the start of every command asks the daemon only when a recorded owner has died
+(`dead_owner_records`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 import socket
 from pathlib import Path
 
+from edgehub.errors import EdgehubError
+from edgehub.paths import cache_subdir, existing_cache_subdir
 from edgehub.procid import owner_alive, parse_marker, start_ticks
 
 __all__ = [
@@ -45,9 +48,10 @@ WARM_KEY = "org.edgehub.warm-key"
 OWNER_ENV = "EDGEHUB_OWNER"
 
 
-def _records_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "edgehub" / "owners"
+def _records_dir(*, create: bool = False) -> Path | None:
+    """``owners`` in the cache folder (checked as `edgehub.paths.cache_subdir` does; made with
+    ``create``), or None where there is none."""
+    return cache_subdir("owners") if create else existing_cache_subdir("owners")
 
 
 _recorded: set[int] = set()
@@ -59,8 +63,8 @@ def _record_owner() -> None:
     if pid in _recorded:
         return
     try:
-        folder = _records_dir()
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _records_dir(create=True)
+        assert folder is not None
         (folder / f"{socket.gethostname()}:{pid}:{start_ticks(pid) or ''}").touch()
     except OSError:
         return  # an unwritable folder: `dead_owner_records` says "unknown" for it too
@@ -70,8 +74,11 @@ def _record_owner() -> None:
 def dead_owner_records() -> list[Path] | None:
     """The records of owners on this host that have died; None when the records cannot tell
     (no folder yet, or one this process cannot write): the daemon must be asked then."""
-    folder = _records_dir()
-    if not os.access(folder, os.W_OK | os.X_OK):
+    try:
+        folder = _records_dir()
+    except EdgehubError:
+        return None  # refused where this process records (`_record_owner`), in one line
+    if folder is None or not os.access(folder, os.W_OK | os.X_OK):
         return None
     host = socket.gethostname()
     dead = []
@@ -90,9 +97,9 @@ def forget_owner_records(records: list[Path]) -> None:
     """After a complete clean-up: remove the records of the owners it covered, and make the
     folder where there is none, so that from now on the records can tell."""
     try:
-        _records_dir().mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass
+        _records_dir(create=True)
+    except (OSError, EdgehubError):
+        pass  # the reaper never raises; this process's own use refuses in one line
     for record in records:
         try:
             record.unlink()

@@ -16,7 +16,8 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from edgehub.runners.docker.channel import channels_base
+from edgehub.errors import EdgehubError
+from edgehub.paths import existing_cache_subdir
 from edgehub.runners.docker.client import (
     DockerAPIError,
     DockerClient,
@@ -62,7 +63,10 @@ def reap(client: DockerClient | None = None, *, jobs: bool = True) -> ReapReport
     jobs in running warm containers. Never raises; without a local daemon, reaps nothing."""
     own = client is None
     if client is None:
-        client = local_client(_TIMEOUT_S)
+        try:
+            client = local_client(_TIMEOUT_S)
+        except EdgehubError:  # a malformed $DOCKER_HOST: the command itself says so
+            client = None
         if client is None:
             return ReapReport(complete=False)
     try:
@@ -108,11 +112,11 @@ def _tidy_channels(live: set[str]) -> None:
     """Remove the channel folders of warm containers that are gone (they leave their socket,
     log and agent copy behind); a folder touched in the last `CHANNEL_GRACE_S` may belong to
     a container being started."""
-    base = channels_base()
     try:
-        folders = list(base.iterdir())
-    except OSError:
-        return
+        base = existing_cache_subdir("warm")  # checked: never listed through a link
+        folders = list(base.iterdir()) if base is not None else []
+    except (OSError, EdgehubError):
+        return  # a folder that does not check out is not ours to tidy
     now = time.time()
     for folder in folders:
         try:

@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from edgehub.errors import DockerUnavailableError
-from edgehub.runners.docker.client import DockerAPIError, DockerNotFound, build_context
+from edgehub.runners.docker.client import (
+    DockerAPIError,
+    DockerNotFound,
+    build_context,
+    docker_host,
+)
 
 __all__ = ["SDKClient", "docker_client", "unavailable"]
 
@@ -31,9 +36,7 @@ _T = TypeVar("_T")
 
 
 def _docker_host(host: str | None = None) -> str:
-    return (
-        host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (the default socket)"
-    )
+    return host or docker_host() or "unix:///var/run/docker.sock (the default socket)"
 
 
 def _defer_paramiko(host: str | None) -> None:
@@ -70,7 +73,7 @@ def unavailable(error: BaseException, host: str | None = None) -> DockerUnavaila
 def docker_client(timeout: int = 120, host: str | None = None) -> Any:
     """A connected ``docker.DockerClient`` of the daemon at ``host`` (default: the
     environment's); `DockerUnavailableError` if there is no daemon."""
-    _defer_paramiko(host)
+    _defer_paramiko(host)  # refuses a malformed $DOCKER_HOST before the SDK reads it
     try:
         import docker
     except ImportError as error:  # pragma: no cover - docker is a dependency

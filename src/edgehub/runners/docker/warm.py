@@ -131,7 +131,7 @@ def _channel(container: Container, key: str) -> Path | None:
     try:
         folder = channel_dir(key)
         if os.geteuid() == 0 and uid != 0:
-            os.chown(folder, uid, -1)
+            os.chown(folder, uid, -1, follow_symlinks=False)
     except OSError:
         return None
     return folder

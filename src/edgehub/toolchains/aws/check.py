@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from edgehub.errors import EdgehubError, ProfileError
 from edgehub.toolchains.aws.client import farm_call, make_client
-from edgehub.toolchains.aws.config import DeviceFarmConfig
+from edgehub.toolchains.aws.config import DeviceFarmConfig, farm_region
 from edgehub.toolchains.aws.devices import select_device
 
 __all__ = ["DeviceFarmCheck", "check_device_farm"]
@@ -25,7 +25,7 @@ def check_device_farm(config: DeviceFarmConfig, spec: str | None, name: str) -> 
     if not config.project_arn:
         return DeviceFarmCheck(False, f"no project_arn under [devices.{name}.aws]")
     try:
-        client, source = make_client(config.region)
+        client, source = make_client(farm_region(config, name))
         project = farm_call(
             ProfileError, "reading the project", client.get_project, arn=config.project_arn
         )

@@ -13,13 +13,18 @@ from typing import Annotated, ClassVar
 
 from edgehub.core.device.spec import ProviderConfig
 from edgehub.core.values import Matches, Range
+from edgehub.errors import ConfigError
 
-__all__ = ["DeviceFarmConfig"]
+__all__ = ["DEFAULT_REGION", "DeviceFarmConfig", "farm_region"]
+
+DEFAULT_REGION = "us-west-2"  # where Device Farm lives
 
 _POSITIVE = Range(0, open_low=True)
 _ARN = Matches(
     r"(arn:aws:devicefarm:[a-z0-9-]+:[0-9]*:[a-z-]+:[A-Za-z0-9/_-]+)?", "a Device Farm ARN"
 )
+
+_REGION = Matches(r"([a-z]{2}(-[a-z]+)+-[0-9]+)?", 'an AWS region like "us-west-2"')
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,10 @@ class DeviceFarmConfig(ProviderConfig):
     project_arn: Annotated[str, _ARN] = field(
         default="", metadata={"help": "the Device Farm project's ARN"}
     )
-    region: str = field(default="us-west-2", metadata={"help": "Device Farm's AWS region"})
+    region: Annotated[str, _REGION] = field(
+        default="",
+        metadata={"help": f"Device Farm's AWS region (default: the ARNs', else {DEFAULT_REGION})"},
+    )
     device_arn: Annotated[str, _ARN] = field(default="", metadata={"help": "one device's ARN"})
     device_pool_arn: Annotated[str, _ARN] = field(
         default="", metadata={"help": "a device pool's ARN"}
@@ -62,3 +70,38 @@ class DeviceFarmConfig(ProviderConfig):
     poll_interval: Annotated[float, _POSITIVE] = field(
         default=5.0, metadata={"help": "seconds between status checks"}
     )
+
+
+def farm_region(config: DeviceFarmConfig, device: str, *, run_arn: str = "") -> str:
+    """The region every call for aws device ``device`` goes to: ``region`` when set, else the
+    one its ARNs (and ``run_arn``, a run to resume) name, else `DEFAULT_REGION`. An ARN of
+    another region than ``region``, or ARNs of two regions, is refused in one line
+    (`~edgehub.errors.ConfigError`): a call would go to a region that has no such thing."""
+    named = {
+        key: arn.split(":")[3]
+        for key, arn in (
+            ("project_arn", config.project_arn),
+            ("device_arn", config.device_arn),
+            ("device_pool_arn", config.device_pool_arn),
+            ("the run to resume", run_arn),
+        )
+        if arn.startswith("arn:") and arn.count(":") >= 4 and arn.split(":")[3]
+    }
+    where = f"under [devices.{device}.aws]"
+    if config.region:
+        for key, region in named.items():
+            if region != config.region:
+                raise ConfigError(
+                    f"aws device {device!r}: {key} is in {region} but region = "
+                    f'"{config.region}" {where}; set region = "{region}" or use an ARN of '
+                    f"{config.region}"
+                )
+        return config.region
+    regions = sorted(set(named.values()))
+    if len(regions) > 1:
+        listed = ", ".join(f"{key} in {region}" for key, region in named.items())
+        raise ConfigError(
+            f"aws device {device!r}: its ARNs name different regions ({listed}) {where}; "
+            "use ARNs of one region"
+        )
+    return regions[0] if regions else DEFAULT_REGION

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import DeviceError, OperationCancelled, ProfileError, UsageError
 from edgehub.toolchains.aws.client import farm_call, farm_pages, make_client
-from edgehub.toolchains.aws.config import DeviceFarmConfig
+from edgehub.toolchains.aws.config import DeviceFarmConfig, farm_region
 from edgehub.toolchains.aws.devices import describe_device, select_device
 from edgehub.toolchains.aws.package import (
     DEVICE_INFO_NAME,
@@ -207,6 +207,7 @@ def _profile_tflite_aws(
             f"aws: benchmark_params {name}={value} is set by edgehub and was overridden"
         )
     binary = Path(config.benchmark_binary)
+    region = farm_region(config, device, run_arn=resume or "")
     if not resume:
         if not config.project_arn:
             raise UsageError(
@@ -214,7 +215,7 @@ def _profile_tflite_aws(
                 f"[devices.{device}.aws] to your Device Farm project's ARN"
             )
         check_arm64_binary(binary)
-    client, source = make_client(config.region)
+    client, source = make_client(region)
     ctx.events.info(f"aws: credentials from {source} (not stored)")
     ctx.client.log_param("$runtime", "TensorFlow Lite")
     ctx.client.log_params({f"benchmark.{k}": v for k, v in plan.flags.items()})
