@@ -10,6 +10,7 @@ container of their own.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -410,20 +411,20 @@ def test_key_files_others_may_read_are_refused_and_hints_name_the_real_key(
 def test_unset_password_env_fails_only_its_device(device: SSHDevice, tmp_path: Path) -> None:
     other = (
         '[devices.other]\nprovider = "ssh"\n[devices.other.ssh]\nhost = "192.0.2.1"\n'
-        'user = "pi"\npassword_env = "EDGEHUB_TEST_UNSET_PASSWORD"\n'
+        'user = "pi"\npassword_env = "EDGEHUB_SSH_PASSWORD_TEST_UNSET"\n'
     )
     project = _project(tmp_path, device, extra=other)
-    assert "EDGEHUB_TEST_UNSET_PASSWORD" not in os.environ
+    assert "EDGEHUB_SSH_PASSWORD_TEST_UNSET" not in os.environ
     fine = _hub(project, "devices", "check", "board")
     assert fine.returncode == 0, fine.stderr
     listed = _hub(project, "devices", "list")
     assert listed.returncode == 0 and "other" in listed.stdout, listed.stderr
     checked = _hub(project, "devices", "check", "other")
     assert checked.returncode != 0
-    assert "EDGEHUB_TEST_UNSET_PASSWORD, which is not set" in checked.stderr
+    assert "EDGEHUB_SSH_PASSWORD_TEST_UNSET, which is not set" in checked.stderr
     failed = _hub(project, "exec", "invoke", "onnxruntime", "model.onnx", "--device", "other")
     assert failed.returncode == 2, failed.stderr
-    assert "EDGEHUB_TEST_UNSET_PASSWORD, which is not set" in failed.stderr
+    assert "EDGEHUB_SSH_PASSWORD_TEST_UNSET, which is not set" in failed.stderr
     assert failed.stderr.count("hub: error:") == 1 and "Traceback" not in failed.stderr
 
 
@@ -489,7 +490,7 @@ def test_a_new_connection_prunes_the_caches_no_run_has_used_for_30_days(
 ) -> None:
     """Datasets and agents cached on the device go once no run has used them for 30 days
     (partial uploads after a day); what a run finds there is touched, so it stays."""
-    from edgehub.toolchains.remote.ssh_agent import _FOUND_TOUCHED
+    from edgehub.toolchains.remote.ssh_agent import _FOUND_HASHED, DEVICE_HASH
 
     cache = "/home/edge/.cache/edgehub"
     old, recent = "-d '40 days ago'", "-d '2 days ago'"
@@ -509,9 +510,10 @@ def test_a_new_connection_prunes_the_caches_no_run_has_used_for_30_days(
     try:
         with SSHCommandRunner(device.config()) as runner:
             # what a run finds there is touched first (a dataset's folder; a content-named file)
-            found = runner.run(["sh", "-c", _FOUND_TOUCHED, "edgehub",
-                                f"{cache}/datasets/used/samples.npz"], check=False)  # fmt: skip
-            assert found.ok
+            found = runner.run(["sh", "-c", _FOUND_HASHED, "edgehub",
+                                f"{cache}/datasets/used/samples.npz", "/opt/device/bin/python3",
+                                DEVICE_HASH], check=False)  # fmt: skip
+            assert found.ok and found.stdout.strip() == hashlib.sha256(b"").hexdigest()
             runner.put_content(used_pyz, f"{cache}/agent/used.pyz")
         with SSHCommandRunner(device.config()) as runner:
             runner.work_folder()  # a new connection: its janitor prunes

@@ -34,9 +34,11 @@ def reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[object]:
 
 
 def _age(path: Path, seconds: float = 7200.0) -> None:
-    """Give ``path`` a modification time ``seconds`` ago (as a user's older file has)."""
+    """Give ``path`` a modification time ``seconds`` ago (as a user's older file has), and
+    let this test's memo take files whose change time (now: nobody can set it back) is past."""
     found = path.stat()
     os.utime(path, ns=(found.st_atime_ns, found.st_mtime_ns - int(seconds * 1e9)))
+    hash_memo.SETTLED_NS = -(10**9)  # restored by the fixture's monkeypatch
 
 
 def test_a_settled_file_is_read_once_across_commands_until_it_changes(

@@ -4,6 +4,7 @@ container's channel (a folder the container may write in) without following its 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import zipfile
@@ -97,7 +98,7 @@ def test_share_file_copies_once_and_never_through_a_link(tmp_path: Path) -> None
     outside.mkdir()
     data = tmp_path / "data.npz"
     np.savez(data, x=np.arange(10.0))
-    digest = "ab" * 32
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()  # a copy is checked against it
     where, sent = share_file(channel, data, digest)
     assert sent and where == f"{CHANNEL_MOUNT}/{SHARED}/{digest[:32]}.npz"
     copy = channel / SHARED / f"{digest[:32]}.npz"

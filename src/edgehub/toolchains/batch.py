@@ -3,7 +3,8 @@
 Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
 runs in the same session, so a dataset of many small samples costs one round trip, not one
 per sample. On an ``ssh`` device the samples go once per device, by content, and are reused by
-later calls and processes (`~edgehub.toolchains.remote.ssh_agent.share_samples`); in a warm
+later calls and processes while the device's hash of its copy is theirs
+(`~edgehub.toolchains.remote.ssh_agent.share_samples`); in a warm
 container the samples are placed once in the folder it shares with this host, and the
 outputs are written there and copied out (`~edgehub.runners.protocol.SupportsSharedFolder`),
 not sent back in the call's archive. Each
@@ -22,7 +23,7 @@ from edgehub.errors import InvokeError
 from edgehub.runners.protocol import SupportsSharedFolder
 from edgehub.toolchains.local_session import record_agent_result
 from edgehub.toolchains.remote.select import device_agent
-from edgehub.toolchains.remote.ssh_agent import share_samples
+from edgehub.toolchains.remote.ssh_agent import FOUND, RESENT, UNCHECKED, share_samples
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:
@@ -105,10 +106,25 @@ class BatchRunner:
         where = f"in/{staged}"
         shared = share_samples(self._agent, samples, digest)
         if shared is not None:
-            where, sent = shared
+            where, done = shared
             files.clear()
-            status = "sent to the device" if sent else "already on the device, not sent again"
-            self.ctx.events.info(f"dataset {where}: {status}")
+            if done == RESENT:
+                self.ctx.events.warning(
+                    f"dataset {where}: changed on the device (its sha256 there is not this "
+                    "host's): sent again"
+                )
+            elif done == UNCHECKED:
+                self.ctx.events.warning(
+                    f"dataset {where}: on the device, but its sha256 could not be taken there "
+                    "(check the device's Python): sent again"
+                )
+            elif done == FOUND:
+                self.ctx.events.info(
+                    f"dataset {where}: already on the device, not sent again (its sha256 "
+                    "there checked)"
+                )
+            else:
+                self.ctx.events.info(f"dataset {where}: sent to the device")
         runner, box = self._agent.runner, secrets.token_hex(8)
         outbox = runner.outbox(box) if isinstance(runner, SupportsSharedFolder) else None
         runs = []

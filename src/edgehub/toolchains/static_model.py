@@ -2,8 +2,10 @@
 static shapes (the ``embedl-onnxruntime`` CLI).
 
 The copy is made on the host without the ``onnx`` package (see :mod:`.onnx_wire`), kept under
-the store's ``cache/static_models/`` keyed by the model's content and the shapes (a second run
-makes nothing), and the run records the shapes it fixed (``static_input_shapes``). With no
+the store's ``cache/static_models/`` keyed by the model's content (read now, never taken from a
+file's stamps) and the shapes, with the sha256 of the copy beside it (``sha256``): a second run
+makes nothing where the copy still hashes to that, else it is made again. The run records the
+shapes it fixed (``static_input_shapes``). With no
 shape for a dynamic input, a one-line `ModelError` names it and shows how to give its shape.
 """
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 __all__ = ["example_shapes", "shown_dims", "static_model"]
+
+_DIGEST = "sha256"  # beside a cached copy: the sha256 of its bytes when it was made
 
 
 def shown_dims(dims: Sequence[Dim] | None) -> str:
@@ -142,16 +146,17 @@ def static_model(
     from edgehub.tracking.artifacts import content_hash
 
     key = hashlib.sha256(
-        json.dumps([content_hash(model), sorted(shapes.items())]).encode()
+        json.dumps([content_hash(model, verify=True), sorted(shapes.items())]).encode()
     ).hexdigest()[:24]
     folder = ctx.project_dir / "cache" / "static_models" / key
     target = folder / device_file_name(model.name, "model.onnx")
-    if not target.is_file():
+    if not _holds(target, folder / _DIGEST):
         folder.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, suffix=".part")
         os.close(handle)
         try:
             write_fixed(model, Path(temporary), shapes)
+            _record(folder / _DIGEST, Path(temporary))
             os.replace(temporary, target)
         finally:
             Path(temporary).unlink(missing_ok=True)
@@ -161,3 +166,24 @@ def static_model(
         + ", ".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
     )
     return target
+
+
+def _holds(target: Path, digest: Path) -> bool:
+    """Whether the cached copy ``target`` is a regular file whose bytes hash to the sha256
+    recorded in ``digest`` when it was made."""
+    from edgehub.tracking.artifacts import hash_path
+
+    if target.is_symlink() or not target.is_file() or digest.is_symlink():
+        return False
+    try:
+        return digest.read_text(encoding="ascii").strip() == hash_path(target)
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _record(digest: Path, made: Path) -> None:
+    """Write the sha256 of the copy ``made`` to ``digest`` (through a rename)."""
+    from edgehub.fsutil import atomic_write
+    from edgehub.tracking.artifacts import hash_path
+
+    atomic_write(digest, (hash_path(made) + "\n").encode(), durable=False)

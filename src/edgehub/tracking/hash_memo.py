@@ -2,17 +2,19 @@
 
 A compile-cache hit, a rerun or the next run of the same model needs the sha256 of inputs that
 have not changed: a 50 MB model and a folder of calibration samples were read again by every
-command. A file's hash is remembered with its stamp (device, inode, size, modification time)
-and used only while the stamp is the same: writing a file moves its modification time to the
-present. Only its owner can set that time back (``touch -d``), so for a file that others may
-write (or that is another user's) the change time is part of the stamp too, which nobody can set;
-it is left out for this user's own files because staging a file by a hard link changes it.
+command. A file's hash is remembered with its stamp (device, inode, size, modification time
+and change time) and used only while the stamp is the same. The change time is always in it:
+the modification time can be set back (``cp -p``, ``touch -r``) and an inode number is reused
+by the next file made, so a file swapped for another of the same size and modification time
+would keep the stamp without it; the change time moves with every write, rename, link or
+``utime`` and nobody can set it. (A file staged by a hard link changes it too: it is hashed
+again by the next command, never taken for what it held.)
 
 Only a file that had not changed for `SETTLED_NS` (by this host's clock) when reading began is
 remembered: a write in the same tick of the file system's clock could leave the stamp as it was.
 A folder is remembered by the names and stamps of all its files, each of them settled.
 
-The memo file (``$EDGEHUB_CACHE_DIR`` or ``~/.cache/edgehub``, ``hashes.json``) is written at
+The memo file (``hashes.json`` in the cache folder, `edgehub.paths.cache_dir`) is written at
 exit, at most `MAX_ENTRIES` entries (the newest), through a rename. It is read only where it is a
 regular file of this user that nobody else may write (never through a link), and only its
 well-formed entries: a memo that does not check out is ignored, and the hashes are taken anew.
@@ -31,7 +33,7 @@ from pathlib import Path
 
 from edgehub.paths import cache_dir
 
-__all__ = ["MAX_ENTRIES", "SETTLED_NS", "HashMemo", "memo", "private", "settled", "stamp_key"]
+__all__ = ["MAX_ENTRIES", "SETTLED_NS", "HashMemo", "memo", "settled", "stamp_key"]
 
 SETTLED_NS = 2_000_000_000
 MAX_ENTRIES = 4096
@@ -44,24 +46,19 @@ def _host() -> str:
     return socket.gethostname()
 
 
-def private(found: os.stat_result) -> bool:
-    """Whether only this user can write the file (its own, not writable by group or others)."""
-    return found.st_uid == os.geteuid() and not found.st_mode & 0o022
-
-
 def stamp_key(found: os.stat_result) -> str:
     """What identifies a file's version: this host, its device and inode, size, modification
-    time and, for a file others may write, its change time (see the module)."""
-    key = f"{_host()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
-    key += f"{found.st_mtime_ns}"
-    return key if private(found) else f"{key}:{found.st_ctime_ns}"
+    time and change time (see the module)."""
+    return (
+        f"{_host()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
+        f"{found.st_mtime_ns}:{found.st_ctime_ns}"
+    )
 
 
 def settled(found: os.stat_result, began_ns: int) -> bool:
-    """Whether the file had not changed for `SETTLED_NS` when reading began (its content: its
-    modification time; for a file others may write, its change time too)."""
-    last = found.st_mtime_ns if private(found) else max(found.st_mtime_ns, found.st_ctime_ns)
-    return began_ns - last > SETTLED_NS
+    """Whether the file had not changed for `SETTLED_NS` when reading began (neither its
+    modification time nor its change time)."""
+    return began_ns - max(found.st_mtime_ns, found.st_ctime_ns) > SETTLED_NS
 
 
 def _sha(value: object) -> bool:

@@ -26,7 +26,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from edgehub.agent.server.wire import socket_address
+from edgehub.errors import EnvironmentProblem
 from edgehub.fsutil import copy_range
+from edgehub.paths import cache_dir, cache_subdir
 from edgehub.runners.agent_reply import Refused, Reply, check_start
 
 __all__ = [
@@ -53,20 +55,28 @@ START_TIMEOUT_S = 10.0
 
 
 def channels_base() -> Path:
-    """Where the warm containers' channel folders are (one per warm key)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "edgehub" / "warm"
+    """Where the warm containers' channel folders are: ``warm`` in the cache folder (only the
+    place; `channel_dir` and the reaper check it as `edgehub.paths.cache_subdir` does)."""
+    return cache_dir() / "warm"
 
 
 def channel_dir(key: str) -> Path:
     """The host folder mounted into the warm container ``key`` (made, with a private parent).
 
-    The parent is ``~/.cache/edgehub/warm`` (mode 0700), so only this user reaches the socket;
-    the folder itself belongs to the container's user when this process may give it away."""
-    base = channels_base()
-    base.mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o700)
-    folder = base / key
-    folder.mkdir(mode=0o700, exist_ok=True)
+    The parent is ``warm`` in the cache folder (a real folder of this user, mode 0700, checked
+    without following links), so only this user reaches the socket; the folder itself belongs
+    to the container's user when this process may give it away. A link or anything but a
+    folder at ``key`` is refused (`EnvironmentProblem`), never followed."""
+    folder = cache_subdir("warm") / key
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        raise EnvironmentProblem(
+            f"cache folder {folder} is a symbolic link or not a folder; edgehub will not use "
+            "it: remove it"
+        )
     return folder
 
 
@@ -154,10 +164,27 @@ def open_agent_job(
         return None
 
 
+def _hashes_to(folder: int, name: str, digest: str) -> bool:
+    """Whether the file ``name`` in ``folder`` (not through a link) hashes to ``digest``."""
+    import hashlib
+
+    try:
+        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:
+        return False
+    hasher = hashlib.sha256()
+    with os.fdopen(handle, "rb") as opened:
+        for block in iter(lambda: opened.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest() == digest
+
+
 def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
     """The container path of a copy of ``source`` (content hash ``digest``) in the channel's
-    `SHARED` folder, and whether it was copied now (False: a file of that name and size was
-    there already, from an earlier call). The container may write in the channel: every step
+    `SHARED` folder, and whether it was copied now (False: a file of that name was there
+    already, from an earlier call, and its bytes hash to ``digest`` now: one the container
+    changed, whatever its size and times, is copied again). The container may write in the
+    channel: every step
     goes through folder descriptors opened without following links, and the copy is made
     under a new name and renamed into place, so nothing is ever written outside the channel
     (a file the container put there in its place only spoils its own results). Files
@@ -177,7 +204,11 @@ def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
     try:
         try:
             found = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISREG(found.st_mode) and found.st_size == size:
+            if (
+                stat.S_ISREG(found.st_mode)
+                and found.st_size == size
+                and _hashes_to(folder, name, digest)
+            ):
                 return f"{CHANNEL_MOUNT}/{SHARED}/{name}", False
         except FileNotFoundError:
             pass

@@ -2,11 +2,14 @@
 
 An upload is skipped when the remote file is known to match (same sha256, size and mtime as
 when this connection sent it, or a matching ``sha256sum`` on the device; for a path named by
-its content, the same size, looked up once per connection, and touched when it is older than a
-day, so the device's caches prune by last use); files are written to
-a temporary name and renamed into place. Directories come back as a tar stream (sparse where
-the device's tar can make one), spooled to disk and safely extracted; what comes back is held to
-`~edgehub.limits.FetchLimits` and written with holes where it is zeros.
+its content, a ``sha256sum`` on the device equal to the local file's, checked once per
+connection, and touched when it is older than a day, so the device's caches prune by last use:
+a copy changed on the device, whatever its size and times, is sent again, and the log says so);
+files are written to a temporary name and renamed into place. A local file's sha256 is
+remembered in this process by its stamp, change time included (`_stamp`). Directories come back
+as a tar stream (sparse where the device's tar can make one), spooled to disk and safely
+extracted; what comes back is held to `~edgehub.limits.FetchLimits` and written with holes where
+it is zeros.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pathlib import Path, PurePath
 from typing import IO, Any, cast
 
 from edgehub.errors import DeviceOutputError, RunnerError
+from edgehub.events import current_sink
 from edgehub.limits import FetchLimits
 from edgehub.runners.archive import SparseWriter, human_size
 from edgehub.runners.spool import ArchiveSpool
@@ -87,8 +91,9 @@ class RemoteFiles:
     def put(self, local: Path, remote: str | PurePath, *, content_named: bool = False) -> None:
         """Upload a file or directory; an unchanged file is not sent again to the same path.
 
-        ``content_named``: the remote path names the content (it holds its hash), so a file of
-        the same size already there is taken as it (no hashing, even from another process)."""
+        ``content_named``: the remote path names the content (it holds its hash): a file
+        there whose ``sha256sum`` on the device is the local file's is taken as it (checked once
+        per connection, even where another process sent it)."""
         local = Path(local)
         if not local.exists():
             raise RunnerError(f"cannot upload {local}: no such file or directory")
@@ -177,13 +182,21 @@ class RemoteFiles:
         if info is not None and stat.S_ISDIR(info.st_mode or 0):
             target = posixpath.join(target, local.name)
             info = self._remote_stat(sftp, target)
-        if content_named and info is not None and info.st_size == size:
-            self._touch_if_stale(sftp, target, info)
-            self._uploaded[target] = _Uploaded("", size, int(info.st_mtime or 0))
-            self._stats.cache_hits += 1
-            return
         digest = _remembered_sha256(local, before)
-        if info is not None and info.st_size == size:
+        if content_named and info is not None and info.st_size == size:
+            digest = digest or _local_sha256(local)
+            found = self._remote_sha256(target)
+            if found == digest:
+                self._touch_if_stale(sftp, target, info)
+                self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
+                self._stats.cache_hits += 1
+                return
+            if found is not None:  # None: the device cannot hash it; sent again all the same
+                current_sink().warning(
+                    f"{target} on {self.config.host} was changed there (its sha256 is not "
+                    f"{local.name}'s, {digest[:12]}…): sent again"
+                )
+        elif info is not None and info.st_size == size:
             digest = digest or _local_sha256(local)
             known = self._uploaded.get(target)
             same = known == _Uploaded(digest, size, int(info.st_mtime or 0))
@@ -356,27 +369,32 @@ class _ChannelWriter:
         pass
 
 
-_HASHES: dict[str, tuple[int, int, int, str]] = {}
+_HASHES: dict[str, tuple[tuple[int, ...], str]] = {}
 _HASHES_LOCK = threading.Lock()
+
+
+def _stamp(info: os.stat_result) -> tuple[int, ...]:
+    """A local file's version: device, inode, size, modification and change time (the change
+    time moves with every write, even one whose modification time was then set back)."""
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _remembered_sha256(path: Path, info: os.stat_result) -> str | None:
     """The sha256 of a local file hashed before in this process, if it has not changed since."""
     with _HASHES_LOCK:
         known = _HASHES.get(str(path.resolve()))
-    if known and known[:3] == (info.st_size, info.st_mtime_ns, info.st_ino):
-        return known[3]
+    if known and known[0] == _stamp(info):
+        return known[1]
     return None
 
 
 def _remember_sha256(path: Path, before: os.stat_result, digest: str) -> bool:
     """Remember a digest taken while reading the file; False if the file changed meanwhile."""
-    after = path.stat()
-    stamp = (before.st_size, before.st_mtime_ns, before.st_ino)
-    if (after.st_size, after.st_mtime_ns, after.st_ino) != stamp:
+    stamp = _stamp(before)
+    if _stamp(path.stat()) != stamp:
         return False
     with _HASHES_LOCK:
-        _HASHES[str(path.resolve())] = (*stamp, digest)
+        _HASHES[str(path.resolve())] = (stamp, digest)
     return True
 
 

@@ -14,7 +14,9 @@ A dataset (`share_samples`) goes once per device, across processes: to
 ``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its content hash, made complete before it
 takes that name), and calls name it by that path instead of staging it; a call that finds it there
 touches its folder, and the connection's janitor (`runners.ssh.janitor`) removes datasets no run
-has used for 30 days.
+has used for 30 days. A copy found there is used only where the device's Python, hashing it as
+`hash_path` does (`DEVICE_HASH`), gives the host's content hash: one changed on the device (of
+whatever size and times) is sent again in its place, and the log says so.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from edgehub.toolchains.remote.device_tool import put_content
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["share_samples", "ssh_agent"]
+__all__ = ["DEVICE_HASH", "FOUND", "RESENT", "SENT", "UNCHECKED", "share_samples", "ssh_agent"]
 
 NAMESPACES = {"onnxruntime": "ort", "tflite": "tflite"}
 SHARED_MIN_BYTES = 1024 * 1024
@@ -50,7 +52,42 @@ AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
 DATASET_DIR = PurePosixPath(".cache/edgehub/datasets")
 # `sh -c` words: a complete upload ($1) takes its content-named place ($2), unless one did first
 _TAKE_PLACE = 'if [ -e "$2" ]; then rm -rf -- "$1"; else mv -- "$1" "$2"; fi'
-_FOUND_TOUCHED = 'test -e "$1" && touch -c -- "${1%/*}"'  # $1: a dataset; its folder is the entry
+# `sh -c` words: $1 a dataset, $2 the device's Python, $3 `DEVICE_HASH`: exit 3 where it is not
+# there, else its folder (the cache's entry) is touched and its content hash printed
+_FOUND_HASHED = 'test -e "$1" || exit 3; touch -c -- "${1%/*}"; exec "$2" -c "$3" "$1"'
+# `sh -c` words: an upload ($1) takes the place of a dataset ($2) changed on the device (moved
+# aside first, then removed), unless another process put one there meanwhile
+_REPLACE = (
+    'if [ -e "$2" ]; then mv -- "$2" "$1.stale"; fi; '
+    'if [ -e "$2" ]; then rm -rf -- "$1"; else mv -- "$1" "$2"; fi; rm -rf -- "$1.stale"'
+)
+# `hash_path` (edgehub.tracking.artifacts) in the device's Python: of a file, its bytes; of a
+# folder, each file's relative name, NUL, bytes, NUL, in the order of their paths' parts
+DEVICE_HASH = """
+import hashlib, os, sys
+top = sys.argv[1]
+digest = hashlib.sha256()
+def feed(path):
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+if os.path.isdir(top):
+    names = []
+    for root, dirs, files in os.walk(top):
+        for name in files:
+            if os.path.isfile(os.path.join(root, name)):
+                names.append(os.path.relpath(os.path.join(root, name), top).split(os.sep))
+    for parts in sorted(names):
+        digest.update("/".join(parts).encode() + b"\\0")
+        feed(os.path.join(top, *parts))
+        digest.update(b"\\0")
+else:
+    feed(top)
+print(digest.hexdigest())
+"""
+# what `share_samples` did: sent; found (and checked); sent again in place of a copy that was
+# changed on the device, or that the device could not hash
+SENT, FOUND, RESENT, UNCHECKED = "sent", "found", "resent", "unchecked"
 
 
 @runtime_checkable
@@ -63,9 +100,10 @@ class _SharedInputs:
     ``agent_exchange``) send model-sized files once, by content, and carry a link to them;
     the rest goes to the runner as it is."""
 
-    def __init__(self, runner: _RelayRunner, store: PurePosixPath) -> None:
+    def __init__(self, runner: _RelayRunner, store: PurePosixPath, python: str) -> None:
         self._runner = runner
         self._store = store
+        self._python = python
 
     def run(
         self,
@@ -135,27 +173,33 @@ class _SharedInputs:
             hide=hide, links=self._runner.absolute_path(self._store),
         )  # fmt: skip
 
-    def share_samples(self, samples: Path, digest: str | None) -> tuple[str, bool]:
+    def share_samples(self, samples: Path, digest: str | None) -> tuple[str, str]:
         """The device path of dataset ``samples`` (a file or directory of content hash
-        ``digest``, hashed here when None), and whether it was sent now (False: it was there
-        already)."""
+        ``digest``, hashed here when None), and what was done: `SENT`, `FOUND` (there already,
+        and the device's hash of its copy is ``digest``), `RESENT` (there, but changed on the
+        device: replaced by this host's) or `UNCHECKED` (there, but the device could not hash
+        it: replaced all the same)."""
         from edgehub.tracking.artifacts import hash_path
 
         digest = digest or hash_path(samples)
         name = "samples" if samples.is_dir() else "samples.npz"
         final = self._runner.absolute_path(f"~/{DATASET_DIR}/{digest[:32]}/{name}")
-        # there already: its folder is touched, so the device's cache prunes by last use
-        if self._runner.run(
-            ["sh", "-c", _FOUND_TOUCHED, "edgehub", final], hide=True, check=False
-        ).ok:
-            return final, False
-        if not samples.is_dir():
-            put_content(self._runner, samples, PurePosixPath(final))
-            return final, True
+        # there already: its folder is touched (the device's cache prunes by last use), and
+        # its copy hashed there
+        found = self._runner.run(
+            ["sh", "-c", _FOUND_HASHED, "edgehub", final, self._python, DEVICE_HASH],
+            hide=True,
+            check=False,
+        )
+        if found.ok and found.stdout.strip() == digest:
+            return final, FOUND
         part = f"{final}.{secrets.token_hex(4)}.edgehub-part"
         self._runner.put(samples, part)
-        self._runner.run(["sh", "-c", _TAKE_PLACE, "edgehub", part, final], hide=True)
-        return final, True
+        if found.returncode == 3:  # not there
+            self._runner.run(["sh", "-c", _TAKE_PLACE, "edgehub", part, final], hide=True)
+            return final, SENT
+        self._runner.run(["sh", "-c", _REPLACE, "edgehub", part, final], hide=True)
+        return final, RESENT if found.ok else UNCHECKED
 
     def _share_inputs(self, stage: Path) -> None:
         inputs = Path(stage) / "in"
@@ -178,6 +222,7 @@ class _SharedInputs:
 def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type[Any]) -> AgentCall:
     """An `AgentCall` on device ``device`` (provider ``ssh``) in this run's directory there."""
     from edgehub.agent.bundle import agent_hash, build_agent_zipapp
+    from edgehub.paths import cache_subdir
 
     dev = ctx.device(device or "local")
     runner = dev.runner
@@ -187,7 +232,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
             "hub.toml to reach it"
         )
     config = dev.get_provider_config(SSHAgentConfig, component) or SSHAgentConfig()
-    zipapp = build_agent_zipapp()
+    zipapp = build_agent_zipapp(cache_subdir("agent"))
     remote_agent = f"~/{AGENT_DIR}/edgehub-agent-{agent_hash()[:16]}.pyz"
     runner.put_content(zipapp, remote_agent)
     agent = runner.absolute_path(remote_agent)
@@ -202,7 +247,7 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         relay.append(namespace)
         runner.agent_relay(server, relay)
     ctx.client.log_environment({"device_python": config.python, "runtime": runtime})
-    shared = _SharedInputs(runner, workspace / "shared")
+    shared = _SharedInputs(runner, workspace / "shared", config.python)
     return AgentCall(
         shared,
         workspace / ctx.artifact_dir.name,
@@ -217,17 +262,19 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
 
 def share_samples(
     agent: AgentCall, samples: Path, digest: str | None = None
-) -> tuple[str, bool] | None:
+) -> tuple[str, str] | None:
     """`_SharedInputs.share_samples` where ``agent`` runs on an ``ssh`` device; a dataset
     file placed once in the folder a warm container shares with this host
-    (`SupportsSharedFolder`); else None (the samples are staged with the call)."""
+    (`SupportsSharedFolder`); else None (the samples are staged with the call). With the path
+    it is at: `SENT`, `FOUND` or `RESENT`."""
     from edgehub.tracking.artifacts import hash_path
 
     runner = agent.runner
     if isinstance(runner, _SharedInputs):
         return runner.share_samples(samples, digest)
     if isinstance(runner, SupportsSharedFolder) and samples.is_file():
-        return runner.share_file(samples, digest or hash_path(samples))
+        shared = runner.share_file(samples, digest or hash_path(samples))
+        return None if shared is None else (shared[0], SENT if shared[1] else FOUND)
     return None
 
 
