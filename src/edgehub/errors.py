@@ -163,3 +163,9 @@ class RunNotFoundError(StoreError, UsageError):
     """A run id (or prefix) matches no run, or more than one."""
 
     exit_code = 2
+
+
+class InvalidMeasurementError(UsageError):
+    """A run's measurement holds numbers no verdict can use (NaN, inf, zero or negative
+    latencies, text): `hub runs compare` and the regression gate refuse it; the message names
+    the run and what is wrong."""

@@ -78,10 +78,17 @@ def test_runs_without_conditions_compare_with_a_note() -> None:
 
 def test_a_setting_one_run_lacks_is_not_judged_but_noted() -> None:
     lacking = {k: v for k, v in BASE.items() if k != "conditions.governor"}
-    found = check_comparability(lacking, _with(other_cpu_share="not a number"))
+    found = check_comparability(lacking, BASE)
     assert found.comparable
     assert found.notes == ["frequency governor recorded for one run only"]
     assert found.to_dict()["thresholds"]["max_other_cpu_share"] == MAX_OTHER_CPU_SHARE
+
+
+def test_a_number_recorded_as_nan_or_text_is_a_reason() -> None:
+    for value in ("not a number", "nan", "inf"):
+        found = check_comparability(BASE, _with(other_cpu_share=value))
+        assert not found.comparable
+        assert found.reasons == [f"run B recorded other_cpu_share = {value!r}, not a finite number"]
 
 
 def test_the_probe_records_throttling_where_the_machine_exposes_it(

@@ -63,7 +63,7 @@ def test_too_few_rounds_or_bad_ratios_are_usage_errors() -> None:
         paired_verdict([1.0, 1.1, 1.2])
     with pytest.raises(UsageError, match="positive"):
         paired_verdict([1.0] * 9 + [0.0])
-    with pytest.raises(UsageError, match="positive"):
+    with pytest.raises(UsageError, match=r"non-finite round ratios B/A \(NaN; 1 of 10\)"):
         paired_verdict([1.0] * 9 + [float("nan")])
 
 

@@ -73,6 +73,7 @@ def handle_ab(args: argparse.Namespace) -> int:
         name=args.name,
         tags=dict(_split_pair(t, "--tag") for t in args.tag),
         lease_timeout=args.lease_timeout,
+        timeout=args.timeout,
     )
     printer = LogPrinter(quiet=args.quiet)
     try:

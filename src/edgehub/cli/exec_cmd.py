@@ -94,7 +94,7 @@ def add_parser(commands: Any) -> None:
         type=_positive_seconds,
         metavar="SECONDS",
         help="stop the run (FAILED, exit 3) if it runs longer once the device is held "
-        "(a sweep: each cell)",
+        "(a sweep: each cell; ab: the whole comparison)",
     )
     from edgehub.cli.sweep_cmd import add_sweep_arguments
 

@@ -59,7 +59,9 @@ class AbRequest:
     ``settings`` (``--set``): ``input_shape``, ``burn_ins`` (warm-up runs per session),
     ``block_ms`` (the length of a block), ``seed`` (the order of the blocks; default: drawn and
     recorded), ``min_effect`` (a fraction, default `MIN_EFFECT`). ``max_regression`` (a fraction)
-    asks for a regression verdict; ``inputs`` is an .npz fed to both models.
+    asks for a regression verdict; ``inputs`` is an .npz fed to both models. ``timeout``
+    (seconds) stops the whole comparison that long after the device is held: its commands
+    are stopped, its runs end FAILED with a `CommandTimeout`, the lease is let go.
     """
 
     runtime: str
@@ -73,6 +75,7 @@ class AbRequest:
     name: str | None = None
     tags: dict[str, str] = field(default_factory=dict)
     lease_timeout: float | None = None
+    timeout: float | None = None  # seconds, once the device is held: FAILED, as `hub exec`
 
 
 @dataclass
@@ -206,7 +209,7 @@ def run_ab(
 ) -> AbReport:
     """Run the comparison; every run it starts is recorded in the project's store."""
     from edgehub.core.component.dispatch import resolve_device
-    from edgehub.ops.execute import ExecRequest, _device_lease
+    from edgehub.ops.execute import ExecRequest, _deadline, _device_lease
     from edgehub.toolchains.registry import get_runtime
 
     _check(request)
@@ -232,8 +235,12 @@ def run_ab(
                 from edgehub.ops.ab_hub import recorded_on_hub
 
                 _check_hub(request, settings)
-                return recorded_on_hub(ctx, request, settings.min_effect, seed, device.name)
-            with _device_lease(project, ctx, hold, runtime, cancel):
+                with _deadline(ctx, cancel, request.timeout):
+                    return recorded_on_hub(ctx, request, settings.min_effect, seed, device.name)
+            with (
+                _device_lease(project, ctx, hold, runtime, cancel),
+                _deadline(ctx, cancel, request.timeout),
+            ):
                 return _recorded(ctx, request, settings, seed, device.name, runtime.profiler)
         finally:
             cancel.release(ctx)
@@ -420,6 +427,7 @@ def paired_from_parent(
     them), from the rounds the comparison recorded; B/A as asked, also when given as B A.
     None when ``parent`` is no A/B run of these two."""
     from edgehub.tracking.paired import paired_verdict
+    from edgehub.tracking.verdict_numbers import checked_numbers
 
     if parent.run_type != AB_RUN or parent.params.get("method") == UNPAIRED:
         return None
@@ -429,11 +437,13 @@ def paired_from_parent(
     stored = [x for x in parent.all_artifacts if x.name == "ab" and x.is_stored]
     try:
         rounds = json.loads(stored[0].local().read_text(encoding="utf-8"))["rounds"]
-        ratios = [float(r["ratio"]) for r in rounds]
+        found = [r["ratio"] for r in rounds]
     except (IndexError, OSError, ValueError, KeyError, TypeError):
         return None
+    whose = f"A/B run {parent.run_id[:8]}"
+    ratios = [float(r) for r in checked_numbers(found, "round ratios B/A", whose=whose)]
     if (a.run_id, b.run_id) != pair:
-        ratios = [1.0 / r for r in ratios if r > 0]
+        ratios = [1.0 / r for r in ratios]
     seed = parent.params.get("seed")
     return paired_verdict(
         ratios,

@@ -77,4 +77,27 @@ def run_ab_agent(
     if input_data is not None:
         inputs[f"input_data{input_data.suffix}"] = input_data
         request["input_data"] = f"in/input_data{input_data.suffix}"
-    return agent.call(AB_COMMANDS[runtime], request, inputs=inputs, failure=ProfileError)
+    result = agent.call(AB_COMMANDS[runtime], request, inputs=inputs, failure=ProfileError)
+    _check_rounds(result, device or "local")
+    return result
+
+
+def _check_rounds(result: AgentResult, device: str) -> None:
+    """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite
+    positive number, or the comparison fails here (a device's NaN or text never reaches the
+    statistics)."""
+    from edgehub.tracking.verdict_numbers import number_problem
+
+    rounds = result.data.get("rounds")
+    if not isinstance(rounds, list) or not all(isinstance(r, dict) for r in rounds):
+        raise ProfileError(
+            f"{result.command} on device {device!r} returned no list of rounds; "
+            "the comparison is invalid"
+        )
+    for key in ("ratio", "a_ms", "b_ms"):
+        problem = number_problem([r.get(key) for r in rounds], f"round values {key!r}")
+        if problem is not None:
+            raise ProfileError(
+                f"{result.command} on device {device!r} returned {problem}; the comparison is "
+                "invalid, so its run is recorded FAILED"
+            )

@@ -48,6 +48,9 @@ _USER_ERRORS: dict[str, type[EdgehubError]] = {
 }
 
 
+_INVALID = "the measurement is invalid, so its run is recorded FAILED"
+
+
 @dataclass
 class AgentResult:
     """What the agent reported; ``files`` is the local ``out/`` directory it filled."""
@@ -178,6 +181,7 @@ class AgentCall:
             cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
             raise (cls or failure)(str(problem["message"]))
         self._check_arrays(files)
+        self._check_latencies(command, dict(result["metrics"]), files, failure)
         return AgentResult(
             files=files,
             params=dict(result["params"]),
@@ -200,12 +204,46 @@ class AgentCall:
                 where = path.relative_to(files).as_posix()
                 check_unpacked_size(path, f"out/{where} from {source}")
 
+    def _check_latencies(
+        self, command: str, metrics: dict[str, Any], files: Path, failure: type[ToolchainError]
+    ) -> None:
+        """The latencies the device reported, before anything records or compares them: its
+        latency metrics finite and not negative (rounded to the microsecond, a median may be
+        0), the samples (``*samples_us`` of each ``out/*.json``) finite positive numbers;
+        else the command's failure, so the run is recorded FAILED with what was wrong."""
+        from edgehub.tracking.verdict_numbers import number_problem
+
+        source = self._source()
+        for name, value in metrics.items():
+            if "latency" in name and value is not None:  # None: not measured
+                problem = number_problem([value], f"latency metric {name!r}", positive=False)
+                if problem is not None:
+                    raise failure(f"{command} on {source} returned {problem}; {_INVALID}")
+        for path in sorted(files.glob("*.json")):
+            if path.name == "result.json" or path.is_symlink() or not path.is_file():
+                continue
+            try:
+                document = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError, RecursionError):
+                continue  # not JSON: whoever reads it says so
+            if not isinstance(document, dict):
+                continue
+            for key, values in document.items():
+                if key.endswith("samples_us"):
+                    problem = number_problem(values, f"latency samples ({key})")
+                    if problem is not None:
+                        raise failure(
+                            f"{command} on {source} returned {problem} in out/{path.name}; "
+                            f"{_INVALID}"
+                        )
+
     def _stage_agent(self, stage: Path) -> None:
         """The agent zipapp goes along with the job, unless one is on the runner already."""
         if self.agent is None:
             from edgehub.agent.bundle import build_agent_zipapp
+            from edgehub.paths import cache_subdir
 
-            link_tree(build_agent_zipapp(), stage / AGENT_NAME)
+            link_tree(build_agent_zipapp(cache_subdir("agent")), stage / AGENT_NAME)
 
     def _direct(
         self,

@@ -9,7 +9,9 @@ environment. Two runs are **not comparable** when, in their recorded conditions:
 - either run saw throttling: a non-zero ``throttled`` flag or count, or its hottest thermal
   zone rose by more than `MAX_TEMP_RISE_C` during the timed loop;
 - other processes took more than `MAX_OTHER_CPU_SHARE` of the host's CPUs during either run's
-  timed loop (``other_cpu_share``).
+  timed loop (``other_cpu_share``);
+- either run recorded one of those numbers as something else than a finite number (NaN, inf,
+  text): what it would show cannot be judged.
 
 An entry only one run recorded is not judged. Runs without any recorded conditions (older runs,
 runtimes that do not record them) compare as before, with a note saying so.
@@ -17,6 +19,7 @@ runtimes that do not record them) compare as before, with a note saying so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,16 +73,32 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
+_NUMBERS = ("temp_max_c", "temp_max_c_end", "other_cpu_share")
+
+
 def _number(text: str | None) -> float | None:
+    """A recorded finite number; None for none, text, NaN or inf (see `_unreadable`)."""
     try:
-        return None if text is None else float(text)
+        value = None if text is None else float(text)
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _unreadable(label: str, conditions: dict[str, str]) -> list[str]:
+    """A recorded condition that should be a number and is not (NaN, inf, text): what it
+    would have judged cannot be, so the runs do not count as comparable."""
+    return [
+        f"run {label} recorded {key} = {_shown(conditions[key])}, not a finite number"
+        for key in _NUMBERS
+        if key in conditions and _number(conditions[key]) is None
+    ]
 
 
 def _run_reasons(label: str, conditions: dict[str, str]) -> list[str]:
-    """What makes one run's own measurement suspect: throttling, a hot loop, a busy machine."""
-    reasons = []
+    """What makes one run's own measurement suspect: throttling, a hot loop, a busy machine,
+    a condition that should be a number and is not."""
+    reasons = _unreadable(label, conditions)
     throttled = conditions.get("throttled")
     if throttled is not None and throttled.strip().lower() not in _NOT_THROTTLED:
         reasons.append(f"run {label} was throttled (throttled = {_shown(throttled)})")

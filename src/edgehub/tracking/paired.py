@@ -124,13 +124,13 @@ def paired_verdict(
     """The verdict on ``ratios`` (one B/A per round, all positive)."""
     import numpy as np
 
-    values = np.asarray(ratios, dtype=np.float64)
-    if len(values) < MIN_ROUNDS:
+    from edgehub.tracking.verdict_numbers import checked_numbers
+
+    if len(ratios) < MIN_ROUNDS:
         raise UsageError(
-            f"{len(values)} rounds cannot show a difference; give at least {MIN_ROUNDS} rounds"
+            f"{len(ratios)} rounds cannot show a difference; give at least {MIN_ROUNDS} rounds"
         )
-    if not np.all(np.isfinite(values)) or np.any(values <= 0):
-        raise UsageError("the ratios B/A must be positive numbers")
+    values = checked_numbers(ratios, "round ratios B/A", whose="this A/B comparison")
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(values), size=(resamples, len(values)))
     medians = np.median(values[picks], axis=1)

@@ -27,6 +27,7 @@ from edgehub.tracking.significance import (
     mann_whitney_u,
     quantile,
 )
+from edgehub.tracking.verdict_numbers import checked_numbers
 
 if TYPE_CHECKING:
     from edgehub.tracking.significance import FloatArray
@@ -132,9 +133,8 @@ class ProfileComparison:
 
 
 def profile_samples(record: RunRecord) -> FloatArray:
-    """The raw per-run latencies (ms) a profile run stored (``samples_us`` of its JSON)."""
-    import numpy as np
-
+    """The raw per-run latencies (ms) a profile run stored (``samples_us`` of its JSON); a
+    run whose samples are not all finite positive numbers is refused (`UsageError`)."""
     candidates = [a for a in record.all_artifacts if a.is_stored and a.file_name.endswith(".json")]
     candidates.sort(key=lambda a: (a.name != "output_file", a.file_name != "profile.json"))
     for artifact in candidates:
@@ -145,7 +145,8 @@ def profile_samples(record: RunRecord) -> FloatArray:
             continue
         samples = document.get("samples_us") if isinstance(document, dict) else None
         if isinstance(samples, list) and samples:
-            return np.asarray(samples, dtype=np.float64) / 1000.0
+            whose = f"run {record.run_id[:8]} ({record.run_type} {record.name})"
+            return checked_numbers(samples, whose=whose) / 1000.0
     raise UsageError(
         f"run {record.run_id[:8]} ({record.run_type} {record.name}) has no raw latency samples "
         "(a profile.json with samples_us); compare two profile runs"
@@ -178,6 +179,10 @@ def _delta(
     )
 
 
+def _whose(run: str, side: str) -> str:
+    return f"run {run[:8]}" if run != side else f"sample {side}"
+
+
 def compare_samples(
     a: FloatArray,
     b: FloatArray,
@@ -190,10 +195,9 @@ def compare_samples(
     seed: int = 0,
 ) -> ProfileComparison:
     """Compare two latency samples (ms). ``max_regression`` and ``min_effect`` are fractions
-    (0.05 = 5 %)."""
-    import numpy as np
-
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    (0.05 = 5 %). Samples that are not all finite positive numbers are refused."""
+    x = checked_numbers(a, whose=_whose(run_a, "A"))
+    y = checked_numbers(b, whose=_whose(run_b, "B"))
     if min(len(x), len(y)) < MIN_SAMPLES:
         raise UsageError(
             f"too few latency samples to compare ({len(x)} and {len(y)}; at least "

@@ -158,8 +158,12 @@ def _samples(path: str | None) -> list[float]:
         data = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return []
+    from edgehub.tracking.verdict_numbers import number_problem
+
     samples = data.get("samples_us") if isinstance(data, dict) else None
-    return [float(s) for s in samples] if isinstance(samples, list) else []
+    if not isinstance(samples, list) or number_problem(samples) is not None:  # NaN, text, 0
+        return []
+    return [float(s) for s in samples]
 
 
 def _text(value: Any) -> str:
@@ -205,11 +209,13 @@ def _latency_rows(
     confidence interval, and whether it is significant; and the verdict."""
     if not a.run_type == b.run_type == "PROFILE":
         return [], ""
-    from edgehub.errors import EdgehubError
+    from edgehub.errors import EdgehubError, InvalidMeasurementError
     from edgehub.tracking.profile_compare import compare_profiles
 
     try:
         result = compare_profiles(store.get_run(a.run_id), store.get_run(b.run_id))
+    except InvalidMeasurementError as error:  # NaN, text, zero: refused as `hub runs compare`
+        return [], str(error)
     except EdgehubError:
         return [], ""  # no raw samples stored: the metrics rows still compare them
     rows = []

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgehub.agent.stats import latency_stats
+from edgehub.errors import ProfileError
+from edgehub.tracking.verdict_numbers import number_problem
 
 __all__ = ["ProfileSummary", "summarize_profile"]
 
@@ -79,10 +81,18 @@ def _memory(summary: Mapping[str, Any], out: ProfileSummary) -> None:
 
 def summarize_profile(profile: Mapping[str, Any]) -> ProfileSummary:
     """Metrics (``latency`` and friends in ms, memory in MiB), params, layer rows and the
-    compute-unit breakdown of one AI Hub profile."""
+    compute-unit breakdown of one AI Hub profile; per-iteration times that are not all finite
+    positive numbers are a `ProfileError`."""
     summary: Mapping[str, Any] = profile.get("execution_summary") or {}
     out = ProfileSummary()
-    samples = [float(v) for v in summary.get("all_inference_times") or [] if _number(v) is not None]
+    raw = summary.get("all_inference_times") or []
+    problem = number_problem(raw, "per-iteration inference times") if raw else None
+    if problem is not None:  # NaN, text or a zero never reaches the statistics or a verdict
+        raise ProfileError(
+            f"the AI Hub profile has {problem}; the measurement is invalid, so its run is "
+            "recorded FAILED"
+        )
+    samples = [float(v) for v in raw]
     estimated = _number(summary.get("estimated_inference_time"))
     if estimated is not None:
         out.metrics["estimated_inference_time_ms"] = round(estimated / 1000.0, 3)

@@ -318,6 +318,7 @@ def profile_document(files: Path) -> dict[str, Any]:
     per-query samples give the statistics (type-7 percentiles, as the other profilers);
     trtexec's own summary lines are kept under ``trtexec_*``."""
     from edgehub.agent.stats import latency_stats
+    from edgehub.tracking.verdict_numbers import number_problem
 
     log = _device_file(files / "trtexec.log", tail=True)
     summary = trtexec_parse.parse_summary(log.decode("utf-8", "replace"))
@@ -325,8 +326,19 @@ def profile_document(files: Path) -> dict[str, Any]:
         f"trtexec_{k}": v for k, v in trtexec_parse.summary_metrics(summary).items()
     }
     times = files / "times.json"
-    samples = trtexec_parse.parse_times(_device_file(times)) if times.is_file() else {}
-    for name, values in samples.items():
+    try:
+        samples = trtexec_parse.parse_times(_device_file(times)) if times.is_file() else {}
+    except ValueError as error:  # text where a time should be, or no JSON
+        raise ProfileError(
+            f"trtexec's times export cannot be read ({error}); the measurement is invalid"
+        ) from None
+    for name, values in samples.items():  # no NaN, inf or negative time reaches a verdict
+        problem = number_problem(values, f"{name} times", positive=name == "latency")
+        if problem is not None:
+            raise ProfileError(
+                f"trtexec's times export has {problem}; the measurement is invalid, so its "
+                "run is recorded FAILED"
+            )
         stats = latency_stats([int(v * 1e6) for v in values])
         prefix = "latency" if name == "latency" else name
         for key, value in stats.items():
