@@ -95,18 +95,30 @@ def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:
 
 
 def split_stacked(
-    path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset", mapped: bool = False
+    path_arg: str,
+    specs: Sequence[TensorSpec],
+    what: str = "dataset",
+    mapped: bool = False,
+    max_unpacked: int | None = None,
 ) -> list[Arrays]:
     """The samples of one ``.npz`` whose arrays share a leading samples axis, each checked
     against ``specs`` (named ``#index`` in errors). As for calibration data, an array of the
     input's rank + 1 is split into ``arr[i]``, and one of the input's own rank whose first
     dimension is dynamic or 1 (batch-first) into ``arr[i:i+1]``. ``mapped``: the samples are
-    views of the file mapped, read only where used (`load_arrays`)."""
+    views of the file mapped, read only where used (`load_arrays`, as ``max_unpacked``)."""
+    from .tensors import load_arrays
+
+    return split_arrays(load_arrays(path_arg, what, mapped, max_unpacked), path_arg, specs, what)
+
+
+def split_arrays(
+    loaded: Any, path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
+) -> list[Arrays]:
+    """`split_stacked` on the arrays ``loaded`` from ``path_arg`` (a dict, or one array)."""
     import numpy as np
 
-    from .tensors import check_arrays, load_arrays
+    from .tensors import check_arrays
 
-    loaded = load_arrays(path_arg, what, mapped)
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
             raise InputDataError(

@@ -274,7 +274,7 @@ class ResultFileError(ValueError):
     """A result file is missing or is not an agent result."""
 
 
-def _depth_over(value: Any, limit: int) -> bool:
+def depth_over(value: Any, limit: int) -> bool:
     """Whether ``value`` nests lists and objects more than ``limit`` levels deep."""
     level = [value] if isinstance(value, (dict, list)) else []
     for _ in range(limit):
@@ -314,7 +314,7 @@ def load_json_file(
         raise too_deep from None
     except ValueError as exc:  # UnicodeDecodeError included
         raise ResultFileError(f"{what} '{p}' is not JSON: {one_line(str(exc))}") from None
-    if _depth_over(document, max_depth):
+    if depth_over(document, max_depth):
         raise too_deep
     return document
 

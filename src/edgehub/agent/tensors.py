@@ -320,22 +320,29 @@ def random_inputs(
     return feeds, defaulted
 
 
-def load_arrays(path: str | Path, what: str = "input", mapped: bool = False) -> Arrays | np.ndarray:
+def load_arrays(
+    path: str | Path, what: str = "input", mapped: bool = False, max_unpacked: int | None = None
+) -> Arrays | np.ndarray:
     """Load an .npz (dict of arrays) or .npy (one array) without ever unpickling objects;
-    ``mapped``: an .npz's plain members are mapped, not read (see `read_npz`)."""
+    ``mapped``: an .npz's plain members are mapped, not read; ``max_unpacked``: the most its
+    compressed members may unpack to (see `read_npz`)."""
     import zipfile
 
     import numpy as np
 
-    from .npz import read_npz
+    from .npz import NpzLimitError, read_npz
 
     p = Path(path)
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
     try:
         loaded = (
-            read_npz(p, mapped) if zipfile.is_zipfile(p) else np.load(str(p), allow_pickle=False)
+            read_npz(p, mapped, max_unpacked)
+            if zipfile.is_zipfile(p)
+            else np.load(str(p), allow_pickle=False)
         )
+    except NpzLimitError as exc:
+        raise InputDataError(f"{what} file '{p}' is too large: {exc}") from None
     except ValueError as exc:
         if "pickle" in str(exc).lower():
             raise InputDataError(
@@ -359,11 +366,17 @@ def load_arrays(path: str | Path, what: str = "input", mapped: bool = False) -> 
         raise InputDataError(f"{what} file '{p}' is damaged: {exc}") from exc
 
 
-def load_inputs(path: str | Path, specs: Sequence[TensorSpec], what: str = "input") -> Arrays:
-    """Load model inputs from a .npz keyed by input name (a bare .npy for a one-input model)."""
+def load_inputs(
+    path: str | Path,
+    specs: Sequence[TensorSpec],
+    what: str = "input",
+    max_unpacked: int | None = None,
+) -> Arrays:
+    """Load model inputs from a .npz keyed by input name (a bare .npy for a one-input model);
+    ``max_unpacked``: see `load_arrays`."""
     import numpy as np
 
-    loaded = load_arrays(path, what)
+    loaded = load_arrays(path, what, max_unpacked=max_unpacked)
     if isinstance(loaded, np.ndarray):
         if len(specs) != 1:
             raise InputDataError(

@@ -123,6 +123,9 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
             )
         if runtime.evaluator is None:
             raise UsageError(f"{runtime.name} has no evaluator yet; drop --dataset")
+        from edgehub.toolchains.datasets import check_dataset_files
+
+        check_dataset_files(request.dataset, request.labels)  # as --input: no FIFO, device
     if request.model is None and not request.from_run:
         raise UsageError(f"hub exec {step} needs a MODEL path (or --from-run RUN_ID)")
     if request.model is not None and request.from_run:

@@ -38,8 +38,10 @@ def model_inputs(
     """The arrays of ``input_path`` (of its first ``.npz`` sample, by name, for a directory),
     else random inputs (seed 0) shaped by the runtime's own inspection of the model, their
     dynamic dimensions sized by ``input_shape`` (else 1)."""
+    from edgehub.toolchains.datasets import max_unpacked
     from edgehub.toolchains.tensors import load_npz, random_inputs
 
+    limit = max_unpacked() if input_path is not None else None  # as a dataset's
     if input_path is not None and input_path.is_dir():
         samples = sorted(input_path.glob("*.npz"))
         if not samples:
@@ -47,9 +49,9 @@ def model_inputs(
         ctx.events.info(
             f"inputs: {samples[0].name}, the first of {len(samples)} samples in {input_path}"
         )
-        return load_npz(samples[0])
+        return load_npz(samples[0], max_unpacked=limit)
     if input_path is not None:
-        return load_npz(input_path)
+        return load_npz(input_path, max_unpacked=limit)
     if runtime.inspect is None:
         raise UsageError(
             f"runtime {runtime.name!r} cannot read a model's inputs; pass --input FILE.npz"

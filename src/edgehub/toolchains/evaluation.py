@@ -8,12 +8,13 @@ Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import UsageError
+from edgehub.errors import InvalidMeasurementError, UsageError
 from edgehub.toolchains.metrics import output_figures, score, summarize_figures, task_metric
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Scores",
     "batch_runner",
+    "check_figures",
     "model_signature",
     "pair_outputs",
     "run_both",
@@ -140,6 +142,8 @@ def score_outputs(pairs: Pairs, dataset: Dataset, metric_names: list[str], worst
                 f"output {name!r} has shape {list(model.shape[1:])} in the compiled model but "
                 f"{list(reference.shape[1:])} in the reference; they cannot be compared"
             )
+        _check_finite(name, model, "compiled model", dataset)
+        _check_finite(name, reference, "reference", dataset)
         per_sample = output_figures(model, reference)
         figures_by_output[name] = per_sample
         scores.outputs[name] = summarize_figures(per_sample)
@@ -163,5 +167,40 @@ def score_outputs(pairs: Pairs, dataset: Dataset, metric_names: list[str], worst
             "output": primary,
             "against": "labels" if dataset.labels is not None else "reference",
         }
+        for side in ("model", "reference"):
+            if not math.isfinite(scores.tasks[metric][side]):
+                raise InvalidMeasurementError(
+                    f"task metric {metric!r} of the {side} came out "
+                    f"{scores.tasks[metric][side]} over the samples; a result that is not a "
+                    "number cannot be recorded or judged: check the metric and the labels"
+                )
     scores.per_sample = {"outputs": figures_by_output, "tasks": tasks}
     return scores
+
+
+def check_figures(figures: dict[str, float]) -> dict[str, float]:
+    """``figures`` to record, each a finite number, else `InvalidMeasurementError` naming
+    the first that is not (a store keeps no NaN, and a verdict cannot use one)."""
+    for name, value in figures.items():
+        if not math.isfinite(value):
+            raise InvalidMeasurementError(
+                f"the eval's {name} came out {value}; a result that is not a finite number "
+                "cannot be recorded or judged: check the model and the samples"
+            )
+    return figures
+
+
+def _check_finite(name: str, outputs: np.ndarray, which: str, dataset: Dataset) -> None:
+    """Refuse (`InvalidMeasurementError`) outputs of ``which`` model holding NaN or
+    infinity: every figure of them would be one, and NaN cannot be recorded or judged."""
+    from edgehub.toolchains.datasets import first_non_finite, non_finite_kind
+
+    index = first_non_finite(outputs)
+    if index is None:
+        return
+    sample = dataset.names[index[0]] if index and index[0] < len(dataset) else "?"
+    raise InvalidMeasurementError(
+        f"the {which}'s output {name!r} holds {non_finite_kind(outputs, index)} for sample "
+        f"{sample} (index {list(index[1:])}) though the samples are finite; its figures "
+        "would not be numbers: check the model (its conversion, its quantization)"
+    )

@@ -180,6 +180,7 @@ def evaluate_model(
     from edgehub.toolchains.datasets import load_dataset, tensor_specs
     from edgehub.toolchains.evaluation import (
         batch_runner,
+        check_figures,
         model_signature,
         pair_outputs,
         run_both,
@@ -204,20 +205,22 @@ def evaluate_model(
     same = isinstance(runner, ORTBatchRunner) and local
     runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
     jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
-    model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
-    ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
-    ctx.client.log_artifact(
-        reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
-    )
-    scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
-                           names, worst)  # fmt: skip
+    with data.watch():  # failed on a dataset cut short: recorded as that
+        model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
+        ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
+        ctx.client.log_artifact(
+            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+        )
+        scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
+                               names, worst)  # fmt: skip
+        data.check_unchanged()
     figures: dict[str, float] = {"$samples": float(len(data))}
     for output, values in scores.outputs.items():
         figures.update({f"{output}.{k}": v for k, v in values.items()})
     for metric, values in scores.tasks.items():
         figures[metric] = float(values["model"])
         figures[f"reference.{metric}"] = float(values["reference"])
-    ctx.client.log_metrics(figures)
+    ctx.client.log_metrics(check_figures(figures))
     path = ctx.artifact_dir / "per_sample.json"
     path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
     ctx.client.log_artifact(path, name="per_sample")

@@ -16,15 +16,20 @@ if TYPE_CHECKING:
 __all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save_npz"]
 
 
-def load_npz(path: Path, *, mapped: bool = False) -> dict[str, np.ndarray]:
-    """Arrays of an ``.npz`` keyed by name (pickled objects are refused); ``mapped``: see
+def load_npz(
+    path: Path, *, mapped: bool = False, max_unpacked: int | None = None
+) -> dict[str, np.ndarray]:
+    """Arrays of an ``.npz`` keyed by name (pickled objects are refused); ``mapped`` and
+    ``max_unpacked`` (what its compressed arrays may unpack to): see
     `~edgehub.agent.npz.read_npz`."""
-    from edgehub.agent.npz import read_npz
+    from edgehub.agent.npz import NpzLimitError, read_npz
 
     if not path.is_file():
         raise InputDataError(f"input file {path} not found; pass an existing .npz with --input")
     try:
-        return read_npz(path, mapped)
+        return read_npz(path, mapped, max_unpacked)
+    except NpzLimitError as error:
+        raise InputDataError(f"{path} is too large: {error}") from None
     except (zipfile.BadZipFile, ValueError, OSError) as error:
         raise InputDataError(
             f"{path} is not a readable .npz ({error}); save inputs with numpy.savez(path, "

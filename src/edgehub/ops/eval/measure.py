@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import UsageError
 from edgehub.ops.eval.goals import check_goal
 from edgehub.ops.eval.report import EvalReport
-from edgehub.toolchains.evaluation import batch_runner, pair_outputs, run_both, score_outputs
+from edgehub.toolchains.evaluation import (
+    batch_runner,
+    check_figures,
+    pair_outputs,
+    run_both,
+    score_outputs,
+)
 
 if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
@@ -57,7 +63,10 @@ def measure(
     device_name = request.device or "local"
     device = ctx.device(device_name)
     name = request.name or f"eval-{reference.stem}"
-    with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]) as run:
+    with (
+        ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]) as run,
+        dataset.watch(),  # failed on a dataset cut short: recorded as that
+    ):
         sha = dataset.sha256
         ctx.client.log_params(
             {
@@ -136,6 +145,7 @@ def measure(
             search, first = _layers(ctx, request, dataset, (compiled, reference), runners, outs)
             report.layers = search.to_dict(first, min(request.layer_samples, len(dataset)))
             report.layer_search = (search.rows, first)
+        dataset.check_unchanged()  # figures of a dataset rewritten meanwhile are of neither
         _record(ctx, report)
     report.status = "FINISHED"
     return report
@@ -225,7 +235,7 @@ def _record(ctx: HubContext, report: EvalReport) -> None:
         layers = ctx.artifact_dir / "layers.json"
         layers.write_text(json.dumps(report.layers))
         ctx.client.log_artifact(layers, name="layers")
-    ctx.client.log_metrics(metrics)
+    ctx.client.log_metrics(check_figures(metrics))
     worst = {output: [row["sample"] for row in rows] for output, rows in report.worst.items()}
     ctx.client.log_param("worst_samples", worst)  # names; their figures: per_sample.json
     path = ctx.artifact_dir / "per_sample.json"
