@@ -88,8 +88,11 @@ def snapshot(root: Path) -> tuple[list[tuple[str, int]], list[Any]]:
 
 
 def shown(root: Path, run_id: str) -> str:
-    """`runs show --json` with the local paths (the store, the project folder) taken out."""
-    text = hub(root, "runs", "show", run_id, "--json").stdout
+    """`runs show --json` with the local paths (the store, the project folder) taken out, and
+    the tag an import sets (where this store got the run: not part of the run)."""
+    data = json.loads(hub(root, "runs", "show", run_id, "--json").stdout)
+    data["tags"].pop("imported_from", None)
+    text = json.dumps(data, indent=1, sort_keys=True)
     return text.replace(str(root / ".hub"), "STORE").replace(f"{root}/", "")
 
 
@@ -155,7 +158,11 @@ def _extra(kind: str, name: str = "artifacts/x", link: str = "") -> Callable[...
 
 def _tamper(member_end: str, manifest_too: bool, new: bytes | None = None) -> Callable[..., None]:
     def change(tar: tarfile.TarFile, members: list[tuple[tarfile.TarInfo, bytes]]) -> None:
-        index = next(i for i, (m, _) in enumerate(members) if m.name.endswith(member_end))
+        index = next(
+            i
+            for i, (m, _) in enumerate(members)
+            if m.name.endswith(member_end) and m.name != "edgehub-bundle.json"  # written first
+        )
         member, data = members[index]
         changed = new(data) if callable(new) else (data[:-1] + bytes([data[-1] ^ 1]))
         member.size = len(changed)

@@ -58,6 +58,7 @@ def test_bundle_of_api_runs_round_trips(tmp_path: Path) -> None:
         there = json.loads(hub(b, "runs", "show", run.run_id, "--json").stdout)
         here = json.loads(hub(a, "runs", "show", run.run_id, "--json").stdout)
         here["params"].pop("api_token", None)
+        assert there["tags"].pop("imported_from").startswith("r.tar.gz, ")  # marked on import
         for record in (here, there):
             record.pop("artifact_dir")
             for artifact in record["artifacts"]:

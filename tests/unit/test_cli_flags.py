@@ -37,7 +37,7 @@ POSITIONALS = {("exec",): ["compile", "onnxruntime"], ("runs", "show"): ["latest
 POSITIONALS[("runs", "compare")] = ["a", "b"]
 POSITIONALS[("runs", "export")] = ["latest", "-o", "runs.tar"]
 POSITIONALS[("runs", "import")] = ["runs.tar"]
-POSITIONALS[("runs", "rerun")] = ["latest"]
+POSITIONALS[("runs", "rerun")] = POSITIONALS[("runs", "delete")] = ["latest"]
 POSITIONALS[("devices", "check")] = POSITIONALS[("devices", "trust")] = ["board"]
 POSITIONALS[("devices", "release")] = POSITIONALS[("devices", "unquarantine")] = ["board"]
 

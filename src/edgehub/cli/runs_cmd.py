@@ -1,5 +1,6 @@
 """`hub runs list | show RUN | compare RUN_A RUN_B | export RUN... -o FILE | import FILE |
-rerun RUN`: parse, call `ops.runs` (and `ops.bundles`, `ops.rerun`), print."""
+rerun RUN | delete RUN`: parse, call `ops.runs` (and `ops.bundles`, `ops.rerun`,
+`ops.run_delete`), print."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.output import print_json, table
 from edgehub.errors import EXIT_INCOMPARABLE, EXIT_NOT_REPRODUCED, EXIT_REGRESSION
+from edgehub.text import visible
 
 if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
@@ -129,6 +131,17 @@ def add_parser(commands: Any) -> None:
     )
     again.add_argument("--json", action="store_true")
     again.set_defaults(handler=_rerun)
+    delete = sub.add_parser(
+        "delete",
+        help="delete a run, its child runs and the stored files only they kept",
+        description="Delete a run (an imported one that should not be here, say) with its "
+        "child runs, rows and the stored artifacts no other run refers to. Asks first; "
+        "--yes deletes without asking (needed without a terminal). An ambiguous prefix and a "
+        "run still running are refused.",
+    )
+    delete.add_argument("run_id", metavar="RUN", help=REF_HELP)
+    delete.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
+    delete.set_defaults(handler=_delete)
 
 
 def _fraction(text: str) -> float:
@@ -149,7 +162,12 @@ def _project(args: argparse.Namespace) -> Project:
 
 
 def _when(timestamp: float | None) -> str:
-    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else "-"
+    if not timestamp:
+        return "-"
+    try:
+        return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):  # a damaged record: the rest still lists
+        return "?"
 
 
 def _run_count(text: str) -> int | None:
@@ -214,12 +232,13 @@ def _show(args: argparse.Namespace) -> int:
             data["percentiles"] = [p.to_dict() for p in percentiles]
         print_json(data)
         return 0
-    print(f"run {run.run_id}  {run.name} ({run.run_type})  {run.status}")
+    # a record's fields may come from a bundle or a device: each line shown as one line
+    print(visible(f"run {run.run_id}  {run.name} ({run.run_type})  {run.status}"))
     print(f"  started {_when(run.started_at)}, took {_duration(run)}")
     if run.parent_run_id:
-        print(f"  parent  {run.parent_run_id}")
+        print(visible(f"  parent  {run.parent_run_id}"))
     if run.error:
-        print(f"  error   {run.error}")
+        print(visible(f"  error   {run.error}"))
     print(f"  dir     {run.artifact_dir}")
     if run.run_type == "EVAL":  # figures, goals, worst samples and layer table first
         from edgehub.cli.eval_cmd import print_stored
@@ -410,8 +429,10 @@ def _rerun(args: argparse.Namespace) -> int:
     for report in (result, *result.children):
         new, old = report.rerun, report.original
         print(
-            f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
-            f"run {new.run_id[:8]} {new.status} on {new.device}"
+            visible(
+                f"rerun of {old.run_id[:8]} ({old.run_type} {old.name} on {old.device}): "
+                f"run {new.run_id[:8]} {new.status} on {new.device}"
+            )
         )
         print(f"  image: {report.image}")
         for line in report.summary:
@@ -419,6 +440,34 @@ def _rerun(args: argparse.Namespace) -> int:
     if differ:
         print(f"not reproduced: exit {EXIT_NOT_REPRODUCED}")
         return EXIT_NOT_REPRODUCED
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    import sys
+
+    from edgehub.errors import UsageError
+    from edgehub.ops.run_delete import delete_runs, deletion_plan
+
+    project = _project(args)
+    plan = deletion_plan(project, args.run_id)
+    run = plan.run
+    what = f"run {run.run_id} ({run.run_type} {run.name}, started {_when(run.started_at)})"
+    if plan.children:
+        what += f" and its {len(plan.children)} child runs"
+    what = visible(what)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"not asking without a terminal; to delete {what}, pass --yes")
+        answer = input(f"Delete {what}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("not deleted")
+            return 1
+    result = delete_runs(project, plan)
+    print(
+        f"deleted {len(result.run_ids)} runs ({result.files_removed} stored files and folders "
+        "no other run refers to)"
+    )
     return 0
 
 

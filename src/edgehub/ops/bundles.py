@@ -7,18 +7,24 @@ the ones that made its tag. Local paths in what was recorded become relative to 
 home folder reads ``~``), and params, tags and environment entries named like secrets
 (password, token, api key, ...) are left out. Import checks the whole bundle before it writes
 (`edgehub.tracking.bundles`); a run already in the store with the same rows is skipped, so
-importing twice changes nothing, and one with different rows refuses the import.
+importing twice changes nothing, and one with different rows refuses the import, as does a new
+run whose id begins with (or is the start of) a run's here. Each run added is tagged
+``imported_from`` (the bundle's name, the time): its compiled model was made elsewhere, so the
+compile cache never serves it and ``--from-run`` refuses it (`RunStore.run_log`).
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
 from edgehub.tracking.bundles import (
+    IMPORTED_TAG,
     BundleContents,
     ImageLock,
     ImportResult,
@@ -26,8 +32,10 @@ from edgehub.tracking.bundles import (
     read_bundle,
     run_rows,
     same_rows,
+    unmarked,
     write_bundle,
 )
+from edgehub.tracking.modes import make_private_dir, write_private
 
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
@@ -139,7 +147,8 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
 
 
 def import_runs(project: Project, bundle: Path) -> ImportResult:
-    """Bring the runs of ``bundle`` into the project's store, all or nothing."""
+    """Bring the runs of ``bundle`` into the project's store, all or nothing; each run added
+    is tagged `IMPORTED_TAG` (never a compile-cache hit, refused by ``--from-run``)."""
     store = project.store()
     result = ImportResult()
     try:
@@ -150,6 +159,7 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
         with read_bundle(bundle, store.artifacts.root) as staged:
             new = {}
             for run_id, rows in staged.runs.items():
+                rows = unmarked(rows)  # another store's mark: this import sets its own
                 existing = store.rows("SELECT id FROM runs WHERE id = ?", (run_id,))
                 if not existing:
                     new[run_id] = rows
@@ -160,6 +170,7 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
                         f"run {run_id[:8]} is already in this store with different records"
                     )
                 result.already_present.append(run_id)
+            _check_new_ids(store, new, staged.refuse)
             for key, source in staged.artifacts.items():
                 sha = key.partition("/")[0]
                 there = store.artifacts.path_for(sha, source.name).exists()
@@ -171,19 +182,60 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
                 if _store_image_lock(store, lock):
                     result.images_added.append(lock.tag)
             if new:
+                mark = _mark(bundle)
                 with store.transaction(f"import the runs of {bundle}") as conn:
-                    insert_runs(conn, new.values())
+                    try:
+                        insert_runs(conn, new.values())
+                        conn.executemany(
+                            "INSERT OR REPLACE INTO tags VALUES (?,?,?)",
+                            [(run_id, IMPORTED_TAG, mark) for run_id in new],
+                        )
+                    except sqlite3.IntegrityError as error:  # rolled back
+                        raise staged.refuse(f"its rows clash with this store's ({error})") from None
             result.imported = list(new)
     finally:
         store.close()
     return result
 
 
+def _mark(bundle: Path) -> str:
+    """The `IMPORTED_TAG` value: the bundle's file name and when it was imported."""
+    name = "".join(c if c.isprintable() else "?" for c in bundle.name)
+    return f"{name}, {datetime.now(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _check_new_ids(
+    store: RunStore, new: dict[str, dict[str, Any]], refuse: Callable[[str], UsageError]
+) -> None:
+    """Refuse a new run whose id is a prefix of a run's here, or has one as its prefix (it
+    would take over that run's short id), and artifact ids already used here or twice."""
+    for run_id in new:
+        clash = store.rows(
+            "SELECT id FROM runs WHERE id != ? AND (substr(?, 1, length(id)) = id"
+            " OR substr(id, 1, length(?)) = ?) LIMIT 1",
+            (run_id, run_id, run_id, run_id),
+        )
+        if clash:
+            raise refuse(
+                f"run {run_id!r} would shadow run {clash[0]['id']!r} of this store (one id "
+                "begins with the other)"
+            )
+    ids = [str(a["id"]) for rows in new.values() for a in rows["artifacts"]]
+    if len(set(ids)) != len(ids):
+        raise refuse("two of its artifact records share an id")
+    for start in range(0, len(ids), 500):
+        chunk = tuple(ids[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        taken = store.rows(f"SELECT id FROM artifacts WHERE id IN ({marks}) LIMIT 1", chunk)
+        if taken:
+            raise refuse(f"artifact record {taken[0]['id']!r} is already used in this store")
+
+
 def _store_image_lock(store: RunStore, lock: ImageLock) -> bool:
     folder = store.root / _IMAGES / lock.folder
     if (folder / "Dockerfile").is_file():
         return False
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "Dockerfile").write_bytes(lock.dockerfile)
-    (folder / "requirements.lock").write_bytes(lock.lock)
+    make_private_dir(folder)
+    write_private(folder / "Dockerfile", lock.dockerfile)
+    write_private(folder / "requirements.lock", lock.lock)
     return True

@@ -8,7 +8,15 @@ recorded) and whose artifacts are intact in the store is a hit: a new COMPILE ru
 with the original's params, metrics, environment and artifacts (stored by content, so nothing is
 copied), tagged ``cached_from`` with the original's id; no toolchain runs. Only compiles in a
 local container are cached (elsewhere the toolchain cannot be pinned by a digest); ``hub exec
-compile --no-cache`` always builds.
+compile --no-cache`` always builds. A run imported from a bundle (tagged ``imported_from``) is
+never a hit: its compiled model was made on another machine, whatever its records say.
+
+A hit is served on content read now, never on a file's stamps: the key hashes the model and its
+data files from their bytes (`content_hash` with ``verify``: a file swapped for another of the
+same size and times is not taken for it), the original's recorded input is that model, and each
+artifact reused is hashed again and must have the hash it was recorded with. A key is recorded
+only on a compile whose stored input is the model the key names (the file may change while it
+compiles).
 """
 
 from __future__ import annotations
@@ -37,10 +45,11 @@ _NOT_COPIED = ("log",)  # the original's log says what the toolchain did, not th
 
 @dataclass(frozen=True)
 class CacheKey:
-    """A compile's key and the device it runs on."""
+    """A compile's key, the device it runs on and the model's content hash in it."""
 
     value: str
     device: str
+    model_sha: str = ""
 
 
 def cache_key(
@@ -65,18 +74,19 @@ def cache_key(
     plain: dict[str, Any] = {}
     for name, value in sorted(resolved.items()):
         if name in _DATA_OPTIONS and isinstance(value, (str, os.PathLike)):
-            value = "sha256:" + content_hash(Path(value).expanduser())
+            value = "sha256:" + content_hash(Path(value).expanduser(), verify=True)
         elif not _plain(value):
             return None  # e.g. a dict of arrays: not worth hashing here
         plain[name] = value
+    model_sha = content_hash(model, verify=True)
     described = {
-        "model": content_hash(model),
+        "model": model_sha,
         "component": compiler.__name__,
         "options": plain,
         "target": [target.name, target.provider_type, target.spec.device_name],
     }
     text = json.dumps(described, sort_keys=True, default=str)
-    return CacheKey(hashlib.sha256(text.encode()).hexdigest(), target.name)
+    return CacheKey(hashlib.sha256(text.encode()).hexdigest(), target.name, model_sha)
 
 
 def _plain(value: Any) -> bool:
@@ -86,18 +96,21 @@ def _plain(value: Any) -> bool:
 
 
 def find_cached(ctx: HubContext, key: CacheKey) -> RunRecord | None:
-    """The newest FINISHED compile with ``key`` whose image is still today's and whose
-    artifacts are intact; None if there is none."""
+    """The newest FINISHED compile made in this store (not imported) with ``key`` whose image
+    is still today's and whose artifacts are intact; None if there is none."""
+    from edgehub.tracking.records import IMPORTED_TAG
+
     store = ctx.store
     rows = store.rows(
         "SELECT r.id FROM runs r JOIN tags t ON t.run_id = r.id WHERE t.name = ? AND"
-        " t.value = ? AND r.status = 'FINISHED' AND r.type = 'COMPILE'"
+        " t.value = ? AND r.status = 'FINISHED' AND r.type = 'COMPILE' AND NOT EXISTS"
+        " (SELECT 1 FROM tags i WHERE i.run_id = r.id AND i.name = ?)"  # made here only
         " ORDER BY r.started_at DESC LIMIT 5",
-        (KEY_TAG, key.value),
+        (KEY_TAG, key.value, IMPORTED_TAG),
     )
     for row in rows:
         record = store.get_run(str(row["id"]))
-        if _same_image(ctx, record) and _intact(record):
+        if _compiled(record, key) and _same_image(ctx, record) and _intact(record):
             return record
     return None
 
@@ -124,9 +137,17 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
     return attrs is not None and names_digest(attrs, digest)
 
 
+def _compiled(record: RunRecord, key: CacheKey) -> bool:
+    """Whether ``record`` compiled the model ``key`` names (its stored input has that hash)."""
+    given = record.artifacts.get("input")
+    known = given.sha256 if given is not None else None
+    return known is None or not key.model_sha or known == key.model_sha
+
+
 def _intact(record: RunRecord) -> bool:
-    """Every stored artifact of the run is there (the compiled model checked by content)."""
-    from edgehub.tracking.artifacts import content_hash
+    """Every stored artifact of the run is there, and each one `reuse` records again (the
+    compiled model among them) has the hash it was recorded with, read from its bytes now."""
+    from edgehub.tracking.artifacts import hash_path
 
     for artifact in record.all_artifacts:
         if artifact.device or not artifact.is_stored:
@@ -134,7 +155,7 @@ def _intact(record: RunRecord) -> bool:
         path = Path(artifact.file_path)
         if not path.exists():
             return False
-        if artifact.name == "path" and content_hash(path) != artifact.sha256:
+        if artifact.name not in _NOT_COPIED and hash_path(path) != artifact.sha256:
             return False
     return "path" in record.artifacts
 
@@ -169,6 +190,17 @@ def reuse(
 
 
 def remember(ctx: HubContext, compiled: CompiledModel, key: CacheKey) -> None:
-    """Record ``key`` on the compile run that made ``compiled``."""
-    if compiled.run_log is not None and compiled.run_log.status in ("FINISHED", "RUNNING"):
-        ctx.store.log_tag(compiled.run_log.run_id, KEY_TAG, key.value)
+    """Record ``key`` on the compile run that made ``compiled``, where the model it stored as
+    its input is the one ``key`` names (else the model changed while it compiled: not cached)."""
+    log = compiled.run_log
+    if log is None or log.status not in ("FINISHED", "RUNNING"):
+        return
+    given = log.artifacts.get("input")
+    known = given.sha256 if given is not None else None
+    if known is not None and key.model_sha and known != key.model_sha:
+        ctx.events.warning(
+            "compile cache: the model changed while it was compiled (its hash when the compile "
+            "began differs from the copy stored with the run); this compile is not cached"
+        )
+        return
+    ctx.store.log_tag(log.run_id, KEY_TAG, key.value)

@@ -16,14 +16,14 @@ from __future__ import annotations
 import os
 import re
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
 from edgehub.limits import FetchLimits, human_size
 
-__all__ = ["BoundedReads", "MemberRules", "list_members", "member_problem"]
+__all__ = ["BoundedReads", "MemberRules", "iter_members", "list_members", "member_problem"]
 
 MAX_HEADER = 1 << 20  # one tar header (a long name, pax records); no single read may be larger
 
@@ -67,14 +67,20 @@ def member_problem(member: tarfile.TarInfo, rules: MemberRules) -> str | None:
 
 def list_members(tar: tarfile.TarFile, rules: MemberRules) -> list[tarfile.TarInfo]:
     """The archive's members, each checked as it is read: refused as soon as one breaks a rule."""
+    return list(iter_members(tar, rules))
+
+
+def iter_members(tar: tarfile.TarFile, rules: MemberRules) -> Iterator[tarfile.TarInfo]:
+    """`list_members` one at a time: each member is checked before it is yielded, so a caller
+    that reads each member's data as it comes never reads past a refused one."""
     limits = rules.limits
-    members: list[tarfile.TarInfo] = []
+    count = 0
     total = 0
     seen: set[str] = set()
     while (member := tar.next()) is not None:
-        members.append(member)
+        count += 1
         name = member.name
-        if len(members) > limits.max_files:
+        if count > limits.max_files:
             raise rules.over(
                 f"it holds more than {limits.max_files} entries; raise "
                 f"{limits.variable('files')} to accept more"
@@ -89,6 +95,7 @@ def list_members(tar: tarfile.TarFile, rules: MemberRules) -> list[tarfile.TarIn
         if why is not None:
             raise rules.refuse(why)
         if not member.isreg():
+            yield member
             continue
         if rules.unique and name in seen:
             raise rules.refuse(f"{name!r} is in it twice")
@@ -105,7 +112,7 @@ def list_members(tar: tarfile.TarFile, rules: MemberRules) -> list[tarfile.TarIn
                 f"its files are over {human_size(limits.max_bytes)}; raise "
                 f"{limits.variable('bytes')} to accept more"
             )
-    return members
+        yield member
 
 
 class BoundedReads:

@@ -25,6 +25,7 @@ from edgehub.errors import UsageError
 from edgehub.fsutil import copy_range
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.hash_memo import memo, settled, stamp_key
+from edgehub.tracking.modes import make_private_dir, restrict
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
 
@@ -64,16 +65,18 @@ def hash_path(path: Path) -> str:
     return digest.hexdigest()
 
 
-def content_hash(path: Path) -> str:
+def content_hash(path: Path, *, verify: bool = False) -> str:
     """`hash_path`, remembered (`hash_memo`): a file or folder hashed before, by this process
-    or an earlier command, is not read again while its files' stamps are unchanged."""
+    or an earlier command, is not read again while its files' stamps are unchanged.
+    ``verify``: read the bytes whatever the memo holds (the hash that decides whether a cache
+    hit is served), and remember what they hash to."""
     if path.is_dir():
-        return _folder_hash(path)
+        return _folder_hash(path, verify)
     with path.open("rb") as handle:
         before = os.fstat(handle.fileno())
         key = stamp_key(before)
         regular = stat.S_ISREG(before.st_mode)
-        known = memo().get(key) if regular else None
+        known = memo().get(key) if regular and not verify else None
         if known is not None:
             return known
         began = time.time_ns()
@@ -86,8 +89,9 @@ def content_hash(path: Path) -> str:
     return sha
 
 
-def _folder_hash(path: Path) -> str:
-    """A folder's `hash_path`, remembered by the names and stamps of all its files."""
+def _folder_hash(path: Path, verify: bool = False) -> str:
+    """A folder's `hash_path`, remembered by the names and stamps of all its files (``verify``:
+    read whatever the memo holds)."""
 
     def listing() -> tuple[str, bool]:
         began = time.time_ns()
@@ -100,7 +104,7 @@ def _folder_hash(path: Path) -> str:
         return "folder:" + hashlib.sha256(text).hexdigest(), all_settled
 
     key, remember = listing()
-    known = memo().get(key)
+    known = None if verify else memo().get(key)
     if known is not None:
         return known
     sha = hash_path(path)
@@ -240,7 +244,7 @@ class ArtifactStore:
             if _is_stored_copy(source, final) or _intact(final, known, size, source):
                 return final, known, size
             ensure_room(tree_size(source), self.root, f"a copy of {source}")
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.root)
             staging = make_staging(self.root)
             try:
                 staged = staging / name
@@ -251,7 +255,8 @@ class ArtifactStore:
                     sha = copy_hashed(str(source), str(staged))
                 final = self.path_for(sha, name)
                 _unlink_planted(final.parent)
-                final.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dir(final.parent)
+                restrict(staged)  # the copy keeps its source's times, not its modes
                 self._install(staged, final, sha)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -290,7 +295,7 @@ class ArtifactStore:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
             ensure_room(size, self.root, f"a copy of {source}")
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_private_dir(self.root)
             staging = make_staging(self.root)
             try:
                 staged = staging / name
@@ -300,7 +305,8 @@ class ArtifactStore:
                 _unlink_planted(final.parent)
                 if _intact(final, sha, size, staged):  # stored already: that copy stays
                     return final, sha, size
-                final.parent.mkdir(parents=True, exist_ok=True)
+                make_private_dir(final.parent)
+                restrict(staged)  # the copy keeps its source's times, not its modes
                 self._install(staged, final, sha)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -319,7 +325,7 @@ class ArtifactStore:
         if _intact(final, sha, path_size(staged)):
             return
         target = self.quarantine / f"{sha}-{int(time.time())}"
-        target.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target)
         os.replace(final, target / final.name)
         os.replace(staged, final)
 

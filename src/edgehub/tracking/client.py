@@ -20,6 +20,7 @@ from edgehub.tracking.artifacts import path_size
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.full_disk import disk_full, full_disk_error, keep_only_log
 from edgehub.tracking.log_file import RunLogFile
+from edgehub.tracking.modes import restrict
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
@@ -91,7 +92,7 @@ class Client:
         safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:60]
         run_dir = self.store.root / "runs" / f"{safe_name}_{stamp}_{run_id[:8]}"
         with translate_storage_errors(run_dir.parent, "create a directory for the run"):
-            run_dir.mkdir(parents=True)
+            run_dir.mkdir(mode=0o700, parents=True)  # private, as the store
         kind = RunType.coerce(run_type)
         run = RunLog(
             run_id=run_id,
@@ -166,6 +167,10 @@ class Client:
             unsubscribe()
             with lock:
                 _close_quietly(log_file)
+            try:
+                restrict(run_dir)  # what the run wrote in its folder: private, as the store
+            except OSError:
+                pass
             if log_path.stat().st_size:
                 try:
                     self._store_artifact(run, log_path, name="log")

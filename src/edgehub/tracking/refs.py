@@ -29,7 +29,10 @@ def parse_run_type(kind: RunType | str) -> str:
 
 
 def _describe(row: sqlite3.Row) -> str:
-    when = datetime.fromtimestamp(row["started_at"]).strftime("%Y-%m-%d %H:%M")
+    try:
+        when = datetime.fromtimestamp(row["started_at"]).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError, TypeError):  # a damaged record
+        when = "?"
     return f"{row['id'][:12]} ({row['type']} {row['name']}, {when})"
 
 

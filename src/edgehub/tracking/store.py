@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from edgehub.errors import StorageError
+from edgehub.errors import StorageError, UsageError
 from edgehub.tracking.artifacts import ArtifactStore
 from edgehub.tracking.compare import RunComparison, compare_runs
 from edgehub.tracking.db import (
@@ -34,7 +34,9 @@ from edgehub.tracking.db import (
     translate_storage_errors,
     unwritable_folder,
 )
-from edgehub.tracking.records import RunFilter, RunRecord
+from edgehub.tracking.deletion import delete_runs
+from edgehub.tracking.modes import create_private_file, make_private_dir, tighten
+from edgehub.tracking.records import IMPORTED_TAG, RunFilter, RunRecord
 from edgehub.tracking.refs import resolve_run_ref
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
@@ -53,6 +55,7 @@ def _init_lock(path: Path) -> Iterator[None]:
     try:
         import fcntl
 
+        create_private_file(path)
         handle = path.open("a")
     except (ImportError, OSError):  # not POSIX, or not writable: retries have to do
         yield
@@ -78,8 +81,10 @@ class RunStore:
         self.db_path = self.root / "runs.db"
         if not read_only:
             try:
-                (self.root / "artifacts").mkdir(parents=True, exist_ok=True)
-                (self.root / "runs").mkdir(parents=True, exist_ok=True)
+                make_private_dir(self.root / "artifacts")
+                make_private_dir(self.root / "runs")
+                create_private_file(self.db_path)  # SQLite's journal files copy its mode
+                tighten(self.root)
             except OSError as error:
                 if not self.db_path.exists():
                     raise storage_error(error, self.root, "create the run store") from error
@@ -391,9 +396,30 @@ class RunStore:
         with self._write(doing) as conn:
             yield conn
 
-    def run_log(self, ref: str, run_type: RunType | str | None = None) -> RunLog:
-        """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``)."""
-        return self.get_run(ref, run_type).to_run_log()
+    def run_log(
+        self, ref: str, run_type: RunType | str | None = None, *, imported_ok: bool = False
+    ) -> RunLog:
+        """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``).
+        A run imported from a bundle is refused (its outputs were made on another machine and
+        would be run here as they are) unless ``imported_ok`` (it is only read)."""
+        record = self.get_run(ref, run_type)
+        mark = record.tags.get(IMPORTED_TAG)
+        if mark is not None and not imported_ok:
+            model = record.artifacts.get("path")
+            where = f" ({model.file_path})" if model is not None and model.is_stored else ""
+            raise UsageError(
+                f"run {record.run_id[:8]} was imported from a bundle ({mark}), so its outputs "
+                "were made elsewhere and are not used from the run; compile the model here "
+                f"(`hub runs rerun {record.run_id[:8]}`), or, if you trust whoever made it, "
+                f"give its file as the MODEL{where}"
+            )
+        return record.to_run_log()
+
+    def delete_runs(self, run_ids: list[str]) -> list[Path]:
+        """Delete the runs ``run_ids`` (full ids) and everything they logged in one
+        transaction; returns their stored artifact files that no other run refers to, and
+        their run folders, for the caller to remove."""
+        return delete_runs(self, run_ids)
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import InputDataError, ModelError, UsageError
+from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
@@ -27,7 +27,7 @@ from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.eval.tensorrt import check_tensorrt_device, check_tensorrt_gpu
 from edgehub.ops.project import Project, Subscriber
-from edgehub.toolchains.datasets import Dataset, load_dataset, tensor_specs
+from edgehub.toolchains.datasets import Dataset, check_dataset_files, load_dataset, tensor_specs
 from edgehub.toolchains.evaluation import model_signature
 from edgehub.toolchains.metrics import task_metric
 
@@ -87,12 +87,7 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
     if request.model is not None and not request.model.is_file():
         raise ModelError(f"model {request.model} not found; check the path")
-    if not request.dataset.exists():
-        raise InputDataError(
-            f"dataset {request.dataset} not found; pass a directory of .npz or one .npz"
-        )
-    if request.labels is not None and not request.labels.is_file():
-        raise InputDataError(f"labels {request.labels} not found; pass an .npz or .json")
+    check_dataset_files(request.dataset, request.labels)  # no FIFO, device or socket
     if request.layers is not None and (not request.layers > 0 or request.layer_samples < 1):
         raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     if _stored_reference(request) and request.layers is not None:
@@ -167,29 +162,30 @@ def evaluate_and_fix(
         stored = _reference_run(ctx, request, dataset)
         request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset, provider)
         cancel.check()
-        if request.fix is not None:
+        with dataset.watch():  # a compile or run that fails on a dataset cut short says so
+            if request.fix is not None:
+                with _device_lease(project, ctx, request, cancel):
+                    fix, last = repair(
+                        ctx, request, runtime, dataset, reference, goals, metric_names, cancel
+                    )
+                return last, fix
+            if compiled is None:
+                reference, compiled, compile_run = _models(ctx, request, runtime)
+                cancel.check()
+            assert compiled is not None
             with _device_lease(project, ctx, request, cancel):
-                fix, last = repair(
-                    ctx, request, runtime, dataset, reference, goals, metric_names, cancel
+                report = measure(
+                    ctx,
+                    request,
+                    dataset,
+                    reference,
+                    compiled,
+                    compile_run,
+                    goals,
+                    metric_names,
+                    cancel,
+                    stored,
                 )
-            return last, fix
-        if compiled is None:
-            reference, compiled, compile_run = _models(ctx, request, runtime)
-            cancel.check()
-        assert compiled is not None
-        with _device_lease(project, ctx, request, cancel):
-            report = measure(
-                ctx,
-                request,
-                dataset,
-                reference,
-                compiled,
-                compile_run,
-                goals,
-                metric_names,
-                cancel,
-                stored,
-            )
         return report, None
 
 
@@ -270,7 +266,7 @@ def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> R
     if not _stored_reference(request):
         return None
     assert request.reference is not None
-    log = ctx.store.run_log(request.reference, run_type="EVAL")
+    log = ctx.store.run_log(request.reference, run_type="EVAL", imported_ok=True)  # data only
     if "outputs" not in log.artifacts:
         raise UsageError(f"run {log.run_id[:8]} kept no outputs; pass the id of an eval run")
     logged = log.params.get("dataset_sha256")

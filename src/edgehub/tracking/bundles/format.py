@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from edgehub.limits import BundleLimits
+from edgehub.tracking.records import IMPORTED_TAG
 
 __all__ = [
     "ARTIFACT_COLUMNS",
+    "IMPORTED_TAG",
     "MANIFEST",
     "RUN_COLUMNS",
     "BundleContents",
@@ -24,6 +26,7 @@ __all__ = [
     "insert_runs",
     "run_rows",
     "same_rows",
+    "unmarked",
 ]
 
 FORMAT = "edgehub-bundle"
@@ -43,12 +46,6 @@ TABLES = {
     "metrics": ("run_id", "name", "step", "value", "logged_at"),
     "tags": ("run_id", "name", "value"),
     "environment": ("run_id", "key", "value"),
-}
-COLUMN_TYPES: dict[str, tuple[type, ...]] = {
-    **{c: (str,) for c in ("id", "project", "name", "type", "status")},
-    "started_at": (int, float),
-    "ended_at": (int, float, type(None)),
-    "pid": (int, type(None)),
 }
 SECRET = re.compile(r"pass(word)?|secret|token|api_?key|credential|private_?key", re.I)
 RUN_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
@@ -156,6 +153,13 @@ def insert_runs(conn: sqlite3.Connection, runs: Iterable[dict[str, Any]]) -> Non
         )
 
 
+def unmarked(data: dict[str, Any]) -> dict[str, Any]:
+    """A run's rows without the `IMPORTED_TAG` an import set (it says how a store got the
+    run, not what the run did)."""
+    return {**data, "tags": [t for t in data["tags"] if t[1] != IMPORTED_TAG]}
+
+
 def same_rows(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Whether two runs' rows say the same (a run imported before, unchanged)."""
-    return _canonical(a) == _canonical(b)
+    """Whether two runs' rows say the same (a run imported before, unchanged), whichever
+    store imported them."""
+    return _canonical(unmarked(a)) == _canonical(unmarked(b))

@@ -1,4 +1,5 @@
-"""Writing a bundle: runs' rows, artifacts and image locks, then the manifest of their hashes."""
+"""Writing a bundle: the manifest of every file's hash and size first (a reader checks each
+file against it before writing a byte of it), then runs' rows, image locks and artifacts."""
 
 from __future__ import annotations
 
@@ -94,22 +95,27 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
                 members.append((f"images/{image.folder}/requirements.lock", image.lock))
             for key, stored in sorted(contents.artifacts.items()):
                 members.extend(_artifact_files(key, stored))
-            for member, source in members:
+            for member, source in members:  # the manifest goes first: read before any file
                 if isinstance(source, bytes):
                     files[member] = {"sha256": hashlib.sha256(source).hexdigest(),
                                      "size": len(source)}  # fmt: skip
-                    _add_bytes(tar, member, source, now)
                 else:
                     files[member] = {"sha256": _hash_file(source), "size": source.stat().st_size}
-                    info = tar.gettarinfo(str(source), arcname=member)
-                    info.uid = info.gid = 0
-                    info.uname = info.gname = ""
-                    info.mode = 0o644
-                    with source.open("rb") as handle:
-                        tar.addfile(info, handle)
             manifest = {"format": FORMAT, "version": VERSION, "created_at": now,
                         "runs": sorted(contents.runs), "files": files}  # fmt: skip
             _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode(), now)
+            for member, source in members:
+                if isinstance(source, bytes):
+                    _add_bytes(tar, member, source, now)
+                    continue
+                info = tar.gettarinfo(str(source), arcname=member)
+                if info.size != files[member]["size"]:
+                    raise UsageError(f"cannot write {target}: {source} changed while it was read")
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                info.mode = 0o644
+                with source.open("rb") as handle:
+                    tar.addfile(info, handle)
         os.replace(temporary, target)
     except OSError as error:
         raise UsageError(f"cannot write {target}: {error.strerror or error}") from error
