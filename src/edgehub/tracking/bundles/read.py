@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from edgehub.errors import UsageError
 from edgehub.limits import BundleLimits, human_size
@@ -144,7 +144,7 @@ class _Reader:
                 ) from None
             self._errors = (*self._errors, zstandard.ZstdError)
             reader = zstandard.ZstdDecompressor().stream_reader(raw, closefd=False)
-            return reader  # type: ignore[no-any-return]
+            return cast("BinaryIO", reader)  # typed or not: whether zstandard is installed
         if magic.startswith(b"\x1f\x8b"):
             return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
         return raw
