@@ -119,16 +119,15 @@ async def test_mark_two_runs_and_compare_them(project: Path, fixed_runs: list[st
 async def test_two_profile_runs_compare_with_the_latency_statistics(
     project: Path, fixed_runs: list[str]
 ) -> None:
-    from edgehub.tracking.store import RunStore
-    from edgehub.tui import runs_data
+    from edgehub.ops.project import open_project
+    from edgehub.ops.runs import compare_runs, list_runs
+    from edgehub.tracking.records import RunFilter
+    from edgehub.tui.runs_data import comparison_sections
 
-    store = RunStore(project / ".hub")
-    try:
-        profiles = runs_data.list_runs(store, runs_data.RunFilters(run_type="PROFILE"), limit=2)
-        comparison = runs_data.compare_runs(store, profiles[1].run_id, profiles[0].run_id)
-    finally:
-        store.close()
-    latency = {row[0]: row for row in comparison.sections["latency"]}
+    hub = open_project(project / "hub.toml")
+    profiles = list_runs(hub, RunFilter(run_type="PROFILE", limit=2))
+    comparison = compare_runs(hub, profiles[1].run_id, profiles[0].run_id, strict=False)
+    latency = {row[0]: row for row in comparison_sections(comparison)["latency"]}
     assert set(latency) == {"median ms", "p99 ms"}
     # the fixed runs' medians grow with their index: the newer run is slower, significantly
     assert float(latency["median ms"][2]) > float(latency["median ms"][1])

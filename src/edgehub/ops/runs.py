@@ -7,16 +7,20 @@ two profiles of one `hub exec ab`, the verdict comes from its paired rounds inst
 runs, an accuracy comparison from their per-sample values (`ops.eval.compare`). Two profiles
 are also checked for comparable recorded conditions (`tracking.comparability`); a regression
 gate over two runs that are not comparable does not count unless the caller allows it.
+A viewer (the TUI) asks with ``strict=False``: what cannot be compared is then left out with
+its reason in `Comparison.problems`, and the rest still compares.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from edgehub.ops.eval.compare import AccuracyComparison
     from edgehub.ops.project import Project
     from edgehub.tracking.comparability import Comparability
@@ -25,8 +29,19 @@ if TYPE_CHECKING:
     from edgehub.tracking.percentiles import PercentileCI
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunFilter, RunRecord
+    from edgehub.tracking.significance import FloatArray
 
-__all__ = ["Comparison", "compare_runs", "latency_percentiles", "list_runs", "show_run"]
+__all__ = [
+    "Comparison",
+    "compare_runs",
+    "filter_values",
+    "latency_percentiles",
+    "latency_samples",
+    "list_runs",
+    "show_run",
+]
+
+_T = TypeVar("_T")
 
 
 def list_runs(project: Project, run_filter: RunFilter) -> list[RunRecord]:
@@ -34,6 +49,20 @@ def list_runs(project: Project, run_filter: RunFilter) -> list[RunRecord]:
     store = project.store()
     try:
         return store.query_runs(run_filter)
+    finally:
+        store.close()
+
+
+def filter_values(project: Project) -> dict[str, list[str]]:
+    """The values the stored runs have for ``run_type``, ``runtime`` and ``device`` (the
+    fields a `RunFilter` matches exactly), each sorted."""
+    store = project.store()
+    try:
+        return {
+            "run_type": store.distinct_values("type"),
+            "runtime": store.distinct_values("runtime"),
+            "device": store.distinct_values("device"),
+        }
     finally:
         store.close()
 
@@ -51,13 +80,25 @@ def latency_percentiles(run: RunRecord) -> list[PercentileCI]:
     """p50, p90 and p99 of a run's raw latency samples (ms) with their 95 % CIs (empty: the
     run stored no samples, e.g. not a profile)."""
     from edgehub.tracking.percentiles import percentile_cis
+
+    samples = _samples_ms(run)
+    return [] if samples is None else percentile_cis(samples)
+
+
+def latency_samples(run: RunRecord) -> list[float]:
+    """A profile's raw latencies (ms) as `compare_runs` reads them; empty when the run stored
+    none, or ones that cannot enter a verdict (NaN, text, zero: `runs compare` refuses those)."""
+    samples = _samples_ms(run)
+    return [] if samples is None else [float(s) for s in samples]
+
+
+def _samples_ms(run: RunRecord) -> FloatArray | None:
     from edgehub.tracking.profile_compare import profile_samples
 
     try:
-        samples = profile_samples(run)
+        return profile_samples(run)
     except UsageError:
-        return []
-    return percentile_cis(samples)
+        return None
 
 
 @dataclass
@@ -70,6 +111,17 @@ class Comparison:
     accuracy: AccuracyComparison | None = None
     paired: PairedVerdict | None = None  # two profiles of one `hub exec ab`: its rounds' verdict
     comparability: Comparability | None = None  # two profiles: their recorded conditions
+    a: RunRecord | None = None  # the runs compared
+    b: RunRecord | None = None
+    problems: list[str] = field(default_factory=list)  # strict=False: what was left out, why
+
+    @property
+    def verdict(self) -> str | None:
+        """The line that decides for two profiles: their A/B run's paired rounds where they
+        have one, else their samples' latency comparison; None for other runs."""
+        if self.paired is not None:
+            return self.paired.verdict
+        return None if self.latency is None else self.latency.verdict
 
     @property
     def comparable(self) -> bool:
@@ -92,6 +144,8 @@ class Comparison:
             data["paired"] = self.paired.to_dict()
         if self.comparability is not None:
             data["comparability"] = self.comparability.to_dict()
+        if self.problems:
+            data["problems"] = list(self.problems)
         return data
 
 
@@ -102,10 +156,13 @@ def compare_runs(
     *,
     max_regression: float | None = None,
     min_effect: float | None = None,
+    strict: bool = True,
 ) -> Comparison:
     """Compare runs A and B; ``max_regression`` (a fraction) asks for a regression verdict,
     which needs two profile runs; ``min_effect`` (a fraction) is the smallest latency change
-    called significant (default: the profile comparison's)."""
+    called significant (default: the profile comparison's). A latency or accuracy comparison
+    that cannot be made (no raw samples, samples or rounds that are not numbers) is refused
+    (`UsageError`), or with ``strict=False`` left out with its reason in ``problems``."""
     from edgehub.tracking.compare import compare_runs as diff_runs
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_profiles
 
@@ -126,8 +183,19 @@ def compare_runs(
             f"--min-effect compares two profile runs; got {a.run_type} and {b.run_type}"
         )
     effect = MIN_EFFECT if min_effect is None else min_effect
+    problems: list[str] = []
+
+    def attempt(compare: Callable[[], _T]) -> _T | None:
+        try:
+            return compare()
+        except UsageError as error:
+            if strict:
+                raise
+            problems.append(str(error))
+            return None
+
     latency = (
-        compare_profiles(a, b, max_regression=max_regression, min_effect=effect)
+        attempt(lambda: compare_profiles(a, b, max_regression=max_regression, min_effect=effect))
         if profiles
         else None
     )
@@ -135,16 +203,19 @@ def compare_runs(
     if a.run_type == b.run_type == "EVAL":
         from edgehub.ops.eval.compare import compare_evals
 
-        accuracy = compare_evals(a, b)
+        accuracy = attempt(lambda: compare_evals(a, b))
     paired = None
     if profiles and parent is not None:
         from edgehub.ops.ab import paired_from_parent
 
-        paired = paired_from_parent(
-            parent, a, b, max_regression=max_regression, min_effect=min_effect
+        paired = attempt(
+            lambda: paired_from_parent(
+                parent, a, b, max_regression=max_regression, min_effect=min_effect
+            )
         )
     comparability = _comparability(a, b, paired=paired is not None) if profiles else None
-    return Comparison(diff_runs(a, b), latency, accuracy, paired, comparability)
+    runs = diff_runs(a, b)
+    return Comparison(runs, latency, accuracy, paired, comparability, a, b, problems)
 
 
 def _comparability(a: RunRecord, b: RunRecord, *, paired: bool) -> Comparability:

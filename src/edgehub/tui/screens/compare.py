@@ -1,13 +1,15 @@
-"""`CompareScreen`: two runs side by side, metrics with their ratio b/a, params and
+"""`CompareScreen`: two runs side by side as `hub runs compare` compares them (`ops.runs`):
+latency or accuracy deltas where measured, metrics with their ratio b/a, params and
 environment with differences marked; ``d`` shows only what differs.
 
-The verdict of two profile runs comes first. Cells are elided to fit the screen's width, so
-columns b and b/a always show; the highlighted row's full values are shown below the table.
+What decides comes first: NOT COMPARABLE with its reasons, then the verdict. Cells are
+elided to fit the screen's width, so columns b and b/a always show; the highlighted row's full
+values are shown below the table.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,9 +17,12 @@ from textual.widgets import DataTable, Header, Label, Static
 
 from edgehub.text import visible
 from edgehub.tui.cells import plain
-from edgehub.tui.runs_data import Comparison
+from edgehub.tui.runs_data import Row, comparison_sections, verdict_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
+
+if TYPE_CHECKING:
+    from edgehub.ops.runs import Comparison
 
 __all__ = ["CompareScreen"]
 
@@ -33,7 +38,7 @@ class CompareScreen(HubScreen):
         self.run_a = run_a
         self.run_b = run_b
         self.comparison: Comparison | None = None
-        self._rows: dict[str, tuple[str, str, str, str]] = {}  # full values by row key
+        self._rows: dict[str, Row] = {}  # full values by row key
         self.only_differences = False
 
     def compose(self) -> ComposeResult:
@@ -45,11 +50,14 @@ class CompareScreen(HubScreen):
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("", "a", "b", "b/a")
-        from edgehub.tui.runs_data import compare_runs
+        from edgehub.ops.runs import compare_runs
 
-        store, a, b = self.state.store(), self.run_a, self.run_b
+        project, a, b = self.state.project, self.run_a, self.run_b
         self.run_worker(
-            lambda: compare_runs(store, a, b), name="compare", thread=True, exit_on_error=False
+            lambda: compare_runs(project, a, b, strict=False),
+            name="compare",
+            thread=True,
+            exit_on_error=False,
         )
 
     def worker_done(self, name: str, result: Any) -> None:
@@ -74,33 +82,38 @@ class CompareScreen(HubScreen):
         comparison = self.comparison
         if comparison is None:
             return
-        a, b = comparison.a, comparison.b
-        verdict = f"{comparison.verdict}\n" if comparison.verdict else ""
-        self.query_one("#compare-title", Label).update(
-            verdict + f"a = {a.run_id[:8]} {a.name} ({a.run_type}, {a.device or '-'})\n"
-            f"b = {b.run_id[:8]} {b.name} ({b.run_type}, {b.device or '-'})"
-            + ("   [only differences]" if self.only_differences else "")
-        )
+        lines = [visible(line) for line in verdict_lines(comparison)]
+        lines += [
+            visible(f"{side} = {run.run_id[:8]} {run.name} ({run.run_type}, {run.device or '-'})")
+            for side, run in (("a", comparison.a), ("b", comparison.b))
+            if run is not None
+        ]
+        if self.only_differences:
+            lines[-1] += "   [only differences]"
+        self.query_one("#compare-title", Label).update("\n".join(lines))
         table = self.query_one(DataTable)
         table.clear()
         self._rows = {}
-        widths = _widths(self.size.width or 80, comparison)
-        for section, rows in comparison.sections.items():
+        sections = comparison_sections(comparison)
+        widths = _widths(self.size.width or 80, sections)
+        for section, rows in sections.items():
             shown = [r for r in rows if not self.only_differences or r[1] != r[2]]
             if not shown:
                 continue
             table.add_row(f"── {section}", "", "", "")
             for row in shown:
                 key = f"{section}/{row[0]}"
+                while key in self._rows:  # `$name` and `name` both shown as `name`
+                    key += "'"
                 self._rows[key] = row
                 cells = (_elide(v, w) for v, w in zip(row, widths, strict=True))
                 table.add_row(*plain(*cells), key=key)
 
 
-def _widths(screen: int, comparison: Comparison) -> tuple[int, int, int, int]:
+def _widths(screen: int, sections: dict[str, list[Row]]) -> tuple[int, int, int, int]:
     """Column widths that fit ``screen`` columns: the key as needed up to a cap, a and b at
     least 10 each, the note the rest."""
-    rows = [r for rows in comparison.sections.values() for r in rows]
+    rows = [r for rows in sections.values() for r in rows]
     key = min(26, max((len(r[0]) for r in rows), default=8) + 3)
     need = max((len(r[3]) for r in rows), default=3)
     room = screen - key - 10  # 2 columns of padding per cell, and the scrollbar

@@ -154,11 +154,11 @@ class RunScreen(HubScreen):
 
     async def _mount_eval_form(self, box: Vertical, runtime: str) -> dict[str, Any]:
         """The eval options' form; the components whose options follow it (the compiler)."""
-        from edgehub.ops.eval import EVAL_RUNTIMES
+        from edgehub.ops.eval import eval_runtimes
         from edgehub.toolchains.registry import get_runtime
 
-        if runtime not in EVAL_RUNTIMES:
-            raise UsageError(f"eval runs on {', '.join(EVAL_RUNTIMES)}; pick one of them")
+        if runtime not in eval_runtimes():
+            raise UsageError(f"eval runs on {', '.join(eval_runtimes())}; pick one of them")
         form = FieldForm(EVAL_FIELDS, id="opt-eval")
         form.border_title = "eval options"
         await box.mount(form)

@@ -62,9 +62,9 @@ class RunDetailScreen(HubScreen):
     def _load(self) -> None:
         from edgehub.tui.runs_data import run_detail
 
-        store, run_id = self.state.store(), self.run_id
+        project, run_id = self.state.project, self.run_id
         self.run_worker(
-            lambda: run_detail(store, run_id), name="detail", thread=True, exit_on_error=False
+            lambda: run_detail(project, run_id), name="detail", thread=True, exit_on_error=False
         )
 
     def action_toggle_log(self) -> None:
@@ -75,7 +75,7 @@ class RunDetailScreen(HubScreen):
             self.show(result)
 
     def show(self, detail: RunDetail) -> None:
-        row = detail.row
+        row = detail.run
         clock = self.state.clock
         title = (
             f"run {row.run_id[:8]}  {row.name}  {row.run_type}  {row.status}  "
@@ -83,14 +83,14 @@ class RunDetailScreen(HubScreen):
             f"took {clock.took(row.started_at, row.ended_at)}"
         )
         title = visible(title)  # a name or error may come from a bundle or a device
-        if detail.error:
-            title += f"\nerror: {visible(detail.error)}"
+        if row.error:
+            title += f"\nerror: {visible(row.error)}"
         self.query_one("#run-title", Label).update(title)
         sections: dict[str, dict[str, Any]] = {
             "metrics": detail.metrics,
             "params": detail.params,
             "artifacts": detail.artifacts,
-            "environment": detail.environment,
+            "environment": row.environment,
         }
         for name, values in sections.items():
             table = self.query_one(f"#table-{name}", DataTable)
@@ -105,11 +105,11 @@ class RunDetailScreen(HubScreen):
             self.call_later(self._show_accuracy, detail.accuracy)
         conditions = {
             k.removeprefix("conditions."): v
-            for k, v in detail.environment.items()
+            for k, v in row.environment.items()
             if k.startswith("conditions.")
         }
         if conditions:
-            self.call_later(self._show_conditions, conditions, detail.environment)
+            self.call_later(self._show_conditions, conditions, row.environment)
 
     async def _show_conditions(
         self, conditions: dict[str, str], environment: dict[str, str]

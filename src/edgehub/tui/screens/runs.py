@@ -6,7 +6,8 @@ stay until the new first page replaces them)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -15,10 +16,13 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Label, Select
 
 from edgehub.tui.cells import plain
-from edgehub.tui.runs_data import FILTER_KEYS, RunFilters, RunRow
+from edgehub.tui.runs_data import FILTER_KEYS
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
+
+if TYPE_CHECKING:
+    from edgehub.tracking.records import RunFilter, RunRecord
 
 __all__ = ["PAGE", "RunsScreen"]
 
@@ -36,11 +40,13 @@ class RunsScreen(HubScreen):
     ]
 
     def __init__(self, state: Any) -> None:
+        from edgehub.tracking.records import RunFilter
+
         super().__init__(state)
-        self._filters = RunFilters()
+        self._filters = RunFilter(limit=PAGE)
         self._loaded = 0
         self._exhausted = False
-        self._pending: tuple[RunFilters, int] | None = None  # the page being read
+        self._pending: tuple[RunFilter, int] | None = None  # the page being read
         self._marked: list[str] = []
 
     def compose(self) -> ComposeResult:
@@ -83,16 +89,16 @@ class RunsScreen(HubScreen):
         self._load_page(*wanted)
 
     @work(thread=True, exit_on_error=False, name="page", group="runs-page", exclusive=True)
-    def _load_page(self, filters: RunFilters, offset: int) -> tuple[RunFilters, int, list[RunRow]]:
-        from edgehub.tui.runs_data import list_runs
+    def _load_page(self, filters: RunFilter, offset: int) -> tuple[RunFilter, int, list[RunRecord]]:
+        from edgehub.ops.runs import list_runs
 
-        return filters, offset, list_runs(self.state.store(), filters, limit=PAGE, offset=offset)
+        return filters, offset, list_runs(self.state.project, replace(filters, offset=offset))
 
     @work(thread=True, exit_on_error=False, name="choices", group="runs-choices")
     def _load_choices(self) -> dict[str, list[str]]:
         from edgehub.tui.runs_data import filter_choices
 
-        return filter_choices(self.state.store())
+        return filter_choices(self.state.project)
 
     def worker_done(self, name: str, result: Any) -> None:
         if name == "page":
@@ -112,7 +118,7 @@ class RunsScreen(HubScreen):
         if name == "page":
             self._pending = None
 
-    def _show_page(self, rows: list[RunRow]) -> None:
+    def _show_page(self, rows: list[RunRecord]) -> None:
         table = self.query_one("#runs", DataTable)
         keep = None
         if self._loaded == 0:  # a fresh list: the cursor stays on its run if still listed
@@ -152,7 +158,8 @@ class RunsScreen(HubScreen):
         if key not in FILTER_KEYS:
             return
         value = None if event.value is Select.NULL else str(event.value)
-        filters = RunFilters(**{**self._filters.__dict__, key: value})
+        change: dict[str, Any] = {key: value}  # one of FILTER_KEYS, all text fields
+        filters = replace(self._filters, **change)
         if filters != self._filters:
             self._filters = filters
             self._restart()
