@@ -312,7 +312,7 @@ def test_pipeline_checks_its_dataset_before_compiling(project: Path, case: str) 
 def test_help_documents_the_goal_exit_code(tmp_path: Path) -> None:
     top = hub("--help", cwd=tmp_path)
     assert "6  `hub exec eval --goal`: the model missed an accuracy goal" in top.stdout
-    sub = hub("exec", "--help", cwd=tmp_path)
+    sub = hub("exec", "eval", "--help", cwd=tmp_path)
     assert "--goal EXPR" in sub.stdout and "--dataset" in sub.stdout
 
 

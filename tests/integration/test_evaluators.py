@@ -70,7 +70,8 @@ def test_pipeline_with_a_dataset_ends_with_an_eval(tmp_path: Path, ort_image: st
     wrong = run("profile", "onnxruntime", "cnn.onnx", "--dataset", "ds.npz")
     assert wrong.returncode == 2
     assert wrong.stderr.strip().splitlines()[-1] == (
-        "hub: error: --dataset does not apply to profile; use hub exec pipeline, or hub exec eval"
+        "hub: error: hub exec profile: unrecognized arguments: --dataset ds.npz; --dataset is "
+        "for hub exec pipeline, eval; see 'hub exec profile --help'"
     )
     done = run("pipeline", "onnxruntime", "cnn.onnx", "--set", "compile.quantization=none",
                "--set", "profile.runs=5", "--dataset", "ds.npz", "--labels", "labels.json",

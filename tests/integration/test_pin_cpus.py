@@ -68,7 +68,7 @@ def test_bad_cpu_lists_and_unpinnable_providers_are_one_line_errors(tmp_path: Pa
         assert done.returncode == 2, (extra, done.stderr)
         assert message in done.stderr and "Traceback" not in done.stderr
     ab = hub("exec", "ab", "onnxruntime", "cnn.onnx", "cnn.onnx", "--pin-cpus", "0", cwd=tmp_path)
-    assert ab.returncode == 2 and "--pin-cpus applies to hub exec compile" in ab.stderr
+    assert ab.returncode == 2 and "--pin-cpus is for hub exec compile, profile" in ab.stderr
 
 
 @pytest.mark.ssh

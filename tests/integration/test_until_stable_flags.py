@@ -144,9 +144,11 @@ def test_windows_beside_processes_that_hold_the_cpus_are_reported_not_stable(
         (("profile", "onnxruntime", "cnn.onnx", "--stable-tolerance", "5%"),
          "--stable-tolerance apply with --until-stable"),
         (("compile", "onnxruntime", "cnn.onnx", "--until-stable"),
-         "--until-stable applies to hub exec profile and pipeline, not compile"),
+         "hub exec compile: unrecognized argument: --until-stable; --until-stable is for hub exec "
+         "profile, pipeline"),
         (("ab", "onnxruntime", "cnn.onnx", "cnn.onnx", "--until-stable"),
-         "--until-stable applies to hub exec profile and pipeline, not ab"),
+         "hub exec ab: unrecognized argument: --until-stable; --until-stable is for hub exec "
+         "profile, pipeline"),
         (("profile", "onnxruntime", "cnn.onnx", "--until-stable", "--stable-tolerance", "x"),
          "is not a percentage"),
         (("profile", "onnxruntime", "cnn.onnx", "--until-stable", "--stable-max-s", "-1"),

@@ -33,7 +33,11 @@ def _leaf_commands(
 
 LEAVES = _leaf_commands(build_parser())
 # the positionals each command needs, so that the flag is the only thing wrong
-POSITIONALS = {("exec",): ["compile", "onnxruntime"], ("runs", "show"): ["latest"]}
+POSITIONALS: dict[tuple[str, ...], list[str]] = {("runs", "show"): ["latest"]}
+for verb in ("compile", "profile", "invoke", "pipeline", "eval"):
+    POSITIONALS[("exec", verb)] = ["onnxruntime", str(MODEL)]
+POSITIONALS[("exec", "ab")] = ["onnxruntime", str(MODEL), str(MODEL)]
+POSITIONALS[("exec", "sweep")] = []  # GRID.toml is optional: the flags can give the grid
 POSITIONALS[("runs", "compare")] = ["a", "b"]
 POSITIONALS[("runs", "export")] = ["latest", "-o", "runs.tar"]
 POSITIONALS[("runs", "import")] = ["runs.tar"]
@@ -57,6 +61,8 @@ def _one_line_usage_error(argv: list[str], cwd: Path, *needles: str) -> None:
 def test_every_command_is_covered() -> None:
     assert {"exec", "runs", "images", "devices", "init", "doctor"} <= {leaf[0] for leaf in LEAVES}
     assert ("runs", "compare") in LEAVES and ("images", "build") in LEAVES
+    verbs = {leaf[1] for leaf in LEAVES if leaf[0] == "exec"}
+    assert verbs == {"compile", "profile", "invoke", "pipeline", "eval", "ab", "sweep"}
 
 
 @pytest.mark.parametrize("command", LEAVES, ids=" ".join)
@@ -68,13 +74,21 @@ def test_unknown_flag_is_a_one_line_usage_error(command: tuple[str, ...], tmp_pa
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["exec", "compile", "onnxruntime", "MODEL", "--input", "x.npz"], "--input does not apply"),
-        (["exec", "compile", "onnxruntime", "--from-run", "latest"], "--from-run does not apply"),
-        (["exec", "pipeline", "onnxruntime", "--from-run", "latest"], "--from-run does not apply"),
-        (["exec", "pipeline", "onnxruntime", "MODEL", "--name", "x"], "--name does not apply"),
+        (["exec", "compile", "onnxruntime", "MODEL", "--input", "x.npz"],
+         "hub exec compile: unrecognized arguments: --input x.npz; --input is for hub exec "
+         "profile, invoke, pipeline, ab, sweep;"),
+        (["exec", "compile", "onnxruntime", "--from-run", "latest"],
+         "--from-run is for hub exec profile, invoke, eval"),
+        (["exec", "pipeline", "onnxruntime", "--from-run", "latest"],
+         "hub exec pipeline: unrecognized arguments: --from-run latest"),
+        (["exec", "pipeline", "onnxruntime", "MODEL", "--name", "x"],
+         "--name is for hub exec compile, profile, invoke, eval, ab"),
         (["exec", "profile", "onnxruntime", "MODEL", "--from-run", "abc"], "not both"),
+        (["exec", "sweep", "grid.toml", "MODEL"], "hub exec sweep: unrecognized argument: "),
+        (["exec", "--json", "compile", "onnxruntime", "MODEL"],
+         "--json goes after the verb: hub exec compile ... --json"),
     ],
-)
+)  # fmt: skip
 def test_flags_a_step_cannot_use(argv: list[str], needle: str, tmp_path: Path) -> None:
     argv = [str(MODEL) if word == "MODEL" else word for word in argv]
     _one_line_usage_error(argv, tmp_path, needle)

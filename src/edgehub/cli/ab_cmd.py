@@ -7,55 +7,40 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from edgehub.cli.options import Flags, split_pair, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_REGRESSION, UsageError
 
 if TYPE_CHECKING:
     from edgehub.ops.ab import AbReport
 
-AB_FLAGS = ("model_b", "rounds", "max_regression")
 
-
-def add_ab_arguments(parser: argparse.ArgumentParser) -> None:
+def ab_flags() -> Flags:
     from edgehub.cli.runs_cmd import _fraction
 
-    group = parser.add_argument_group(
+    flags = Flags(
         "ab",
-        "hub exec ab RUNTIME A B (onnxruntime: .onnx, tflite: .tflite, tensorrt: engines on "
-        "this host's GPU): both models in one agent process, timed in alternating blocks; "
-        "--set input_shape=..., burn_ins=N, block_ms=N, seed=N, min_effect=2%; on a qai_hub "
-        "device one profile job per model (not interleaved, unpaired verdict)",
+        "both models in one agent process, timed in alternating blocks (onnxruntime: .onnx, "
+        "tflite: .tflite, tensorrt: engines on this host's GPU); --set input_shape=..., "
+        "burn_ins=N, block_ms=N, seed=N, min_effect=2%; on a qai_hub device one profile job "
+        "per model (not interleaved, unpaired verdict)",
     )
-    group.add_argument(
+    flags.add_argument(
         "--rounds", type=int, metavar="N", help="rounds of one A block and one B block (30)"
     )
-    group.add_argument(
+    flags.add_argument(
         "--max-regression",
         metavar="PCT",
         type=_fraction,
         help=f"e.g. 5%%: exit {EXIT_REGRESSION} when B is significantly slower than A by more",
     )
-
-
-def reject_ab_flags(args: argparse.Namespace) -> None:
-    """The A/B words and flags given to another step: a usage error."""
-    if args.step == "ab":
-        return
-    if args.model_b is not None:
-        raise UsageError(f"hub exec {args.step} takes one MODEL; got also {args.model_b}")
-    for flag in AB_FLAGS[1:]:
-        if getattr(args, flag) is not None:
-            raise UsageError(f"--{flag.replace('_', '-')} applies to hub exec ab only")
+    return flags
 
 
 def handle_ab(args: argparse.Namespace) -> int:
-    from edgehub.cli.exec_cmd import _split_pair
     from edgehub.ops.ab import AbRequest, run_ab
     from edgehub.ops.project import open_project
 
-    for flag in ("from_run", "from_job", "transform"):
-        if getattr(args, flag):
-            raise UsageError(f"--{flag.replace('_', '-')} does not apply to ab")
     if args.runtime is None or args.model is None or args.model_b is None:
         raise UsageError(
             "hub exec ab needs RUNTIME A B (two .onnx for onnxruntime, two .tflite for tflite, "
@@ -67,11 +52,11 @@ def handle_ab(args: argparse.Namespace) -> int:
         model_b=args.model_b,
         device=args.device,
         rounds=args.rounds,
-        settings=dict(_split_pair(p, "--set") for p in args.set),
+        settings=dict(split_pair(p, "--set") for p in args.set),
         inputs=args.input,
         max_regression=args.max_regression,
         name=args.name,
-        tags=dict(_split_pair(t, "--tag") for t in args.tag),
+        tags=tags(args),
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
     )

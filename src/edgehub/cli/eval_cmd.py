@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.cli.options import Flags, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_GOAL_FAILED, UsageError
 
@@ -16,28 +17,28 @@ if TYPE_CHECKING:
 FIX_LIMIT = 5
 
 
-def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "eval",
-        "hub exec eval RUNTIME MODEL --dataset D: accuracy of the compiled model against the "
-        f"original ONNX model (ONNX Runtime, float32) over a dataset; exit {EXIT_GOAL_FAILED} "
-        "when a --goal is missed",
+def dataset_flags() -> Flags:
+    """The samples to score (eval; pipeline: a last step on the compiled model)."""
+    flags = Flags(
+        "dataset",
+        "samples keyed by input name: eval measures the compiled model's accuracy over them; "
+        "a pipeline ends with that measurement",
     )
-    group.add_argument(
+    flags.add_argument(
         "--dataset",
         type=Path,
         metavar="DIR|FILE.npz",
         help="a directory of .npz samples keyed by input name, or one .npz with a leading "
         "samples axis",
     )
-    group.add_argument(
+    flags.add_argument(
         "--labels",
         type=Path,
         metavar="FILE.npz|FILE.json",
         help="per-sample targets in sample order (task metrics score against them; without, "
         "against the reference's outputs)",
     )
-    group.add_argument(
+    flags.add_argument(
         "--metric",
         action="append",
         default=[],
@@ -45,7 +46,16 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="a task metric on the first output: top1, top5, iou, mse, or one registered in "
         "the entry point group edgehub.metrics (repeatable)",
     )
-    group.add_argument(
+    return flags
+
+
+def eval_flags() -> Flags:
+    flags = Flags(
+        "eval",
+        "accuracy of the compiled model against the original ONNX model (ONNX Runtime, "
+        f"float32) over the --dataset; exit {EXIT_GOAL_FAILED} when a --goal is missed",
+    )
+    flags.add_argument(
         "--goal",
         action="append",
         default=[],
@@ -53,15 +63,14 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         help="e.g. 'top1>=0.99*reference', 'cosine>=0.999', 'snr_db:logits>30', "
         f"'max-degradation=1%%'; a miss exits {EXIT_GOAL_FAILED} (repeatable)",
     )
-
-    group.add_argument(
+    flags.add_argument(
         "--reference",
         metavar="onnxruntime|RUN_ID",
         help="what the outputs are compared with: the original ONNX model in float32 here "
         "(onnxruntime, the default), or the model outputs of an earlier eval run on the same "
         "dataset",
     )
-    group.add_argument(
+    flags.add_argument(
         "--layers",
         nargs="?",
         const=0.2,
@@ -71,7 +80,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         "(worst channel's relative L2 error above REL_L2, default 0.2), bisecting over the "
         "graph order on the first 4 samples",
     )
-    group.add_argument(
+    flags.add_argument(
         "--fix",
         nargs="?",
         const=FIX_LIMIT,
@@ -82,6 +91,8 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
         f"{FIX_LIMIT}) are; then profile the float, int8 and repaired models and print "
         "accuracy against latency",
     )
+
+    return flags
 
 
 def handle_eval(args: argparse.Namespace) -> int:
@@ -96,11 +107,6 @@ def handle_eval(args: argparse.Namespace) -> int:
         )
     if args.dataset is None:
         raise UsageError("hub exec eval needs --dataset DIR|FILE.npz (samples keyed by input)")
-    for flag, value in (("--input", args.input), ("--from-job", args.from_job)):
-        if value:
-            raise UsageError(f"{flag} does not apply to eval; give the samples with --dataset")
-    if args.transform:
-        raise UsageError("--transform does not apply to eval")
     runtime = get_runtime(args.runtime)
     options = parse_sets(args.set, {"compile": runtime.compiler})["compile"]
     request = EvalRequest(
@@ -114,7 +120,7 @@ def handle_eval(args: argparse.Namespace) -> int:
         device=args.device,
         options=options,
         name=args.name,
-        tags=dict(_pair(t) for t in args.tag),
+        tags=tags(args),
         layers=args.layers,
         reference=args.reference,
         fix=args.fix,
@@ -138,13 +144,6 @@ CALIBRATION_SOURCES = {
     "dataset": "the dataset evaluated",
     "given": "the calibration_data given",
 }
-
-
-def _pair(text: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise UsageError(f"--tag needs KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    return key.strip(), value
 
 
 def _print(report: EvalReport, *, final: bool = True) -> None:

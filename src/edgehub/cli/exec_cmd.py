@@ -1,5 +1,6 @@
-"""`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
+"""`hub exec VERB`: one parser per verb, built from the flag sets it takes (`cli.options`).
 
+`hub exec {compile,profile,invoke,pipeline} RUNTIME MODEL`: parse, call `ops.execute`, print.
 `hub exec sweep [GRID.toml]` runs a grid of them (see `cli.sweep_cmd`); `hub exec eval`
 measures accuracy on a dataset (see `cli.eval_cmd`); `hub exec ab RUNTIME A B` compares two
 models interleaved on one device (see `cli.ab_cmd`)."""
@@ -7,137 +8,136 @@ models interleaved on one device (see `cli.ab_cmd`)."""
 from __future__ import annotations
 
 import argparse
-import math
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.cli.options import Flags, path, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
     from edgehub.ops.reports import PipelineReport, RunReport
 
-STEPS = ("compile", "profile", "invoke", "pipeline", "sweep", "eval", "ab")
+# each verb: its help line, and the flag sets it takes (`cli.options`; argparse ``parents``)
+VERBS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "compile": (
+        "compile a model for a runtime (and a device)",
+        ("common", "tag", "name", "limits", "from_job", "compile", "pin"),
+    ),
+    "profile": (
+        "time a model on a device",
+        ("common", "tag", "name", "limits", "input", "from_run", "from_job", "stable", "pin"),
+    ),
+    "invoke": (
+        "run a model once and keep its outputs",
+        ("common", "tag", "name", "limits", "input", "from_run", "from_job", "pin"),
+    ),
+    "pipeline": (
+        "compile, profile and invoke, then the accuracy against the original",
+        ("common", "tag", "limits", "input", "compile", "dataset", "stable", "pin"),
+    ),
+    "eval": (
+        "accuracy of the compiled model over a dataset",
+        ("common", "tag", "name", "from_run", "dataset", "eval"),
+    ),
+    "ab": (
+        "two models interleaved on one device: whether B is faster or slower than A",
+        ("common", "tag", "name", "limits", "input", "ab"),
+    ),
+    "sweep": (
+        "a grid of runs: models x devices x runtimes x option values",
+        ("common", "limits", "input", "sweep"),
+    ),
+}
+RUNTIME_HELP = "onnxruntime, tflite or tensorrt (or a runtime a package registers)"
+
+
+def _flag_sets() -> dict[str, Flags]:
+    from edgehub.cli import ab_cmd, eval_cmd, measure_flags, options, sweep_cmd
+
+    return {
+        **options.shared_flag_sets(),
+        "dataset": eval_cmd.dataset_flags(),
+        "stable": measure_flags.stable_flags(),
+        "pin": measure_flags.pin_flags(),
+        "eval": eval_cmd.eval_flags(),
+        "ab": ab_cmd.ab_flags(),
+        "sweep": sweep_cmd.sweep_flags(),
+    }
 
 
 def add_parser(commands: Any) -> None:
+    from edgehub.cli.ab_cmd import handle_ab
+    from edgehub.cli.eval_cmd import handle_eval
+    from edgehub.cli.sweep_cmd import handle_sweep
+
     parser = commands.add_parser(
         "exec",
-        help="compile, profile or invoke a model (or all three: pipeline)",
+        help="compile, profile or invoke a model (or all three: pipeline); eval, ab, sweep",
         description="Run a component headless. Results go to stdout (a table, or JSON with "
-        "--json); logs go to stderr. Every run is recorded in the local run store.",
+        "--json); logs go to stderr. Every run is recorded in the local run store. "
+        "'hub exec VERB --help' lists the flags each verb takes.",
     )
-    parser.add_argument(
-        "step",
-        choices=STEPS,
-        help="what to run (sweep: a grid of runs; eval: accuracy; ab: A against B)",
-    )
-    parser.add_argument(
-        "runtime", nargs="?", help="onnxruntime, tflite or tensorrt (sweep: the GRID.toml)"
-    )
-    parser.add_argument("model", nargs="?", type=_path, help="the model file (.onnx, ...)")
-    parser.add_argument("model_b", nargs="?", type=_path, help="ab: the model compared with MODEL")
-    parser.add_argument("--device", help="device from hub.toml (default: the first that fits)")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a component option, e.g. per_channel=true, runs=200, input_shape=1,3,224,224; "
-        "prefix with compile./profile./invoke. to target one step of a pipeline",
-    )
-    parser.add_argument(
-        "--input",
-        type=_path,
-        metavar="FILE.npz|DIR",
-        help="input tensors by name (profile, invoke, pipeline); a directory of .npz samples: "
-        "profile runs them all, invoke the first",
-    )
-    parser.add_argument(
-        "--from-run",
-        metavar="RUN_ID",
-        help="use the model a compile run produced ('latest': the newest compile run)",
-    )
-    parser.add_argument(
-        "--from-job",
-        metavar="JOB_ID",
-        help=(
-            "attach to a Qualcomm AI Hub job (or an AWS Device Farm run ARN) submitted earlier "
-            "instead of submitting again"
-        ),
-    )
-    parser.add_argument(
-        "--transform",
-        nargs="?",
-        const="auto",
-        metavar="BACKEND",
-        help="rewrite the model with a deployment backend's graph patterns before compiling "
-        "(tensorrt, tflite; default: the active or only installed backend)",
-    )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="compile even where a stored compile of the same model, options, data, image and "
-        "device could be reused",
-    )
-    parser.add_argument("--name", help="a name for the run(s)")
-    parser.add_argument("--tag", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument(
-        "--lease-timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="how long to wait for a device another measurement holds (default 3600)",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        metavar="SECONDS",
-        help="stop the run (FAILED, exit 3) if it runs longer once the device is held "
-        "(a sweep: each cell; ab: the whole comparison)",
-    )
-    from edgehub.cli.sweep_cmd import add_sweep_arguments
+    verbs = parser.add_subparsers(dest="step", metavar="VERB")
+    verbs.required = True
+    sets = _flag_sets()
+    handlers = {"eval": handle_eval, "ab": handle_ab, "sweep": handle_sweep}
+    for verb, (summary, taken) in VERBS.items():
+        sub = verbs.add_parser(
+            verb,
+            help=summary,
+            description=summary[0].upper() + summary[1:] + ".",
+            parents=[sets[name].parser for name in taken],
+        )
+        _add_positionals(sub, verb)
+        sub.set_defaults(handler=handlers.get(verb, handle), flag_notes=_flag_notes(verb, sets))
 
-    add_sweep_arguments(parser)
-    from edgehub.cli.eval_cmd import add_eval_arguments
 
-    add_eval_arguments(parser)
+def _flag_notes(verb: str, sets: dict[str, Flags]) -> dict[str, str]:
+    """For the "unrecognized argument" error of ``verb``: each flag of another verb, and where
+    it goes instead (one of this verb's own is unrecognized only before the verb)."""
+    notes = {}
+    for name, flags in sets.items():
+        takers = [other for other, (_, taken) in VERBS.items() if name in taken]
+        for flag in flags.names:
+            if verb in takers:
+                notes[flag] = f"{flag} goes after the verb: hub exec {verb} ... {flag}"
+            else:
+                notes[flag] = f"{flag} is for hub exec {', '.join(takers)}"
+    return notes
 
-    from edgehub.cli.ab_cmd import add_ab_arguments
 
-    add_ab_arguments(parser)
-    from edgehub.cli.measure_flags import add_measure_arguments
-
-    add_measure_arguments(parser)
-    parser.set_defaults(handler=handle)
+def _add_positionals(parser: argparse.ArgumentParser, verb: str) -> None:
+    """RUNTIME MODEL (ab: RUNTIME A B; sweep: GRID.toml). Each is optional to argparse, so that
+    a missing one is the verb's own message, which says what to give."""
+    if verb == "sweep":
+        parser.add_argument(
+            "grid", nargs="?", type=path, metavar="GRID.toml", help="the grid file ([sweep])"
+        )
+        return
+    parser.add_argument("runtime", nargs="?", metavar="RUNTIME", help=RUNTIME_HELP)
+    if verb == "ab":
+        parser.add_argument("model", nargs="?", type=path, metavar="A", help="the model A")
+        parser.add_argument(
+            "model_b", nargs="?", type=path, metavar="B", help="the model compared with A"
+        )
+        return
+    parser.add_argument("model", nargs="?", type=path, metavar="MODEL", help="the model file")
 
 
 def handle(args: argparse.Namespace) -> int:
-    from edgehub.cli.ab_cmd import handle_ab, reject_ab_flags
+    """compile, profile, invoke and pipeline: one `ops.execute` request."""
     from edgehub.cli.measure_flags import measure_options, merge_measure_options
-    from edgehub.cli.options import parse_sets
     from edgehub.ops.execute import ExecRequest, execute, step_components
+    from edgehub.ops.options import parse_sets
     from edgehub.ops.project import open_project
     from edgehub.ops.reports import PipelineReport
     from edgehub.toolchains.registry import get_runtime
 
-    reject_ab_flags(args)
-    measure_options(args)  # the measuring flags on a step that does not profile: refused
-    if args.step == "ab":
-        return handle_ab(args)
-    if args.step == "sweep":
-        from edgehub.cli.sweep_cmd import handle_sweep
-
-        return handle_sweep(args)
-    if args.step == "eval":
-        from edgehub.cli.eval_cmd import handle_eval
-
-        return handle_eval(args)
+    measure_options(args)  # --stable-tolerance without --until-stable: refused first
     if args.runtime is None:
         raise UsageError(f"hub exec {args.step} needs a RUNTIME (onnxruntime, tflite, tensorrt)")
-    if args.name and args.step == "pipeline":
-        raise UsageError("--name does not apply to pipeline (its runs are named by step)")
     runtime = get_runtime(args.runtime)
+    given = vars(args)  # what this verb's flags set; the others' stay at the request's defaults
     request = ExecRequest(
         step=args.step,
         runtime=args.runtime,
@@ -146,18 +146,18 @@ def handle(args: argparse.Namespace) -> int:
         options=merge_measure_options(
             args, parse_sets(args.set, step_components(runtime, args.step))
         ),
-        inputs=args.input,
-        from_run=args.from_run,
-        from_job=args.from_job,
-        transform=args.transform,
-        name=args.name,
-        tags=dict(_split_pair(t, "--tag") for t in args.tag),
+        inputs=given.get("input"),
+        from_run=given.get("from_run"),
+        from_job=given.get("from_job"),
+        transform=given.get("transform"),
+        name=given.get("name"),
+        tags=tags(args),
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
-        dataset=args.dataset,
-        labels=args.labels,
-        metrics=list(args.metric),
-        no_cache=args.no_cache,
+        dataset=given.get("dataset"),
+        labels=given.get("labels"),
+        metrics=list(given.get("metric", [])),
+        no_cache=given.get("no_cache", False),
         pin_cpus=args.pin_cpus,
     )
     project = open_project(args.config)
@@ -173,44 +173,6 @@ def handle(args: argparse.Namespace) -> int:
     else:
         _print_run(args.step, report)
     return 0
-
-
-def _seconds(text: str) -> float:
-    """A finite number of seconds >= 0 (``--lease-timeout``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds >= 0; give e.g. --lease-timeout 600"
-        )
-    return value
-
-
-def _path(text: str) -> Path:
-    """A path argument; an empty one (which would mean the current directory) is refused."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("the path is empty; give a file")
-    return Path(text)
-
-
-def _positive_seconds(text: str) -> float:
-    """A finite number of seconds above 0 (``--timeout``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
-    return value
-
-
-def _split_pair(text: str, flag: str) -> tuple[str, str]:
-    if "=" not in text:
-        raise UsageError(f"{flag} needs KEY=VALUE, got {text!r}")
-    key, value = text.split("=", 1)
-    return key.strip(), value
 
 
 def _print_run(title: str, report: RunReport) -> None:

@@ -111,7 +111,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         prog = getattr(args, "command_prog", parser.prog)
         word = "argument" if len(extra) == 1 else "arguments"
-        _print_error(f"{prog}: unrecognized {word}: {' '.join(extra)}; see '{prog} --help'")
+        notes = getattr(args, "flag_notes", {})  # `hub exec VERB`: where a flag goes instead
+        flags = dict.fromkeys(given.split("=", 1)[0] for given in extra)
+        where = "".join(f"; {notes[flag]}" for flag in flags if flag in notes)
+        _print_error(f"{prog}: unrecognized {word}: {' '.join(extra)}{where}; see '{prog} --help'")
         return 2
     signals.install()
     reaper = None if args.command == "doctor" else _reap_in_background()

@@ -1,7 +1,8 @@
 """`hub exec profile ... --until-stable [--stable-tolerance 5%] [--stable-max-s N]
-[--pin-cpus CPUS]`: the measuring flags. The first three become the profiler's own options
-(the same as ``--set until_stable=true``, ``stable_tolerance=0.05``, ``stable_max_s=N``);
-``--pin-cpus`` goes to the request (`ops.pinning`)."""
+[--pin-cpus CPUS]`: the measuring flags. The first three (profile, pipeline) become the
+profiler's own options (the same as ``--set until_stable=true``, ``stable_tolerance=0.05``,
+``stable_max_s=N``); ``--pin-cpus`` (every step that runs on the device) goes to the request
+(`ops.pinning`)."""
 
 from __future__ import annotations
 
@@ -9,39 +10,41 @@ import argparse
 import math
 from typing import Any
 
+from edgehub.cli.options import Flags, single
 from edgehub.errors import UsageError
 
-PROFILING_STEPS = ("profile", "pipeline")
-PINNING_STEPS = ("compile", "profile", "invoke", "pipeline")
 
-
-def add_measure_arguments(parser: argparse.ArgumentParser) -> None:
+def stable_flags() -> Flags:
     from edgehub.cli.runs_cmd import _fraction
 
-    group = parser.add_argument_group(
-        "measuring (profile, pipeline)",
+    flags = Flags(
+        "measuring",
         "time in windows until the last three windows agree in median and mean (every profiler)",
     )
-    group.add_argument(
+    flags.add_argument(
         "--until-stable",
         action="store_true",
         default=None,
         help="repeat the timed runs in windows until the last three agree (median, mean); whether "
         "they did is recorded (stable_converged), and not converging does not fail the run",
     )
-    group.add_argument(
+    flags.add_argument(
         "--stable-tolerance",
         type=_fraction,
         metavar="PCT",
         help="how close the last three windows' medians and means must be (default 5%%)",
     )
-    group.add_argument(
+    flags.add_argument(
         "--stable-max-s",
         type=_max_seconds,
         metavar="SECONDS",
         help="stop windowing after this long, converged or not (default 60)",
     )
-    group.add_argument(
+    return flags
+
+
+def pin_flags() -> Flags:
+    return single(
         "--pin-cpus",
         metavar="CPUS",
         help="run on these CPUs (0, 0-1, 0,2-3): the container's cpuset locally, taskset -c "
@@ -62,26 +65,18 @@ def _max_seconds(text: str) -> float:
 
 
 def measure_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The profiler options the flags ask for (empty when none is given); a usage error for a
-    step that does not profile, or tolerance/time limit without ``--until-stable``."""
+    """The profiler options the flags ask for (empty when none is given, or the verb takes
+    none); a usage error for tolerance/time limit without ``--until-stable``."""
     given = {
         "stable_tolerance": getattr(args, "stable_tolerance", None),
         "stable_max_s": getattr(args, "stable_max_s", None),
     }
     options = {k: v for k, v in given.items() if v is not None}
-    if getattr(args, "pin_cpus", None) is not None and args.step not in PINNING_STEPS:
-        raise UsageError(
-            f"--pin-cpus applies to hub exec {', '.join(PINNING_STEPS)}, not {args.step}"
-        )
     if not getattr(args, "until_stable", None):
         if options:
             flags = ", ".join("--" + k.replace("_", "-") for k in options)
             raise UsageError(f"{flags} apply with --until-stable; add it or drop them")
         return {}
-    if args.step not in PROFILING_STEPS:
-        raise UsageError(
-            f"--until-stable applies to hub exec profile and pipeline, not {args.step}"
-        )
     return {"until_stable": True, **options}
 
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgehub.cli.options import Flags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import UsageError
 
@@ -25,14 +26,12 @@ def _values(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "sweep", "hub exec sweep [GRID.toml]: flags add to (or replace) the grid file's lists"
-    )
-    group.add_argument("--models", type=_listed, metavar="A.onnx,B.onnx", help="models to sweep")
-    group.add_argument("--devices", type=_listed, metavar="D1,D2", help="hub.toml devices")
-    group.add_argument("--runtimes", type=_listed, metavar="R1,R2", help="runtimes to sweep")
-    group.add_argument(
+def sweep_flags() -> Flags:
+    flags = Flags("sweep", "the flags add to (or replace) the grid file's lists")
+    flags.add_argument("--models", type=_listed, metavar="A.onnx,B.onnx", help="models to sweep")
+    flags.add_argument("--devices", type=_listed, metavar="D1,D2", help="hub.toml devices")
+    flags.add_argument("--runtimes", type=_listed, metavar="R1,R2", help="runtimes to sweep")
+    flags.add_argument(
         "--vary",
         action="append",
         default=[],
@@ -41,22 +40,21 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "holding commas are separated by ';', e.g. input_shape='1,3,224,224;1,3,320,320', or "
         "given in repeated --vary flags of the same key); --set KEY=VALUE fixes one for every cell",
     )
-    group.add_argument(
+    flags.add_argument(
         "--sweep-step",
         choices=("profile", "pipeline"),
         help="what each cell runs (default: pipeline, which also measures accuracy)",
     )
-    group.add_argument(
+    flags.add_argument(
         "--resume", action="store_true", help="skip the cells an earlier sweep finished"
     )
+    return flags
 
 
 def _grid(args: argparse.Namespace) -> SweepGrid:
     from edgehub.ops.sweep_grid import SweepGrid, load_grid
 
-    if args.model is not None:
-        raise UsageError("hub exec sweep takes a GRID.toml (or --models), not a MODEL")
-    grid = load_grid(Path(args.runtime)) if args.runtime else SweepGrid(models=[])
+    grid = load_grid(args.grid) if args.grid else SweepGrid(models=[])
     if args.models:
         grid.models = [Path(m) for m in args.models]
     if args.devices:
@@ -93,11 +91,6 @@ def handle_sweep(args: argparse.Namespace) -> int:
     from edgehub.ops.project import open_project
     from edgehub.ops.sweep import run_sweep
 
-    for flag in ("from_run", "from_job", "transform", "name"):
-        if getattr(args, flag):
-            raise UsageError(
-                f"--{flag.replace('_', '-')} does not apply to sweep; use --set or --vary"
-            )
     grid = _grid(args)
     printer = LogPrinter(quiet=args.quiet)
     try:
