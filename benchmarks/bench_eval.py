@@ -55,7 +55,7 @@ TRACED = [
     ("edgehub.ops.eval.measure", "run_both"),
     ("edgehub.ops.eval.measure", "score_outputs"),
     ("edgehub.ops.eval.measure", "_record"),
-    ("edgehub.toolchains.batch", "share_samples"),
+    ("edgehub.toolchains.batch", "_shared"),
     ("edgehub.toolchains.batch", "load_npz"),
     ("edgehub.toolchains.agent_call", "AgentCall.call"),
     ("edgehub.runners.docker.runner", "pack"),

@@ -54,7 +54,7 @@ def test_without_a_gpu_eval_fails_in_one_line_and_is_recorded_failed(
     result = _hub(outlier, "exec", "eval", "tensorrt", "outlier.onnx", "--dataset", "ods")
     assert result.returncode == 3, result.stderr  # GpuUnavailableError, as profile / invoke
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("hub: error:")]
-    assert "runs the TensorRT engine on an NVIDIA GPU and this machine has none" in line
+    assert "runs the compiled model on this host's NVIDIA GPU and this machine has none" in line
     assert "Traceback" not in result.stderr and result.stdout == ""
     (run,) = runs(outlier)  # nothing compiled: the eval failed before it started
     assert (run.run_type, run.status, run.params["$runtime"]) == ("EVAL", "FAILED", "tensorrt")
@@ -173,9 +173,11 @@ def test_eval_and_layer_search_wiring_with_the_gpu_faked(
     from edgehub.core.context import HubContext
     from edgehub.ops.eval.run import EvalRequest, evaluate
     from edgehub.ops.project import open_project
+    from edgehub.toolchains import host_gpu
     from edgehub.toolchains.tensorrt import batch, gpu
 
     seen = GpuStatus(True, ("GPU 0: fake (stands in for an NVIDIA GPU)",), "nvidia-smi")
+    monkeypatch.setattr(host_gpu, "detect_gpu", lambda: seen)
     monkeypatch.setattr(gpu, "detect_gpu", lambda: seen)
     monkeypatch.setattr(batch, "detect_gpu", lambda: seen)
     real_runner = HubContext.docker_runner
@@ -250,10 +252,11 @@ def test_fix_wiring_keeps_the_outlier_layer_in_float_with_the_gpu_faked(
     from edgehub.core.context import HubContext
     from edgehub.ops.eval.run import EvalRequest, evaluate_and_fix
     from edgehub.ops.project import open_project
-    from edgehub.toolchains import registry
+    from edgehub.toolchains import host_gpu, registry
     from edgehub.toolchains.tensorrt import batch, gpu
 
     seen = GpuStatus(True, ("GPU 0: fake (stands in for an NVIDIA GPU)",), "nvidia-smi")
+    monkeypatch.setattr(host_gpu, "detect_gpu", lambda: seen)
     monkeypatch.setattr(gpu, "detect_gpu", lambda: seen)
     monkeypatch.setattr(batch, "detect_gpu", lambda: seen)
     real_runner, real_runtime = HubContext.docker_runner, registry.get_runtime

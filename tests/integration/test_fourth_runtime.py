@@ -30,6 +30,8 @@ PACKAGE = '''
 
 from __future__ import annotations
 
+import json
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -49,6 +51,8 @@ from edgehub.core.component import (
 )
 from edgehub.core.device import ProviderConfig
 from edgehub.core.values import Range
+from edgehub.toolchains.agent_call import AgentResult
+from edgehub.toolchains.batch import BatchOutputs, BatchRunner
 from edgehub.toolchains.registry import RuntimeDescriptor
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric
 
@@ -84,11 +88,11 @@ class EchoCompiler(Component):
     run_type = RunType.COMPILE
 
     def __init__(self, *, name: str | None = None, device: str | None = None,
-                 suffix: str = ".echo") -> None:
-        super().__init__(name=name, device=device, suffix=suffix)
+                 suffix: str = ".echo", stamp: bool = False) -> None:
+        super().__init__(name=name, device=device, suffix=suffix, stamp=stamp)
 
     def run(self, ctx: HubContext, model_path: Path, *, device: str | None = None,
-            suffix: str = ".echo") -> EchoCompiledModel:
+            suffix: str = ".echo", stamp: bool = False) -> EchoCompiledModel:
         raise NoProviderError
 
 
@@ -116,11 +120,14 @@ class EchoInvoker(Component):
 
 
 @EchoCompiler.provider(ProviderType.LOCAL)
-def _compile(ctx, model_path, *, device=None, suffix=".echo"):
+def _compile(ctx, model_path, *, device=None, suffix=".echo", stamp=False):
     runner = ctx.devices[device].runner
     digest = runner.run(["sha256sum", str(model_path)]).stdout.split()[0]
     out = ctx.artifact_dir / (Path(model_path).stem + suffix)
     runner.run(["cp", str(model_path), str(out)])
+    if stamp:  # a compile that is not deterministic: the time it ran goes into the model
+        with open(out, "a") as handle:
+            handle.write(f"compiled {time.time_ns()}")
     ctx.client.log_param("sha256", digest)
     ctx.client.log_artifact(model_path, name="input")
     ctx.client.log_artifact(out, name="path")
@@ -162,6 +169,74 @@ def inspect(ctx, model_path, device_name):
     return {"inputs": [{"name": "x", "shape": [2, 3], "dtype": "float32"}], "outputs": []}
 
 
+class EchoBatchRunner(BatchRunner):
+    """A dataset through the echo model: each sample's inputs are its outputs; `true` is
+    timed once per model on the device."""
+
+    runtime = "echo"
+    command = "echo.batch"
+    component = EchoInvoker
+
+    def __init__(self, ctx, device, scratch=None):
+        self.ctx = ctx
+        self.device = device or "local"
+        self.folder = ctx.artifact_dir / (scratch or "echo-batch")
+
+    def run_many(self, jobs, samples, *, stacked, digest=None):
+        if stacked:
+            with np.load(samples) as data:
+                arrays = {name: data[name] for name in data.files}
+        else:
+            loaded = []
+            for path in sorted(Path(samples).glob("*.npz")):
+                with np.load(path) as data:
+                    loaded.append({name: data[name] for name in data.files})
+            arrays = {name: np.stack([s[name] for s in loaded]) for name in loaded[0]}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        runner = self.ctx.devices[self.device].runner
+        found = []
+        for index, job in enumerate(jobs):
+            start = time.perf_counter()
+            runner.run(["true"])
+            metrics = {"inference_ms": (time.perf_counter() - start) * 1000}
+            path = self.folder / f"outputs-{index}.npz"
+            np.savez(path, **arrays)
+            self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
+            found.append(BatchOutputs(arrays, metrics, path, {}))
+        return found
+
+
+def ab(ctx, runtime, model_a, model_b, *, device, rounds, block_ms, warmup, seed,
+       input_data=None, input_shape=None):
+    """Interleaved blocks of three `true` runs per model, in an order drawn from ``seed``."""
+    runner = ctx.devices[device or "local"].runner
+    order = random.Random(seed)
+    samples = {"a": [], "b": []}
+    rows = []
+    for _ in range(rounds):
+        block = {}
+        for side in ("a", "b") if order.random() < 0.5 else ("b", "a"):
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                runner.run(["true"])
+                times.append((time.perf_counter() - start) * 1000)
+            samples[side] += times
+            block[side] = statistics.median(times)
+        rows.append({"a_ms": block["a"], "b_ms": block["b"], "ratio": block["b"] / block["a"]})
+    out = ctx.artifact_dir / "echo-ab"
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = {}
+    for side in ("a", "b"):
+        ms = samples[side]
+        document = {"samples_us": [m * 1000 for m in ms]}
+        (out / f"profile_{side}.json").write_text(json.dumps(document))
+        metrics.update({f"{side}_latency_median_ms": statistics.median(ms),
+                        f"{side}_latency_mean_ms": statistics.mean(ms)})
+    data = {"rounds": rows, "runs_per_block": {"a": 3, "b": 3}}
+    return AgentResult(out, metrics=metrics, data=data, command="echo.ab")
+
+
 RUNTIME = RuntimeDescriptor(
     name="echo",
     compiler=EchoCompiler,
@@ -170,6 +245,9 @@ RUNTIME = RuntimeDescriptor(
     compiled_model=EchoCompiledModel,
     provider_configs=(EchoBoxConfig,),
     inspect=inspect,
+    batch_runner=EchoBatchRunner,
+    deterministic_compile=False,  # with stamp=true
+    ab=ab,
 )
 '''
 
@@ -302,3 +380,108 @@ def test_a_broken_plugin_is_one_warning(tmp_path: Path, project: Path) -> None:
     assert len(warnings) == 1 and "no_such_module" in warnings[0], result.stderr
     assert "Traceback" not in result.stderr
     assert "unknown runtime 'broken'" in result.stderr
+
+
+def _identity_onnx(path: Path) -> None:
+    """A real ONNX model, y = x with x of shape [1, 4], for the reference of an eval."""
+    from onnx import TensorProto, helper, save_model
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        "identity",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def test_ab_on_a_plugin_runtime(plugin_path: Path, project: Path) -> None:
+    """`hub exec ab` runs the runtime's declared A/B; the verdict and both children recorded."""
+    (project / "b.onnx").write_bytes(b"another model the echo runtime does not read")
+    report = ok_json(
+        hub("exec", "ab", "echo", "model.onnx", "b.onnx", "--rounds", "6", "--set", "seed=3",
+            "--json", cwd=project, site=plugin_path)
+    )  # fmt: skip
+    assert report["method"] == "interleaved" and report["seed"] == 3
+    assert len(report["rounds"]) == 6 and report["median_a_ms"] > 0
+    recorded = {r.run_id: r for r in runs(project)}
+    parent = recorded[report["run_id"]]
+    assert (parent.run_type, parent.status, parent.runtime) == ("AB", "FINISHED", "echo")
+    for side in ("run_a", "run_b"):
+        child = recorded[report[side]]
+        assert (child.run_type, child.parent_run_id, child.runtime) == (
+            "PROFILE",
+            report["run_id"],
+            "echo",
+        )
+    compared = hub("runs", "compare", report["run_a"], report["run_b"], cwd=project,
+                   site=plugin_path)  # fmt: skip
+    assert compared.returncode in (0, 1), compared.stderr  # paired from the A/B's rounds
+
+
+def test_ab_refuses_what_the_plugin_does_not_declare(plugin_path: Path, project: Path) -> None:
+    """A runtime that declares no ``ab_inputs`` gets no --input (the descriptor is asked)."""
+    np.savez(project / "in.npz", x=np.zeros((2, 3), "f4"))
+    result = hub("exec", "ab", "echo", "model.onnx", "model.onnx", "--input", "in.npz",
+                 cwd=project, site=plugin_path)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "--input does not apply to hub exec ab echo" in result.stderr
+    assert "Traceback" not in result.stderr and runs(project) == []
+
+
+def test_eval_on_a_plugin_runtime(plugin_path: Path, project: Path, ort_image: str) -> None:
+    """`hub exec eval` compiles with the plug-in, runs the dataset through its declared batch
+    runner, and the reference through the reference runtime's (ONNX Runtime's container)."""
+    _identity_onnx(project / "id.onnx")
+    (project / "ds").mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(4):
+        np.savez(project / "ds" / f"{i}.npz", x=rng.standard_normal((1, 4)).astype("f4"))
+    report = ok_json(
+        hub("exec", "eval", "echo", "id.onnx", "--dataset", "ds", "--goal", "cosine>=0.9999",
+            "--json", cwd=project, site=plugin_path)
+    )  # fmt: skip
+    assert report["runtime"] == "echo" and report["samples"] == 4
+    assert report["passed"] is True
+    assert report["outputs"]["y"]["cosine"] == pytest.approx(1.0)
+    by_type = {r.run_type: r for r in runs(project)}
+    assert by_type["EVAL"].status == "FINISHED" and by_type["EVAL"].runtime == "echo"
+    assert (by_type["COMPILE"].status, by_type["COMPILE"].name) == ("FINISHED", "EchoCompiler")
+    # --fix asks the descriptor for its repair, which echo does not declare
+    result = hub("exec", "eval", "echo", "id.onnx", "--dataset", "ds", "--goal", "cosine>=0.9",
+                 "--fix", "2", cwd=project, site=plugin_path)  # fmt: skip
+    assert result.returncode == 2 and "--fix repairs onnxruntime, tflite, tensorrt" in (
+        result.stderr
+    ), result.stderr
+
+
+def test_sweep_on_a_plugin_runtime(plugin_path: Path, project: Path) -> None:
+    (project / "grid.toml").write_text(
+        '[sweep]\nstep = "profile"\nmodels = ["model.onnx"]\nruntimes = ["echo"]\n\n'
+        '[sweep.vary]\n"profile.runs" = [2, 3]\n'
+    )
+    result = hub("exec", "sweep", "grid.toml", "--json", cwd=project, site=plugin_path)
+    assert result.returncode == 0, result.stderr
+    profiles = [r for r in runs(project) if r.run_type == "PROFILE"]
+    assert len(profiles) == 2
+    assert {(r.status, r.runtime) for r in profiles} == {("FINISHED", "echo")}
+    assert sorted(r.params["option.runs"] for r in profiles) == [2, 3]
+
+
+def test_rerun_on_a_plugin_runtime(plugin_path: Path, project: Path) -> None:
+    """A compile the runtime declares not deterministic: its rerun differs in bytes, so the
+    two compiled models are compared by their outputs (echo's invoke), which match."""
+    compiled = ok_json(
+        hub("exec", "compile", "echo", "model.onnx", "--set", "stamp=true", "--json",
+            cwd=project, site=plugin_path)
+    )  # fmt: skip
+    result = hub("runs", "rerun", compiled["run_id"], "--json", cwd=project, site=plugin_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    summary = " ".join(report["summary"])
+    assert "echo's compile is not guaranteed to be deterministic" in summary, summary
+    assert "outputs of the two compiled models: bit-exact" in summary
+    assert report["matched"] is True
+    invokes = [r for r in runs(project) if r.run_type == "INFERENCE"]
+    assert len(invokes) == 2 and {r.runtime for r in invokes} == {"echo"}
+    assert all(r.tags.get("rerun_of") == compiled["run_id"] for r in invokes)

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from edgehub.agent.protocol import UsageError as AgentUsageError
+from edgehub.core.runtimes import get_runtime
 from edgehub.errors import UsageError
-from edgehub.ops.eval.fix import _PRECISIONS, check_fix
+from edgehub.ops.eval.fix import check_fix
 from edgehub.ops.eval.layers import LayerSearch, layer_rows, qdq_match
 from edgehub.ops.eval.run import EvalRequest
 from edgehub.toolchains.tensorrt.batch import build_settings
@@ -90,12 +91,13 @@ def _fix(**options: Any) -> EvalRequest:
 )
 def test_fix_needs_an_int8_engine_quantized_here(options: dict[str, Any]) -> None:
     with pytest.raises(UsageError, match="give --set precision=int8 --set calibration_data=DIR"):
-        check_fix(_fix(**options))
+        check_fix(_fix(**options), get_runtime("tensorrt"))
 
 
 def test_fix_of_a_tensorrt_engine_compares_with_its_fp32_build() -> None:
-    check_fix(_fix(precision="int8", calibration_data="ds", target="sm86"))
-    precision = _PRECISIONS["tensorrt"]
+    check_fix(_fix(precision="int8", calibration_data="ds", target="sm86"), get_runtime("tensorrt"))
+    precision = get_runtime("tensorrt").repair
+    assert precision is not None
     assert (precision.key, precision.float_value) == ("precision", "fp32")
     assert "calibration_data" in precision.quantized_only
 

@@ -17,7 +17,7 @@ from edgehub.runners.protocol import (
     SupportsAgentChannel,
     SupportsAgentRelay,
     SupportsContentUpload,
-    SupportsSSHAddress,
+    SupportsNetworkAddress,
 )
 from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
@@ -52,8 +52,8 @@ def test_no_capability_found_by_reflection_or_private_api() -> None:
 
 def test_the_ssh_runner_offers_its_capabilities_by_protocol() -> None:
     runner = SSHCommandRunner(SSHConfig(host="192.0.2.1", username="edge"))  # connects lazily
-    assert isinstance(runner, SupportsSSHAddress)
-    assert runner.ssh_address.host == "192.0.2.1"
+    assert isinstance(runner, SupportsNetworkAddress)
+    assert runner.network_address.host == "192.0.2.1"
     assert isinstance(runner, SupportsContentUpload)
     assert isinstance(runner, SupportsAgentRelay)
     assert isinstance(runner, SupportsAgentChannel)
@@ -61,7 +61,7 @@ def test_the_ssh_runner_offers_its_capabilities_by_protocol() -> None:
 
 def test_other_runners_do_not_claim_ssh_capabilities() -> None:
     local = LocalCommandRunner()
-    for capability in (SupportsSSHAddress, SupportsContentUpload, SupportsAgentRelay):
+    for capability in (SupportsNetworkAddress, SupportsContentUpload, SupportsAgentRelay):
         assert not isinstance(local, capability)
     assert not isinstance(local, SupportsAgentChannel)
     # a warm container's agent socket is an agent channel; it has no content-named uploads
@@ -182,3 +182,37 @@ def test_stored_records_import_nothing_of_core() -> None:
     ]
     assert found == []
     assert {"fetch_artifact", "push_artifact"} <= set(dir(mover))
+
+
+# Code above the runtime and transport seams names neither: what a runtime can do is asked of
+# its descriptor (`RuntimeDescriptor`), what a transport can do of its runner's abilities.
+ABOVE_THE_SEAMS = ("ops", "acquire", "toolchains/evaluation.py")
+RUNTIME_NAMES = r'"(tensorrt|tflite|onnxruntime)"'
+PROVIDER_SWITCH = r"provider_type *(==|!=|in )"
+
+
+def _lines_matching(pattern: str) -> list[str]:
+    found = []
+    for top in ABOVE_THE_SEAMS:
+        paths = [SRC / top] if top.endswith(".py") else sorted((SRC / top).rglob("*.py"))
+        for path in paths:
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if re.search(pattern, line):
+                    found.append(f"{path.relative_to(SRC).as_posix()}:{number}: {line.strip()}")
+    return found
+
+
+def test_no_built_in_runtime_named_above_the_runtime_seam() -> None:
+    assert _lines_matching(RUNTIME_NAMES) == []
+
+
+def test_no_provider_type_switch_above_the_transport_seam() -> None:
+    assert _lines_matching(PROVIDER_SWITCH) == []
+
+
+def test_the_seam_checks_can_fail() -> None:
+    """The patterns find what they are meant to (a check that cannot fail checks nothing)."""
+    assert re.search(RUNTIME_NAMES, 'if request.runtime == "tflite":')
+    assert re.search(PROVIDER_SWITCH, 'if device.provider_type == "qai_hub":')
+    assert re.search(PROVIDER_SWITCH, "if dev.provider_type in AB_PROVIDERS:")
+    assert not re.search(RUNTIME_NAMES, "runtime = get_runtime(request.runtime)")

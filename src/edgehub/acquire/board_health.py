@@ -260,7 +260,7 @@ def probe_board(
             f"labgrid place {place.name} matches no NetworkService resource (its exporter is "
             "down, or the place's match is wrong)"
         )
-    if device.provider_type == "local":
+    if device.in_container:
         return  # this host: its own errors are recorded on the step's run (see the docstring)
     if runner is None:
         return
@@ -283,10 +283,11 @@ def probe_board(
 
 
 def _agent_python(device: Device) -> str:
-    if device.provider_type != "ssh":
-        return ""
+    """The device's Python where its provider is edgehub's agent on the device, else ""."""
     from edgehub.toolchains.remote.config import SSHAgentConfig
 
+    if device.provider_declaration is not SSHAgentConfig:
+        return ""
     try:
         config = device.get_provider_config(SSHAgentConfig) or SSHAgentConfig()
     except TypeError:

@@ -9,8 +9,9 @@ ran on; `board_key` gives the one string for both:
   (the target's name then resolves on the jump host, so it stays as written, lower-cased);
 - a device of a labgrid pool: before a place is held, ``labgrid:COORDINATOR/PLACE`` (plus its
   tags); the held place is keyed by its address (`place_board_key`), as an SSH device there;
-- a ``local`` device: ``docker:ENDPOINT``, the Docker daemon its containers run on;
-- a cloud service (``qai_hub``, ``aws``): ``cloud:PROVIDER:SPEC``;
+- a device whose provider works in containers here (`Device.in_container`: ``local``):
+  ``docker:ENDPOINT``, the Docker daemon its containers run on;
+- a device with no runner, a cloud service (``qai_hub``, ``aws``): ``cloud:PROVIDER:SPEC``;
 - any other device (its tool runs on this host): ``host:HOSTNAME``.
 
 `ssh_board` and `docker_endpoint` are the one resolver of where an SSH device or the local Docker
@@ -44,7 +45,6 @@ __all__ = [
 ]
 
 _LOOKUP_S = 5.0
-_CLOUD = ("qai_hub", "aws")
 
 
 @dataclass(frozen=True)
@@ -76,16 +76,16 @@ def ssh_board(config: SSHConfig, *, look_up: bool) -> SSHBoard:
 def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
     """The identity of the board ``device`` runs on (see the module's docstring); ``labgrid``
     is the device's ``[devices.X.labgrid]`` table, if it has one."""
-    from edgehub.runners.protocol import SupportsSSHAddress
+    from edgehub.runners.protocol import SupportsNetworkAddress
 
     if labgrid is not None:
         tags = f"[{','.join(sorted(labgrid.tags))}]" if labgrid.tags else ""
         return f"labgrid:{labgrid.coordinator}/{labgrid.place}{tags}"
-    if isinstance(device.runner, SupportsSSHAddress):
-        return ssh_board_key(device.runner.ssh_address)
-    if device.provider_type in _CLOUD:
+    if isinstance(device.runner, SupportsNetworkAddress):
+        return ssh_board_key(device.runner.network_address)
+    if device.runner is None:  # a service that runs the jobs itself
         return f"cloud:{device.provider_type}:{device.spec.device_name or device.name}"
-    if device.provider_type == "local":
+    if device.in_container:
         return docker_board_key()
     return f"host:{socket.gethostname().lower()}"
 

@@ -43,13 +43,12 @@ class HeldDevice:
 
 
 def needs_hold(device: Device, *, measuring: bool) -> bool:
-    """Whether work on ``device`` holds it: a measurement always, any step on a device that
-    is not this host (``local`` provider) too; a cloud service never (it queues jobs itself)."""
-    from edgehub.config.schema import CLOUD_PROVIDERS
-
-    if device.provider_type in CLOUD_PROVIDERS:
+    """Whether work on ``device`` holds it: a measurement always, any step on a device whose
+    provider does not work in containers here (`Device.in_container`) too; a device with no
+    runner (a cloud service, which queues jobs itself) never."""
+    if device.runner is None:
         return False
-    return measuring or device.provider_type != "local"
+    return measuring or not device.in_container
 
 
 @contextmanager
@@ -73,8 +72,8 @@ def hold(
         raise ConfigError(refused)
     check = _probe_board if probe else None
     with _board(config, device, timeout, command, events, cancelled, check) as place:
-        if place is None or not place.address or device.provider_type == "local":
-            yield HeldDevice(device, place)  # a local device's tools run here, not on the board
+        if place is None or not place.address or device.in_container:
+            yield HeldDevice(device, place)  # its tools run in containers here, not on the board
             return
         runner = place_runner(device, place)
         try:
@@ -160,20 +159,21 @@ def _board(
 def _unusable(device: Device) -> str | None:
     """Why ``device``'s SSH settings cannot be used as configured (a secret or known_hosts file
     the user did not allow, an unset password variable), or None."""
-    from edgehub.runners.protocol import SupportsSSHAddress
+    from edgehub.runners.protocol import SupportsNetworkAddress
 
     runner = device.runner
-    return runner.ssh_address.unusable if isinstance(runner, SupportsSSHAddress) else None
+    return runner.network_address.unusable if isinstance(runner, SupportsNetworkAddress) else None
 
 
 def _probe_board(device: Device, place: PlaceInfo | None) -> None:
     """The health probe of the board ``device`` is held on (``place``: a labgrid place)."""
     from edgehub.acquire.board_health import probe_board
 
-    if place is not None and place.address and device.provider_type != "local":
-        runner: CommandRunner | None = place_runner(device, place)
-    else:
-        runner = device.runner if device.provider_type != "local" else None
+    runner: CommandRunner | None = None  # tools in containers here: no board to reach
+    if not device.in_container:
+        runner = device.runner
+        if place is not None and place.address:
+            runner = place_runner(device, place)
     probe_board(device, runner, place)
 
 
@@ -181,10 +181,11 @@ def place_runner(device: Device, place: PlaceInfo) -> CommandRunner:
     """A new runner to the labgrid place ``device`` holds: SSH to the board's address (the
     place's network service), keeping the key and known_hosts of the device's own ``ssh``
     table. The caller closes it."""
-    from edgehub.runners.protocol import SupportsSSHAddress
+    from edgehub.runners.protocol import SupportsNetworkAddress
     from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
-    base = device.runner.ssh_address if isinstance(device.runner, SupportsSSHAddress) else None
+    runner = device.runner
+    base = runner.network_address if isinstance(runner, SupportsNetworkAddress) else None
     user = place.username or (base.username if base is not None else None)
     if user is None:
         raise UsageError(

@@ -23,7 +23,7 @@ import difflib
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +40,11 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "Inspector",
+    "Repair",
     "RuntimeDescriptor",
     "all_runtimes",
     "get_runtime",
+    "reference_runtime",
     "reset_runtimes",
     "resolve_export",
     "runtime_names",
@@ -65,8 +67,21 @@ entry a dict with ``name``, ``shape`` and ``dtype`` (what `random_inputs` takes)
 
 
 @dataclass(frozen=True)
+class Repair:
+    """How ``hub exec eval --fix`` recompiles a runtime's int8 model: the option naming its
+    precision (``key``), that option's float value, the options only quantization reads
+    (dropped for the float model), and ``problem``: why given compile options are no int8
+    model it can repair (None: they are one)."""
+
+    key: str
+    float_value: str
+    quantized_only: tuple[str, ...] = ()
+    problem: Callable[[Mapping[str, Any]], str | None] = lambda _options: None
+
+
+@dataclass(frozen=True)
 class RuntimeDescriptor:
-    """What edgehub needs to know about one runtime.
+    """What edgehub needs to know about one runtime; every operation asks it, none names one.
 
     ``image`` is the directory under ``images/`` holding its Dockerfile (``None``: no image);
     ``agent_namespace`` prefixes its agent commands (``ort`` -> ``ort.profile``);
@@ -77,6 +92,29 @@ class RuntimeDescriptor:
     quantizes with calibration data (an eval then calibrates on its dataset unless
     ``calibration_data`` is given; None: never); ``available`` is false while the runtime is
     being built, and ``issue`` then says what is missing.
+
+    What the operations above compile/profile/invoke ask of it:
+
+    - ``batch_runner``: ``(ctx, device, scratch=None)`` -> a `BatchRunner` running its
+      compiled models over a dataset (``hub exec eval``; None: it cannot be evaluated).
+    - ``reference``: it runs ONNX models as they are, so it makes an eval's reference outputs,
+      reads model signatures, and is the runtime a sweep uses when none is named (the first
+      registered such runtime).
+    - ``repair``: how ``eval --fix`` keeps layers in float (None: no repair).
+    - ``model_file``: ``(path)`` -> why that file is no model it runs as it is (a name it
+      does not load, a model to compile first), None when it is one (``hub exec ab``).
+    - ``host_gpu``: its A/B and eval run the compiled model on this host's NVIDIA GPU: a local
+      device only, refused before anything starts where the host has none.
+    - ``deterministic_compile``: compiling the same model twice gives the same bytes (``hub
+      runs rerun`` otherwise compares the two compiled models by their outputs).
+    - ``ab``: ``(ctx, runtime, model_a, model_b, *, device, rounds, block_ms, warmup, seed,
+      input_data, input_shape)`` -> an `AgentResult` of the interleaved rounds (``hub exec
+      ab``; see `edgehub.toolchains.ab_agent`; None: no A/B). ``ab_inputs``: an A/B feeds
+      its models the ``--input`` arrays (else each model gets random inputs).
+    - ``device_packages``: ``(module, distribution)`` of the Python packages that provide it
+      on a device (``hub devices check`` lists the ones found).
+    - ``image_checks``: ``()`` -> its own ``hub doctor`` lines (objects with ``name``,
+      ``state``, ``detail``) for its images, in place of the plain built/missing line.
     """
 
     name: str
@@ -92,6 +130,16 @@ class RuntimeDescriptor:
     calibrates: Callable[[Mapping[str, Any]], bool] | None = None
     available: bool = True
     issue: str = ""
+    batch_runner: Callable[..., Any] | None = None
+    reference: bool = False
+    repair: Repair | None = None
+    model_file: Callable[[Path], str | None] | None = None
+    host_gpu: bool = False
+    deterministic_compile: bool = True
+    ab: Callable[..., Any] | None = None
+    ab_inputs: bool = False
+    device_packages: tuple[tuple[str, str], ...] = ()
+    image_checks: Callable[[], Sequence[Any]] | None = None
 
     @property
     def components(self) -> tuple[type[Component], ...]:
@@ -164,6 +212,17 @@ def get_runtime(name: str) -> RuntimeDescriptor:
             f"still being built); available now: {available or 'none'}"
         )
     return runtime
+
+
+def reference_runtime() -> RuntimeDescriptor:
+    """The first registered runtime that runs ONNX models as they are (``reference``)."""
+    found = next((r for r in all_runtimes().values() if r.reference and r.available), None)
+    if found is None:
+        raise UsageError(
+            "no registered runtime runs ONNX models as they are (a reference runtime); "
+            "reinstall edgehub"
+        )
+    return found
 
 
 def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) -> Any:
@@ -254,6 +313,9 @@ def _load_point(
     if found.name != name:
         warn(f"runtime entry point {where} describes {found.name!r}; use one name")
         return None
+    for component in (*found.components, found.evaluator):
+        if component is not None and component.registered_runtime is None:
+            component.registered_runtime = found.name
     return found
 
 

@@ -8,9 +8,10 @@ test and a minimum effect. Recorded as an ``AB`` run (params: models, seed, roun
 the ratio and its CI; artifact ``ab.json`` with every round) with two ``PROFILE`` child runs
 (``parent_run_id``: the ``AB`` run), one per model, whose ``profile.json`` holds that model's
 samples as a profile run's does; `hub runs compare` of the two children uses the rounds' pairing
-(`paired_from_parent`). ONNX Runtime (``.onnx``), TFLite (``.tflite`` models: compile them
-first) and TensorRT (engines, on this host's GPU in the full tensorrt image); trtexec devices
-are refused (one agent process is needed).
+(`paired_from_parent`). Any runtime whose descriptor declares an ``ab`` runs it, on the
+models its ``model_file`` rule accepts (its ``host_gpu`` ones on this host's GPU), with the
+``--input`` arrays where it takes them (``ab_inputs``); devices where one process cannot hold
+both models are refused.
 
 On a Qualcomm AI Hub device the service runs one profile job per model (`ops.ab_hub`): not
 interleaved, so the verdict compares the two jobs' per-iteration times as independent samples
@@ -31,6 +32,7 @@ from edgehub.tracking.paired import MIN_EFFECT, PairedVerdict
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
+    from edgehub.core.runtimes import RuntimeDescriptor
     from edgehub.ops.project import Project, Subscriber
     from edgehub.toolchains.agent_call import AgentResult
     from edgehub.tracking.profile_compare import ProfileComparison
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
 AB_RUN = "AB"
-RUNTIMES = ("onnxruntime", "tflite", "tensorrt")
 INTERLEAVED = "interleaved"
 UNPAIRED = "unpaired"
 SETTINGS = ("input_shape", "burn_ins", "block_ms", "seed", "min_effect")
@@ -167,30 +168,23 @@ def _parse_settings(pairs: dict[str, str], profiler: type[Any]) -> _Settings:
     return settings
 
 
-def _check(request: AbRequest) -> None:
-    if request.runtime not in RUNTIMES:
+def _check(request: AbRequest, runtime: RuntimeDescriptor) -> None:
+    if runtime.ab is None:
         raise UsageError(
-            f"hub exec ab supports {', '.join(RUNTIMES)} for now, not {request.runtime!r}; "
-            "profile each model and use hub runs compare"
+            f"hub exec ab does not run {request.runtime!r} models (the runtime declares no "
+            "A/B); profile each model and use hub runs compare"
         )
     for model in (request.model_a, request.model_b):
         if not model.is_file():
             what = "is a directory, not a model file" if model.is_dir() else "not found"
             raise ModelError(f"model {model} {what}; check the path")
-        if request.runtime == "tensorrt":
-            from edgehub.agent.trt.engine_file import engine_problem
-
-            problem = engine_problem(model.name)
-            if problem is not None:
-                raise ModelError(problem)
-        if request.runtime == "tflite" and model.suffix.lower() == ".onnx":
-            raise ModelError(
-                f"'{model.name}' is an ONNX model, but hub exec ab tflite compares .tflite "
-                "models: compile each first (hub exec compile tflite MODEL)"
-            )
-    if request.inputs is not None and request.runtime != "onnxruntime":
+        problem = runtime.model_file(model) if runtime.model_file is not None else None
+        if problem is not None:
+            raise ModelError(problem)
+    if request.inputs is not None and not runtime.ab_inputs:
         raise UsageError(
-            f"--input applies to hub exec ab onnxruntime; {request.runtime} uses random inputs"
+            f"--input does not apply to hub exec ab {request.runtime}: {request.runtime} uses "
+            "random inputs in an A/B; drop --input"
         )
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
@@ -212,12 +206,18 @@ def run_ab(
     from edgehub.ops.execute import ExecRequest, _deadline, _device_lease
     from edgehub.toolchains.registry import get_runtime
 
-    _check(request)
     runtime = get_runtime(request.runtime)
+    _check(request, runtime)
     settings = _parse_settings(request.settings, runtime.profiler)
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
-    if request.runtime == "tensorrt":
-        _require_gpu()
+    if runtime.host_gpu:
+        from edgehub.toolchains.host_gpu import require_host_gpu
+
+        require_host_gpu(
+            f"hub exec ab {runtime.name} runs both models",
+            "Run it on a host with a GPU, or profile each model on a GPU device and use hub "
+            "runs compare",
+        )
     cancel = cancel or Cancellation()
     # the device's lease, exactly as for `hub exec profile` on it
     hold = ExecRequest(
@@ -241,24 +241,9 @@ def run_ab(
                 _device_lease(project, ctx, hold, runtime, cancel),
                 _deadline(ctx, cancel, request.timeout),
             ):
-                return _recorded(ctx, request, settings, seed, device.name, runtime.profiler)
+                return _recorded(ctx, request, settings, seed, device.name, runtime)
         finally:
             cancel.release(ctx)
-
-
-def _require_gpu() -> None:
-    """TensorRT's A/B runs both engines on this host's GPU: without one, nothing starts."""
-    from edgehub.errors import GpuUnavailableError
-    from edgehub.toolchains.tensorrt.gpu import detect_gpu
-
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            "hub exec ab tensorrt runs both engines on this host's NVIDIA GPU and this machine "
-            f"has none ({gpu.describe()}); nothing was started. Run it on a host with a GPU "
-            "and the full tensorrt image, or profile each engine on a GPU device (the "
-            "'trtexec' provider) and use hub runs compare"
-        )
 
 
 def _check_hub(request: AbRequest, settings: _Settings) -> None:
@@ -286,9 +271,9 @@ def _recorded(
     settings: _Settings,
     seed: int,
     device: str,
-    profiler: type[Any],
+    runtime: RuntimeDescriptor,
 ) -> AbReport:
-    from edgehub.toolchains.ab_agent import run_ab_agent
+    from edgehub.toolchains.ab_agent import check_rounds
     from edgehub.toolchains.local_session import record_agent_result
     from edgehub.tracking.paired import paired_verdict
 
@@ -313,10 +298,10 @@ def _recorded(
         if request.max_regression is not None:
             ctx.client.log_param("max_regression", request.max_regression)
         ctx.events.info(f"A/B on {device}: {rounds_asked} rounds, order seed {seed}")
-        result = run_ab_agent(
+        assert runtime.ab is not None  # `_check`
+        result = runtime.ab(
             ctx,
-            request.runtime,
-            profiler,
+            runtime,
             a,
             b,
             device=device,
@@ -327,6 +312,7 @@ def _recorded(
             input_data=request.inputs.resolve() if request.inputs else None,
             input_shape=_shape(settings.input_shape),
         )
+        check_rounds(result, device)  # whichever runtime made them
         record_agent_result(ctx, result, skip=_OWN_PARAMS)
         rounds = list(result.data["rounds"])
         verdict = paired_verdict(
@@ -337,7 +323,7 @@ def _recorded(
         )
         children = {
             side: _child(
-                ctx, parent.run_id, side, model, result, devices, request.runtime, profiler
+                ctx, parent.run_id, side, model, result, devices, request.runtime, runtime.profiler
             )
             for side, model in (("a", a), ("b", b))
         }

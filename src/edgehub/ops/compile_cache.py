@@ -66,7 +66,7 @@ def cache_key(
     from edgehub.tracking.artifacts import content_hash
 
     target = resolve_device(compiler, ctx, device)
-    if target.provider_type != "local":
+    if not target.in_container:  # only a pinned container's compile is reproducible here
         return None
     resolved = {**compiler.keyword_options(), **options}
     for name in ("device", "devices", "name"):

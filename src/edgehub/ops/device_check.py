@@ -37,7 +37,8 @@ for py in "$3" "$beside"; do
 done
 exit 0
 """
-# Python >= 3.8 only reads metadata: no runtime is imported (fast, no side effects).
+# Python >= 3.8 only reads metadata: no runtime is imported (fast, no side effects);
+# `_probe_py` puts PACKAGES, the (module, distribution) pairs to look for, in front.
 _PROBE_PY = """
 import sys
 try:
@@ -45,8 +46,7 @@ try:
 except ImportError:
     sys.exit(0)
 print("python", sys.executable, "%d.%d.%d" % sys.version_info[:3])
-for module, dist in (("onnxruntime", "onnxruntime"), ("ai_edge_litert", "ai-edge-litert"),
-                     ("tflite_runtime", "tflite-runtime"), ("tensorrt", "tensorrt")):
+for module, dist in PACKAGES:
     if util.find_spec(module) is not None:
         try:
             version = metadata.version(dist)
@@ -116,7 +116,7 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
         return report
     if device.runner is None or section.provider == "local":
         return _local(report)
-    argv = ["sh", "-c", _PROBE_SH, "edgehub-check", *_tool_paths(device), _PROBE_PY]
+    argv = ["sh", "-c", _PROBE_SH, "edgehub-check", *_tool_paths(device), _probe_py()]
     try:
         with device.runner as runner:
             result = runner.run(argv, hide=True, timeout=timeout, check=False)
@@ -129,6 +129,15 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
     report.reachable = True
     _read_probe(report, result.stdout)
     return report
+
+
+def _probe_py() -> str:
+    """`_PROBE_PY` looking for the packages every registered runtime declares it comes in
+    (``device_packages``)."""
+    from edgehub.toolchains.registry import all_runtimes
+
+    packages = [list(p) for r in all_runtimes().values() for p in r.device_packages]
+    return f"PACKAGES = {packages!r}\n{_PROBE_PY}"
 
 
 def _tool_paths(device: Device) -> tuple[str, str, str]:

@@ -174,17 +174,25 @@ def _docker_checks() -> list[Check]:
         statuses = [images.image_status(r, client=client) for r in images.available_runtimes()]
     finally:
         client.close()
+    from edgehub.toolchains.registry import all_runtimes
+
+    # a runtime that checks its own images (with the GPU they need) replaces their plain line
+    own = [
+        Check(c.name, c.state, c.detail)
+        for runtime in all_runtimes().values()
+        if runtime.image_checks is not None
+        for c in runtime.image_checks()
+    ]
+    named = {check.name for check in own}
     for status in statuses:
-        if status.runtime.startswith("tensorrt"):
-            continue  # with the GPU, below
+        if f"image {status.runtime}" in named:
+            continue
         if status.built:
             checks.append(Check(f"image {status.runtime}", "ok", status.tag))
         else:
             hint = f"run: hub images build {status.runtime}"
             checks.append(Check(f"image {status.runtime}", "missing", hint))
-    from edgehub.toolchains.tensorrt.gpu import tensorrt_image_checks
-
-    checks.extend(Check(c.name, c.state, c.detail) for c in tensorrt_image_checks())
+    checks.extend(own)
     return checks
 
 

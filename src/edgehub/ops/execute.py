@@ -405,8 +405,8 @@ def _model(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> CompiledM
 def _pipeline(
     ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
 ) -> PipelineReport:
+    from edgehub.core.runtimes import reference_runtime
     from edgehub.ops.inputs import model_inputs
-    from edgehub.toolchains.registry import get_runtime
 
     assert request.model is not None
     model = request.model.resolve()
@@ -417,10 +417,10 @@ def _pipeline(
             "model's inputs with; pass --input FILE.npz"
         )
     # the compiled and the original model must see the same arrays: make them here, from the
-    # original ONNX model, with ONNX Runtime on this host, at the input_shape given (once, for
-    # every step: the compile fixes it, profile and invoke run on arrays of it)
+    # original ONNX model, with the reference runtime on this host, at the input_shape given
+    # (once, for every step: the compile fixes it, profile and invoke run on arrays of it)
     shape = pipeline_input_shape(request)
-    inputs = model_inputs(ctx, get_runtime("onnxruntime"), model, here, request.inputs, shape)
+    inputs = model_inputs(ctx, reference_runtime(), model, here, request.inputs, shape)
     if shape is not None and not isinstance(shape, Mapping) and inputs:
         request = _shape_by_name(request, {next(iter(inputs)): shape})
     if request.dataset is not None and here is not None:
@@ -523,11 +523,12 @@ def _check_dataset(ctx: HubContext, model: Path, dataset: Path, labels: Path | N
 def _reference_device(ctx: HubContext) -> str | None:
     """Where the pipeline's reference runs, whatever device the pipeline measures: ONNX
     Runtime in its container on this host, i.e. the device ``local`` (else the first device
-    with provider ``local``); None where the context has none."""
+    whose provider works in containers here, `Device.in_container`); None where the context
+    has none."""
     devices = ctx.devices
-    if "local" in devices and devices["local"].provider_type == "local":
+    if "local" in devices and devices["local"].in_container:
         return "local"
-    return next((n for n, d in devices.items() if d.provider_type == "local"), None)
+    return next((n for n, d in devices.items() if d.in_container), None)
 
 
 def _reference(
@@ -538,10 +539,9 @@ def _reference(
     compiled_outputs: dict[str, Any],
     report: PipelineReport,
 ) -> None:
-    """Step 4: the original model in ONNX Runtime on this host (float32), and the compiled
-    model's accuracy against it; skipped with a note where this host has no ONNX Runtime."""
-    from edgehub.core.compile import ONNXRuntimeCompiledModel
-    from edgehub.core.invoke import ONNXRuntimeInvoker
+    """Step 4: the original model in the reference runtime on this host (float32), and the
+    compiled model's accuracy against it; skipped with a note where this host cannot run it."""
+    from edgehub.core.runtimes import reference_runtime
     from edgehub.errors import DockerUnavailableError, ImageNotBuiltError
     from edgehub.toolchains.accuracy import compare_outputs
 
@@ -549,12 +549,13 @@ def _reference(
         report.reference_note = "reference skipped: no device with provider 'local' here"
         ctx.events.warning(report.reference_note)
         return
-    ctx.events.info(f"step 4/4: invoke the original model in ONNX Runtime on {here} (reference)")
-    invoker = ONNXRuntimeInvoker(name="reference", device=here)
+    runtime = reference_runtime()
+    ctx.events.info(f"step 4/4: invoke the original model in {runtime.name} on {here} (reference)")
+    invoker = runtime.invoker(name="reference", device=here)
     try:
-        reference = invoker.run(ctx, ONNXRuntimeCompiledModel.from_path(model), inputs)
+        reference = invoker.run(ctx, runtime.compiled_model.from_path(model), inputs)
     except (DockerUnavailableError, ImageNotBuiltError) as why:
-        report.reference_note = f"reference skipped: no ONNX Runtime on this host ({why})"
+        report.reference_note = f"reference skipped: no {runtime.name} on this host ({why})"
         ctx.events.warning(report.reference_note)
         return
     report.reference = summarize(reference)

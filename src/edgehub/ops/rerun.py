@@ -15,8 +15,9 @@ runs on today's image instead and says so.
 
 What is compared: an invoke's outputs bit for bit; a profile's latency through the profile
 comparison (median delta, its 95 % CI, significance) and whether their recorded conditions make
-them comparable; a compile's artifacts by hash; where the toolchain is known not to convert
-deterministically (TFLite), differing artifacts are compared by their outputs on the same inputs.
+them comparable; a compile's artifacts by hash; where the runtime declares its compile not
+deterministic (``deterministic_compile``), differing artifacts are compared by their outputs on
+the same inputs.
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ __all__ = ["IMAGE_CHOICES", "OutputMatch", "RerunReport", "rerun"]
 
 RERUN_TAG = "rerun_of"
 STEPS = {"COMPILE": "compile", "PROFILE": "profile", "INFERENCE": "invoke"}
-# toolchains whose conversion is not bit-reproducible: their compiles compare outputs instead
-NOT_DETERMINISTIC = {"tflite": "TFLite conversion"}
 _DATA_OPTIONS = ("input_data", "calibration_data", "param_replacement")
 
 
@@ -352,17 +351,20 @@ def _compare_compiles(
         result.matched = True
         result.summary.append(f"artifacts: identical (sha256 {a[:12]})")
         return
-    toolchain = NOT_DETERMINISTIC.get(original.runtime or "")
+    from edgehub.toolchains.registry import get_runtime
+
+    runtime = get_runtime(original.runtime or "")  # the rerun found it
     first, second = _artifact_path(original, "path"), _artifact_path(again, "path")
-    if toolchain is None or first is None or second is None:
+    if runtime.deterministic_compile or first is None or second is None:
         result.matched = False
         result.summary.append(
             f"artifacts: DIFFER (sha256 {short_digest(a)} against {short_digest(b)})"
         )
         return
     result.summary.append(
-        f"artifacts differ ({short_digest(a)} against {short_digest(b)}): {toolchain} is not "
-        "guaranteed to be deterministic, so their outputs on the same inputs are compared"
+        f"artifacts differ ({short_digest(a)} against {short_digest(b)}): {runtime.name}'s "
+        "compile is not guaranteed to be deterministic, so their outputs on the same inputs "
+        "are compared"
     )
     outputs = _invoke_both(project, original, first, second, subscriber, cancel)
     result.outputs = outputs

@@ -6,7 +6,7 @@ A grid file::
     step = "pipeline"                  # or "profile" (default: pipeline)
     models = ["a.onnx", "b.onnx"]      # paths relative to the grid file
     devices = ["board1", "board2"]     # hub.toml devices (default: local)
-    runtimes = ["onnxruntime"]
+    runtimes = [...]                   # registered runtimes (default: the reference runtime)
     inputs = "inputs.npz"              # optional
 
     [sweep.vary]                       # every combination of these values
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgehub.core.runtimes import reference_runtime
 from edgehub.errors import UsageError
 from edgehub.user_files import input_data_path, regular_file
 
@@ -108,7 +109,7 @@ class SweepGrid:
 
     models: list[Path]
     devices: list[str] = field(default_factory=lambda: ["local"])
-    runtimes: list[str] = field(default_factory=lambda: ["onnxruntime"])
+    runtimes: list[str] = field(default_factory=lambda: [reference_runtime().name])
     vary: dict[str, list[Any]] = field(default_factory=dict)
     step: str = "pipeline"
     inputs: Path | None = None

@@ -27,19 +27,19 @@ def ssh_config_of(project: Project, name: str) -> SSHConfig:
         known = ", ".join(project.config.devices) or "none"
         raise DeviceError(f"no device {name!r} in hub.toml (devices: {known})")
     from edgehub.config.user_trust import known_hosts_refusal
-    from edgehub.runners.protocol import SupportsSSHAddress
+    from edgehub.runners.protocol import SupportsNetworkAddress
 
     ssh = project.config.devices[name].ssh
     refused = known_hosts_refusal(project.config, name, ssh) if ssh is not None else None
     if refused is not None:  # a key added there would still not vouch for the host
         raise ConfigError(refused)
     runner = to_device(project.config, name).runner
-    if not isinstance(runner, SupportsSSHAddress):
+    if not isinstance(runner, SupportsNetworkAddress):
         raise DeviceError(
             f"device {name!r} is not reached over SSH (no [devices.{name}.ssh] table); "
             "it has no host key to trust"
         )
-    return runner.ssh_address
+    return runner.network_address
 
 
 def host_key_of(project: Project, name: str) -> OfferedHostKey:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
 from types import TracebackType
@@ -12,6 +12,10 @@ if TYPE_CHECKING:
     from edgehub.runners.ssh.config import SSHConfig
 
 __all__ = [
+    "FOUND",
+    "RESENT",
+    "SENT",
+    "UNCHECKED",
     "CommandResult",
     "CommandRunner",
     "SupportsAgentChannel",
@@ -19,8 +23,9 @@ __all__ = [
     "SupportsContentUpload",
     "SupportsDeviceName",
     "SupportsExchange",
-    "SupportsSSHAddress",
+    "SupportsNetworkAddress",
     "SupportsSharedFolder",
+    "SupportsSharedInput",
     "SupportsWorkFolder",
 ]
 
@@ -153,17 +158,30 @@ class SupportsContentUpload(Protocol):
         ...
 
 
+# what `SupportsSharedInput.share_input` did: sent; found there (and checked); sent again in
+# place of a copy that was changed on the device, or that the device could not hash
+SENT, FOUND, RESENT, UNCHECKED = "sent", "found", "resent", "unchecked"
+
+
+@runtime_checkable
+class SupportsSharedInput(Protocol):
+    """An ability: a large input (a dataset, a model) placed on the device once, by content,
+    and named by its device path in later calls instead of travelling with each (a warm
+    container's mounted channel; an SSH device's dataset cache, kept across processes)."""
+
+    def share_input(self, local: Path, digest: Callable[[], str]) -> tuple[str, str] | None:
+        """(the device path of a copy of ``local``, a file or directory whose content hash
+        ``digest()`` gives, called only where needed; what was done: `SENT`, `FOUND`, `RESENT`
+        or `UNCHECKED`), or None where the runner cannot place it now (it then travels with
+        the call)."""
+        ...
+
+
 @runtime_checkable
 class SupportsSharedFolder(Protocol):
-    """An optional capability: a folder of this host that the device reads and writes in
-    place (a warm container's mounted channel), where a large input is placed once, by
-    content, and named by its device path in later calls instead of travelling with each, and
-    where a job leaves large outputs for the host to copy (no archive round trip)."""
-
-    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
-        """(the device path of a copy of ``local``, whose content hash is ``digest``; whether
-        it was copied now), or None where the runner has no such folder now."""
-        ...
+    """An optional capability: a folder of this host that the device writes in place (a warm
+    container's mounted channel), where a job leaves large outputs for the host to copy (no
+    archive round trip)."""
 
     def outbox(self, box: str) -> str | None:
         """The device path of a folder ``box`` (not made yet) where a job may write large
@@ -190,12 +208,13 @@ class SupportsDeviceName(Protocol):
 
 
 @runtime_checkable
-class SupportsSSHAddress(Protocol):
-    """An optional capability: the runner reaches its device over SSH, at the address (host,
-    port, user, jump host, known_hosts) of `ssh_address` that host-key trust and leases name."""
+class SupportsNetworkAddress(Protocol):
+    """An ability: the runner reaches its board at a network address (host, port, user, jump
+    host, known_hosts), the one that host-key trust, leases (the board's identity) and a
+    labgrid place's runner name."""
 
     @property
-    def ssh_address(self) -> SSHConfig:
+    def network_address(self) -> SSHConfig:
         """The settings the runner connects with."""
         ...
 

@@ -1,6 +1,6 @@
-"""Interleaved A/B of two models in one agent process (``ort.ab``, ``tflite.ab``, ``trt.ab``),
-on the device's agent: the runtime's warm container on this host, or the resident agent of an
-``ssh`` device; TensorRT engines in the full tensorrt image on this host's GPU.
+"""Interleaved A/B of two models in one agent process (the runtime's ``<namespace>.ab``), on
+the device's agent: the runtime's warm container on this host, or the resident agent of an
+``ssh`` device, or an agent the runtime brings (its descriptor's ``ab`` passes it).
 
 Called inside the comparison's run: the models and inputs are staged from its directory, and
 the agent's result (per-round block medians, each model's samples as ``profile_a.json`` and
@@ -13,22 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ProfileError, UsageError
-from edgehub.toolchains.agent_call import AgentResult
+from edgehub.toolchains.agent_call import AgentCall, AgentResult
 from edgehub.toolchains.remote.select import device_agent
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
+    from edgehub.core.runtimes import RuntimeDescriptor
 
-__all__ = ["AB_COMMANDS", "AB_PROVIDERS", "run_ab_agent"]
+__all__ = ["AB_PROVIDERS", "agent_ab", "check_rounds"]
 
 AB_PROVIDERS = ("local", "ssh")  # where one agent process can hold both models
-AB_COMMANDS = {"onnxruntime": "ort.ab", "tflite": "tflite.ab", "tensorrt": "trt.ab"}
 
 
-def run_ab_agent(
+def agent_ab(
     ctx: HubContext,
-    runtime: str,
-    profiler: type[Any],
+    runtime: RuntimeDescriptor,
     model_a: Path,
     model_b: Path,
     *,
@@ -39,26 +38,19 @@ def run_ab_agent(
     seed: int,
     input_data: Path | None = None,
     input_shape: Any = None,
+    agent: AgentCall | None = None,
 ) -> AgentResult:
-    """Run ``runtime``'s A/B command on ``device`` (where ``profiler`` runs); the result's
-    files hold ``profile_a.json``/``_b.json``."""
+    """The runtime's ``<agent_namespace>.ab`` on ``device``'s agent (``agent`` where the
+    runtime brings its own, such as one on this host's GPU); the result's files hold
+    ``profile_a.json``/``_b.json``. A descriptor's ``ab`` for a runtime with such a command."""
     provider = ctx.device(device or "local").provider_type
     if provider not in AB_PROVIDERS:
         raise UsageError(
             f"hub exec ab runs on a device with a {' or '.join(AB_PROVIDERS)} provider; "
             f"{device!r} is {provider}: profile each model there and use hub runs compare"
         )
-    if runtime == "tensorrt":
-        if provider != "local":
-            raise UsageError(
-                f"hub exec ab tensorrt runs on this host's GPU (a local device); {device!r} is "
-                f"{provider}: profile each engine there and use hub runs compare"
-            )
-        from edgehub.toolchains.tensorrt.local import gpu_agent
-
-        agent = gpu_agent(ctx, device)
-    else:
-        agent = device_agent(ctx, runtime, device, profiler)
+    if agent is None:
+        agent = device_agent(ctx, runtime.name, device, runtime.profiler)
     # their own names (the agent's messages name them), B's prefixed where A has its name
     name_a = model_a.name
     name_b = model_b.name if model_b.name != name_a else f"B-{model_b.name}"
@@ -77,12 +69,11 @@ def run_ab_agent(
     if input_data is not None:
         inputs[f"input_data{input_data.suffix}"] = input_data
         request["input_data"] = f"in/input_data{input_data.suffix}"
-    result = agent.call(AB_COMMANDS[runtime], request, inputs=inputs, failure=ProfileError)
-    _check_rounds(result, device or "local")
-    return result
+    command = f"{runtime.agent_namespace}.ab"
+    return agent.call(command, request, inputs=inputs, failure=ProfileError)
 
 
-def _check_rounds(result: AgentResult, device: str) -> None:
+def check_rounds(result: AgentResult, device: str) -> None:
     """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite
     positive number, or the comparison fails here (a device's NaN or text never reaches the
     statistics)."""

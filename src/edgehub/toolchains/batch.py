@@ -2,17 +2,17 @@
 
 Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
 runs in the same session, so a dataset of many small samples costs one round trip, not one
-per sample. On an ``ssh`` device the samples go once per device, by content, and are reused by
-later calls and processes while the device's hash of its copy is theirs
-(`~edgehub.toolchains.remote.ssh_agent.share_samples`); in a warm
-container the samples are placed once in the folder it shares with this host, and the
-outputs are written there and copied out (`~edgehub.runners.protocol.SupportsSharedFolder`),
-not sent back in the call's archive. Each
+per sample. Where the agent's runner offers it (`~edgehub.runners.protocol.SupportsSharedInput`)
+the samples are placed once, by content: on an ``ssh`` device once per device, reused by later
+calls and processes while the device's hash of its copy is theirs; in a warm container in the
+folder it shares with this host, where the outputs are written too and copied out
+(`~edgehub.runners.protocol.SupportsSharedFolder`), not sent back in the call's archive. Each
 runtime's subclass names its agent command and the files its model needs.
 """
 
 from __future__ import annotations
 
+import functools
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from edgehub.errors import InvokeError
-from edgehub.runners.protocol import SupportsSharedFolder
+from edgehub.runners.protocol import (
+    FOUND,
+    RESENT,
+    UNCHECKED,
+    SupportsSharedFolder,
+    SupportsSharedInput,
+)
 from edgehub.toolchains.local_session import record_agent_result
 from edgehub.toolchains.remote.select import device_agent
-from edgehub.toolchains.remote.ssh_agent import FOUND, RESENT, UNCHECKED, share_samples
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:
@@ -64,6 +69,9 @@ class BatchRunner:
     runtime: ClassVar[str]
     command: ClassVar[str]
     component: ClassVar[type[Any]]
+    # its outputs' data carry ``tensors``: the compiler's mapping of the ONNX model's tensors
+    # onto the compiled model's (the layer search pairs layers by it, not by name)
+    maps_tensors: ClassVar[bool] = False
 
     def __init__(self, ctx: HubContext, device: str | None, scratch: str | None = None) -> None:
         self.ctx = ctx
@@ -104,7 +112,12 @@ class BatchRunner:
         staged = "samples.npz" if stacked else "samples"
         files: dict[str, Path] = {staged: samples}
         where = f"in/{staged}"
-        shared = share_samples(self._agent, samples, digest)
+        shared = None
+        if isinstance(self._agent.runner, SupportsSharedInput):
+            from edgehub.tracking.artifacts import hash_path
+
+            known = digest
+            shared = self._agent.runner.share_input(samples, lambda: known or hash_path(samples))
         if shared is not None:
             where, done = shared
             files.clear()
@@ -131,7 +144,7 @@ class BatchRunner:
         for index, job in enumerate(jobs):
             own, fields = self.model_files(job.model)
             if outbox is not None and "extra_outputs" not in job.options:
-                assert isinstance(runner, SupportsSharedFolder)
+                assert isinstance(runner, SupportsSharedInput)
                 own, fields = _shared(runner, own, fields)
             if any(name in files for name in own):  # two models of one file name
                 own, fields = _prefixed(own, fields, f"{index}-")
@@ -164,7 +177,7 @@ class BatchRunner:
 
 
 def _shared(
-    runner: SupportsSharedFolder, files: dict[str, Path], fields: dict[str, Any]
+    runner: SupportsSharedInput, files: dict[str, Path], fields: dict[str, Any]
 ) -> tuple[dict[str, Path], dict[str, Any]]:
     """The model files placed by content in the folder ``runner`` shares with its container
     (once: a later call finds them there), and the fields naming them there; the files it
@@ -175,7 +188,7 @@ def _shared(
     for name, path in files.items():
         if path.is_symlink() or not path.is_file():
             continue
-        shared = runner.share_file(path, content_hash(path))
+        shared = runner.share_input(path, functools.partial(content_hash, path))
         if shared is not None:
             placed[f"in/{name}"] = shared[0]
     kept = {name: path for name, path in files.items() if f"in/{name}" not in placed}

@@ -31,6 +31,7 @@ __all__ = [
     "model_signature",
     "pair_outputs",
     "run_both",
+    "runtime_batch_runner",
     "score_outputs",
 ]
 
@@ -50,10 +51,10 @@ class Scores:
 
 
 def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
-    """The ONNX model's inputs and outputs as ONNX Runtime reads them (``ort.inspect`` in its
-    container), kept by content hash under the store's ``cache/signatures`` so that a later
-    eval of the same model asks no container."""
-    from edgehub.toolchains.registry import get_runtime
+    """The ONNX model's inputs and outputs as the reference runtime reads them (its
+    ``inspect``, in its container), kept by content hash under the store's
+    ``cache/signatures`` so that a later eval of the same model asks no container."""
+    from edgehub.core.runtimes import reference_runtime
     from edgehub.tracking.artifacts import content_hash
 
     cache = ctx.project_dir / "cache" / "signatures" / f"{content_hash(model)}.json"
@@ -63,8 +64,8 @@ def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
             return kept
     except (OSError, ValueError):
         pass
-    inspect = get_runtime("onnxruntime").inspect
-    assert inspect is not None  # ONNX Runtime reads any ONNX model's signature
+    inspect = reference_runtime().inspect
+    assert inspect is not None  # the reference runtime reads any ONNX model's signature
     signature = inspect(ctx, model, None)
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -77,24 +78,34 @@ def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
 
 
 def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunner:
-    """The runner of a ``runtime`` model on ``device``: AI Hub's on a ``qai_hub`` device,
-    else the agent's (the device's own on ``ssh``, the runtime's container here; TensorRT's
-    on this host's GPU only)."""
-    if ctx.device(device or "local").provider_type == "qai_hub":
-        from edgehub.toolchains.qai_hub.batch import QAIHubBatchRunner
+    """The runner of a ``runtime`` model on ``device``: the one its provider declares
+    (`ProviderConfig.batch_runner`: AI Hub's), else the runtime's (its descriptor's
+    ``batch_runner``: the agent of an ``ssh`` device, the runtime's container here, or this
+    host's GPU for a ``host_gpu`` runtime)."""
+    declared = ctx.device(device or "local").provider_declaration
+    if declared is not None and declared.batch_runner is not None:
+        import importlib
 
-        return QAIHubBatchRunner(ctx, device, runtime=runtime)
-    if runtime == "tflite":
-        from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
+        module, _, name = declared.batch_runner.partition(":")
+        runner: BatchRunner = getattr(importlib.import_module(module), name)(
+            ctx, device, runtime=runtime
+        )
+        return runner
+    return runtime_batch_runner(ctx, runtime, device)
 
-        return TFLiteBatchRunner(ctx, device)
-    if runtime == "tensorrt":
-        from edgehub.toolchains.tensorrt.batch import TRTBatchRunner
 
-        return TRTBatchRunner(ctx, device)
-    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+def runtime_batch_runner(
+    ctx: HubContext, runtime: str, device: str | None, scratch: str | None = None
+) -> BatchRunner:
+    """The runner its descriptor declares of a ``runtime`` model on ``device`` (``scratch``:
+    see `BatchRunner`); a usage error where it declares none."""
+    from edgehub.toolchains.registry import get_runtime
 
-    return ORTBatchRunner(ctx, device)
+    make = get_runtime(runtime).batch_runner
+    if make is None:
+        raise UsageError(f"runtime {runtime!r} runs no dataset (it declares no batch runner)")
+    found: BatchRunner = make(ctx, device) if scratch is None else make(ctx, device, scratch)
+    return found
 
 
 def run_both(

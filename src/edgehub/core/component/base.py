@@ -101,6 +101,9 @@ class Component(metaclass=ComponentMeta):
     # another name of an option (alias -> option, both in ``run``; the alias defaults to None):
     # a value given under the alias is the option's, and the run records the name used
     option_aliases: Mapping[str, str] = {}
+    # the runtime whose descriptor names this component, set when the registry loads it: its
+    # runs record that runtime (what `hub runs rerun` re-creates them by)
+    registered_runtime: str | None = None
     _run_signature: RunSignature
     _call_interface: Callable[..., Any]
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]

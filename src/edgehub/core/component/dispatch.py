@@ -142,6 +142,8 @@ def dispatch(
     ) as run:
         ctx.client.log_param("device", selected[0].name)
         ctx.client.log_param("device_provider_type", selected[0].provider_type)
+        if cls.registered_runtime is not None:  # a provider may name it more closely
+            ctx.client.log_environment({"runtime": cls.registered_runtime})
         for key, value in resolved.items():
             if key not in ("device", "devices") and _loggable(value):
                 ctx.client.log_param(f"option.{key}", value)

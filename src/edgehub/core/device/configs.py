@@ -70,6 +70,7 @@ class DockerConfig(ProviderConfig):
 
     provider_type: ClassVar[str] = "local"
     settings_table: ClassVar[str] = "docker"
+    in_container: ClassVar[bool] = True
 
     cpus: Annotated[float, _POSITIVE] | None = field(
         default=None, metadata={"help": "CPUs the container may use"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from edgehub.core.device.runner import CommandRunner
 from edgehub.runners.protocol import SupportsDeviceName
@@ -17,9 +17,41 @@ ConfigT = TypeVar("ConfigT", bound="ProviderConfig")
 
 
 class ProviderConfig:
-    """Marker base of typed per-provider settings; subclass it as a frozen dataclass."""
+    """Marker base of typed per-provider settings; subclass it as a frozen dataclass.
+
+    A subclass that sets ``provider_type`` is that provider's declaration too (the first one
+    per provider type counts), read by `Device` so that no code switches on provider names:
+    ``in_container`` -- the provider runs its tool in the runtime's pinned container on this
+    host's Docker daemon (its board is that daemon, its compiles are reproducible);
+    ``batch_runner`` -- ``"module:Class"`` of the runner of a model's batches on its devices for
+    every runtime (a service that runs models itself), None: the runtime's own.
+    """
 
     __slots__ = ()
+
+    in_container: ClassVar[bool] = False
+    batch_runner: ClassVar[str | None] = None
+    _declared: ClassVar[dict[str, type[ProviderConfig]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        provider = cls.__dict__.get("provider_type")
+        if isinstance(provider, str):
+            ProviderConfig._declared.setdefault(provider, cls)
+
+    @staticmethod
+    def declared(provider_type: str | None) -> type[ProviderConfig] | None:
+        """The config class that declares ``provider_type`` (the built-in ones, then those of
+        the registered runtimes), or None."""
+        if provider_type is None:
+            return None
+        from edgehub.core.device import configs  # noqa: F401  (the built-in declarations)
+
+        if provider_type not in ProviderConfig._declared:
+            from edgehub.core.runtimes import all_runtimes
+
+            all_runtimes()  # loading the runtimes imports (so declares) their providers' configs
+        return ProviderConfig._declared.get(provider_type)
 
 
 @dataclass(frozen=True)
@@ -65,6 +97,18 @@ class Device:
                 )
         if isinstance(self.runner, SupportsDeviceName):
             self.runner.device_name = self.name
+
+    @property
+    def provider_declaration(self) -> type[ProviderConfig] | None:
+        """The `ProviderConfig` class that declares this device's provider, or None."""
+        return ProviderConfig.declared(self.provider_type)
+
+    @property
+    def in_container(self) -> bool:
+        """Whether the device's provider runs its tool in the runtime's pinned container on
+        this host's Docker daemon (`ProviderConfig.in_container`)."""
+        declared = self.provider_declaration
+        return declared is not None and declared.in_container
 
     def get_provider_config(
         self, config_type: type[ConfigT], component: type[Component] | Component | None = None

@@ -10,7 +10,7 @@ recompiles, re-evaluates and searches the repaired model again. Where the first 
 layer is one kept in float already, its output is still quantized for the layers it feeds, so
 those layers are kept next. It stops when the goals
 hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
-runtime's float precision, `_PRECISIONS`), the fully quantized one and the repaired one are
+runtime's float precision, its ``repair``), the fully quantized one and the repaired one are
 evaluated and profiled on the same device, for the table of accuracy against latency. Every
 run (compiles, evals, profiles) is a child of one ``FIX`` run, which keeps the steps and the
 table as ``fix.json``.
@@ -43,29 +43,6 @@ FIX_RUN = "FIX"
 DEFAULT_THRESHOLD = 0.2
 
 
-@dataclass(frozen=True)
-class _Precision:
-    """How a runtime's compiler is told its precision: the option (``key``), its float value,
-    and the options only quantization reads (dropped for the float model)."""
-
-    key: str
-    float_value: str
-    quantized_only: tuple[str, ...]
-
-
-_PRECISIONS = {
-    "onnxruntime": _Precision(
-        "quantization",
-        "none",
-        ("calibration_data", "calibration_method", "per_channel", "quantize_io"),
-    ),
-    "tflite": _Precision(
-        "precision", "float32", ("calibration_data", "per_channel", "quantize_io")
-    ),
-    "tensorrt": _Precision("precision", "fp32", ("calibration_data",)),
-}
-
-
 @dataclass
 class FixReport:
     """The ``FIX`` run: ``steps`` (one per layer tried: the nodes kept in float so far, the
@@ -95,43 +72,27 @@ class FixReport:
         }
 
 
-def check_fix(request: EvalRequest) -> None:
-    """Usage errors of ``--fix`` before anything runs."""
+def check_fix(request: EvalRequest, runtime: Runtime) -> None:
+    """Usage errors of ``--fix`` before anything runs (what the runtime's ``repair`` says of
+    the compile's options among them)."""
+    from edgehub.core.runtimes import reference_runtime
+    from edgehub.toolchains.registry import all_runtimes
+
     if request.fix is None:
         return
-    if request.runtime not in _PRECISIONS:
-        raise UsageError(f"--fix repairs {', '.join(_PRECISIONS)} int8 models; drop it")
+    if runtime.repair is None:
+        repairable = [r.name for r in all_runtimes().values() if r.repair is not None]
+        raise UsageError(f"--fix repairs {', '.join(repairable)} int8 models; drop it")
     if request.model is None:
         raise UsageError("--fix recompiles the model: give a MODEL path, not --from-run")
-    options = request.options
-    if request.runtime == "onnxruntime" and options.get("quantization", "static") != "static":
-        raise UsageError(
-            "--fix keeps layers of a static int8 model in float; drop --set quantization"
-        )
-    if request.runtime == "tflite":
-        implied = "int8" if "calibration_data" in options or options.get("quantize_io") else None
-        if (options.get("precision") or implied) != "int8":
-            raise UsageError(
-                "--fix keeps layers of an int8 TFLite model in float: give --set "
-                "calibration_data=DIR (or --set precision=int8)"
-            )
-        if options.get("quantize_io"):
-            raise UsageError(
-                "--fix keeps layers in float in TFLite models with float inputs and outputs; "
-                "drop --set quantize_io"
-            )
-    if request.runtime == "tensorrt" and (
-        options.get("precision") != "int8" or "calibration_data" not in options
-    ):
-        raise UsageError(
-            "--fix keeps layers of an int8 TensorRT engine in float by quantizing the model "
-            "without them: give --set precision=int8 --set calibration_data=DIR"
-        )
+    problem = runtime.repair.problem(request.options)
+    if problem is not None:
+        raise UsageError(problem)
     if not request.goals:
         raise UsageError("--fix repairs until the goals hold: name at least one --goal")
     if request.fix < 1:
         raise UsageError("--fix takes the most layers to keep in float, a positive number")
-    if request.reference not in (None, "onnxruntime"):
+    if request.reference not in (None, reference_runtime().name):
         raise UsageError("--fix runs the reference model; drop --reference RUN_ID for it")
 
 
@@ -247,7 +208,8 @@ def repair(
                 else "the goals hold without a repair"
             )
         ctx.events.info(f"fix: {fix.reason}")
-        precision = _PRECISIONS[request.runtime]
+        precision = runtime.repair
+        assert precision is not None  # `check_fix`
         dropped = (*precision.quantized_only, precision.key)
         float_options = {k: v for k, v in request.options.items() if k not in dropped}
         float_options[precision.key] = precision.float_value

@@ -1,8 +1,8 @@
 """One EVAL run: both models over the samples, the figures, the goals, the layer search.
 
 `measure` runs the compiled model (on its device) and the reference over the checked dataset
-with one agent call per model, or one for both where one ONNX Runtime container serves both;
-pairs their outputs by name; scores them (`metrics`), judges the goals (`goals`), searches the
+with one agent call per model, or one for both where one reference runtime container serves
+both; pairs their outputs by name; scores them (`metrics`), judges the goals (`goals`), searches the
 first divergent layer when asked (`layers`), and records every figure with the run.
 """
 
@@ -21,6 +21,7 @@ from edgehub.toolchains.evaluation import (
     check_figures,
     pair_outputs,
     run_both,
+    runtime_batch_runner,
     score_outputs,
 )
 
@@ -54,8 +55,8 @@ def measure(
     ``stored_ref``) over ``dataset``: figures, task metrics, goals and, asked for, the layer
     search, all recorded with the run."""
     from edgehub.core import RunType
+    from edgehub.core.runtimes import reference_runtime
     from edgehub.toolchains.batch import BatchJob, BatchOutputs
-    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
     from edgehub.toolchains.tensors import load_npz
 
     if request.layers is not None:
@@ -87,8 +88,11 @@ def measure(
             ctx.client.log_artifact(dataset.labels_path, name="labels")
         samples = Path(stored.local())
         model_runner = batch_runner(ctx, request.runtime, request.device)
-        same = isinstance(model_runner, ORTBatchRunner) and device.provider_type == "local"
-        reference_runner = model_runner if same else ORTBatchRunner(ctx, None, "reference")
+        ref = reference_runtime().name  # the original ONNX model, as it is, on this host
+        same = request.runtime == ref and device.in_container
+        reference_runner = (
+            model_runner if same else runtime_batch_runner(ctx, ref, None, "reference")
+        )
         runners = (model_runner, reference_runner)
         where = "both models in one call" if same else f"the compiled model on {device_name}"
         if stored_ref is not None:
@@ -180,11 +184,11 @@ def _layers(
     for index in range(count):
         save_npz(folder / f"{index:06d}.npz", dataset.samples[index])
     nodes = outs[1].data.get("graph", [])
-    if request.runtime == "tflite":  # the compiler's mapping of ONNX onto TFLite tensors
+    if runners[0].maps_tensors:  # the compiler's mapping of ONNX onto the model's tensors
         pairs: dict[str, str] = dict(outs[0].data.get("tensors") or {})
         if len(pairs) <= len(outs[0].arrays) < len(nodes):
             raise UsageError(
-                "the compiled TFLite model's mapping pairs none of the ONNX model's intermediate "
+                "the compiled model's mapping pairs none of the ONNX model's intermediate "
                 "tensors (compiled by an older edgehub, or the pairing failed: see the "
                 "compile's warnings); recompile it for --layers"
             )

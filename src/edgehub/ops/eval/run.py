@@ -1,8 +1,9 @@
 """`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
 
-Every sample runs through the compiled model (ONNX Runtime or TFLite on the chosen device,
-TensorRT on this host's NVIDIA GPU: `tensorrt`; one agent call for the whole dataset) and
-through the reference (the original ONNX model in float32 on this host's ONNX Runtime); the
+Every sample runs through the compiled model (the runtime's ``batch_runner`` on the chosen
+device, or on this host's NVIDIA GPU for a ``host_gpu`` runtime: `host_gpu`; one agent call for
+the whole dataset) and through the reference (the original ONNX model in float32 on this host's
+reference runtime, `reference_runtime`); the
 outputs are compared per output and scored by task metrics, and goals decide whether the model
 passes. The dataset is checked against the
 reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run (see
@@ -23,9 +24,9 @@ from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
+from edgehub.ops.eval.host_gpu import check_host_device, check_host_gpu
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
-from edgehub.ops.eval.tensorrt import check_tensorrt_device, check_tensorrt_gpu
 from edgehub.ops.project import Project, Subscriber
 from edgehub.toolchains.datasets import Dataset, check_dataset_files, load_dataset, tensor_specs
 from edgehub.toolchains.evaluation import model_signature
@@ -37,11 +38,16 @@ if TYPE_CHECKING:
     from edgehub.toolchains.registry import Runtime
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["EVAL_RUNTIMES", "EvalRequest", "evaluate", "evaluate_and_fix"]
+__all__ = ["EvalRequest", "eval_runtimes", "evaluate", "evaluate_and_fix"]
 
-EVAL_RUNTIMES = ("onnxruntime", "tflite", "tensorrt")
 EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
-REFERENCE_RUNTIME = "onnxruntime"
+
+
+def eval_runtimes() -> list[str]:
+    """The registered runtimes that can run a dataset (their descriptor's ``batch_runner``)."""
+    from edgehub.toolchains.registry import all_runtimes
+
+    return [r.name for r in all_runtimes().values() if r.batch_runner is not None and r.available]
 
 
 @dataclass
@@ -51,7 +57,8 @@ class EvalRequest:
     to compute (those the goals name are added); ``worst`` how many samples to name.
     ``layers`` is the threshold of the search for the first divergent layer
     (see `layers`), run on the first ``layer_samples`` samples; None: no search.
-    ``reference``: None or ``"onnxruntime"`` (the original ONNX model in float32 here), or
+    ``reference``: None or the reference runtime's name (the original ONNX model in float32
+    here, `reference_runtime`), or
     an EVAL run on the same dataset whose model's outputs serve as the reference.
     ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
     a time, until the goals hold, and profile the float, int8 and repaired models (`fix`).
@@ -76,12 +83,12 @@ class EvalRequest:
     calibration: str | None = None
 
 
-def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
+def _plan(request: EvalRequest, runtime: Runtime) -> tuple[list[Goal], list[str]]:
     """The goals and the task metrics to compute; usage errors before anything runs."""
-    if request.runtime not in EVAL_RUNTIMES:
+    if runtime.batch_runner is None:
         raise UsageError(
-            f"hub exec eval does not support {request.runtime!r} yet; runtimes: "
-            f"{', '.join(EVAL_RUNTIMES)}"
+            f"hub exec eval does not run {request.runtime!r} models (the runtime declares no "
+            f"batch runner); runtimes: {', '.join(eval_runtimes())}"
         )
     if (request.model is None) == (request.from_run is None):
         raise UsageError("hub exec eval needs a MODEL path or --from-run COMPILE_RUN (one)")
@@ -92,7 +99,7 @@ def _plan(request: EvalRequest) -> tuple[list[Goal], list[str]]:
         raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
     if _stored_reference(request) and request.layers is not None:
         raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
-    check_fix(request)
+    check_fix(request, runtime)
     goals = [parse_goal(text) for text in request.goals]
     names: list[str] = []
     for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
@@ -130,7 +137,7 @@ def evaluate_and_fix(
     from edgehub.toolchains.registry import get_runtime
 
     runtime = get_runtime(request.runtime)
-    goals, metric_names = _plan(request)
+    goals, metric_names = _plan(request, runtime)
     cancel = cancel or Cancellation()
     with _context(project, request, subscriber, cancel) as ctx:
         provider = ctx.device(request.device or "local").provider_type
@@ -139,8 +146,9 @@ def evaluate_and_fix(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
                 f"far; device {request.device!r} uses {provider!r}"
             )
-        if request.runtime == "tensorrt":
-            check_tensorrt_device(request, provider)
+        if runtime.host_gpu:
+            device = ctx.device(request.device or "local")
+            check_host_device(request, device.in_container, provider)
         if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
             raise UsageError(
                 "--layers and --fix run the model on a local or ssh device; drop them for "
@@ -157,8 +165,8 @@ def evaluate_and_fix(
                 )
         dataset = load_dataset(request.dataset, tensor_specs(signature["inputs"]), request.labels)
         ctx.events.info(f"dataset: {len(dataset)} samples checked against {reference.name}")
-        if request.runtime == "tensorrt":  # this host's GPU, once the input is known good
-            check_tensorrt_gpu(ctx, request)
+        if runtime.host_gpu:  # this host's GPU, once the input is known good
+            check_host_gpu(ctx, request)
         stored = _reference_run(ctx, request, dataset)
         request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset, provider)
         cancel.check()
@@ -258,7 +266,9 @@ def _dataset_shapes(inputs: list[dict[str, Any]], dataset: Dataset) -> dict[str,
 
 
 def _stored_reference(request: EvalRequest) -> bool:
-    return request.reference not in (None, REFERENCE_RUNTIME)
+    from edgehub.core.runtimes import reference_runtime
+
+    return request.reference is not None and request.reference != reference_runtime().name
 
 
 def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> RunLog | None:

@@ -19,7 +19,7 @@ Otherwise the container is removed by `close`, at interpreter exit, by
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 
 from edgehub.errors import RunnerError
@@ -46,7 +46,7 @@ from edgehub.runners.docker.oneshot import OneShotProcess, OneShots
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
 from edgehub.runners.exchange import exchange
-from edgehub.runners.protocol import CommandResult
+from edgehub.runners.protocol import FOUND, SENT, CommandResult
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
 
@@ -337,16 +337,17 @@ class DockerCommandRunner(BaseRunner):
             return None
         return f"{CHANNEL_MOUNT}/{name}"
 
-    def share_file(self, local: Path, digest: str) -> tuple[str, bool] | None:
-        """`SupportsSharedFolder.share_file`: through a warm container's mounted channel
-        (`channel.share_file`); None without one."""
+    def share_input(self, local: Path, digest: Callable[[], str]) -> tuple[str, str] | None:
+        """`SupportsSharedInput.share_input`: a file through a warm container's mounted
+        channel (`channel.share_file`); None without one, and for a directory."""
         channel = self._container.channel
-        if channel is None:
+        if channel is None or not local.is_file():
             return None
         try:
-            return share_file(channel, local, digest)
+            where, sent = share_file(channel, local, digest())
         except OSError:
             return None  # a channel this process cannot write in: the file goes with the call
+        return where, SENT if sent else FOUND
 
     def outbox(self, box: str) -> str | None:
         """`SupportsSharedFolder.outbox`: ``OUTBOX/box`` of a warm container's channel."""

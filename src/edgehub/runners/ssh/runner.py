@@ -74,8 +74,8 @@ class SSHCommandRunner(BaseRunner):
         return self._session.is_active
 
     @property
-    def ssh_address(self) -> SSHConfig:
-        """The settings this runner connects with (`SupportsSSHAddress`)."""
+    def network_address(self) -> SSHConfig:
+        """The settings this runner connects with (`SupportsNetworkAddress`)."""
         return self.config
 
     @property

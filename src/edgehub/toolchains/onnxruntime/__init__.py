@@ -6,10 +6,12 @@ from typing import Any
 
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
-from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.toolchains import qai_hub
+from edgehub.toolchains.ab_agent import agent_ab
 from edgehub.toolchains.evaluators import ONNXRuntimeEvaluator
 from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local, ssh  # noqa: F401 (providers)
+from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -27,6 +29,13 @@ def _calibrates(options: Mapping[str, Any]) -> bool:
     return bool(options.get("quantization", "static") == "static")
 
 
+def _repair_problem(options: Mapping[str, Any]) -> str | None:
+    """Only a static int8 model keeps layers in float (``nodes_to_exclude``)."""
+    if options.get("quantization", "static") != "static":
+        return "--fix keeps layers of a static int8 model in float; drop --set quantization"
+    return None
+
+
 RUNTIME = RuntimeDescriptor(
     name="onnxruntime",
     compiler=ONNXRuntimeCompiler,
@@ -39,6 +48,17 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
     evaluator=ONNXRuntimeEvaluator,
     calibrates=_calibrates,
+    batch_runner=ORTBatchRunner,
+    reference=True,
+    repair=Repair(
+        "quantization",
+        "none",
+        ("calibration_data", "calibration_method", "per_channel", "quantize_io"),
+        _repair_problem,
+    ),
+    ab=agent_ab,
+    ab_inputs=True,
+    device_packages=(("onnxruntime", "onnxruntime"),),
 )
 
 for _component in (ONNXRuntimeCompiler, ONNXRuntimeProfiler, ONNXRuntimeInvoker):

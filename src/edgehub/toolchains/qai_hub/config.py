@@ -39,6 +39,7 @@ class QAIHubConfig(ProviderConfig):
     """
 
     provider_type: ClassVar[str] = "qai_hub"
+    batch_runner: ClassVar[str | None] = "edgehub.toolchains.qai_hub.batch:QAIHubBatchRunner"
 
     compute_unit: str | None = None
     qairt_version: str | None = None

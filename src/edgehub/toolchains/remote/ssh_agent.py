@@ -10,31 +10,35 @@ relay (``runners/ssh/relay.py``) hands it each later job in one round trip (a jo
 hand over goes through ``exchange``, one channel per call); the runner stops relay and server
 when the context closes the connection.
 
-A dataset (`share_samples`) goes once per device, across processes: to
-``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its content hash, made complete before it
-takes that name), and calls name it by that path instead of staging it; a call that finds it there
-touches its folder, and the connection's janitor (`runners.ssh.janitor`) removes datasets no run
-has used for 30 days. A copy found there is used only where the device's Python, hashing it as
-`hash_path` does (`DEVICE_HASH`), gives the host's content hash: one changed on the device (of
-whatever size and times) is sent again in its place, and the log says so.
+A dataset (`SupportsSharedInput`, which the runner an `AgentCall` here holds offers) goes once
+per device, across processes: to ``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its
+content hash, made complete before it takes that name), and calls name it by that path instead
+of staging it; a call that finds it there touches its folder, and the connection's janitor
+(`runners.ssh.janitor`) removes datasets no run has used for 30 days. A copy found there is
+used only where the device's Python, hashing it as `hash_path` does (`DEVICE_HASH`), gives the
+host's content hash: one changed on the device (of whatever size and times) is sent again in its
+place, and the log says so.
 """
 
 from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePath, PurePosixPath
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from edgehub.errors import DeviceError
 from edgehub.runners.protocol import (
+    FOUND,
+    RESENT,
+    SENT,
+    UNCHECKED,
     CommandResult,
     CommandRunner,
     SupportsAgentRelay,
     SupportsExchange,
-    SupportsSharedFolder,
 )
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.remote.config import SSHAgentConfig
@@ -43,9 +47,8 @@ from edgehub.toolchains.remote.device_tool import put_content
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["DEVICE_HASH", "FOUND", "RESENT", "SENT", "UNCHECKED", "share_samples", "ssh_agent"]
+__all__ = ["DEVICE_HASH", "ssh_agent"]
 
-NAMESPACES = {"onnxruntime": "ort", "tflite": "tflite"}
 SHARED_MIN_BYTES = 1024 * 1024
 MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})
 AGENT_DIR = PurePosixPath(".cache/edgehub/agent")
@@ -85,9 +88,6 @@ else:
     feed(top)
 print(digest.hexdigest())
 """
-# what `share_samples` did: sent; found (and checked); sent again in place of a copy that was
-# changed on the device, or that the device could not hash
-SENT, FOUND, RESENT, UNCHECKED = "sent", "found", "resent", "unchecked"
 
 
 @runtime_checkable
@@ -97,8 +97,9 @@ class _RelayRunner(SupportsAgentRelay, SupportsExchange, CommandRunner, Protocol
 
 class _SharedInputs:
     """The runner as `AgentCall` sees it: staged directories (``put``, ``exchange``,
-    ``agent_exchange``) send model-sized files once, by content, and carry a link to them;
-    the rest goes to the runner as it is."""
+    ``agent_exchange``) send model-sized files once, by content, and carry a link to them; a
+    dataset is placed once per device (`SupportsSharedInput`); the rest goes to the runner as
+    it is."""
 
     def __init__(self, runner: _RelayRunner, store: PurePosixPath, python: str) -> None:
         self._runner = runner
@@ -173,17 +174,14 @@ class _SharedInputs:
             hide=hide, links=self._runner.absolute_path(self._store),
         )  # fmt: skip
 
-    def share_samples(self, samples: Path, digest: str | None) -> tuple[str, str]:
-        """The device path of dataset ``samples`` (a file or directory of content hash
-        ``digest``, hashed here when None), and what was done: `SENT`, `FOUND` (there already,
-        and the device's hash of its copy is ``digest``), `RESENT` (there, but changed on the
-        device: replaced by this host's) or `UNCHECKED` (there, but the device could not hash
-        it: replaced all the same)."""
-        from edgehub.tracking.artifacts import hash_path
-
-        digest = digest or hash_path(samples)
+    def share_input(self, samples: Path, digest: Callable[[], str]) -> tuple[str, str]:
+        """`SupportsSharedInput.share_input` of dataset ``samples`` (a file or directory whose
+        content hash, as `hash_path` takes it, ``digest()`` gives): `FOUND` where the device's
+        hash of its copy is that, `RESENT` where it was changed on the device (replaced by
+        this host's), `UNCHECKED` where the device could not hash it (replaced all the same)."""
         name = "samples" if samples.is_dir() else "samples.npz"
-        final = self._runner.absolute_path(f"~/{DATASET_DIR}/{digest[:32]}/{name}")
+        expected = digest()
+        final = self._runner.absolute_path(f"~/{DATASET_DIR}/{expected[:32]}/{name}")
         # there already: its folder is touched (the device's cache prunes by last use), and
         # its copy hashed there
         found = self._runner.run(
@@ -191,7 +189,7 @@ class _SharedInputs:
             hide=True,
             check=False,
         )
-        if found.ok and found.stdout.strip() == digest:
+        if found.ok and found.stdout.strip() == expected:
             return final, FOUND
         part = f"{final}.{secrets.token_hex(4)}.edgehub-part"
         self._runner.put(samples, part)
@@ -240,7 +238,9 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
     server = None
     launcher = ["taskset", "-c", ctx.pin_cpus] if ctx.pin_cpus else []  # one word each, quoted
     if config.resident:
-        namespace = NAMESPACES.get(runtime, runtime)
+        from edgehub.core.runtimes import get_runtime
+
+        namespace = get_runtime(runtime).agent_namespace or runtime
         server = str(workspace / f"agent-{namespace}.sock")
         runner.on_release(_stop_server_script(server), key=server)
         relay = [*launcher, config.python, agent, "relay", "--socket", server, "--preload"]
@@ -258,24 +258,6 @@ def ssh_agent(ctx: HubContext, runtime: str, device: str | None, component: type
         launcher=launcher,
         device=dev.name,
     )
-
-
-def share_samples(
-    agent: AgentCall, samples: Path, digest: str | None = None
-) -> tuple[str, str] | None:
-    """`_SharedInputs.share_samples` where ``agent`` runs on an ``ssh`` device; a dataset
-    file placed once in the folder a warm container shares with this host
-    (`SupportsSharedFolder`); else None (the samples are staged with the call). With the path
-    it is at: `SENT`, `FOUND` or `RESENT`."""
-    from edgehub.tracking.artifacts import hash_path
-
-    runner = agent.runner
-    if isinstance(runner, _SharedInputs):
-        return runner.share_samples(samples, digest)
-    if isinstance(runner, SupportsSharedFolder) and samples.is_file():
-        shared = runner.share_file(samples, digest or hash_path(samples))
-        return None if shared is None else (shared[0], SENT if shared[1] else FOUND)
-    return None
 
 
 def _stop_server_script(socket_path: str) -> str:

@@ -1,34 +1,21 @@
 """Is there an NVIDIA GPU on this host, and which TensorRT images can be used here?
 
-`detect_gpu` looks at ``nvidia-smi -L`` and the ``/dev/nvidia*`` device nodes (no CUDA library is
-loaded). `tensorrt_image_checks` is what ``hub doctor`` shows for TensorRT: the GPU, and for each
-TensorRT image whether it is built and what it can do on this machine.
+`detect_gpu` (from `edgehub.toolchains.host_gpu`) looks at the host; `tensorrt_image_checks`
+is what ``hub doctor`` shows for TensorRT: the GPU, and for each TensorRT image whether it is
+built and what it can do on this machine.
 """
 
 from __future__ import annotations
 
-import glob
-import shutil
-import subprocess
 from dataclasses import dataclass
 from typing import Any
+
+from edgehub.toolchains.host_gpu import GpuStatus, detect_gpu
 
 __all__ = ["GpuCheck", "GpuStatus", "detect_gpu", "tensorrt_image_checks"]
 
 RTX_IMAGE = "tensorrt-rtx"
 FULL_IMAGE = "tensorrt"
-
-
-@dataclass(frozen=True)
-class GpuStatus:
-    visible: bool
-    devices: tuple[str, ...]
-    source: str  # "nvidia-smi", "/dev/nvidia*"
-
-    def describe(self) -> str:
-        if not self.visible:
-            return "no NVIDIA GPU visible (nvidia-smi and /dev/nvidia* show none)"
-        return f"{len(self.devices)} visible ({self.source}): {'; '.join(self.devices)}"
 
 
 @dataclass(frozen=True)
@@ -38,22 +25,6 @@ class GpuCheck:
     name: str
     state: str  # "ok", "warn", "missing"
     detail: str
-
-
-def detect_gpu() -> GpuStatus:
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            listed = subprocess.run(
-                [smi, "-L"], capture_output=True, text=True, timeout=20, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            listed = None
-        if listed is not None and listed.returncode == 0:
-            names = tuple(line.strip() for line in listed.stdout.splitlines() if line.strip())
-            return GpuStatus(bool(names), names, "nvidia-smi")
-    nodes = tuple(sorted(glob.glob("/dev/nvidia[0-9]*")))
-    return GpuStatus(bool(nodes), nodes, "/dev/nvidia*")
 
 
 def _built(runtime: str, client: Any) -> bool | None:

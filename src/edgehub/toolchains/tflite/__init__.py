@@ -2,16 +2,19 @@
 the LiteRT interpreter in the pinned image) register on import."""
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.core.runtimes import RuntimeDescriptor
+from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.toolchains import aws, qai_hub
+from edgehub.toolchains.ab_agent import agent_ab
 from edgehub.toolchains.aws.config import DeviceFarmConfig
 from edgehub.toolchains.evaluators import TFLiteEvaluator
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
 from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
+from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
     TFLiteCompiler,
@@ -28,6 +31,32 @@ def _calibrates(options: Mapping[str, Any]) -> bool:
     return precision in ("int8", "int16x8")
 
 
+def _repair_problem(options: Mapping[str, Any]) -> str | None:
+    """An int8 model with float inputs and outputs keeps layers in float."""
+    implied = "int8" if "calibration_data" in options or options.get("quantize_io") else None
+    if (options.get("precision") or implied) != "int8":
+        return (
+            "--fix keeps layers of an int8 TFLite model in float: give --set "
+            "calibration_data=DIR (or --set precision=int8)"
+        )
+    if options.get("quantize_io"):
+        return (
+            "--fix keeps layers in float in TFLite models with float inputs and outputs; "
+            "drop --set quantize_io"
+        )
+    return None
+
+
+def _model_file(path: Path) -> str | None:
+    """LiteRT runs .tflite models: an ONNX model is compiled first."""
+    if path.suffix.lower() == ".onnx":
+        return (
+            f"'{path.name}' is an ONNX model, but tflite runs .tflite models: compile each "
+            "first (hub exec compile tflite MODEL)"
+        )
+    return None
+
+
 RUNTIME = RuntimeDescriptor(
     name="tflite",
     compiler=TFLiteCompiler,
@@ -40,6 +69,14 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
     evaluator=TFLiteEvaluator,
     calibrates=_calibrates,
+    batch_runner=TFLiteBatchRunner,
+    repair=Repair(
+        "precision", "float32", ("calibration_data", "per_channel", "quantize_io"), _repair_problem
+    ),
+    model_file=_model_file,
+    deterministic_compile=False,  # TFLite conversion is not bit-reproducible
+    ab=agent_ab,
+    device_packages=(("ai_edge_litert", "ai-edge-litert"), ("tflite_runtime", "tflite-runtime")),
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):

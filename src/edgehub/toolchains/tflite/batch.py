@@ -17,6 +17,7 @@ class TFLiteBatchRunner(BatchRunner):
     runtime = "tflite"
     command = "tflite.batch"
     component = TFLiteInvoker
+    maps_tensors = True
 
     def model_files(self, model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
         if isinstance(model, Path):
