@@ -315,6 +315,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     resolved = dict(params.resolved)
     resolved["mapping"] = str(mapping_path)
     resolved["input_shapes"] = fixes["input_shapes"]
+    skipped_passes = remedy.pop("onnxsim_skipped_passes", [])
     resolved.update(remedy)  # onnx2tf's remedy for its own failure, as it was applied
     if exclude_nodes:
         resolved.pop("exclude_nodes", None)
@@ -333,6 +334,8 @@ def run(params: Params, report: Report) -> CommandOutput:
         "fixes": {
             "kernel_shape_added": fixes["kernel_shape_added"],
             "softmax_flattened": fixes["softmax_flattened"],
+            "scalars_as_vectors": fixes["scalars_as_vectors"],
+            "onnxsim_skipped_passes": skipped_passes,
             "renamed": fixes["renamed"],
         },
         "calibration_samples": len(samples),

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..protocol import ModelError, RuntimeFailure
 from ..report import Report
+from . import simplifier
 
 PRECISIONS = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
 INTEGER_PRECISIONS = ("int8", "int16x8")
@@ -118,14 +119,20 @@ def failure_reason(lines: Sequence[str]) -> str:
     return f"{reason} (ONNX node '{node}')" if node else reason
 
 
-def run_onnx2tf(argv: list[str], cwd: Path, report: Report, tool: str = "onnx2tf") -> float:
-    """Run onnx2tf (or another converter child, ``tool``); stream its meaningful lines;
-    returns its wall time in seconds.
+def run_onnx2tf(
+    argv: list[str],
+    cwd: Path,
+    report: Report,
+    tool: str = "onnx2tf",
+    env: dict[str, str] | None = None,
+) -> float:
+    """Run onnx2tf (or another converter child, ``tool``; in ``env``, else this process's
+    environment); stream its meaningful lines; returns its wall time in seconds.
 
     A failed conversion is a ModelError carrying the converter's reason; the child (and any
     process it started) is killed if this agent is stopped.
     """
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
     tail: deque[str] = deque(maxlen=400)
@@ -211,9 +218,18 @@ def convert(
     - else the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
       ``out_dir``), passed back with ``-prf``.
 
+    onnx2tf's onnxsim runs without the fusions into ops onnx2tf has no converter for
+    (`simplifier`), recorded as ``onnxsim_skipped_passes``.
+
     Returns the seconds spent and the remedy applied (``{}``, ``{"onnxsim": False}`` or
-    ``{"auto_param_replacement": JSON}``); a failure that outlives its remedy names both."""
+    ``{"auto_param_replacement": JSON}``, plus the passes skipped); a failure that outlives its
+    remedy names both."""
     given = Path(argv[argv.index("-i") + 1])
+    env = dict(os.environ)
+    skipped = simplifier.passes_to_skip(simplifier.onnx2tf_ops())
+    if not simplifier.write_shim(cwd / "onnxsim-shim", skipped, env):
+        skipped = []
+    recorded: dict[str, Any] = {"onnxsim_skipped_passes": skipped} if skipped else {}
 
     def fresh_copy() -> None:
         shutil.rmtree(given.parent, ignore_errors=True)
@@ -221,7 +237,7 @@ def convert(
 
     fresh_copy()
     try:
-        return run_onnx2tf(argv, cwd, report), {}
+        return run_onnx2tf(argv, cwd, report, env=env), recorded
     except ConversionFailure as failure:
         retry = _remedy_for(failure, argv, cwd, out_dir, model_ops)
         if retry is None:
@@ -231,12 +247,12 @@ def convert(
         started = time.perf_counter()
         fresh_copy()
         try:
-            run_onnx2tf([*argv, *extra], cwd, report)
+            run_onnx2tf([*argv, *extra], cwd, report, env=env)
         except ConversionFailure as again:
             tried = f"; tried again with {what}, which failed too: {again.reason}"
             raise ConversionFailure(failure.tool, failure.reason, tried) from None
         report.info(f"converted with {what}")
-        return time.perf_counter() - started, applied
+        return time.perf_counter() - started, {**recorded, **applied}
 
 
 def _remedy_for(

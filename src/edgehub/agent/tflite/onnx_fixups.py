@@ -18,6 +18,8 @@
   the global pool it is (`..pooling`): onnx2tf would pad the input to the kernel's size.
 - A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`): onnx2tf
   folds a Mul into the Div after it and can lose the Div's input.
+- A 0-d float constant operand of a broadcasting binary op becomes a 1-element tensor
+  (`.graph_rewrites.scalars_as_vectors`): onnx2tf's accuracy check takes it for a layer output.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -36,6 +38,7 @@ from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
+from .graph_rewrites import scalars_as_vectors
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
@@ -382,6 +385,12 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
     products = divisions_as_products(model)
     if products:
         report.info(f"{len(products)} division(s) by a constant written as products")
+    vectors = scalars_as_vectors(model)
+    if vectors:
+        report.info(
+            f"{len(vectors)} scalar constant operand(s) given as 1-element tensors (onnx2tf "
+            "mistakes a 0-d constant for a layer output)"
+        )
     if pools:
         report.info(
             f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
@@ -407,6 +416,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         "erf_expanded": erf,
         "pools_made_global": pools,
         "divisions_as_products": len(products),
+        "scalars_as_vectors": len(vectors),
         "renamed": renamed,
     }
 
