@@ -126,12 +126,15 @@ def test_until_stable_records_whether_it_converged(tmp_path: Path, ort_image: st
     conv_model(tmp_path / "model.onnx")
     base = ("exec", "profile", "onnxruntime", "model.onnx", "--set", "runs=20",
             "--set", "until_stable=true", "--json")  # fmt: skip
-    # 900 %: agrees at once, however busy the shared machine is (no limit on others' share)
+    # 900 %: agrees within a few windows, however busy the shared machine is (how many is the
+    # machine's; no limit on others' share)
     loose = hub(*base, "--set", "stable_tolerance=9", "--set", "stable_max_other_share=1",
                 cwd=tmp_path)  # fmt: skip
     assert loose.returncode == 0, loose.stderr
     report = json.loads(loose.stdout)
-    assert report["metrics"]["stable_converged"] == 1 and report["metrics"]["stable_windows"] == 3
+    metrics = report["metrics"]
+    assert metrics["stable_converged"] == 1 and metrics["stable_windows"] >= 3, metrics
+    assert metrics["stable_spread_pct"] <= 900, metrics
     assert report["params"]["until_stable"] is True
     strict = hub(*base, "--set", "stable_tolerance=0", "--set", "stable_max_s=0.5", cwd=tmp_path)
     assert strict.returncode == 0, strict.stderr  # not converging does not fail the run

@@ -196,7 +196,7 @@ def test_timeout_stops_the_process(runner: DockerCommandRunner) -> None:
     started = time.monotonic()
     with pytest.raises(CommandTimeout, match="longer than 1"):
         runner.run(["sh", "-c", "sleep 30 & sleep 31; echo never"], timeout=1)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # far below the 30 s it would take unstopped
     left = _processes(runner)
     assert not any("sleep 3" in line for line in left), left
 
@@ -207,7 +207,7 @@ def test_cancel_from_another_thread_stops_the_process(runner: DockerCommandRunne
     timer.start()
     with pytest.raises(CommandCancelled):
         runner.run(["sleep", "30"])
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # far below the 30 s it would take uncancelled
     assert not any(line.startswith("sleep 30") for line in _processes(runner))
     assert runner.run(["echo", "still usable"]).stdout == "still usable\n"
 
@@ -466,7 +466,7 @@ def test_exchange_timeout_stops_the_command(runner: DockerCommandRunner, tmp_pat
         runner.exchange(
             stage, "/work/slow-job", ["sleep", "30"], fetch="out", local=tmp_path / "b", timeout=0.5
         )
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20  # far below the 30 s it would take unstopped
     assert not [p for p in _processes(runner) if "sleep 30" in p]
 
 
@@ -995,7 +995,7 @@ def test_reap_is_quick_and_quiet_without_a_daemon(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     started = time.monotonic()
     assert not reap()
-    assert time.monotonic() - started < 0.1
+    assert time.monotonic() - started < 1  # no connection tried (its timeout is 5 s)
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # a remote daemon: not reaped
     assert not reap()
 
@@ -1022,7 +1022,7 @@ def test_cancel_all_stops_commands_and_removes_containers(client: Any, runner_im
     thread.join(10)
     assert [type(error) for error in errors] == [CommandCancelled]
     assert not _container_exists(client, container_id)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # far below the job's 30 s
 
 
 # -- the direct channel to a warm container's resident agent -------------------------------------

@@ -148,11 +148,13 @@ def test_until_stable_over_ssh_records_convergence_and_conditions(
     with _context(device, tmp_path) as ctx:
         compiled = ONNXRuntimeCompiledModel.from_path(model)
         profiler = ONNXRuntimeProfiler(runs=20, burn_ins=3, until_stable=True)
-        # 900 %: agrees at once; no limit on other processes' share (the machine is shared)
+        # 900 %: agrees within a few windows however busy the shared machine is (how many is the
+        # machine's); no limit on other processes' share
         run = profiler.run(ctx, compiled, stable_tolerance=9.0, stable_max_other_share=1.0).run_log
         assert run is not None
         metrics = {name: metric.value for name, metric in run.metrics.items()}
-        assert metrics["stable_converged"] == 1 and metrics["stable_windows"] == 3
+        assert metrics["stable_converged"] == 1 and metrics["stable_windows"] >= 3, metrics
+        assert metrics["stable_spread_pct"] <= 900, metrics
         assert run.params["until_stable"].value is True
         assert "conditions.other_cpu_share" in run.environment, sorted(run.environment)
 

@@ -218,7 +218,7 @@ def test_silent_server_times_out_with_a_hint(device: SSHDevice) -> None:
             match=r"timed out after 0.5 s; check that the device is not frozen and that an SSH",
         ):
             SSHCommandRunner(config).connect()
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 10  # the 0.5 s limit, not SSH's own (minutes)
 
 
 @pytest.mark.parametrize("key_type", ["ssh-ed25519", "ecdsa-sha2-nistp256", "ssh-rsa"])
@@ -327,7 +327,7 @@ def test_commands_run_concurrently_on_one_connection(runner: SSHCommandRunner) -
     results: dict[int, str] = {}
 
     def one(i: int) -> None:
-        results[i] = runner.run(["sh", "-c", f"sleep 1; echo {i}"]).stdout
+        results[i] = runner.run(["sh", "-c", f"sleep 2; echo {i}"]).stdout
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
     started = time.monotonic()
@@ -335,7 +335,7 @@ def test_commands_run_concurrently_on_one_connection(runner: SSHCommandRunner) -
         thread.start()
     for thread in threads:
         thread.join()
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 6  # one after the other they take 8 s
     assert results == {i: f"{i}\n" for i in range(4)}
 
 
@@ -371,7 +371,7 @@ def test_timeout_stops_the_remote_process_group(
     started = time.monotonic()
     with pytest.raises(CommandTimeout):
         runner.run(["sh", "-c", "sleep 30 & sleep 30"], timeout=1)
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 20  # far below the 30 s it would take unstopped
     assert _no_process_left(device, "sleep")
     assert runner.run(["echo", "still usable"]).stdout == "still usable\n"
 
@@ -382,7 +382,7 @@ def test_timeout_escalates_to_kill_when_term_is_ignored(
     started = time.monotonic()
     with pytest.raises(CommandTimeout):
         runner.run(["sh", "-c", "trap '' TERM; sleep 30"], timeout=0.5)
-    assert time.monotonic() - started < 8
+    assert time.monotonic() - started < 20  # far below the 30 s it would take unkilled
     assert _no_process_left(device, "sleep")
 
 
@@ -397,7 +397,7 @@ def test_cancel_from_another_thread_stops_the_command(
             runner.run(["sleep", "30"])
     finally:
         timer.cancel()
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 20  # far below the 30 s it would take uncancelled
     assert _no_process_left(device, "sleep")
     assert runner.run(["true"]).ok
 

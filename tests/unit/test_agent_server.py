@@ -298,7 +298,7 @@ def test_idle_server_exits_and_removes_its_socket(pyz: Path, tmp_path: Path) -> 
         wait_until(sock.exists, 30, "the socket")
         started = time.monotonic()
         assert server.wait(timeout=15) == 0
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 10  # idle for 1 s; without the limit it never exits
         assert not sock.exists()
     finally:
         if server.poll() is None:

@@ -91,7 +91,7 @@ def test_timeout_kills_the_process() -> None:
     started = time.monotonic()
     with pytest.raises(CommandTimeout, match=r"longer than 0\.3 s"):
         runner.run(["slow"], timeout=0.3)
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 15  # far below the command's 30 s
     assert runner.killed == 1
 
 
@@ -101,7 +101,7 @@ def test_cancel_from_another_thread() -> None:
     started = time.monotonic()
     with pytest.raises(CommandCancelled, match="'slow' was cancelled"):
         runner.run(["slow"])
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 15  # far below the command's 30 s
     assert runner.killed == 1
     assert runner.run(["fast"]).ok  # still usable
 

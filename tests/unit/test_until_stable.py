@@ -147,24 +147,33 @@ def test_ort_profile_until_stable_records_convergence(pyz: Path, tmp_path: Path)
     model = make_cnn(tmp_path / "cnn.onnx")
     request = {"model": str(model), "runs": 20, "warmup": 3, "until_stable": True,
                "stable_window_s": 0, "profile_json": str(tmp_path / "profile.json")}  # fmt: skip
-    # loose: any spread up to 900 % agrees, whatever else the (busy CI) machine runs meanwhile
+    # loose: any spread up to 900 % agrees, whatever else the (busy CI) machine runs meanwhile.
+    # How many windows that takes is the machine's (a preempted run moves the mean of 20 runs of
+    # 15 us several-fold): what is promised is convergence within the limit, with the count of
+    # windows, a row per window and the last three windows' samples recorded, agreeing.
     loose_request = {**request, "stable_tolerance": 9.0, "stable_max_other_share": 1}
     loose = run_agent(pyz, "ort.profile", loose_request, tmp_path / "a")
     assert loose.returncode == 0, loose.stderr
-    assert loose.metrics["stable_converged"] == 1 and loose.metrics["stable_windows"] == 3
+    params, metrics = loose.result["params"], loose.metrics
+    assert params["until_stable"] is True and params["stable_tolerance"] == 9.0
+    assert metrics["stable_converged"] == 1 and metrics["stable_windows"] >= 3, metrics
+    assert metrics["stable_spread_pct"] <= 100 * params["stable_tolerance"], metrics
     windows = loose.result["data"]["windows"]  # each window's median, mean and others' CPU share
-    assert len(windows) == 3 and all(w["median_ms"] > 0 and w["mean_ms"] > 0 for w in windows)
+    assert len(windows) == metrics["stable_windows"], (windows, metrics)
+    assert all(w["median_ms"] > 0 and w["mean_ms"] > 0 for w in windows), windows
     assert all(0 <= w["other_cpu_share"] <= 1 for w in windows), windows
-    assert loose.result["params"]["until_stable"] is True
-    assert len(json.loads((tmp_path / "profile.json").read_text())["samples_us"]) == 60
+    samples = json.loads((tmp_path / "profile.json").read_text())["samples_us"]
+    assert len(samples) == 3 * params["runs"]  # stable_window_s 0: a window is one call of runs
     # no time for a second window: one window, no spread, not converged (the run still finishes)
     strict = {**request, "stable_tolerance": 0, "stable_max_s": 0}
     run = run_agent(pyz, "ort.profile", strict, tmp_path / "b")
     assert run.returncode == 0, run.stderr
     assert run.metrics["stable_converged"] == 0 and run.metrics["stable_windows"] == 1
     assert any("not stable within 0 s" in w for w in run.result["warnings"]), run.result["warnings"]
-    # by default a window lasts a second: 20 runs of this model are repeated until it has
-    long = run_agent(pyz, "ort.profile", {**request, "stable_window_s": 0.2}, tmp_path / "d")
+    # by default a window lasts a second: 20 runs of this model are repeated until it has (5 s at
+    # most: at the default 5 % a busy machine need not converge, and this is about the windows)
+    long_request = {**request, "stable_window_s": 0.2, "stable_max_s": 5}
+    long = run_agent(pyz, "ort.profile", long_request, tmp_path / "d")
     assert long.returncode == 0, long.stderr
     assert long.metrics["stable_windows"] >= 3
     samples = json.loads((tmp_path / "profile.json").read_text())["samples_us"]
