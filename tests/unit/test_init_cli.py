@@ -25,7 +25,7 @@ def _hub(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def _written(directory: Path, name: str) -> None:
     """hub.toml in ``directory`` is valid TOML naming project ``name``, with only ``local``."""
     data = parse_toml((directory / "hub.toml").read_text(encoding="utf-8"))
-    assert data["project"] == {"name": name}
+    assert data["project"] == {"name": name, "store": ".hub"}  # the template's other key
     assert list(data["devices"]) == ["local"]
     listed = _hub("devices", "--json", cwd=directory)  # later commands load it too
     assert listed.returncode == 0, listed.stderr

@@ -12,7 +12,7 @@ from edgehub.ops.project import Project
 
 __all__ = ["DeviceRow", "init_project", "list_devices", "release_device", "unquarantine"]
 
-HEADER = "# edgehub project: devices and provider settings. See `hub devices`.\n"
+TEMPLATE = Path(__file__).with_name("hub_template.toml")  # the repository's hub.toml, bar two lines
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,13 @@ def unquarantine(project: Project, name: str) -> list[str]:
 
 
 def init_project(directory: Path, name: str | None = None) -> Path:
-    """Write a starter hub.toml in ``directory``; refuses to overwrite one.
+    """Write a starter hub.toml in ``directory``: `TEMPLATE`, the commented file the repository's
+    hub.toml shows (this machine as ``local``, the other kinds of device as commented-out
+    blocks), named ``name``; refuses to overwrite one.
 
     The name goes in through the TOML library (`ConfigDocument`), so quotes, newlines or
-    control characters in it stay part of the name and the file always loads back.
+    control characters in it stay part of the name and the file always loads back; the
+    document is checked by the config loader before it is written.
     """
     from edgehub.config.save import ConfigDocument
 
@@ -108,8 +111,7 @@ def init_project(directory: Path, name: str | None = None) -> Path:
         raise UsageError(
             f"project name {name!r} is not UTF-8 text; name the project with 'hub init --name NAME'"
         ) from None
-    document = ConfigDocument(path, HEADER)
+    document = ConfigDocument(path, TEMPLATE.read_text(encoding="utf-8"))
     document.set(("project", "name"), name)
-    document.add_device("local", "local")
     document.save()
     return path

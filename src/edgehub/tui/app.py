@@ -1,8 +1,10 @@
 """`hub-tui`: the app (screens as modes, global keys, quitting safely) and its entry point.
 
 Outside edits never end it: a hub.toml that stops loading is shown in a banner while the last
-good project stays in use. ^k cancels the run in view from anywhere (inputs do not take it);
-Ctrl-C offers the same with a confirm, and a second Ctrl-C quits, cancelling every run.
+good project stays in use. ^k cancels the run in view from anywhere but a text field (there it
+deletes to the end of the line, as in any field); Ctrl-C offers the same with a confirm, and a
+second Ctrl-C quits, cancelling every run. Single keys are shortcuts only outside text fields
+(see `edgehub.tui.screens.base`); F1 or ? lists the keys.
 """
 
 from __future__ import annotations
@@ -49,16 +51,16 @@ class EdgehubApp(App[int]):
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = False
     BINDINGS = [
-        Binding("1,f1", "go('devices')", "Devices", show=False),
+        Binding("1", "go('devices')", "Devices", show=False),
         Binding("2,f2", "go('run')", "Run", show=False),
         Binding("3,f3", "go('runs')", "Runs", show=False),
         Binding("4,f4", "go('images')", "Images", show=False),
         Binding("5,f5", "go('sweep')", "Sweep", show=False),
         Binding("q", "request_quit", "Quit", show=False),
-        Binding("question_mark", "help", "Help", show=False),
+        Binding("f1,question_mark", "help", "Help", show=False),  # F1 in a text field too
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("ctrl+q", "request_quit", "Quit", show=False, priority=True),
-        Binding("ctrl+k", "cancel_run", "Cancel run", priority=True),
+        Binding("ctrl+k", "cancel_run", "Cancel run"),  # a text field's ^k is its own
         Binding("ctrl+c", "interrupt", "Cancel run / quit", show=False, priority=True),
     ]
 
@@ -91,9 +93,9 @@ class EdgehubApp(App[int]):
     def on_mount(self) -> None:
         from edgehub.toolchains.registry import runtime_names
 
-        # The runtime registry's entry points (20-30 ms of imports, once) before the first
+        # The runtime registry's entry points (their imports, once) before the first
         # paint: the Run screen lists them and may be asked for as soon as that paint is done.
-        # (On a thread meanwhile, it held the first paint back 100 ms on a busy machine.)
+        # (On a thread meanwhile, it held the first paint back on a busy machine: bench_tui.py (a).)
         runtime_names()
         self.sub_title = self._subtitle()
         self.switch_mode("devices")
@@ -119,14 +121,14 @@ class EdgehubApp(App[int]):
         except Exception as error:  # never the end of the app: the screens build when asked
             self.show_unexpected("building screens ahead", error)
         # The app's widgets live as long as it does: out of the garbage collector's way (a full
-        # collection walked them all, 50-250 ms, at whatever key press it fell on).
+        # collection walked them all at whatever key press it fell on: bench_tui.py (a2), (b)).
         gc.freeze()
 
     def on_unmount(self) -> None:
         gc.unfreeze()  # collectable again once the app is gone
 
     def delay_update(self, delay: float = 0.05) -> None:
-        """Textual holds every paint for 50 ms when it switches modes, to hide a screen
+        """Textual holds every paint a moment when it switches modes, to hide a screen
         still being built; `action_go` switches only to a screen built already."""
 
     def _subtitle(self) -> str:
@@ -379,6 +381,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _need_terminal() -> None:
+    """Textual's terminal driver reads keys from stdin and draws on stderr: without a terminal
+    on both (``ssh host hub-tui`` without ``-t``, ``hub-tui </dev/null &``) it would spin on a
+    dead input forever, so refuse up front. A session textual-serve starts (``--serve``) names
+    its own driver in ``TEXTUAL_DRIVER`` and needs no terminal."""
+    import os
+
+    from edgehub.errors import UsageError
+
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return
+    missing = [
+        name
+        for name, stream in (("input", sys.__stdin__), ("output", sys.__stderr__))
+        if stream is None or not stream.isatty()
+    ]
+    if missing:
+        which = " and ".join(missing) + (" is not one" if len(missing) == 1 else " are not")
+        raise UsageError(
+            f"needs a terminal, but its {which}: run it in one (over SSH: ssh -t HOST hub-tui), "
+            "or serve it to a browser with 'hub-tui --serve'"
+        )
+
+
 def run(argv: list[str] | None = None) -> int:
     """The ``hub-tui`` console script."""
     from edgehub.errors import EdgehubError
@@ -390,6 +416,7 @@ def run(argv: list[str] | None = None) -> int:
 
             ProjectState(args.config)  # a broken hub.toml: one line now, not a dead session later
             return serve(args.config, args.port)
+        _need_terminal()
         app = EdgehubApp(args.config)
     except EdgehubError as error:
         print(f"hub-tui: {visible(str(error))}", file=sys.stderr)

@@ -3,7 +3,8 @@
 The listening socket is bound here first, so a taken port is a one-line error and ``--port 0``
 picks a free one. The web app is built from textual-serve's public handlers behind
 `serve_guard` (loopback Host and Origin, the launch's token): the printed URL carries the
-token as ``?token=``, the page hands it on in its WebSocket's path (``/ws/<token>``).
+token as ``?token=``, the page hands it on in its WebSocket's path (``/ws/<token>``). The page
+(web/index.html) loads only what this server serves: it works offline and tells no one else.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["HOST", "bind", "serve", "serve_command"]
 
 HOST = "127.0.0.1"
+PAGE_DIR = Path(__file__).with_name(
+    "web"
+)  # the page: textual-serve's, loading nothing from outside
 WARNING = (
     "hub-tui: serving on http://{host}:{port} (this machine only). Whoever opens the URL below "
     "acts as {user}: runs, hub.toml edits and image builds; keep it secret. Reach it from "
@@ -92,7 +96,7 @@ def _web_app(config: Path | None, guard: Guard) -> web.Application:
 
     server = Server(serve_command(config), host=HOST, port=guard.port, title="edgehub")
 
-    @aiohttp_jinja2.template("app_index.html")
+    @aiohttp_jinja2.template("index.html")
     async def index(request: web.Request) -> dict[str, Any]:
         host = request.host.lower()  # one of the guard's loopback hosts
         return {
@@ -103,7 +107,7 @@ def _web_app(config: Path | None, guard: Guard) -> web.Application:
         }
 
     app = web.Application(middlewares=[guard_middleware(guard)])
-    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(server.templates_path))
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(PAGE_DIR))
     app.add_routes(
         [
             web.get("/", index, name="index"),

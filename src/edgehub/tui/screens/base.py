@@ -1,12 +1,20 @@
 """`HubScreen`: what every screen of the TUI shares: the project state, a banner while
-hub.toml on disk does not load, the run that cancel keys stop, and worker results and errors
-coming back as messages."""
+hub.toml on disk does not load, the run that cancel keys stop, worker results and errors
+coming back as messages, and where the keyboard goes.
+
+Keys and text fields: a key typed while a text field has focus is text (the field takes every
+printable key before any single-key shortcut sees it), so a field holds focus only while the
+user chose to type there (Tab, a click, an editor dialog opening on it). Showing a screen
+(switching to it, or back from a dialog) and launching what a form describes take focus out of
+the field, as Escape does: the next ``3`` or ``q`` is a shortcut, never text.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from textual.screen import Screen
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from edgehub.errors import EdgehubError
@@ -14,7 +22,9 @@ from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import ProjectState
 from edgehub.tui.widgets.config_banner import ConfigBanner, banner_text
 
-__all__ = ["HubScreen"]
+__all__ = ["TEXT_FIELDS", "HubScreen"]
+
+TEXT_FIELDS = (Input,)  # the widgets that take printable keys as text (no TextArea here)
 
 
 class HubScreen(Screen[None]):
@@ -61,6 +71,7 @@ class HubScreen(Screen[None]):
         self.config_reloaded()
 
     def on_screen_resume(self) -> None:
+        self.leave_field()  # after Textual's auto focus, which may have picked a field
         self.show_config_error()
         if self.state.generation != self._seen_generation:
             self._seen_generation = self.state.generation
@@ -88,6 +99,11 @@ class HubScreen(Screen[None]):
             banners.first().update(banner_text(error))
         else:
             self.mount(ConfigBanner(banner_text(error), markup=False), before=0)
+
+    def leave_field(self) -> None:
+        """Take focus out of the text field that has it, if any (the shortcuts work again)."""
+        if isinstance(self.focused, TEXT_FIELDS):
+            self.set_focus(None)
 
     def active_run(self) -> str | None:
         """Override: the run the cancel keys stop on this screen (the one in view)."""

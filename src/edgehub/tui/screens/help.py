@@ -12,7 +12,17 @@ from textual.widgets import Label, Static
 
 __all__ = ["HelpScreen", "key_rows"]
 
-_NAMES = {"question_mark": "?", "escape": "Esc", "enter": "Enter", "delete": "Del"}
+_NAMES = {
+    "question_mark": "?",
+    "escape": "Esc",
+    "enter": "Enter",
+    "delete": "Del",
+    "f1": "F1",
+    "f2": "F2",
+    "f3": "F3",
+    "f4": "F4",
+    "f5": "F5",
+}
 
 
 def _key(key: str) -> str:
@@ -34,7 +44,7 @@ def key_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,question_mark,q", "close", "Close")]
+    BINDINGS = [Binding("escape,question_mark,f1,q", "close", "Close")]
 
     def __init__(self, title: str, sections: dict[str, list[tuple[str, str]]]) -> None:
         super().__init__()
@@ -43,7 +53,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog wide tall", id="help"):
-            yield Label(f"Keys of {self.title_text} (Esc or ? closes)", classes="title")
+            yield Label(f"Keys of {self.title_text} (Esc, ? or F1 closes)", classes="title")
             for section, rows in self.sections.items():
                 if not rows:
                     continue

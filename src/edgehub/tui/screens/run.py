@@ -256,6 +256,7 @@ class RunScreen(HubScreen):
         self.state.run_started(pane_id, cancel, title)
         self.app.refresh_bindings()
         self._execute(pane_id, request, buffer, cancel)
+        self.leave_field()  # launched: the next key is a shortcut, not more text
         return pane_id
 
     @work(thread=True, exit_on_error=False, group="runs")

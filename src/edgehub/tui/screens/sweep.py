@@ -53,7 +53,7 @@ def _listed(text: str) -> list[str]:
 
 
 class SweepScreen(HubScreen):
-    AUTO_FOCUS = "#grid-file"
+    AUTO_FOCUS = "#cells"  # never a field: a key pressed on arrival is a shortcut (base)
     BINDINGS = [
         Binding("ctrl+r", "launch", "Launch sweep"),
     ]
@@ -139,6 +139,7 @@ class SweepScreen(HubScreen):
         self.state.run_started(SWEEP_RUN, self.cancel, f"the sweep of {table.row_count} cells")
         self.app.refresh_bindings()
         self._run(grid, self.query_one("#resume", Checkbox).value, self.cancel)
+        self.leave_field()  # launched: the next key is a shortcut, not more text
 
     @work(thread=True, exit_on_error=False, group="sweep")
     def _run(self, grid: SweepGrid, resume: bool, cancel: Cancellation) -> None:
@@ -173,8 +174,8 @@ class SweepScreen(HubScreen):
         }
         columns = list(table.columns)
         row = cell.name_key or cell.key  # rows are keyed by device name (cell.key(step))
-        for name, value in values.items():
-            table.update_cell(row, columns[COLUMNS.index(name)], value)
+        for name, value in values.items():  # a column widens to its longest value
+            table.update_cell(row, columns[COLUMNS.index(name)], value, update_width=True)
         if cell.status == "FAILED" and cell.error:
             self.notify(f"{cell.label}: {cell.error}", severity="error", markup=False)
 
@@ -187,7 +188,7 @@ class SweepScreen(HubScreen):
             column = list(table.columns)[COLUMNS.index("status")]
             for key in list(table.rows):
                 if table.get_cell(key, column) == "waiting":
-                    table.update_cell(key, column, "NOT_STARTED")
+                    table.update_cell(key, column, "NOT_STARTED", update_width=True)
         failed = len(message.report.failed) if message.report else 0
         text = f"sweep {message.status}" + (f", {failed} cell(s) failed" if failed else "")
         if message.error:
