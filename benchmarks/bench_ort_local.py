@@ -12,13 +12,21 @@
     which the job in the container), and the rest of the command (context, store, artifacts).
 (c) Warm `hub exec profile` wall time against the time of its runs (mean latency x runs, median x
     burn-ins): the constant it adds, next to a warm invoke's wall time.
+(e) Warm CLI invoke from the shell, as a user runs it (EDGEHUB_KEEP_WARM=600): `hub -q exec
+    invoke onnxruntime examples/tiny_cnn.onnx`, without and with `--input x.npz`, its wall time
+    and its host CPU (user + system of the `hub` process, from wait4), rounds alternating with
+    the yardstick: `docker exec` into a plain container of the same image (not edgehub's)
+    running ``python3 -c "import numpy, onnxruntime; session; run zeros"``. Both commands are
+    printed. Goals: each <= 0.8x the yardstick, host CPU <= 80 ms.
 (d) Cold invoke: `ONNXRuntimeInvoker().run(ctx, model, None)` in a fresh HubContext without a
     warm container (the job runs as a hardened container of its own, which is then removed)
     against `docker run --rm IMAGE python3 bare.py` of the same work (import, session, one run):
     the paired ratio and the fixed per-run cost (the paired difference of the wall times).
 
     python benchmarks/bench_ort_local.py [--rounds 9] [--runs 200] [--compare-src DIR]
-        [--cold-rounds 9]
+        [--cold-rounds 9] [--cli-rounds 15] [--only-cli]
+
+``--only-cli`` times (e) alone (about 30 s).
 
 ``--compare-src DIR`` also times, in the same rounds, the invoke of another checkout's sources
 (``DIR/src`` first on PYTHONPATH), e.g. the commit before a change: a before/after in one run
@@ -33,6 +41,7 @@ import argparse
 import atexit
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -91,6 +100,14 @@ sys.stderr.write(f"SPLIT import={t1 - t0:.6f} main={t2 - t1:.6f} call={spent['ca
 exit_now(code)
 """
 DYNAMIC_SHAPE = "1,3,320,320"
+# (e)'s yardstick: what a warm invoke does, as a bare script in a plain container of the image
+YARDSTICK = (
+    "import numpy as np, onnxruntime as ort; "
+    "s = ort.InferenceSession('/w/ex.onnx', providers=['CPUExecutionProvider']); "
+    "i = s.get_inputs()[0]; "
+    "s.run(None, {i.name: np.zeros([d if isinstance(d, int) else 1 for d in i.shape], "
+    "np.float32)})"
+)
 
 
 def make_dynamic_model(path: Path) -> None:
@@ -192,6 +209,80 @@ def channel_round_trip(image: str) -> Callable[[], float]:
     return once
 
 
+def with_cpu(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of the command ``argv``, from its wait4."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    if child.returncode:
+        sys.exit(f"{shlex.join(argv)} failed ({child.returncode}): {err.decode()[-500:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def warm_cli(args: argparse.Namespace, image: str, work: Path, example: Path, env: dict) -> None:
+    """(e): the warm CLI invoke from the shell, without and with --input, against `docker exec`
+    of the yardstick into a plain container of the same image; rounds alternating."""
+    model = onnx.load(example)
+    first = model.graph.input[0]
+    dims = [d.dim_value or 1 for d in first.type.tensor_type.shape.dim]
+    np.savez(work / "x.npz", **{first.name: np.zeros(dims, np.float32)})
+    (work / "ex.onnx").write_bytes(example.read_bytes())
+    work.chmod(0o755)
+    (work / "ex.onnx").chmod(0o644)
+    plain = subprocess.run(
+        ["docker", "run", "-d", "--rm", "--network", "none", "-v", f"{work}:/w:ro", image,
+         "sleep", "3600"], capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    atexit.register(subprocess.run, ["docker", "rm", "-f", plain], capture_output=True)
+    hub_exe = str(Path(sys.executable).with_name("hub"))
+    invoke = [hub_exe, "-q", "exec", "invoke", "onnxruntime", str(example)]
+    commands = {
+        "hub": invoke,
+        "hub --input": [*invoke, "--input", str(work / "x.npz")],
+        "yardstick": ["docker", "exec", plain, "python3", "-c", YARDSTICK],
+    }
+    envs = dict.fromkeys(commands, env)
+    if args.compare_src is not None:  # the same, from another checkout's sources
+        other = {**env, "PYTHONPATH": str(args.compare_src.resolve() / "src")}
+        other["EDGEHUB_STORE"] = str(work / "store-other")
+        for name in ("hub", "hub --input"):
+            commands[f"{name} [other]"] = commands[name]
+            envs[f"{name} [other]"] = other
+    for name, argv in commands.items():  # warm: container, resident agent, page cache
+        with_cpu(argv, envs[name])
+    walls: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in commands}
+    for _ in range(args.cli_rounds):
+        for name, argv in commands.items():
+            wall, cpu = with_cpu(argv, envs[name])
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    med = statistics.median
+    load = os.getloadavg()
+    print(
+        f"(e) warm CLI invoke from the shell ({args.cli_rounds} rounds alternating; load average "
+        f"{load[0]:.2f} on {os.cpu_count()} cores; host CPU = user + system of the command):"
+    )
+    yard = walls["yardstick"]
+    print(
+        f"    {'yardstick':<11} {med(yard):.3f} s wall, {med(cpus['yardstick']) * 1000:5.1f} ms "
+        f"host CPU (the docker CLI): {shlex.join(commands['yardstick'])}"
+    )
+    for name in [k for k in commands if k.startswith("hub")]:
+        shown = shlex.join(["EDGEHUB_KEEP_WARM=600", "hub", *commands[name][1:]])
+        if name.endswith("[other]"):
+            shown = f"PYTHONPATH={args.compare_src}/src {shown}"
+        print(
+            f"    {name:<11} {med(walls[name]):.3f} s wall = {paired(walls[name], yard):.3f}x the "
+            f"yardstick (goal <= 0.8), {med(cpus[name]) * 1000:5.1f} ms host CPU (goal <= 80, "
+            f"min {min(cpus[name]) * 1000:.1f}): {shown}"
+        )
+
+
 def cold_invoke(model: Path) -> float:
     """The wall time of one cold invoke through the API, context and store included."""
     from edgehub.core import HubContext
@@ -281,6 +372,8 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--compare-src", type=Path, default=None)
     parser.add_argument("--cold-rounds", type=int, default=9)
+    parser.add_argument("--cli-rounds", type=int, default=15)
+    parser.add_argument("--only-cli", action="store_true", help="time (e) alone")
     parser.add_argument("--serve-cold", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_cold:
@@ -303,6 +396,8 @@ def main() -> None:
     invoke = ["exec", "invoke", "onnxruntime", str(example)]
     hub(*invoke, env=env)  # warm: image, agent zipapp, container, resident agent
     hub(*invoke, env=env)
+    if args.only_cli:
+        return warm_cli(args, image, work, example, env)
     other_env = None
     if args.compare_src is not None:
         other_env = {**env, "PYTHONPATH": str(args.compare_src.resolve() / "src")}
@@ -406,6 +501,8 @@ def main() -> None:
         f"(runtime discovery, project and context, store, container adoption, artifacts)"
     )
     # The warm container is left to expire on its own (keep_warm): others may be using it.
+    if args.cli_rounds > 0:
+        warm_cli(args, image, work, example, env)
     if args.cold_rounds > 0:
         cold_rounds(args, image, work, example)
 

@@ -39,9 +39,10 @@ def _rewrite_keeping_stamp(path: Path, data: bytes) -> None:
 
 @pytest.fixture
 def memo(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """A fresh memo that takes every file as settled (no waiting here)."""
+    """A fresh memo that takes every file as settled (no waiting here), small ones too."""
     monkeypatch.setattr(hash_memo, "_memo", HashMemo(tmp_path / "cache" / "hashes.json"))
     monkeypatch.setattr(hash_memo, "SETTLED_NS", -(10**9))
+    monkeypatch.setattr(hash_memo, "SMALL_BYTES", 0)
 
 
 @pytest.mark.usefixtures("memo")

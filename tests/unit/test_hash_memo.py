@@ -30,6 +30,7 @@ def reads(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[object]:
     monkeypatch.setattr(hash_memo, "_memo", HashMemo(tmp_path / "cache" / "hashes.json"))
     # an hour: a file just written stays unsettled however long a busy machine takes here
     monkeypatch.setattr(hash_memo, "SETTLED_NS", 3600 * 10**9)
+    monkeypatch.setattr(hash_memo, "SMALL_BYTES", 0)  # these files of a few bytes remembered too
     return seen
 
 

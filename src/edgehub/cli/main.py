@@ -168,7 +168,17 @@ def _print_error(message: str) -> None:
     print(f"hub: error: {text}", file=sys.stderr)
 
 
+# A command starts by creating tens of thousands of objects that live as long as it does
+# (modules, classes, functions) and hardly any garbage cycles: the collector's default (a young
+# generation of 700 objects) scans them over and over, ~6% of a warm invoke's host CPU. Rarer
+# collections still reclaim cycles in a long command (a sweep, the TUI).
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
 def run() -> None:
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLDS)
     exit_now(main())
 
 
@@ -198,7 +208,8 @@ def _flush() -> None:
 
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` once its output is out and its exit handlers have run,
-    without tearing the interpreter down module by module (a short command's last ~10 ms).
+    without tearing the interpreter down module by module (a short command's
+    last step; `benchmarks/bench_ort_local.py` (e) times a warm invoke's CLI).
     Where a thread of ours still works, or a profiler or debugger watches, exit the ordinary
     way."""
     _flush()

@@ -2,7 +2,8 @@
 
 Tables and the progress bar are drawn by Rich, as the TUI draws its own (a bold header over a
 rule, no borders; the same bar); Rich is imported only when one is printed, so ``hub --help``
-does not load it. On a pipe a table has no colours and one line per row, however wide.
+does not load it. On a pipe a table has no colours and one line per row, however wide, and is
+drawn without Rich where its cells allow (`edgehub.cli.plain_table`: the same text).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
+from edgehub.cli.plain_table import plain_table
 from edgehub.cli.terminal import raw
 from edgehub.events import EventSink, LogEvent
 from edgehub.text import visible
@@ -132,20 +134,26 @@ def table(
     headers: Sequence[str], rows: Sequence[Sequence[Any]], stream: TextIO | None = None
 ) -> None:
     """Print a table (see the module docstring); cells are text, never Rich markup."""
+    out = stream or sys.stdout
+    tty = out.isatty()
+    cells = [[_cell(value) for value in row] for row in rows]
+    if not tty:  # Rich's layout on a pipe, drawn without importing Rich where it can be
+        plain = plain_table(headers, cells, getattr(out, "encoding", None) or "utf-8")
+        if plain is not None:
+            raw(out).write(plain)
+            return
     from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    out = stream or sys.stdout
-    tty = out.isatty()
     grid = Table(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", highlight=False
     )
     for header in headers:
         grid.add_column(header, no_wrap=not tty)
-    for row in rows:
-        grid.add_row(*(Text(_cell(value)) for value in row))
+    for row in cells:
+        grid.add_row(*(Text(cell) for cell in row))
     drawn = _Drawn(getattr(out, "encoding", None))
     width = shutil.get_terminal_size().columns if tty else 1 << 16
     Console(file=drawn, force_terminal=tty, width=width, legacy_windows=False).print(grid)

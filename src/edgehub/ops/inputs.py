@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.registry import Runtime
 
-__all__ = ["makes_own_inputs", "model_inputs"]
+__all__ = ["makes_own_inputs", "model_inputs", "npz_inputs"]
 
 
 def makes_own_inputs(invoker: type[Component]) -> bool:
@@ -38,10 +38,8 @@ def model_inputs(
     """The arrays of ``input_path`` (of its first ``.npz`` sample, by name, for a directory),
     else random inputs (seed 0) shaped by the runtime's own inspection of the model, their
     dynamic dimensions sized by ``input_shape`` (else 1)."""
-    from edgehub.toolchains.datasets import max_unpacked
-    from edgehub.toolchains.tensors import load_npz, random_inputs
+    from edgehub.toolchains.tensors import random_inputs
 
-    limit = max_unpacked() if input_path is not None else None  # as a dataset's
     if input_path is not None and input_path.is_dir():
         samples = sorted(input_path.glob("*.npz"))
         if not samples:
@@ -49,9 +47,9 @@ def model_inputs(
         ctx.events.info(
             f"inputs: {samples[0].name}, the first of {len(samples)} samples in {input_path}"
         )
-        return load_npz(samples[0], max_unpacked=limit)
+        return npz_inputs(samples[0])
     if input_path is not None:
-        return load_npz(input_path, max_unpacked=limit)
+        return npz_inputs(input_path)
     if runtime.inspect is None:
         raise UsageError(
             f"runtime {runtime.name!r} cannot read a model's inputs; pass --input FILE.npz"
@@ -59,3 +57,18 @@ def model_inputs(
     signature = runtime.inspect(ctx, model_path, device)
     ctx.events.warning("no --input given: using random inputs (seed 0)")
     return random_inputs(signature["inputs"], seed=0, input_shape=input_shape)
+
+
+def npz_inputs(path: Path) -> dict[str, Any]:
+    """The arrays of the ``.npz`` at ``path``, within a dataset's unpacking limit. Where its
+    directory and headers show it readable (`plain_npz`) they are an `NpzArrays`, read only
+    if something here looks at them: an invoker passes the file on as it is (no numpy, no
+    copy written); otherwise they are read now, and a bad file is an `InputDataError`."""
+    from edgehub.toolchains.datasets import max_unpacked
+    from edgehub.toolchains.npz_arrays import NpzArrays, plain_npz
+    from edgehub.toolchains.tensors import load_npz
+
+    limit = max_unpacked()  # as a dataset's
+    if path.is_file() and plain_npz(path, limit):
+        return NpzArrays(path, max_unpacked=limit)
+    return load_npz(path, max_unpacked=limit)

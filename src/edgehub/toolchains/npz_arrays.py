@@ -4,7 +4,9 @@ An invoker returns its outputs as a dict of arrays; a caller that only reports t
 invoke`` prints each output's dtype and shape) should not pay for numpy. `NpzArrays` is a real
 ``dict`` that loads the file on the first look at its contents, and `NpzArrays.signature` reads
 the dtypes and shapes from the ``.npy`` headers without numpy. `check_unpacked_size` bounds
-what an ``.npz`` from a device expands to before anything reads it.
+what an ``.npz`` from a device expands to before anything reads it. `plain_npz` tells, from the
+archive's directory and the ``.npy`` headers alone, that `~edgehub.toolchains.tensors.load_npz`
+would read a file: a user's ``--input`` is then passed on as the file it is, never read here.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, TypeVar
 
 from edgehub.limits import FetchLimits, human_size
 
-__all__ = ["NpzArrays", "check_unpacked_size", "npz_signature"]
+__all__ = ["NpzArrays", "check_unpacked_size", "npz_signature", "plain_npz"]
 
 _MAGIC = b"\x93NUMPY"
 _KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
@@ -66,6 +68,74 @@ def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
     except (OSError, zipfile.BadZipFile, ValueError, SyntaxError):
         return None
     return found
+
+
+def plain_npz(path: Path, max_unpacked: int | None = None) -> bool:
+    """Whether the ``.npz`` at ``path`` is one `~edgehub.agent.npz.read_npz` reads, as far as
+    its zip directory and ``.npy`` headers tell (no array is read, numpy is not imported):
+    members stored or deflated, unencrypted, ``.npy`` of format 1.0 or 2.0, of a plain dtype
+    (numbers, booleans, unicode; no objects) whose data fits in the member, stored members
+    within the file, compressed ones within ``max_unpacked`` (None: this machine's memory).
+    False means "read it to know" (the reader then says what is wrong), never "bad"."""
+    from edgehub.agent.npz import NpzLimitError, check_unpacked
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = archive.infolist()
+            check_unpacked(path, members, max_unpacked)
+            stored = sum(m.file_size for m in members if m.compress_type == zipfile.ZIP_STORED)
+            if stored > path.stat().st_size:
+                return False
+            for member in members:
+                if not (
+                    member.filename.endswith(".npy")
+                    and not member.flag_bits & 0x1
+                    and member.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+                ):
+                    return False
+                with archive.open(member) as handle:
+                    found = _npy_layout(handle)
+                if found is None or found[0] + found[1] > member.file_size:
+                    return False
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, NpzLimitError, ValueError):
+        return False
+    except (SyntaxError, RuntimeError, NotImplementedError):  # a header or member we do not read
+        return False
+    return True
+
+
+def _npy_layout(handle: Any) -> tuple[int, int] | None:
+    """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
+    2.0 with a header numpy reads and a plain dtype (as `~edgehub.agent.npz.read_npz` takes),
+    else None."""
+    start = handle.read(12)
+    if len(start) < 12 or not start.startswith(_MAGIC) or start[6:8] not in (b"\x01\0", b"\x02\0"):
+        return None
+    if start[6] == 1:
+        (size,) = struct.unpack("<H", start[8:10])
+        begin, text = 10, start[10:] + handle.read(max(size - 2, 0))
+    else:
+        (size,) = struct.unpack("<I", start[8:12])
+        if size > _MAX_HEADER:
+            return None
+        begin, text = 12, handle.read(size)
+    if len(text) != size:
+        return None
+    header = ast.literal_eval(text.decode("latin1"))
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        return None
+    descr, shape = header["descr"], header["shape"]
+    if not isinstance(descr, str) or not isinstance(header["fortran_order"], bool):
+        return None
+    if not isinstance(shape, tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        return None
+    kind, digits = descr.lstrip("<>|=")[:1], descr.lstrip("<>|=")[1:]
+    if _dtype_name(descr) is None or not digits.isdigit():
+        return None
+    count = int(digits) * (4 if kind == "U" else 1)
+    for dim in shape:
+        count *= dim
+    return begin + size, count
 
 
 def _npy_header(start: bytes, handle: Any) -> tuple[str, tuple[int, ...]] | None:
@@ -123,17 +193,23 @@ class NpzArrays(dict):  # type: ignore[type-arg]
     """The arrays of the ``.npz`` at ``path`` by name, read on first use (a plain ``dict``
     from then on). Pickled objects are refused, as by `~edgehub.toolchains.tensors.load_npz`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, max_unpacked: int | None = None) -> None:
         super().__init__()
         self.path = Path(path)
+        self.max_unpacked = max_unpacked  # what its compressed arrays may unpack to (load_npz)
         self._loaded = False
 
     def _load(self) -> None:
         if not self._loaded:
             from edgehub.toolchains.tensors import load_npz
 
-            dict.update(self, load_npz(self.path))
+            dict.update(self, load_npz(self.path, max_unpacked=self.max_unpacked))
             self._loaded = True
+
+    def unread_file(self) -> Path | None:
+        """The file these arrays are, while nothing has read (and so nothing has changed)
+        them here: it can be passed on as it is. None once they were read."""
+        return None if self._loaded else self.path
 
     def signature(self) -> dict[str, tuple[str, tuple[int, ...]]]:
         """``{name: (dtype, shape)}`` of the arrays, without reading them where the headers

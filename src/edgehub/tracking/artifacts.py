@@ -19,12 +19,12 @@ import shutil
 import stat
 import time
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from edgehub.errors import UsageError
 from edgehub.fsutil import copy_range
 from edgehub.tracking.db import translate_storage_errors
-from edgehub.tracking.hash_memo import memo, settled, stamp_key
+from edgehub.tracking.hash_memo import memo, settled, stamp_key, worth_remembering
 from edgehub.tracking.modes import make_private_dir, restrict
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
@@ -42,12 +42,18 @@ _CHUNK = 1 << 20
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 
 
-def _hash_file(path: Path, digest: hashlib._Hash) -> None:
+class _Digest(Protocol):
+    """What hashing needs of a `hashlib` object (whose type has no public name)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+
+def _hash_file(path: Path, digest: _Digest) -> None:
     with path.open("rb") as handle:
         _hash_handle(handle, digest)
 
 
-def _hash_handle(handle: BinaryIO, digest: hashlib._Hash) -> None:
+def _hash_handle(handle: BinaryIO, digest: _Digest) -> None:
     while chunk := handle.read(_CHUNK):
         digest.update(chunk)
 
@@ -75,7 +81,7 @@ def content_hash(path: Path, *, verify: bool = False) -> str:
     with path.open("rb") as handle:
         before = os.fstat(handle.fileno())
         key = stamp_key(before)
-        regular = stat.S_ISREG(before.st_mode)
+        regular = worth_remembering(before)  # a small file is hashed, not looked up
         known = memo().get(key) if regular and not verify else None
         if known is not None:
             return known
@@ -119,7 +125,7 @@ def _remembered(path: Path) -> str | None:
         found = os.lstat(path)
     except OSError:
         return None
-    return memo().get(stamp_key(found)) if stat.S_ISREG(found.st_mode) else None
+    return memo().get(stamp_key(found)) if worth_remembering(found) else None
 
 
 def path_size(path: Path) -> int:
@@ -224,8 +230,9 @@ class ArtifactStore:
         """Store a copy of ``source``; returns (stored path, sha256 of the copy, size).
         ``fresh``: a file just made (a run's output), whose content is most likely new: it is
         copied first, hashed as it is copied, and the copy dropped where that content was
-        stored already, so it is read once instead of hashed and then copied (6 ms of an
-        engine of 7 MB). Content that may well be stored (a user's model) is hashed first."""
+        stored already, so it is read once instead of hashed and then copied (a
+        second read of an engine). Content that may well be stored (a user's model) is hashed
+        first."""
         source = Path(source)
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
@@ -352,7 +359,12 @@ def _intact(path: Path, sha: str, size: int, source: Path | None = None) -> bool
     if source is not None and path.is_file() and source.is_file():
         began, before = time.time_ns(), os.lstat(path)
         same = _same_bytes(source, path)
-        if same and settled(before, began) and stamp_key(os.lstat(path)) == stamp_key(before):
+        if (
+            same
+            and worth_remembering(before)
+            and settled(before, began)
+            and stamp_key(os.lstat(path)) == stamp_key(before)
+        ):
             memo().put(stamp_key(before), sha)  # equal to bytes of that hash, and settled
         return same
     return content_hash(path) == sha

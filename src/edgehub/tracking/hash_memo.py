@@ -10,6 +10,12 @@ would keep the stamp without it; the change time moves with every write, rename,
 ``utime`` and nobody can set it. (A file staged by a hard link changes it too: it is hashed
 again by the next command, never taken for what it held.)
 
+A file under `SMALL_BYTES` is not remembered: hashing it costs less than reading the memo (a
+warm invoke's model, inputs and outputs of a few KiB hash far faster than a full memo loads).
+`benchmarks/bench_compile_cache.py` keeps what the memo is for: a compile-cache hit's wall time
+against a build. The memo is read only for a larger file, and its entries are checked as
+they are used, not all at once.
+
 Only a file that had not changed for `SETTLED_NS` (by this host's clock) when reading began is
 remembered: a write in the same tick of the file system's clock could leave the stamp as it was.
 A folder is remembered by the names and stamps of all its files, each of them settled.
@@ -33,11 +39,21 @@ from pathlib import Path
 
 from edgehub.paths import cache_dir
 
-__all__ = ["MAX_ENTRIES", "SETTLED_NS", "HashMemo", "memo", "settled", "stamp_key"]
+__all__ = [
+    "MAX_ENTRIES",
+    "SETTLED_NS",
+    "SMALL_BYTES",
+    "HashMemo",
+    "memo",
+    "settled",
+    "stamp_key",
+    "worth_remembering",
+]
 
 SETTLED_NS = 2_000_000_000
 MAX_ENTRIES = 4096
 MAX_FILE_BYTES = 4 << 20
+SMALL_BYTES = 1 << 20
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -53,6 +69,12 @@ def stamp_key(found: os.stat_result) -> str:
         f"{_host()}:{found.st_dev}:{found.st_ino}:{found.st_size}:"
         f"{found.st_mtime_ns}:{found.st_ctime_ns}"
     )
+
+
+def worth_remembering(found: os.stat_result) -> bool:
+    """Whether a file of this stamp is looked up and remembered: a regular file of at least
+    `SMALL_BYTES` (a smaller one is hashed: that costs less than reading the memo)."""
+    return stat.S_ISREG(found.st_mode) and found.st_size >= SMALL_BYTES
 
 
 def settled(found: os.stat_result, began_ns: int) -> bool:
@@ -72,12 +94,13 @@ class HashMemo:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._known: dict[str, str] | None = None  # loaded on first use
+        self._known: dict[str, object] | None = None  # loaded on first use
         self._dirty = False
 
     def get(self, key: str) -> str | None:
         with self._lock:
-            return self._entries().get(key)
+            found = self._entries().get(key)
+        return found if isinstance(found, str) and _sha(found) else None  # malformed: none
 
     def put(self, key: str, sha: str) -> None:
         with self._lock:
@@ -90,12 +113,12 @@ class HashMemo:
                 atexit.register(self.save)
             self._dirty = True
 
-    def _entries(self) -> dict[str, str]:
+    def _entries(self) -> dict[str, object]:
         if self._known is None:
             self._known = self._load()
         return self._known
 
-    def _load(self) -> dict[str, str]:
+    def _load(self) -> dict[str, object]:
         if self.path is None:
             return {}
         try:
@@ -114,9 +137,7 @@ class HashMemo:
         finally:
             os.close(fd)
         entries = raw.get("hashes") if isinstance(raw, dict) and raw.get("version") == 1 else None
-        if not isinstance(entries, dict):
-            return {}
-        return {k: v for k, v in entries.items() if isinstance(k, str) and _sha(v)}
+        return entries if isinstance(entries, dict) else {}  # each entry checked where used
 
     def save(self) -> None:
         """Write the memo (the newest `MAX_ENTRIES`) where something was added, in a folder of
@@ -125,7 +146,7 @@ class HashMemo:
         with self._lock:
             if not self._dirty or self.path is None or self._known is None:
                 return
-            kept = list(self._known.items())[-MAX_ENTRIES:]
+            kept = [(k, v) for k, v in self._known.items() if _sha(v)][-MAX_ENTRIES:]
             self._dirty = False
         folder = self.path.parent
         temp = folder / f".{self.path.name}.{os.getpid()}.{os.urandom(4).hex()}"

@@ -10,7 +10,7 @@ from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.toolchains import qai_hub
 from edgehub.toolchains.ab_agent import agent_ab
 from edgehub.toolchains.evaluators import ONNXRuntimeEvaluator
-from edgehub.toolchains.onnxruntime import embedl_onnxruntime, local, ssh  # noqa: F401 (providers)
+from edgehub.toolchains.onnxruntime import local, ssh  # noqa: F401 (providers)
 from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
@@ -61,6 +61,11 @@ RUNTIME = RuntimeDescriptor(
     device_packages=(("onnxruntime", "onnxruntime"),),
 )
 
-for _component in (ONNXRuntimeCompiler, ONNXRuntimeProfiler, ONNXRuntimeInvoker):
-    _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)  # imported when used
+for _component in (
+    ONNXRuntimeCompiler,
+    ONNXRuntimeProfiler,
+    ONNXRuntimeInvoker,
+):  # imported when used
+    _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)
+    _component.provider_module(ProviderType.EMBEDL_ONNXRUNTIME, f"{__name__}.embedl_onnxruntime")
 del _component

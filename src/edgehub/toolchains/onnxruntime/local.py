@@ -206,9 +206,14 @@ def _invoke_local(
     else:
         if input_shape is not None:
             raise UsageError("input_shape shapes random inputs; pass it without input_data")
-        inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
-        ctx.client.log_artifact(inputs, name="input_data")
-        files["input.npz"] = inputs
+        given = input_data.unread_file() if isinstance(input_data, NpzArrays) else None
+        if given is not None:  # an .npz as the user gave it: passed on, and kept, as it is
+            ctx.client.log_artifact(given, name="input_data", file_name="input.npz")
+            files["input.npz"] = given
+        else:
+            inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
+            ctx.client.log_artifact(inputs, name="input_data")
+            files["input.npz"] = inputs
         request["input_data"] = "in/input.npz"
     result = agent.call("ort.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result)
