@@ -49,7 +49,7 @@ _KEPT: list[object] = []
 
 def keep_until_exit(*objects: object) -> None:
     """Hold ``objects`` until the process ends: a runtime's big objects (a parsed TensorRT
-    network frees its layers one by one, 5 ms for a ResNet-50) are left for the system to
+    network frees its layers one by one) are left for the system to
     reclaim at once when `exit_now` ends the process. For the process of one job (a command
     line's, or the one a resident server forks for a job); elsewhere they live until its end."""
     _KEPT.extend(objects)

@@ -98,7 +98,7 @@ def memory_total_mb() -> float | None:
 def platform_name() -> str:
     """``platform.platform()``: on Linux composed here ("Linux-6.8.0-x86_64-with-glibc2.36"),
     since that function runs ``uname -p`` for a processor name that Linux leaves out of it (the
-    program prints ``unknown``, or the machine again): 4 ms of every cold job."""
+    program prints ``unknown``, or the machine again): a process started in every cold job."""
     system, _, release, _, machine = os.uname()
     if system != "Linux":
         return platform.platform()

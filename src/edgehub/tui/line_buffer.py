@@ -4,6 +4,7 @@ The event sink calls `push` from worker threads (a runner's reader threads inclu
 the push that finds the buffer empty asks for a wake-up, so however fast lines arrive the UI
 gets one message per drain, not one per line. The buffer keeps at most ``limit`` events;
 older ones are dropped and counted (a pane shows only its last lines anyway).
+`benchmarks/bench_tui.py` (c) keeps the UI loop's longest stall under a flood of lines.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """`ScreenStock`: the app's screens, built before they are shown.
 
-Building a screen (compose, style, mount its widgets) costs 100-300 ms of CPU; showing one
-already built, 10-40 ms. Once the first screen has been painted, `build_ahead` builds the
-others in the background, one at a time with pauses between them, so that key presses are
-handled in between; a key for a screen not built yet builds it (`build`) while the current
+Building a screen (compose, style, mount its widgets) costs several times what showing one
+already built does (`benchmarks/bench_tui.py` (a2): screen switches, first visit and again).
+Once the first screen has been painted, `build_ahead` builds the others in the background, one
+at a time with pauses between them, so that key presses are handled in between; a key for a
+screen not built yet builds it (`build`) while the current
 screen stays in view, then switches. A screen built ahead does nothing slow until it is shown:
 its data is read when it resumes, in workers.
 """
@@ -94,7 +95,7 @@ class ScreenStock:
     def styled(self, screen: Screen[Any]) -> None:
         """Mark ``screen``, mounted, as styled by the current stylesheet (its widgets were
         styled as they were mounted). Else Textual re-parses every stylesheet and restyles
-        every widget of the app when the screen is next shown (~60 ms here): it does so for
+        every widget of the app when the screen is next shown (bench_tui.py (a2)): it does so for
         a screen it has not marked, and it marks a screen it builds at a mode switch only
         when it was mounted before the switch, which is never."""
         if screen.is_mounted:

@@ -36,7 +36,7 @@ def _tensor(tensor: Any, seen: dict[str, dict[str, Any]] | None = None) -> dict[
     described = {
         "name": name,
         # by index: iterating a Dims ends in an IndexError raised through the bindings, which
-        # cost 3 µs a tensor (5 ms of a ResNet-50's table)
+        # costs a tensor more than the lookups (bench_tensorrt.py times the whole build)
         "shape": [int(dims[i]) for i in range(len(dims))],
         "dtype": _enum_name(tensor.dtype),
     }

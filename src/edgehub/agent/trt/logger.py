@@ -52,7 +52,7 @@ def make_logger(trt_module: Any, report: Report) -> Any:
         def write(self, path: str) -> None:
             """One line per message, ``[seconds.ms] [LEVEL] message``: the prefix is formatted
             once for each run of lines of the same millisecond and level (a build's verbose
-            lines come in bursts; formatting each one cost a big build 5 ms)."""
+            lines come in bursts; formatting each one showed in a big build's time)."""
             start = self.started
             parts: list[str] = []
             key: tuple[int, int] | None = None

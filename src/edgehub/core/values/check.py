@@ -91,7 +91,7 @@ def _check_plain(value: Any, tp: Any) -> None:
                 check(key, args[0])
                 check(item, args[1])
         return
-    elif isinstance(tp, type) and not getattr(tp, "_is_protocol", False):
+    elif isinstance(tp, type) and typing.Protocol not in tp.__bases__:  # not a protocol
         ok = isinstance(value, origin or tp) if origin is None or isinstance(origin, type) else True
     else:
         return

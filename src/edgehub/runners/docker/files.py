@@ -2,7 +2,8 @@
 for images without ``tar``.
 
 An exec of ``tar`` costs a few tens of milliseconds and extracts as the container's own user;
-the archive API (~0.2 s a call) is the fallback when the image has no ``tar`` (exit 126/127).
+the archive API (several times slower a call) is the fallback when the image has no ``tar``
+(exit 126/127).
 Both are plain API calls, so they work on a remote daemon too. Downloads are spooled to disk as
 they arrive (`~edgehub.runners.spool.ArchiveSpool`: capped, zeros kept as holes), extracted with
 `safe_extract` in a scratch directory next to the destination and moved into place.

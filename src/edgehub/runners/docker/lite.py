@@ -1,7 +1,8 @@
 """`LiteClient`: the Docker Engine API over the local unix socket, with the standard library.
 
-Importing the docker SDK costs ~0.2 s (requests, urllib3), and even `http.client` ~20 ms (ssl,
-email), while most edgehub commands need a handful of calls; this client makes every call of
+Importing the docker SDK (requests, urllib3), and even `http.client` (ssl, email), costs more
+than most edgehub commands' handful of calls (`benchmarks/bench_docker_remote.py` (a): a fresh
+interpreter importing each client and making its first call); this client makes every call of
 the `DockerClient` protocol with its own small HTTP/1.1 exchange (one connection per call,
 ``Connection: close``; bodies by length, in chunks or up to the close), and attaches to execs by
 taking over the connection (HTTP upgrade), as the Docker CLI does. It serves only a plain local

@@ -13,9 +13,10 @@ Where the daemon shares this host's file system and this process is root or the 
 user, the job's directory is a bind mount of a folder of its own (`OneShots.job_folder`: in a
 new 0700 folder of this user, given to the container's user), so its results are taken in place
 (`~edgehub.runners.in_place.adopt_folder`) instead of coming back as a tar and being unpacked:
-for an engine of a few MB that is ~50 ms of a cold run. Nothing else of the host is mounted, and
-a daemon that cannot use the folder (its user ids mapped elsewhere: staging fails, exit 125)
-makes the runner send files the other way from then on.
+for an engine of a few MB that is a visible part of a cold run (`benchmarks/bench_ort_local.py`
+(d) and `benchmarks/bench_tensorrt.py` keep the cold run's fixed cost). Nothing else of the
+host is mounted, and a daemon that cannot use the folder (its user ids mapped elsewhere:
+staging fails, exit 125) makes the runner send files the other way from then on.
 
 Each container has the runner's hardened settings and its owner's labels, so the reaper removes
 it after a hard kill; otherwise `OneShots` removes it once its job is over, in the background

@@ -40,7 +40,8 @@ def _docker_host(host: str | None = None) -> str:
 
 
 def _defer_paramiko(host: str | None) -> None:
-    """The docker SDK imports its SSH transport (and paramiko, ~0.3 s) even for local daemons.
+    """The docker SDK imports its SSH transport (and paramiko, slow to import) even for a local
+    daemon.
     Unless the daemon is at ``ssh://``, mark that optional module absent, which the SDK allows
     (so a process that first used a local daemon cannot reach an ``ssh://`` one)."""
     if "docker" in sys.modules or _docker_host(host).startswith("ssh://"):

@@ -10,7 +10,8 @@ was killed (its pid gone) no longer does; the resident agent server marks its ow
 Where the daemon is local and this process can share a folder with the container's user, the
 container also mounts the host folder of ``docker/channel.py`` at `CHANNEL_MOUNT`, through
 which this process reaches the resident agent directly; `Container.channel` is then that host
-folder.
+folder. `benchmarks/bench_ort_local.py` (b), (e) keeps a warm job's wall time and host CPU
+against ``docker exec`` of a bare script.
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ __all__ = [
 WINDOW_SIZE = 128 * 1024 * 1024  # SFTP: the device sends only the blocks asked for
 # A command's channel: what a device may send ahead of our reading, which paramiko holds in
 # memory (and reads from more slowly the longer it is). 16 MiB still carries 160 MB/s at a
-# 100 ms round trip, more than the cipher does here; a flood of 200 MB of output took 11.6 s
-# and 160 MB of this process's memory with 128 MiB, 1.9 s and 87 MB with 16 MiB.
+# tenth of a second's round trip, more than the cipher does here; a flood of output took six
+# times as long and twice this process's memory with 128 MiB (bench_ssh.py (c) keeps transfers).
 COMMAND_WINDOW_SIZE = 16 * 1024 * 1024
 MAX_PACKET_SIZE = 256 * 1024
 _DEFAULT_KEY_FILES = ("id_ed25519", "id_ecdsa", "id_rsa")

@@ -7,7 +7,8 @@ bytes, ``E`` end of job, ``N`` not taken), read here with the same `Reply` parse
 Docker runner's direct channel. So a warm job costs one round trip: no channel to open, no
 Python to start on the device. Closing the channel ends the relay, which closes the job's
 connection, so the server kills the job: that is how `RelayJob.kill` stops a job (a timeout,
-`cancel`, Ctrl-C), and the next job opens a new relay.
+`cancel`, Ctrl-C), and the next job opens a new relay. `benchmarks/bench_ssh.py` (b) keeps a
+warm invoke through it against a bare script.
 """
 
 from __future__ import annotations
