@@ -72,7 +72,7 @@ def test_twice_the_work_in_tflite_is_flagged(project: Path) -> None:
 
 def test_an_onnx_model_is_refused_in_one_line(project: Path) -> None:
     done = hub("exec", "ab", "tflite", "base.onnx", "base.tflite", cwd=project)
-    assert done.returncode == 2 and "compares .tflite models" in done.stderr, done.stderr
+    assert done.returncode == 2 and "tflite runs .tflite models" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1  # refused before anything ran
     (project / "x.npz").write_bytes(b"")
     given = hub("exec", "ab", "tflite", "base.tflite", "same.tflite", "--input", "x.npz",
