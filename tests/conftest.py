@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -117,6 +118,12 @@ def _session_client():  # type: ignore[no-untyped-def]
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # A suite started in the background of a non-interactive shell (`bash .ci/run &`) inherits
+    # SIGINT ignored, and so would every `hub` a test starts (Python keeps an ignored SIGINT):
+    # the tests that press Ctrl-C would then test the launcher, not edgehub. A handler set here
+    # is reset to the default in the children (exec), as a terminal would start them.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     client = _session_client()
     if client is not None:
         _BEFORE.update(c.id for c in _managed(client))
