@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +53,12 @@ async def test_run_detail_shows_escapes(project: Path, fixed_runs: list[str]) ->
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.press("3")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        listed = _rendered(app.screen.query_one("#runs", DataTable))
+        listed = ""
+        settled = time.monotonic() + 30  # the list is filled by a worker: slow on a busy machine
+        while "pwned" not in listed and time.monotonic() < settled:
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.05)
+            listed = _rendered(app.screen.query_one("#runs", DataTable))
         assert "x\\x1b]0;pwned" in listed and not any(raw in listed for raw in RAW)
         await pilot.press("enter")
         await app.workers.wait_for_complete()

@@ -17,6 +17,7 @@ from edgehub.runners.docker.reaper import ReapReport
 
 @pytest.fixture
 def records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("EDGEHUB_CACHE_DIR", raising=False)  # which would win over XDG
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(owner, "_recorded", set())
     return tmp_path / "edgehub" / "owners"

@@ -26,6 +26,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "edgehub"
 @pytest.fixture
 def fresh_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     # a cache of its own: the tests replace the scan of the installed distributions
+    monkeypatch.delenv("EDGEHUB_CACHE_DIR", raising=False)  # which would win over XDG
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     runtimes.reset_runtimes()
     yield
@@ -146,6 +147,7 @@ def test_one_runtime_loads_alone_and_the_scan_is_remembered(tmp_path: Path) -> N
         "from edgehub.core.runtimes import get_runtime; get_runtime('onnxruntime')"
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("EDGEHUB_CACHE_DIR", None)  # which would win over XDG
 
     def loaded() -> list[str]:
         probe = (
