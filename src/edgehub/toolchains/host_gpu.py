@@ -7,11 +7,9 @@ loaded); `require_host_gpu` refuses in one line where there is none.
 
 from __future__ import annotations
 
-import glob
-import shutil
-import subprocess
 from dataclasses import dataclass
 
+from edgehub.agent.trt.gpu import gpu_devices
 from edgehub.errors import GpuUnavailableError
 
 __all__ = ["GpuStatus", "detect_gpu", "require_host_gpu"]
@@ -30,19 +28,8 @@ class GpuStatus:
 
 
 def detect_gpu() -> GpuStatus:
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            listed = subprocess.run(
-                [smi, "-L"], capture_output=True, text=True, timeout=20, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            listed = None
-        if listed is not None and listed.returncode == 0:
-            names = tuple(line.strip() for line in listed.stdout.splitlines() if line.strip())
-            return GpuStatus(bool(names), names, "nvidia-smi")
-    nodes = tuple(sorted(glob.glob("/dev/nvidia[0-9]*")))
-    return GpuStatus(bool(nodes), nodes, "/dev/nvidia*")
+    found = gpu_devices()  # the agent's own look (standard library only), here on the host
+    return GpuStatus(bool(found["visible"]), tuple(found["devices"]), str(found["source"]))
 
 
 def require_host_gpu(what: str, instead: str) -> None:

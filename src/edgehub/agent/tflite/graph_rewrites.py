@@ -94,11 +94,11 @@ def scalars_as_vectors(model: Any) -> list[str]:
             node.input[index] = made[name]
             changed.append(node.name or node.output[0])
     if made:
-        _drop_unused(model, set(made))
+        drop_unused(model, set(made))
     return changed
 
 
-def _drop_unused(model: Any, names: set[str]) -> None:
+def drop_unused(model: Any, names: set[str]) -> None:
     """Remove the initializers and Constant nodes among ``names`` nothing reads any more."""
     graph = model.graph
     used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}

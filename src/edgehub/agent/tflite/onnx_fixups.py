@@ -38,7 +38,7 @@ from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
-from .graph_rewrites import scalars_as_vectors
+from .graph_rewrites import drop_unused, scalars_as_vectors
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
@@ -264,27 +264,8 @@ def divisions_as_products(model: Any) -> list[str]:
         node.op_type = "Mul"
         node.input[1] = made[divisor]
         rewritten.append(node.name or node.output[0])
-    _drop_unused(model, set(made))
+    drop_unused(model, set(made))
     return rewritten
-
-
-def _drop_unused(model: Any, names: set[str]) -> None:
-    """Remove the initializers and Constant nodes among ``names`` that nothing reads any more
-    (onnxruntime warns about each)."""
-    graph = model.graph
-    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    unused = names - used
-    if not unused:
-        return
-    kept_initializers = [t for t in graph.initializer if t.name not in unused]
-    del graph.initializer[:]
-    graph.initializer.extend(kept_initializers)
-    kept_inputs = [i for i in graph.input if i.name not in unused]
-    del graph.input[:]
-    graph.input.extend(kept_inputs)
-    kept_nodes = [n for n in graph.node if not (n.op_type == "Constant" and n.output[0] in unused)]
-    del graph.node[:]
-    graph.node.extend(kept_nodes)
 
 
 def _erf_nodes(x: str, y: str, prefix: str, constants: dict[str, str]) -> list[Any]:
