@@ -34,7 +34,7 @@ TAKES = {
                       "--goal", "--reference", "--layers", "--fix"},
     "ab": COMMON | LIMITS | {"--tag", "--name", "--input", "--rounds", "--max-regression"},
     "sweep": COMMON | LIMITS | {"--input", "--models", "--devices", "--runtimes", "--vary",
-                                "--sweep-step", "--resume"},
+                                "--sweep-step", "--resume", "--cluster"},
 }  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,8 @@ from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
-    from edgehub.ops.sweep import SweepReport
+    from edgehub.cluster.dispatch import RayExecutor
+    from edgehub.ops.sweep import CellResult, SweepReport
     from edgehub.ops.sweep_grid import SweepGrid
 
 
@@ -47,6 +49,14 @@ def sweep_flags() -> Flags:
     )
     flags.add_argument(
         "--resume", action="store_true", help="skip the cells an earlier sweep finished"
+    )
+    flags.add_argument(
+        "--cluster",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the cells as tasks on a Ray cluster: ray://HOST:10001, HOST:6379, auto, or "
+        "local:N (a Ray instance here with N workers); alone: hub.toml's [cluster] address",
     )
     return flags
 
@@ -92,18 +102,26 @@ def handle_sweep(args: argparse.Namespace) -> int:
     from edgehub.ops.sweep import run_sweep
 
     grid = _grid(args)
+    project = open_project(args.config)
+    executor = _executor(args.cluster, project.config.cluster.address)
     printer = LogPrinter(quiet=args.quiet)
     try:
+        if executor is not None:
+            executor.connect()
         report = run_sweep(
-            open_project(args.config),
+            project,
             grid,
             resume=args.resume,
             subscriber=printer,
             lease_timeout=args.lease_timeout,
             timeout=args.timeout,
+            executor=executor,
+            on_cell=None if executor is None or args.quiet else _live_line,
         )
     finally:
         printer.done()
+        if executor is not None:
+            executor.close()
     if args.json:
         print_json(report.to_dict())
     else:
@@ -111,9 +129,31 @@ def handle_sweep(args: argparse.Namespace) -> int:
     return 1 if report.failed else 0
 
 
+def _executor(flag: str | None, configured: str | None) -> RayExecutor | None:
+    """The Ray executor ``--cluster`` asks for (its address, else hub.toml's); None without."""
+    if flag is None:
+        return None
+    address = flag or configured
+    if not address:
+        raise UsageError(
+            "--cluster needs an address: --cluster ray://HOST:10001 (or local:N), or "
+            'address = "..." in the [cluster] table of hub.toml'
+        )
+    from edgehub.cluster import ray_executor
+
+    return ray_executor(address)
+
+
+def _live_line(cell: CellResult) -> None:
+    """A cluster cell's progress on stderr: its state and the node that runs it."""
+    where = f" on {cell.node}" if cell.node else ""
+    print(f"cell {cell.label}: {cell.status}{where}", file=sys.stderr, flush=True)
+
+
 def print_sweep(report: SweepReport) -> None:
     print(f"sweep: run {report.run_id[:8]} {report.status}, {len(report.cells)} cells")
     rows: list[list[Any]] = []
+    nodes = any(cell.node for cell in report.cells)
     for cell in report.cells:
         settings = " ".join(f"{k}={v}" for k, v in cell.settings.items())
         status = f"{cell.status} (earlier)" if cell.reused_from else cell.status
@@ -129,6 +169,7 @@ def print_sweep(report: SweepReport) -> None:
                 cell.max_abs_error,
                 cell.cosine_similarity,
                 (cell.run_id or "-")[:8],
+                *([cell.node or "-"] if nodes else []),
             ]
         )
     table(
@@ -143,6 +184,7 @@ def print_sweep(report: SweepReport) -> None:
             "max abs err",
             "cosine",
             "run",
+            *(["node"] if nodes else []),
         ],
         rows,
     )

@@ -7,7 +7,6 @@ and line. See `edgehub.config.schema` for the format.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import re
@@ -20,6 +19,7 @@ from edgehub.config.schema import (
     CLOUD_PROVIDERS,
     DEVICE_NAME_PATTERN,
     ENV_NAME,
+    ClusterSection,
     DeviceSection,
     HubConfig,
     ImagesSection,
@@ -55,6 +55,8 @@ def _show(value: object) -> str:
 
 
 def _suggest(word: str, choices: Sequence[str]) -> str:
+    import difflib  # only for a word that is not known
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     if close:
         return f"; did you mean {close[0]!r}?"
@@ -145,7 +147,7 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
     Raises `SchemaError` (a `ConfigError` whose ``key`` names the offending key) on the first
     problem found. Adds the implicit ``local`` device when none is declared.
     """
-    top = _Table(data, (), ("project", "images", "devices"))
+    top = _Table(data, (), ("project", "images", "cluster", "devices"))
     project = _project(top.data.get("project", {}), root)
     images = _images(top.data.get("images", {}))
     raw_devices = top.data.get("devices", {})
@@ -157,7 +159,12 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
         devices["local"] = DeviceSection(
             name="local", provider="local", settings=ProviderSettings(docker), implicit=True
         )
-    return HubConfig(path=path, project=project, images=images, devices=devices, root=root)
+    cluster = ClusterSection(
+        _Table(top.data.get("cluster", {}), ("cluster",), ("address",)).string("address")
+    )
+    return HubConfig(
+        path=path, project=project, images=images, devices=devices, root=root, cluster=cluster
+    )
 
 
 def _project(data: object, root: Path) -> ProjectSection:
@@ -368,6 +375,8 @@ def _check_component(component: str, ckey: KeyPath, key: KeyPath) -> None:
     known = [c.__name__ for r in all_runtimes().values() for c in r.components]
     if component in known:
         return
+    import difflib  # only for a word that is not known
+
     close = difflib.get_close_matches(component, known, n=1, cutoff=0.6)
     hint = (
         f"; did you mean {close[0]!r}?"

@@ -74,6 +74,15 @@ def hub_toml_schema() -> dict[str, Any]:
                     **{name: {**_TEXT, "description": f"{name} image tag"} for name in images},
                 }
             ),
+            "cluster": _closed(
+                {
+                    "address": {
+                        **_TEXT,
+                        "description": "the Ray cluster of `hub exec sweep --cluster`: "
+                        '"ray://HOST:PORT", "HOST:PORT", "auto" or "local:N"',
+                    }
+                }
+            ),
             "devices": {
                 "type": "object",
                 "propertyNames": {"pattern": f"^{DEVICE_NAME_PATTERN}$"},

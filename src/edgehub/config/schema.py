@@ -14,6 +14,10 @@ its parents. Every table and key is optional unless marked *required*::
     onnxruntime = "edgehub-onnxruntime:custom"  # tag override for one runtime's image
                                                 # (any registered runtime's image name)
 
+    [cluster]                  # `hub exec sweep --cluster` without an address
+    address = "ray://head:10001"   # a Ray cluster: "ray://HOST:PORT", "HOST:PORT", "auto"
+                                   # or "local:N" (a Ray instance here with N workers)
+
     [devices.<name>]           # <name>: letters, digits, '_' and '-'
     provider = "embedl_onnxruntime"   # any string; built-in meanings below
     spec = "Raspberry Pi 5"           # DeviceSpec.device_name (a catalog name or description)
@@ -105,6 +109,7 @@ __all__ = [
     "DEVICE_NAME_PATTERN",
     "DOTTED_KEY_PATTERN",
     "ENV_NAME",
+    "ClusterSection",
     "DeviceSection",
     "HubConfig",
     "ImagesSection",
@@ -164,6 +169,13 @@ class ImagesSection:
 
 
 @dataclass(frozen=True)
+class ClusterSection:
+    """``[cluster]``: the Ray cluster sweeps run on when ``--cluster`` names none."""
+
+    address: str | None = None
+
+
+@dataclass(frozen=True)
 class SSHSection:
     """``[devices.<name>.ssh]``: its keys are these fields, their bounds the ``Range``/``Matches``
     of the annotations (read by the checker and by `edgehub.config.json_schema`)."""
@@ -209,6 +221,7 @@ class HubConfig:
     devices: Mapping[str, DeviceSection]
     root: Path
     lines: Mapping[KeyPath, int] = field(default_factory=dict, repr=False, compare=False)
+    cluster: ClusterSection = field(default_factory=ClusterSection)
 
     @property
     def store_dir(self) -> Path:

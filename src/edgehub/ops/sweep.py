@@ -18,6 +18,11 @@ The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's
 headline metrics; the component runs the cell starts carry the tags ``sweep`` and
 ``sweep.cell`` (the ids of the two).
 
+Who runs the cells is a `CellExecutor`: `LocalExecutor` (the default: threads in this process,
+as above) or one a front end passes (`edgehub.cluster`: a Ray task per cell, whose run comes back
+as a bundle). A cell's ``node`` says where it ran when an executor other than the local one ran
+it.
+
 Quarantined places of a pool (`acquire.board_health`) get no thread. A pool's cell that failed
 because its board died (connection lost, health check failed) runs once more on another place
 of the pool, its result (and its second cell run) marked ``retried``.
@@ -32,7 +37,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from edgehub.errors import OperationCancelled, UsageError
 from edgehub.ops.cancel import Cancellation
@@ -47,7 +52,15 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project, Subscriber
     from edgehub.ops.sweep_grid import SweepCell, SweepGrid
 
-__all__ = ["CellResult", "SweepReport", "run_sweep"]
+__all__ = [
+    "CELL_RUN",
+    "CellExecutor",
+    "CellResult",
+    "LocalExecutor",
+    "SweepReport",
+    "SweepSession",
+    "run_sweep",
+]
 
 SWEEP_RUN = "SWEEP"
 CELL_RUN = "SWEEP_CELL"
@@ -74,6 +87,7 @@ class CellResult:
     device_identity: str | None = None  # what the device is (`DeviceIdentity.describe`)
     name_key: str | None = None  # the key with the device's name in place of its identity
     retried: str | None = None  # why the cell ran again on another board of its pool
+    node: str | None = None  # the cluster node that ran it (`edgehub.cluster`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -196,7 +210,10 @@ def _changed_note(result: CellResult, earlier: CellResult) -> str:
     )
 
 
-class _Sweep:
+class SweepSession:
+    """One sweep's running state: what each cell's run needs and the `notify` of its results.
+    An executor runs cells with `run_cell` (here, or on a worker with a session of its own)."""
+
     def __init__(
         self,
         project: Project,
@@ -215,6 +232,7 @@ class _Sweep:
         self.boards: dict[str, int] = {}  # a pool device's usable places
         self.image_tags: dict[str, str] = {}
         self.no_cache = False
+        self.cell_params: dict[str, str] = {}  # logged on every cell run (an executor's)
 
     def notify(self, result: CellResult) -> None:
         if self.on_cell is not None:
@@ -222,7 +240,7 @@ class _Sweep:
                 self.on_cell(result)
 
     def request(self, cell: SweepCell, cell_run: str) -> ExecRequest:
-        from edgehub.toolchains.registry import get_runtime
+        from edgehub.core.runtimes import get_runtime
 
         components = step_components(get_runtime(cell.runtime), self.grid.step)
         return ExecRequest(
@@ -277,9 +295,11 @@ class _Sweep:
         with ctx.open_run(CELL_RUN, cell.label, parent_run_id=self.parent) as run:
             result.run_id, result.status = run.run_id, "RUNNING"
             ctx.client.log_params(
-                {"model": str(cell.model), "device": cell.device, "runtime": cell.runtime}
+                {"model": result.model, "device": cell.device, "runtime": cell.runtime}
             )
             ctx.client.log_params({f"set.{k}": value_text(v) for k, v in cell.settings})
+            if self.cell_params:
+                ctx.client.log_params(self.cell_params)
             if result.retried:
                 ctx.client.log_param("retried", result.retried)
             self.notify(result)
@@ -326,7 +346,7 @@ def _workers(project: Project, device: str) -> int:
 
 
 def _queues(
-    sweep: _Sweep, pending: list[tuple[SweepCell, CellResult]]
+    sweep: SweepSession, pending: list[tuple[SweepCell, CellResult]]
 ) -> list[queue.SimpleQueue[tuple[SweepCell, CellResult]]]:
     """A queue of cells per device, once for each of the device's workers."""
     by_device: dict[str, queue.SimpleQueue[tuple[SweepCell, CellResult]]] = {}
@@ -350,9 +370,29 @@ def _wait_all(futures: list[Any], cancel: Cancellation) -> None:
         raise
 
 
+Pending = list[tuple["SweepCell", CellResult]]
+
+
+class CellExecutor(Protocol):
+    """Runs a sweep's pending cells: fills in each `CellResult` and calls ``session.notify``
+    as it changes; stops when ``session.cancel`` is cancelled, or on Ctrl-C (re-raised)."""
+
+    def run_cells(self, session: SweepSession, pending: Pending) -> None: ...
+
+
+class LocalExecutor:
+    """Cells in this process: a thread per device (per board of a pool), one cell at a time."""
+
+    def run_cells(self, session: SweepSession, pending: Pending) -> None:
+        queues = _queues(session, pending)
+        with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:
+            futures = [pool.submit(session.run_device, q) for q in queues]
+            _wait_all(futures, session.cancel)
+
+
 def _check_options(grid: SweepGrid, cells: list[SweepCell]) -> None:
     """Every runtime known and every option value valid, before anything runs."""
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     checked: set[tuple[str, str]] = set()
     for cell in cells:
@@ -380,12 +420,13 @@ def run_sweep(
     tags: dict[str, str] | None = None,
     image_tags: dict[str, str] | None = None,
     no_cache: bool = False,
+    executor: CellExecutor | None = None,
 ) -> SweepReport:
     """Run every cell of ``grid``; a `SweepReport` with a result per cell. Raises
     `OperationCancelled` (the parent run KILLED) when cancelled or interrupted. A cell taking
     longer than ``timeout`` seconds is stopped and FAILED; the others go on. ``tags`` go on the
     sweep run; ``image_tags`` (runtime -> image) pin the cells' images and ``no_cache`` makes
-    their compiles build (a rerun's)."""
+    their compiles build (a rerun's). ``executor`` runs the cells (default: `LocalExecutor`)."""
 
     grid.check()
     cells = grid.cells()
@@ -419,7 +460,7 @@ def run_sweep(
                     "cells": len(cells),
                 }
             )
-            sweep = _Sweep(
+            sweep = SweepSession(
                 project, grid, parent.run_id, subscriber, cancel, on_cell, lease_timeout, timeout
             )
             sweep.image_tags, sweep.no_cache = dict(image_tags or {}), no_cache
@@ -435,11 +476,8 @@ def run_sweep(
                     noted.add(result.device)
                     ctx.events.warning(_changed_note(result, other))
                 pending.append((cell, result))
-            queues = _queues(sweep, pending)
             try:
-                with ThreadPoolExecutor(max(1, len(queues)), "edgehub-sweep") as pool:
-                    futures = [pool.submit(sweep.run_device, q) for q in queues]
-                    _wait_all(futures, cancel)
+                (executor or LocalExecutor()).run_cells(sweep, pending)
                 cancel.check()
             finally:
                 report.status = "KILLED" if cancel.cancelled else "FINISHED"
