@@ -5,7 +5,10 @@ quantile is Binomial(n, q), so the sorted samples ``x(l) <= x(u)`` bracket it wi
 ``P(l <= B < u)``. `percentile_ci` picks the ranks whose tails hold at most ``(1 - confidence)
 / 2`` each (distribution-free; at least the asked confidence). Too few samples leave no such
 rank: then it says how many are needed (`min_samples`; at 95 %, p50 needs 6, p90 36 and p99
-368). The estimate itself is numpy's linear interpolation, as the profilers report it.
+368). Past that the interval exists but may still rest on the largest sample: below
+`early_stopping_samples` (MLPerf's early-stopping rule: 99 % that the true percentile lies below
+the second-largest sample; p90 64, p99 662) a percentile is flagged as resting on too few
+samples. The estimate itself is numpy's linear interpolation, as the profilers report it.
 
 numpy is imported inside the functions: importing this module costs nothing.
 """
@@ -21,9 +24,17 @@ if TYPE_CHECKING:
 
     from edgehub.tracking.significance import FloatArray
 
-__all__ = ["CONFIDENCE", "PercentileCI", "min_samples", "percentile_ci", "percentile_cis"]
+__all__ = [
+    "CONFIDENCE",
+    "PercentileCI",
+    "early_stopping_samples",
+    "min_samples",
+    "percentile_ci",
+    "percentile_cis",
+]
 
 CONFIDENCE = 0.95
+EARLY_STOPPING_CONFIDENCE = 0.99
 QUANTILES = (0.5, 0.9, 0.99)
 
 
@@ -39,6 +50,7 @@ class PercentileCI:
     samples: int
     needed: int
     confidence: float = CONFIDENCE
+    enough: int = 0  # `early_stopping_samples`: fewer is flagged as too few (0: not checked)
 
     @property
     def label(self) -> str:
@@ -46,13 +58,19 @@ class PercentileCI:
 
     @property
     def note(self) -> str | None:
-        """What is missing for an interval, in one line (None: the interval is there)."""
-        if self.low is not None:
-            return None
-        return (
-            f"{self.label} needs >= {self.needed} runs for a {100 * self.confidence:g} % CI; "
-            f"got {self.samples}"
-        )
+        """What is missing for an interval, or what makes it rest on too few samples, in one
+        line (None: neither)."""
+        if self.low is None:
+            return (
+                f"{self.label} needs >= {self.needed} runs for a {100 * self.confidence:g} % CI; "
+                f"got {self.samples}"
+            )
+        if self.samples < self.enough:
+            return (
+                f"{self.label} from {self.samples} runs: fewer than the {self.enough} MLPerf's "
+                "early stopping asks, its CI rests on the slowest runs"
+            )
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -67,6 +85,17 @@ def min_samples(q: float, confidence: float = CONFIDENCE) -> int:
     _check(q, confidence)
     tail = (1.0 - confidence) / 2.0
     return max(1, math.ceil(math.log(tail) / math.log(max(q, 1.0 - q)) - 1e-9))
+
+
+def early_stopping_samples(q: float, confidence: float = EARLY_STOPPING_CONFIDENCE) -> int:
+    """The fewest samples for which the ``q`` quantile lies below the second-largest sample
+    with ``confidence``: ``P(Binomial(n, 1 - q) <= 1) <= 1 - confidence`` (MLPerf's early
+    stopping with no run over the bound; at 99 %: p90 64, p99 662, p99.9 6636)."""
+    _check(q, confidence)
+    n = 2
+    while q**n + n * (1.0 - q) * q ** (n - 1) > 1.0 - confidence:
+        n += 1
+    return n
 
 
 def _check(q: float, confidence: float) -> None:
@@ -121,6 +150,7 @@ def percentile_ci(samples: FloatArray, q: float, confidence: float = CONFIDENCE)
         samples=int(values.size),
         needed=min_samples(q, confidence),
         confidence=confidence,
+        enough=early_stopping_samples(q),
     )
 
 
