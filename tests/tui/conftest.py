@@ -4,12 +4,15 @@ a run store filled with fixed runs (ids, times, metrics and raw latency samples)
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.tui.browser_page import browser  # noqa: F401 (a fixture: the tests' Chromium)
 from tests.tui.fixed_runs import add_eval_run, fill_store
 from tests.tui.served import Served, serve
+from tests.tui.tmux_session import Tmux
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = REPO / "examples" / "tiny_cnn.onnx"
@@ -56,3 +59,13 @@ def served(project: Path) -> Iterator[Served]:
 def eval_run(fixed_runs: list[str], project: Path) -> str:
     """A finished EVAL run (the newest) with a missed goal and a layer search."""
     return add_eval_run(project / ".hub", at=FROZEN_AT + 60.0)
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    """A private tmux server to run hub-tui in (killed afterwards, with what runs in it)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("needs tmux (apt-get install tmux)")
+    server = Tmux()
+    yield server
+    subprocess.run(["tmux", "-L", server.socket, "kill-server"], capture_output=True)

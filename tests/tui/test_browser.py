@@ -9,100 +9,20 @@ the screenshots show that the page's own drawing changed with the key press."""
 
 from __future__ import annotations
 
-import json
-import shutil
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tui.browser_page import SECONDS, loopback_page, until
 from tests.tui.polling import wait_for
 from tests.tui.served import Served
-from tests.tui.terminal_screen import TerminalScreen
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [  # a closed network: no background connections, no sign-in, no updates
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-SECONDS = 60
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).is_file():
-        pytest.skip("needs Chromium (Debian: apt-get install chromium)")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="needs Playwright for Python (pip install -e '.[browser]')"
-    )
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=FLAGS, chromium_sandbox=False
-        )
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-class Session:
-    """A page's WebSocket traffic: the screen it was sent, and what it sent."""
-
-    def __init__(self) -> None:
-        self.received: list[bytes] = []
-        self.sent: list[Any] = []
-
-    def attach(self, websocket: Any) -> None:
-        websocket.on("framereceived", self._received)
-        websocket.on("framesent", lambda payload: self.sent.append(json.loads(payload)))
-
-    def _received(self, payload: bytes | str) -> None:
-        if isinstance(payload, bytes):  # terminal output; text frames are the protocol's own
-            self.received.append(payload)
-
-    def screen(self) -> str:
-        sizes = [message[1] for message in self.sent if message[0] == "resize"]
-        if not sizes:
-            return ""
-        screen = TerminalScreen(sizes[-1]["width"], sizes[-1]["height"])
-        for chunk in self.received:
-            screen.feed(chunk)
-        return screen.text()
-
-
-def until(page: Any, check: Callable[[], bool], seconds: float = SECONDS) -> bool:
-    """Whether ``check`` holds within ``seconds``; waits through the page, so its events
-    (the WebSocket's frames) keep arriving."""
-    for _ in range(int(seconds * 5)):
-        if check():
-            return True
-        page.wait_for_timeout(200)
-    return check()
 
 
 def test_the_served_tui_starts_from_the_splash_and_takes_a_key_press(
     served: Served, browser: Any
 ) -> None:
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    elsewhere: list[str] = []
-
-    def loopback_only(route: Any) -> None:  # anything asked of another host: noted, refused
-        url = route.request.url
-        if url.startswith(f"http://127.0.0.1:{served.port}/"):
-            route.continue_()
-        else:
-            elsewhere.append(url)
-            route.abort()
-
-    page.route("**/*", loopback_only)
-    session = Session()
-    page.on("websocket", session.attach)
+    page, session, elsewhere = loopback_page(browser, served)
     try:
         # the printed URL with ?delay: the splash waits for its Start button
         page.goto(f"http://127.0.0.1:{served.port}/?token={served.token}&delay=1")

@@ -3,58 +3,18 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from tests.tui.polling import wait_for
-
-HUB_TUI = str(Path(sys.executable).with_name("hub-tui"))
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Callable[..., str]]:
-    """``tmux(*args)`` on a private tmux server (killed afterwards)."""
-    if shutil.which("tmux") is None:
-        pytest.skip("needs tmux (apt-get install tmux)")
-    socket_name = f"edgehub-test-{os.getpid()}"
-
-    def run(*args: str) -> str:
-        done = subprocess.run(
-            ["tmux", "-L", socket_name, "-f", "/dev/null", *args],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return done.stdout
-
-    yield run
-    subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+from tests.tui.tmux_session import Tmux
 
 
 @pytest.mark.tmux
-def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(
-    project: Path, tmux: Callable[..., str]
-) -> None:
-    status_file = project / "exit-status"
-    record_status = (  # runs hub-tui and writes its exit status, so the test can read it
-        "import pathlib, subprocess, sys; "
-        "pathlib.Path(sys.argv[1]).write_text(str(subprocess.call(sys.argv[2:])))"
-    )
-    tmux(
-        "new-session", "-d", "-s", "hub", "-x", "80", "-y", "24", "-c", str(project),
-        "-e", "TERM=tmux-256color",
-        sys.executable, "-c", record_status, str(status_file),
-        HUB_TUI, "--config", str(project / "hub.toml"),
-    )  # fmt: skip
-
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", "hub")
+def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(project: Path, tmux: Tmux) -> None:
+    tmux.start(project)
+    screen = tmux.screen
 
     assert wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
     expectations = {
@@ -64,43 +24,27 @@ def test_hub_tui_in_tmux_moves_between_screens_and_quits_cleanly(
         "1": "Devices of hub.toml",
     }
     for key, text in expectations.items():
-        tmux("send-keys", "-t", "hub", key)
+        tmux.keys(key)
         assert wait_for(lambda text=text: text in screen(), 15), (key, screen())  # type: ignore[misc]
     assert "1 Devices" in screen() and "q Quit" in screen() and "w Save" in screen()
-    tmux("send-keys", "-t", "hub", "q")
-
-    assert wait_for(status_file.exists, 15), screen()
-    assert status_file.read_text() == "0"
+    tmux.keys("q")
+    assert tmux.exit_status() == "0", screen()
 
 
 @pytest.mark.tmux
 @pytest.mark.docker
 def test_hub_tui_survives_an_outside_editor_breaking_hub_toml_mid_run(
-    project: Path, tmux: Callable[..., str], ort_image: str
+    project: Path, tmux: Tmux, ort_image: str
 ) -> None:
     """A profile runs; another program saves hub.toml with a syntax error, then with a port out
     of range: the TUI shows the banner and stays up, ^k from the form's field cancels the run
     (KILLED), and it quits with status 0."""
     from edgehub.tracking import RunStore
 
-    status_file = project / "exit-status"
-    record_status = (
-        "import pathlib, subprocess, sys; "
-        "pathlib.Path(sys.argv[1]).write_text(str(subprocess.call(sys.argv[2:])))"
-    )
-    tmux(
-        "new-session", "-d", "-s", "hub", "-x", "80", "-y", "24", "-c", str(project),
-        "-e", "TERM=tmux-256color", "-e", "EDGEHUB_KEEP_WARM=",
-        sys.executable, "-c", record_status, str(status_file),
-        HUB_TUI, "--config", str(project / "hub.toml"),
-    )  # fmt: skip
+    tmux.start(project, env={"EDGEHUB_KEEP_WARM": ""})
+    screen = tmux.screen
 
-    def screen() -> str:
-        return tmux("capture-pane", "-p", "-t", "hub")
-
-    def keys(*names: str) -> None:
-        tmux("send-keys", "-t", "hub", *names)
-        time.sleep(0.3)  # one key at a time, as typed
+    keys = tmux.keys  # one at a time, as typed
 
     assert wait_for(lambda: "Devices of hub.toml" in screen(), 20), screen()
     keys("2")
@@ -128,8 +72,7 @@ def test_hub_tui_survives_an_outside_editor_breaking_hub_toml_mid_run(
     assert wait_for(lambda: "Cancel run" not in screen(), 60), screen()
     assert "900000" in screen()  # the field did not take ^k
     keys("C-q")
-    assert wait_for(status_file.exists, 15), screen()
-    assert status_file.read_text() == "0"
+    assert tmux.exit_status() == "0", screen()
     store = RunStore(project / ".hub")
     try:
         (run,) = store.list_runs(limit=None)

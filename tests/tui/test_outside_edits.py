@@ -102,7 +102,7 @@ async def test_broken_file_on_disk_is_a_located_banner_and_the_last_good_one_sta
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ("removed", "was removed"),
+        ("removed", "hub.toml deleted"),
         ("nul bytes", "\\x00"),  # escaped, not sent to the terminal
         ("nested 5000 deep", "nested too deeply"),
     ],

@@ -1,10 +1,12 @@
 """`hub-tui`: the app (screens as modes, global keys, quitting safely) and its entry point.
 
-Outside edits never end it: a hub.toml that stops loading is shown in a banner while the last
-good project stays in use. ^k cancels the run in view from anywhere but a text field (there it
-deletes to the end of the line, as in any field); Ctrl-C offers the same with a confirm, and a
-second Ctrl-C quits, cancelling every run. Single keys are shortcuts only outside text fields
-(see `edgehub.tui.screens.base`); F1 or ? lists the keys.
+Whatever ends it cancels the runs it launched (`EdgehubApp.on_unmount`), a served session
+whose browser tab closed included. Outside edits never end it: a hub.toml that stops loading
+is shown in a banner while the last good project stays in use. ^k cancels the run in view from
+anywhere but a text field (there it deletes to the end of the line, as in any field); Ctrl-C
+offers the same with a confirm, and a second Ctrl-C quits, cancelling every run. Single keys
+are shortcuts only outside text fields (see `edgehub.tui.screens.base`); F1 or ? lists the
+keys.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class EdgehubApp(App[int]):
     TITLE = "edgehub"
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = False
+    # Small windows reflow (app.tcss): below 100 columns forms stack above their panes,
+    # below 22 rows the title bar goes.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (22, "-tall")]
     BINDINGS = [
         Binding("1", "go('devices')", "Devices", show=False),
         Binding("2,f2", "go('run')", "Run", show=False),
@@ -91,12 +97,13 @@ class EdgehubApp(App[int]):
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def on_mount(self) -> None:
-        from edgehub.toolchains.registry import runtime_names
+        from edgehub.core.runtimes import runtime_names
 
         # The runtime registry's entry points (their imports, once) before the first
         # paint: the Run screen lists them and may be asked for as soon as that paint is done.
         # (On a thread meanwhile, it held the first paint back on a busy machine: bench_tui.py (a).)
         runtime_names()
+        self._stop_on_signals()
         self.sub_title = self._subtitle()
         self.switch_mode("devices")
         self.set_interval(1.0, self._watch_config)
@@ -124,7 +131,24 @@ class EdgehubApp(App[int]):
         # collection walked them all at whatever key press it fell on: bench_tui.py (a2), (b)).
         gc.freeze()
 
+    def _stop_on_signals(self) -> None:
+        """SIGTERM (``kill``, ``timeout``, systemd) and SIGHUP (the SSH session dropped) end
+        the app as quitting does, so its runs are cancelled on the way out (`on_unmount`);
+        the exit status is 128 + the signal's number."""
+        import asyncio
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for name in ("SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                loop.add_signal_handler(signum, partial(self.exit, None, 128 + signum))
+
     def on_unmount(self) -> None:
+        """However the app ends (quit, Ctrl-C, a served tab closed: textual-serve tells the
+        session to quit, an error), no run it launched goes on: each is cancelled (recorded
+        KILLED, its container removed, its device lease freed) before the process ends."""
+        self.state.cancel_all()
         gc.unfreeze()  # collectable again once the app is gone
 
     def delay_update(self, delay: float = 0.05) -> None:

@@ -117,7 +117,7 @@ def takes_ssh(provider: str | None) -> bool:
 
 def component_names() -> list[str]:
     """Components an override can name: the built-in ones and any registered runtime's."""
-    from edgehub.toolchains.registry import runtime_names
+    from edgehub.core.runtimes import runtime_names
 
     names: list[str] = []
     for runtime in runtime_names():
@@ -128,8 +128,8 @@ def component_names() -> list[str]:
 
 
 def _runtime_components(name: str) -> list[type[Any]]:
+    from edgehub.core.runtimes import get_runtime
     from edgehub.errors import UsageError
-    from edgehub.toolchains.registry import get_runtime
 
     try:
         runtime = get_runtime(name)

@@ -4,7 +4,10 @@ The Devices screen edits `document` in memory (`dirty` until saved). `read_disk`
 another program writing hub.toml and loads it, on a worker thread; `take` applies what it read
 on the UI thread: the TUI reloads when nothing is unsaved, and otherwise keeps the user's edits
 and refuses to save over the newer file (`ConfigDocument.save`). A file that does not load
-leaves the last good project in use and its error in `config_error`.
+leaves the last good project in use and its error in `config_error`. hub.toml is watched as a
+path: deleted (`config_gone`), the last good project stays in use, `reload` refuses rather than
+fall back to the defaults, and the file is loaded again once it is back (recreated, or renamed
+over the path as editors save).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ class ProjectState:
         self.runs: dict[str, Cancellation] = {}  # launched runs still going, by pane id
         self.run_titles: dict[str, str] = {}
         self.config_error: str | None = None  # hub.toml on disk does not load (located)
+        self.config_gone = False  # ... because it was deleted
         self._store: RunStore | None = None
         self.reload()
 
@@ -88,7 +92,7 @@ class ProjectState:
         try:
             project, document = self._load()
         except EdgehubError as error:
-            self.config_error = str(error)
+            self.config_error, self.config_gone = str(error), self._gone()
             raise
         self._use(project, document, _digest(project.config.path))
 
@@ -97,6 +101,8 @@ class ProjectState:
         from edgehub.config.save import ConfigDocument
         from edgehub.errors import ConfigError
 
+        if self._gone():  # never the defaults in its place
+            raise ConfigError(self._gone_text())
         try:
             project = self._open(self.path or self._requested)
             path = project.config.path
@@ -104,8 +110,16 @@ class ProjectState:
         except RecursionError:  # the TOML reader's own limit
             raise ConfigError(f"{self.shown_path}: nested too deeply to read") from None
 
+    def _gone(self) -> bool:
+        """The hub.toml in use was there, and is no longer a file."""
+        return self.path is not None and not self.path.is_file()
+
+    def _gone_text(self) -> str:
+        return f"{self.shown_path} deleted"
+
     def _use(self, project: Project, document: ConfigDocument | None, digest: str | None) -> None:
         self.project, self.document, self.config_error = project, document, None
+        self.config_gone = False
         self.dirty = False
         self._digest = digest
         self.generation += 1
@@ -118,8 +132,7 @@ class ProjectState:
         generation, digest = self.generation, _digest(self.path)
         if digest == self._digest:
             return None
-        path = self.path
-        if path is not None and not path.is_file():  # removed, or mid-checkout
+        if self._gone():  # removed, or mid-checkout
             return DiskRead(generation, digest, missing=True)
         if self.dirty:
             return DiskRead(generation, digest)
@@ -137,7 +150,7 @@ class ProjectState:
             return "same"
         self._digest = read.digest
         if read.missing:
-            self.config_error = f"{self.shown_path} was removed or is not a file"
+            self.config_error, self.config_gone = self._gone_text(), True
             return "missing"
         if self.dirty or (read.project is None and read.error is None):
             return "kept"

@@ -22,7 +22,9 @@ __all__ = [
     "RunDetail",
     "comparison_sections",
     "filter_choices",
+    "matches",
     "run_detail",
+    "store_stamp",
     "verdict_lines",
 ]
 
@@ -53,6 +55,26 @@ def filter_choices(project: Project) -> dict[str, list[str]]:
     from edgehub.ops.runs import filter_values
 
     return {**filter_values(project), "status": list(STATUSES)}
+
+
+def store_stamp(store_dir: Path) -> tuple[int, ...]:
+    """What changes whenever any process writes the run store: the SQLite file's and its
+    write-ahead log's size and modification time (two stats; cheap enough for the UI thread)."""
+    stamp: list[int] = []
+    for name in ("runs.db", "runs.db-wal"):
+        try:
+            found = (store_dir / name).stat()
+        except OSError:
+            stamp += [-1, -1]
+        else:
+            stamp += [found.st_size, found.st_mtime_ns]
+    return tuple(stamp)
+
+
+def matches(run: RunRecord, search: str) -> bool:
+    """Whether lower-case ``search`` is part of the run's name, type, status, device or id."""
+    fields = (run.name, run.run_type, run.status, run.device or "", run.run_id)
+    return not search or any(search in value.lower() for value in fields)
 
 
 def _plain(name: str) -> str:

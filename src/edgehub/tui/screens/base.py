@@ -95,10 +95,12 @@ class HubScreen(Screen[None]):
         banners = self.query(ConfigBanner)
         if error is None:
             banners.remove()
-        elif banners:
-            banners.first().update(banner_text(error))
+            return
+        text = banner_text(error, gone=self.state.config_gone)
+        if banners:
+            banners.first().update(text)
         else:
-            self.mount(ConfigBanner(banner_text(error), markup=False), before=0)
+            self.mount(ConfigBanner(text, markup=False), before=0)
 
     def leave_field(self) -> None:
         """Take focus out of the text field that has it, if any (the shortcuts work again)."""

@@ -187,6 +187,7 @@ class DevicesScreen(HubScreen):
         try:
             self.state.reload()
         except EdgehubError as error:
+            self.show_config_error()  # the banner says it too, and stays until the file loads
             self.notify(str(error), severity="error", markup=False)
             return
         self.config_reloaded()

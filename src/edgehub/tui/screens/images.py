@@ -138,8 +138,8 @@ class ImagesScreen(HubScreen):
 
 def _image_rows() -> list[Any]:
     """Every runtime: its image status, or its name alone when it has no image (yet)."""
+    from edgehub.core.runtimes import runtime_names
     from edgehub.ops.images import list_images
-    from edgehub.toolchains.registry import runtime_names
 
     statuses: list[Any] = list(list_images())
     imaged = {status.runtime for status in statuses}

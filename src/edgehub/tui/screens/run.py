@@ -59,11 +59,11 @@ class RunScreen(HubScreen):
         self._options_for: tuple[str | None, str | None] | None = None  # the form's choices
 
     def compose(self) -> ComposeResult:
-        from edgehub.toolchains.registry import runtime_names
+        from edgehub.core.runtimes import runtime_names
 
         yield Header()
         yield NavBar("run")
-        with Horizontal():
+        with Horizontal(id="run-body"):
             with VerticalScroll(id="run-form"):
                 with Horizontal(classes="field"):
                     yield Label("model", classes="name", markup=False)
@@ -124,9 +124,9 @@ class RunScreen(HubScreen):
     async def _rebuild_options(self) -> None:
         from functools import partial
 
+        from edgehub.core.runtimes import get_runtime
         from edgehub.ops.execute import step_components
         from edgehub.ops.options import component_options, parse_value
-        from edgehub.toolchains.registry import get_runtime
         from edgehub.tui.config_fields import option_fields
 
         runtime, step = self._value("#runtime"), self._value("#step")
@@ -154,8 +154,8 @@ class RunScreen(HubScreen):
 
     async def _mount_eval_form(self, box: Vertical, runtime: str) -> dict[str, Any]:
         """The eval options' form; the components whose options follow it (the compiler)."""
+        from edgehub.core.runtimes import get_runtime
         from edgehub.ops.eval import eval_runtimes
-        from edgehub.toolchains.registry import get_runtime
 
         if runtime not in eval_runtimes():
             raise UsageError(f"eval runs on {', '.join(eval_runtimes())}; pick one of them")

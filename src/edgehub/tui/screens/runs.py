@@ -2,7 +2,10 @@
 status. Pages of `PAGE` rows are read in a worker and the next page loads as the cursor nears
 the end, so the screen opens fast with any number of runs. Enter opens a run; Space marks
 up to two runs and ``c`` compares them. Each visit reads the list afresh (the rows shown
-stay until the new first page replaces them)."""
+stay until the new first page replaces them), and so does a change to the store while the
+screen is shown (runs another process records, starts or ends appear without a key press).
+``/`` filters the rows by a substring of their name, type, status, device or id (Esc clears
+it); j/k, g/G and Home/End move the cursor (`ViTable`)."""
 
 from __future__ import annotations
 
@@ -13,13 +16,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Header, Label, Select
+from textual.widgets import DataTable, Header, Input, Label, Select
 
 from edgehub.tui.cells import plain
-from edgehub.tui.runs_data import FILTER_KEYS
+from edgehub.tui.runs_data import FILTER_KEYS, matches, store_stamp
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
+from edgehub.tui.widgets.vi_table import ViTable
 
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunFilter, RunRecord
@@ -36,7 +40,10 @@ class RunsScreen(HubScreen):
         Binding("enter", "open", "Open", show=True),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare"),
+        Binding("o", "report", "Report"),
         Binding("r", "reload", "Refresh"),
+        Binding("slash", "search", "Filter"),
+        Binding("escape", "clear_search", "Clear filter", show=False),
     ]
 
     def __init__(self, state: Any) -> None:
@@ -48,6 +55,9 @@ class RunsScreen(HubScreen):
         self._exhausted = False
         self._pending: tuple[RunFilter, int] | None = None  # the page being read
         self._marked: list[str] = []
+        self._records: list[RunRecord] = []  # the pages read so far
+        self._search = ""  # the `/` filter, lower case
+        self._stamp: tuple[int, ...] | None = None  # the store as last read
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -55,7 +65,12 @@ class RunsScreen(HubScreen):
         with Horizontal(id="filters"):
             for key in FILTER_KEYS:
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
-        yield DataTable(cursor_type="row", zebra_stripes=True, id="runs")
+        yield ViTable(cursor_type="row", zebra_stripes=True, id="runs")
+        yield Input(
+            placeholder="filter: part of a name, type, status or device (Esc clears)",
+            id="runs-search",
+            compact=True,
+        )
         yield Label("reading runs…", id="runs-count", classes="status", markup=False)
         yield HubFooter()
 
@@ -64,6 +79,7 @@ class RunsScreen(HubScreen):
         table.add_column(" ", key="mark", width=1)
         for label in ("run", "status", "started", "type", "name", "runtime", "device", "took"):
             table.add_column(label, key=label)
+        self.set_interval(1.0, self._watch_store)
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
@@ -72,8 +88,14 @@ class RunsScreen(HubScreen):
     # -- loading ---------------------------------------------------------------------------
 
     def action_reload(self) -> None:
+        self._stamp = store_stamp(self.state.project.store_dir)  # before the read: no change lost
         self._load_choices()
         self._restart()
+
+    def _watch_store(self) -> None:
+        """Once a second while shown: read the list again if the store changed (two stats)."""
+        if self.is_current and self._stamp != store_stamp(self.state.project.store_dir):
+            self.action_reload()
 
     def _restart(self) -> None:
         self._loaded = 0  # the rows shown stay until the first page comes
@@ -100,8 +122,24 @@ class RunsScreen(HubScreen):
 
         return filter_choices(self.state.project)
 
+    def action_report(self) -> None:
+        """Write the HTML report of the marked runs (else the highlighted one); say where."""
+        runs = list(self._marked) or [r for r in [self._highlighted()] if r is not None]
+        if runs:
+            self.notify("writing the report…", markup=False)
+            self._write_report(runs)
+
+    @work(thread=True, exit_on_error=False, name="report", group="runs-report")
+    def _write_report(self, runs: list[str]) -> str:
+        from edgehub.ops.html_report import report_path, write_report
+
+        project = self.state.project
+        return str(write_report(project, runs, report_path(project, runs)))
+
     def worker_done(self, name: str, result: Any) -> None:
-        if name == "page":
+        if name == "report":
+            self.notify(f"report written to {result}", timeout=15, markup=False)
+        elif name == "page":
             filters, offset, rows = result
             if (filters, offset) == self._pending == (self._filters, self._loaded):
                 self._pending = None
@@ -119,13 +157,21 @@ class RunsScreen(HubScreen):
             self._pending = None
 
     def _show_page(self, rows: list[RunRecord]) -> None:
+        self._records = rows if self._loaded == 0 else self._records + rows
+        self._loaded += len(rows)
+        self._exhausted = len(rows) < PAGE
+        self._show_rows()
+        if self._search:  # the filter looks through every run
+            self._next_page()
+
+    def _show_rows(self) -> None:
+        """The rows read that match the `/` filter; the cursor stays on its run if listed."""
         table = self.query_one("#runs", DataTable)
-        keep = None
-        if self._loaded == 0:  # a fresh list: the cursor stays on its run if still listed
-            keep = self._highlighted()
-            table.clear()
+        keep = self._highlighted()
+        table.clear()
         clock = self.state.clock
-        for row in rows:
+        shown = [row for row in self._records if matches(row, self._search)]
+        for row in shown:
             table.add_row(
                 "●" if row.run_id in self._marked else "",
                 *plain(
@@ -140,17 +186,49 @@ class RunsScreen(HubScreen):
                 ),
                 key=row.run_id,
             )
-        if keep is not None and keep in {row.run_id for row in rows}:
+        if keep is not None and keep in {row.run_id for row in shown}:
             table.move_cursor(row=table.get_row_index(keep))
-        self._loaded += len(rows)
-        self._exhausted = len(rows) < PAGE
         more = "" if self._exhausted else "+ (more load as you scroll)"
-        self.query_one("#runs-count", Label).update(f"{self._loaded}{more} runs")
+        count = f"{self._loaded}{more} runs"
+        if self._search:
+            count = f"{len(shown)} of {count} match {self._search!r}"
+        self.query_one("#runs-count", Label).update(count)
 
     @on(DataTable.RowHighlighted, "#runs")
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
-        if event.cursor_row >= self._loaded - 20:
+        if event.cursor_row >= event.data_table.row_count - 20:
             self._next_page()
+
+    # -- the `/` filter --------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        search = self.query_one("#runs-search", Input)
+        search.display = True
+        search.focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_search":  # else Esc is the app's (out of a field)
+            return bool(self._search) or self.query_one("#runs-search", Input).display
+        return True
+
+    def action_clear_search(self) -> None:
+        search = self.query_one("#runs-search", Input)
+        search.value = ""
+        search.display = False
+        self._search = ""
+        self._show_rows()
+        self.query_one("#runs", DataTable).focus()
+
+    @on(Input.Changed, "#runs-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self._search = event.value.strip().lower()
+        self._show_rows()
+        if self._search:
+            self._next_page()
+
+    @on(Input.Submitted, "#runs-search")
+    def _search_done(self, _: Input.Submitted) -> None:
+        self.query_one("#runs", DataTable).focus()  # the filter stays
 
     @on(Select.Changed)
     def _filter_changed(self, event: Select.Changed) -> None:

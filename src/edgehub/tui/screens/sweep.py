@@ -65,7 +65,7 @@ class SweepScreen(HubScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield NavBar("sweep")
-        with Horizontal():
+        with Horizontal(id="sweep-body"):
             with VerticalScroll(id="sweep-form"):
                 for name, hint in (
                     ("grid-file", "GRID.toml (or fill in below)"),

@@ -1,4 +1,5 @@
-"""`ConfigBanner`: hub.toml on disk does not load; the TUI goes on with the last good one."""
+"""`ConfigBanner`: hub.toml on disk does not load, or was deleted; the TUI goes on with the last
+good one."""
 
 from __future__ import annotations
 
@@ -12,11 +13,17 @@ __all__ = ["ConfigBanner", "banner_text"]
 LIMIT = 300  # characters of the error shown
 
 
-def banner_text(error: str) -> str:
-    """The banner's words; control characters quoted from the file are shown escaped."""
+def banner_text(error: str, *, gone: bool = False) -> str:
+    """The banner's words (``gone``: the file was deleted); control characters quoted from the
+    file are shown escaped."""
     shown = visible(error)
     if len(shown) > LIMIT:
         shown = shown[: LIMIT - 1] + "…"
+    if gone:
+        return (
+            f"{shown}: still using the last good version. Restore or recreate the file: it is "
+            "loaded as soon as it is back."
+        )
     return (
         f"hub.toml on disk is not valid; still using the last good version. {shown}. "
         "Fix and save the file: it is loaded again then."

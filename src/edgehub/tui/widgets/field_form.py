@@ -162,8 +162,10 @@ class FieldForm(Vertical):
 
         try:
             return self._parse_text(spec.key, text)
-        except UsageError as error:
-            raise ValueError(str(error)) from None
+        except UsageError as error:  # under the field: its label and the reason, not whose
+            message = str(error)  # option it is (that left the reason cut off at the edge)
+            _, named, reason = message.partition(f"option {spec.key!r} ")
+            raise ValueError(f"{spec.label} {reason}" if named else message) from None
 
     def show_error(self, key: str, message: str) -> bool:
         """Show ``message`` under field ``key``; False if there is no such field."""
@@ -171,6 +173,7 @@ class FieldForm(Vertical):
             if label.name == key:
                 label.update(message)
                 label.add_class("shown")
+                label.call_after_refresh(label.scroll_visible)  # in a form that scrolls
                 return True
         return False
 

@@ -41,7 +41,7 @@ def _line(event: LogEvent) -> str:
 class RunPane(Vertical):
     DEFAULT_CSS = """
     RunPane { height: 1fr; }
-    RunPane > .status { height: 1; padding: 0 1; }
+    RunPane > .status { height: auto; padding: 0 1; }
     RunPane > ProgressBar { height: 1; padding: 0 1; }
     RunPane > Log { height: 1fr; border: round $panel; }
     """
@@ -73,8 +73,8 @@ class RunPane(Vertical):
             self.query_one(".status", Label).update(self._status_text())
 
     def _status_text(self) -> str:
-        took = self.clock.took(self.started, self.ended)
-        return f"{self.title}  {self.status}  {took}"
+        took = self.clock.took(self.started, self.ended)  # first: a narrow pane wraps the title
+        return f"{self.status}  {took}  {self.title}"
 
     def drain(self) -> None:
         """Show the next batch of what the buffer holds (UI thread); the rest follows after the
