@@ -1,6 +1,7 @@
 """The SSH providers' figures against bare scripts on the same device (on demand, not CI).
 
     .venv/bin/python benchmarks/bench_ssh.py [--repeat 15] [--size-mb 100] [--rounds 9]
+        [--only-invoke]
 
 Starts the SSH test device (tests/ssh_device) and prints, each measured in this one run:
 
@@ -17,6 +18,8 @@ Starts the SSH test device (tests/ssh_device) and prints, each measured in this 
     each round's pair (a load swing on a shared machine hits one side of a round).
 
 Medians; methods take turns in each round, so load swings on a shared machine hit all alike.
+``--only-invoke`` times (a) and (b) alone, with each side's host CPU per call (user + system
+of this process: edgehub's work, and paramiko's on both sides) and what each side does.
 """
 
 from __future__ import annotations
@@ -144,6 +147,35 @@ def _median_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, 
     return {name: statistics.median(spent) for name, spent in times.items()}
 
 
+def _cpu_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, float]:
+    """Host CPU (user + system of this process) per call of each method, rounds alternating."""
+    spent = dict.fromkeys(methods, 0.0)
+    for _ in range(rounds):
+        for name, once in methods.items():
+            started = time.process_time()
+            once()
+            spent[name] += time.process_time() - started
+    return {name: total * 1000 / rounds for name, total in spent.items()}
+
+
+def _print_invoke(times: dict[str, float], cpu: dict[str, float], device: SSHDevice) -> None:
+    where = f"{device.username}@{device.host}:{device.port}"
+    print(f"bare: paramiko (TCP_NODELAY) to {where}: sftp put input.npz; exec "
+          "'embedl-onnxruntime run-inference --model bare/model.onnx --input-dir bare/in "
+          "--output-dir bare/out --use-npz'; sftp get bare/out/data.npz")  # fmt: skip
+    print(
+        "edgehub: ONNXRuntimeInvoker().run(ctx, model, inputs) in one warm HubContext, "
+        f"device 'board' on {where} with provider embedl_onnxruntime (a), ssh (b)"
+    )
+    print(f"(a) invoke, embedl_onnxruntime: {times['embedl_onnxruntime']:.1f} ms vs bare "
+          f"{times['bare']:.1f} ms = {times['embedl_onnxruntime'] / times['bare']:.3f}x "
+          f"(goal <= 1.05x); host CPU per call {cpu['embedl_onnxruntime']:.1f} vs "
+          f"{cpu['bare']:.1f} ms")  # fmt: skip
+    print(f"(b) warm invoke, ssh resident agent: {times['ssh (resident)']:.1f} ms "
+          f"(goal <= 15 ms + the device's run time); host CPU per call "
+          f"{cpu['ssh (resident)']:.1f} ms")  # fmt: skip
+
+
 def _context(device: SSHDevice, store: Path, provider: str) -> HubContext:
     config: Any = (
         EmbedlONNXRuntimeConfig() if provider == "embedl_onnxruntime"
@@ -159,6 +191,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15, help="rounds for (a) and (b)")
     parser.add_argument("--size-mb", type=int, default=100, help="transfer size for (c)")
     parser.add_argument("--rounds", type=int, default=9, help="rounds for (e)")
+    parser.add_argument("--only-invoke", action="store_true", help="(a) and (b) alone")
     args = parser.parse_args()
     with ssh_device() as device, tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
@@ -173,11 +206,16 @@ def main() -> int:
             ONNXRuntimeInvoker().run(eort, model, inputs)  # warm: connection, model uploaded
             ONNXRuntimeInvoker().run(agent, model, inputs)  # warm: resident agent started
             ONNXRuntimeInvoker().run(agent, model, inputs)
-            times = _median_ms(args.repeat, {
+            methods: dict[str, Callable[[], Any]] = {
                 "bare": lambda: bare.invoke(work / "input.npz", work / "bare_out.npz"),
                 "embedl_onnxruntime": lambda: ONNXRuntimeInvoker().run(eort, model, inputs),
                 "ssh (resident)": lambda: ONNXRuntimeInvoker().run(agent, model, inputs),
-            })  # fmt: skip
+            }
+            times = _median_ms(args.repeat, methods)
+            if args.only_invoke:
+                _print_invoke(times, _cpu_ms(args.repeat, methods), device)
+                bare.client.close()
+                return 0
             runner = agent.device("board").runner
             assert isinstance(runner, SSHCommandRunner)
             fresh = ONNXRuntimeCompiledModel.from_path(make_cnn(work / "fresh.onnx", seed=7))

@@ -1,15 +1,36 @@
 """One tree of errors. Each message says what is wrong and what to do about it.
 
 The CLI maps the classes to exit codes (see ``exit_code``) and prints the message on one line.
+An error about one option names it by ``field`` (the operation's name for it: ``inputs``) and
+writes ``{field}`` where the message names it; each front end words it (`EdgehubError.worded`:
+the CLI as its flag, ``--input``), and ``str()`` gives the field's own name.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+
+FIELD = "{field}"  # where a message names the option it is about
 
 
 class EdgehubError(Exception):
     """Base of every error edgehub raises on purpose."""
 
     exit_code: int = 1
+    field: str | None = None
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        if field is not None:
+            self.field = field
+
+    def worded(self, name: Callable[[str], str]) -> str:
+        """The message with its option named by ``name(field)``, a front end's word for it."""
+        text = super().__str__()
+        return text if self.field is None else text.replace(FIELD, name(self.field))
+
+    def __str__(self) -> str:
+        return self.worded(str)
 
 
 class UsageError(EdgehubError):

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from edgehub.core.device.runner import CommandRunner
-from edgehub.core.events import EventSink, LogEvent, use_sink
 from edgehub.errors import (
     CommandCancelled,
     CommandError,
@@ -35,6 +34,7 @@ from edgehub.errors import (
     RunnerError,
     UnsafeArchiveError,
 )
+from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
 from edgehub.runners.docker.lite import LiteClient
 
@@ -714,7 +714,7 @@ def test_the_cold_job_of_a_killed_owner_is_reaped(client: Any, runner_image: str
     code = f"""
         import sys, tempfile
         from pathlib import Path
-        from edgehub.core.events import EventSink, use_sink
+        from edgehub.events import EventSink, use_sink
         from edgehub.runners.docker import DockerCommandRunner
         stage = Path(tempfile.mkdtemp())
         sink = EventSink()
@@ -1016,7 +1016,12 @@ def test_cancel_all_stops_commands_and_removes_containers(client: Any, runner_im
 
     thread = threading.Thread(target=job)
     thread.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60  # the command is running in the container before the cancel
+    while time.monotonic() < deadline and not any(
+        "sleep 30" in " ".join(row)
+        for row in client.containers.get(container_id).top()["Processes"]
+    ):
+        time.sleep(0.1)
     started = time.monotonic()
     cancel_all()
     thread.join(10)

@@ -53,7 +53,7 @@ from edgehub.core.device import ProviderConfig
 from edgehub.core.values import Range
 from edgehub.toolchains.agent_call import AgentResult
 from edgehub.toolchains.batch import BatchOutputs, BatchRunner
-from edgehub.toolchains.registry import RuntimeDescriptor
+from edgehub.core.runtimes import RuntimeDescriptor
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric
 
 
@@ -425,7 +425,7 @@ def test_ab_refuses_what_the_plugin_does_not_declare(plugin_path: Path, project:
     result = hub("exec", "ab", "echo", "model.onnx", "model.onnx", "--input", "in.npz",
                  cwd=project, site=plugin_path)  # fmt: skip
     assert result.returncode == 2, result.stderr
-    assert "--input does not apply to hub exec ab echo" in result.stderr
+    assert "--input does not apply to an A/B on echo" in result.stderr
     assert "Traceback" not in result.stderr and runs(project) == []
 
 

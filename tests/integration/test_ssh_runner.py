@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from edgehub.core.events import EventSink, LogEvent, use_sink
 from edgehub.errors import (
     CommandCancelled,
     CommandError,
@@ -29,6 +28,7 @@ from edgehub.errors import (
     SSHConnectionError,
     UnsafeArchiveError,
 )
+from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.ssh import SSHCommandRunner, SSHConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

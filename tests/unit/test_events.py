@@ -8,8 +8,8 @@ import time
 import pytest
 
 from edgehub.core import HubContext, hub_run
-from edgehub.core.events import EventSink, LogEvent, use_sink
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
+from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.local import LocalCommandRunner
 
 

@@ -21,10 +21,10 @@ from edgehub.agent.trt.shapes import name_unknown_dims, parse_shapes
 from edgehub.core import HubContext
 from edgehub.core.component import Component, NoProviderError, ProviderType, RunType
 from edgehub.core.component.options import parse_option
+from edgehub.core.runtimes import get_runtime
 from edgehub.core.values import ValueProblem, parse
 from edgehub.core.values.shapes import InputShape, InputShapeRange
 from edgehub.errors import UsageError
-from edgehub.toolchains.registry import get_runtime
 from edgehub.tracking import RunStore
 
 

@@ -20,7 +20,7 @@ def test_cpu_lists_are_accepted(text: str) -> None:
     "text", ["", "a", "0;id", "$(id)", "0 1", "-1", "1-", "3-1", "0,,1", "12345"]
 )
 def test_other_text_is_a_usage_error(text: str) -> None:
-    with pytest.raises(UsageError, match="--pin-cpus"):
+    with pytest.raises(UsageError, match="pin_cpus"):
         check_cpu_list(text)
 
 

@@ -15,9 +15,9 @@ import pytest
 
 from edgehub.core import runtimes
 from edgehub.core.device import EmbedlONNXRuntimeConfig, TrtexecConfig
+from edgehub.core.runtimes import RuntimeDescriptor, get_runtime, runtime_names
 from edgehub.errors import UsageError
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
-from edgehub.toolchains.registry import RuntimeDescriptor, get_runtime, runtime_names
 from edgehub.toolchains.remote.config import SSHAgentConfig
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "edgehub"

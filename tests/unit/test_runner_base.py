@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from edgehub.core.device.runner import CommandRunner, SupportsExchange
-from edgehub.core.events import EventSink, LogEvent, use_sink
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
+from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.base import cancel_all, open_runners
 from edgehub.runners.local import LocalCommandRunner
 from edgehub.runners.testing import KILLED, FakeCommand, FakeRunner, Reply

@@ -188,7 +188,7 @@ def test_stored_records_import_nothing_of_core() -> None:
 # its descriptor (`RuntimeDescriptor`), what a transport can do of its runner's abilities.
 ABOVE_THE_SEAMS = ("ops", "acquire", "toolchains/evaluation.py")
 RUNTIME_NAMES = r'"(tensorrt|tflite|onnxruntime)"'
-PROVIDER_SWITCH = r"provider_type *(==|!=|in )"
+PROVIDER_SWITCH = r"provider_type\)? *(==|!=|in )"  # also `str(device.provider_type) ==`
 
 
 def _lines_matching(pattern: str) -> list[str]:
@@ -215,4 +215,5 @@ def test_the_seam_checks_can_fail() -> None:
     assert re.search(RUNTIME_NAMES, 'if request.runtime == "tflite":')
     assert re.search(PROVIDER_SWITCH, 'if device.provider_type == "qai_hub":')
     assert re.search(PROVIDER_SWITCH, "if dev.provider_type in AB_PROVIDERS:")
+    assert re.search(PROVIDER_SWITCH, 'if str(device.provider_type) == "qai_hub":')
     assert not re.search(RUNTIME_NAMES, "runtime = get_runtime(request.runtime)")

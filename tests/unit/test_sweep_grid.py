@@ -126,9 +126,9 @@ def test_a_cells_key_is_the_same_for_data_and_its_text(tmp_path: Path) -> None:
 
 
 def test_sweep_values_are_read_by_the_declared_types_without_text(tmp_path: Path) -> None:
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops.execute import step_components
     from edgehub.ops.options import option_values
-    from edgehub.toolchains.registry import get_runtime
 
     components = step_components(get_runtime("onnxruntime"), "pipeline")
     items = [("runs", 5), ("input_shape", {"x": [1, 3, 8, 8]}), ("compile.calibration_data", "c")]

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def ab_flags() -> Flags:
-    from edgehub.cli.runs_cmd import _fraction
+    from edgehub.cli.options import fraction
 
     flags = Flags(
         "ab",
@@ -31,7 +31,7 @@ def ab_flags() -> Flags:
     flags.add_argument(
         "--max-regression",
         metavar="PCT",
-        type=_fraction,
+        type=fraction,
         help=f"e.g. 5%%: exit {EXIT_REGRESSION} when B is significantly slower than A by more",
     )
     return flags

@@ -9,7 +9,9 @@ from typing import Any
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("config", help="about hub.toml itself")
+    from edgehub.cli.commands import summary
+
+    parser = commands.add_parser("config", help=summary("config"))
     sub = parser.add_subparsers(dest="config_command", metavar="ACTION")
     sub.required = True
     schema = sub.add_parser(

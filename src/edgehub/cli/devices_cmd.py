@@ -11,11 +11,9 @@ from edgehub.cli.output import print_json, table
 
 
 def add_parser(commands: Any) -> None:
-    devices = commands.add_parser(
-        "devices",
-        help="the devices hub.toml defines (list, check NAME, trust NAME, release NAME, "
-        "unquarantine NAME)",
-    )
+    from edgehub.cli.commands import summary
+
+    devices = commands.add_parser("devices", help=summary("devices"))
     devices.add_argument("--json", action="store_true")
     devices.set_defaults(handler=_devices)
     verbs = devices.add_subparsers(
@@ -54,10 +52,10 @@ def add_parser(commands: Any) -> None:
     )
     unquarantine.add_argument("name", help="device name in hub.toml")
     unquarantine.set_defaults(handler=_unquarantine)
-    init = commands.add_parser("init", help="write a starter hub.toml in this directory")
+    init = commands.add_parser("init", help=summary("init"))
     init.add_argument("--name", help="project name (default: the directory name)")
     init.set_defaults(handler=_init)
-    doctor = commands.add_parser("doctor", help="check hub.toml, Docker and the images")
+    doctor = commands.add_parser("doctor", help=summary("doctor"))
     doctor.add_argument("--json", action="store_true")
     doctor.add_argument(
         "--repair", action="store_true", help="fix artifacts whose bytes no longer match"

@@ -96,10 +96,10 @@ def eval_flags() -> Flags:
 
 
 def handle_eval(args: argparse.Namespace) -> int:
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops.eval import EvalRequest, evaluate_and_fix
     from edgehub.ops.options import parse_sets
     from edgehub.ops.project import open_project
-    from edgehub.toolchains.registry import get_runtime
 
     if args.runtime is None:
         raise UsageError(

@@ -8,6 +8,7 @@ models interleaved on one device (see `cli.ab_cmd`)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from edgehub.cli.options import Flags, path, tags
@@ -65,27 +66,34 @@ def _flag_sets() -> dict[str, Flags]:
     }
 
 
-def add_parser(commands: Any) -> None:
+def add_parser(commands: Any, verbs: Sequence[str] | None = None) -> None:
+    """`hub exec` and its verbs; given ``verbs``, only those are built in full (the others are
+    listed with their help line, `cli.commands.add_listed`)."""
     from edgehub.cli.ab_cmd import handle_ab
+    from edgehub.cli.commands import add_listed, summary
     from edgehub.cli.eval_cmd import handle_eval
     from edgehub.cli.sweep_cmd import handle_sweep
 
     parser = commands.add_parser(
         "exec",
-        help="compile, profile or invoke a model (or all three: pipeline); eval, ab, sweep",
+        help=summary("exec"),
         description="Run a component headless. Results go to stdout (a table, or JSON with "
         "--json); logs go to stderr. Every run is recorded in the local run store. "
         "'hub exec VERB --help' lists the flags each verb takes.",
     )
-    verbs = parser.add_subparsers(dest="step", metavar="VERB")
-    verbs.required = True
-    sets = _flag_sets()
+    group = parser.add_subparsers(dest="step", metavar="VERB")
+    group.required = True
+    full = [verb for verb in VERBS if verbs is None or verb in verbs]
+    sets = _flag_sets() if full else {}
     handlers = {"eval": handle_eval, "ab": handle_ab, "sweep": handle_sweep}
-    for verb, (summary, taken) in VERBS.items():
-        sub = verbs.add_parser(
+    for verb, (summary_line, taken) in VERBS.items():
+        if verb not in full:
+            add_listed(group, verb, summary_line)
+            continue
+        sub = group.add_parser(
             verb,
-            help=summary,
-            description=summary[0].upper() + summary[1:] + ".",
+            help=summary_line,
+            description=summary_line[0].upper() + summary_line[1:] + ".",
             parents=[sets[name].parser for name in taken],
         )
         _add_positionals(sub, verb)
@@ -127,11 +135,11 @@ def _add_positionals(parser: argparse.ArgumentParser, verb: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     """compile, profile, invoke and pipeline: one `ops.execute` request."""
     from edgehub.cli.measure_flags import measure_options, merge_measure_options
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops.execute import ExecRequest, execute, step_components
     from edgehub.ops.options import parse_sets
     from edgehub.ops.project import open_project
     from edgehub.ops.reports import PipelineReport
-    from edgehub.toolchains.registry import get_runtime
 
     measure_options(args)  # --stable-tolerance without --until-stable: refused first
     if args.runtime is None:

@@ -10,7 +10,9 @@ from edgehub.cli.output import ProgressBar, print_json, table
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("images", help="build and list the pinned toolchain images")
+    from edgehub.cli.commands import summary
+
+    parser = commands.add_parser("images", help=summary("images"))
     sub = parser.add_subparsers(dest="images_command", metavar="ACTION")
     sub.required = True
     build = sub.add_parser("build", help="build toolchain images (wheels fetched on the host)")

@@ -59,9 +59,14 @@ class OneLineErrors(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from edgehub.cli import config_cmd, devices_cmd, exec_cmd, images_cmd, runs_cmd
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """``hub``'s parser; given ``argv``, only the parser of the command (and `hub exec` verb)
+    it names is built in full, the others are listed only (`cli.commands`)."""
+    import importlib
 
+    from edgehub.cli.commands import COMMANDS, add_listed, words
+
+    given = words(argv) if argv is not None else None
     parser = OneLineErrors(
         prog="hub",
         description="Compile, profile and run ML models on the hardware they ship on.",
@@ -72,11 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_global_options(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    exec_cmd.add_parser(commands)
-    images_cmd.add_parser(commands)
-    runs_cmd.add_parser(commands)
-    devices_cmd.add_parser(commands)
-    config_cmd.add_parser(commands)
+    named = COMMANDS[given[0]][0] if given and given[0] in COMMANDS else None
+    built: set[str] = set()
+    for name, (module, help_line) in COMMANDS.items():
+        if given is not None and module != named:
+            add_listed(commands, name, help_line)
+        elif module not in built:  # one module may add several commands (devices, init, ...)
+            built.add(module)
+            if name == "exec":  # and of its verbs, the one given
+                verbs = None if given is None else given[1:2]
+                importlib.import_module(module).add_parser(commands, verbs=verbs)
+            else:
+                importlib.import_module(module).add_parser(commands)
     _name_leaf_parsers(parser)
     return parser
 
@@ -94,6 +106,8 @@ def _add_global_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
 def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
     """Give every (sub)command's namespace its own ``prog`` (for errors about extra words),
     and let each command take the global options too."""
+    if parser.get_default("listed_only"):
+        return
     parser.set_defaults(command_prog=parser.prog)
     groups = parser.command_groups if isinstance(parser, OneLineErrors) else []
     children = [child for group in groups for child in group.choices.values()]
@@ -106,8 +120,12 @@ def _name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from edgehub.cli import signals, terminal
 
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words)
+    args, extra = parser.parse_known_args(words)
+    if getattr(args, "listed_only", False):  # a command line it did not foresee: all parsers
+        parser = build_parser()
+        args, extra = parser.parse_known_args(words)
     if extra:
         prog = getattr(args, "command_prog", parser.prog)
         word = "argument" if len(extra) == 1 else "arguments"
@@ -125,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EdgehubError as error:
         if args.debug:
             raise
-        _print_error(str(error))
+        _print_error(error.worded(flag_of))
         return error.exit_code
     except signals.Stopped as stop:
         _print_error(f"stopped by {signal_name(stop.signum)}")
@@ -159,6 +177,15 @@ def signal_name(signum: int) -> str:
     import signal
 
     return signal.Signals(signum).name
+
+
+# the request fields whose flag is not --<field>
+_FLAGS = {"inputs": "--input", "settings": "--set"}
+
+
+def flag_of(field: str) -> str:
+    """The CLI's word for an operation's option ``field`` (`EdgehubError.field`)."""
+    return _FLAGS.get(field, "--" + field.replace("_", "-"))
 
 
 def _print_error(message: str) -> None:

@@ -15,7 +15,7 @@ from edgehub.errors import UsageError
 
 
 def stable_flags() -> Flags:
-    from edgehub.cli.runs_cmd import _fraction
+    from edgehub.cli.options import fraction
 
     flags = Flags(
         "measuring",
@@ -30,7 +30,7 @@ def stable_flags() -> Flags:
     )
     flags.add_argument(
         "--stable-tolerance",
-        type=_fraction,
+        type=fraction,
         metavar="PCT",
         help="how close the last three windows' medians and means must be (default 5%%)",
     )

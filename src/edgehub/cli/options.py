@@ -62,6 +62,18 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def fraction(text: str) -> float:
+    """A share given as ``5%`` or ``0.05`` (a regression limit, a tolerance)."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage such as 5%") from None
+    if not 0 <= value < 10:
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range; give e.g. 5% or 0.05")
+    return value
+
+
 def split_pair(text: str, flag: str) -> tuple[str, str]:
     """``KEY=VALUE`` of ``flag`` (``--tag``, ``--set``) as (key, value)."""
     if "=" not in text:

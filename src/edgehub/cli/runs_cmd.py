@@ -8,7 +8,9 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from edgehub.cli.options import fraction
 from edgehub.cli.output import print_json, table
+from edgehub.cli.report_cmd import add_report_parser
 from edgehub.errors import EXIT_INCOMPARABLE, EXIT_NOT_REPRODUCED, EXIT_REGRESSION
 from edgehub.text import visible
 
@@ -25,7 +27,9 @@ REF_HELP = "a run id, a unique prefix, 'latest' or 'latest:<type>' (latest:profi
 
 
 def add_parser(commands: Any) -> None:
-    parser = commands.add_parser("runs", help="list, show and compare recorded runs")
+    from edgehub.cli.commands import summary
+
+    parser = commands.add_parser("runs", help=summary("runs"))
     sub = parser.add_subparsers(dest="runs_command", metavar="ACTION")
     sub.required = True
     listing = sub.add_parser("list", help="recent runs, newest first")
@@ -64,13 +68,13 @@ def add_parser(commands: Any) -> None:
     compare.add_argument(
         "--max-regression",
         metavar="PCT",
-        type=_fraction,
+        type=fraction,
         help=f"e.g. 5%% or 0.05: exit {EXIT_REGRESSION} if B's median is slower by more (profiles)",
     )
     compare.add_argument(
         "--min-effect",
         metavar="PCT",
-        type=_fraction,
+        type=fraction,
         help="the smallest median change called significant (default 5%%: run-to-run noise)",
     )
     compare.add_argument(
@@ -142,17 +146,7 @@ def add_parser(commands: Any) -> None:
     delete.add_argument("run_id", metavar="RUN", help=REF_HELP)
     delete.add_argument("--yes", action="store_true", help="delete without asking (for scripts)")
     delete.set_defaults(handler=_delete)
-
-
-def _fraction(text: str) -> float:
-    raw = text.strip()
-    try:
-        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage such as 5%") from None
-    if not 0 <= value < 10:
-        raise argparse.ArgumentTypeError(f"{text!r} is out of range; give e.g. 5% or 0.05")
-    return value
+    add_report_parser(sub)
 
 
 def _project(args: argparse.Namespace) -> Project:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import platform
+import sys
 import threading
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path, PurePosixPath
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.spec import Device, DeviceSpec
 from edgehub.errors import DeviceError, OperationCancelled
 from edgehub.events import EventSink, use_sink
+from edgehub.ids import random_hex
 from edgehub.runners.protocol import CommandRunner, SupportsWorkFolder
 from edgehub.tracking.client import Client
 from edgehub.tracking.run_log import LoggedArtifact, RunLog
@@ -40,7 +40,15 @@ def default_store_dir(start: Path | None = None) -> Path:
 
 
 def host_description() -> str:
-    return f"{platform.node()} ({platform.system()} {platform.machine()}, {os.cpu_count()} CPUs)"
+    """The host as ``platform.node()``, ``system()`` and ``machine()`` name it on Unix, read
+    where those read it (`os.uname`): the `platform` module takes ms to import."""
+    host = os.uname()
+    return f"{host.nodename} ({host.sysname} {host.machine}, {os.cpu_count()} CPUs)"
+
+
+def python_version() -> str:
+    """``platform.python_version()``: the first word of `sys.version` ("3.11.7")."""
+    return sys.version.split()[0]
 
 
 def _local_device() -> Device:
@@ -99,7 +107,7 @@ class HubContext:
             self._devices["local"] = _local_device()
         self._tags = dict(tags or {})
         self._active = False
-        self._id = uuid.uuid4().hex[:10]
+        self._id = random_hex(10)
         self._group: str | None = None
         self._stack: ExitStack | None = None
         self._store: RunStore | None = None
@@ -324,7 +332,7 @@ class HubContext:
         ) as run:
             from edgehub import __version__
 
-            env = {"host": host_description(), "python": platform.python_version()}
+            env = {"host": host_description(), "python": python_version()}
             env["edgehub"] = __version__
             for device in devices:
                 run.devices[device.name] = {

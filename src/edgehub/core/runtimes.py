@@ -19,7 +19,6 @@ them.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import sys
 import threading
@@ -150,6 +149,9 @@ _lock = threading.RLock()
 _runtimes: dict[str, RuntimeDescriptor] | None = None
 _loading: dict[str, RuntimeDescriptor] | None = None
 _problems: list[str] = []
+# runtimes loaded one by one before the registry (`get_runtime`): a warm context asks for its
+# runtime on every call, which must not read the entry points again each time
+_singles: dict[str, RuntimeDescriptor] = {}
 
 
 def all_runtimes() -> dict[str, RuntimeDescriptor]:
@@ -188,6 +190,7 @@ def reset_runtimes() -> None:
     with _lock:
         _runtimes = None
         _problems.clear()
+        _singles.clear()
 
 
 def get_runtime(name: str) -> RuntimeDescriptor:
@@ -201,6 +204,8 @@ def get_runtime(name: str) -> RuntimeDescriptor:
         runtimes = all_runtimes()
         runtime = runtimes.get(name)
     if runtime is None:
+        import difflib  # only for a word that is not known
+
         close = difflib.get_close_matches(name, runtimes, n=1, cutoff=0.4)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown runtime {name!r}{hint} (known: {', '.join(runtimes)})")
@@ -275,10 +280,15 @@ def _load_one(name: str) -> RuntimeDescriptor | None:
             return _runtimes.get(name)
         if _loading is not None:
             return _loading.get(name)
+        if name in _singles:
+            return _singles[name]
         point = next((p for p in _ordered_points() if p[0] == name), None)
         if point is None:
             return None
-        return _load_point(*point, warn=lambda _line: None)  # the full load says what failed
+        found = _load_point(*point, warn=lambda _line: None)  # the full load says what failed
+        if found is not None:
+            _singles[name] = found
+        return found
 
 
 def _discover(into: dict[str, RuntimeDescriptor]) -> None:

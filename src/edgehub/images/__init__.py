@@ -6,31 +6,37 @@ wheels are downloaded on the host into a persistent cache, verified against the 
 into the build context; the build itself never talks to a Python package index, and a filled
 cache is enough to build offline.
 
-Importing this module is cheap; the daemon (local or remote) is reached through
-`~edgehub.runners.docker.connect`.
+Importing this module is cheap: each name loads its module on first use (naming a runtime's
+image tag, as every run does, loads no build, wheel or status code); the daemon (local or
+remote) is reached through `~edgehub.runners.docker.connect`.
 """
 
-from edgehub.images.build import build_image
-from edgehub.images.catalog import (
-    EXTERNAL_BASE_MARKER,
-    RUNTIMES,
-    ImageSpec,
-    available_runtimes,
-    default_base,
-    image_tag,
-    images_dir,
-    needs_external_base,
-    runtime_dir,
-)
-from edgehub.images.status import (
-    ImageStatus,
-    docker_client,
-    image_attrs,
-    image_status,
-    list_images,
-    require_image,
-)
-from edgehub.images.wheels import LockEntry, read_lock, wheel_cache_dir
+from typing import TYPE_CHECKING
+
+from edgehub.lazy import names_from
+
+if TYPE_CHECKING:
+    from edgehub.images.build import build_image
+    from edgehub.images.catalog import (
+        EXTERNAL_BASE_MARKER,
+        RUNTIMES,
+        ImageSpec,
+        available_runtimes,
+        default_base,
+        image_tag,
+        images_dir,
+        needs_external_base,
+        runtime_dir,
+    )
+    from edgehub.images.status import (
+        ImageStatus,
+        docker_client,
+        image_attrs,
+        image_status,
+        list_images,
+        require_image,
+    )
+    from edgehub.images.wheels import LockEntry, read_lock, wheel_cache_dir
 
 __all__ = [
     "EXTERNAL_BASE_MARKER",
@@ -53,3 +59,22 @@ __all__ = [
     "runtime_dir",
     "wheel_cache_dir",
 ]
+
+# each name's module (PEP 562: loaded when the name is first used)
+_MODULES = {
+    "build_image": "build",
+    **dict.fromkeys(
+        ["EXTERNAL_BASE_MARKER", "RUNTIMES", "ImageSpec", "available_runtimes", "default_base",
+         "image_tag", "images_dir", "needs_external_base", "runtime_dir"],
+        "catalog",
+    ),
+    **dict.fromkeys(
+        ["ImageStatus", "docker_client", "image_attrs", "image_status", "list_images",
+         "require_image"],
+        "status",
+    ),
+    **dict.fromkeys(["LockEntry", "read_lock", "wheel_cache_dir"], "wheels"),
+}  # fmt: skip
+
+
+__getattr__ = names_from(__name__, _MODULES)

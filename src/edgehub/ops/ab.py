@@ -133,9 +133,9 @@ def _integer(key: str, raw: str, minimum: int) -> int:
     try:
         value = int(raw.strip())
     except ValueError:
-        raise UsageError(f"--set {key}={raw}: give a whole number") from None
+        raise UsageError(f"{{field}} {key}={raw}: give a whole number", field="settings") from None
     if value < minimum:
-        raise UsageError(f"--set {key}={raw}: must be at least {minimum}")
+        raise UsageError(f"{{field}} {key}={raw}: must be at least {minimum}", field="settings")
     return value
 
 
@@ -157,13 +157,18 @@ def _parse_settings(pairs: dict[str, str], profiler: type[Any]) -> _Settings:
             try:
                 value = float(text[:-1]) / 100.0 if text.endswith("%") else float(text)
             except ValueError:
-                raise UsageError(f"--set min_effect={raw}: give a percentage such as 2%") from None
+                raise UsageError(
+                    f"{{field}} min_effect={raw}: give a percentage such as 2%", field="settings"
+                ) from None
             if not 0 <= value < 1:
-                raise UsageError(f"--set min_effect={raw}: give a percentage below 100%")
+                raise UsageError(
+                    f"{{field}} min_effect={raw}: give a percentage below 100%", field="settings"
+                )
             settings.min_effect = value
         else:
             raise UsageError(
-                f"--set {key}: not an option of hub exec ab (options: {', '.join(SETTINGS)})"
+                f"{{field}} {key}: not an option of the A/B (options: {', '.join(SETTINGS)})",
+                field="settings",
             )
     return settings
 
@@ -183,15 +188,20 @@ def _check(request: AbRequest, runtime: RuntimeDescriptor) -> None:
             raise ModelError(problem)
     if request.inputs is not None and not runtime.ab_inputs:
         raise UsageError(
-            f"--input does not apply to hub exec ab {request.runtime}: {request.runtime} uses "
-            "random inputs in an A/B; drop --input"
+            f"{{field}} does not apply to an A/B on {request.runtime}: {request.runtime} uses "
+            "random inputs in an A/B; drop {field}",
+            field="inputs",
         )
     if request.inputs is not None and not request.inputs.is_file():
         raise UsageError(f"input file {request.inputs} not found; pass an existing .npz")
     if request.rounds is not None and request.rounds < 6:
-        raise UsageError(f"--rounds {request.rounds} is too few; give at least 6 (default 30)")
+        raise UsageError(
+            f"{{field}} {request.rounds} is too few; give at least 6 (default 30)", field="rounds"
+        )
     if request.rounds is not None and request.rounds > 10000:
-        raise UsageError(f"--rounds {request.rounds} is too many; give at most 10000")
+        raise UsageError(
+            f"{{field}} {request.rounds} is too many; give at most 10000", field="rounds"
+        )
 
 
 def run_ab(
@@ -203,8 +213,8 @@ def run_ab(
 ) -> AbReport:
     """Run the comparison; every run it starts is recorded in the project's store."""
     from edgehub.core.component.dispatch import resolve_device
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops.execute import ExecRequest, _deadline, _device_lease
-    from edgehub.toolchains.registry import get_runtime
 
     runtime = get_runtime(request.runtime)
     _check(request, runtime)
@@ -231,7 +241,8 @@ def run_ab(
         cancel.bind(ctx)
         try:
             device = resolve_device(runtime.profiler, ctx, request.device)
-            if str(device.provider_type) == "qai_hub":
+            declared = device.provider_declaration
+            if declared is not None and declared.unpaired_ab:
                 from edgehub.ops.ab_hub import recorded_on_hub
 
                 _check_hub(request, settings)
@@ -250,18 +261,21 @@ def _check_hub(request: AbRequest, settings: _Settings) -> None:
     """What does not apply to AI Hub's one profile job per model."""
     if request.rounds is not None:
         raise UsageError(
-            "--rounds does not apply on Qualcomm AI Hub: it runs one profile job per model "
-            "(not interleaved); leave --rounds out"
+            "{field} does not apply on Qualcomm AI Hub: it runs one profile job per model "
+            "(not interleaved); leave {field} out",
+            field="rounds",
         )
     if request.inputs is not None:
         raise UsageError(
-            "--input does not apply on Qualcomm AI Hub: its profile jobs use random inputs"
+            "{field} does not apply on Qualcomm AI Hub: its profile jobs use random inputs",
+            field="inputs",
         )
     extra = [k for k in settings.given if k not in ("seed", "min_effect")]
     if extra:
         raise UsageError(
-            f"--set {extra[0]} does not apply on Qualcomm AI Hub (one profile job per model); "
-            "there only seed and min_effect apply"
+            f"{{field}} {extra[0]} does not apply on Qualcomm AI Hub (one profile job per model); "
+            "there only seed and min_effect apply",
+            field="settings",
         )
 
 

@@ -35,10 +35,10 @@ def recorded_on_hub(
     """Profile both models on AI Hub ``device`` and record the comparison."""
     import numpy as np
 
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport
     from edgehub.toolchains.qai_hub.ab import profile_pair
     from edgehub.toolchains.qai_hub.session import session_for
-    from edgehub.toolchains.registry import get_runtime
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_samples
 
     session_for(ctx)  # the client and its token, checked before anything is recorded
@@ -118,7 +118,7 @@ def _child(
     runtime: str,
 ) -> str:
     """One model's PROFILE run under the comparison: its job, samples and statistics."""
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     label = side.upper()
     with ctx.open_run(

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from edgehub.core.component.base import Component
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.registry import Runtime
+    from edgehub.core.runtimes import RuntimeDescriptor as Runtime
     from edgehub.tracking.records import RunRecord
 
 __all__ = ["CACHED_FROM", "KEY_TAG", "CacheKey", "cache_key", "find_cached", "remember", "reuse"]

@@ -134,7 +134,7 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
 def _probe_py() -> str:
     """`_PROBE_PY` looking for the packages every registered runtime declares it comes in
     (``device_packages``)."""
-    from edgehub.toolchains.registry import all_runtimes
+    from edgehub.core.runtimes import all_runtimes
 
     packages = [list(p) for r in all_runtimes().values() for p in r.device_packages]
     return f"PACKAGES = {packages!r}\n{_PROBE_PY}"

@@ -174,7 +174,7 @@ def _docker_checks() -> list[Check]:
         statuses = [images.image_status(r, client=client) for r in images.available_runtimes()]
     finally:
         client.close()
-    from edgehub.toolchains.registry import all_runtimes
+    from edgehub.core.runtimes import all_runtimes
 
     # a runtime that checks its own images (with the GPU they need) replaces their plain line
     own = [

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.registry import Runtime
+    from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
 
@@ -157,8 +157,8 @@ def _context(
         cancel.bind(ctx)
         try:
             if request.pin_cpus is not None:
+                from edgehub.core.runtimes import get_runtime
                 from edgehub.ops.pinning import pin_cpus
-                from edgehub.toolchains.registry import get_runtime
 
                 components = step_components(get_runtime(request.runtime), request.step)
                 pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
@@ -175,7 +175,7 @@ def execute(
     cancel: Cancellation | None = None,
 ) -> RunReport | PipelineReport:
     """Run ``request`` on ``project``; every run it starts is recorded in the project's store."""
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     runtime = get_runtime(request.runtime)
     step_components(runtime, request.step)
@@ -360,8 +360,8 @@ def _cached_compile(ctx: HubContext, request: ExecRequest, compiler: Component, 
     unless ``request.no_cache``; a compile that builds records its key."""
     if request.from_job:
         return _run_or_resume(ctx, request, compiler, model)
+    from edgehub.core.runtimes import get_runtime
     from edgehub.ops import compile_cache
-    from edgehub.toolchains.registry import get_runtime
 
     given = _common(request, "compile", named=False)
     key = compile_cache.cache_key(ctx, type(compiler), model, given, request.device)

@@ -10,7 +10,7 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.registry import Runtime
+    from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
 __all__ = ["makes_own_inputs", "model_inputs", "npz_inputs"]
 

@@ -4,13 +4,14 @@ grid's TOML values), each read by the option's declared type."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from edgehub.core.component.base import Component
-from edgehub.core.component.options import OptionSpec, read_option
 from edgehub.errors import UsageError
+
+if TYPE_CHECKING:  # the classes come with the components given; core loads with them
+    from edgehub.core.component.base import Component
+    from edgehub.core.component.options import OptionSpec
 
 __all__ = ["component_options", "option_values", "parse_sets", "parse_value"]
 
@@ -26,6 +27,8 @@ def component_options(component: type[Component], *, aliases: bool = True) -> di
 def parse_value(component: type[Component], option: str, raw: str) -> Any:
     """``raw`` read by the option's declared type (``runs=abc`` is a `UsageError`); options of
     unknown type take JSON, ``1,3,224,224`` as a tuple of ints, or the string."""
+    from edgehub.core.component.options import read_option
+
     return read_option(component, option, raw)
 
 
@@ -54,10 +57,12 @@ def option_values(
         matched = False
         for name in steps:
             if option in component_options(components[name]):
-                result[name][option] = read_option(components[name], option, value)
+                result[name][option] = parse_value(components[name], option, value)
                 matched = True
         if not matched:
             known = sorted({o for n in steps for o in component_options(components[n])})
+            import difflib  # only for a word that is not known
+
             close = difflib.get_close_matches(option, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise UsageError(
@@ -73,7 +78,7 @@ def parse_sets(
     items = []
     for pair in pairs:
         if "=" not in pair:
-            raise UsageError(f"--set needs KEY=VALUE, got {pair!r}")
+            raise UsageError(f"{{field}} needs KEY=VALUE, got {pair!r}", field="settings")
         key, raw = pair.split("=", 1)
         items.append((key, raw))
     return option_values(items, components)

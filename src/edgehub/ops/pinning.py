@@ -27,11 +27,15 @@ def check_cpu_list(text: str) -> str:
     """``text`` as a CPU list such as ``0``, ``0-1`` or ``0,2-3``; a usage error otherwise."""
     cpus = text.strip()
     if not _CPU_LIST.fullmatch(cpus):
-        raise UsageError(f"--pin-cpus {text!r}: give a CPU list such as 0, 0-1 or 0,2-3")
+        raise UsageError(
+            f"{{field}} {text!r}: give a CPU list such as 0, 0-1 or 0,2-3", field="pin_cpus"
+        )
     for part in cpus.split(","):
         low, _, high = part.partition("-")
         if high and int(high) < int(low):
-            raise UsageError(f"--pin-cpus {text!r}: the range {part} runs backwards")
+            raise UsageError(
+                f"{{field}} {text!r}: the range {part} runs backwards", field="pin_cpus"
+            )
     return cpus
 
 
@@ -45,8 +49,9 @@ def pin_cpus(ctx: HubContext, cpus: str, device: str | None, components: list[An
         found = resolve_device(component, ctx, device)
         if found.provider_type not in PINNABLE:
             raise UsageError(
-                f"--pin-cpus: device {found.name!r} runs {component.__name__} through provider "
+                f"{{field}}: device {found.name!r} runs {component.__name__} through provider "
                 f"{found.provider_type!r}, which cannot pin CPUs (only {', '.join(PINNABLE)} "
-                "can); drop --pin-cpus for it"
+                "can); drop {field} for it",
+                field="pin_cpus",
             )
     ctx.pin_cpus = cpus

@@ -107,7 +107,9 @@ def rerun(
     after it, oldest first, on the model the rerun compiled. A sweep reruns as a whole
     (`edgehub.ops.sweep_rerun`)."""
     if image not in IMAGE_CHOICES:
-        raise UsageError(f"--image must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}")
+        raise UsageError(
+            f"{{field}} must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}", field="image"
+        )
     store = project.store()
     try:
         original = store.get_run(ref)
@@ -122,8 +124,9 @@ def rerun(
         )
     if children and original.run_type != "COMPILE":
         raise UsageError(
-            f"--children reruns the runs made from a compile; run {original.run_id[:8]} is "
-            f"{original.run_type}"
+            f"{{field}} reruns the runs made from a compile; run {original.run_id[:8]} is "
+            f"{original.run_type}",
+            field="children",
         )
     steps = [kid for kid in sorted(kids, key=lambda r: r.started_at)
              if kid.run_type in ("PROFILE", "INFERENCE")]  # fmt: skip
@@ -188,7 +191,7 @@ def _one_run(
 
 
 def _request(original: RunRecord, device: str | None) -> ExecRequest:
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     what = f"run {original.run_id[:8]} ({original.run_type} {original.name})"
     step = STEPS.get(original.run_type)
@@ -351,7 +354,7 @@ def _compare_compiles(
         result.matched = True
         result.summary.append(f"artifacts: identical (sha256 {a[:12]})")
         return
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     runtime = get_runtime(original.runtime or "")  # the rerun found it
     first, second = _artifact_path(original, "path"), _artifact_path(again, "path")

@@ -176,11 +176,13 @@ def compare_runs(
     profiles = a.run_type == b.run_type == "PROFILE"
     if max_regression is not None and not profiles:
         raise UsageError(
-            f"--max-regression compares two profile runs; got {a.run_type} and {b.run_type}"
+            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
+            field="max_regression",
         )
     if min_effect is not None and not profiles:
         raise UsageError(
-            f"--min-effect compares two profile runs; got {a.run_type} and {b.run_type}"
+            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
+            field="min_effect",
         )
     effect = MIN_EFFECT if min_effect is None else min_effect
     problems: list[str] = []

@@ -99,7 +99,7 @@ def runtime_batch_runner(
 ) -> BatchRunner:
     """The runner its descriptor declares of a ``runtime`` model on ``device`` (``scratch``:
     see `BatchRunner`); a usage error where it declares none."""
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     make = get_runtime(runtime).batch_runner
     if make is None:

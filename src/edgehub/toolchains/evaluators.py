@@ -46,6 +46,38 @@ class EvaluationResult(ComponentOutput):
     output_file: LoggedArtifact
 
 
+def _init(
+    self: Component,
+    *,
+    name: str | None = None,
+    device: str | None = None,
+    reference: Path | None = None,
+    labels: Path | None = None,
+    metrics: list[str] | None = None,
+    worst: int = 5,
+) -> None:
+    Component.__init__(
+        self, name=name, device=device, reference=reference, labels=labels, metrics=metrics,
+        worst=worst,
+    )  # fmt: skip
+
+
+def _run(
+    self: Component,
+    ctx: HubContext,
+    model: CompiledModel,
+    dataset: Path,
+    *,
+    device: str | None = None,
+    reference: Path | None = None,
+    labels: Path | None = None,
+    metrics: list[str] | None = None,
+    worst: int = 5,
+) -> EvaluationResult:
+    """Evaluate ``model`` on ``dataset``; options override the constructor's."""
+    raise NoProviderError
+
+
 class ONNXRuntimeEvaluator(Component):
     """Evaluates an ONNX Runtime model on a dataset against its float reference.
 
@@ -56,36 +88,8 @@ class ONNXRuntimeEvaluator(Component):
     """
 
     run_type = RunType.EVAL
-
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> None:
-        super().__init__(
-            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
-            worst=worst,
-        )  # fmt: skip
-
-    def run(
-        self,
-        ctx: HubContext,
-        model: CompiledModel,
-        dataset: Path,
-        *,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> EvaluationResult:
-        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
-        raise NoProviderError
+    __init__ = _init
+    run = _run
 
 
 class TFLiteEvaluator(Component):
@@ -93,36 +97,8 @@ class TFLiteEvaluator(Component):
     options as `ONNXRuntimeEvaluator`; samples are given in the ONNX model's layout)."""
 
     run_type = RunType.EVAL
-
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> None:
-        super().__init__(
-            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
-            worst=worst,
-        )  # fmt: skip
-
-    def run(
-        self,
-        ctx: HubContext,
-        model: CompiledModel,
-        dataset: Path,
-        *,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> EvaluationResult:
-        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
-        raise NoProviderError
+    __init__ = _init
+    run = _run
 
 
 class TensorRTEvaluator(Component):
@@ -131,36 +107,8 @@ class TensorRTEvaluator(Component):
     with `GpuUnavailableError` before anything starts)."""
 
     run_type = RunType.EVAL
-
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> None:
-        super().__init__(
-            name=name, device=device, reference=reference, labels=labels, metrics=metrics,
-            worst=worst,
-        )  # fmt: skip
-
-    def run(
-        self,
-        ctx: HubContext,
-        model: CompiledModel,
-        dataset: Path,
-        *,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
-    ) -> EvaluationResult:
-        """Evaluate ``model`` on ``dataset``; options override the constructor's."""
-        raise NoProviderError
+    __init__ = _init
+    run = _run
 
 
 def evaluate_model(
@@ -247,20 +195,9 @@ def _reference(ctx: HubContext, model: CompiledModel, reference: Path | None) ->
 
 def _provider(runtime: str) -> Any:
     def provide(
-        ctx: HubContext,
-        model: CompiledModel,
-        dataset: Path,
-        *,
-        device: str | None = None,
-        reference: Path | None = None,
-        labels: Path | None = None,
-        metrics: list[str] | None = None,
-        worst: int = 5,
+        ctx: HubContext, model: CompiledModel, dataset: Path, **options: Any
     ) -> EvaluationResult:
-        return evaluate_model(
-            ctx, model, dataset, runtime=runtime, device=device, reference=reference,
-            labels=labels, metrics=metrics, worst=worst,
-        )  # fmt: skip
+        return evaluate_model(ctx, model, dataset, runtime=runtime, **options)
 
     return provide
 

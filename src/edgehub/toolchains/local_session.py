@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.runners.docker import DockerCommandRunner
 
-__all__ = ["local_agent", "record_agent_result"]
+__all__ = [
+    "input_dict",
+    "local_agent",
+    "log_input",
+    "record_agent_result",
+    "saved_inputs",
+    "stored_outputs",
+]
 
 CONTAINER_WORK = PurePosixPath("/work")
 
@@ -155,3 +162,37 @@ def record_agent_result(
     conditions = result.data.get("conditions")
     if isinstance(conditions, dict):  # what the timed loop ran under (agent/conditions.py)
         ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
+
+
+def log_input(ctx: HubContext, runtime: str, model: Path) -> None:
+    """Record the runtime a provider runs and the model file it was given."""
+    ctx.client.log_param("$runtime", runtime)
+    ctx.client.log_artifact(model, name="input")
+
+
+def input_dict(input_data: Any) -> dict[str, Any]:
+    """``input_data`` as an invoker takes it: input name -> array."""
+    from edgehub.errors import InputDataError
+
+    if not isinstance(input_data, dict):
+        raise InputDataError(
+            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
+        )
+    return input_data
+
+
+def saved_inputs(ctx: HubContext, input_data: Any) -> Path:
+    """An invoker's ``input_data`` saved as the run's ``input.npz``, kept with the run."""
+    from edgehub.toolchains.tensors import save_npz
+
+    inputs = save_npz(ctx.artifact_dir / "input.npz", input_dict(input_data))
+    ctx.client.log_artifact(inputs, name="input_data")
+    return inputs
+
+
+def stored_outputs(ctx: HubContext, result: AgentResult) -> Any:
+    """The agent's ``output.npz`` kept as the run's ``output_file``, read lazily from there."""
+    from edgehub.toolchains.npz_arrays import NpzArrays
+
+    stored = ctx.client.log_artifact(result.file("output.npz"), name="output_file")
+    return NpzArrays(Path(stored.file_path))

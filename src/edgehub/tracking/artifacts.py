@@ -24,7 +24,7 @@ from typing import BinaryIO, Protocol
 from edgehub.errors import UsageError
 from edgehub.fsutil import copy_range
 from edgehub.tracking.db import translate_storage_errors
-from edgehub.tracking.hash_memo import memo, settled, stamp_key, worth_remembering
+from edgehub.tracking.hash_memo import SMALL_BYTES, memo, settled, stamp_key, worth_remembering
 from edgehub.tracking.modes import make_private_dir, restrict
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
@@ -231,14 +231,16 @@ class ArtifactStore:
         ``fresh``: a file just made (a run's output), whose content is most likely new: it is
         copied first, hashed as it is copied, and the copy dropped where that content was
         stored already, so it is read once instead of hashed and then copied (a
-        second read of an engine). Content that may well be stored (a user's model) is hashed
+        second read of an engine). Content that may well be stored (a user's model), and a
+        fresh file under `SMALL_BYTES` (a warm invoke's inputs and outputs, often the same as
+        the last run's: reading it twice costs less than a copy made and dropped), is hashed
         first."""
         source = Path(source)
         if not source.exists():
             raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
         name = file_name or source.name
         regular_file(source, "artifact", UsageError, directory_ok=True)
-        if fresh and source.is_file():
+        if fresh and source.is_file() and source.stat().st_size >= SMALL_BYTES:
             return self._add_fresh(source, name)
         try:
             known = content_hash(source)
@@ -266,7 +268,7 @@ class ArtifactStore:
                 restrict(staged)  # the copy keeps its source's times, not its modes
                 self._install(staged, final, sha)
             finally:
-                shutil.rmtree(staging, ignore_errors=True)
+                _drop_staging(staging)
         return final, sha, path_size(final)
 
     def holds(self, path: Path, sha: str, size: int) -> bool:
@@ -316,7 +318,7 @@ class ArtifactStore:
                 restrict(staged)  # the copy keeps its source's times, not its modes
                 self._install(staged, final, sha)
             finally:
-                shutil.rmtree(staging, ignore_errors=True)
+                _drop_staging(staging)
         return final, sha, size
 
     def _install(self, staged: Path, final: Path, sha: str) -> None:
@@ -335,6 +337,15 @@ class ArtifactStore:
         make_private_dir(target)
         os.replace(final, target / final.name)
         os.replace(staged, final)
+
+
+def _drop_staging(staging: Path) -> None:
+    """Remove an unfinished-copy folder: empty once its copy was installed (one call), else
+    with what is left in it."""
+    try:
+        os.rmdir(staging)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _unlink_planted(folder: Path) -> None:

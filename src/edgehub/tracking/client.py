@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -14,6 +13,7 @@ from typing import Any, TextIO
 
 from edgehub.errors import OperationCancelled, StorageError, UsageError
 from edgehub.events import EventSink, LogEvent
+from edgehub.ids import uuid4_hex
 from edgehub.limits import LogLimits
 from edgehub.paths import is_remote
 from edgehub.tracking.artifacts import path_size
@@ -37,7 +37,7 @@ def _close_quietly(handle: RunLogFile | TextIO) -> None:
 
 
 def new_run_id() -> str:
-    return uuid.uuid4().hex
+    return uuid4_hex()
 
 
 class Client:
@@ -284,7 +284,7 @@ class Client:
             and self.store.artifacts.holds(path, artifact.sha256, artifact.file_size)
         ):
             return self.log_artifact(path, name=artifact.name)
-        again = replace(artifact, id=uuid.uuid4().hex, logged_at=time.time())
+        again = replace(artifact, id=uuid4_hex(), logged_at=time.time())
         self._remember(run, again)
         return again
 
@@ -295,12 +295,13 @@ class Client:
         if not path.exists():
             raise FileNotFoundError(f"cannot log artifact {path}: no such file or directory")
         regular_file(path, "artifact", UsageError, directory_ok=True)  # no FIFO, device, socket
-        if not self._is_own(run, path):
+        real, store = path.resolve(), self.store.artifacts.root.resolve()
+        if not self._is_own(run, real, store):
             return self._defer(run, path.absolute(), name=name, file_name=file_name)
-        fresh = not path.resolve().is_relative_to(self.store.artifacts.root.resolve())
+        fresh = not real.is_relative_to(store)
         stored, sha, size = self.store.artifacts.add(path, file_name, fresh=fresh)
         artifact = LoggedArtifact(
-            id=uuid.uuid4().hex,
+            id=uuid4_hex(),
             file_name=stored.name,
             file_size=size,
             logged_at=time.time(),
@@ -312,10 +313,10 @@ class Client:
         self._remember(run, artifact)
         return artifact
 
-    def _is_own(self, run: RunLog, path: Path) -> bool:
-        """Made by the run (inside its directory), or already stored content."""
-        real = path.resolve()
-        own = [self.store.artifacts.root.resolve()]
+    def _is_own(self, run: RunLog, real: Path, store: Path) -> bool:
+        """Made by the run (inside its directory), or already stored content (``real``: the
+        file's resolved path; ``store``: the store's, resolved)."""
+        own = [store]
         if run.artifact_dir is not None:
             own.append(run.artifact_dir.resolve())
         return any(real.is_relative_to(folder) for folder in own)
@@ -324,7 +325,7 @@ class Client:
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None
     ) -> LoggedArtifact:
         artifact = LoggedArtifact(
-            id=uuid.uuid4().hex,
+            id=uuid4_hex(),
             file_name=file_name or path.name,
             file_size=path_size(path),
             logged_at=time.time(),
@@ -359,7 +360,7 @@ class Client:
         device: str | None,
     ) -> LoggedArtifact:
         artifact = LoggedArtifact(
-            id=uuid.uuid4().hex,
+            id=uuid4_hex(),
             file_name=file_name or path.name,
             file_size=0,
             logged_at=time.time(),

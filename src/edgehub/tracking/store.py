@@ -17,11 +17,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import StorageError, UsageError
 from edgehub.tracking.artifacts import ArtifactStore
-from edgehub.tracking.compare import RunComparison, compare_runs
 from edgehub.tracking.db import (
     OPENED_READ_ONLY,
     Database,
@@ -34,14 +33,15 @@ from edgehub.tracking.db import (
     translate_storage_errors,
     unwritable_folder,
 )
-from edgehub.tracking.deletion import delete_runs
 from edgehub.tracking.modes import create_private_file, make_private_dir, tighten
 from edgehub.tracking.records import IMPORTED_TAG, RunFilter, RunRecord
-from edgehub.tracking.refs import resolve_run_ref
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.schema import SCHEMA_VERSION, create_or_migrate, schema_version
 from edgehub.tracking.store_reads import select_run, select_runs
+
+if TYPE_CHECKING:  # reads and deletions load their modules when asked for (not on a run's writes)
+    from edgehub.tracking.compare import RunComparison
 
 __all__ = ["RunStore"]
 
@@ -331,6 +331,8 @@ class RunStore:
     def resolve_id(self, ref: str, run_type: RunType | str | None = None) -> str:
         """The full id for a full id, a unique literal prefix, ``latest`` (the newest run of
         ``run_type`` if given) or ``latest:<type>`` (``latest:compile``, ``latest:profile``...)."""
+        from edgehub.tracking.refs import resolve_run_ref
+
         return resolve_run_ref(self._query, ref, run_type)
 
     def distinct_values(self, column: str) -> list[str]:
@@ -380,6 +382,8 @@ class RunStore:
 
     def compare(self, ref_a: str, ref_b: str) -> RunComparison:
         """Params, metrics and environment of two runs side by side."""
+        from edgehub.tracking.compare import compare_runs
+
         return compare_runs(self.get_run(ref_a), self.get_run(ref_b))
 
     def get_run(self, ref: str, run_type: RunType | str | None = None) -> RunRecord:
@@ -419,6 +423,8 @@ class RunStore:
         """Delete the runs ``run_ids`` (full ids) and everything they logged in one
         transaction; returns their stored artifact files that no other run refers to, and
         their run folders, for the caller to remove."""
+        from edgehub.tracking.deletion import delete_runs
+
         return delete_runs(self, run_ids)
 
 

@@ -78,6 +78,7 @@ class ComponentMeta(ABCMeta):
         cls._call_interface = original  # type: ignore[attr-defined]
         cls._providers = {}  # type: ignore[attr-defined]
         cls._provider_modules = {}  # type: ignore[attr-defined]
+        cls._provider_order = {}  # type: ignore[attr-defined]
 
         @functools.wraps(original)
         def run(self: Component, ctx: Any, *args: Any, **kwargs: Any) -> Any:
@@ -108,6 +109,9 @@ class Component(metaclass=ComponentMeta):
     _call_interface: Callable[..., Any]
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]
     _provider_modules: dict[str, str]
+    # each provider type once, in the order it was first registered or announced; True where
+    # it counts as registered (`provider_module` with ``registered``)
+    _provider_order: dict[str, bool]
 
     @classmethod
     def keyword_options(cls) -> dict[str, Any]:
@@ -157,19 +161,23 @@ class Component(metaclass=ComponentMeta):
 
     @classmethod
     def providers(cls) -> list[str]:
-        """The provider types registered (or announced) on this class, in registration order."""
-        found = list(getattr(cls, "_providers", {}))
-        return found + [k for k in getattr(cls, "_provider_modules", {}) if k not in found]
+        """The provider types registered (or announced) on this class, in the order each was
+        first registered or announced."""
+        return list(getattr(cls, "_provider_order", {}))
 
     @classmethod
-    def provider_module(cls, provider_type: str, module: str) -> None:
+    def provider_module(cls, provider_type: str, module: str, *, registered: bool = False) -> None:
         """Announce that importing ``module`` registers this class's provider for
         ``provider_type``; it is imported when such a device first runs the component (so a
-        toolchain does not import every provider's dependencies for a local run)."""
+        toolchain does not import every provider's dependencies for a local run).
+
+        With ``registered``, the type counts as served from now on, as if ``module`` had been
+        imported: registering another provider for it is refused as a duplicate."""
         if "_provider_modules" not in cls.__dict__:
             raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
         key = str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
         cls._provider_modules.setdefault(key, module)
+        cls._provider_order.setdefault(key, registered)
 
     @classmethod
     def provider_for(
@@ -206,6 +214,8 @@ class Component(metaclass=ComponentMeta):
             raise ValueError("provider type must be a non-empty string")
 
         def decorator(fn: F) -> F:
+            if key not in cls._providers and cls._provider_order.get(key):
+                importlib.import_module(cls._provider_modules[key])  # the one it counts as
             if key in cls._providers:
                 existing = cls._providers[key][0]
                 raise ValueError(
@@ -214,6 +224,7 @@ class Component(metaclass=ComponentMeta):
                 )
             signature = check_provider(cls.__name__, key, fn, cls._run_signature)
             cls._providers[key] = (fn, signature)
+            cls._provider_order.setdefault(key, True)
             return fn
 
         return decorator

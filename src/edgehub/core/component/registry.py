@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,6 +32,8 @@ def component_class(name: str) -> type[Component]:
     components = all_components()
     if name in components:
         return components[name]
+    import difflib  # only for a word that is not known
+
     close = difflib.get_close_matches(name, components, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(components))}"
     raise KeyError(f"unknown component {name!r}{hint}")

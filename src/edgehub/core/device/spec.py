@@ -24,13 +24,16 @@ class ProviderConfig:
     ``in_container`` -- the provider runs its tool in the runtime's pinned container on this
     host's Docker daemon (its board is that daemon, its compiles are reproducible);
     ``batch_runner`` -- ``"module:Class"`` of the runner of a model's batches on its devices for
-    every runtime (a service that runs models itself), None: the runtime's own.
+    every runtime (a service that runs models itself), None: the runtime's own;
+    ``unpaired_ab`` -- the provider runs each model as a job of its own (no session to interleave
+    two models in), so `hub exec ab` compares the two jobs' samples unpaired (`ops.ab_hub`).
     """
 
     __slots__ = ()
 
     in_container: ClassVar[bool] = False
     batch_runner: ClassVar[str | None] = None
+    unpaired_ab: ClassVar[bool] = False
     _declared: ClassVar[dict[str, type[ProviderConfig]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
+    from edgehub.core.runtimes import RuntimeDescriptor as Runtime
     from edgehub.ops.cancel import Cancellation
-    from edgehub.ops.eval.dataset import Dataset
     from edgehub.ops.eval.goals import Goal
     from edgehub.ops.eval.layers import LayerRow
     from edgehub.ops.eval.report import EvalReport
     from edgehub.ops.eval.run import EvalRequest
-    from edgehub.toolchains.registry import Runtime
+    from edgehub.toolchains.datasets import Dataset
 
 __all__ = ["FIX_RUN", "FixReport", "check_fix", "propose", "repair"]
 
@@ -75,25 +75,34 @@ class FixReport:
 def check_fix(request: EvalRequest, runtime: Runtime) -> None:
     """Usage errors of ``--fix`` before anything runs (what the runtime's ``repair`` says of
     the compile's options among them)."""
-    from edgehub.core.runtimes import reference_runtime
-    from edgehub.toolchains.registry import all_runtimes
+    from edgehub.core.runtimes import all_runtimes, reference_runtime
 
     if request.fix is None:
         return
     if runtime.repair is None:
         repairable = [r.name for r in all_runtimes().values() if r.repair is not None]
-        raise UsageError(f"--fix repairs {', '.join(repairable)} int8 models; drop it")
+        raise UsageError(
+            f"{{field}} repairs {', '.join(repairable)} int8 models; drop it", field="fix"
+        )
     if request.model is None:
-        raise UsageError("--fix recompiles the model: give a MODEL path, not --from-run")
+        raise UsageError(
+            "{field} recompiles the model: give a model path, not a compile run", field="fix"
+        )
     problem = runtime.repair.problem(request.options)
     if problem is not None:
         raise UsageError(problem)
     if not request.goals:
-        raise UsageError("--fix repairs until the goals hold: name at least one --goal")
+        raise UsageError(
+            "{field} repairs until the goals hold: name at least one goal", field="fix"
+        )
     if request.fix < 1:
-        raise UsageError("--fix takes the most layers to keep in float, a positive number")
+        raise UsageError(
+            "{field} takes the most layers to keep in float, a positive number", field="fix"
+        )
     if request.reference not in (None, reference_runtime().name):
-        raise UsageError("--fix runs the reference model; drop --reference RUN_ID for it")
+        raise UsageError(
+            "{field} runs the reference model; drop the stored reference run for it", field="fix"
+        )
 
 
 def propose(rows: list[LayerRow], first: LayerRow, kept: list[str]) -> list[str]:

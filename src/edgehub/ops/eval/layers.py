@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from edgehub.ops.eval.metrics import IDENTICAL_DB
+from edgehub.toolchains.metrics import IDENTICAL_DB
 
 if TYPE_CHECKING:
     import numpy as np

@@ -35,7 +35,7 @@ from edgehub.toolchains.metrics import task_metric
 if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
-    from edgehub.toolchains.registry import Runtime
+    from edgehub.core.runtimes import RuntimeDescriptor as Runtime
     from edgehub.tracking.run_log import RunLog
 
 __all__ = ["EvalRequest", "eval_runtimes", "evaluate", "evaluate_and_fix"]
@@ -45,7 +45,7 @@ EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
 
 def eval_runtimes() -> list[str]:
     """The registered runtimes that can run a dataset (their descriptor's ``batch_runner``)."""
-    from edgehub.toolchains.registry import all_runtimes
+    from edgehub.core.runtimes import all_runtimes
 
     return [r.name for r in all_runtimes().values() if r.batch_runner is not None and r.available]
 
@@ -96,9 +96,14 @@ def _plan(request: EvalRequest, runtime: Runtime) -> tuple[list[Goal], list[str]
         raise ModelError(f"model {request.model} not found; check the path")
     check_dataset_files(request.dataset, request.labels)  # no FIFO, device or socket
     if request.layers is not None and (not request.layers > 0 or request.layer_samples < 1):
-        raise UsageError("--layers takes a positive threshold (relative L2), e.g. 0.2")
+        raise UsageError(
+            "{field} takes a positive threshold (relative L2), e.g. 0.2", field="layers"
+        )
     if _stored_reference(request) and request.layers is not None:
-        raise UsageError("--layers runs the reference model; drop --reference RUN_ID for it")
+        raise UsageError(
+            "{field} runs the reference model; drop the stored reference run for it",
+            field="layers",
+        )
     check_fix(request, runtime)
     goals = [parse_goal(text) for text in request.goals]
     names: list[str] = []
@@ -134,7 +139,7 @@ def evaluate_and_fix(
 ) -> tuple[EvalReport, FixReport | None]:
     """`evaluate`, and with ``request.fix`` the repair (`fix.repair`): then the report is the
     last model's eval, and the ``FIX`` run's report comes with it."""
-    from edgehub.toolchains.registry import get_runtime
+    from edgehub.core.runtimes import get_runtime
 
     runtime = get_runtime(request.runtime)
     goals, metric_names = _plan(request, runtime)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import re
 import threading
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from edgehub.errors import ImageNotBuiltError, RunnerError
+from edgehub.ids import random_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, connect
 from edgehub.runners.docker.owner import owner_labels
 
@@ -174,7 +174,7 @@ class Container:
         config = self.settings.config(["sleep", "infinity"], attrs, owner_labels())
         # Known by name before it exists, so `remove` can delete a container whose creation
         # was interrupted.
-        self.pending_name = f"edgehub-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.pending_name = f"edgehub-{os.getpid()}-{random_hex(8)}"
         try:
             self.id = client.create_container(config, self.pending_name)
             client.start_container(self.id)

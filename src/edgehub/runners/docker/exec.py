@@ -10,9 +10,9 @@ daemon closes that stdin and the job reads end of file.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 
+from edgehub.ids import uuid4_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket
 from edgehub.runners.docker.frames import frames
 from edgehub.runners.docker.owner import owner_marker
@@ -104,7 +104,7 @@ class ExecProcess:
     ) -> None:
         self._client = client
         self._container = container
-        self.marker = f"{EXEC_MARKER}={uuid.uuid4().hex}"
+        self.marker = f"{EXEC_MARKER}={uuid4_hex()}"
         attach = stdin is not None or hold_stdin
         self.exec_id = client.exec_create(
             container,

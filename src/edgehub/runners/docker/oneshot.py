@@ -28,12 +28,12 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from edgehub.errors import RunnerError
+from edgehub.ids import random_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
 from edgehub.runners.docker.container import Container
 from edgehub.runners.docker.frames import frames
@@ -158,7 +158,7 @@ class OneShots:
             bind = {"Type": "bind", "Source": str(source), "Target": target}
             config["HostConfig"]["Mounts"].append(bind)
         # Known by name before it exists, so a creation cut short is removed too.
-        name = f"edgehub-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        name = f"edgehub-{os.getpid()}-{random_hex(8)}"
         with self._lock:
             self._names.add(name)
         try:

@@ -13,7 +13,7 @@ from edgehub.toolchains.aws.config import DeviceFarmConfig
 
 __all__ = ["PROVIDERS", "DeviceFarmConfig", "resume_device_farm_run"]
 
-PROVIDERS = "edgehub.toolchains.aws.providers"
+PROVIDERS = "edgehub.toolchains.aws.profile"  # importing it registers the provider
 
 
 def resume_device_farm_run(*args: Any, **kwargs: Any) -> Any:

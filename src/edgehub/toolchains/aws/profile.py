@@ -37,6 +37,7 @@ from edgehub.toolchains.aws.package import (
 )
 from edgehub.toolchains.aws.transfer import download, read_members
 from edgehub.toolchains.aws.uploads import content_upload
+from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.polling import pause
 from edgehub.toolchains.tflite.benchmark_log import parse_benchmark_log
 from edgehub.toolchains.tflite.components import (
@@ -181,38 +182,35 @@ def _job_device(client: Any, arn: str) -> dict[str, Any] | None:
     return dict(device) if isinstance(device, dict) else None
 
 
-@TFLiteProfiler.provider(ProviderType.AWS)
+@provides(
+    TFLiteProfiler, ProviderType.AWS, "benchmark_params", "runs", "warmup", "threads", "xnnpack"
+)
 def _profile_tflite_aws(
     ctx: HubContext,
     model: TFLiteCompiledModel,
-    *,
-    device: str | None = None,
-    benchmark_params: dict[str, Any] | None = None,
-    runs: int = 100,
-    warmup: int = 10,
-    threads: int | None = None,
-    xnnpack: bool = True,
+    **options: Any,
 ) -> TFLiteProfilingResult:
     """Profile a ``.tflite`` model on an AWS Device Farm phone with LiteRT's benchmark_model."""
-    if device is None:
+    o = read_options(TFLiteProfiler, options)
+    if o.device is None:
         raise DeviceError("TFLiteProfiler on aws needs a device")
-    dev = ctx.device(device)
+    dev = ctx.device(o.device)
     config = dev.get_provider_config(DeviceFarmConfig, TFLiteProfiler) or DeviceFarmConfig()
     resume = _RESUME.get()
     path = model_file(Path(model.path.to_local(ctx).local()))
-    options = {"runs": runs, "warmup": warmup, "threads": threads, "xnnpack": xnnpack}
-    plan = plan_benchmark(_flags_from_options(options, benchmark_params))
+    chosen = {"runs": o.runs, "warmup": o.warmup, "threads": o.threads, "xnnpack": o.xnnpack}
+    plan = plan_benchmark(_flags_from_options(chosen, o.benchmark_params))
     for name, value in plan.overridden.items():
         ctx.events.info(
             f"aws: benchmark_params {name}={value} is set by edgehub and was overridden"
         )
     binary = Path(config.benchmark_binary)
-    region = farm_region(config, device, run_arn=resume or "")
+    region = farm_region(config, o.device, run_arn=resume or "")
     if not resume:
         if not config.project_arn:
             raise UsageError(
-                f"aws device {device!r} has no project_arn; set project_arn under "
-                f"[devices.{device}.aws] to your Device Farm project's ARN"
+                f"aws device {o.device!r} has no project_arn; set project_arn under "
+                f"[devices.{o.device}.aws] to your Device Farm project's ARN"
             )
         check_arm64_binary(binary)
     client, source = make_client(region)
@@ -224,7 +222,7 @@ def _profile_tflite_aws(
         ctx.events.info(f"aws: resuming Device Farm run {arn} instead of scheduling anew")
         ctx.client.log_param("aws_resumed_run_arn", arn)
     else:
-        selection = select_device(client, config, dev.spec.device_name, device)
+        selection = select_device(client, config, dev.spec.device_name, o.device)
         ctx.events.info(f"aws: device {selection.label()}")
         package, package_hash = build_test_package(binary, path)
         spec, spec_hash = build_test_spec(plan)
@@ -296,7 +294,7 @@ def _profile_tflite_aws(
     props = _device_props(files.get(DEVICE_INFO_NAME, b""))
     job_device = _job_device(client, arn)
     label = describe_device(job_device) if job_device else props.get("ro.product.model", "")
-    ctx.client.log_param("$device", label or device)
+    ctx.client.log_param("$device", label or o.device)
     ctx.client.log_environment(
         {"aws_device": label, **{f"device.{k}": v for k, v in props.items()}}
     )
@@ -307,7 +305,8 @@ def _profile_tflite_aws(
     metrics = parsed.metrics
     ctx.events.info(
         f"latency: {'median' if 'latency_median_ms' in metrics else 'mean'} "
-        f"{metrics['latency']:.3f} ms over {int(metrics.get('runs', 0))} runs on {label or device}"
+        f"{metrics['latency']:.3f} ms over {int(metrics.get('runs', 0))} runs on "
+        f"{label or o.device}"
     )
     document = {
         "aws_run_arn": arn,

@@ -1,5 +1,6 @@
-"""The ONNX Runtime toolchain: its components, the providers registered on import, and the
-`RUNTIME` descriptor registered through the ``edgehub.runtimes`` entry point."""
+"""The ONNX Runtime toolchain: its components, its providers (each module imported when a device
+of its type first runs a component), and the `RUNTIME` descriptor registered through the
+``edgehub.runtimes`` entry point."""
 
 from collections.abc import Mapping
 from typing import Any
@@ -8,10 +9,9 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.toolchains import qai_hub
-from edgehub.toolchains.ab_agent import agent_ab
+from edgehub.toolchains.deferred import deferred
 from edgehub.toolchains.evaluators import ONNXRuntimeEvaluator
-from edgehub.toolchains.onnxruntime import local, ssh  # noqa: F401 (providers)
-from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+from edgehub.toolchains.onnxruntime import local
 from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeCompiledModel,
     ONNXRuntimeCompiler,
@@ -48,7 +48,7 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
     evaluator=ONNXRuntimeEvaluator,
     calibrates=_calibrates,
-    batch_runner=ORTBatchRunner,
+    batch_runner=deferred(f"{__name__}.batch:ORTBatchRunner"),
     reference=True,
     repair=Repair(
         "quantization",
@@ -56,7 +56,7 @@ RUNTIME = RuntimeDescriptor(
         ("calibration_data", "calibration_method", "per_channel", "quantize_io"),
         _repair_problem,
     ),
-    ab=agent_ab,
+    ab=deferred("edgehub.toolchains.ab_agent:agent_ab"),
     ab_inputs=True,
     device_packages=(("onnxruntime", "onnxruntime"),),
 )
@@ -65,7 +65,9 @@ for _component in (
     ONNXRuntimeCompiler,
     ONNXRuntimeProfiler,
     ONNXRuntimeInvoker,
-):  # imported when used
+):  # each imported when used; local and ssh count as registered (a second one is refused)
+    _component.provider_module(ProviderType.LOCAL, local.__name__, registered=True)
+    _component.provider_module(SSHAgentConfig.provider_type, f"{__name__}.ssh", registered=True)
     _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)
     _component.provider_module(ProviderType.EMBEDL_ONNXRUNTIME, f"{__name__}.embedl_onnxruntime")
 del _component

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
+from edgehub.toolchains.options import options_of
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
     InvocationResult,
@@ -63,31 +64,6 @@ class ONNXRuntimeCompiler(Component):
 
     run_type = RunType.COMPILE
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        input_shape: InputShape | None = None,
-        calibration_data: Path | dict[str, np.ndarray] | None = None,
-        calibration_method: CalibrationMethod | None = None,
-        per_channel: bool = False,
-        quantize_io: bool = False,
-        quantization: Quantization = "static",
-        exclude_nodes: list[str] | None = None,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            input_shape=input_shape,
-            calibration_data=calibration_data,
-            calibration_method=calibration_method,
-            per_channel=per_channel,
-            quantize_io=quantize_io,
-            quantization=quantization,
-            exclude_nodes=exclude_nodes,
-        )
-
     def run(
         self,
         ctx: HubContext,
@@ -104,6 +80,10 @@ class ONNXRuntimeCompiler(Component):
     ) -> ONNXRuntimeCompiledModel:
         """Compile ``onnx_path``; options override the constructor's."""
         raise NoProviderError
+
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
 
 
 class ONNXRuntimeProfiler(Component):
@@ -133,41 +113,6 @@ class ONNXRuntimeProfiler(Component):
         "stable_max_other_share": Range(0, 1),
     }
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        runs: int = 100,
-        burn_ins: int = 10,
-        warmup: int | None = None,
-        cold_starts: int = 1,
-        profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
-        input_data: Path | dict[str, np.ndarray] | None = None,
-        input_shape: InputShape | None = None,
-        until_stable: bool = False,
-        stable_tolerance: float = 0.05,
-        stable_max_s: float = 60.0,
-        stable_window_s: float = 1.0,
-        stable_max_other_share: float = 0.25,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            runs=runs,
-            burn_ins=burn_ins,
-            warmup=warmup,
-            cold_starts=cold_starts,
-            profiling_method=profiling_method,
-            input_data=input_data,
-            input_shape=input_shape,
-            until_stable=until_stable,
-            stable_tolerance=stable_tolerance,
-            stable_max_s=stable_max_s,
-            stable_window_s=stable_window_s,
-            stable_max_other_share=stable_max_other_share,
-        )
-
     def run(
         self,
         ctx: HubContext,
@@ -190,6 +135,10 @@ class ONNXRuntimeProfiler(Component):
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+
 
 class ONNXRuntimeInvoker(Component):
     """Runs an ONNX model on input tensors and returns the outputs by name.
@@ -200,21 +149,6 @@ class ONNXRuntimeInvoker(Component):
     """
 
     run_type = RunType.INFERENCE
-
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        use_compiled_names: bool = False,
-        input_shape: InputShape | None = None,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            use_compiled_names=use_compiled_names,
-            input_shape=input_shape,
-        )
 
     def run(
         self,
@@ -228,3 +162,7 @@ class ONNXRuntimeInvoker(Component):
     ) -> ONNXRuntimeInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array; None: random inputs)."""
         raise NoProviderError
+
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)

@@ -15,14 +15,9 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import InputDataError, InvokeError
 from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
 from edgehub.toolchains.onnxruntime.components import ONNXRuntimeInvoker
-from edgehub.toolchains.qai_hub.assets import uploaded_dataset, uploaded_model
-from edgehub.toolchains.qai_hub.client import hub_call
-from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
-from edgehub.toolchains.qai_hub.invoke import remap_input_names
-from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, wait_for_job
+from edgehub.toolchains.qai_hub.devices import start_on_device
+from edgehub.toolchains.qai_hub.invoke import inference_job, remap_input_names
 from edgehub.toolchains.qai_hub.profile import local_model
-from edgehub.toolchains.qai_hub.session import session_for
-from edgehub.toolchains.qai_hub.uploads import dataset_hash
 from edgehub.toolchains.tflite.components import TFLiteInvoker
 
 if TYPE_CHECKING:
@@ -85,31 +80,12 @@ class QAIHubBatchRunner(BatchRunner):
         ctx = self.ctx
         path = local_model(ctx, job.model, InvokeError)
         _, config = start_on_device(ctx, self.device, self._component, InvokeError)
-        hub = session_for(ctx).hub
         inputs = getattr(job.model, "input_name_mapping", None)
         if inputs:
             entries = remap_input_names(entries, inputs)
-        options = config.job_options("inference")
-
-        def submit(names: list[str]) -> Any:
-            return hub_call(
-                hub,
-                InvokeError,
-                "submitting the inference job",
-                hub.submit_inference_job,
-                model=uploaded_model(ctx, path, InvokeError),
-                device=hub_devices(ctx, names, self._component, InvokeError),
-                inputs=uploaded_dataset(ctx, entries, InvokeError, "eval samples"),
-                name=f"{path.stem} eval",
-                options=options,
-                profile=False,
-            )
-
-        key = f"{path}|{options}|{dataset_hash(entries)}"
-        hub_job = obtain_job(ctx, "inference", key, self.device, submit)
-        record_job(ctx, "inference", hub_job)
-        wait_for_job(ctx, "inference", hub_job, config, InvokeError)
-        data = hub_call(hub, InvokeError, "downloading the outputs", hub_job.download_output_data)
+        hub_job, data = inference_job(
+            ctx, path, entries, self.device, self._component, config, "eval"
+        )
         if not data:
             raise InvokeError(f"qai_hub inference job {hub_job.job_id} returned no outputs")
         count = len(next(iter(entries.values())))

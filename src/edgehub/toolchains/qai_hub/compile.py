@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, UsageError
 from edgehub.toolchains.onnxruntime.components import ONNXRuntimeCompiledModel, ONNXRuntimeCompiler
+from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import CompiledWithNames
 from edgehub.toolchains.qai_hub.assets import remember_download, uploaded_dataset, uploaded_model
 from edgehub.toolchains.qai_hub.client import hub_call
@@ -193,66 +194,51 @@ def compile_on_hub(
     )
 
 
-@ONNXRuntimeCompiler.provider(ProviderType.QAI_HUB)
-def _compile_ort_qai_hub(
-    ctx: HubContext,
-    onnx_path: Path,
-    *,
-    device: str | None = None,
-    input_shape: Any = None,
-    calibration_data: Any = None,
-    calibration_method: str | None = None,
-    per_channel: bool = False,
-    quantize_io: bool = False,
-    quantization: str = "static",
-) -> ONNXRuntimeCompiledModel:
-    """ONNX -> ONNX Runtime model compiled on AI Hub (``--target_runtime onnx``)."""
-    if quantization == "dynamic":
+def _ort_options(ctx: HubContext, o: Any) -> None:
+    """What AI Hub does not offer of ONNX Runtime's quantization options."""
+    if o.quantization == "dynamic":
         raise UsageError(
             "Qualcomm AI Hub offers no dynamic quantization; use quantization='static' with "
             "calibration_data, or 'none'"
         )
-    if quantization == "none" and calibration_data is not None:
+    if o.quantization == "none" and o.calibration_data is not None:
         ctx.events.warning("quantization='none': calibration_data is ignored")
-        calibration_data = None
-    if calibration_method is not None or per_channel:
+        o.calibration_data = None
+    if o.calibration_method is not None or o.per_channel:
         ctx.events.warning("calibration_method and per_channel are chosen by AI Hub; ignored")
-    result: ONNXRuntimeCompiledModel = compile_on_hub(
-        ctx,
-        onnx_path,
-        device=device,
-        component=ONNXRuntimeCompiler,
-        output_type=ONNXRuntimeCompiledModel,
-        target_runtime="onnx",
-        suffix=".onnx",
-        input_shape=input_shape,
-        calibration_data=calibration_data,
-        quantize_io=quantize_io,
-    )
-    return result
 
 
-@TFLiteCompiler.provider(ProviderType.QAI_HUB)
-def _compile_tflite_qai_hub(
-    ctx: HubContext,
-    onnx_path: Path,
-    *,
-    device: str | None = None,
-    input_shape: Any = None,
-    calibration_data: Any = None,
-    quantize_io: bool = False,
-) -> TFLiteCompiledModel:
-    """ONNX -> ``.tflite`` compiled on AI Hub (``--target_runtime tflite``)."""
-    result: TFLiteCompiledModel = compile_on_hub(
-        ctx,
-        onnx_path,
-        device=device,
-        component=TFLiteCompiler,
-        output_type=TFLiteCompiledModel,
-        target_runtime="tflite",
-        suffix=".tflite",
-        input_shape=input_shape,
-        calibration_data=calibration_data,
-        quantize_io=quantize_io,
-    )
-    return result
+def _register(
+    component: type[Any],
+    output_type: type[CompiledWithNames],
+    target_runtime: str,
+    suffix: str,
+    serves: tuple[str, ...],
+    check: Any = None,
+) -> None:
+    """``component``'s provider: ONNX -> its runtime's model compiled on AI Hub
+    (``--target_runtime target_runtime``)."""
+
+    @provides(component, ProviderType.QAI_HUB, *serves)
+    def compile_on_qai_hub(ctx: HubContext, onnx_path: Path, **options: Any) -> Any:
+        o = read_options(component, options)
+        if check is not None:
+            check(ctx, o)
+        return compile_on_hub(
+            ctx,
+            onnx_path,
+            device=o.device,
+            component=component,
+            output_type=output_type,
+            target_runtime=target_runtime,
+            suffix=suffix,
+            input_shape=o.input_shape,
+            calibration_data=o.calibration_data,
+            quantize_io=o.quantize_io,
+        )
+
+
+_SHARED = ("input_shape", "calibration_data", "quantize_io")
+_ORT = (*_SHARED, "calibration_method", "per_channel", "quantization")
+_register(ONNXRuntimeCompiler, ONNXRuntimeCompiledModel, "onnx", ".onnx", _ORT, _ort_options)
+_register(TFLiteCompiler, TFLiteCompiledModel, "tflite", ".tflite", _SHARED)

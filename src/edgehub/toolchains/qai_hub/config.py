@@ -40,6 +40,7 @@ class QAIHubConfig(ProviderConfig):
 
     provider_type: ClassVar[str] = "qai_hub"
     batch_runner: ClassVar[str | None] = "edgehub.toolchains.qai_hub.batch:QAIHubBatchRunner"
+    unpaired_ab: ClassVar[bool] = True
 
     compute_unit: str | None = None
     qairt_version: str | None = None

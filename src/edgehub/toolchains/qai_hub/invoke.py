@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import InputDataError, InvokeError
 from edgehub.toolchains.onnxruntime.components import (
-    ONNXRuntimeCompiledModel,
     ONNXRuntimeInvocationResult,
     ONNXRuntimeInvoker,
 )
+from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import InvocationResult
 from edgehub.toolchains.qai_hub.assets import uploaded_dataset, uploaded_model
 from edgehub.toolchains.qai_hub.client import hub_call
@@ -28,13 +28,11 @@ from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt
 from edgehub.toolchains.qai_hub.profile import local_model
 from edgehub.toolchains.qai_hub.session import session_for
 from edgehub.toolchains.qai_hub.uploads import dataset_hash
-from edgehub.toolchains.tflite.components import (
-    TFLiteCompiledModel,
-    TFLiteInvocationResult,
-    TFLiteInvoker,
-)
+from edgehub.toolchains.tflite.components import TFLiteInvocationResult, TFLiteInvoker
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from edgehub.core.context import HubContext
@@ -75,6 +73,42 @@ def flatten_outputs(dataset: Mapping[str, Any]) -> dict[str, np.ndarray]:
     return outputs
 
 
+def inference_job(
+    ctx: HubContext,
+    path: Path,
+    entries: Mapping[str, Any],
+    device: str | None,
+    component: type[Any],
+    config: Any,
+    label: str,
+) -> tuple[Any, Any]:
+    """Submit (or find again, by model, options and inputs) the inference job of model ``path``
+    on the samples ``entries`` on ``device``, record it on the run and wait for it: the job and
+    its downloaded outputs. ``label`` ends the job's name (``"inference"``, ``"eval"``)."""
+    hub = session_for(ctx).hub
+    options = config.job_options("inference")
+
+    def submit(names: list[str]) -> Any:
+        return hub_call(
+            hub,
+            InvokeError,
+            "submitting the inference job",
+            hub.submit_inference_job,
+            model=uploaded_model(ctx, path, InvokeError),
+            device=hub_devices(ctx, names, component, InvokeError),
+            inputs=uploaded_dataset(ctx, entries, InvokeError, f"{label} inputs"),
+            name=f"{path.stem} {label}",
+            options=options,
+            profile=False,
+        )
+
+    key = f"{path}|{options}|{dataset_hash(entries)}"
+    job = obtain_job(ctx, "inference", key, device, submit)
+    record_job(ctx, "inference", job)
+    wait_for_job(ctx, "inference", job, config, InvokeError)
+    return job, hub_call(hub, InvokeError, "downloading the outputs", job.download_output_data)
+
+
 def invoke_on_hub(
     ctx: HubContext,
     model: Any,
@@ -94,7 +128,7 @@ def invoke_on_hub(
         )
     path = local_model(ctx, model, InvokeError)
     _, config = start_on_device(ctx, device, component, InvokeError)
-    hub = session_for(ctx).hub
+    session_for(ctx)  # the client and its token, checked before anything is logged
     input_mapping = getattr(model, "input_name_mapping", None)
     output_mapping = getattr(model, "output_name_mapping", None)
     if not use_compiled_names and input_mapping:
@@ -103,28 +137,8 @@ def invoke_on_hub(
     ctx.client.log_artifact(path, name="input")
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), name="input_data")
     entries = sample_entries(input_data)
-    options = config.job_options("inference")
-    ctx.client.log_param("qai_hub_inference_options", options)
-
-    def submit(names: list[str]) -> Any:
-        return hub_call(
-            hub,
-            InvokeError,
-            "submitting the inference job",
-            hub.submit_inference_job,
-            model=uploaded_model(ctx, path, InvokeError),
-            device=hub_devices(ctx, names, component, InvokeError),
-            inputs=uploaded_dataset(ctx, entries, InvokeError, "inputs"),
-            name=f"{path.stem} inference",
-            options=options,
-            profile=False,
-        )
-
-    key = f"{path}|{options}|{dataset_hash(entries)}"
-    job = obtain_job(ctx, "inference", key, device, submit)
-    record_job(ctx, "inference", job)
-    wait_for_job(ctx, "inference", job, config, InvokeError)
-    dataset = hub_call(hub, InvokeError, "downloading the outputs", job.download_output_data)
+    ctx.client.log_param("qai_hub_inference_options", config.job_options("inference"))
+    job, dataset = inference_job(ctx, path, entries, device, component, config, "inference")
     if dataset is None:
         raise InvokeError(f"qai_hub inference job {job.job_id} returned no outputs ({job.url})")
     record_qairt(ctx, getattr(job, "model", None), config)
@@ -137,47 +151,23 @@ def invoke_on_hub(
     return output_type.from_current_run(ctx, output=outputs)
 
 
-@ONNXRuntimeInvoker.provider(ProviderType.QAI_HUB)
-def _invoke_ort_qai_hub(
-    ctx: HubContext,
-    model: ONNXRuntimeCompiledModel,
-    input_data: dict[str, np.ndarray],
-    *,
-    device: str | None = None,
-    use_compiled_names: bool = False,
-) -> ONNXRuntimeInvocationResult:
-    """Run an ONNX Runtime model on AI Hub on one sample."""
-    result: ONNXRuntimeInvocationResult = invoke_on_hub(
-        ctx,
-        model,
-        input_data,
-        device=device,
-        use_compiled_names=use_compiled_names,
-        component=ONNXRuntimeInvoker,
-        output_type=ONNXRuntimeInvocationResult,
-        runtime="onnx",
-    )
-    return result
+def _register(component: type[Any], output_type: type[InvocationResult], runtime: str) -> None:
+    """``component``'s provider: its model run on AI Hub on one sample."""
+
+    @provides(component, ProviderType.QAI_HUB, "use_compiled_names")
+    def invoke_on_qai_hub(ctx: HubContext, model: Any, input_data: Any, **options: Any) -> Any:
+        o = read_options(component, options)
+        return invoke_on_hub(
+            ctx,
+            model,
+            input_data,
+            device=o.device,
+            use_compiled_names=o.use_compiled_names,
+            component=component,
+            output_type=output_type,
+            runtime=runtime,
+        )
 
 
-@TFLiteInvoker.provider(ProviderType.QAI_HUB)
-def _invoke_tflite_qai_hub(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    input_data: dict[str, np.ndarray],
-    *,
-    device: str | None = None,
-    use_compiled_names: bool = False,
-) -> TFLiteInvocationResult:
-    """Run a ``.tflite`` model on AI Hub on one sample."""
-    result: TFLiteInvocationResult = invoke_on_hub(
-        ctx,
-        model,
-        input_data,
-        device=device,
-        use_compiled_names=use_compiled_names,
-        component=TFLiteInvoker,
-        output_type=TFLiteInvocationResult,
-        runtime="tflite",
-    )
-    return result
+_register(ONNXRuntimeInvoker, ONNXRuntimeInvocationResult, "onnx")
+_register(TFLiteInvoker, TFLiteInvocationResult, "tflite")

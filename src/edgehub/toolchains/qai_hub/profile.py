@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import ModelError, ProfileError
 from edgehub.toolchains.onnxruntime.components import (
-    ONNXRuntimeCompiledModel,
     ONNXRuntimeProfiler,
     ONNXRuntimeProfilingResult,
 )
+from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingResult
 from edgehub.toolchains.qai_hub.assets import uploaded_model
 from edgehub.toolchains.qai_hub.client import hub_call
@@ -22,11 +22,7 @@ from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
 from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
 from edgehub.toolchains.qai_hub.profile_summary import summarize_profile
 from edgehub.toolchains.qai_hub.session import session_for
-from edgehub.toolchains.tflite.components import (
-    TFLiteCompiledModel,
-    TFLiteProfiler,
-    TFLiteProfilingResult,
-)
+from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfilingResult
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -121,42 +117,25 @@ def _report(ctx: HubContext, metrics: dict[str, float], layers: list[dict[str, A
         )
 
 
-@ONNXRuntimeProfiler.provider(ProviderType.QAI_HUB)
-def _profile_ort_qai_hub(
-    ctx: HubContext,
-    model: ONNXRuntimeCompiledModel,
-    *,
-    device: str | None = None,
-    runs: int = 100,
-) -> ONNXRuntimeProfilingResult:
-    """Profile on AI Hub; ``runs`` sets ``--max_profiler_iterations``."""
-    result: ONNXRuntimeProfilingResult = profile_on_hub(
-        ctx,
-        model,
-        device=device,
-        component=ONNXRuntimeProfiler,
-        output_type=ONNXRuntimeProfilingResult,
-        runtime="onnx",
-        runs=runs,
-    )
-    return result
+def _register(
+    component: type[Any], output_type: type[ProfilingResult], runtime: str, *serves: str
+) -> None:
+    """``component``'s provider: a profile on AI Hub (``runs``, where served, sets
+    ``--max_profiler_iterations``; else the service's own count)."""
+
+    @provides(component, ProviderType.QAI_HUB, *serves)
+    def profile_on_qai_hub(ctx: HubContext, model: Any, **options: Any) -> Any:
+        o = read_options(component, options)
+        return profile_on_hub(
+            ctx,
+            model,
+            device=o.device,
+            component=component,
+            output_type=output_type,
+            runtime=runtime,
+            runs=o.runs if "runs" in serves else None,
+        )
 
 
-@TFLiteProfiler.provider(ProviderType.QAI_HUB)
-def _profile_tflite_qai_hub(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    *,
-    device: str | None = None,
-) -> TFLiteProfilingResult:
-    """Profile a ``.tflite`` model on AI Hub (its own iteration count)."""
-    result: TFLiteProfilingResult = profile_on_hub(
-        ctx,
-        model,
-        device=device,
-        component=TFLiteProfiler,
-        output_type=TFLiteProfilingResult,
-        runtime="tflite",
-        runs=None,
-    )
-    return result
+_register(ONNXRuntimeProfiler, ONNXRuntimeProfilingResult, "onnx", "runs")
+_register(TFLiteProfiler, TFLiteProfilingResult, "tflite")

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath, PurePosixPath
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from edgehub.errors import DeviceError
@@ -107,16 +106,9 @@ class _SharedInputs:
         self._python = python
 
     def run(
-        self,
-        argv: Sequence[str],
-        cwd: str | PurePath | None = None,
-        *,
-        hide: bool = False,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        check: bool = True,
+        self, argv: Sequence[str], cwd: str | PurePath | None = None, **options: Any
     ) -> CommandResult:
-        return self._runner.run(argv, cwd, hide=hide, env=env, timeout=timeout, check=check)
+        return self._runner.run(argv, cwd, **options)
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         self._runner.get(remote, local)
@@ -128,51 +120,25 @@ class _SharedInputs:
         self._runner.__enter__()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._runner.__exit__(exc_type, exc, tb)
+    def __exit__(self, *exc_info: Any) -> None:
+        self._runner.__exit__(*exc_info)
 
     def put(self, local: Path, remote: str | PurePath) -> None:
         self._share_inputs(local)
         self._runner.put(local, remote)
 
     def exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
+        self, stage: Path, remote: str | PurePath, argv: Sequence[str], **options: Any
     ) -> CommandResult:
         self._share_inputs(stage)
-        return self._runner.exchange(
-            stage, remote, argv, fetch=fetch, local=local, timeout=timeout, hide=hide
-        )
+        return self._runner.exchange(stage, remote, argv, **options)
 
     def agent_exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        socket: str,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
+        self, stage: Path, remote: str | PurePath, argv: Sequence[str], **options: Any
     ) -> CommandResult | None:
         self._share_inputs(stage)
-        return self._runner.agent_exchange(
-            stage, remote, argv, socket=socket, fetch=fetch, local=local, timeout=timeout,
-            hide=hide, links=self._runner.absolute_path(self._store),
-        )  # fmt: skip
+        links = self._runner.absolute_path(self._store)
+        return self._runner.agent_exchange(stage, remote, argv, links=links, **options)
 
     def share_input(self, samples: Path, digest: Callable[[], str]) -> tuple[str, str]:
         """`SupportsSharedInput.share_input` of dataset ``samples`` (a file or directory whose

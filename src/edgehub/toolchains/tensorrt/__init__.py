@@ -1,5 +1,6 @@
 """The TensorRT toolchain: its `RUNTIME` descriptor; the local providers (engines built with
-TensorRT for RTX without a GPU; profile and invoke where a GPU is present) register on import."""
+TensorRT for RTX without a GPU; profile and invoke where a GPU is present) register on import,
+trtexec's when a ``trtexec`` device first runs a component."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.agent.trt.engine_file import engine_problem
+from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.errors import UsageError
+from edgehub.toolchains.deferred import deferred
 from edgehub.toolchains.evaluators import TensorRTEvaluator
-from edgehub.toolchains.tensorrt import local, trtexec  # noqa: F401 (providers)
-from edgehub.toolchains.tensorrt.batch import TRTBatchRunner
+from edgehub.toolchains.tensorrt import local
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
     TensorRTCompiler,
@@ -78,7 +80,7 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
     evaluator=TensorRTEvaluator,
     calibrates=_calibrates,
-    batch_runner=TRTBatchRunner,
+    batch_runner=deferred(f"{__name__}.batch:TRTBatchRunner"),
     repair=Repair("precision", "fp32", ("calibration_data",), _repair_problem),
     model_file=_model_file,
     host_gpu=True,
@@ -86,3 +88,7 @@ RUNTIME = RuntimeDescriptor(
     device_packages=(("tensorrt", "tensorrt"),),
     image_checks=tensorrt_image_checks,
 )
+
+for _component in (TensorRTCompiler, TensorRTProfiler, TensorRTInvoker):  # counts as registered
+    _component.provider_module(ProviderType.TRTEXEC, f"{__name__}.trtexec", registered=True)
+del _component

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel
 from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape, InputShapeRange
+from edgehub.toolchains.options import options_of
 from edgehub.toolchains.outputs import (
     InvocationResult,
     ProfilingMethod,
@@ -69,37 +70,6 @@ class TensorRTCompiler(Component):
     run_type = RunType.COMPILE
     option_aliases = {"input_shapes": "input_shape_range"}  # the old name, deprecated
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        tensorrt_version: str | None = None,
-        calib_path: Path | None = None,
-        precision: Precision = "fp32",
-        target: str | None = None,
-        input_shape: InputShape | None = None,
-        input_shape_range: InputShapeRange | None = None,
-        input_shapes: InputShapeRange | None = None,
-        workspace_mb: int | None = None,
-        calibration_data: Path | dict[str, np.ndarray] | None = None,
-        exclude_nodes: list[str] | None = None,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            tensorrt_version=tensorrt_version,
-            calib_path=calib_path,
-            precision=precision,
-            target=target,
-            input_shape=input_shape,
-            input_shape_range=input_shape_range,
-            input_shapes=input_shapes,
-            workspace_mb=workspace_mb,
-            calibration_data=calibration_data,
-            exclude_nodes=exclude_nodes,
-        )
-
     def run(
         self,
         ctx: HubContext,
@@ -120,6 +90,10 @@ class TensorRTCompiler(Component):
         """Build an engine from ``onnx_path``."""
         raise NoProviderError
 
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+
 
 class TensorRTProfiler(Component):
     """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
@@ -132,31 +106,6 @@ class TensorRTProfiler(Component):
 
     run_type = RunType.PROFILE
     option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
-
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
-        iterations: int = 100,
-        warm_up_ms: int = 200,
-        input_shape: InputShape | None = None,
-        until_stable: bool = False,
-        stable_tolerance: float = 0.05,
-        stable_max_s: float = 60.0,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            profiling_method=profiling_method,
-            iterations=iterations,
-            warm_up_ms=warm_up_ms,
-            input_shape=input_shape,
-            until_stable=until_stable,
-            stable_tolerance=stable_tolerance,
-            stable_max_s=stable_max_s,
-        )
 
     def run(
         self,
@@ -175,15 +124,16 @@ class TensorRTProfiler(Component):
         """Profile ``model``."""
         raise NoProviderError
 
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+
 
 class TensorRTInvoker(Component):
     """Runs a TensorRT engine on input tensors; outputs keep the engine's dtypes. Needs a GPU
     where it runs."""
 
     run_type = RunType.INFERENCE
-
-    def __init__(self, *, name: str | None = None, device: str | None = None) -> None:
-        super().__init__(name=name, device=device)
 
     def run(
         self,
@@ -195,3 +145,7 @@ class TensorRTInvoker(Component):
     ) -> TensorRTInvocationResult:
         """Run ``model`` on ``input_data``."""
         raise NoProviderError
+
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)

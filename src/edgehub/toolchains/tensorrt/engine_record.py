@@ -13,10 +13,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.agent.trt.engine_file import engine_record
+from edgehub.agent.trt.engine_file import engine_problem, engine_record
+from edgehub.errors import UsageError
+from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
+    from edgehub.toolchains.tensorrt.components import TensorRTCompiledModel
 
 __all__ = ["recorded_engine"]
 
@@ -57,3 +60,12 @@ def recorded_engine(ctx: HubContext, path: Path) -> dict[str, Any] | None:
         return None
     targets = str(params.get("target") or "").split(",")
     return engine_record(flavor, version, [t for t in targets if t])
+
+
+def engine_file(ctx: HubContext, model: TensorRTCompiledModel) -> Path:
+    """The engine file ``model`` names, here; a file that is no engine is the user's to fix."""
+    path = regular_file(model.path.to_local(ctx).local(), "model")
+    problem = engine_problem(path.name)
+    if problem is not None:
+        raise UsageError(problem)
+    return path

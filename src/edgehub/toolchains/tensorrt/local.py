@@ -28,10 +28,14 @@ from edgehub.limits import ResultLimits
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
+    input_dict,
     inspect_in_image,
     local_agent,
+    log_input,
     record_agent_result,
+    saved_inputs,
 )
+from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.tensorrt import timing_cache, trtexec_parse
 from edgehub.toolchains.tensorrt.components import (
@@ -42,14 +46,12 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
-from edgehub.toolchains.tensorrt.engine_record import recorded_engine
+from edgehub.toolchains.tensorrt.engine_record import engine_file, recorded_engine
 from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from edgehub.core.context import HubContext
 
 __all__ = ["gpu_agent", "inspect_model"]
@@ -115,57 +117,41 @@ def _quantize_first(
 
 
 @TensorRTCompiler.provider(ProviderType.LOCAL)
-def _compile_local(
-    ctx: HubContext,
-    onnx_path: Path,
-    *,
-    device: str | None = None,
-    tensorrt_version: str | None = None,
-    calib_path: Path | None = None,
-    precision: str = "fp32",
-    target: str | None = None,
-    input_shape: Any = None,
-    input_shape_range: Any = None,
-    input_shapes: Any = None,
-    workspace_mb: int | None = None,
-    calibration_data: Any = None,
-    exclude_nodes: list[str] | None = None,
-) -> TensorRTCompiledModel:
+def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRTCompiledModel:
+    o = read_options(TensorRTCompiler, options)
     model = _model_file(onnx_path)
-    if precision not in PRECISIONS:
-        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    _check_calib_path(calib_path)
-    static, shapes = shape_options(ctx, input_shape, input_shape_range, input_shapes)
-    if calibration_data is not None and precision != "int8":
+    one_of("precision", o.precision, PRECISIONS)
+    _check_calib_path(o.calib_path)
+    static, shapes = shape_options(ctx, o.input_shape, o.input_shape_range, o.input_shapes)
+    if o.calibration_data is not None and o.precision != "int8":
         raise UsageError("calibration_data applies to precision 'int8' only")
-    exclude = [str(name) for name in exclude_nodes or []]
-    if exclude and calibration_data is None:
+    exclude = [str(name) for name in o.exclude_nodes or []]
+    if exclude and o.calibration_data is None:
         raise UsageError(
             "exclude_nodes keeps nodes in float while the model is quantized: give "
             "calibration_data (precision int8), or drop exclude_nodes"
         )
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(model, name="input")
+    log_input(ctx, RUNTIME, model)
     source = model
-    if calibration_data is not None:
-        source = _quantize_first(ctx, model, device, calibration_data, exclude)
-    agent = local_agent(ctx, RTX_IMAGE, device, TensorRTCompiler)
+    if o.calibration_data is not None:
+        source = _quantize_first(ctx, model, o.device, o.calibration_data, exclude)
+    agent = local_agent(ctx, RTX_IMAGE, o.device, TensorRTCompiler)
     engine = f"{model.stem}.trt"
     run = ctx.client.current_run_log
     digest = run.environment.get("image_digest") if run is not None else None
-    cache = timing_cache.stored(ctx.store.root, digest, target)
+    cache = timing_cache.stored(ctx.store.root, digest, o.target)
     inputs = {source.name: source}
     if cache is not None:
         inputs["timing.cache"] = cache
     request = {
         "model": f"in/{source.name}",
         "output": f"out/{engine}",
-        "precision": precision,
-        "target": target,
+        "precision": o.precision,
+        "target": o.target,
         "shapes": shapes,
         "input_shape": static,
-        "workspace_mb": workspace_mb,
-        "tensorrt_version": tensorrt_version,
+        "workspace_mb": o.workspace_mb,
+        "tensorrt_version": o.tensorrt_version,
         "layer_info": "out/layer_info.json",
         "build_log": "out/build.log",
         "timing_cache_in": "in/timing.cache" if cache is not None else None,
@@ -183,7 +169,7 @@ def _compile_local(
     returned = result.files / "timing.cache"
     if returned.is_file():
         version = str(result.params.get("tensorrt_version"))
-        timing_cache.keep(ctx.store.root, digest, version, target, returned)
+        timing_cache.keep(ctx.store.root, digest, version, o.target, returned)
     ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
     if exclude:
         _record_float_layers(ctx, result.file("layer_info.json"), exclude)
@@ -233,52 +219,37 @@ def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
     )
 
 
-def _engine_file(model: TensorRTCompiledModel, ctx: HubContext) -> Path:
-    path = _model_file(model.path.to_local(ctx).local())
-    problem = engine_problem(path.name)
-    if problem is not None:
-        raise UsageError(problem)
-    return path
+def _engine_agent(
+    ctx: HubContext, model: TensorRTCompiledModel, device: str | None, component: str
+) -> tuple[Path, AgentCall]:
+    """The engine (a wrong file is the user's to fix first, before the GPU is looked for),
+    recorded, and an agent on the GPU."""
+    engine = engine_file(ctx, model)
+    _require_gpu(component)
+    log_input(ctx, RUNTIME, engine)
+    return engine, gpu_agent(ctx, device)
 
 
 @TensorRTProfiler.provider(ProviderType.LOCAL)
 def _profile_local(
-    ctx: HubContext,
-    model: TensorRTCompiledModel,
-    *,
-    device: str | None = None,
-    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
-    iterations: int = 100,
-    warm_up_ms: int = 200,
-    input_shape: Any = None,
-    until_stable: bool = False,
-    stable_tolerance: float = 0.05,
-    stable_max_s: float = 60.0,
+    ctx: HubContext, model: TensorRTCompiledModel, **options: Any
 ) -> TensorRTProfilingResult:
-    shapes = runtime_shapes(input_shape)
-    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
-    _require_gpu("TensorRTProfiler")
-    method = ProfilingMethod(profiling_method)
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(engine, name="input")
-    agent = gpu_agent(ctx, device)
+    o = read_options(TensorRTProfiler, options)
+    shapes = runtime_shapes(o.input_shape)
+    engine, agent = _engine_agent(ctx, model, o.device, "TensorRTProfiler")
+    method = ProfilingMethod(o.profiling_method)
     request: dict[str, Any] = {
         "engine": f"in/{engine.name}",
-        "iterations": int(iterations),
-        "warmup_ms": int(warm_up_ms),
+        "iterations": int(o.iterations),
+        "warmup_ms": int(o.warm_up_ms),
         "method": method.value,
         "log": "out/trtexec.log",
         "times_json": "out/times.json",
         "profile_json": "out/layers.json" if method is ProfilingMethod.LAYERWISE else None,
         "shapes": shapes,
         "engine_record": recorded_engine(ctx, engine),
+        **stability_request(o),
     }
-    if until_stable:
-        request.update(
-            until_stable=True,
-            stable_tolerance=float(stable_tolerance),
-            stable_max_s=float(stable_max_s),
-        )
     result = agent.call("trt.profile", request, inputs={engine.name: engine}, failure=ProfileError)
     record_agent_result(
         ctx,
@@ -370,25 +341,13 @@ def profile_document(files: Path) -> dict[str, Any]:
 
 @TensorRTInvoker.provider(ProviderType.LOCAL)
 def _invoke_local(
-    ctx: HubContext,
-    model: TensorRTCompiledModel,
-    input_data: dict[str, np.ndarray],
-    *,
-    device: str | None = None,
+    ctx: HubContext, model: TensorRTCompiledModel, input_data: Any, *, device: str | None = None
 ) -> TensorRTInvocationResult:
     from edgehub.toolchains.tensors import save_npz
 
-    if not isinstance(input_data, dict):
-        raise InputDataError(
-            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
-        )
-    engine = _engine_file(model, ctx)  # a wrong file is the user's to fix first
-    _require_gpu("TensorRTInvoker")
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(engine, name="input")
-    inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
-    ctx.client.log_artifact(inputs, name="input_data")
-    agent = gpu_agent(ctx, device)
+    input_dict(input_data)
+    engine, agent = _engine_agent(ctx, model, device, "TensorRTInvoker")
+    files = {engine.name: engine, "input.npz": saved_inputs(ctx, input_data)}
     request = {
         "engine": f"in/{engine.name}",
         "input": "in/input.npz",
@@ -396,7 +355,6 @@ def _invoke_local(
         "log": "out/trtexec.log",
         "engine_record": recorded_engine(ctx, engine),
     }
-    files = {engine.name: engine, "input.npz": inputs}
     result = agent.call("trt.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset(request))
     exported = result.file("output.json").read_bytes()

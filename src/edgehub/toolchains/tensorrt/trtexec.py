@@ -20,7 +20,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import TrtexecConfig
 from edgehub.errors import (
@@ -32,6 +31,7 @@ from edgehub.errors import (
     ProviderError,
     UsageError,
 )
+from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
@@ -44,6 +44,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfiler,
     TensorRTProfilingResult,
 )
+from edgehub.toolchains.tensorrt.engine_record import engine_file
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options, shapes_flag
 from edgehub.user_files import link_or_copy_checked, regular_file
 
@@ -56,6 +57,10 @@ __all__ = ["binding_dtypes", "merge_args"]
 
 RUNTIME = "tensorrt"
 TOOL = "trtexec"
+# the options each provider serves (the dispatch refuses a value given for another)
+_COMPILE = ("tensorrt_version", "calib_path", "precision", "input_shape", "input_shape_range",
+            "input_shapes", "workspace_mb")  # fmt: skip
+_PROFILE = ("profiling_method", "iterations", "warm_up_ms", "input_shape")
 _TYPES = {"fp32": "float32", "float": "float32", "fp16": "float16", "half": "float16",
           "bf16": "bfloat16", "int8": "int8", "uint8": "uint8", "int32": "int32",
           "int64": "int64", "bool": "bool"}  # fmt: skip
@@ -147,55 +152,48 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
     return static
 
 
-@TensorRTCompiler.provider(ProviderType.TRTEXEC)
+@provides(TensorRTCompiler, ProviderType.TRTEXEC, *_COMPILE)
 def _compile(
     ctx: HubContext,
     onnx_path: Path,
-    *,
-    device: str | None = None,
-    tensorrt_version: str | None = None,
-    calib_path: Path | None = None,
-    precision: str = "fp32",
-    input_shape: Any = None,
-    input_shape_range: Any = None,
-    input_shapes: Any = None,
-    workspace_mb: int | None = None,
+    **options: Any,
 ) -> TensorRTCompiledModel:
+    o = read_options(TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
-    if precision not in ("fp32", "fp16", "int8"):
-        raise UsageError(f"precision must be fp32, fp16 or int8, got {precision!r}")
-    tool, config = _tool(ctx, device, TensorRTCompiler)
+    if o.precision not in ("fp32", "fp16", "int8"):
+        raise UsageError(f"precision must be fp32, fp16 or int8, got {o.precision!r}")
+    tool, config = _tool(ctx, o.device, TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
     stage = ctx.artifact_dir / "device_stage"
     name = device_file_name(model.name, "model")
     try:  # the staged copies go however the step ends
         stage.mkdir()
         link_or_copy_checked(model, stage / name)
-        if calib_path is not None:
-            calib = regular_file(calib_path, "calib_path", InputDataError)
+        if o.calib_path is not None:
+            calib = regular_file(o.calib_path, "calib_path", InputDataError)
             link_or_copy_checked(calib, stage / "calibration.cache")
         remote = tool.push(stage, "build")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     engine = f"{device_file_name(model.stem, 'model')}.trt"
-    old = tensorrt_version is not None and _version(tensorrt_version) < (8, 6)
+    old = o.tensorrt_version is not None and _version(o.tensorrt_version) < (8, 6)
     ours = ["--buildOnly" if old else "--skipInference", f"--onnx={remote / name}",
             f"--saveEngine={remote / engine}", f"--exportLayerInfo={remote / 'layer_info.json'}",
             "--profilingVerbosity=detailed"]  # fmt: skip
-    if precision == "fp16":
+    if o.precision == "fp16":
         ours.append("--fp16")
-    elif precision == "int8":
+    elif o.precision == "int8":
         ours.append("--int8")
-    if calib_path is not None:
+    if o.calib_path is not None:
         ours.append(f"--calib={remote / 'calibration.cache'}")
-    if workspace_mb is not None:
-        ours.append(f"--memPoolSize=workspace:{int(workspace_mb)}M")
-    static, ranges = shape_options(ctx, input_shape, input_shape_range, input_shapes)
+    if o.workspace_mb is not None:
+        ours.append(f"--memPoolSize=workspace:{int(o.workspace_mb)}M")
+    static, ranges = shape_options(ctx, o.input_shape, o.input_shape_range, o.input_shapes)
     if not _shapes_in(config.trtexec_cli_args):
         static = _named_shapes(model, static, ranges)
     ours += _shape_flags(static, ranges)
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
-    ctx.client.log_params({"precision": precision, "tensorrt_version": tensorrt_version})
+    ctx.client.log_params({"precision": o.precision, "tensorrt_version": o.tensorrt_version})
     result = tool.call(argv, failure=CompileError)
     version = trtexec_parse.parse_version(result.stdout)
     if version:
@@ -216,44 +214,30 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-def _engine(ctx: HubContext, model: TensorRTCompiledModel) -> Path:
-    path = Path(model.path.to_local(ctx).local())
-    if not path.is_file():
-        raise ModelError(f"engine {path} not found")
-    problem = engine_problem(path.name)
-    if problem is not None:
-        raise UsageError(problem)
-    return path
-
-
-@TensorRTProfiler.provider(ProviderType.TRTEXEC)
+@provides(TensorRTProfiler, ProviderType.TRTEXEC, *_PROFILE)
 def _profile(
     ctx: HubContext,
     model: TensorRTCompiledModel,
-    *,
-    device: str | None = None,
-    profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
-    iterations: int = 100,
-    warm_up_ms: int = 200,
-    input_shape: Any = None,
+    **options: Any,
 ) -> TensorRTProfilingResult:
+    o = read_options(TensorRTProfiler, options)
     from edgehub.toolchains.tensorrt.local import profile_document
 
-    shapes = runtime_shapes(input_shape)
+    shapes = runtime_shapes(o.input_shape)
 
-    engine = _engine(ctx, model)
-    method = ProfilingMethod(profiling_method)
-    tool, config = _tool(ctx, device, TensorRTProfiler)
+    engine = engine_file(ctx, model)
+    method = ProfilingMethod(o.profiling_method)
+    tool, config = _tool(ctx, o.device, TensorRTProfiler)
     ctx.client.log_artifact(engine, name="input")
     remote_engine = tool.push_model(engine)
     out = tool.run_dir / "profile"
-    ours = [f"--loadEngine={remote_engine}", f"--iterations={int(iterations)}",
-            f"--warmUp={int(warm_up_ms)}", f"--exportTimes={out / 'times.json'}"]  # fmt: skip
+    ours = [f"--loadEngine={remote_engine}", f"--iterations={int(o.iterations)}",
+            f"--warmUp={int(o.warm_up_ms)}", f"--exportTimes={out / 'times.json'}"]  # fmt: skip
     if method is ProfilingMethod.LAYERWISE:
         ours += [f"--exportProfile={out / 'layers.json'}", "--separateProfileRun"]
     ours += shapes_flag(shapes)
     argv = [str(config.trtexec_path), *merge_args(ours, config.trtexec_cli_args)]
-    ctx.client.log_params({"profiling_method": method.value, "iterations": int(iterations)})
+    ctx.client.log_params({"profiling_method": method.value, "iterations": int(o.iterations)})
     ctx.client.log_param("shapes", shapes)
     result = tool.call(argv, failure=ProfileError, make_dirs=[out])
     files = tool.fetch(out, ctx.artifact_dir / "profile")
@@ -303,7 +287,7 @@ def _invoke(
 
     if not isinstance(input_data, dict) or not input_data:
         raise InputDataError("the trtexec invoker needs input_data, a dict of input name -> array")
-    engine = _engine(ctx, model)
+    engine = engine_file(ctx, model)
     tool, config = _tool(ctx, device, TensorRTInvoker)
     ctx.client.log_artifact(engine, name="input")
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")

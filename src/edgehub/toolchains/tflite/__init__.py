@@ -1,5 +1,6 @@
 """The TFLite / LiteRT toolchain: its `RUNTIME` descriptor; the local providers (onnx2tf and
-the LiteRT interpreter in the pinned image) register on import."""
+the LiteRT interpreter in the pinned image) register on import, the others when a device of
+their type first runs a component."""
 
 from collections.abc import Mapping
 from pathlib import Path
@@ -8,13 +9,12 @@ from typing import Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.runtimes import Repair, RuntimeDescriptor
 from edgehub.toolchains import aws, qai_hub
-from edgehub.toolchains.ab_agent import agent_ab
 from edgehub.toolchains.aws.config import DeviceFarmConfig
+from edgehub.toolchains.deferred import deferred
 from edgehub.toolchains.evaluators import TFLiteEvaluator
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.remote.config import SSHAgentConfig
-from edgehub.toolchains.tflite import local, ssh  # noqa: F401 (providers)
-from edgehub.toolchains.tflite.batch import TFLiteBatchRunner
+from edgehub.toolchains.tflite import local
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
     TFLiteCompiler,
@@ -69,17 +69,19 @@ RUNTIME = RuntimeDescriptor(
     inspect=local.inspect_model,
     evaluator=TFLiteEvaluator,
     calibrates=_calibrates,
-    batch_runner=TFLiteBatchRunner,
+    batch_runner=deferred(f"{__name__}.batch:TFLiteBatchRunner"),
     repair=Repair(
         "precision", "float32", ("calibration_data", "per_channel", "quantize_io"), _repair_problem
     ),
     model_file=_model_file,
     deterministic_compile=False,  # TFLite conversion is not bit-reproducible
-    ab=agent_ab,
+    ab=deferred("edgehub.toolchains.ab_agent:agent_ab"),
     device_packages=(("ai_edge_litert", "ai-edge-litert"), ("tflite_runtime", "tflite-runtime")),
 )
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
+    if _component is not TFLiteCompiler:  # ssh serves the profiler and invoker; registered
+        _component.provider_module(SSHAgentConfig.provider_type, f"{__name__}.ssh", registered=True)
     _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS)  # imported when used
 del _component
 TFLiteProfiler.provider_module(ProviderType.AWS, aws.PROVIDERS)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
+from edgehub.toolchains.options import options_of
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
@@ -147,31 +148,6 @@ class TFLiteCompiler(Component):
 
     run_type = RunType.COMPILE
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        input_shape: InputShape | None = None,
-        calibration_data: Path | dict[str, np.ndarray] | None = None,
-        quantize_io: bool = False,
-        precision: Precision | None = None,
-        per_channel: bool = True,
-        exclude_nodes: list[str] | None = None,
-        param_replacement: Path | None = None,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            input_shape=input_shape,
-            calibration_data=calibration_data,
-            quantize_io=quantize_io,
-            precision=precision,
-            per_channel=per_channel,
-            exclude_nodes=exclude_nodes,
-            param_replacement=param_replacement,
-        )
-
     def run(
         self,
         ctx: HubContext,
@@ -188,6 +164,10 @@ class TFLiteCompiler(Component):
     ) -> TFLiteCompiledModel:
         """Convert ``onnx_path``; options override the constructor's."""
         raise NoProviderError
+
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
 
 
 class TFLiteProfiler(Component):
@@ -218,45 +198,6 @@ class TFLiteProfiler(Component):
         "stable_max_other_share": Range(0, 1),
     }
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        benchmark_params: dict[str, Any] | None = None,
-        runs: int = 100,
-        warmup: int = 10,
-        burn_ins: int | None = None,
-        cold_starts: int = 1,
-        threads: int | None = None,
-        xnnpack: bool = True,
-        input_data: dict[str, np.ndarray] | Path | None = None,
-        input_shape: InputShape | None = None,
-        until_stable: bool = False,
-        stable_tolerance: float = 0.05,
-        stable_max_s: float = 60.0,
-        stable_window_s: float = 1.0,
-        stable_max_other_share: float = 0.25,
-    ) -> None:
-        super().__init__(
-            name=name,
-            device=device,
-            benchmark_params=benchmark_params,
-            runs=runs,
-            warmup=warmup,
-            burn_ins=burn_ins,
-            cold_starts=cold_starts,
-            threads=threads,
-            xnnpack=xnnpack,
-            input_data=input_data,
-            input_shape=input_shape,
-            until_stable=until_stable,
-            stable_tolerance=stable_tolerance,
-            stable_max_s=stable_max_s,
-            stable_window_s=stable_window_s,
-            stable_max_other_share=stable_max_other_share,
-        )
-
     def run(
         self,
         ctx: HubContext,
@@ -281,6 +222,10 @@ class TFLiteProfiler(Component):
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+
 
 class TFLiteInvoker(Component):
     """Runs a ``.tflite`` model on input tensors.
@@ -293,15 +238,6 @@ class TFLiteInvoker(Component):
 
     run_type = RunType.INFERENCE
 
-    def __init__(
-        self,
-        *,
-        name: str | None = None,
-        device: str | None = None,
-        use_compiled_names: bool = False,
-    ) -> None:
-        super().__init__(name=name, device=device, use_compiled_names=use_compiled_names)
-
     def run(
         self,
         ctx: HubContext,
@@ -313,3 +249,7 @@ class TFLiteInvoker(Component):
     ) -> TFLiteInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array)."""
         raise NoProviderError
+
+    @options_of(run)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import (
     CompileError,
-    InputDataError,
     InvokeError,
     ModelError,
     ProfileError,
@@ -16,11 +15,15 @@ from edgehub.errors import (
 )
 from edgehub.toolchains.agent_call import AgentResult
 from edgehub.toolchains.local_session import (
+    input_dict,
     inspect_in_image,
     local_agent,
+    log_input,
     record_agent_result,
+    saved_inputs,
+    stored_outputs,
 )
-from edgehub.toolchains.npz_arrays import NpzArrays
+from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
@@ -36,8 +39,6 @@ from edgehub.toolchains.tflite.components import (
 from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from edgehub.core.context import HubContext
 
 __all__ = ["inspect_model", "model_request"]
@@ -106,26 +107,14 @@ def _model_files(
 
 
 @TFLiteCompiler.provider(ProviderType.LOCAL)
-def _compile_local(
-    ctx: HubContext,
-    onnx_path: Path,
-    *,
-    device: str | None = None,
-    input_shape: Any = None,
-    calibration_data: Any = None,
-    quantize_io: bool = False,
-    precision: str | None = None,
-    per_channel: bool = True,
-    exclude_nodes: list[str] | None = None,
-    param_replacement: Any = None,
-) -> TFLiteCompiledModel:
+def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCompiledModel:
+    o = read_options(TFLiteCompiler, options)
     model = _onnx_file(onnx_path)
-    chosen = precision or ("int8" if calibration_data is not None or quantize_io else "float32")
-    if chosen not in PRECISIONS:
-        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {chosen!r}")
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(model, name="input")
-    agent = local_agent(ctx, RUNTIME, device, TFLiteCompiler)
+    integer = o.calibration_data is not None or o.quantize_io
+    chosen = o.precision or ("int8" if integer else "float32")
+    one_of("precision", chosen, PRECISIONS)
+    log_input(ctx, RUNTIME, model)
+    agent = local_agent(ctx, RUNTIME, o.device, TFLiteCompiler)
     output = f"compiled_{model.stem}.tflite"
     sidecar = f"compiled_{model.stem}.mapping.json"
     inputs = {model.name: model}
@@ -134,20 +123,20 @@ def _compile_local(
         "output": f"out/{output}",
         "mapping": f"out/{sidecar}",
         "precision": chosen,
-        "input_shape": _shape(input_shape),
-        "quantize_io": bool(quantize_io),
-        "per_channel": bool(per_channel),
+        "input_shape": _shape(o.input_shape),
+        "quantize_io": bool(o.quantize_io),
+        "per_channel": bool(o.per_channel),
     }
-    if exclude_nodes:
-        request["exclude_nodes"] = [str(name) for name in exclude_nodes]
-    if param_replacement is not None:
+    if o.exclude_nodes:
+        request["exclude_nodes"] = [str(name) for name in o.exclude_nodes]
+    if o.param_replacement is not None:
         replacement = regular_file(
-            Path(param_replacement).expanduser(), "param_replacement JSON", UsageError
+            Path(o.param_replacement).expanduser(), "param_replacement JSON", UsageError
         )
         inputs["param_replacement.json"] = replacement
         request["param_replacement"] = "in/param_replacement.json"
         ctx.client.log_artifact(replacement, name="param_replacement")  # kept for reruns
-    calibration = calibration_file(ctx.artifact_dir, calibration_data)
+    calibration = calibration_file(ctx.artifact_dir, o.calibration_data)
     if calibration is not None:
         inputs[f"calibration{calibration.suffix}"] = calibration
         request["calibration"] = f"in/calibration{calibration.suffix}"
@@ -162,28 +151,12 @@ def _compile_local(
 
 @TFLiteProfiler.provider(ProviderType.LOCAL)
 def _profile_local(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    *,
-    device: str | None = None,
-    benchmark_params: dict[str, Any] | None = None,
-    runs: int = 100,
-    warmup: int = 10,
-    cold_starts: int = 1,
-    threads: int | None = None,
-    xnnpack: bool = True,
-    input_data: Any = None,
-    input_shape: Any = None,
-    until_stable: bool = False,
-    stable_tolerance: float = 0.05,
-    stable_max_s: float = 60.0,
-    stable_window_s: float = 1.0,
-    stable_max_other_share: float = 0.25,
+    ctx: HubContext, model: TFLiteCompiledModel, **options: Any
 ) -> TFLiteProfilingResult:
-    settings = parse_benchmark_params(benchmark_params)
+    o = read_options(TFLiteProfiler, options)
+    settings = parse_benchmark_params(o.benchmark_params)
     path = _tflite_file(model, ctx, "TFLiteProfiler")
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(path, name="input")
+    log_input(ctx, RUNTIME, path)
     for key, value in settings.params.items():
         ctx.client.log_param(f"benchmark.{key}", value)
     if settings.ignored:
@@ -194,28 +167,21 @@ def _profile_local(
     files, request = _model_files(ctx, model, path)
     request.update(
         {
-            "runs": int(runs),
-            "warmup": int(warmup),
-            "cold_starts": int(cold_starts),
-            "threads": threads,
-            "xnnpack": bool(xnnpack),
-            "input_shape": _shape(input_shape),
+            "runs": int(o.runs),
+            "warmup": int(o.warmup),
+            "cold_starts": int(o.cold_starts),
+            "threads": o.threads,
+            "xnnpack": bool(o.xnnpack),
+            "input_shape": _shape(o.input_shape),
             "profile_json": "out/profile.json",
         }
     )
     request.update(settings.options)
-    if until_stable:
-        request.update(
-            until_stable=True,
-            stable_tolerance=float(stable_tolerance),
-            stable_max_s=float(stable_max_s),
-            stable_window_s=float(stable_window_s),
-            stable_max_other_share=float(stable_max_other_share),
-        )
-    if input_data is not None:
-        files["input.npz"] = _input_file(ctx, input_data)
+    request.update(stability_request(o))
+    if o.input_data is not None:
+        files["input.npz"] = _input_file(ctx, o.input_data)
         request["input"] = "in/input.npz"
-    agent = device_agent(ctx, RUNTIME, device, TFLiteProfiler)
+    agent = device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
     _log_toolchain(ctx, result)
@@ -236,40 +202,27 @@ def _input_file(ctx: HubContext, data: Any) -> Path:
 
 @TFLiteInvoker.provider(ProviderType.LOCAL)
 def _invoke_local(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    input_data: dict[str, np.ndarray],
-    *,
-    device: str | None = None,
-    use_compiled_names: bool = False,
+    ctx: HubContext, model: TFLiteCompiledModel, input_data: Any, **options: Any
 ) -> TFLiteInvocationResult:
-    from edgehub.toolchains.tensors import save_npz
-
-    if not isinstance(input_data, dict):
-        raise InputDataError(
-            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
-        )
+    o = read_options(TFLiteInvoker, options)
+    input_dict(input_data)
     path = _tflite_file(model, ctx, "TFLiteInvoker")
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_artifact(path, name="input")
-    inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
-    ctx.client.log_artifact(inputs, name="input_data")
+    log_input(ctx, RUNTIME, path)
+    inputs = saved_inputs(ctx, input_data)
     files, request = _model_files(ctx, model, path)
     files["input.npz"] = inputs
     request.update(
         {
             "input": "in/input.npz",
             "output": "out/output.npz",
-            "use_compiled_names": bool(use_compiled_names),
+            "use_compiled_names": bool(o.use_compiled_names),
         }
     )
-    agent = device_agent(ctx, RUNTIME, device, TFLiteInvoker)
+    agent = device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
     record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "input", "output"}))
     _log_toolchain(ctx, result)
-    local = result.file("output.npz")
-    stored = ctx.client.log_artifact(local, name="output_file")
-    return TFLiteInvocationResult.from_current_run(ctx, output=NpzArrays(Path(stored.file_path)))
+    return TFLiteInvocationResult.from_current_run(ctx, output=stored_outputs(ctx, result))
 
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:

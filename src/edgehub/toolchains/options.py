@@ -1,0 +1,87 @@
+"""One declaration of a built-in component's options: its ``run`` lists them; its ``__init__``
+and its providers take them from there.
+
+The component contract stays as the seeds write it (``__init__`` takes ``name`` plus exactly
+``run``'s options, checked when the class is made): `options_of` gives an ``__init__(self,
+**options)`` ``run``'s keyword-only parameters as its signature, a provider takes ``**options`` and
+reads them once with `read_options`; one that serves some of them names those (`provides`), so
+the dispatch still refuses a value it would ignore.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+from edgehub.core.component.base import Component
+
+__all__ = ["one_of", "options_of", "provides", "read_options", "stability_request"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+# the settings of ``until_stable`` a profiler may declare, sent to the agent as floats
+STABILITY = ("stable_tolerance", "stable_max_s", "stable_window_s", "stable_max_other_share")
+
+
+def options_of(run: Callable[..., Any]) -> Callable[[F], F]:
+    """Give the decorated ``__init__(self, **options)`` the signature the component contract
+    asks for: ``(self, *, name=None, <run's options>)``."""
+    params = list(inspect.signature(run).parameters.values())
+    options = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    name = inspect.Parameter(
+        "name", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None"
+    )
+
+    def declare(init: F) -> F:
+        init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [params[0], name, *options], return_annotation="None"
+        )
+        return init
+
+    return declare
+
+
+def provides(component: type[Component], provider_type: str, *serves: str) -> Callable[[F], F]:
+    """Register the decorated ``(ctx, <run's inputs>, **options)`` as ``component``'s provider
+    for ``provider_type``, taking only the options ``serves`` names (and the device)."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    device = ("device", "devices")
+    served = [
+        inspect.Parameter(option, keyword, default=default)
+        for option, default in component.keyword_options().items()
+        if option in serves or option in device
+    ]
+
+    def register(fn: F) -> F:
+        signature = inspect.signature(fn)
+        inputs = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        fn.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            parameters=[*inputs, *served]
+        )
+        return component.provider(provider_type)(fn)
+
+    return register
+
+
+def read_options(component: type[Component], options: Mapping[str, Any]) -> Any:
+    """``options`` as attributes, each one not given at its ``run`` default."""
+    return SimpleNamespace(**{**component.keyword_options(), **options})
+
+
+def stability_request(options: Any) -> dict[str, Any]:
+    """The agent request's ``until_stable`` entries: none unless asked for, else each
+    stability setting the profiler declares."""
+    if not options.until_stable:
+        return {}
+    declared = {k: float(getattr(options, k)) for k in STABILITY if hasattr(options, k)}
+    return {"until_stable": True, **declared}
+
+
+def one_of(option: str, value: Any, allowed: Collection[str]) -> Any:
+    """``value``, a `UsageError` naming the choices where it is not one of ``allowed``."""
+    from edgehub.errors import UsageError
+
+    if value not in allowed:
+        raise UsageError(f"{option} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
