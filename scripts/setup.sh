@@ -4,8 +4,8 @@
 # pinned toolchain image(s). Idempotent: a second run only checks.
 #   bash scripts/setup.sh            # then: . .venv/bin/activate
 #   bash scripts/setup.sh --tests    # also what the tests need (scripts/test.sh runs this)
-# --tests adds the [browser], [mlflow] and [zstd] extras to the venv and Debian's chromium and
-# tmux where missing (apt-get, as root). Those are optional: one that cannot be installed is
+# --tests adds the [browser], [mlflow], [zstd], [report] and [ray] extras to the venv and Debian's
+# chromium and tmux where missing (apt-get, as root). Those are optional: one that cannot be installed is
 # said in one line and the tests that need it skip, naming it.
 # One line per step on stderr; the tools' own output (pip, apt, debootstrap, docker) goes to
 # $EDGEHUB_LOG_DIR/setup.log (default ~/.cache/edgehub/logs), whose end is shown if a step fails.
@@ -95,10 +95,10 @@ fi
 
 [ -x "$VENV/bin/python" ] || step "creating $VENV" python3 -m venv "$VENV"
 # the test extras, each with the module that tells it is installed
-declare -A provides=([browser]=playwright [mlflow]=mlflow [zstd]=zstandard)
+declare -A provides=([browser]=playwright [mlflow]=mlflow [zstd]=zstandard [report]=bokeh [ray]=ray)
 wanted=()
 if [ "$tests" -eq 1 ]; then
-    for extra in browser mlflow zstd; do
+    for extra in browser mlflow zstd report ray; do
         [ -z "$(missing_modules "${provides[$extra]}")" ] || wanted+=("$extra")
     done
 fi
