@@ -19,6 +19,9 @@ names and layouts and measures the conversion error. The mapping is written besi
 their TFLite operators are found through the layer pairs (`layer_map`) and the model is
 requantized with them left out (`selective`). An ``int8`` model with integer or boolean inputs
 is quantized the same way with no node left out, since onnx2tf feeds calibration as float32.
+Recurrent ops (LSTM, GRU, RNN) of an ``int8``/``int16x8`` model are unrolled over their time
+steps (onnx2tf's ``-eru``, recorded as ``rnn_unrolled``): TensorFlow's calibrator crashes
+running the WHILE loops onnx2tf otherwise makes of them, with or without them kept in float.
 ``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
 ``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
@@ -50,8 +53,9 @@ from ..report import Report
 from ..tensors import Arrays, TensorSpec, random_inputs
 from . import converter, layer_map, matching, selective
 from .edges import ModelEdges
+from .graph_rewrites import layout_free_inputs
 from .interpreter import is_tflite_file, load_interpreter, toolchain_versions
-from .layout import IOMapping, TensorMap, onnx2tf_input_perm, sidecar_path
+from .layout import IOMapping, TensorMap, onnx2tf_input_perm, permute, sidecar_path
 from .onnx_fixups import prepare
 
 # max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
@@ -123,6 +127,16 @@ def _warn_if_inexact(
             + f" (outputs up to {scale:.3g}): onnx2tf may have converted an op wrongly; "
             "compare per output with the invoker before relying on it"
         )
+
+
+def _cut_by_batch(specs: list[TensorSpec], perms: dict[str, list[int]]) -> list[str]:
+    """The inputs whose samples onnx2tf's int8 calibration would cut apart: it feeds every
+    input the same rows of its axis 0 (as many as the first input's), so an input whose axis 0
+    in the TFLite layout differs from the first one's (an RNN state ``[layers, batch, H]``)
+    gets parts of samples. Empty when every axis 0 agrees."""
+    dims = {s.name: [d if isinstance(d, int) else -1 for d in s.shape or [1]] for s in specs}
+    firsts = [(name, permute(shape, perms.get(name))[0]) for name, shape in dims.items()]
+    return [name for name, first in firsts if first != firsts[0][1]] if firsts else []
 
 
 def _layer_maps(
@@ -229,13 +243,25 @@ def run(params: Params, report: Report) -> CommandOutput:
         # `selective` quantizes (its own int8 variants would be thrown away); so does an int8
         # model with integer or boolean inputs, whose calibration onnx2tf would feed as float32
         typed = [s.name for s in in_specs if not s.dtype.startswith("float")]
+        cut = _cut_by_batch(in_specs, perms) if samples else []
         requantized = bool(exclude_nodes) or (
-            precision == "int8" and not quantize_io and bool(typed)
+            precision == "int8" and not quantize_io and bool(typed or cut)
         )
         converted = "float32" if requantized else precision
-        argv = converter.command(
-            given, scratch / "out", converted, quantize_io, calib_files, per_channel
+        # TensorFlow's calibrator crashes (SIGSEGV) running the WHILE loops onnx2tf makes of
+        # recurrent ops: an integer model gets them unrolled over their time steps
+        unrolled = (
+            converter.recurrent_nodes(model) if precision in converter.INTEGER_PRECISIONS else []
         )
+        if unrolled:
+            report.info(
+                f"{', '.join(unrolled)}: recurrent op(s) unrolled over their time steps for "
+                f"{precision} (TensorFlow's calibrator crashes running them as WHILE loops)"
+            )
+        argv = converter.command(
+            given, scratch / "out", converted, quantize_io, calib_files, per_channel,
+            bool(unrolled),
+        )  # fmt: skip
         if replacement is not None:  # onnx2tf runs in the scratch folder: an absolute path
             argv += ["-prf", str(Path(replacement).resolve())]
         feeds = dict(samples[0]) if samples else random_inputs(in_specs, seed=seed)[0]
@@ -246,8 +272,10 @@ def run(params: Params, report: Report) -> CommandOutput:
             report.info(f"onnx2tf: converting {path.name} to {precision}")
             model_ops = {node.op_type for node in model.graph.node}
             converter_time, remedy = converter.convert(
-                argv, scratch, fixed.parent, scratch / "out", model_ops, report
-            )
+                argv, scratch, fixed.parent, scratch / "out", model_ops, report,
+                layout_free_inputs(model),
+            )  # fmt: skip
+            kept = remedy.get("kept_input_layouts", [])
             produced = converter.expect_output(
                 converter.output_file(scratch / "out", "model", converted, quantize_io)
             )
@@ -258,23 +286,29 @@ def run(params: Params, report: Report) -> CommandOutput:
         if requantized:
             if exclude_nodes:
                 edges = ModelEdges(load_interpreter(produced), None)
-                inputs = matching.input_maps(in_specs, edges.inputs, originals)
+                inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
                 pairs = _layer_maps(
                     fixed, scratch, produced, feeds, inputs, originals, report, True
                 )
                 float_tensors = selective.float_tensors(kept_outputs, pairs, report)
             else:
+                inputs = matching.input_maps(
+                    in_specs, ModelEdges(load_interpreter(produced), None).inputs, originals, kept
+                )
+                why = [f"{', '.join(typed)} are not float"] if typed else []
+                why += [f"{', '.join(cut)} have no batch on axis 0"] if cut else []
                 report.info(
-                    f"int8: quantizing onnx2tf's SavedModel here, calibration fed in the "
-                    f"inputs' own dtypes ({', '.join(typed)} are not float)"
+                    "int8: quantizing onnx2tf's SavedModel here, calibration fed sample by "
+                    f"sample in the inputs' own dtypes ({'; '.join(why)})"
                 )
             produced = scratch / "out" / "model_selective.tflite"
+            whole = converter.sample_arrays(samples, inputs, originals, scratch / "samples")
             converter_time += selective.requantize(
-                scratch / "out", calib_files, float_tensors, per_channel, produced, report
+                scratch / "out", whole, float_tensors, per_channel, produced, report
             )
 
         edges = ModelEdges(load_interpreter(produced), None)
-        inputs = matching.input_maps(in_specs, edges.inputs, originals)
+        inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
         values: dict[str, Any] | None = None
         if verify and reference is not None:
             edges.mapping = IOMapping(inputs=inputs, outputs=[])
@@ -317,6 +351,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     resolved["input_shapes"] = fixes["input_shapes"]
     skipped_passes = remedy.pop("onnxsim_skipped_passes", [])
     resolved.update(remedy)  # onnx2tf's remedy for its own failure, as it was applied
+    if unrolled:
+        resolved["rnn_unrolled"] = unrolled
     if exclude_nodes:
         resolved.pop("exclude_nodes", None)
         resolved["excluded_nodes"] = exclude_nodes
@@ -335,6 +371,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "kernel_shape_added": fixes["kernel_shape_added"],
             "softmax_flattened": fixes["softmax_flattened"],
             "scalars_as_vectors": fixes["scalars_as_vectors"],
+            "lstm_zero_states": fixes["lstm_zero_states"],
             "onnxsim_skipped_passes": skipped_passes,
             "renamed": fixes["renamed"],
         },

@@ -48,6 +48,8 @@ _SUFFIX = {
     "int8": "integer_quant",
     "int16x8": "integer_quant_with_int16_act",
 }
+# ONNX's recurrent ops: onnx2tf lowers each to a WHILE loop unless told to unroll it
+RECURRENT_OPS = ("LSTM", "GRU", "RNN")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit)\w*)(?::\s*(.*))?$")
 # TensorFlow's own chatter that is not worth a progress line.
@@ -70,6 +72,16 @@ def write_sample_file(folder: Path) -> None:
     np.save(str(folder / SAMPLE_FILE), rng.random((20, 128, 128, 3), dtype=np.float32))
 
 
+def recurrent_nodes(model: Any) -> list[str]:
+    """The names of ``model``'s recurrent nodes (`RECURRENT_OPS`; unnamed ones as
+    ``<op>_<index>``, the way onnxruntime lists them)."""
+    return [
+        node.name or f"{node.op_type}_{index}"
+        for index, node in enumerate(model.graph.node)
+        if node.op_type in RECURRENT_OPS and node.domain in ("", "ai.onnx")
+    ]
+
+
 def command(
     model: Path,
     out_dir: Path,
@@ -77,10 +89,14 @@ def command(
     quantize_io: bool,
     calibration: dict[str, Path],
     per_channel: bool,
+    unroll: bool = False,
 ) -> list[str]:
-    """The onnx2tf argv for one precision."""
+    """The onnx2tf argv for one precision; with ``unroll``, recurrent ops are unrolled over
+    their time steps (``-eru``) instead of lowered to WHILE loops."""
     argv = [sys.executable, "-m", "onnx2tf", "-i", str(model), "-o", str(out_dir)]
     argv += ["-v", "error"]
+    if unroll:
+        argv.append("-eru")
     if precision == "dynamic_int8":
         argv.append("-odrqt")
     if precision in INTEGER_PRECISIONS:
@@ -164,7 +180,10 @@ def run_onnx2tf(
         raise
     elapsed = time.perf_counter() - started
     if code != 0:
-        raise ConversionFailure(tool, failure_reason(list(tail)) or _silent_exit(code))
+        reason = failure_reason(list(tail))
+        if code < 0 and not _EXCEPTION.match(reason.split(" (ONNX node")[0]):
+            reason = _silent_exit(code)  # a crash: its last line is no reason
+        raise ConversionFailure(tool, reason or _silent_exit(code))
     return elapsed
 
 
@@ -207,23 +226,29 @@ def convert(
     out_dir: Path,
     model_ops: set[str],
     report: Report,
+    layout_free: Sequence[str] = (),
 ) -> tuple[float, dict[str, Any]]:
     """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` holding the
-    model (onnx2tf overwrites its input with its simplified graph), and where it fails, once
-    more with the remedy it offers for the failure:
+    model (onnx2tf overwrites its input with its simplified graph), and where it fails, again
+    with each remedy that fits the failure, in this order, each kept for the next try:
 
     - a converter missing for an op the model (``model_ops``) does not have: onnxsim, which
       onnx2tf runs first, wrote it (it fuses attention into ONNX's Attention), so the retry
       skips onnxsim (``-nuo``);
-    - else the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
+    - inputs of rank 3-5 that feed no channel-wise op (``layout_free``: RNN states, sequences)
+      keep their ONNX layout (``-kat``): onnx2tf makes them channels-last and then mixes up
+      the axes of the ops that read them (their calibration files are rewritten in that
+      layout, in place);
+    - the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
       ``out_dir``), passed back with ``-prf``.
 
     onnx2tf's onnxsim runs without the fusions into ops onnx2tf has no converter for
     (`simplifier`), recorded as ``onnxsim_skipped_passes``.
 
-    Returns the seconds spent and the remedy applied (``{}``, ``{"onnxsim": False}`` or
-    ``{"auto_param_replacement": JSON}``, plus the passes skipped); a failure that outlives its
-    remedy names both."""
+    Returns the seconds spent and the remedies applied (``{}``, or any of
+    ``{"onnxsim": False}``, ``{"kept_input_layouts": NAMES}`` and
+    ``{"auto_param_replacement": JSON}``, plus the passes skipped); a failure that outlives
+    its remedies names them all."""
     given = Path(argv[argv.index("-i") + 1])
     env = dict(os.environ)
     skipped = simplifier.passes_to_skip(simplifier.onnx2tf_ops())
@@ -238,35 +263,53 @@ def convert(
     fresh_copy()
     try:
         return run_onnx2tf(argv, cwd, report, env=env), recorded
-    except ConversionFailure as failure:
-        retry = _remedy_for(failure, argv, cwd, out_dir, model_ops)
-        if retry is None:
-            raise
-        extra, applied, what = retry
+    except ConversionFailure as exc:
+        first = failure = exc
+    tried: list[str] = []
+    while (retry := _remedy_for(failure, argv, cwd, out_dir, model_ops, layout_free)) is not None:
+        argv, applied, what = retry
+        recorded.update(applied)
+        tried.append(what)
         report.warn(f"onnx2tf failed; trying again with {what}")
         started = time.perf_counter()
         fresh_copy()
         try:
-            run_onnx2tf([*argv, *extra], cwd, report, env=env)
+            run_onnx2tf(argv, cwd, report, env=env)
         except ConversionFailure as again:
-            tried = f"; tried again with {what}, which failed too: {again.reason}"
-            raise ConversionFailure(failure.tool, failure.reason, tried) from None
-        report.info(f"converted with {what}")
-        return time.perf_counter() - started, {**recorded, **applied}
+            failure = again
+            continue
+        report.info(f"converted with {' and '.join(tried)}")
+        return time.perf_counter() - started, recorded
+    if not tried:
+        raise first
+    words = f"; tried again with {', then '.join(tried)}, which failed too: {failure.reason}"
+    raise ConversionFailure(first.tool, first.reason, words) from None
 
 
 def _remedy_for(
-    failure: ConversionFailure, argv: list[str], cwd: Path, out_dir: Path, model_ops: set[str]
+    failure: ConversionFailure,
+    argv: list[str],
+    cwd: Path,
+    out_dir: Path,
+    model_ops: set[str],
+    layout_free: Sequence[str],
 ) -> tuple[list[str], dict[str, Any], str] | None:
-    """The extra arguments, the record and the words for the retry `convert` makes, if any."""
+    """The argv, the record and the words for `convert`'s next try, if any remedy is left."""
     import json
 
     missing = _NO_CONVERTER.search(failure.reason)
     if missing and missing.group(1) not in model_ops and "-nuo" not in argv:
         return (
-            ["-nuo"],
+            [*argv, "-nuo"],
             {"onnxsim": False},
             (f"onnxsim skipped (it wrote the {missing.group(1)} op onnx2tf cannot convert)"),
+        )
+    if layout_free and "-kat" not in argv:
+        keep_calibration_layout(argv, layout_free)
+        return (
+            [*argv, "-kat", *layout_free],
+            {"kept_input_layouts": list(layout_free)},
+            f"the ONNX layout kept for the input(s) {', '.join(layout_free)} (no channels)",
         )
     generated = sorted(out_dir.glob("*_auto.json"))
     if "-prf" in argv or not generated:
@@ -279,10 +322,25 @@ def _remedy_for(
     except (ValueError, AttributeError):
         return None
     return (
-        ["-prf", str(kept.resolve())],
+        [*argv, "-prf", str(kept.resolve())],
         {"auto_param_replacement": replacement},
         (f"the parameter replacement onnx2tf generated for it ({count} operation(s))"),
     )
+
+
+def keep_calibration_layout(argv: list[str], names: Sequence[str]) -> None:
+    """Rewrite, in place, the calibration file ``argv`` passes (``-cind NAME FILE``) for each
+    of ``names`` from onnx2tf's input layout back to the ONNX one."""
+    from .layout import onnx2tf_input_perm
+
+    for index, arg in enumerate(argv[:-2]):
+        if arg != "-cind" or argv[index + 1] not in names:
+            continue
+        path = Path(argv[index + 2])
+        array = np.load(str(path))
+        perm = onnx2tf_input_perm(array.ndim)
+        if perm:
+            np.save(str(path), np.ascontiguousarray(np.transpose(array, np.argsort(perm))))
 
 
 _NO_CONVERTER = re.compile(r"No module named 'onnx2tf\.ops\.(\w+)'")
@@ -341,6 +399,28 @@ def calibration_arrays(
         path = folder / f"calibration_{len(files)}.npy"
         np.save(str(path), np.ascontiguousarray(stacked))
         files[name] = path
+    return files
+
+
+def sample_arrays(
+    samples: list[dict[str, np.ndarray]],
+    inputs: Sequence[Any],
+    originals: dict[str, str],
+    folder: Path,
+) -> dict[str, Path]:
+    """One ``.npy`` per input (keyed by the names ``samples`` use) holding the samples whole,
+    stacked on a new axis 0, each in the layout its TFLite input takes (``inputs``: the
+    `TensorMap` of each): `selective` feeds them one by one, so an input whose batch is not
+    on axis 0 (an RNN state) is fed whole samples."""
+    folder.mkdir(parents=True, exist_ok=True)
+    by_onnx = {m.onnx_name: m for m in inputs}
+    files: dict[str, Path] = {}
+    for name in samples[0] if samples else {}:
+        tensor = by_onnx[originals.get(name, name)]
+        arrays = [tensor.to_tflite(np.asarray(s[name])) for s in samples]
+        arrays = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in arrays]
+        files[name] = folder / f"samples_{len(files)}.npy"
+        np.save(str(files[name]), np.ascontiguousarray(np.stack(arrays)))
     return files
 
 

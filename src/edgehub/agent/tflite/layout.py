@@ -19,6 +19,7 @@ itself.
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -123,8 +124,13 @@ def permute(shape: Sequence[int], perm: Sequence[int] | None) -> list[int]:
     return [int(shape[p]) for p in perm] if perm else [int(d) for d in shape]
 
 
-def layout_candidates(onnx_shape: Sequence[int], tflite_shape: Sequence[int]) -> list[list[int]]:
-    """The permutations (identity ``[]`` or channels-last) that turn one shape into the other."""
+def layout_candidates(
+    onnx_shape: Sequence[int], tflite_shape: Sequence[int], any_order: bool = False
+) -> list[list[int]]:
+    """The permutations (identity ``[]`` or channels-last) that turn one shape into the other;
+    with ``any_order``, then every other permutation that does (rank <= 5): an input whose
+    layout onnx2tf kept can come out with its axes in another order (``[2, 1, 64]`` as
+    ``[1, 2, 64]``)."""
     found: list[list[int]] = []
     if len(onnx_shape) != len(tflite_shape):
         return found
@@ -135,6 +141,13 @@ def layout_candidates(onnx_shape: Sequence[int], tflite_shape: Sequence[int]) ->
         perm = channels_last(rank)
         if permute(onnx_shape, perm) == list(tflite_shape) and perm != list(range(rank)):
             found.append(perm)
+    if any_order and 2 <= rank <= 5:
+        for order in itertools.permutations(range(rank)):
+            other = list(order)
+            if other == list(range(rank)) or other in found:
+                continue
+            if permute(onnx_shape, other) == list(tflite_shape):
+                found.append(other)
     return found
 
 

@@ -17,7 +17,13 @@ from ..protocol import RuntimeFailure
 from ..tensors import Arrays, TensorSpec
 from .edges import dequantize
 from .interpreter import TFLiteTensor
-from .layout import IOMapping, TensorMap, layout_candidates, onnx2tf_input_perm
+from .layout import (
+    IOMapping,
+    TensorMap,
+    channels_last,
+    layout_candidates,
+    onnx2tf_input_perm,
+)
 
 
 def _fixed(spec: TensorSpec) -> list[int]:
@@ -66,9 +72,13 @@ def _pair_inputs(
 
 
 def input_maps(
-    specs: Sequence[TensorSpec], tensors: Sequence[TFLiteTensor], originals: dict[str, str]
+    specs: Sequence[TensorSpec],
+    tensors: Sequence[TFLiteTensor],
+    originals: dict[str, str],
+    kept: Sequence[str] = (),
 ) -> list[TensorMap]:
-    """Inputs by name; the layout from the shapes, onnx2tf's rule deciding a symmetric shape."""
+    """Inputs by name; the layout from the shapes, onnx2tf's rule deciding a symmetric shape
+    (the identity for the inputs whose layout onnx2tf was told to keep, ``kept``)."""
     maps = []
     for spec, tensor in _pair_inputs(specs, tensors):
         onnx_shape = _fixed(spec)
@@ -78,7 +88,7 @@ def input_maps(
                 f"TFLite input '{tensor.name}' {tensor.shape} is neither the ONNX input "
                 f"'{spec.name}' {onnx_shape} nor its channels-last transpose"
             )
-        rule = onnx2tf_input_perm(len(onnx_shape))
+        rule = [] if spec.name in kept else onnx2tf_input_perm(len(onnx_shape))
         perm = rule if rule in options else options[0]
         maps.append(
             TensorMap(
@@ -98,6 +108,13 @@ def _as_float(array: np.ndarray, tensor: TFLiteTensor) -> np.ndarray:
     return dequantize(array, tensor) if tensor.quantized else array.astype(np.float64)
 
 
+def _unlikeliness(perm: list[int]) -> float:
+    """How unlikely onnx2tf gave an output this layout: none, channels-last, any other order."""
+    if not perm:
+        return 0.0
+    return 0.5 if perm == channels_last(len(perm)) else 0.75
+
+
 def output_maps(
     specs: Sequence[TensorSpec],
     tensors: Sequence[TFLiteTensor],
@@ -111,7 +128,7 @@ def output_maps(
     for ti, tensor in enumerate(tensors):
         for si, spec in enumerate(specs):
             shape = _resolved(spec, tensor.shape, reference)
-            for perm in layout_candidates(shape, tensor.shape):
+            for perm in layout_candidates(shape, tensor.shape, any_order=True):
                 if reference is not None and produced is not None:
                     ours = _as_float(produced[tensor.name], tensor)
                     theirs = (
@@ -122,7 +139,7 @@ def output_maps(
                         error = float("inf")
                 else:  # no values: prefer a name match, then the same position
                     error = 0.0 if tensor.name == spec.name else (1.0 if ti == si else 2.0)
-                    error += 0.5 if perm else 0.0
+                    error += _unlikeliness(perm)
                 scored.append((error, ti, si, perm))
     scored.sort(key=lambda item: (item[0], item[1] != item[2]))
     taken_t: dict[int, tuple[int, list[int], float]] = {}

@@ -20,6 +20,11 @@
   folds a Mul into the Div after it and can lose the Div's input.
 - A 0-d float constant operand of a broadcasting binary op becomes a 1-element tensor
   (`.graph_rewrites.scalars_as_vectors`): onnx2tf's accuracy check takes it for a layer output.
+- An LSTM without an initial state, or with an all-zero one, gets a zero state computed from
+  its input (`.graph_rewrites.zero_states_at_run_time`): onnx2tf's LSTM fails without one, and
+  onnxsim drops a constant zero one.
+- A softmax expectation over an axis of a 4-D tensor (a detector's DFL box head) becomes a
+  1x1 Conv over channels (`.graph_rewrites.expectations_as_conv`): onnx2tf loses its layout.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -38,7 +43,12 @@ from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
-from .graph_rewrites import drop_unused, scalars_as_vectors
+from .graph_rewrites import (
+    drop_unused,
+    expectations_as_conv,
+    scalars_as_vectors,
+    zero_states_at_run_time,
+)
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
@@ -372,6 +382,18 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             f"{len(vectors)} scalar constant operand(s) given as 1-element tensors (onnx2tf "
             "mistakes a 0-d constant for a layer output)"
         )
+    lstms = zero_states_at_run_time(model)
+    if lstms:
+        report.info(
+            f"{', '.join(lstms)}: LSTM given its zero initial state computed at run time "
+            "(onnx2tf's LSTM fails without an initial state; a constant one is folded away)"
+        )
+    expectations = expectations_as_conv(model)
+    if expectations:
+        report.info(
+            f"{', '.join(expectations)}: a softmax expectation over an axis written as a 1x1 "
+            "Conv over channels (onnx2tf loses the layout of the 4-D softmax and its sum)"
+        )
     if pools:
         report.info(
             f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
@@ -398,6 +420,8 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         "pools_made_global": pools,
         "divisions_as_products": len(products),
         "scalars_as_vectors": len(vectors),
+        "lstm_zero_states": lstms,
+        "expectations_as_conv": expectations,
         "renamed": renamed,
     }
 

@@ -5,10 +5,11 @@ tensors (``tf.lite.experimental.QuantizationDebugOptions(denylisted_nodes=...)``
 ``QuantizationDebugger.get_nondebug_quantized_model``): the SavedModel onnx2tf left in its
 output folder is converted the way onnx2tf converts it to int8 (``TFLITE_BUILTINS_INT8`` with
 ``SELECT_TF_OPS``, per-channel unless told otherwise, float inputs and outputs), calibrated on
-the same arrays (integer and boolean inputs fed in their own dtype, which onnx2tf's own int8
-conversion cannot do: a model with such inputs is quantized here, `compile`), and quantized with
-those operators left in float (dequantized before, their
-output requantized for the operators after, unless those are in float too). It runs in a child
+the same samples fed whole (`converter.sample_arrays`: an input whose batch is not on axis 0, an
+RNN state, gets its part of each sample; integer and boolean inputs in their own dtype, which
+onnx2tf's own int8 conversion cannot do: a model with such inputs is quantized here,
+`compile`), and quantized with those operators left in float (dequantized before, their output
+requantized for the operators after, unless those are in float too). It runs in a child
 process (``python -c`` importing this module from the agent's own archive), so TensorFlow's
 memory goes with it and a cancelled compile kills it, as onnx2tf's run does.
 """
@@ -122,8 +123,7 @@ def main(raw: str) -> None:  # pragma: no cover - runs in the child process
     def samples() -> Iterator[dict[str, Any]]:
         for index in range(count):
             yield {
-                name: a[index : index + 1] if a.dtype.kind in "iub" else
-                a[index : index + 1].astype(np.float32)
+                name: a[index] if a.dtype.kind in "iub" else a[index].astype(np.float32)
                 for name, a in arrays.items()
             }  # fmt: skip
 
@@ -135,6 +135,9 @@ def main(raw: str) -> None:  # pragma: no cover - runs in the child process
     ]
     model._experimental_disable_per_channel = not job["per_channel"]
     model.representative_dataset = samples
+    if not job["float_tensors"]:  # nothing kept in float: the plain converter
+        Path(job["output"]).write_bytes(model.convert())
+        return
     options = tf.lite.experimental.QuantizationDebugOptions(
         denylisted_nodes=list(job["float_tensors"])
     )
