@@ -11,6 +11,8 @@ from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_GOAL_FAILED, UsageError
 
 if TYPE_CHECKING:
+    from edgehub.cluster.shards import RayShards
+    from edgehub.config.schema import HubConfig
     from edgehub.ops.eval import EvalReport
     from edgehub.ops.eval.fix import FixReport
 
@@ -126,11 +128,14 @@ def handle_eval(args: argparse.Namespace) -> int:
         fix=args.fix,
     )
     project = open_project(args.config)
+    shards = _shards(args, project.config)
     printer = LogPrinter(quiet=args.quiet)
     try:
-        report, fix = evaluate_and_fix(project, request, subscriber=printer)
+        report, fix = evaluate_and_fix(project, request, subscriber=printer, shards=shards)
     finally:
         printer.done()
+        if shards is not None:
+            shards.close()
     if args.json:
         print_json({**report.to_dict(), **({"fix": fix.to_dict()} if fix else {})})
     else:
@@ -138,6 +143,19 @@ def handle_eval(args: argparse.Namespace) -> int:
         if fix is not None:
             _print_fix(fix)
     return EXIT_GOAL_FAILED if report.passed is False else 0
+
+
+def _shards(args: argparse.Namespace, config: HubConfig) -> RayShards | None:
+    """The Ray cluster ``--cluster`` names (else hub.toml's), to split the samples across;
+    None without the flag (Ray is imported only with it)."""
+    from edgehub.cluster import cluster_address
+
+    address = cluster_address(getattr(args, "cluster", None), config.cluster.address)
+    if address is None:
+        return None
+    from edgehub.cluster import ray_shards
+
+    return ray_shards(address, config)
 
 
 CALIBRATION_SOURCES = {

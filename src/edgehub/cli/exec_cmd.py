@@ -38,7 +38,7 @@ VERBS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "eval": (
         "accuracy of the compiled model over a dataset",
-        ("common", "tag", "name", "from_run", "dataset", "eval"),
+        ("common", "tag", "name", "from_run", "dataset", "eval", "cluster"),
     ),
     "ab": (
         "two models interleaved on one device: whether B is faster or slower than A",
@@ -46,7 +46,7 @@ VERBS: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "sweep": (
         "a grid of runs: models x devices x runtimes x option values",
-        ("common", "limits", "input", "sweep"),
+        ("common", "limits", "input", "sweep", "cluster"),
     ),
 }
 RUNTIME_HELP = "onnxruntime, tflite or tensorrt (or a runtime a package registers)"
@@ -63,6 +63,7 @@ def _flag_sets() -> dict[str, Flags]:
         "eval": eval_cmd.eval_flags(),
         "ab": ab_cmd.ab_flags(),
         "sweep": sweep_cmd.sweep_flags(),
+        "cluster": sweep_cmd.cluster_flags(),
     }
 
 

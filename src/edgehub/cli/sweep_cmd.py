@@ -50,13 +50,20 @@ def sweep_flags() -> Flags:
     flags.add_argument(
         "--resume", action="store_true", help="skip the cells an earlier sweep finished"
     )
+    return flags
+
+
+def cluster_flags() -> Flags:
+    """``--cluster``: a sweep's cells, or an eval's shards of samples, as Ray tasks."""
+    flags = Flags("cluster", "work spread over a Ray cluster (the [ray] extra)")
     flags.add_argument(
         "--cluster",
         nargs="?",
         const="",
         metavar="ADDRESS",
-        help="run the cells as tasks on a Ray cluster: ray://HOST:10001, HOST:6379, auto, or "
-        "local:N (a Ray instance here with N workers); alone: hub.toml's [cluster] address",
+        help="run a sweep's cells, or an eval's shards of samples, as tasks on a Ray cluster: "
+        "ray://HOST:10001, HOST:6379, auto, or local:N (a Ray instance here with N workers); "
+        "alone: hub.toml's [cluster] address",
     )
     return flags
 
@@ -131,14 +138,11 @@ def handle_sweep(args: argparse.Namespace) -> int:
 
 def _executor(flag: str | None, configured: str | None) -> RayExecutor | None:
     """The Ray executor ``--cluster`` asks for (its address, else hub.toml's); None without."""
-    if flag is None:
+    from edgehub.cluster import cluster_address
+
+    address = cluster_address(flag, configured)
+    if address is None:
         return None
-    address = flag or configured
-    if not address:
-        raise UsageError(
-            "--cluster needs an address: --cluster ray://HOST:10001 (or local:N), or "
-            'address = "..." in the [cluster] table of hub.toml'
-        )
     from edgehub.cluster import ray_executor
 
     return ray_executor(address)

@@ -19,6 +19,7 @@ import logging
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,10 +32,18 @@ from edgehub.cluster.worker import Attempts, Boards, CellJob, CellOutcome, image
 from edgehub.errors import EdgehubError, EnvironmentProblem, OperationCancelled
 
 if TYPE_CHECKING:
+    from edgehub.config.schema import HubConfig
     from edgehub.ops.sweep import CellResult, Pending, SweepSession
     from edgehub.ops.sweep_grid import SweepCell
 
-__all__ = ["MAX_RETRIES", "RayExecutor"]
+__all__ = [
+    "MAX_RETRIES",
+    "RayExecutor",
+    "check_feasible",
+    "device_resources",
+    "first_line",
+    "reap_nodes",
+]
 
 MAX_RETRIES = 2  # a cell runs at most three times when its nodes keep dying
 _HEAD = "node:__internal_head__"  # Ray's resource of the head node
@@ -109,8 +118,9 @@ class RayExecutor:
             self.close()
             raise unreachable(where.text, str(error).splitlines()[0]) from None
         finally:
-            for signum, handler in handlers.items():  # Ray's own would end this process
-                signal.signal(signum, handler)
+            if threading.current_thread() is threading.main_thread():  # (TUI: a worker's)
+                for signum, handler in handlers.items():  # Ray's own would end this process
+                    signal.signal(signum, handler)
         self.connected = True
         _warm_workers()
 
@@ -160,7 +170,7 @@ class RayExecutor:
         finally:
             ray.kill(attempts)
             ray.kill(boards)
-            _reap_nodes()
+            reap_nodes()
 
     def _collect(self, session: SweepSession, out: dict[Any, Any], attempts: Any) -> None:
         started, slots = 0, {slot: result for slot, _, result in out.values()}
@@ -185,7 +195,7 @@ class RayExecutor:
                     outcome: CellOutcome | None = ray.get(ref)
                     lost = None
                 except ray.exceptions.RayError as error:
-                    outcome, lost = None, _first_line(error)
+                    outcome, lost = None, first_line(error)
                 _record(session, cell, result, outcome, tries[slot], lost)
 
 
@@ -208,7 +218,7 @@ def _cancel(session: SweepSession, out: dict[Any, Any], attempts: Any) -> None:
             _failed_run(session, cell, result, node, attempt, pid, why, killed=True)
 
 
-def _reap_nodes() -> None:
+def reap_nodes() -> None:
     """On every live node, remove the containers its dead (or force-cancelled) workers left."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -230,21 +240,29 @@ def _reap_nodes() -> None:
 def _check_feasible(session: SweepSession, cells: list[SweepCell]) -> None:
     """Refuse, in one line, a cell no live node has the resources for (Ray would hold it
     forever)."""
+    for device in dict.fromkeys(cell.device for cell in cells):
+        check_feasible(
+            device_resources(session.project.config, device), f"a cell of device {device!r}"
+        )
+
+
+def check_feasible(asked: dict[str, Any], what: str) -> None:
+    """`EnvironmentProblem` in one line when no live node has ``asked`` (task options: its
+    ``num_cpus`` and ``resources``) for ``what``: Ray would hold that task forever."""
     alive = ray.nodes()  # type: ignore[no-untyped-call]
     nodes = [n.get("Resources", {}) for n in alive if n.get("Alive")]
-    for device in dict.fromkeys(cell.device for cell in cells):
-        asked = _resources(session, device)
-        wants = {"CPU": asked["num_cpus"], **asked.get("resources", {})}
-        if not any(all(node.get(k, 0) >= v for k, v in wants.items()) for node in nodes):
-            shown = ", ".join(f"{k} {v:g}" for k, v in wants.items())
-            raise EnvironmentProblem(
-                f"no node of the Ray cluster has what a cell of device {device!r} asks for "
-                f"({shown}); start a node with enough CPUs and --resources='{{\"docker\": 1}}' "
-                "(a cell of a local device runs in a container there)"
-            )
+    wants = {"CPU": asked["num_cpus"], **asked.get("resources", {})}
+    if not any(all(node.get(k, 0) >= v for k, v in wants.items()) for node in nodes):
+        shown = ", ".join(f"{k} {v:g}" for k, v in wants.items())
+        raise EnvironmentProblem(
+            f"no node of the Ray cluster has what {what} asks for ({shown}); start a node "
+            "with enough CPUs and --resources='{\"docker\": 1}' (a local device's work runs "
+            "in a container there)"
+        )
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """``error`` in one line: its type and its message's first line."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else ''}".strip()
 
@@ -263,9 +281,16 @@ def _put(files: dict[Path, Any], path: Path) -> Any:
 
 def _resources(session: SweepSession, device: str) -> dict[str, Any]:
     """What a cell of ``device`` asks Ray for (see the module docstring)."""
-    section = session.project.config.devices.get(device)
+    return device_resources(session.project.config, device)
+
+
+def device_resources(config: HubConfig, device: str, *, docker: bool = False) -> dict[str, Any]:
+    """What a task on ``device`` asks Ray for: a ``local``-provider device's CPUs (its
+    ``[devices.X.docker]`` table's, else 1) and one ``docker``; one CPU for any other device
+    (``docker``: a task that runs in a container whatever the device's table)."""
+    section = config.devices.get(device)
     if section is None or section.provider != "local":
-        return {"num_cpus": 1}
+        return {"num_cpus": 1, "resources": {"docker": 1}} if docker else {"num_cpus": 1}
     cpus = section.settings.values.get("cpus") if section.settings is not None else None
     return {"num_cpus": float(cpus or 1), "resources": {"docker": 1}}
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.goals import Goal
     from edgehub.ops.eval.layers import LayerRow, LayerSearch
     from edgehub.ops.eval.run import EvalRequest
+    from edgehub.ops.eval.shards import SampleExecutor
     from edgehub.toolchains.batch import BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
     from edgehub.tracking.run_log import RunLog
@@ -50,10 +51,12 @@ def measure(
     metric_names: list[str],
     cancel: Cancellation,
     stored_ref: RunLog | None = None,
+    shards: SampleExecutor | None = None,
 ) -> EvalReport:
     """The EVAL run of ``compiled`` against ``reference`` (or the outputs of the EVAL run
     ``stored_ref``) over ``dataset``: figures, task metrics, goals and, asked for, the layer
-    search, all recorded with the run."""
+    search, all recorded with the run. ``shards`` runs the models over shards of the samples
+    (`shards`); the figures are computed here from the merged outputs all the same."""
     from edgehub.core import RunType
     from edgehub.core.runtimes import reference_runtime
     from edgehub.toolchains.batch import BatchJob, BatchOutputs
@@ -100,17 +103,27 @@ def measure(
         ctx.events.info(f"run {len(dataset)} samples: {where}")
         graph = {"graph": True} if request.layers is not None else {}
         model_job = BatchJob(compiled, "model", graph)
-        if stored_ref is not None:
+        reference_job = BatchJob(reference, "reference", graph)
+        if shards is not None:
+            from edgehub.ops.eval.shards import ModelRun
+
+            runs = [ModelRun(model_job, model_runner, request.runtime, request.device)]
+            if stored_ref is None:
+                who = (request.runtime, request.device, None) if same else (ref, None, "reference")
+                runs.append(ModelRun(reference_job, reference_runner, *who))
+            found = shards.run_models(ctx, dataset, samples, runs, cancel)
+            model_out, reference_out = found[0], found[-1]
+        elif stored_ref is not None:
             (model_out,) = model_runner.run_many(
                 [model_job], samples, stacked=dataset.stacked, digest=sha
             )
-            path = Path(stored_ref.artifacts["outputs"].local())
-            reference_out = BatchOutputs(load_npz(path), {}, path, {})
         else:
-            reference_job = BatchJob(reference, "reference", graph)
             model_out, reference_out = run_both(
                 runners, (model_job, reference_job), samples, dataset.stacked, sha
             )
+        if stored_ref is not None:
+            path = Path(stored_ref.artifacts["outputs"].local())
+            reference_out = BatchOutputs(load_npz(path), {}, path, {})
         cancel.check()
         pairs = pair_outputs(ctx, model_out.arrays, reference_out.arrays)
         with ThreadPoolExecutor(1, thread_name_prefix="edgehub-score") as pool:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
+    from edgehub.ops.eval.shards import SampleExecutor
     from edgehub.tracking.run_log import RunLog
 
 __all__ = ["EvalRequest", "eval_runtimes", "evaluate", "evaluate_and_fix"]
@@ -124,9 +125,12 @@ def evaluate(
     *,
     subscriber: Subscriber | None = None,
     cancel: Cancellation | None = None,
+    shards: SampleExecutor | None = None,
 ) -> EvalReport:
     """Run ``request`` on ``project``; the compile run (if any) and the EVAL run are recorded."""
-    report, _ = evaluate_and_fix(project, request, subscriber=subscriber, cancel=cancel)
+    report, _ = evaluate_and_fix(
+        project, request, subscriber=subscriber, cancel=cancel, shards=shards
+    )
     return report
 
 
@@ -136,9 +140,11 @@ def evaluate_and_fix(
     *,
     subscriber: Subscriber | None = None,
     cancel: Cancellation | None = None,
+    shards: SampleExecutor | None = None,
 ) -> tuple[EvalReport, FixReport | None]:
     """`evaluate`, and with ``request.fix`` the repair (`fix.repair`): then the report is the
-    last model's eval, and the ``FIX`` run's report comes with it."""
+    last model's eval, and the ``FIX`` run's report comes with it. ``shards`` runs the models
+    over shards of the samples elsewhere (`shards`: a cluster's workers)."""
     from edgehub.core.runtimes import get_runtime
 
     runtime = get_runtime(request.runtime)
@@ -151,6 +157,10 @@ def evaluate_and_fix(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
                 f"far; device {request.device!r} uses {provider!r}"
             )
+        if shards is not None:
+            from edgehub.ops.eval.shards import check_shardable
+
+            check_shardable(request, runtime, provider)
         if runtime.host_gpu:
             device = ctx.device(request.device or "local")
             check_host_device(request, device.in_container, provider)
@@ -173,6 +183,8 @@ def evaluate_and_fix(
         if runtime.host_gpu:  # this host's GPU, once the input is known good
             check_host_gpu(ctx, request)
         stored = _reference_run(ctx, request, dataset)
+        if shards is not None:  # out of reach: said before the compile
+            shards.connect()
         request = _from_dataset(ctx, request, runtime, signature["inputs"], dataset, provider)
         cancel.check()
         with dataset.watch():  # a compile or run that fails on a dataset cut short says so
@@ -198,6 +210,7 @@ def evaluate_and_fix(
                     metric_names,
                     cancel,
                     stored,
+                    shards,
                 )
         return report, None
 

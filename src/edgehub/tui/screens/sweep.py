@@ -22,6 +22,7 @@ from edgehub.ops.cancel import Cancellation
 from edgehub.ops.sweep import CellResult, SweepReport
 from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
 from edgehub.tui.cells import plain
+from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
@@ -56,11 +57,13 @@ class SweepScreen(HubScreen):
     AUTO_FOCUS = "#cells"  # never a field: a key pressed on arrival is a shortcut (base)
     BINDINGS = [
         Binding("ctrl+r", "launch", "Launch sweep"),
+        Binding("o", "report", "Report"),
     ]
 
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self.cancel: Cancellation | None = None
+        self.sweep_run: str | None = None  # the SWEEP run of the last sweep launched here
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -73,6 +76,7 @@ class SweepScreen(HubScreen):
                     ("devices", "local"),
                     ("runtimes", "onnxruntime"),
                     ("vary", "profile.runs=50,100; compile.precision=fp32,int8"),
+                    ("cluster", "ray://HOST:10001 or local:N (empty: here)"),
                 ):
                     with Horizontal(classes="field"):
                         yield Label(name, classes="name", markup=False)
@@ -93,6 +97,8 @@ class SweepScreen(HubScreen):
 
     def on_mount(self) -> None:
         self.query_one("#cells", DataTable).add_columns(*COLUMNS)
+        # hub.toml's [cluster] address, as `hub exec sweep --cluster` alone; empty: here
+        self.query_one("#cluster", Input).value = self.state.project.config.cluster.address or ""
 
     def _text(self, name: str) -> str:
         return self.query_one(f"#{name}", Input).value.strip()
@@ -138,20 +144,34 @@ class SweepScreen(HubScreen):
         self.cancel = Cancellation()
         self.state.run_started(SWEEP_RUN, self.cancel, f"the sweep of {table.row_count} cells")
         self.app.refresh_bindings()
-        self._run(grid, self.query_one("#resume", Checkbox).value, self.cancel)
+        resume = self.query_one("#resume", Checkbox).value
+        self._run(grid, resume, self.cancel, self._text("cluster") or None)
         self.leave_field()  # launched: the next key is a shortcut, not more text
 
     @work(thread=True, exit_on_error=False, group="sweep")
-    def _run(self, grid: SweepGrid, resume: bool, cancel: Cancellation) -> None:
+    def _run(
+        self, grid: SweepGrid, resume: bool, cancel: Cancellation, cluster: str | None
+    ) -> None:
         from edgehub.errors import OperationCancelled
         from edgehub.ops.sweep import run_sweep
 
         def changed(cell: CellResult) -> None:
             self.post_message(CellChanged(CellResult(**cell.to_dict())))
 
+        executor = None
         try:
+            if cluster is not None:  # the cells as Ray tasks, as `hub exec sweep --cluster`
+                from edgehub.cluster import ray_executor
+
+                executor = ray_executor(cluster)
+                executor.connect()
             report = run_sweep(
-                self.state.project, grid, resume=resume, cancel=cancel, on_cell=changed
+                self.state.project,
+                grid,
+                resume=resume,
+                cancel=cancel,
+                on_cell=changed,
+                executor=executor,
             )
         except OperationCancelled:
             self.post_message(SweepEnded("KILLED", None, "cancelled"))
@@ -161,6 +181,9 @@ class SweepScreen(HubScreen):
             self.post_message(SweepEnded("FAILED", None, str(error) or type(error).__name__))
         else:
             self.post_message(SweepEnded(report.status, report, None))
+        finally:
+            if executor is not None:
+                executor.close()
 
     def on_cell_changed(self, message: CellChanged) -> None:
         cell = message.cell
@@ -181,6 +204,8 @@ class SweepScreen(HubScreen):
 
     def on_sweep_ended(self, message: SweepEnded) -> None:
         self.cancel = None
+        if message.report is not None:
+            self.sweep_run = message.report.run_id
         self.state.run_ended(SWEEP_RUN)
         self.app.refresh_bindings()
         table = self.query_one("#cells", DataTable)
@@ -195,6 +220,21 @@ class SweepScreen(HubScreen):
             text += f": {message.error}"
         self._status(text)
         self.notify(text, severity="information" if message.status == "FINISHED" else "error")
+
+    def action_report(self) -> None:
+        """Write the HTML report of the last sweep launched here (`hub runs report --sweep`)."""
+        if self.sweep_run is None:
+            self.notify(
+                "no sweep has ended here yet: launch one (^r), or press o on its SWEEP run in Runs",
+                severity="warning",
+                markup=False,
+            )
+        else:
+            write_report_of(self, [], sweeps=[self.sweep_run])
+
+    def worker_done(self, name: str, result: Any) -> None:
+        if name == REPORT_WORKER:
+            report_written(self, result)
 
     def active_run(self) -> str | None:
         return SWEEP_RUN if self.cancel is not None else None

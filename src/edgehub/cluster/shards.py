@@ -1,0 +1,360 @@
+"""`RayShards`: an eval's samples split into shards, each a Ray task, the outputs merged here.
+
+The driver compiles the model (its compile run stays in the driver's store) and opens the EVAL
+run; `RayShards.run_models` then cuts the stored dataset into one contiguous shard per worker
+slot (a slot: the CPUs of the device's ``[devices.X.docker]`` table, else 1, and one
+``docker``), sends each shard with the models' files (named by the driver's runners, so a
+runtime's sidecars travel too) and runs `run_shard_task` on the nodes. A task checks its node
+(the driver's edgehub version, a Docker daemon, the driver's image of each runtime: else one
+line naming the node), runs the models over its samples as a local eval does (the runtime's
+batch runner, in a throwaway store) and returns their outputs. The driver stacks them back in
+sample order, so every figure is computed from all the samples, as after a local eval; the
+timings are summed. Ray runs a shard again elsewhere when its node dies (a shard keeps
+nothing); Ctrl-C or a cancelled eval force-cancel the tasks still out and every live node
+reaps the containers they left.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import ray
+
+from edgehub.cluster.address import ClusterAddress
+from edgehub.cluster.dispatch import (
+    MAX_RETRIES,
+    RayExecutor,
+    check_feasible,
+    device_resources,
+    first_line,
+    reap_nodes,
+)
+from edgehub.cluster.worker import image_id, node_name
+from edgehub.errors import EdgehubError, EnvironmentProblem
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from edgehub.config.schema import HubConfig
+    from edgehub.core.context import HubContext
+    from edgehub.ops.cancel import Cancellation
+    from edgehub.ops.eval.shards import ModelRun
+    from edgehub.toolchains.batch import BatchOutputs
+    from edgehub.toolchains.datasets import Dataset
+
+__all__ = ["RayShards", "ShardJob", "run_shard_task"]
+
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True)
+class ShippedRun:
+    """A `ModelRun` as it travels: its runner's recipe, its job's role and options, and its
+    model's files (name -> bytes) with the request fields naming them."""
+
+    runtime: str
+    device: str | None
+    scratch: str | None
+    role: str
+    options: dict[str, Any]
+    files: dict[str, bytes]
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard: the project's hub.toml, the driver's version and images, and its samples'
+    place in the dataset."""
+
+    hub_toml: str
+    version: str
+    index: int
+    start: int
+    stop: int
+    stacked: bool
+    images: dict[str, str | None] = field(default_factory=dict)  # runtime -> driver's image
+    image_tags: dict[str, str] = field(default_factory=dict)  # the images hub.toml pins
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """Each run's outputs over the shard's samples and its timing metrics, or a refusal."""
+
+    node: str
+    outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+    metrics: list[dict[str, float]] = field(default_factory=list)
+    refused: str | None = None
+
+
+class RayShards:
+    """Runs an eval's models on the Ray cluster at ``address`` (an
+    `edgehub.ops.eval.shards.SampleExecutor`)."""
+
+    def __init__(self, address: ClusterAddress, config: HubConfig) -> None:
+        self.cluster = RayExecutor(address)
+        self.config = config  # the project's: its devices, and its hub.toml for the nodes
+        self.task_body = run_shard_task
+
+    def connect(self) -> None:
+        if not self.cluster.connected:
+            self.cluster.connect()
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    def run_models(
+        self,
+        ctx: HubContext,
+        dataset: Dataset,
+        samples: Path,
+        runs: list[ModelRun],
+        cancel: Cancellation,
+    ) -> list[BatchOutputs]:
+        from edgehub import __version__
+
+        self.connect()
+        device = runs[0].device or "local"
+        asked = device_resources(self.config, device, docker=True)
+        check_feasible(asked, f"a shard of this eval on device {device!r}")
+        shipped = ray.put([_shipped(ctx, run) for run in runs])
+        bounds = _bounds(len(dataset), _slots(asked))
+        path = self.config.path
+        hub_toml = path.read_text() if path is not None else ""
+        tags = dict(ctx.image_tags)
+        images = {r.runtime: image_id(r.runtime, tags) for r in runs}
+        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(self.task_body)
+        out: dict[Any, int] = {}
+        for index, (start, stop) in enumerate(bounds):
+            job = ShardJob(hub_toml, __version__, index, start, stop, dataset.stacked, images, tags)
+            part = ray.put(_shard_samples(dataset, samples, start, stop))
+            out[task.options(**asked).remote(job, shipped, part)] = index
+        ctx.events.info(
+            f"{len(dataset)} samples in {len(bounds)} shards on the Ray cluster "
+            f"{self.cluster.address.text}"
+        )
+        try:
+            outcomes = _collect(out, cancel)
+        except BaseException:
+            for ref in out:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # finished already, or its node gone
+                    pass
+            raise
+        finally:
+            reap_nodes()
+        return _merged(ctx, runs, outcomes)
+
+
+def _slots(asked: dict[str, Any]) -> int:
+    """How many tasks asking ``asked`` the cluster's resources hold at once (at least 1)."""
+    total = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    wants = {"CPU": asked["num_cpus"], **asked.get("resources", {})}
+    return max(1, min(int(total.get(k, 0) // v) for k, v in wants.items() if v > 0))
+
+
+def _bounds(count: int, slots: int) -> list[tuple[int, int]]:
+    """``count`` samples cut into ``slots`` contiguous shards of near-equal size (none empty)."""
+    shards = max(1, min(count, slots))
+    size, extra = divmod(count, shards)
+    bounds, start = [], 0
+    for index in range(shards):
+        stop = start + size + (1 if index < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _shipped(ctx: HubContext, run: ModelRun) -> ShippedRun:
+    """``run`` with its model's files read, as its runner here names them."""
+    files, fields = run.runner.model_files(run.job.model)
+    read = {name: path.read_bytes() for name, path in files.items()}
+    return ShippedRun(
+        run.runtime, run.device, run.scratch, run.job.role, dict(run.job.options), read, fields
+    )
+
+
+def _shard_samples(dataset: Dataset, samples: Path, start: int, stop: int) -> dict[str, bytes]:
+    """The files of samples ``start`` to ``stop``: a directory dataset's own (name -> bytes),
+    or one stacked .npz of that slice."""
+    if not dataset.stacked:
+        return {name: (samples / name).read_bytes() for name in dataset.names[start:stop]}
+    import numpy as np
+
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    arrays = load_npz(samples, mapped=True)
+    with tempfile.TemporaryDirectory(prefix="edgehub-shard-") as tmp:
+        part = save_npz(
+            Path(tmp) / "samples.npz", {k: np.asarray(a[start:stop]) for k, a in arrays.items()}
+        )
+        return {"samples.npz": part.read_bytes()}
+
+
+def _collect(out: dict[Any, int], cancel: Cancellation) -> list[ShardOutcome]:
+    """The shards' outcomes in shard order, as they finish; a refusal or a lost shard ends the
+    eval in one line."""
+    found: dict[int, ShardOutcome] = {}
+    waiting = list(out)
+    while waiting:
+        cancel.check()
+        done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=_POLL_S)
+        for ref in done:
+            try:
+                outcome: ShardOutcome = ray.get(ref)
+            except ray.exceptions.RayTaskError as error:  # the task raised: its error
+                cause = error.cause
+                if isinstance(cause, EdgehubError):
+                    raise cause from None
+                raise EnvironmentProblem(
+                    f"shard {out[ref] + 1} of the eval failed: {first_line(cause)}"
+                ) from None
+            except ray.exceptions.RayError as error:  # lost: its retries spent
+                raise EnvironmentProblem(
+                    f"shard {out[ref] + 1} of the eval was lost on the Ray cluster "
+                    f"({first_line(error)}); run it again"
+                ) from None
+            if outcome.refused is not None:
+                raise EnvironmentProblem(outcome.refused)
+            found[out[ref]] = outcome
+    return [found[index] for index in sorted(found)]
+
+
+def _merged(
+    ctx: HubContext, runs: list[ModelRun], outcomes: list[ShardOutcome]
+) -> list[BatchOutputs]:
+    """Each run's outputs stacked over the shards in order (kept in the run's directory as
+    the .npz a local run writes), its timings summed and logged as ``<role>.<metric>``."""
+    import numpy as np
+
+    from edgehub.toolchains.batch import BatchOutputs
+    from edgehub.toolchains.tensors import load_npz, save_npz
+
+    nodes = sorted({o.node for o in outcomes})
+    ctx.client.log_params({"cluster.shards": len(outcomes), "cluster.nodes": nodes})
+    merged = []
+    for index, run in enumerate(runs):
+        parts = [o.outputs[index] for o in outcomes]
+        arrays = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+        metrics: dict[str, float] = {}
+        for outcome in outcomes:
+            for key, value in outcome.metrics[index].items():
+                metrics[key] = metrics.get(key, 0.0) + value
+        ctx.client.log_metrics({f"{run.job.role}.{k}": v for k, v in metrics.items()})
+        path = ctx.artifact_dir / "shards" / f"outputs-{index}.npz"
+        save_npz(path, arrays)
+        merged.append(BatchOutputs(load_npz(path, mapped=True), metrics, path, {}))
+    return merged
+
+
+# -- on a node ---------------------------------------------------------------------------------
+
+
+def _refusal(job: ShardJob, node: str) -> str | None:
+    """Why this node cannot run the shard, in one line naming it; None when it can."""
+    from edgehub import __version__
+    from edgehub.errors import EdgehubError
+    from edgehub.ops.recorded_image import short_digest
+    from edgehub.runners.docker import connect
+
+    where = f"node {node} refused shard {job.index + 1} of the eval"
+    if __version__ != job.version:
+        return f"{where}: it has edgehub {__version__}, the driver {job.version}; install that"
+    try:
+        connect(timeout=5).close()
+    except (EdgehubError, OSError) as error:
+        return f"{where}: no Docker daemon answers ({error}); start Docker on the node"
+    for runtime, driver in job.images.items():
+        mine = image_id(runtime, job.image_tags)
+        if driver is not None and mine != driver:
+            return (
+                f"{where}: its {runtime} image is {short_digest(mine)}, the driver's "
+                f"{short_digest(driver)}; build it from the same locks (hub images build) "
+                "or load the driver's (docker save | docker load)"
+            )
+    return None
+
+
+@contextmanager
+def _shard_context(job: ShardJob, folder: Path) -> Iterator[HubContext]:
+    """A context on a store of the task's own, inside a throwaway run."""
+    from edgehub.cluster.worker import _CellProject
+    from edgehub.config import load_config
+    from edgehub.core import RunType
+
+    (folder / "hub.toml").write_text(job.hub_toml)
+    project = _CellProject(load_config(folder / "hub.toml"), root=folder / ".hub")
+    with project.context() as ctx, ctx.open_run(RunType.EVAL, f"shard-{job.index}"):
+        yield ctx
+
+
+def run_shard_task(
+    job: ShardJob, runs: list[ShippedRun], samples: dict[str, bytes]
+) -> ShardOutcome:
+    """Run every model of ``runs`` over the shard's ``samples`` here (a Ray task's body)."""
+    import numpy as np
+
+    from edgehub.toolchains.batch import BatchJob
+    from edgehub.toolchains.evaluation import batch_runner, runtime_batch_runner
+
+    node = node_name()
+    refused = _refusal(job, node)
+    if refused is not None:
+        return ShardOutcome(node, refused=refused)
+    with (
+        tempfile.TemporaryDirectory(prefix="edgehub-shard-") as tmp,
+        _shard_context(job, Path(tmp)) as ctx,
+    ):
+        folder = Path(tmp)
+        where = folder / ("samples.npz" if job.stacked else "samples")
+        if not job.stacked:
+            where.mkdir()
+        for name, data in samples.items():
+            (folder / name if job.stacked else where / name).write_bytes(data)
+        groups: dict[tuple[str, str | None, str | None], list[int]] = {}
+        for index, run in enumerate(runs):
+            groups.setdefault((run.runtime, run.device, run.scratch), []).append(index)
+        outputs: list[dict[str, np.ndarray]] = [{} for _ in runs]
+        metrics: list[dict[str, float]] = [{} for _ in runs]
+        for (runtime, device, scratch), indices in groups.items():
+            if scratch is None:
+                runner = batch_runner(ctx, runtime, device)
+            else:
+                runner = runtime_batch_runner(ctx, runtime, device, scratch)
+            jobs = [BatchJob(_placed(folder, index, runs[index]), runs[index].role,
+                             runs[index].options) for index in indices]  # fmt: skip
+            runner.model_files = _Placed.files  # type: ignore[method-assign]
+            found = runner.run_many(jobs, where, stacked=job.stacked)
+            for index, out in zip(indices, found, strict=True):
+                outputs[index] = {name: np.array(a) for name, a in out.arrays.items()}
+                metrics[index] = dict(out.metrics)
+    return ShardOutcome(node, outputs, metrics)
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A shipped model's files written on this node, and the request fields naming them."""
+
+    paths: dict[str, Path]
+    fields: dict[str, Any]
+
+    @staticmethod
+    def files(model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
+        """A runner's ``model_files`` for a placed model: the files as the driver named them."""
+        assert isinstance(model, _Placed)
+        return dict(model.paths), dict(model.fields)
+
+
+def _placed(folder: Path, index: int, run: ShippedRun) -> _Placed:
+    own = folder / "models" / str(index)
+    own.mkdir(parents=True)
+    paths = {}
+    for name, data in run.files.items():
+        (own / name).write_bytes(data)
+        paths[name] = own / name
+    return _Placed(paths, run.fields)
