@@ -13,7 +13,8 @@ from tests.tui.tmux_session import Tmux
 pytestmark = pytest.mark.tmux
 
 RUN_FORM = ("model ", "runtime", "step", "device", "Pick a model (^t)", "profile options")
-SWEEP_FORM = ("grid-file", "models", "devices", "runtimes", "vary", "resume (skip finished cells)")
+SWEEP_FORM = ("grid-file", "models", "devices", "runtimes", "vary", "cluster")
+SWEEP_FORM_END = "resume (skip finished cells)"  # at 60x18 the form scrolls to it
 
 
 @pytest.mark.parametrize("size", [(80, 24), (60, 18)], ids=["80x24", "60x18"])
@@ -37,6 +38,8 @@ def test_every_screen_shows_its_text_whole(
     visit(("-l", "0"), "runs must be between 1 and 1000000", "'0'")  # wrapped at 60
     tmux.keys("Escape")  # out of the field: the next keys are shortcuts
     visit(("5",), *SWEEP_FORM, "No sweep yet: give a grid and launch.")
+    if size[1] >= 24:
+        assert tmux.shows(SWEEP_FORM_END), tmux.screen()
     visit(("3",), *ids, "FINISHED", "FAILED", "8 runs")
     visit(("Enter",), f"run {ids[0]}", "compile-7", "COMPILE", "FINISHED", "took 2.2s")
     tmux.keys("Escape")

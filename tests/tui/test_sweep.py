@@ -4,6 +4,7 @@ on the local device fills its grid in live (real Docker daemon, real image)."""
 from __future__ import annotations
 
 import time
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,16 @@ async def test_a_sweep_fills_its_grid_live(project: Path, ort_image: str) -> Non
         assert "RUNNING" in seen, "the grid did not show a cell running"
         assert all(float(v) > 0 for v in _column(table, "median ms"))
         assert all(float(v) > 0.95 for v in _column(table, "cosine"))
+        if find_spec("bokeh") is not None:  # o: the sweep's HTML report, its path told
+            await pilot.press("o")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            told = [n.message for n in app._notifications if "report written to " in n.message]
+            assert len(told) == 1, [n.message for n in app._notifications]
+            written = Path(told[0].removeprefix("report written to "))
+            assert written.is_file() and screen.sweep_run is not None
+            assert "sweep-median_ms" in written.read_text(encoding="utf-8")
     store = RunStore(project / ".hub")
     try:
         types = sorted(r.run_type for r in store.list_runs(limit=None))

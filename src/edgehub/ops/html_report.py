@@ -51,12 +51,16 @@ MAX_JSON_BYTES = 256 << 20
 
 @dataclass(frozen=True)
 class LayerTime:
-    """One engine layer's mean time (ms) per traced run, and the ONNX node it is drawn on."""
+    """One engine layer's mean time (ms) per traced run, and the ONNX node(s) it is drawn on
+    (`ops.layer_nodes`: ``a+b`` for a fused group, ``name (unmapped)`` where none was found)
+    with their graph position."""
 
     layer: str
     node: str
     op: str
     mean_ms: float
+    position: int = 1 << 30
+    mapped: bool = False
 
 
 @dataclass(frozen=True)
@@ -246,16 +250,7 @@ def _profile(run: RunRecord) -> ProfileSection:
     from edgehub.tracking.comparability import conditions_of
 
     document = _profile_document(run)
-    layers = [
-        LayerTime(
-            str(row["name"]),
-            _node_of(str(row["name"])),
-            str(row.get("op_type", "")),
-            float(row["mean_us"]) / 1000.0,
-        )
-        for row in document.get("layers") or []
-        if isinstance(row, dict) and isinstance(row.get("mean_us"), (int, float))
-    ]
+    layers = _layers(run, document)
     return ProfileSection(
         run_id=run.run_id,
         label=_label(run),
@@ -267,19 +262,30 @@ def _profile(run: RunRecord) -> ProfileSection:
     )
 
 
-# suffixes ONNX Runtime's graph optimizers append to the node a layer was made from
-_ENGINE_SUFFIXES = ("_nchwc", "_fused", "_token")
+def _layers(run: RunRecord, document: dict[str, Any]) -> list[LayerTime]:
+    """The traced layers, each on the ONNX node(s) of the run's model it came from
+    (`ops.layer_nodes`); without a readable ONNX model, each on its own name, unmapped."""
+    from edgehub.ops.layer_nodes import NodeGroup, load_graph_nodes
 
-
-def _node_of(layer: str) -> str:
-    """The ONNX node an engine layer came from: its name up to a known optimizer suffix
-    (``r1_nchwc`` -> ``r1``); a layer the runtime inserted (``ReorderOutput_token_5``) keeps
-    its own name, so fused and inserted layers group under one node name across runs."""
-    for suffix in _ENGINE_SUFFIXES:
-        cut = layer.find(suffix)
-        if cut > 0:
-            return layer[:cut]
-    return layer
+    rows = [
+        row
+        for row in document.get("layers") or []
+        if isinstance(row, dict) and isinstance(row.get("mean_us"), (int, float))
+    ]
+    model = run.artifacts.get("input")
+    graph = None
+    if rows and model is not None and model.is_stored:
+        graph = load_graph_nodes(model.local())
+    layers = []
+    for row in rows:
+        name, op = str(row["name"]), str(row.get("op_type", ""))
+        group = graph.group(name, op) if graph else NodeGroup(f"{name} (unmapped)", 1 << 30, False)
+        layers.append(
+            LayerTime(
+                name, group.label, op, float(row["mean_us"]) / 1000.0, group.position, group.mapped
+            )
+        )
+    return layers
 
 
 def _overhead(run: RunRecord, document: dict[str, Any], layers: list[LayerTime]) -> Overhead | None:

@@ -147,22 +147,35 @@ def _layers(profiles: list[ProfileSection]) -> list[Any]:
     from bokeh.models import ColumnDataSource
     from bokeh.transform import dodge
 
-    nodes = list(dict.fromkeys(layer.node for p in profiles for layer in p.layers))
+    position: dict[str, int] = {}  # each node group's graph position; unmapped ones last
+    for layer in (layer for p in profiles for layer in p.layers):
+        position[layer.node] = min(position.get(layer.node, layer.position), layer.position)
+    nodes = sorted(position, key=lambda node: (position[node], node))
     traced = [p for p in profiles if p.layers]
     plot = _figure(
         "layers",
-        "per-layer time per traced run (layers by ONNX node)",
+        "per-layer time per traced run, on the ONNX nodes each layer came from "
+        "(a+b: fused; unmapped: inserted by the runtime)",
         y_range=list(reversed(nodes)),
     )
+    plot.hover.tooltips = [("ONNX nodes", "@node"), ("engine layers", "@layers"), ("ms", "@ms")]
     plot.height = max(240, 18 * len(nodes) * max(1, len(traced)) // 2 + 80)
     plot.xaxis.axis_label = "mean time per run (ms)"
     height = 0.8 / len(traced)
     overheads = []
     for i, profile in enumerate(traced):
         times: dict[str, float] = {}
-        for layer in profile.layers:  # fused / inserted layers of one node add up
+        engine: dict[str, list[str]] = {}
+        for layer in profile.layers:  # the layers one node group ran add up
             times[layer.node] = times.get(layer.node, 0.0) + layer.mean_ms
-        source = ColumnDataSource({"node": list(times), "ms": list(times.values())})
+            engine.setdefault(layer.node, []).append(layer.layer)
+        source = ColumnDataSource(
+            {
+                "node": list(times),
+                "ms": list(times.values()),
+                "layers": [", ".join(engine[node]) for node in times],
+            }
+        )
         offset = (i - (len(traced) - 1) / 2) * height
         plot.hbar(
             y=dodge("node", offset, range=plot.y_range),

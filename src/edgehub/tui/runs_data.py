@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.ops.runs import Comparison
+    from edgehub.tracking.percentiles import PercentileCI
     from edgehub.tracking.records import RunRecord
     from edgehub.tui.accuracy_data import Accuracy
 
@@ -23,6 +24,7 @@ __all__ = [
     "comparison_sections",
     "filter_choices",
     "matches",
+    "percentile_lines",
     "run_detail",
     "store_stamp",
     "verdict_lines",
@@ -48,6 +50,7 @@ class RunDetail:
     log_lines: list[str] = field(default_factory=list)
     samples_us: list[float] = field(default_factory=list)
     accuracy: Accuracy | None = None
+    percentiles: list[PercentileCI] = field(default_factory=list)  # of the samples, with CIs
 
 
 def filter_choices(project: Project) -> dict[str, list[str]]:
@@ -95,6 +98,12 @@ def run_detail(project: Project, run_id: str) -> RunDetail:
         artifacts=artifacts,
         samples_us=[1000.0 * s for s in latency_samples(run)],
     )
+    if detail.samples_us:
+        import numpy as np
+
+        from edgehub.tracking.percentiles import percentile_cis
+
+        detail.percentiles = percentile_cis(np.asarray(detail.samples_us) / 1000.0)
     log = artifacts.get("log")
     if log and Path(log).is_file():
         detail.log_lines = Path(log).read_text(errors="replace").splitlines()[-_LOG_TAIL:]
@@ -103,6 +112,18 @@ def run_detail(project: Project, run_id: str) -> RunDetail:
 
         detail.accuracy = accuracy_of(detail.params, detail.metrics, artifacts)
     return detail
+
+
+def percentile_lines(percentiles: list[PercentileCI]) -> list[str]:
+    """Each percentile with its CI as `hub runs show` gives them, one a line, then the notes
+    of those resting on too few samples."""
+    lines = [
+        f"{p.label} {p.value:.4g} ms  "
+        + ("CI -" if p.low is None else f"{100 * p.confidence:g} % CI {p.low:.4g} .. {p.high:.4g}")
+        + f"  ({p.samples} runs)"
+        for p in percentiles
+    ]
+    return lines + [f"! {p.note}" for p in percentiles if p.note]
 
 
 def verdict_lines(comparison: Comparison) -> list[str]:

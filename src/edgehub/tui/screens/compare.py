@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Header, Label, Static
 
 from edgehub.text import visible
 from edgehub.tui.cells import plain
+from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.runs_data import Row, comparison_sections, verdict_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
@@ -31,6 +32,7 @@ class CompareScreen(HubScreen):
     BINDINGS = [
         Binding("escape,backspace", "app.pop_screen", "Back"),
         Binding("d", "toggle_differences", "Only differences"),
+        Binding("o", "report", "Report"),
     ]
 
     def __init__(self, state: Any, run_a: str, run_b: str) -> None:
@@ -64,6 +66,12 @@ class CompareScreen(HubScreen):
         if name == "compare":
             self.comparison = result
             self._show()
+        elif name == REPORT_WORKER:
+            report_written(self, result)
+
+    def action_report(self) -> None:
+        """Write the HTML report of the two runs (`hub runs report A B`); say where."""
+        write_report_of(self, [self.run_a, self.run_b])
 
     def on_resize(self) -> None:
         self._show()

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Header, Label, Log, TabbedContent, TabPan
 from edgehub.text import visible
 from edgehub.tui.accuracy_data import Accuracy
 from edgehub.tui.cells import plain
-from edgehub.tui.runs_data import RunDetail
+from edgehub.tui.runs_data import RunDetail, percentile_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.latency_histogram import LatencyHistogram
@@ -47,6 +47,7 @@ class RunDetailScreen(HubScreen):
         with TabbedContent(id="run-tabs"):
             with TabPane("latency", id="tab-latency"):
                 yield LatencyHistogram(id="histogram")
+                yield Label("", id="percentiles", markup=False)
             for name in _TABLES:
                 with TabPane(name, id=f"tab-{name}"):
                     yield DataTable(id=f"table-{name}", cursor_type="row")
@@ -99,6 +100,9 @@ class RunDetailScreen(HubScreen):
         shown = [visible(line, lines=True) for line in detail.log_lines]
         self.query_one("#run-log", Log).write_lines(shown or ["(no log recorded)"])
         self.query_one("#histogram", LatencyHistogram).show_samples(detail.samples_us)
+        self.query_one("#percentiles", Label).update(
+            "\n".join(percentile_lines(detail.percentiles))
+        )
         if not detail.samples_us:
             self.query_one("#run-tabs", TabbedContent).active = "tab-metrics"
         if detail.accuracy is not None:

@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import DataTable, Header, Input, Label, Select
 
 from edgehub.tui.cells import plain
+from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.runs_data import FILTER_KEYS, matches, store_stamp
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.hub_footer import HubFooter
@@ -126,19 +127,11 @@ class RunsScreen(HubScreen):
         """Write the HTML report of the marked runs (else the highlighted one); say where."""
         runs = list(self._marked) or [r for r in [self._highlighted()] if r is not None]
         if runs:
-            self.notify("writing the report…", markup=False)
-            self._write_report(runs)
-
-    @work(thread=True, exit_on_error=False, name="report", group="runs-report")
-    def _write_report(self, runs: list[str]) -> str:
-        from edgehub.ops.html_report import report_path, write_report
-
-        project = self.state.project
-        return str(write_report(project, runs, report_path(project, runs)))
+            write_report_of(self, runs)
 
     def worker_done(self, name: str, result: Any) -> None:
-        if name == "report":
-            self.notify(f"report written to {result}", timeout=15, markup=False)
+        if name == REPORT_WORKER:
+            report_written(self, result)
         elif name == "page":
             filters, offset, rows = result
             if (filters, offset) == self._pending == (self._filters, self._loaded):
