@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, ExecSpec
 from edgehub.runners.docker.container import ContainerSettings
 from edgehub.runners.docker.exec import exec_quiet, exit_code
 from edgehub.runners.docker.frames import frames
@@ -97,9 +97,8 @@ def test_exec_streams_stdout_stderr_stdin_and_exit_code(
     client: DockerClient, container: str
 ) -> None:
     script = 'cat; echo "err:$X" >&2; exit 3'
-    exec_id = client.exec_create(
-        container, ["sh", "-c", script], stdin=True, environment=["X=1"], workdir="/tmp"
-    )
+    spec = ExecSpec(["sh", "-c", script], stdin=True, environment=["X=1"], workdir="/tmp")
+    exec_id = client.exec_create(container, spec)
     sock = client.exec_start(exec_id)
     sock.sendall(b"in\n")
     sock.close_write()

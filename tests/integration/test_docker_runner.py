@@ -37,6 +37,7 @@ from edgehub.errors import (
 from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
 from edgehub.runners.docker.lite import LiteClient
+from edgehub.runners.protocol import Exchange
 
 pytestmark = pytest.mark.docker
 
@@ -98,6 +99,11 @@ def runner_image(client: Any) -> str:
 def runner(runner_image: str) -> Iterator[DockerCommandRunner]:
     with DockerCommandRunner(runner_image) as opened:
         yield opened
+
+
+def _job(stage: Path, remote: str, argv: list[str], local: Path, **options: Any) -> Exchange:
+    """An exchange of ``stage`` that brings its folder ``out`` back to ``local``."""
+    return Exchange(stage, remote, argv, fetch="out", local=local, **options)
 
 
 def _container_exists(client: Any, container_id: str) -> bool:
@@ -434,11 +440,12 @@ def test_exchange_uploads_runs_and_fetches_in_one_exec(
     sink.subscribe(seen.append)
     with use_sink(sink):
         result = runner.exchange(
-            stage,
-            "/work/exchange-job",
-            ["sh", "-c", "mkdir out && tr a-z A-Z < in/data.txt > out/up.txt; echo done"],
-            fetch="out",
-            local=tmp_path / "back",
+            _job(
+                stage,
+                "/work/exchange-job",
+                ["sh", "-c", "mkdir out && tr a-z A-Z < in/data.txt > out/up.txt; echo done"],
+                tmp_path / "back",
+            )
         )
     assert result.returncode == 0
     assert (tmp_path / "back" / "up.txt").read_text() == "HELLO"
@@ -450,9 +457,7 @@ def test_an_exchange_whose_command_makes_no_fetch_folder_brings_nothing_back(
 ) -> None:
     stage = tmp_path / "stage"
     stage.mkdir()
-    result = runner.exchange(
-        stage, "/work/no-out-job", ["true"], fetch="out", local=tmp_path / "back"
-    )
+    result = runner.exchange(_job(stage, "/work/no-out-job", ["true"], tmp_path / "back"))
     assert result.returncode == 0
     assert not (tmp_path / "back").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".edgehub-fetch-")]
@@ -463,9 +468,7 @@ def test_exchange_timeout_stops_the_command(runner: DockerCommandRunner, tmp_pat
     stage.mkdir()
     start = time.monotonic()
     with pytest.raises(CommandTimeout):
-        runner.exchange(
-            stage, "/work/slow-job", ["sleep", "30"], fetch="out", local=tmp_path / "b", timeout=0.5
-        )
+        runner.exchange(_job(stage, "/work/slow-job", ["sleep", "30"], tmp_path / "b", timeout=0.5))
     assert time.monotonic() - start < 20  # far below the 30 s it would take unstopped
     assert not [p for p in _processes(runner) if "sleep 30" in p]
 
@@ -487,9 +490,13 @@ def test_warm_container_is_adopted_by_the_next_runner_and_expires_when_idle(
         stage.mkdir()
         (stage / "x.txt").write_text("x")
         result = second.exchange(
-            stage, "/work/warm-job", ["sh", "-c", "mkdir out && cp x.txt out/"],
-            fetch="out", local=tmp_path / "back",
-        )  # fmt: skip
+            _job(
+                stage,
+                "/work/warm-job",
+                ["sh", "-c", "mkdir out && cp x.txt out/"],
+                tmp_path / "back",
+            )
+        )
         assert result.returncode == 0 and (tmp_path / "back" / "x.txt").read_text() == "x"
     deadline = time.monotonic() + 30
     while _container_exists(client, container_id) and time.monotonic() < deadline:
@@ -545,16 +552,24 @@ def test_a_prepared_cold_runner_runs_each_exchange_as_a_container_of_its_own(
         watcher.start()
         with use_sink(sink):
             result = runner.exchange(
-                stage, "/work/run-1/job", ["sh", "-c", "mkdir out && " + script],
-                fetch="out", local=tmp_path / "back",
-            )  # fmt: skip
+                _job(
+                    stage,
+                    "/work/run-1/job",
+                    ["sh", "-c", "mkdir out && " + script],
+                    tmp_path / "back",
+                )
+            )
         returned = time.monotonic()
         watcher.join()
         assert runner.container_id is None  # still no long-lived container
         again = runner.exchange(
-            stage, "/work/run-1/job2", ["sh", "-c", "mkdir out; ls /work/run-1"],
-            fetch="out", local=tmp_path / "back2",
-        )  # fmt: skip
+            _job(
+                stage,
+                "/work/run-1/job2",
+                ["sh", "-c", "mkdir out; ls /work/run-1"],
+                tmp_path / "back2",
+            )
+        )
     finally:
         runner.close()
         if sdk is not None:
@@ -605,9 +620,7 @@ def test_a_cold_job_works_in_a_private_host_folder_taken_in_place(
     try:
         watcher = threading.Thread(target=look)
         watcher.start()
-        result = runner.exchange(
-            stage, "/work/run-1/job", ["sh", "-c", script], fetch="out", local=local
-        )
+        result = runner.exchange(_job(stage, "/work/run-1/job", ["sh", "-c", script], local))
         watcher.join()
         assert result.returncode == 0, result.stderr
         assert (local / "up.txt").read_text() == "HELLO" and (local / "d").is_dir()
@@ -620,9 +633,7 @@ def test_a_cold_job_works_in_a_private_host_folder_taken_in_place(
         # What the container leaves there is checked as an archive would be: no links out.
         hostile = "mkdir out && ln -s /etc/hostname out/leak"
         with pytest.raises(DeviceOutputError, match="out/leak, which is not a file"):
-            runner.exchange(
-                stage, "/work/run-1/job2", ["sh", "-c", hostile], fetch="out", local=local
-            )
+            runner.exchange(_job(stage, "/work/run-1/job2", ["sh", "-c", hostile], local))
         assert (local / "up.txt").read_text() == "HELLO"  # the results before are kept
         assert sorted(p.name for p in local.parent.iterdir()) == ["back"]
     finally:
@@ -645,9 +656,8 @@ def test_a_daemon_that_cannot_use_the_job_folder_gets_the_files_as_tars(
         for n in (1, 2):
             local = tmp_path / f"back{n}"
             result = runner.exchange(
-                stage, f"/work/j{n}", ["sh", "-c", "mkdir out && echo hi > out/f"],
-                fetch="out", local=local,
-            )  # fmt: skip
+                _job(stage, f"/work/j{n}", ["sh", "-c", "mkdir out && echo hi > out/f"], local)
+            )
             assert result.returncode == 0 and (local / "f").read_text() == "hi\n"
             assert not list(tmp_path.glob(".edgehub-job-*"))
         assert runner._oneshots.in_place is False  # tried once, then tars only
@@ -669,9 +679,14 @@ def test_a_stopped_cold_job_leaves_no_container(
             threading.Timer(1.0, runner.cancel).start()
         with pytest.raises(CommandTimeout if stop == "timeout" else CommandCancelled):
             runner.exchange(
-                stage, "/work/slow", ["sh", "-c", "echo go; sleep 60"], fetch="out",
-                local=tmp_path / "b", timeout=1.0 if stop == "timeout" else None,
-            )  # fmt: skip
+                _job(
+                    stage,
+                    "/work/slow",
+                    ["sh", "-c", "echo go; sleep 60"],
+                    tmp_path / "b",
+                    timeout=1.0 if stop == "timeout" else None,
+                )
+            )
         assert time.monotonic() - started < 30
     finally:
         runner.close()
@@ -686,9 +701,7 @@ def test_a_cold_job_killed_by_the_memory_limit_is_told_apart(
     runner = DockerCommandRunner(runner_image, memory="64m").prepare()
     try:
         hog = "head -c 1000m /dev/zero | tail > /dev/null"  # tail keeps the line in memory
-        result = runner.exchange(
-            stage, "/work/hog", ["sh", "-c", hog], fetch="out", local=tmp_path / "b"
-        )
+        result = runner.exchange(_job(stage, "/work/hog", ["sh", "-c", hog], tmp_path / "b"))
         assert result.returncode == 137
         assert runner.out_of_memory() and not runner.out_of_memory()  # told once
     finally:
@@ -704,7 +717,7 @@ def test_a_cold_job_that_cannot_start_leaves_nothing_behind(
     runner = DockerCommandRunner(runner_image, user="nosuchuser").prepare()
     try:
         with pytest.raises(RunnerError, match="nosuchuser"):
-            runner.exchange(stage, "/work/j", ["true"], fetch="out", local=tmp_path / "b")
+            runner.exchange(_job(stage, "/work/j", ["true"], tmp_path / "b"))
         assert not _owned(client) - before
     finally:
         runner.close()
@@ -716,13 +729,14 @@ def test_the_cold_job_of_a_killed_owner_is_reaped(client: Any, runner_image: str
         from pathlib import Path
         from edgehub.events import EventSink, use_sink
         from edgehub.runners.docker import DockerCommandRunner
+        from edgehub.runners.protocol import Exchange
         stage = Path(tempfile.mkdtemp())
         sink = EventSink()
         sink.subscribe(lambda event: print(event.message, flush=True))
         runner = DockerCommandRunner({runner_image!r}).prepare()
         with use_sink(sink):
-            runner.exchange(stage, "/work/j", ["sh", "-c", "echo working; sleep 120"],
-                            fetch="out", local=stage / "back")
+            argv = ["sh", "-c", "echo working; sleep 120"]
+            runner.exchange(Exchange(stage, "/work/j", argv, fetch="out", local=stage / "back"))
         """
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
@@ -832,9 +846,8 @@ def test_the_sdk_client_runs_moves_files_and_exchanges(runner_image: str, tmp_pa
             stage = tmp_path / "stage"
             stage.mkdir()
             result = through_sdk.exchange(
-                stage, "job", ["sh", "-c", "mkdir out && echo hi > out/o"],
-                fetch="out", local=tmp_path / "o",
-            )  # fmt: skip
+                _job(stage, "job", ["sh", "-c", "mkdir out && echo hi > out/o"], tmp_path / "o")
+            )
             assert result.ok and (tmp_path / "o" / "o").read_text() == "hi\n"
             with pytest.raises(CommandTimeout):
                 through_sdk.run(["sleep", "30"], timeout=0.5)
@@ -1131,11 +1144,10 @@ def test_a_refused_or_missing_server_falls_back_to_exec(
     assert open_agent_job(channel / "nobody.sock", ["env"], "/work/x", b"", "out") is None
     assert (
         channel_runner.agent_exchange(
-            tmp_path, "/work/x", ["env"], socket="/run/edgehub/nobody.sock", fetch="out",
-            local=tmp_path / "out",
+            _job(tmp_path, "/work/x", ["env"], tmp_path / "out"), "/run/edgehub/nobody.sock"
         )
         is None
-    )  # fmt: skip
+    )
 
 
 def test_a_channel_job_dies_with_its_sigkilled_owner(

@@ -12,10 +12,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from edgehub.errors import DeviceOutputError
+from edgehub.runners.protocol import Exchange
 from edgehub.runners.ssh import SSHCommandRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -102,6 +104,11 @@ print(json.dumps({"code": code, "peak_rss": peak}))
 """
 
 
+def _job(stage: Path, remote: str, argv: list[str], local: Path, **options: Any) -> Exchange:
+    """An exchange of ``stage`` that brings its folder ``out`` back to ``local``."""
+    return Exchange(stage, remote, argv, fetch="out", local=local, **options)
+
+
 def _blocks(path: Path) -> int:
     return path.stat().st_blocks * 512
 
@@ -174,9 +181,14 @@ def test_exchange_stops_a_device_sending_too_much(
     (stage / "out").mkdir(parents=True)
     with SSHCommandRunner(device.config()) as runner, pytest.raises(DeviceOutputError) as refused:
         runner.exchange(
-            stage, "too-much-job", ["sh", "-c", "head -c 100000000 /dev/urandom > out/r"],
-            fetch="out", local=tmp_path / "back", hide=True,
-        )  # fmt: skip
+            _job(
+                stage,
+                "too-much-job",
+                ["sh", "-c", "head -c 100000000 /dev/urandom > out/r"],
+                tmp_path / "back",
+                hide=True,
+            )
+        )
     assert "EDGEHUB_FETCH_MAX_BYTES" in str(refused.value)
     assert not (tmp_path / "back").exists()
     assert device.processes_left("tar -c") == ""
@@ -196,9 +208,8 @@ def test_exchange_flood_keeps_memory_and_output_bounded(device: SSHDevice, tmp_p
         before = None  # the peak of this process's whole life: nothing to judge it by
     with SSHCommandRunner(device.config()) as runner:
         result = runner.exchange(
-            stage, "bounded-job", ["sh", "-c", flood], fetch="out", local=tmp_path / "back",
-            hide=True,
-        )  # fmt: skip
+            _job(stage, "bounded-job", ["sh", "-c", flood], tmp_path / "back", hide=True)
+        )
     if before is not None:  # what pytest held before (hundreds of MB, test order) is not counted
         growth = _status_kib("VmHWM") - before
         assert growth * 1024 < 120 * MiB, f"peak RSS grew by {growth} KiB during the exchange"

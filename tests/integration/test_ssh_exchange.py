@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ import pytest
 from edgehub.core.context import HubContext
 from edgehub.core.device import Device
 from edgehub.errors import CommandCancelled, CommandTimeout, RunnerError
+from edgehub.runners.protocol import Exchange
 from edgehub.runners.ssh import SSHCommandRunner
 from edgehub.toolchains.onnxruntime import (
     ONNXRuntimeCompiledModel,
@@ -30,6 +32,11 @@ from unit.agent_models import make_cnn
 
 pytestmark = pytest.mark.ssh
 DEVICE_PYTHON = "/opt/device/bin/python3"
+
+
+def _job(stage: Path, remote: str, argv: list[str], local: Path, **options: Any) -> Exchange:
+    """An exchange of ``stage`` that brings its folder ``out`` back to ``local``."""
+    return Exchange(stage, remote, argv, fetch="out", local=local, **options)
 
 
 def _stage(tmp_path: Path) -> Path:
@@ -52,9 +59,14 @@ def test_exchange_is_one_channel_and_brings_the_folder_back(
         runner.run(["true"], hide=True)
         channels, stats = runner.channels_opened, runner.transfer_stats.uploads
         result = runner.exchange(
-            stage, "/tmp/ex dir/job 1", ["sh", "-c", script, "sh", "it's a file.txt"],
-            fetch="out", local=tmp_path / "back", hide=True,
-        )  # fmt: skip
+            _job(
+                stage,
+                "/tmp/ex dir/job 1",
+                ["sh", "-c", script, "sh", "it's a file.txt"],
+                tmp_path / "back",
+                hide=True,
+            )
+        )
         assert runner.channels_opened - channels == 1  # files in, command, files out
         assert runner.transfer_stats.uploads == stats  # no SFTP, no tar channel
         left = runner.run(["ls", "-A", "/tmp/ex dir/job 1"], hide=True).stdout.split()
@@ -68,8 +80,15 @@ def test_exchange_is_one_channel_and_brings_the_folder_back(
 def test_exchange_where_the_files_cannot_go_says_so(device: SSHDevice, tmp_path: Path) -> None:
     runner = SSHCommandRunner(device.config())
     with runner, pytest.raises(RunnerError, match="cannot stage files"):
-        runner.exchange(_stage(tmp_path), "/proc/nope/job", ["touch", "/tmp/ran"],
-                        fetch="out", local=tmp_path / "back", hide=True)  # fmt: skip
+        runner.exchange(
+            _job(
+                _stage(tmp_path),
+                "/proc/nope/job",
+                ["touch", "/tmp/ran"],
+                tmp_path / "back",
+                hide=True,
+            )
+        )
     assert device.exec("ls", "/tmp/ran", check=False).returncode != 0  # nothing ran
 
 
@@ -82,14 +101,23 @@ def test_exchange_stopped_leaves_nothing_on_the_device(
         started = time.monotonic()
         if stop == "timeout":
             with pytest.raises(CommandTimeout):
-                runner.exchange(_stage(tmp_path), "/tmp/ex/stopped", argv, fetch="out",
-                                local=tmp_path / "back", timeout=1.5, hide=True)  # fmt: skip
+                runner.exchange(
+                    _job(
+                        _stage(tmp_path),
+                        "/tmp/ex/stopped",
+                        argv,
+                        tmp_path / "back",
+                        timeout=1.5,
+                        hide=True,
+                    )
+                )
         else:
             timer = threading.Timer(1.5, runner.cancel)
             timer.start()
             with pytest.raises(CommandCancelled):
-                runner.exchange(_stage(tmp_path), "/tmp/ex/stopped", argv, fetch="out",
-                                local=tmp_path / "back", hide=True)  # fmt: skip
+                runner.exchange(
+                    _job(_stage(tmp_path), "/tmp/ex/stopped", argv, tmp_path / "back", hide=True)
+                )
             timer.join()
         assert time.monotonic() - started < 15
     assert device.processes_left("sleep 41") == ""

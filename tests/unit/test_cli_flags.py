@@ -40,6 +40,7 @@ POSITIONALS[("exec", "ab")] = ["onnxruntime", str(MODEL), str(MODEL)]
 POSITIONALS[("exec", "sweep")] = []  # GRID.toml is optional: the flags can give the grid
 POSITIONALS[("runs", "compare")] = ["a", "b"]
 POSITIONALS[("runs", "export")] = ["latest", "-o", "runs.tar"]
+POSITIONALS[("runs", "report")] = ["latest", "-o", "report.html"]
 POSITIONALS[("runs", "import")] = ["runs.tar"]
 POSITIONALS[("runs", "rerun")] = POSITIONALS[("runs", "delete")] = ["latest"]
 POSITIONALS[("devices", "check")] = POSITIONALS[("devices", "trust")] = ["board"]

@@ -115,17 +115,10 @@ def split_arrays(
     loaded: Any, path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
 ) -> list[Arrays]:
     """`split_stacked` on the arrays ``loaded`` from ``path_arg`` (a dict, or one array)."""
-    import numpy as np
 
-    from .tensors import check_arrays
+    from .tensors import by_name, check_arrays
 
-    if isinstance(loaded, np.ndarray):
-        if len(specs) != 1:
-            raise InputDataError(
-                f"{what} '{path_arg}' is a single .npy array but the model has {len(specs)} "
-                f"inputs: save an .npz keyed by input name ({describe_specs(specs)})"
-            )
-        loaded = {specs[0].name: loaded}
+    loaded = by_name(loaded, specs, f"{what} '{path_arg}'")
     counts = {name: int(array.shape[0]) if array.ndim else 0 for name, array in loaded.items()}
     if not counts or 0 in counts.values():
         raise InputDataError(

@@ -374,18 +374,26 @@ def load_inputs(
 ) -> Arrays:
     """Load model inputs from a .npz keyed by input name (a bare .npy for a one-input model);
     ``max_unpacked``: see `load_arrays`."""
-    import numpy as np
-
-    loaded = load_arrays(path, what, max_unpacked=max_unpacked)
-    if isinstance(loaded, np.ndarray):
-        if len(specs) != 1:
-            raise InputDataError(
-                f"{what} file '{path}' is a single .npy array but the model has {len(specs)} "
-                f"inputs: save an .npz keyed by input name ({describe_specs(specs)})"
-            )
-        loaded = {specs[0].name: loaded}
+    loaded = by_name(
+        load_arrays(path, what, max_unpacked=max_unpacked), specs, f"{what} file '{path}'"
+    )
     check_arrays(loaded, specs, what)
     return loaded
+
+
+def by_name(loaded: Arrays | np.ndarray, specs: Sequence[TensorSpec], where: str) -> Arrays:
+    """The arrays ``loaded`` (a dict, or one array for a one-input model) keyed by input name;
+    ``where`` names the file in the error (``input file 'x.npy'``)."""
+    import numpy as np
+
+    if not isinstance(loaded, np.ndarray):
+        return loaded
+    if len(specs) != 1:
+        raise InputDataError(
+            f"{where} is a single .npy array but the model has {len(specs)} "
+            f"inputs: save an .npz keyed by input name ({describe_specs(specs)})"
+        )
+    return {specs[0].name: loaded}
 
 
 def _storable(array: Any) -> np.ndarray:

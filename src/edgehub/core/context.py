@@ -8,7 +8,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.device.spec import Device, DeviceSpec
@@ -146,12 +145,7 @@ class HubContext:
         self._active = True
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._active = False
         stack, self._stack = self._stack, None
         if stack is not None:
@@ -322,6 +316,12 @@ class HubContext:
         """Open a tracked run; it ends FINISHED, FAILED (exception) or KILLED (Ctrl-C)."""
         if not self._active:
             raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
+        from edgehub import __version__
+
+        env = {"host": host_description(), "python": python_version()}
+        env["edgehub"] = __version__
+        for device in devices:
+            env[f"device.{device.name}"] = device.spec.device_name or device.name
         with self.client.start_run(
             run_type,
             name,
@@ -329,18 +329,13 @@ class HubContext:
             parent_run_id=self._group or parent_run_id,
             tags=self._tags,
             device=devices[0].name if devices else None,
+            environment=env,  # recorded with the run, in its first transaction
         ) as run:
-            from edgehub import __version__
-
-            env = {"host": host_description(), "python": python_version()}
-            env["edgehub"] = __version__
             for device in devices:
                 run.devices[device.name] = {
                     "provider_type": device.provider_type,
                     "device_name": device.spec.device_name,
                 }
-                env[f"device.{device.name}"] = device.spec.device_name or device.name
-            self.client.log_environment(env)
             try:
                 yield run
             except OperationCancelled:

@@ -43,6 +43,7 @@ __all__ = [
     "RuntimeDescriptor",
     "all_runtimes",
     "get_runtime",
+    "lazy_exports",
     "reference_runtime",
     "reset_runtimes",
     "resolve_export",
@@ -257,6 +258,24 @@ def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) ->
         if name in public or (isinstance(found, type) and found.__module__ == module.__name__):
             return found
     raise AttributeError(name)
+
+
+def lazy_exports(
+    module: str, role: str, public: list[str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``edgehub.core.<module>``, whose names resolve
+    on first use (`resolve_export`)."""
+
+    def get(name: str) -> Any:
+        try:
+            return resolve_export(name, role, public)
+        except AttributeError:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+
+    def listing() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *public})
+
+    return get, listing
 
 
 def _ordered_points() -> list[tuple[str, str, str]]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+from edgehub.ops.run_delete import with_descendants
 from edgehub.tracking.bundles import (
     IMPORTED_TAG,
     BundleContents,
@@ -72,17 +73,6 @@ def _scrubber(store: RunStore, project: Project) -> Callable[[str], str]:
     return scrub
 
 
-def _with_descendants(store: RunStore, run_ids: list[str]) -> list[str]:
-    found = list(dict.fromkeys(run_ids))
-    frontier = list(found)
-    while frontier:
-        marks = ",".join("?" * len(frontier))
-        rows = store.rows(f"SELECT id FROM runs WHERE parent_id IN ({marks})", tuple(frontier))
-        frontier = [str(r["id"]) for r in rows if str(r["id"]) not in found]
-        found.extend(frontier)
-    return found
-
-
 def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
     """The Dockerfile and lock that made ``tag``: the store's (from an import), else this
     checkout's when they still make that tag."""
@@ -111,7 +101,7 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
     the bundle ``output``."""
     store = project.store()
     try:
-        chosen = _with_descendants(store, [store.resolve_id(ref) for ref in refs])
+        chosen = with_descendants(store, [store.resolve_id(ref) for ref in refs])
         scrub = _scrubber(store, project)
         contents = BundleContents()
         for run_id in chosen:

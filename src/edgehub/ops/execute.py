@@ -471,9 +471,12 @@ def _takes_inputs(runtime: Runtime) -> bool:
 
 
 def _serves_inputs(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> bool:
-    """Whether the profiler's provider for the step's device takes ``input_data``."""
+    """Whether the profiler declares ``input_data`` and its provider for the step's device
+    takes it."""
     from edgehub.core.component.dispatch import resolve_device
 
+    if not _takes_inputs(runtime):
+        return False
     device = resolve_device(runtime.profiler, ctx, request.device)
     found = runtime.profiler.provider_for(str(device.provider_type))
     return found is not None and (found[1].var_keyword or "input_data" in found[1].accepts)

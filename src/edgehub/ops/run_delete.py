@@ -17,8 +17,15 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.tracking.records import RunRecord
+    from edgehub.tracking.store import RunStore
 
-__all__ = ["DeletionPlan", "DeletionResult", "delete_runs", "deletion_plan"]
+__all__ = [
+    "DeletionPlan",
+    "DeletionResult",
+    "delete_runs",
+    "deletion_plan",
+    "with_descendants",
+]
 
 
 @dataclass(frozen=True)
@@ -47,15 +54,7 @@ def deletion_plan(project: Project, ref: str) -> DeletionPlan:
     store = project.store()
     try:
         run = store.get_run(ref)
-        children: list[RunRecord] = []
-        frontier = [run.run_id]
-        seen = set(frontier)
-        while frontier:
-            marks = ",".join("?" * len(frontier))
-            rows = store.rows(f"SELECT id FROM runs WHERE parent_id IN ({marks})", tuple(frontier))
-            frontier = [str(r["id"]) for r in rows if str(r["id"]) not in seen]
-            seen.update(frontier)
-            children.extend(store.get_run(run_id) for run_id in frontier)
+        children = [store.get_run(run_id) for run_id in with_descendants(store, [run.run_id])[1:]]
     finally:
         store.close()
     running = [r for r in (run, *children) if r.status == "RUNNING"]
@@ -65,6 +64,18 @@ def deletion_plan(project: Project, ref: str) -> DeletionPlan:
             "(or wait for it to end) before deleting it"
         )
     return DeletionPlan(run, children)
+
+
+def with_descendants(store: RunStore, run_ids: list[str]) -> list[str]:
+    """``run_ids`` (without repeats), then their child runs, generation by generation."""
+    found = list(dict.fromkeys(run_ids))
+    frontier = list(found)
+    while frontier:
+        marks = ",".join("?" * len(frontier))
+        rows = store.rows(f"SELECT id FROM runs WHERE parent_id IN ({marks})", tuple(frontier))
+        frontier = [str(r["id"]) for r in rows if str(r["id"]) not in found]
+        found.extend(frontier)
+    return found
 
 
 def delete_runs(project: Project, plan: DeletionPlan) -> DeletionResult:

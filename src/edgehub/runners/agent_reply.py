@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START
 
-__all__ = ["MAX_MARKER", "Refused", "Reply", "check_start"]
+__all__ = ["MAX_MARKER", "Refused", "Reply", "ReplyJob", "check_start"]
 
 MAX_MARKER = 4096  # a marker line (START, FILES, EXIT) is never longer
 
@@ -85,3 +85,22 @@ def _integer(text: bytes) -> int | None:
     text = text.strip()
     digits = text[1:] if text.startswith(b"-") else text
     return int(text) if digits.isdigit() else None
+
+
+class ReplyJob:
+    """The runner base's `~edgehub.runners.base.Process` for a job whose answer is read from
+    ``_chunks`` (after its start line): the Docker channel's and the SSH relay's jobs."""
+
+    _code: int | None = None
+
+    def _chunks(self) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def read(self) -> Iterator[tuple[str, bytes]]:
+        """The job's output (``stderr``), then the returned tar (``stdout``)."""
+        reply = Reply()
+        yield from reply.read(self._chunks())
+        self._code = reply.code
+
+    def wait(self) -> int:
+        return -1 if self._code is None else self._code

@@ -18,9 +18,9 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePath
-from types import TracebackType
 from typing import Protocol, TypeVar
 
+from edgehub.errors import CommandTimeout
 from edgehub.events import current_sink
 from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
@@ -125,6 +125,16 @@ class BaseRunner(ABC):
         """Raise a transport-specific error for a command that ended by itself (a command the
         container could not start, a lost connection); the default accepts every result."""
 
+    def limit(self, timeout: float | None) -> float | None:
+        """The time limit of a command whose caller gave ``timeout`` (None: no limit); a
+        transport may set one of its own where the caller gives none."""
+        return timeout
+
+    def timed_out(self, error: CommandTimeout, timeout: float | None) -> CommandTimeout:
+        """``error``, raised for a command whose caller gave ``timeout``; a transport may say
+        where its own limit comes from."""
+        return error
+
     def release(self) -> None:  # noqa: B027 - optional hook
         """Free what the transport holds (a connection, a container); called by `close`."""
 
@@ -141,12 +151,7 @@ class BaseRunner(ABC):
             _OPEN.add(self)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -174,8 +179,9 @@ class BaseRunner(ABC):
         out = LineCollector("stdout", None if hide else current_sink())
         err = LineCollector("stderr", out.sink)
         started = time.monotonic()
+        limit = self.limit(timeout)
         returncode, stopped = self.execute(
-            lambda: self.start(words, cwd, env), out.feed_bytes, err.feed_bytes, timeout
+            lambda: self.start(words, cwd, env), out.feed_bytes, err.feed_bytes, limit
         )
         out.close()
         err.close()
@@ -184,9 +190,12 @@ class BaseRunner(ABC):
         )
         if stopped is None:
             self.check_result(words, cwd, result)
-        return raise_for_outcome(
-            result, stopped=stopped, timeout=timeout, check=check, where=self.where
-        )
+        try:
+            return raise_for_outcome(
+                result, stopped=stopped, timeout=limit, check=check, where=self.where
+            )
+        except CommandTimeout as error:
+            raise self.timed_out(error, timeout) from None
 
     def cancel(self) -> None:
         """Stop every command this runner has in flight (callable from any thread); each `run`

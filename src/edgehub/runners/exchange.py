@@ -24,7 +24,7 @@ from edgehub.runners.archive import pack
 from edgehub.runners.base import Process
 from edgehub.runners.in_place import adopt_folder
 from edgehub.runners.outcome import raise_for_outcome
-from edgehub.runners.protocol import CommandResult
+from edgehub.runners.protocol import CommandResult, Exchange
 from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.streaming import LineCollector, last_line
 
@@ -55,29 +55,25 @@ Start = Callable[[list[str], bytes], Process]
 def exchange(
     execute: Execute,
     start: Start,
-    stage: Path,
+    job: Exchange,
     target: PurePosixPath,
-    argv: Sequence[str],
     *,
-    fetch: str,
-    local: Path,
-    timeout: float | None,
-    hide: bool,
     packed: bytes | None = None,
     folder: Path | None = None,
 ) -> CommandResult:
-    """Upload ``stage`` as ``target``, run ``argv`` there, download ``target/fetch`` to
-    ``local``; the command's exit code is not checked. ``start(argv, stdin)`` makes the exec,
-    ``execute`` is the runner base's loop (timeout, cancel, streaming). With ``packed`` (the
-    files already on their way, as on the agent channel) ``stage`` is not packed again.
-    ``folder``: the host folder that ``target`` is (a one-shot container's bind mount), from
-    which ``fetch`` is taken in place (`adopt_folder`) once the command has ended."""
-    words = [str(word) for word in argv]
-    data = pack(stage, arcname=target.name) if packed is None else packed
+    """Run ``job`` with its ``remote`` resolved as ``target``; the command's exit code is not
+    checked. ``start(argv, stdin)`` makes the exec, ``execute`` is the runner base's loop
+    (timeout, cancel, streaming). With ``packed`` (the files already on their way, as on the
+    agent channel) ``stage`` is not packed again. ``folder``: the host folder that ``target``
+    is (a one-shot container's bind mount), from which ``fetch`` is taken in place
+    (`adopt_folder`) once the command has ended."""
+    fetch, local, timeout = job.fetch, job.local, job.timeout
+    words = [str(word) for word in job.argv]
+    data = pack(job.stage, arcname=target.name) if packed is None else packed
     text = _SCRIPT if folder is None else _SCRIPT_IN_PLACE
     script = ["sh", "-c", text, "edgehub", str(target.parent), target.name, fetch]
     script.append(str(len(data)))
-    err = LineCollector("stderr", None if hide else current_sink())
+    err = LineCollector("stderr", None if job.hide else current_sink())
     started = time.monotonic()
     with ArchiveSpool(local.parent) as spool:
         code, stopped = execute(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath, PurePosixPath
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -18,6 +17,7 @@ __all__ = [
     "UNCHECKED",
     "CommandResult",
     "CommandRunner",
+    "Exchange",
     "SupportsAgentChannel",
     "SupportsAgentRelay",
     "SupportsContentUpload",
@@ -74,12 +74,23 @@ class CommandRunner(Protocol):
 
     def __enter__(self) -> CommandRunner: ...
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None: ...
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One round trip: directory ``stage`` uploaded as ``remote``, ``argv`` run in it, its
+    ``fetch`` subdirectory downloaded to ``local``. ``links``: the device folder the staged
+    symbolic links point into (an agent relay's content store)."""
+
+    stage: Path
+    remote: str | PurePath
+    argv: Sequence[str]
+    fetch: str
+    local: Path
+    timeout: float | None = None
+    hide: bool = False
+    links: str | None = None
 
 
 @runtime_checkable
@@ -90,19 +101,8 @@ class SupportsExchange(Protocol):
     SupportsExchange)``; the others are used with ``put``, ``run`` and ``get``.
     """
 
-    def exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-    ) -> CommandResult:
-        """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its
-        ``fetch`` subdirectory to ``local``; the exit code is not checked."""
+    def exchange(self, job: Exchange) -> CommandResult:
+        """Run ``job`` in one round trip; the exit code is not checked."""
         ...
 
 
@@ -131,18 +131,7 @@ class SupportsAgentChannel(Protocol):
     """An optional capability: a job handed to a resident agent server in one round trip, with
     no command started (a warm container's mounted socket, an SSH device's relay)."""
 
-    def agent_exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        socket: str,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-    ) -> CommandResult | None:
+    def agent_exchange(self, job: Exchange, socket: str) -> CommandResult | None:
         """`SupportsExchange.exchange` run by the agent server on ``socket``; None when no
         server took the job (nothing ran): use ``exchange`` then."""
         ...
@@ -224,23 +213,6 @@ class SupportsAgentRelay(SupportsAgentChannel, SupportsContentUpload, Protocol):
     """The capabilities a device-side agent needs (the SSH runner): content uploads, device
     paths, clean-up run when the connection is released, and a relay to the agent server that
     is kept for the connection's life."""
-
-    def agent_exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        socket: str,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-        links: str | None = None,
-    ) -> CommandResult | None:
-        """As `SupportsAgentChannel.agent_exchange`; ``links``: the device folder the staged
-        symbolic links point into."""
-        ...
 
     def agent_relay(self, socket: str, argv: Sequence[str]) -> None:
         """Reach the agent server on device socket ``socket`` through a relay started with

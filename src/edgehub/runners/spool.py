@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from types import TracebackType
 
 from edgehub.errors import DeviceOutputError
 from edgehub.limits import FetchLimits
@@ -60,10 +59,5 @@ class ArchiveSpool:
     def __enter__(self) -> ArchiveSpool:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -31,7 +31,7 @@ from edgehub.errors import (
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.outcome import killed_note
-from edgehub.runners.protocol import CommandResult, SupportsAgentChannel
+from edgehub.runners.protocol import CommandResult, Exchange, SupportsAgentChannel
 from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked
@@ -151,7 +151,7 @@ class AgentCall:
             elif isinstance(self.runner, SupportsExchange):  # one round trip where offered
                 self._stage_agent(stage)
                 outcome = self.runner.exchange(
-                    stage, remote, argv, fetch="out", local=files, timeout=timeout
+                    Exchange(stage, remote, argv, fetch="out", local=files, timeout=timeout)
                 )
             else:
                 self._stage_agent(stage)
@@ -259,6 +259,6 @@ class AgentCall:
         if self.server is None or not isinstance(self.runner, SupportsAgentChannel):
             return None
         outcome: CommandResult | None = self.runner.agent_exchange(
-            stage, remote, job, socket=self.server, fetch="out", local=files, timeout=timeout
+            Exchange(stage, remote, job, fetch="out", local=files, timeout=timeout), self.server
         )
         return outcome

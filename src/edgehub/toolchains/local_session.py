@@ -132,7 +132,13 @@ def record_agent_result(
     ctx: HubContext, result: AgentResult, *, skip: frozenset[str] = frozenset()
 ) -> None:
     """Log the agent's params, numeric metrics, warnings and environment on the current run,
-    and the ``conditions`` record of a measurement (as ``conditions.*`` environment entries)."""
+    and the ``conditions`` record of a measurement (as ``conditions.*`` environment entries),
+    in one transaction."""
+    with ctx.client.batch():
+        _record_agent_result(ctx, result, skip)
+
+
+def _record_agent_result(ctx: HubContext, result: AgentResult, skip: frozenset[str]) -> None:
     for key, value in result.params.items():
         if key not in skip:
             ctx.client.log_param(key, value)
@@ -166,8 +172,9 @@ def record_agent_result(
 
 def log_input(ctx: HubContext, runtime: str, model: Path) -> None:
     """Record the runtime a provider runs and the model file it was given."""
-    ctx.client.log_param("$runtime", runtime)
-    ctx.client.log_artifact(model, name="input")
+    with ctx.client.batch():
+        ctx.client.log_param("$runtime", runtime)
+        ctx.client.log_artifact(model, name="input")
 
 
 def input_dict(input_data: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
@@ -79,8 +79,11 @@ class Client:
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,
         device: str | None = None,
+        environment: dict[str, Any] | None = None,
     ) -> Iterator[RunLog]:
-        """Open a run with its own directory; close it FINISHED, FAILED or KILLED.
+        """Open a run with its own directory; close it FINISHED, FAILED or KILLED. The run,
+        its ``tags`` and ``environment`` are recorded in one transaction, and so are the
+        artifacts stored at its end with its status.
 
         Files from outside the run (a user's model) are copied into the store only when the
         run ends FINISHED, i.e. after the component accepted them; until then, and for a run
@@ -104,24 +107,27 @@ class Client:
             started_at=started,
             artifact_dir=run_dir,
         )
+        stack: list[RunLog] = getattr(self._local, "stack", [])
         try:
-            self.store.create_run(
-                run_id=run_id,
-                project=self.project,
-                name=name,
-                run_type=str(kind),
-                component=component,
-                parent_run_id=parent_run_id,
-                artifact_dir=run_dir,
-                started_at=started,
-                device=device,
-            )
+            with self.store.batch():
+                self.store.create_run(
+                    run_id=run_id,
+                    project=self.project,
+                    name=name,
+                    run_type=str(kind),
+                    component=component,
+                    parent_run_id=parent_run_id,
+                    artifact_dir=run_dir,
+                    started_at=started,
+                    device=device,
+                )
+                for key, value in (tags or {}).items():
+                    self.log_tag_for(run, key, value)
+                if environment:
+                    self._log_environment_for(run, environment)
         except StorageError:
             run_dir.rmdir()  # nothing recorded, nothing left behind
             raise
-        for key, value in (tags or {}).items():
-            self.log_tag_for(run, key, value)
-        stack: list[RunLog] = getattr(self._local, "stack", [])
         self._local.stack = [*stack, run]
         previous_run_id = self.events.run_id
         self.events.run_id = run_id
@@ -142,9 +148,10 @@ class Client:
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None
+        stored: list[LoggedArtifact] = []  # outside files copied at the end, to record
         try:
             yield run
-            self._store_pending(run)
+            self._store_pending(run, stored)
         except (KeyboardInterrupt, OperationCancelled):
             status, error = "KILLED", "interrupted"
             raise
@@ -171,16 +178,23 @@ class Client:
                 restrict(run_dir)  # what the run wrote in its folder: private, as the store
             except OSError:
                 pass
-            if log_path.stat().st_size:
-                try:
-                    self._store_artifact(run, log_path, name="log")
-                except (OSError, StorageError):
-                    pass  # the log stays in the run's directory
-            run.status, run.error, run.ended_at = status, error, time.time()
             try:
-                self.store.end_run(
-                    run_id, status, ended_at=run.ended_at, output_type=run.output_type, error=error
-                )
+                with self.store.batch():  # the last records and the end: one transaction
+                    for artifact in stored:
+                        self._record(run, artifact)
+                    if log_path.stat().st_size:
+                        try:
+                            self._store_artifact(run, log_path, name="log")
+                        except (OSError, StorageError):
+                            pass  # the log stays in the run's directory
+                    run.status, run.error, run.ended_at = status, error, time.time()
+                    self.store.end_run(
+                        run_id,
+                        status,
+                        ended_at=run.ended_at,
+                        output_type=run.output_type,
+                        error=error,
+                    )
             except StorageError:
                 if status == "FINISHED":
                     raise
@@ -197,8 +211,14 @@ class Client:
         self.store.log_param(run.run_id, name, value, now)
 
     def log_params(self, values: dict[str, Any]) -> None:
-        for name, value in values.items():
-            self.log_param(name, value)
+        with self.store.batch():
+            for name, value in values.items():
+                self.log_param(name, value)
+
+    def batch(self) -> AbstractContextManager[None]:
+        """Record what is logged inside the block in one transaction when it ends (see
+        `RunStore.batch`): for a burst of records, such as a provider's results."""
+        return self.store.batch()
 
     def log_metric(self, name: str, value: float, step: int | None = None) -> None:
         run = self._run()
@@ -222,15 +242,16 @@ class Client:
     ) -> None:
         """Add params and metrics to ``run`` after it ended (what a caller did around it)."""
         now = time.time()
-        for name, value in params.items():
-            run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
-            self.store.log_param(run.run_id, name, value, now)
-        if metrics:
-            for name, number in metrics.items():
-                metric = LoggedMetric(name=name, value=float(number), logged_at=now)
-                run.metrics[name] = metric
-                run.metric_history.setdefault(name, []).append(metric)
-            self.store.log_metrics(run.run_id, metrics, now)
+        with self.store.batch():
+            for name, value in params.items():
+                run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
+                self.store.log_param(run.run_id, name, value, now)
+            if metrics:
+                for name, number in metrics.items():
+                    metric = LoggedMetric(name=name, value=float(number), logged_at=now)
+                    run.metrics[name] = metric
+                    run.metric_history.setdefault(name, []).append(metric)
+                self.store.log_metrics(run.run_id, metrics, now)
 
     def log_tag(self, name: str, value: str) -> None:
         self.log_tag_for(self._run(), name, value)
@@ -243,7 +264,9 @@ class Client:
 
     def log_environment(self, values: dict[str, Any]) -> None:
         """What the run ran on: image digest, toolchain versions, host or device description."""
-        run = self._run()
+        self._log_environment_for(self._run(), values)
+
+    def _log_environment_for(self, run: RunLog, values: dict[str, Any]) -> None:
         clean = {key: str(value) for key, value in values.items() if value is not None}
         run.environment.update(clean)
         self.store.log_environment(run.run_id, clean)
@@ -339,8 +362,9 @@ class Client:
         self._pending.setdefault(run.run_id, []).append(artifact)
         return artifact
 
-    def _store_pending(self, run: RunLog) -> None:
-        """Copy the outside files of a run that ended well into the store."""
+    def _store_pending(self, run: RunLog, copied: list[LoggedArtifact]) -> None:
+        """Copy the outside files of a run that ended well into the store; each one copied
+        goes to ``copied``, recorded with the run's end."""
         for pending in self._pending.pop(run.run_id, []):
             stored, sha, size = self.store.artifacts.add(pending.local(), pending.file_name)
             artifact = replace(
@@ -349,7 +373,7 @@ class Client:
             if artifact.name and run.artifacts.get(artifact.name) is pending:
                 run.artifacts[artifact.name] = artifact
             run.unnamed_artifacts = [artifact if a is pending else a for a in run.unnamed_artifacts]
-            self._record(run, artifact)
+            copied.append(artifact)
 
     def _record_remote(
         self,

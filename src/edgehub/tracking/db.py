@@ -13,7 +13,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -45,24 +44,44 @@ _WRITABLE_PLACE = (
 )
 
 
-@dataclass(frozen=True)
 class Problem:
-    """What is wrong with the store's files, and what the user can do about it."""
+    """What is wrong with the store's files, and what the user can do about it.
 
-    what: str
-    advice: str
+    (This module's records are plain classes: they are made on every command's way to the
+    store, and a dataclass costs that import more than the class is worth.)"""
+
+    __slots__ = ("advice", "what")
+
+    def __init__(self, what: str, advice: str) -> None:
+        self.what = what
+        self.advice = advice
+
+    def __repr__(self) -> str:
+        return f"Problem(what={self.what!r}, advice={self.advice!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Problem):
+            return NotImplemented
+        return (self.what, self.advice) == (other.what, other.advice)
+
+    def __hash__(self) -> int:
+        return hash((self.what, self.advice))
 
     def error(self, doing: str) -> StorageError:
         return StorageError(f"cannot {doing}: {self.what}; {self.advice}")
 
 
-@dataclass
 class Database:
     """An open connection and, when it is read-only, why."""
 
-    conn: sqlite3.Connection
-    path: Path
-    read_only: Problem | None = None
+    __slots__ = ("conn", "path", "read_only")
+
+    def __init__(
+        self, conn: sqlite3.Connection, path: Path, read_only: Problem | None = None
+    ) -> None:
+        self.conn = conn
+        self.path = path
+        self.read_only = read_only
 
     @property
     def writable(self) -> bool:

@@ -16,7 +16,6 @@ import socket
 import stat
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from edgehub.procid import ProcessId, owner_alive, this_process
@@ -56,13 +55,19 @@ def _newest_change(path: Path) -> float:
     return newest
 
 
-@dataclass(frozen=True)
 class Staging:
-    """An unfinished copy: ``removable`` once its writer has ended, and why (``reason``)."""
+    """An unfinished copy: ``removable`` once its writer has ended, and why (``reason``).
+    (A plain class: this module is imported on every run's way to the store.)"""
 
-    path: Path
-    removable: bool
-    reason: str
+    __slots__ = ("path", "reason", "removable")
+
+    def __init__(self, path: Path, removable: bool, reason: str) -> None:
+        self.path = path
+        self.removable = removable
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Staging(path={self.path!r}, removable={self.removable!r}, reason={self.reason!r})"
 
 
 def inspect_staging(path: Path) -> Staging:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from edgehub.errors import StorageError, UsageError
 from edgehub.tracking.artifacts import ArtifactStore
@@ -34,14 +34,13 @@ from edgehub.tracking.db import (
     unwritable_folder,
 )
 from edgehub.tracking.modes import create_private_file, make_private_dir, tighten
-from edgehub.tracking.records import IMPORTED_TAG, RunFilter, RunRecord
 from edgehub.tracking.run_log import RunLog
 from edgehub.tracking.run_type import RunType
 from edgehub.tracking.schema import SCHEMA_VERSION, create_or_migrate, schema_version
-from edgehub.tracking.store_reads import select_run, select_runs
 
 if TYPE_CHECKING:  # reads and deletions load their modules when asked for (not on a run's writes)
     from edgehub.tracking.compare import RunComparison
+    from edgehub.tracking.records import RunFilter, RunRecord
 
 __all__ = ["RunStore"]
 
@@ -90,6 +89,7 @@ class RunStore:
                     raise storage_error(error, self.root, "create the run store") from error
         self.artifacts = ArtifactStore(self.root / "artifacts")
         self._lock = threading.Lock()
+        self._batch = threading.local()  # .writes: this thread's open `batch`
         self._db = self._open(read_only)
         self.reap_dead_runs()
 
@@ -178,7 +178,56 @@ class RunStore:
 
     # -- writing -------------------------------------------------------------------------
     @contextmanager
-    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+    def batch(self) -> Iterator[None]:
+        """The records this thread writes inside the block (runs, params, metrics, tags,
+        artifacts, environment) go to the store together, in one transaction, when the block
+        ends, by an exception too; an inner block joins the outer one. Only for a burst of
+        records: a process killed inside the block leaves none of them."""
+        if getattr(self._batch, "writes", None) is not None:
+            yield
+            return
+        writes = self._batch.writes = _Writes()
+        try:
+            yield
+        except BaseException:
+            self._batch.writes = None
+            try:
+                self._commit(writes)
+            except StorageError:
+                pass  # the error on its way out says more
+            raise
+        self._batch.writes = None
+        self._commit(writes)
+
+    def _commit(self, writes: _Writes) -> None:
+        if not writes.calls:
+            return
+        with self._transaction(writes.doing()) as conn:
+            for sql, args, many in writes.calls:
+                if many:
+                    conn.executemany(sql, args)
+                else:
+                    conn.execute(sql, args)
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[_Writer]:
+        """One record's writes: its own transaction, or the open `batch`'s."""
+        if self._db.read_only is not None:
+            raise self._db.read_only.error(doing)
+        writes: _Writes | None = getattr(self._batch, "writes", None)
+        if writes is None:
+            with self._transaction(doing) as conn:
+                yield conn
+            return
+        mark = len(writes.calls), len(writes.doings)
+        try:
+            yield writes.doing_now(doing)
+        except BaseException:  # a record that failed to build leaves nothing
+            del writes.calls[mark[0] :], writes.doings[mark[1] :]
+            raise
+
+    @contextmanager
+    def _transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
         if self._db.read_only is not None:
             raise self._db.read_only.error(doing)
         with self._lock, translate_storage_errors(self.db_path, doing):
@@ -325,6 +374,10 @@ class RunStore:
 
     # -- reading -------------------------------------------------------------------------
     def _query(self, sql: str, args: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        writes: _Writes | None = getattr(self._batch, "writes", None)
+        if writes is not None:  # a read sees what this thread recorded before it
+            self._commit(writes)
+            writes.clear()
         with self._lock, translate_storage_errors(self.db_path, "read the run store"):
             return list(self._db.conn.execute(sql, args).fetchall())
 
@@ -344,6 +397,8 @@ class RunStore:
 
     def query_runs(self, filters: RunFilter) -> list[RunRecord]:
         """Runs matching ``filters``, newest first, with everything they logged."""
+        from edgehub.tracking.store_reads import select_runs
+
         return select_runs(self._query, filters, HOSTNAME, self._abs)
 
     def list_runs(
@@ -363,6 +418,8 @@ class RunStore:
         started_before: float | None = None,
     ) -> list[RunRecord]:
         """`query_runs` with the filters as keywords (see `RunFilter`)."""
+        from edgehub.tracking.records import RunFilter
+
         return self.query_runs(
             RunFilter(
                 run_type=str(run_type) if run_type is not None else None,
@@ -388,6 +445,8 @@ class RunStore:
 
     def get_run(self, ref: str, run_type: RunType | str | None = None) -> RunRecord:
         """One run (by any reference `resolve_id` takes) with everything it logged."""
+        from edgehub.tracking.store_reads import select_run
+
         return select_run(self._query, self.resolve_id(ref, run_type), HOSTNAME, self._abs)
 
     def rows(self, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
@@ -397,7 +456,11 @@ class RunStore:
     @contextmanager
     def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One write transaction; ``doing`` names it in a storage error."""
-        with self._write(doing) as conn:
+        writes: _Writes | None = getattr(self._batch, "writes", None)
+        if writes is not None:  # what this thread recorded before comes first
+            self._commit(writes)
+            writes.clear()
+        with self._transaction(doing) as conn:
             yield conn
 
     def run_log(
@@ -406,6 +469,8 @@ class RunStore:
         """A stored run as a `RunLog`, so outputs can be rebuilt from it (``--from-run``).
         A run imported from a bundle is refused (its outputs were made on another machine and
         would be run here as they are) unless ``imported_ok`` (it is only read)."""
+        from edgehub.tracking.records import IMPORTED_TAG
+
         record = self.get_run(ref, run_type)
         mark = record.tags.get(IMPORTED_TAG)
         if mark is not None and not imported_ok:
@@ -426,6 +491,42 @@ class RunStore:
         from edgehub.tracking.deletion import delete_runs
 
         return delete_runs(self, run_ids)
+
+
+class _Writer(Protocol):
+    """What a record's writes use of a connection."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> object: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> object: ...
+
+
+class _Writes:
+    """A `RunStore.batch`'s writes, in order, and what each record was (for its error)."""
+
+    __slots__ = ("calls", "doings")
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any, bool]] = []
+        self.doings: list[str] = []
+
+    def doing_now(self, doing: str) -> _Writes:
+        self.doings.append(doing)
+        return self
+
+    def doing(self) -> str:
+        more = len(self.doings) - 1
+        return self.doings[0] + (f" (and {more} more records)" if more > 0 else "")
+
+    def clear(self) -> None:
+        self.calls.clear()
+        self.doings.clear()
+
+    def execute(self, sql: str, parameters: Any = (), /) -> None:
+        self.calls.append((sql, parameters, False))
+
+    def executemany(self, sql: str, parameters: Any, /) -> None:
+        self.calls.append((sql, list(parameters), True))
 
 
 @contextmanager

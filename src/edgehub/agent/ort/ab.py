@@ -33,15 +33,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..ab_rounds import (
-    SIDES,
-    SWITCH_IN,
-    ab_output,
-    measure_rounds,
-    read_request,
-    session_sets,
-    warm_up,
-)
+from .. import ab_rounds
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
 from ..protocol import Cancelled, CommandOutput, Params, RuntimeFailure, one_line
@@ -66,7 +58,7 @@ def _run(session: Any, feeds: Arrays) -> None:
 def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
     """``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling."""
     count = len(inputs)
-    for i in range(SWITCH_IN):
+    for i in range(ab_rounds.SWITCH_IN):
         _run(session, inputs[(start_at + i) % count])
     run = session.run
     clock = time.perf_counter_ns
@@ -85,7 +77,7 @@ def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    request = read_request(params)
+    request = ab_rounds.read_request(params)
     input_data = params.path("input_data", required=False)
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
@@ -94,7 +86,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
     raw_shape = params.raw_value("input_shape")
     params.finish()
-    models = {side: resolve_model_path(request.paths[side]) for side in SIDES}
+    models = {side: resolve_model_path(request.paths[side]) for side in ab_rounds.SIDES}
     options_args = {
         "intra_op_threads": intra,
         "inter_op_threads": inter,
@@ -102,17 +94,17 @@ def run(params: Params, report: Report) -> CommandOutput:
     }
 
     # 1. two session sets, created in opposite orders
-    sessions, load_ms = session_sets(
+    sessions, load_ms = ab_rounds.session_sets(
         lambda side: create_session(models[side], session_options(**options_args), providers)
     )
     inputs: dict[str, list[Arrays]] = {}
-    for side in SIDES:
+    for side in ab_rounds.SIDES:
         specs = input_specs(sessions[0][side], models[side] if input_data is None else None)
         inputs[side] = prepare_inputs(specs, input_data, raw_shape, request.input_seed, report)
 
     # 2. the same warm-up for every session, interleaved
     report.info(f"warmup: {request.warmup} runs of each of 2 sessions per model")
-    warm_up(
+    ab_rounds.warm_up(
         request.warmup,
         lambda side, index, i: _run(sessions[index][side], inputs[side][i % len(inputs[side])]),
     )
@@ -121,9 +113,11 @@ def run(params: Params, report: Report) -> CommandOutput:
     def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
         return _block(sessions[index][side], inputs[side], runs, start_at)
 
-    found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
+    found = ab_rounds.measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     sessions = []
     params.resolved["shapes_a"] = shapes_record(inputs["a"])
     params.resolved["shapes_b"] = shapes_record(inputs["b"])
-    names = {side: str(models[side]) for side in SIDES}
-    return ab_output(found, params.resolved, load_ms, names, request.json_paths, request.seed)
+    names = {side: str(models[side]) for side in ab_rounds.SIDES}
+    return ab_rounds.ab_output(
+        found, params.resolved, load_ms, names, request.json_paths, request.seed
+    )

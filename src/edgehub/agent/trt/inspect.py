@@ -7,6 +7,8 @@ serialized engine, which needs a GPU. Data: ``{inputs, outputs, source}`` (each 
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..models import describe_model, load_model, resolve_model_path
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
@@ -32,25 +34,11 @@ def run(params: Params, report: Report) -> CommandOutput:
             "needs an NVIDIA GPU: inspect the ONNX model it was built from instead"
         )
     specs = engine_specs(str(path))
-    data = {
-        "inputs": [
-            {
-                "name": s["name"],
-                "dtype": s["dtype"],
-                "shape": [d if d >= 0 else "?" for d in s["shape"]],
-            }
-            for s in specs
-            if s["mode"] == "INPUT"
-        ],
-        "outputs": [
-            {
-                "name": s["name"],
-                "dtype": s["dtype"],
-                "shape": [d if d >= 0 else "?" for d in s["shape"]],
-            }
-            for s in specs
-            if s["mode"] == "OUTPUT"
-        ],
-        "source": "engine",
-    }
+    tensors: dict[str, list[dict[str, Any]]] = {"INPUT": [], "OUTPUT": []}
+    for s in specs:
+        if s["mode"] not in tensors:
+            continue
+        shape = [d if d >= 0 else "?" for d in s["shape"]]
+        tensors[s["mode"]].append({"name": s["name"], "dtype": s["dtype"], "shape": shape})
+    data = {"inputs": tensors["INPUT"], "outputs": tensors["OUTPUT"], "source": "engine"}
     return CommandOutput(params=params.resolved, metrics={}, data=data)

@@ -5,9 +5,7 @@ core imports no toolchain; ``from edgehub.core.compile import ONNXRuntimeCompile
 runtimes (and registers their providers) then.
 """
 
-from typing import Any
-
-from edgehub.core.runtimes import resolve_export
+from edgehub.core.runtimes import lazy_exports
 from edgehub.errors import CompileError
 
 __all__ = [
@@ -21,12 +19,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        return resolve_export(name, "compiler", __all__)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, "compiler", __all__)

@@ -140,13 +140,14 @@ def dispatch(
         parent_run_id=parent,
         devices=selected,
     ) as run:
-        ctx.client.log_param("device", selected[0].name)
-        ctx.client.log_param("device_provider_type", selected[0].provider_type)
-        if cls.registered_runtime is not None:  # a provider may name it more closely
-            ctx.client.log_environment({"runtime": cls.registered_runtime})
-        for key, value in resolved.items():
-            if key not in ("device", "devices") and _loggable(value):
-                ctx.client.log_param(f"option.{key}", value)
+        with ctx.client.batch():  # the run's settings: one transaction
+            ctx.client.log_param("device", selected[0].name)
+            ctx.client.log_param("device_provider_type", selected[0].provider_type)
+            if cls.registered_runtime is not None:  # a provider may name it more closely
+                ctx.client.log_environment({"runtime": cls.registered_runtime})
+            for key, value in resolved.items():
+                if key not in ("device", "devices") and _loggable(value):
+                    ctx.client.log_param(f"option.{key}", value)
         result = fn(ctx, *args, **call_kwargs)
         run.output_type = type(result).__name__ if result is not None else None
         return result

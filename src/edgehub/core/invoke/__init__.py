@@ -4,9 +4,7 @@ The names resolve on first use through the runtime registry (`edgehub.core.runti
 core imports no toolchain.
 """
 
-from typing import Any
-
-from edgehub.core.runtimes import resolve_export
+from edgehub.core.runtimes import lazy_exports
 from edgehub.errors import InvokeError
 
 __all__ = [
@@ -20,12 +18,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        return resolve_export(name, "invoker", __all__)
-    except AttributeError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, "invoker", __all__)

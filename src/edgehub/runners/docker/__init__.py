@@ -11,35 +11,20 @@ dead processes), ``runner``.
 
 from __future__ import annotations
 
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, connect
-from edgehub.runners.docker.container import DEFAULT_MEMORY, DEFAULT_PIDS, GID_LABEL, UID_LABEL
-from edgehub.runners.docker.owner import (
-    MANAGED,
-    OWNER_HOST,
-    OWNER_PID,
-    OWNER_STARTED,
-    WARM,
-    WARM_KEY,
-    owner_alive,
-)
+from edgehub.runners.docker.client import connect
+from edgehub.runners.docker.container import DEFAULT_MEMORY, DEFAULT_PIDS
+from edgehub.runners.docker.owner import MANAGED, OWNER_PID, OWNER_STARTED, WARM, owner_alive
 from edgehub.runners.docker.reaper import ReapReport, reap, reap_orphans
 from edgehub.runners.docker.runner import DockerCommandRunner
 
 __all__ = [
     "DEFAULT_MEMORY",
     "DEFAULT_PIDS",
-    "GID_LABEL",
     "MANAGED",
-    "OWNER_HOST",
     "OWNER_PID",
     "OWNER_STARTED",
-    "UID_LABEL",
     "WARM",
-    "WARM_KEY",
-    "DockerAPIError",
-    "DockerClient",
     "DockerCommandRunner",
-    "DockerNotFound",
     "ReapReport",
     "connect",
     "owner_alive",

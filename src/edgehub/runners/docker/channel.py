@@ -29,7 +29,7 @@ from edgehub.agent.server.wire import socket_address
 from edgehub.errors import EnvironmentProblem
 from edgehub.fsutil import copy_range
 from edgehub.paths import cache_dir, cache_subdir
-from edgehub.runners.agent_reply import Refused, Reply, check_start
+from edgehub.runners.agent_reply import Refused, ReplyJob, check_start
 
 __all__ = [
     "CHANNEL_MOUNT",
@@ -80,7 +80,7 @@ def channel_dir(key: str) -> Path:
     return folder
 
 
-class AgentJob:
+class AgentJob(ReplyJob):
     """One job on the resident agent at ``host_socket``: ``argv`` in ``cwd`` (a path in the
     container), the directory's files from ``stage`` (a tar whose root is ``cwd``'s last part),
     ``fetch`` the folder of ``cwd`` sent back. Raises `Refused` when nothing ran."""
@@ -88,7 +88,6 @@ class AgentJob:
     def __init__(self, host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str):
         request = {"argv": argv, "cwd": cwd, "stage": {"size": len(stage), "fetch": fetch}}
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._code: int | None = None
         self._killed = False
         try:
             # The container may write in its folder: connect only to a socket it made there,
@@ -129,12 +128,6 @@ class AgentJob:
                 return
             yield chunk
 
-    def read(self) -> Iterator[tuple[str, bytes]]:
-        """The job's output (``stderr``), then the returned tar (``stdout``)."""
-        reply = Reply()
-        yield from reply.read(self._chunks())
-        self._code = reply.code
-
     def kill(self) -> None:
         """End the job: the server kills it when the connection closes."""
         self._killed = True
@@ -142,9 +135,6 @@ class AgentJob:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-    def wait(self) -> int:
-        return -1 if self._code is None else self._code
 
     def close(self) -> None:
         self.kill()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -21,12 +22,17 @@ __all__ = [
     "DockerClient",
     "DockerNotFound",
     "ExecSocket",
+    "ExecSpec",
+    "Strings",
     "build_context",
     "connect",
     "docker_host",
     "json_messages",
     "local_client",
 ]
+
+
+Strings = Mapping[str, str] | None  # build arguments, labels
 
 
 class DockerAPIError(Exception):
@@ -40,6 +46,17 @@ class DockerAPIError(Exception):
 
 class DockerNotFound(DockerAPIError):
     """The image, container, exec or path does not exist (HTTP 404)."""
+
+
+@dataclass(frozen=True)
+class ExecSpec:
+    """An exec to create: its command, whether it reads stdin, its ``KEY=value`` environment
+    and working directory."""
+
+    cmd: Sequence[str]
+    stdin: bool = False
+    environment: Sequence[str] = ()
+    workdir: str | None = None
 
 
 class ExecSocket(Protocol):
@@ -99,16 +116,7 @@ class DockerClient(Protocol):
         """Force-remove a container and its anonymous volumes."""
         ...
 
-    def exec_create(
-        self,
-        container: str,
-        cmd: Sequence[str],
-        *,
-        stdin: bool = False,
-        environment: Sequence[str] = (),
-        workdir: str | None = None,
-        user: str = "",
-    ) -> str:
+    def exec_create(self, container: str, spec: ExecSpec) -> str:
         """An exec (stdout and stderr attached, no TTY); its id."""
         ...
 
@@ -125,12 +133,7 @@ class DockerClient(Protocol):
         ...
 
     def build(
-        self,
-        context: Path,
-        tag: str,
-        *,
-        buildargs: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
+        self, context: Path, tag: str, *, buildargs: Strings = None, labels: Strings = None
     ) -> Iterator[dict[str, Any]]:
         """Build the directory ``context`` (its ``Dockerfile``) as ``tag``, never pulling; the
         daemon's messages (``stream``, ``status`` or ``error``) as they come, no time limit."""

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from edgehub.ids import uuid4_hex
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket, ExecSpec
 from edgehub.runners.docker.frames import frames
 from edgehub.runners.docker.owner import owner_marker
 
@@ -63,7 +63,7 @@ def exec_quiet(
     client: DockerClient, container: str, argv: Sequence[str], *, stdin: bytes | None = None
 ) -> tuple[int, str, str]:
     """Run a short helper command to its end without streaming; (code, stdout, stderr)."""
-    exec_id = client.exec_create(container, argv, stdin=stdin is not None)
+    exec_id = client.exec_create(container, ExecSpec(argv, stdin=stdin is not None))
     sock = client.exec_start(exec_id)
     output = {"stdout": bytearray(), "stderr": bytearray()}
     try:
@@ -106,13 +106,8 @@ class ExecProcess:
         self._container = container
         self.marker = f"{EXEC_MARKER}={uuid4_hex()}"
         attach = stdin is not None or hold_stdin
-        self.exec_id = client.exec_create(
-            container,
-            argv,
-            stdin=attach,
-            environment=[*env, self.marker, owner_marker()],
-            workdir=workdir,
-        )
+        environment = [*env, self.marker, owner_marker()]
+        self.exec_id = client.exec_create(container, ExecSpec(argv, attach, environment, workdir))
         self._sock = client.exec_start(self.exec_id)
         self._killed = False
         try:

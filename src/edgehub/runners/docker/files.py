@@ -22,7 +22,7 @@ from typing import Any
 
 from edgehub.errors import RunnerError
 from edgehub.runners.archive import pack
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, ExecSpec
 from edgehub.runners.docker.container import Container, image_owner
 from edgehub.runners.docker.exec import exec_quiet, exit_code
 from edgehub.runners.docker.frames import frames
@@ -151,7 +151,7 @@ class ContainerFiles:
         end of its stderr)."""
         client = self._client()
         argv = ["sh", "-c", _GET_SCRIPT, "edgehub-get", parent, name]
-        exec_id = client.exec_create(container_id, argv)
+        exec_id = client.exec_create(container_id, ExecSpec(argv))
         sock = client.exec_start(exec_id)
         errors = b""
         try:

@@ -24,6 +24,8 @@ from edgehub.runners.docker.client import (
     DockerAPIError,
     DockerNotFound,
     ExecSocket,
+    ExecSpec,
+    Strings,
     build_context,
     docker_host,
     json_messages,
@@ -296,27 +298,17 @@ class LiteClient:
     def kill_container(self, container: str) -> None:
         self._call("POST", f"/containers/{quote(container, safe='')}/kill")
 
-    def exec_create(
-        self,
-        container: str,
-        cmd: Sequence[str],
-        *,
-        stdin: bool = False,
-        environment: Sequence[str] = (),
-        workdir: str | None = None,
-        user: str = "",
-    ) -> str:
+    def exec_create(self, container: str, spec: ExecSpec) -> str:
         body: dict[str, Any] = {
-            "AttachStdin": stdin,
+            "AttachStdin": spec.stdin,
             "AttachStdout": True,
             "AttachStderr": True,
             "Tty": False,
-            "Cmd": list(cmd),
-            "Env": list(environment),
-            "User": user,
+            "Cmd": list(spec.cmd),
+            "Env": list(spec.environment),
         }
-        if workdir:
-            body["WorkingDir"] = workdir
+        if spec.workdir:
+            body["WorkingDir"] = spec.workdir
         url = f"/containers/{quote(container, safe='')}/exec"
         return str(self._call("POST", url, body)["Id"])
 
@@ -360,12 +352,7 @@ class LiteClient:
         return chunks(), stat
 
     def build(
-        self,
-        context: Path,
-        tag: str,
-        *,
-        buildargs: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
+        self, context: Path, tag: str, *, buildargs: Strings = None, labels: Strings = None
     ) -> Iterator[dict[str, Any]]:
         params = {"t": tag, "rm": "1", "forcerm": "1", "pull": "0"}
         if buildargs:

@@ -19,7 +19,7 @@ Otherwise the container is removed by `close`, at interpreter exit, by
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePath, PurePosixPath
 
 from edgehub.errors import RunnerError
@@ -46,7 +46,7 @@ from edgehub.runners.docker.oneshot import OneShotProcess, OneShots
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
 from edgehub.runners.exchange import exchange
-from edgehub.runners.protocol import FOUND, SENT, CommandResult
+from edgehub.runners.protocol import FOUND, SENT, CommandResult, Exchange
 
 __all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
 
@@ -272,24 +272,13 @@ class DockerCommandRunner(BaseRunner):
         """Copy ``remote`` (file or directory) out of the container to exactly ``local``."""
         self._files.get(remote, local)
 
-    def exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-    ) -> CommandResult:
-        """Upload ``stage`` as ``remote``, run ``argv`` there, download ``remote/fetch`` to
-        ``local``, in one exec (or, before a cold runner has started its container, in a
-        container of its own). Returns the command's result (its exit code is not checked)."""
-        target = PurePosixPath(self._files.remote(remote))
+    def exchange(self, job: Exchange) -> CommandResult:
+        """`SupportsExchange.exchange` in one exec (or, before a cold runner has started its
+        container, in a container of its own)."""
+        target = PurePosixPath(self._files.remote(job.remote))
         jobs: list[OneShotProcess] = []
         oneshot = self._keep_warm is None and self._container.id is None
-        folder = self._oneshots.job_folder(local.parent) if oneshot else None
+        folder = self._oneshots.job_folder(job.local.parent) if oneshot else None
 
         def start(words: list[str], stdin: bytes) -> Process:
             if not oneshot:
@@ -299,18 +288,7 @@ class DockerCommandRunner(BaseRunner):
             return jobs[-1]
 
         try:
-            result = exchange(
-                self.execute,
-                start,
-                stage,
-                target,
-                argv,
-                fetch=fetch,
-                local=local,
-                timeout=timeout,
-                hide=hide,
-                folder=folder,
-            )
+            result = exchange(self.execute, start, job, target, folder=folder)
         except RunnerError as error:
             if folder is None or not str(error).startswith("cannot stage files"):
                 raise
@@ -320,13 +298,11 @@ class DockerCommandRunner(BaseRunner):
         else:
             return result
         finally:
-            for job in jobs:
-                self._oneshots.done(job)
+            for process in jobs:
+                self._oneshots.done(process)
             if folder is not None:
                 shutil.rmtree(folder.parent, ignore_errors=True)
-        return self.exchange(
-            stage, remote, argv, fetch=fetch, local=local, timeout=timeout, hide=hide
-        )
+        return self.exchange(job)
 
     # -- the direct channel to a resident agent (docker/channel.py) ------------------------------
 
@@ -369,40 +345,26 @@ class DockerCommandRunner(BaseRunner):
         if self._container.channel is not None:
             discard_outbox(self._container.channel, box)
 
-    def agent_exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        socket: str,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-    ) -> CommandResult | None:
+    def agent_exchange(self, job: Exchange, socket: str) -> CommandResult | None:
         """`exchange` through the resident agent on ``socket`` (from `agent_socket`), whose
-        command line ``argv`` is (``[command, options...]``): no ``docker exec``, no agent
+        command line ``job.argv`` is (``[command, options...]``): no ``docker exec``, no agent
         start-up. None when no server took the job (nothing ran): use `exchange` then."""
         channel = self._container.channel
         if channel is None or not socket.startswith(CHANNEL_MOUNT + "/"):
             return None
         host_socket = channel / socket[len(CHANNEL_MOUNT) + 1 :]
-        target = PurePosixPath(self._files.remote(remote))
-        words = [str(word) for word in argv]
-        data = pack(stage, arcname=target.name)
+        target = PurePosixPath(self._files.remote(job.remote))
+        words = [str(word) for word in job.argv]
+        data = pack(job.stage, arcname=target.name)
 
         def start(_words: list[str], _stdin: bytes) -> Process:
-            job = open_agent_job(host_socket, words, str(target), data, fetch)
-            if job is None:
+            opened = open_agent_job(host_socket, words, str(target), data, job.fetch)
+            if opened is None:
                 raise _NoServer
-            return job
+            return opened
 
         try:
-            return exchange(
-                self.execute, start, stage, target, words,
-                fetch=fetch, local=local, timeout=timeout, hide=hide, packed=data,
-            )  # fmt: skip
+            return exchange(self.execute, start, job, target, packed=data)
         except _NoServer:
             return None
 

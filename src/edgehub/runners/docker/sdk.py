@@ -26,6 +26,8 @@ from edgehub.errors import DockerUnavailableError
 from edgehub.runners.docker.client import (
     DockerAPIError,
     DockerNotFound,
+    ExecSpec,
+    Strings,
     build_context,
     docker_host,
 )
@@ -239,26 +241,16 @@ class SDKClient:
     def kill_container(self, container: str) -> None:
         _translated(lambda: self._api.kill(container))
 
-    def exec_create(
-        self,
-        container: str,
-        cmd: Sequence[str],
-        *,
-        stdin: bool = False,
-        environment: Sequence[str] = (),
-        workdir: str | None = None,
-        user: str = "",
-    ) -> str:
+    def exec_create(self, container: str, spec: ExecSpec) -> str:
         created = _translated(
             lambda: self._api.exec_create(
                 container,
-                list(cmd),
-                stdin=stdin,
+                list(spec.cmd),
+                stdin=spec.stdin,
                 stdout=True,
                 stderr=True,
-                environment=list(environment),
-                workdir=workdir,
-                user=user,
+                environment=list(spec.environment),
+                workdir=spec.workdir,
             )
         )
         return str(created["Id"])
@@ -278,12 +270,7 @@ class SDKClient:
         return iter(chunks), dict(stat)
 
     def build(
-        self,
-        context: Path,
-        tag: str,
-        *,
-        buildargs: Mapping[str, str] | None = None,
-        labels: Mapping[str, str] | None = None,
+        self, context: Path, tag: str, *, buildargs: Strings = None, labels: Strings = None
     ) -> Iterator[dict[str, Any]]:
         with build_context(context) as tar:
             stream = _translated(

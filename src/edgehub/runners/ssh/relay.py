@@ -20,7 +20,7 @@ from typing import Any
 
 from edgehub.agent.server.relay import DATA, END, NOT_TAKEN
 from edgehub.errors import DeviceOutputError
-from edgehub.runners.agent_reply import Refused, Reply, check_start
+from edgehub.runners.agent_reply import Refused, ReplyJob, check_start
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import build_command, start_command
 
@@ -96,13 +96,12 @@ class _NotTaken(Exception):
     """The relay found no server for the job."""
 
 
-class RelayJob:
+class RelayJob(ReplyJob):
     """The runner base's `~edgehub.runners.base.Process` for one job sent down ``relay``
     (``payload``: the request line and the files). Raises `Refused` when nothing ran."""
 
     def __init__(self, relay: AgentRelay, payload: bytes) -> None:
         self._relay = relay
-        self._code: int | None = None
         self._ended = False
         try:
             relay.settimeout(START_TIMEOUT_S)
@@ -138,18 +137,10 @@ class RelayJob:
                 return
             yield data
 
-    def read(self) -> Iterator[tuple[str, bytes]]:
-        reply = Reply()
-        yield from reply.read(self._chunks())
-        self._code = reply.code
-
     def kill(self) -> None:
         """Close the relay's channel: the relay closes the job's connection, the server kills
         the job."""
         self._relay.close()
-
-    def wait(self) -> int:
-        return -1 if self._code is None else self._code
 
     def close(self) -> None:
         if not self._ended:  # stopped, or the answer broke off: this relay is done

@@ -23,6 +23,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
@@ -31,7 +32,7 @@ from edgehub.runners.agent_reply import Refused
 from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
 from edgehub.runners.exchange import exchange, split_script
-from edgehub.runners.protocol import CommandResult
+from edgehub.runners.protocol import CommandResult, Exchange
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
 from edgehub.runners.ssh.janitor import Janitor
@@ -140,25 +141,7 @@ class SSHCommandRunner(BaseRunner):
             janitor.close(wait=STOP_GRACE_S if answers else 0)
         self._session.close()
 
-    def run(
-        self,
-        argv: Sequence[str],
-        cwd: str | PurePath | None = None,
-        *,
-        hide: bool = False,
-        env: Mapping[str, str] | None = None,
-        timeout: float | None = None,
-        check: bool = True,
-    ) -> CommandResult:
-        """`BaseRunner.run`, limited to the config's ``step_timeout`` by default."""
-        try:
-            return super().run(
-                argv, cwd, hide=hide, env=env, timeout=self._limit(timeout), check=check
-            )
-        except CommandTimeout as error:
-            raise self._step_timeout(error, timeout) from None
-
-    def _step_timeout(self, error: CommandTimeout, timeout: float | None) -> CommandTimeout:
+    def timed_out(self, error: CommandTimeout, timeout: float | None) -> CommandTimeout:
         """``error``, saying where the limit comes from when it is the device's step_timeout."""
         if timeout is not None or self.config.step_timeout is None:
             return error
@@ -168,7 +151,8 @@ class SSHCommandRunner(BaseRunner):
             f"raise it in [devices.{name}.ssh] of hub.toml if the step needs longer)"
         )
 
-    def _limit(self, timeout: float | None) -> float | None:
+    def limit(self, timeout: float | None) -> float | None:
+        """``timeout``, else the config's ``step_timeout``."""
         return self.config.step_timeout if timeout is None else timeout
 
     def _link_error(self, wait: float = 2.0) -> SSHConnectionError | None:
@@ -252,7 +236,7 @@ class SSHCommandRunner(BaseRunner):
         try:
             result = call()
         except CommandTimeout as error:
-            raise self._step_timeout(error, timeout) from None
+            raise self.timed_out(error, timeout) from None
         except (RunnerError, OSError, EOFError, ValueError) as error:
             self._raise_if_lost(error)
             raise
@@ -262,34 +246,20 @@ class SSHCommandRunner(BaseRunner):
                 raise lost
         return result
 
-    def exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-    ) -> CommandResult:
-        """Upload directory ``stage`` as ``remote``, run ``argv`` in it, download its ``fetch``
-        folder to ``local``, all on one channel: the tar goes first on stdin (unpacked before
-        the lifeline watches the rest), the command's output comes on stderr, the folder's tar
-        on stdout (safely extracted). The exit code is not checked."""
-        target = PurePosixPath(self.absolute_path(remote))
+    def exchange(self, job: Exchange) -> CommandResult:
+        """`SupportsExchange.exchange` on one channel: the tar goes first on stdin (unpacked
+        before the lifeline watches the rest), the command's output comes on stderr, the
+        folder's tar on stdout (safely extracted)."""
+        target = PurePosixPath(self.absolute_path(job.remote))
 
         def start(words: list[str], data: bytes) -> Process:
             unpack, command, send_back = split_script(words)
             return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
 
+        limited = replace(job, timeout=self.limit(job.timeout))
         return self._checked_link(
-            lambda: exchange(
-                self.execute, start, stage, target, argv,
-                fetch=fetch, local=local, timeout=self._limit(timeout), hide=hide,
-            ),
-            timeout,
-        )  # fmt: skip
+            lambda: exchange(self.execute, start, limited, target), job.timeout
+        )
 
     # -- the resident agent, through a relay (ssh/relay.py) ---------------------------------------
 
@@ -299,48 +269,32 @@ class SSHCommandRunner(BaseRunner):
         `agent_exchange` to it and kept for the connection's life."""
         self._relay_argv[socket] = [str(word) for word in argv]
 
-    def agent_exchange(
-        self,
-        stage: Path,
-        remote: str | PurePath,
-        argv: Sequence[str],
-        *,
-        socket: str,
-        fetch: str,
-        local: Path,
-        timeout: float | None = None,
-        hide: bool = False,
-        links: str | None = None,
-    ) -> CommandResult | None:
-        """`exchange` run by the resident agent on ``socket`` (its command line ``argv``:
-        ``[command, options...]``) through the relay: one round trip, no Python started.
-        ``links``: the device folder the staged symbolic links point into. None when no server
-        took the job (nothing ran): use `exchange` then."""
+    def agent_exchange(self, job: Exchange, socket: str) -> CommandResult | None:
+        """`exchange` run by the resident agent on ``socket`` (``job.argv``: ``[command,
+        options...]``) through the relay: one round trip, no Python started. None when no
+        server took the job (nothing ran): use `exchange` then."""
         relay = self._relay(socket)
         if relay is None:
             return None
         try:
-            target = PurePosixPath(self.absolute_path(remote))
-            words = [str(word) for word in argv]
-            data = pack(stage, arcname=target.name)
+            target = PurePosixPath(self.absolute_path(job.remote))
+            words = [str(word) for word in job.argv]
+            data = pack(job.stage, arcname=target.name)
             if len(data) > MAX_RELAY_STAGE_BYTES:
                 return None
-            files: dict[str, object] = {"size": len(data), "fetch": fetch}
-            if links is not None:
-                files["links"] = links
+            files: dict[str, object] = {"size": len(data), "fetch": job.fetch}
+            if job.links is not None:
+                files["links"] = job.links
             request = {"argv": words, "cwd": str(target), "stage": files}
             payload = json.dumps(request).encode() + b"\n" + data
 
             def start(_words: list[str], _stdin: bytes) -> Process:
                 return RelayJob(relay, payload)
 
+            limited = replace(job, timeout=self.limit(job.timeout))
             return self._checked_link(
-                lambda: exchange(
-                    self.execute, start, stage, target, words, fetch=fetch, local=local,
-                    timeout=self._limit(timeout), hide=hide, packed=data,
-                ),
-                timeout,
-            )  # fmt: skip
+                lambda: exchange(self.execute, start, limited, target, packed=data), job.timeout
+            )
         except Refused:
             return None
         finally:

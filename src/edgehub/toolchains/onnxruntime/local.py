@@ -177,10 +177,12 @@ def _invoke_local(
             files["input.npz"] = saved_inputs(ctx, input_data)
         request["input_data"] = "in/input.npz"
     result = agent.call("ort.invoke", request, inputs=files, failure=InvokeError)
-    record_agent_result(ctx, result)
-    if input_data is None:
-        ctx.client.log_artifact(result.file("input.npz"), name="input_data")
-    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=stored_outputs(ctx, result))
+    with ctx.client.batch():  # what the agent reported: one transaction
+        record_agent_result(ctx, result)
+        if input_data is None:
+            ctx.client.log_artifact(result.file("input.npz"), name="input_data")
+        output = stored_outputs(ctx, result)
+    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
 
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:

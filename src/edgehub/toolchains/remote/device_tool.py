@@ -22,6 +22,7 @@ from edgehub.runners.outcome import killed_note
 from edgehub.runners.protocol import (
     CommandResult,
     CommandRunner,
+    Exchange,
     SupportsContentUpload,
     SupportsExchange,
 )
@@ -130,7 +131,7 @@ class DeviceTool:
             self.call(words, failure=failure, timeout=timeout)
             return self.fetch(self.run_dir / fetch, local)
         result = self.runner.exchange(
-            stage, self.run_dir, words, fetch=fetch, local=local, timeout=timeout
+            Exchange(stage, self.run_dir, words, fetch=fetch, local=local, timeout=timeout)
         )
         self._checked(words, result, failure)
         return local

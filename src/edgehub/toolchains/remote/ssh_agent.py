@@ -25,6 +25,7 @@ from __future__ import annotations
 import secrets
 import shlex
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -36,6 +37,7 @@ from edgehub.runners.protocol import (
     UNCHECKED,
     CommandResult,
     CommandRunner,
+    Exchange,
     SupportsAgentRelay,
     SupportsExchange,
 )
@@ -127,18 +129,14 @@ class _SharedInputs:
         self._share_inputs(local)
         self._runner.put(local, remote)
 
-    def exchange(
-        self, stage: Path, remote: str | PurePath, argv: Sequence[str], **options: Any
-    ) -> CommandResult:
-        self._share_inputs(stage)
-        return self._runner.exchange(stage, remote, argv, **options)
+    def exchange(self, job: Exchange) -> CommandResult:
+        self._share_inputs(job.stage)
+        return self._runner.exchange(job)
 
-    def agent_exchange(
-        self, stage: Path, remote: str | PurePath, argv: Sequence[str], **options: Any
-    ) -> CommandResult | None:
-        self._share_inputs(stage)
+    def agent_exchange(self, job: Exchange, socket: str) -> CommandResult | None:
+        self._share_inputs(job.stage)
         links = self._runner.absolute_path(self._store)
-        return self._runner.agent_exchange(stage, remote, argv, links=links, **options)
+        return self._runner.agent_exchange(replace(job, links=links), socket)
 
     def share_input(self, samples: Path, digest: Callable[[], str]) -> tuple[str, str]:
         """`SupportsSharedInput.share_input` of dataset ``samples`` (a file or directory whose
