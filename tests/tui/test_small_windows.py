@@ -53,3 +53,14 @@ def test_every_screen_shows_its_text_whole(
     visit(("1",), "Devices of hub.toml")
     tmux.keys("q")
     assert tmux.exit_status() == "0", tmux.screen()
+
+
+@pytest.mark.parametrize("width", [80, 60, 40, 24])
+def test_the_nav_bar_fits_by_giving_up_hints_then_other_names(width: int) -> None:
+    from edgehub.tui.widgets.nav_bar import SCREEN_KEYS, nav_line
+
+    for _, mode, label in SCREEN_KEYS:
+        line = nav_line(mode, width).plain
+        assert len(line) <= width and f" {label} " in line, (width, line)  # the current one whole
+        assert all(f" {key} " in line for key, _, _ in SCREEN_KEYS), line  # every key
+    assert "Esc unfocus" in nav_line("runs", 80).plain

@@ -52,7 +52,13 @@ class Tmux:
         )  # fmt: skip
 
     def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "hub")
+        """The pane's text; once hub-tui has ended (its session gone), that and its status."""
+        try:
+            return self("capture-pane", "-p", "-t", "hub")
+        except subprocess.CalledProcessError:
+            done = self.status_file is not None and self.status_file.exists()
+            status = self.status_file.read_text() if done and self.status_file else "unknown"
+            return f"<hub-tui ended with status {status}>"
 
     def keys(self, *names: str) -> None:
         """Send ``names`` (tmux key names; ``-l`` then text for literal text), as typed."""
