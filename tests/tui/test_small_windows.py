@@ -64,3 +64,22 @@ def test_the_nav_bar_fits_by_giving_up_hints_then_other_names(width: int) -> Non
         assert len(line) <= width and f" {label} " in line, (width, line)  # the current one whole
         assert all(f" {key} " in line for key, _, _ in SCREEN_KEYS), line  # every key
     assert "Esc unfocus" in nav_line("runs", 80).plain
+
+
+def test_every_screen_is_usable_at_40x12(project: Path, fixed_runs: list[str], tmux: Tmux) -> None:
+    """At 40x12 each screen still shows its name, its first field or its list, and run ids
+    keep their 8 characters."""
+    tmux.start(project, 40, 12)
+    assert tmux.shows(" 1 Devices ", "Devices of hub.toml"), tmux.screen()
+    screens = {
+        "2": (" 2 Run ", "model ", "runtime"),
+        "5": (" 5 Sweep ", "grid-file", "models"),
+        "3": (" 3 Runs ", fixed_runs[0][:8], "FINISHED"),
+        "4": (" 4 Images ", "onnxruntime"),
+        "1": (" 1 Devices ", "x86-64 build server"),
+    }
+    for key, texts in screens.items():
+        tmux.keys(key)
+        assert tmux.shows(*texts), (key, tmux.screen())
+    tmux.keys("q")
+    assert tmux.exit_status() == "0", tmux.screen()
