@@ -12,14 +12,16 @@ __all__ = ["names_from"]
 
 
 def names_from(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
-    """The module ``__getattr__`` of ``package``: a name in ``homes`` (name -> module under
-    ``package``) is imported from its module when first asked for, and kept."""
+    """The module ``__getattr__`` of ``package``: a name in ``homes`` (name -> its module: one
+    under ``package`` such as ``"build"``, or a full name such as ``"edgehub.runners.ssh"``) is
+    imported from its module when first asked for, and kept."""
 
     def __getattr__(name: str) -> Any:
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        module = home if "." in home else f"{package}.{home}"
+        value = getattr(importlib.import_module(module), name)
         setattr(sys.modules[package], name, value)
         return value
 

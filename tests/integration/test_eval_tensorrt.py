@@ -65,7 +65,7 @@ def test_without_a_gpu_eval_fails_in_one_line_and_is_recorded_failed(
     [
         (["--fix", "--goal", "cosine>=0.99"], "give --set precision=int8 --set calibration_data"),
         (["--fix", "--goal", "cosine>=0.99", "--set", "precision=fp16"], "precision=int8"),
-        (["--from-run", "abc", "--fix", "--goal", "cosine>=0.9", *INT8], "not --from-run"),
+        (["--from-run", "abc", "--fix", "--goal", "cosine>=0.9", *INT8], "not a compile run"),
     ],
 )
 def test_bad_tensorrt_fix_requests_exit_2_before_any_run(
@@ -249,10 +249,11 @@ def test_fix_wiring_keeps_the_outlier_layer_in_float_with_the_gpu_faked(
 ) -> None:
     import dataclasses
 
+    from edgehub.core import runtimes as registry
     from edgehub.core.context import HubContext
     from edgehub.ops.eval.run import EvalRequest, evaluate_and_fix
     from edgehub.ops.project import open_project
-    from edgehub.toolchains import host_gpu, registry
+    from edgehub.toolchains import host_gpu
     from edgehub.toolchains.tensorrt import batch, gpu
 
     seen = GpuStatus(True, ("GPU 0: fake (stands in for an NVIDIA GPU)",), "nvidia-smi")

@@ -31,7 +31,7 @@ TAKES = {
     "pipeline": COMMON | LIMITS | STABLE | {"--tag", "--input", "--transform", "--no-cache",
                                             "--dataset", "--labels", "--metric", "--pin-cpus"},
     "eval": COMMON | {"--tag", "--name", "--from-run", "--dataset", "--labels", "--metric",
-                      "--goal", "--reference", "--layers", "--fix"},
+                      "--goal", "--reference", "--layers", "--fix", "--cluster"},
     "ab": COMMON | LIMITS | {"--tag", "--name", "--input", "--rounds", "--max-regression"},
     "sweep": COMMON | LIMITS | {"--input", "--models", "--devices", "--runtimes", "--vary",
                                 "--sweep-step", "--resume", "--cluster"},

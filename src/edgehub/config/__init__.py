@@ -9,8 +9,7 @@ load on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from edgehub.config.load import default_config, find_config, load_config, parse_config
 from edgehub.config.schema import (
@@ -23,6 +22,7 @@ from edgehub.config.schema import (
     SchemaError,
     SSHSection,
 )
+from edgehub.lazy import names_from
 
 if TYPE_CHECKING:
     from edgehub.config.devices import (
@@ -56,18 +56,12 @@ __all__ = [
 
 # `devices` (which imports the device classes) and `save` (tomlkit) load on first use, so that
 # reading hub.toml stays fast for `hub --help` and friends.
-_LAZY = {
-    "ComponentLookup": "edgehub.config.devices",
-    "default_component_lookup": "edgehub.config.devices",
-    "to_device": "edgehub.config.devices",
-    "to_devices": "edgehub.config.devices",
-    "ConfigDocument": "edgehub.config.save",
-    "atomic_write": "edgehub.config.save",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = names_from(
+    __name__,
+    {
+        **dict.fromkeys(
+            ["ComponentLookup", "default_component_lookup", "to_device", "to_devices"], "devices"
+        ),
+        **dict.fromkeys(["ConfigDocument", "atomic_write"], "save"),
+    },
+)

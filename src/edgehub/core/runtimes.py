@@ -261,14 +261,14 @@ def resolve_export(name: str, role: str, public: tuple[str, ...] | list[str]) ->
 
 
 def lazy_exports(
-    module: str, role: str, public: list[str]
+    module: str, role: str, public: list[str], aliases: dict[str, str] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of ``edgehub.core.<module>``, whose names resolve
-    on first use (`resolve_export`)."""
+    on first use (`resolve_export`); ``aliases`` maps a public name to the one it stands for."""
 
     def get(name: str) -> Any:
         try:
-            return resolve_export(name, role, public)
+            return resolve_export((aliases or {}).get(name, name), role, public)
         except AttributeError:
             raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
 

@@ -21,6 +21,7 @@ from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel, ComponentOutput
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import UsageError
+from edgehub.toolchains.options import options_of, read_options
 from edgehub.tracking.run_log import LoggedArtifact
 from edgehub.tracking.run_type import RunType
 
@@ -46,22 +47,6 @@ class EvaluationResult(ComponentOutput):
     output_file: LoggedArtifact
 
 
-def _init(
-    self: Component,
-    *,
-    name: str | None = None,
-    device: str | None = None,
-    reference: Path | None = None,
-    labels: Path | None = None,
-    metrics: list[str] | None = None,
-    worst: int = 5,
-) -> None:
-    Component.__init__(
-        self, name=name, device=device, reference=reference, labels=labels, metrics=metrics,
-        worst=worst,
-    )  # fmt: skip
-
-
 def _run(
     self: Component,
     ctx: HubContext,
@@ -78,6 +63,11 @@ def _run(
     raise NoProviderError
 
 
+@options_of(_run)
+def _init(self: Component, **options: Any) -> None:
+    Component.__init__(self, **options)
+
+
 class ONNXRuntimeEvaluator(Component):
     """Evaluates an ONNX Runtime model on a dataset against its float reference.
 
@@ -88,8 +78,8 @@ class ONNXRuntimeEvaluator(Component):
     """
 
     run_type = RunType.EVAL
-    __init__ = _init
     run = _run
+    __init__ = _init
 
 
 class TFLiteEvaluator(Component):
@@ -97,8 +87,8 @@ class TFLiteEvaluator(Component):
     options as `ONNXRuntimeEvaluator`; samples are given in the ONNX model's layout)."""
 
     run_type = RunType.EVAL
-    __init__ = _init
     run = _run
+    __init__ = _init
 
 
 class TensorRTEvaluator(Component):
@@ -107,21 +97,12 @@ class TensorRTEvaluator(Component):
     with `GpuUnavailableError` before anything starts)."""
 
     run_type = RunType.EVAL
-    __init__ = _init
     run = _run
+    __init__ = _init
 
 
 def evaluate_model(
-    ctx: HubContext,
-    model: CompiledModel,
-    dataset: Path,
-    *,
-    runtime: str,
-    device: str | None = None,
-    reference: Path | None = None,
-    labels: Path | None = None,
-    metrics: list[str] | None = None,
-    worst: int = 5,
+    ctx: HubContext, model: CompiledModel, dataset: Path, *, runtime: str, **options: Any
 ) -> EvaluationResult:
     """The body of every provider of the evaluators (the runner differs by device)."""
     from edgehub.toolchains.batch import BatchJob
@@ -137,19 +118,20 @@ def evaluate_model(
     from edgehub.toolchains.metrics import task_metric
     from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 
-    names = list(dict.fromkeys(metrics or []))
+    opts = read_options(ONNXRuntimeEvaluator, options)  # the three evaluators' options agree
+    names = list(dict.fromkeys(opts.metrics or []))
     for metric in names:
         task_metric(metric)  # unknown names fail before anything runs
-    source = _reference(ctx, model, reference)
+    source = _reference(ctx, model, opts.reference)
     signature = model_signature(ctx, source)
-    data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), labels)
+    data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), opts.labels)
     ctx.client.log_params(
         {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
          "task_metrics": names}
     )  # fmt: skip
     ctx.client.log_artifact(source, name="reference")
-    runner = batch_runner(ctx, runtime, device)
-    local = ctx.device(device or "local").provider_type == ProviderType.LOCAL
+    runner = batch_runner(ctx, runtime, opts.device)
+    local = ctx.device(opts.device or "local").provider_type == ProviderType.LOCAL
     same = isinstance(runner, ORTBatchRunner) and local
     runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
     jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
@@ -160,7 +142,7 @@ def evaluate_model(
             reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
         )
         scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
-                               names, worst)  # fmt: skip
+                               names, opts.worst)  # fmt: skip
         data.check_unchanged()
     figures: dict[str, float] = {"$samples": float(len(data))}
     for output, values in scores.outputs.items():

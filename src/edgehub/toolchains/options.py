@@ -16,12 +16,27 @@ from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from edgehub.core.component.base import Component
+from edgehub.core.values import Range
 
-__all__ = ["one_of", "options_of", "provides", "read_options", "stability_request"]
+__all__ = [
+    "STABILITY_BOUNDS",
+    "one_of",
+    "options_of",
+    "provides",
+    "read_options",
+    "stability_request",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 # the settings of ``until_stable`` a profiler may declare, sent to the agent as floats
 STABILITY = ("stable_tolerance", "stable_max_s", "stable_window_s", "stable_max_other_share")
+# their bounds, for a profiler's ``option_bounds``
+STABILITY_BOUNDS = {
+    "stable_tolerance": Range(0, 10),
+    "stable_max_s": Range(0, 86_400),
+    "stable_window_s": Range(0, 3_600),
+    "stable_max_other_share": Range(0, 1),
+}
 
 
 def options_of(run: Callable[..., Any]) -> Callable[[F], F]:

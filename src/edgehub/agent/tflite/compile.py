@@ -372,6 +372,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             "softmax_flattened": fixes["softmax_flattened"],
             "scalars_as_vectors": fixes["scalars_as_vectors"],
             "lstm_zero_states": fixes["lstm_zero_states"],
+            "gathers_as_reshapes": fixes["gathers_as_reshapes"],
             "onnxsim_skipped_passes": skipped_passes,
             "renamed": fixes["renamed"],
         },

@@ -25,6 +25,9 @@
   onnxsim drops a constant zero one.
 - A softmax expectation over an axis of a 4-D tensor (a detector's DFL box head) becomes a
   1x1 Conv over channels (`.graph_rewrites.expectations_as_conv`): onnx2tf loses its layout.
+- A GatherND whose indices, known once the input shapes are static, read its data whole and
+  in order becomes a Reshape (`.gathers.gathers_as_reshapes`): onnx2tf transposes the rank-5
+  indices of an exported attention mask and the mask reaches attention's Add mislaid.
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
@@ -43,6 +46,7 @@ from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
+from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
     drop_unused,
     expectations_as_conv,
@@ -388,6 +392,12 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             f"{', '.join(lstms)}: LSTM given its zero initial state computed at run time "
             "(onnx2tf's LSTM fails without an initial state; a constant one is folded away)"
         )
+    gathers = gathers_as_reshapes(model)
+    if gathers:
+        report.info(
+            f"{', '.join(gathers)}: a GatherND reading its data whole and in order written as "
+            "a Reshape (onnx2tf mislays the rank-5 indices of an attention mask)"
+        )
     expectations = expectations_as_conv(model)
     if expectations:
         report.info(
@@ -422,6 +432,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
         "scalars_as_vectors": len(vectors),
         "lstm_zero_states": lstms,
         "expectations_as_conv": expectations,
+        "gathers_as_reshapes": gathers,
         "renamed": renamed,
     }
 

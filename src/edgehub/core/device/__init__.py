@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from edgehub.core.device.configs import DockerConfig, EmbedlONNXRuntimeConfig, TrtexecConfig
 from edgehub.core.device.runner import CommandResult, CommandRunner
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
 from edgehub.errors import SSHConnectionError
+from edgehub.lazy import names_from
 from edgehub.runners.local import LocalCommandRunner
 
 if TYPE_CHECKING:
@@ -30,18 +31,12 @@ __all__ = [
     "TrtexecConfig",
 ]
 
-_LAZY = {
-    "DockerCommandRunner": "edgehub.runners.docker.runner",
-    "SSHCommandRunner": "edgehub.runners.ssh.runner",
-    "SSHConfig": "edgehub.runners.ssh.config",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """Runner classes load on first use, so importing this module stays light."""
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module_name), name)
+# the runner classes load on first use, so that importing this module stays light
+__getattr__ = names_from(
+    __name__,
+    {
+        "DockerCommandRunner": "edgehub.runners.docker.runner",
+        "SSHCommandRunner": "edgehub.runners.ssh.runner",
+        "SSHConfig": "edgehub.runners.ssh.config",
+    },
+)

@@ -21,4 +21,9 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, "profiler", __all__)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    "profiler",
+    __all__,
+    aliases={n: "ProfilingMethod" for n in __all__ if n.endswith("ProfilingMethod")},
+)

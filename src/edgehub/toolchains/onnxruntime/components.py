@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
-from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
-from edgehub.toolchains.options import options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
     InvocationResult,
@@ -106,12 +105,7 @@ class ONNXRuntimeProfiler(Component):
 
     run_type = RunType.PROFILE
     option_aliases = {"warmup": "burn_ins"}
-    option_bounds = {
-        "stable_tolerance": Range(0, 10),
-        "stable_max_s": Range(0, 86_400),
-        "stable_window_s": Range(0, 3_600),
-        "stable_max_other_share": Range(0, 1),
-    }
+    option_bounds = STABILITY_BOUNDS
 
     def run(
         self,

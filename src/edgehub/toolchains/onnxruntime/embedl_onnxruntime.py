@@ -26,14 +26,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
-from edgehub.toolchains.onnxruntime.components import (
-    ONNXRuntimeCompiledModel,
-    ONNXRuntimeCompiler,
-    ONNXRuntimeInvocationResult,
-    ONNXRuntimeInvoker,
-    ONNXRuntimeProfiler,
-    ONNXRuntimeProfilingResult,
-)
+from edgehub.toolchains.onnxruntime import components as ort
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
@@ -75,7 +68,7 @@ def _model_file(path: Path | str) -> Path:
     return model
 
 
-@ONNXRuntimeCompiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+@ort.ONNXRuntimeCompiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
 def _compile(
     ctx: HubContext,
     onnx_path: Path,
@@ -85,9 +78,9 @@ def _compile(
     calibration_method: str | None = None,
     per_channel: bool = False,
     input_shape: Any = None,
-) -> ONNXRuntimeCompiledModel:
+) -> ort.ONNXRuntimeCompiledModel:
     model = _model_file(onnx_path)
-    tool, config = _tool(ctx, device, ONNXRuntimeCompiler)
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeCompiler)
     ctx.client.log_artifact(model, name="input")
     if input_shape is not None:  # quantize-static takes dynamic dims; fixed where asked
         model = static_model(ctx, model, input_shape, tool=CLI)
@@ -130,7 +123,7 @@ def _compile(
         PurePosixPath(found["path"].strip()), ctx.artifact_dir / f"compiled_{model.stem}.onnx"
     )
     ctx.client.log_artifact(local, name="path")
-    return ONNXRuntimeCompiledModel.from_current_run(ctx)
+    return ort.ONNXRuntimeCompiledModel.from_current_run(ctx)
 
 
 def _calibration_samples(data: Any, directory: Path) -> int:
@@ -184,10 +177,10 @@ def _calibration_samples(data: Any, directory: Path) -> int:
     return count
 
 
-@ONNXRuntimeProfiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+@ort.ONNXRuntimeProfiler.provider(ProviderType.EMBEDL_ONNXRUNTIME)
 def _profile(
     ctx: HubContext,
-    model: ONNXRuntimeCompiledModel,
+    model: ort.ONNXRuntimeCompiledModel,
     *,
     device: str | None = None,
     runs: int = 100,
@@ -195,9 +188,9 @@ def _profile(
     cold_starts: int = 1,
     profiling_method: ProfilingMethod = ProfilingMethod.LAYERWISE,
     input_shape: Any = None,
-) -> ONNXRuntimeProfilingResult:
+) -> ort.ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
-    tool, config = _tool(ctx, device, ONNXRuntimeProfiler)
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeProfiler)
     ctx.client.log_artifact(model_path, name="input")
     model_path = static_model(ctx, model_path, input_shape, tool=CLI)
     if ProfilingMethod(profiling_method) is not ProfilingMethod.PYTHON:
@@ -223,19 +216,19 @@ def _profile(
     ctx.client.log_metric("latency_mean_ms", mean_ms)
     ctx.client.log_metric("fps", 1000.0 / mean_ms if mean_ms > 0 else 0.0)
     ctx.client.log_param("latency_resolution_ms", 0.01)
-    return ONNXRuntimeProfilingResult.from_current_run(ctx)
+    return ort.ONNXRuntimeProfilingResult.from_current_run(ctx)
 
 
-@ONNXRuntimeInvoker.provider(ProviderType.EMBEDL_ONNXRUNTIME)
+@ort.ONNXRuntimeInvoker.provider(ProviderType.EMBEDL_ONNXRUNTIME)
 def _invoke(
     ctx: HubContext,
-    model: ONNXRuntimeCompiledModel,
+    model: ort.ONNXRuntimeCompiledModel,
     input_data: dict[str, np.ndarray] | None,
     *,
     device: str | None = None,
     use_compiled_names: bool = False,
     input_shape: Any = None,
-) -> ONNXRuntimeInvocationResult:
+) -> ort.ONNXRuntimeInvocationResult:
     import numpy as np
 
     from edgehub.toolchains.tensors import load_npz, save_npz
@@ -248,7 +241,7 @@ def _invoke(
             "the embedl_onnxruntime invoker takes input_data as a dict of input name -> array, "
             f"got {type(input_data).__name__}"
         )
-    tool, config = _tool(ctx, device, ONNXRuntimeInvoker)
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeInvoker)
     ctx.client.log_artifact(model_path, name="input")
     if input_data is None and input_shape is not None:
         model_path = static_model(ctx, model_path, input_shape, tool=CLI)
@@ -286,7 +279,7 @@ def _invoke(
         )
     local = save_npz(ctx.artifact_dir / "output.npz", output)
     ctx.client.log_artifact(local, name="output_file")
-    return ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
+    return ort.ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
 
 
 def _random_inputs(model: Path) -> dict[str, Any]:

@@ -10,9 +10,9 @@ settings class costs no more than that.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from edgehub.lazy import names_from
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 
 if TYPE_CHECKING:
@@ -33,17 +33,13 @@ __all__ = [
 
 PROVIDER_CONFIGS = (QAIHubConfig,)
 PROVIDERS = "edgehub.toolchains.qai_hub.providers"  # the module registering the providers
-_HELPERS = {
-    "QAIHubCheck": "client",
-    "check_qai_hub": "client",
-    "FanOutError": "fanout",
-    "run_on_devices": "fanout",
-    "resume_job": "resume",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _HELPERS:
-        module = importlib.import_module(f"{__name__}.{_HELPERS[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = names_from(
+    __name__,
+    {
+        "QAIHubCheck": "client",
+        "check_qai_hub": "client",
+        "FanOutError": "fanout",
+        "run_on_devices": "fanout",
+        "resume_job": "resume",
+    },
+)

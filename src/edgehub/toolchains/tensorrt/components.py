@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel
-from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape, InputShapeRange
-from edgehub.toolchains.options import options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
 from edgehub.toolchains.outputs import (
     InvocationResult,
     ProfilingMethod,
@@ -105,7 +104,7 @@ class TensorRTProfiler(Component):
     recorded as ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``."""
 
     run_type = RunType.PROFILE
-    option_bounds = {"stable_tolerance": Range(0, 10), "stable_max_s": Range(0, 86_400)}
+    option_bounds = {k: STABILITY_BOUNDS[k] for k in ("stable_tolerance", "stable_max_s")}
 
     def run(
         self,

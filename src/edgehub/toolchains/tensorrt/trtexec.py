@@ -35,15 +35,8 @@ from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote import DeviceTool, device_tool
 from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.toolchains.tensorrt import components as trt
 from edgehub.toolchains.tensorrt import trtexec_parse
-from edgehub.toolchains.tensorrt.components import (
-    TensorRTCompiledModel,
-    TensorRTCompiler,
-    TensorRTInvocationResult,
-    TensorRTInvoker,
-    TensorRTProfiler,
-    TensorRTProfilingResult,
-)
 from edgehub.toolchains.tensorrt.engine_record import engine_file
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options, shapes_flag
 from edgehub.user_files import link_or_copy_checked, regular_file
@@ -152,17 +145,17 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
     return static
 
 
-@provides(TensorRTCompiler, ProviderType.TRTEXEC, *_COMPILE)
+@provides(trt.TensorRTCompiler, ProviderType.TRTEXEC, *_COMPILE)
 def _compile(
     ctx: HubContext,
     onnx_path: Path,
     **options: Any,
-) -> TensorRTCompiledModel:
-    o = read_options(TensorRTCompiler, options)
+) -> trt.TensorRTCompiledModel:
+    o = read_options(trt.TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
     if o.precision not in ("fp32", "fp16", "int8"):
         raise UsageError(f"precision must be fp32, fp16 or int8, got {o.precision!r}")
-    tool, config = _tool(ctx, o.device, TensorRTCompiler)
+    tool, config = _tool(ctx, o.device, trt.TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
     stage = ctx.artifact_dir / "device_stage"
     name = device_file_name(model.name, "model")
@@ -207,27 +200,27 @@ def _compile(
     if (built / "layer_info.json").is_file():
         ctx.client.log_artifact(built / "layer_info.json", name="layer_info")
     ctx.client.log_artifact(ctx.artifact_dir / "trtexec.stdout.txt", name="build_log")
-    return TensorRTCompiledModel.from_current_run(ctx)
+    return trt.TensorRTCompiledModel.from_current_run(ctx)
 
 
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
 
-@provides(TensorRTProfiler, ProviderType.TRTEXEC, *_PROFILE)
+@provides(trt.TensorRTProfiler, ProviderType.TRTEXEC, *_PROFILE)
 def _profile(
     ctx: HubContext,
-    model: TensorRTCompiledModel,
+    model: trt.TensorRTCompiledModel,
     **options: Any,
-) -> TensorRTProfilingResult:
-    o = read_options(TensorRTProfiler, options)
+) -> trt.TensorRTProfilingResult:
+    o = read_options(trt.TensorRTProfiler, options)
     from edgehub.toolchains.tensorrt.local import profile_document
 
     shapes = runtime_shapes(o.input_shape)
 
     engine = engine_file(ctx, model)
     method = ProfilingMethod(o.profiling_method)
-    tool, config = _tool(ctx, o.device, TensorRTProfiler)
+    tool, config = _tool(ctx, o.device, trt.TensorRTProfiler)
     ctx.client.log_artifact(engine, name="input")
     remote_engine = tool.push_model(engine)
     out = tool.run_dir / "profile"
@@ -251,10 +244,10 @@ def _profile(
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")
     ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
-    return TensorRTProfilingResult.from_current_run(ctx)
+    return trt.TensorRTProfilingResult.from_current_run(ctx)
 
 
-def binding_dtypes(model: TensorRTCompiledModel) -> dict[str, str]:
+def binding_dtypes(model: trt.TensorRTCompiledModel) -> dict[str, str]:
     """Output dtypes from the build's layer information (detailed verbosity names each
     tensor's ``Format/Datatype``), when the engine came from a recorded build."""
     run = model.run_log
@@ -273,14 +266,14 @@ def binding_dtypes(model: TensorRTCompiledModel) -> dict[str, str]:
     return found
 
 
-@TensorRTInvoker.provider(ProviderType.TRTEXEC)
+@trt.TensorRTInvoker.provider(ProviderType.TRTEXEC)
 def _invoke(
     ctx: HubContext,
-    model: TensorRTCompiledModel,
+    model: trt.TensorRTCompiledModel,
     input_data: dict[str, np.ndarray],
     *,
     device: str | None = None,
-) -> TensorRTInvocationResult:
+) -> trt.TensorRTInvocationResult:
     import numpy as np
 
     from edgehub.toolchains.tensors import save_npz
@@ -288,7 +281,7 @@ def _invoke(
     if not isinstance(input_data, dict) or not input_data:
         raise InputDataError("the trtexec invoker needs input_data, a dict of input name -> array")
     engine = engine_file(ctx, model)
-    tool, config = _tool(ctx, device, TensorRTInvoker)
+    tool, config = _tool(ctx, device, trt.TensorRTInvoker)
     ctx.client.log_artifact(engine, name="input")
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")
     # the raw inputs go up, trtexec runs, its export comes back: one round trip where offered
@@ -330,4 +323,4 @@ def _invoke(
     local = save_npz(ctx.artifact_dir / "output.npz", outputs)
     ctx.client.log_artifact(local, name="output_file")
     ctx.client.log_artifact(exported, name="output_json")
-    return TensorRTInvocationResult.from_current_run(ctx, output=outputs)
+    return trt.TensorRTInvocationResult.from_current_run(ctx, output=outputs)

@@ -9,9 +9,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import Component, NoProviderError
-from edgehub.core.values import Range
 from edgehub.core.values.shapes import InputShape
-from edgehub.toolchains.options import options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
@@ -191,12 +190,7 @@ class TFLiteProfiler(Component):
 
     run_type = RunType.PROFILE
     option_aliases = {"burn_ins": "warmup"}
-    option_bounds = {
-        "stable_tolerance": Range(0, 10),
-        "stable_max_s": Range(0, 86_400),
-        "stable_window_s": Range(0, 3_600),
-        "stable_max_other_share": Range(0, 1),
-    }
+    option_bounds = STABILITY_BOUNDS
 
     def run(
         self,

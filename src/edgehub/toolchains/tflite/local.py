@@ -13,16 +13,8 @@ from edgehub.errors import (
     ProfileError,
     UsageError,
 )
+from edgehub.toolchains import local_session as session
 from edgehub.toolchains.agent_call import AgentResult
-from edgehub.toolchains.local_session import (
-    input_dict,
-    inspect_in_image,
-    local_agent,
-    log_input,
-    record_agent_result,
-    saved_inputs,
-    stored_outputs,
-)
 from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file
@@ -113,8 +105,8 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
     integer = o.calibration_data is not None or o.quantize_io
     chosen = o.precision or ("int8" if integer else "float32")
     one_of("precision", chosen, PRECISIONS)
-    log_input(ctx, RUNTIME, model)
-    agent = local_agent(ctx, RUNTIME, o.device, TFLiteCompiler)
+    session.log_input(ctx, RUNTIME, model)
+    agent = session.local_agent(ctx, RUNTIME, o.device, TFLiteCompiler)
     output = f"compiled_{model.stem}.tflite"
     sidecar = f"compiled_{model.stem}.mapping.json"
     inputs = {model.name: model}
@@ -142,7 +134,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         request["calibration"] = f"in/calibration{calibration.suffix}"
         ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
-    record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
+    session.record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
     _log_toolchain(ctx, result)
     ctx.client.log_artifact(result.file(output), name="path")
     ctx.client.log_artifact(result.file(sidecar), name="mapping")
@@ -156,7 +148,7 @@ def _profile_local(
     o = read_options(TFLiteProfiler, options)
     settings = parse_benchmark_params(o.benchmark_params)
     path = _tflite_file(model, ctx, "TFLiteProfiler")
-    log_input(ctx, RUNTIME, path)
+    session.log_input(ctx, RUNTIME, path)
     for key, value in settings.params.items():
         ctx.client.log_param(f"benchmark.{key}", value)
     if settings.ignored:
@@ -183,7 +175,7 @@ def _profile_local(
         request["input"] = "in/input.npz"
     agent = device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
-    record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
+    session.record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
     _log_toolchain(ctx, result)
     metrics = result.metrics
     ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
@@ -205,10 +197,10 @@ def _invoke_local(
     ctx: HubContext, model: TFLiteCompiledModel, input_data: Any, **options: Any
 ) -> TFLiteInvocationResult:
     o = read_options(TFLiteInvoker, options)
-    input_dict(input_data)
+    session.input_dict(input_data)
     path = _tflite_file(model, ctx, "TFLiteInvoker")
-    log_input(ctx, RUNTIME, path)
-    inputs = saved_inputs(ctx, input_data)
+    session.log_input(ctx, RUNTIME, path)
+    inputs = session.saved_inputs(ctx, input_data)
     files, request = _model_files(ctx, model, path)
     files["input.npz"] = inputs
     request.update(
@@ -220,9 +212,11 @@ def _invoke_local(
     )
     agent = device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
-    record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "input", "output"}))
+    session.record_agent_result(
+        ctx, result, skip=frozenset({"model", "mapping", "input", "output"})
+    )
     _log_toolchain(ctx, result)
-    return TFLiteInvocationResult.from_current_run(ctx, output=stored_outputs(ctx, result))
+    return TFLiteInvocationResult.from_current_run(ctx, output=session.stored_outputs(ctx, result))
 
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
@@ -239,7 +233,9 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     if path.is_file() and _is_tflite(path) and sidecar.is_file():
         files[sidecar.name] = sidecar
         request["mapping"] = f"in/{sidecar.name}"
-    return inspect_in_image(ctx, RUNTIME, device, TFLiteInvoker, "tflite.inspect", request, files)
+    return session.inspect_in_image(
+        ctx, RUNTIME, device, TFLiteInvoker, "tflite.inspect", request, files
+    )
 
 
 def model_request(
