@@ -475,9 +475,14 @@ def test_a_new_connection_removes_what_dead_ones_left_and_never_a_live_ones(
         names = {"dead": "99999-12345-aaaa", "reused": f"{pid}-1-bbbb",
                  "live": f"{pid}-{start}-cccc", "foreign": "notours"}  # fmt: skip
         device.exec("sh", "-c", " ".join(f"mkdir -p {base}/{n}/x;" for n in names.values()))
+        gone = {names["dead"], names["reused"]}
         with SSHCommandRunner(device.config()) as runner:
-            mine = runner.work_folder()
+            mine = runner.work_folder()  # the janitor scans the folders after it prints its own
+            deadline = time.monotonic() + 60
             kept = set(device.exec("ls", "-A", base).stdout.split())
+            while kept & gone and time.monotonic() < deadline:
+                time.sleep(0.2)
+                kept = set(device.exec("ls", "-A", base).stdout.split())
         assert kept == {names["live"], names["foreign"], mine.name}
     finally:
         live.kill()
