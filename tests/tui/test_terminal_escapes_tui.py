@@ -53,12 +53,15 @@ async def test_run_detail_shows_escapes(project: Path, fixed_runs: list[str]) ->
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.press("3")
-        listed = ""
-        settled = time.monotonic() + 30  # the list is filled by a worker: slow on a busy machine
-        while "pwned" not in listed and time.monotonic() < settled:
-            await app.workers.wait_for_complete()
-            await pilot.pause(0.05)
+        # the list is filled by a worker: slow on a busy machine, and other workers (the
+        # screens built ahead, the images' status) may take longer still, so poll the table
+        # itself rather than wait for every worker
+        settled = time.monotonic() + 60
+        while True:
+            await pilot.pause(0.1)
             listed = _rendered(app.screen.query_one("#runs", DataTable))
+            if "pwned" in listed or time.monotonic() > settled:
+                break
         assert "x\\x1b]0;pwned" in listed and not any(raw in listed for raw in RAW)
         await pilot.press("enter")
         await app.workers.wait_for_complete()
