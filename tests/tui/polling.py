@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 
 def wait_for(check: Callable[[], bool], seconds: float) -> bool:
@@ -14,3 +15,14 @@ def wait_for(check: Callable[[], bool], seconds: float) -> bool:
             return True
         time.sleep(0.2)
     return check()
+
+
+def run_statuses(project: Path) -> list[str]:
+    """The status of every run in ``project``'s store, newest first."""
+    from edgehub.tracking import RunStore
+
+    store = RunStore(project / ".hub")
+    try:
+        return [run.status for run in store.list_runs(limit=None)]
+    finally:
+        store.close()

@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 from tests.tui.browser_page import SECONDS, loopback_page, until
-from tests.tui.polling import wait_for
+from tests.tui.polling import run_statuses, wait_for
 from tests.tui.served import Served
-
-from edgehub.tracking import RunStore
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
 
@@ -41,14 +39,6 @@ def _leases_held() -> list[str]:
         finally:
             os.close(fd)
     return held
-
-
-def _statuses(project: Path) -> list[str]:
-    store = RunStore(project / ".hub")
-    try:
-        return [run.status for run in store.list_runs(limit=None)]
-    finally:
-        store.close()
 
 
 def test_closing_the_tab_mid_run_cancels_the_run_and_frees_the_lease(
@@ -76,14 +66,14 @@ def test_closing_the_tab_mid_run_cancels_the_run_and_frees_the_lease(
         assert until(page, lambda: "runs          900000" in session.screen()), session.screen()
         page.keyboard.press("Control+r")
         assert until(page, lambda: "timing: 900000 runs" in session.screen(), 120), session.screen()
-        assert _statuses(project) == ["RUNNING"]
+        assert run_statuses(project) == ["RUNNING"]
         assert _leases_held(), "the run holds its device's lease"
         assert len(served.children()) == 1
 
         page.close()  # the tab goes, mid-run
         closed = True
-        assert wait_for(lambda: _statuses(project) in (["KILLED"], ["FAILED"]), SECONDS), (
-            _statuses(project),
+        assert wait_for(lambda: run_statuses(project) in (["KILLED"], ["FAILED"]), SECONDS), (
+            run_statuses(project),
             served.stderr,
         )
         assert wait_for(lambda: not _leases_held(), SECONDS), _leases_held()

@@ -9,21 +9,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.tui.polling import wait_for
+from tests.tui.polling import run_statuses, wait_for
 from tests.tui.tmux_session import Tmux
 
 from edgehub.runners.docker.owner import OWNER_PID
-from edgehub.tracking import RunStore
 
 pytestmark = pytest.mark.docker
-
-
-def _statuses(project: Path) -> list[str]:
-    store = RunStore(project / ".hub")
-    try:
-        return [run.status for run in store.list_runs(limit=None)]
-    finally:
-        store.close()
 
 
 def _containers(label: str) -> list[str]:
@@ -61,11 +52,11 @@ def test_a_stop_signal_mid_run_kills_the_run_and_its_container(
     assert tmux.shows("900000"), tmux.screen()
     tmux.keys("C-r")
     assert tmux.shows("timing: 900000 runs", seconds=120), tmux.screen()
-    assert _statuses(project) == ["RUNNING"]
+    assert run_statuses(project) == ["RUNNING"]
     pid = _tui_pid(project)
     assert _containers(f"{OWNER_PID}={pid}"), "the run's container is there before the signal"
 
     subprocess.run(["kill", f"-{stop.name[3:]}", str(pid)], check=True)
     assert tmux.exit_status(seconds=60) == str(128 + stop), tmux.screen()
-    assert _statuses(project) == ["KILLED"]
+    assert run_statuses(project) == ["KILLED"]
     assert wait_for(lambda: not _containers(f"{OWNER_PID}={pid}"), 30)
