@@ -20,6 +20,7 @@ until K reaches (t + s) / d, which the simulation's largest K probes.
 Needs the [ray] extra and the ONNX Runtime image.
 
     python benchmarks/bench_cluster.py [--values 3] [--repeat 3] [--sleep 1.0] [--rounds 3]
+        [--only a|b]
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ def overhead(values: int, repeat: int) -> dict[str, Any]:
     return {"runs": found, "ratio": ratio, "wall_ratio": wall_ratio}
 
 
-def _sleeping_cell(job: Any, model: bytes, inputs: bytes | None, attempts: Any) -> Any:
+def _sleeping_cell(
+    job: Any, model: bytes, inputs: bytes | None, attempts: Any, boards: Any = None
+) -> Any:
     """A cell's task that waits instead of computing (the dispatch path, no container)."""
     import ray
 
@@ -181,13 +184,15 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=1.0, help="seconds a simulated cell waits")
     parser.add_argument("--rounds", type=int, default=3, help="timed cells per worker in (b)")
     parser.add_argument("--repeat", type=int, default=3, help="sweeps of each kind in (a)")
+    parser.add_argument("--only", choices=["a", "b"], help="run only (a) or only (b)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    results = {
-        "overhead": overhead(args.values, args.repeat),
-        "scaling": scaling(args.sleep, args.rounds),
-    }
+    results = {}
+    if args.only in (None, "a"):
+        results["overhead"] = overhead(args.values, args.repeat)
+    if args.only in (None, "b"):
+        results["scaling"] = scaling(args.sleep, args.rounds)
     if args.json:
         print(json.dumps(results, indent=2))
 

@@ -331,6 +331,56 @@ def test_a_node_whose_image_differs_from_the_drivers_refuses_the_cell(ort_image:
     assert _refusal(job, "nodeX/abcd1234") is None
 
 
+def _refused_job(**fields: object) -> object:
+    from types import SimpleNamespace
+
+    from edgehub import __version__
+
+    values: dict[str, object] = {
+        "version": __version__, "needs_docker": True, "image_id": None, "image_tags": {},
+        "cell": SimpleNamespace(runtime="onnxruntime"),
+        "result": SimpleNamespace(label="a.onnx cpu1"),
+    }  # fmt: skip
+    values.update(fields)
+    return SimpleNamespace(**values)
+
+
+def test_a_node_with_another_edgehub_version_refuses_the_cell() -> None:
+    from typing import Any
+
+    from edgehub import __version__
+    from edgehub.cluster.worker import _refusal
+
+    job: Any = _refused_job(version="0.0.1+elsewhere")
+    line = _refusal(job, "nodeY/0f0f0f0f")
+    assert line is not None and line.startswith("node nodeY/0f0f0f0f refused cell 'a.onnx cpu1'")
+    assert f"edgehub {__version__}, the driver 0.0.1+elsewhere" in line and "\n" not in line
+
+
+def test_a_node_without_the_image_builds_it_offline_or_refuses_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node lacking the cell's image builds it from the locks, offline: with no wheels in its
+    cache the build cannot run, and the cell is refused naming the node and what is missing."""
+    from typing import Any
+
+    from edgehub.cluster.worker import _refusal, image_id
+    from edgehub.images import images_dir
+
+    changed = tmp_path / "images"
+    shutil.copytree(images_dir() / "onnxruntime", changed / "onnxruntime")
+    with (changed / "onnxruntime" / "Dockerfile").open("a") as dockerfile:
+        dockerfile.write("# another revision of the image: a tag no daemon has\n")
+    monkeypatch.setenv("EDGEHUB_IMAGES_DIR", str(changed))
+    monkeypatch.setenv("EDGEHUB_CACHE_DIR", str(tmp_path / "empty-cache"))
+    assert image_id("onnxruntime", {}) is None
+    job: Any = _refused_job()
+    line = _refusal(job, "nodeZ/12345678")
+    assert line is not None and line.startswith("node nodeZ/12345678 refused cell 'a.onnx cpu1'")
+    assert "image is not built and cannot be built here" in line, line
+    assert "wheels missing" in line and "offline" in line and "\n" not in line, line
+
+
 def test_a_board_is_leased_across_the_nodes_until_its_holder_gives_it_back() -> None:
     code = (
         "import ray\n"

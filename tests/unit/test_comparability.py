@@ -118,3 +118,17 @@ def test_the_probe_records_throttling_where_the_machine_exposes_it(
     assert conditions.ConditionsProbe().finish()["throttled"] == "0x5"
     pi.write_text("50000\n")  # only since boot: not during this loop
     assert conditions.ConditionsProbe().finish()["throttled"] == "0x0"
+
+
+def test_runs_on_images_of_different_digests_compare_with_a_note_naming_both() -> None:
+    """Two builds of one image (e.g. each cluster node's own): compared, and said."""
+    a = {**BASE, "image_digest": "sha256:" + "a" * 64}
+    b = {**BASE, "image_digest": "sha256:" + "b" * 64}
+    found = check_comparability(a, b)
+    assert found.comparable and found.reasons == []
+    assert found.notes == [
+        "ran on different images: A 'sha256:aaaaaaaaaaaa', B 'sha256:bbbbbbbbbbbb' (another build)"
+    ]
+    assert check_comparability(a, dict(a)).notes == []
+    bare = {"image_digest": a["image_digest"]}
+    assert any("different images" in note for note in check_comparability(bare, b).notes)

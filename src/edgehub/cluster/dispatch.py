@@ -289,10 +289,19 @@ def device_resources(config: HubConfig, device: str, *, docker: bool = False) ->
     ``[devices.X.docker]`` table's, else 1) and one ``docker``; one CPU for any other device
     (``docker``: a task that runs in a container whatever the device's table)."""
     section = config.devices.get(device)
-    if section is None or section.provider != "local":
+    if section is None or not in_container(section.provider):
         return {"num_cpus": 1, "resources": {"docker": 1}} if docker else {"num_cpus": 1}
     cpus = section.settings.values.get("cpus") if section.settings is not None else None
     return {"num_cpus": float(cpus or 1), "resources": {"docker": 1}}
+
+
+def in_container(provider: str | None) -> bool:
+    """Whether ``provider`` declares that it runs its tool in a pinned container on the host
+    that runs the cell (`ProviderConfig.in_container`): a node's own Docker daemon."""
+    from edgehub.core.device.spec import ProviderConfig
+
+    declared = ProviderConfig.declared(provider)
+    return declared is not None and declared.in_container
 
 
 class _Placement:
@@ -330,7 +339,7 @@ def _job(
     from edgehub import __version__
 
     section = session.project.config.devices.get(cell.device)
-    local = section is not None and section.provider == "local"
+    local = section is not None and in_container(section.provider)
     return CellJob(
         hub_toml=hub_toml,
         version=__version__,

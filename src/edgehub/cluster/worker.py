@@ -2,9 +2,13 @@
 
 The task first takes its attempt number from the driver's `Attempts` actor (so the driver
 learns of an attempt lost with its node), then checks the node: the same edgehub version as
-the driver, and a Docker daemon when the cell's device runs in containers; a node that fails
-a check refuses the cell in one line naming it. The cell runs as in a local sweep
-(`SweepSession.run_cell`), under the driver's sweep run id, its run carrying ``cluster.node``,
+the driver, and a Docker daemon when the cell's device runs in containers, with the runtime's
+image: one it lacks is built there, offline from the same Dockerfile and locks, and one whose
+id differs from the driver's (where the driver has one) is refused. A node that fails a check
+refuses the cell in one line naming it; a driver with no image lets each node build its own,
+whose digest the cell's run records (`hub runs compare` then sees the digests differ).
+The cell runs as in a local sweep (`SweepSession.run_cell`), under the driver's sweep run id,
+its run carrying ``cluster.node``,
 ``cluster.attempt`` and ``cluster.worker_pid``; every run of the task's store (the cell's and
 its components') is exported with `edgehub.ops.bundles.export_runs`, and the bundle's bytes
 are the task's result.
@@ -13,6 +17,7 @@ are the task's result.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import socket
 import tempfile
@@ -25,6 +30,8 @@ from edgehub.ops.project import Project
 if TYPE_CHECKING:
     from edgehub.ops.sweep import CellResult
     from edgehub.ops.sweep_grid import SweepCell, SweepGrid
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Attempts", "Boards", "CellJob", "CellOutcome", "node_name", "run_cell_task"]
 
@@ -167,6 +174,11 @@ def _refusal(job: CellJob, node: str) -> str | None:
         except (EdgehubError, OSError) as error:
             return f"{where}: no Docker daemon answers ({error}); start Docker on the node"
         mine = _image_id(job)
+        if mine is None:
+            built = _build_here(job, where)
+            if isinstance(built, str):
+                return built
+            mine = _image_id(job)
         if job.image_id is not None and mine != job.image_id:
             from edgehub.ops.recorded_image import short_digest
 
@@ -175,6 +187,23 @@ def _refusal(job: CellJob, node: str) -> str | None:
                 f"{short_digest(job.image_id)}; build it from the same locks (hub images build) "
                 "or load the driver's (docker save | docker load)"
             )
+    return None
+
+
+def _build_here(job: CellJob, where: str) -> str | None:
+    """Build the cell's runtime image on this node from the same Dockerfile and locks, offline
+    (the node's wheel cache); the refusal in one line where it cannot be built."""
+    from edgehub import images
+    from edgehub.errors import EdgehubError
+
+    runtime = job.cell.runtime
+    if runtime in job.image_tags or runtime not in images.available_runtimes():
+        return None  # a pinned tag is never rebuilt; a runtime with no image needs none
+    log.info("%s: building the %s image (offline, from the locks)", where, runtime)
+    try:
+        images.build_image(runtime, offline=True)
+    except (EdgehubError, OSError) as error:
+        return f"{where}: its {runtime} image is not built and cannot be built here ({error})"
     return None
 
 

@@ -14,7 +14,9 @@ environment. Two runs are **not comparable** when, in their recorded conditions:
   text): what it would show cannot be judged.
 
 An entry only one run recorded is not judged. Runs without any recorded conditions (older runs,
-runtimes that do not record them) compare as before, with a note saying so.
+runtimes that do not record them) compare as before, with a note saying so. Runs on images of
+different digests (``image_digest``: another build, e.g. on another cluster node, or another
+toolchain version) compare with a note naming both: the toolchain is part of what differs.
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def _run_reasons(label: str, conditions: dict[str, str]) -> list[str]:
 def check_comparability(env_a: dict[str, str], env_b: dict[str, str]) -> Comparability:
     """Judge two runs' environments (``RunRecord.environment``) by the rules above."""
     a, b = conditions_of(env_a), conditions_of(env_b)
+    images = _image_notes(env_a, env_b)
     missing = [label for label, c in (("A", a), ("B", b)) if not c]
     if missing:
         which = " and ".join(missing)
@@ -127,7 +130,8 @@ def check_comparability(env_a: dict[str, str], env_b: dict[str, str]) -> Compara
             True,
             notes=[
                 f"run {which} recorded no conditions (an older run or another runtime): "
-                "compared without checking them"
+                "compared without checking them",
+                *images,
             ],
         )
     reasons = []
@@ -138,4 +142,12 @@ def check_comparability(env_a: dict[str, str], env_b: dict[str, str]) -> Compara
     notes = [
         f"{title} recorded for one run only" for key, title in _SAME if (key in a) != (key in b)
     ]
-    return Comparability(not reasons, reasons, notes)
+    return Comparability(not reasons, reasons, notes + images)
+
+
+def _image_notes(env_a: dict[str, str], env_b: dict[str, str]) -> list[str]:
+    """A note where the two runs ran on images of different digests."""
+    a, b = env_a.get("image_digest"), env_b.get("image_digest")
+    if not a or not b or a == b:
+        return []
+    return [f"ran on different images: A {_shown(a[:19])}, B {_shown(b[:19])} (another build)"]

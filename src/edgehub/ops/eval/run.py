@@ -151,7 +151,8 @@ def evaluate_and_fix(
     goals, metric_names = _plan(request, runtime)
     cancel = cancel or Cancellation()
     with _context(project, request, subscriber, cancel) as ctx:
-        provider = ctx.device(request.device or "local").provider_type
+        target = ctx.device(request.device or "local")
+        provider = target.provider_type
         if provider not in EVAL_PROVIDERS:
             raise UsageError(
                 f"hub exec eval runs on devices of the providers {', '.join(EVAL_PROVIDERS)} so "
@@ -160,10 +161,9 @@ def evaluate_and_fix(
         if shards is not None:
             from edgehub.ops.eval.shards import check_shardable
 
-            check_shardable(request, runtime, provider)
+            check_shardable(request, runtime, target.in_container, str(provider))
         if runtime.host_gpu:
-            device = ctx.device(request.device or "local")
-            check_host_device(request, device.in_container, provider)
+            check_host_device(request, target.in_container, str(provider))
         if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
             raise UsageError(
                 "--layers and --fix run the model on a local or ssh device; drop them for "

@@ -60,7 +60,9 @@ class SampleExecutor(Protocol):
         ...
 
 
-def check_shardable(request: EvalRequest, runtime: Runtime, provider: str) -> None:
+def check_shardable(
+    request: EvalRequest, runtime: Runtime, in_container: bool, provider: str
+) -> None:
     """A `UsageError` (exit 2) in one line for an eval that cannot be split across workers."""
     if request.layers is not None or request.fix is not None:
         flag = "--layers" if request.layers is not None else "--fix"
@@ -73,7 +75,7 @@ def check_shardable(request: EvalRequest, runtime: Runtime, provider: str) -> No
             f"{request.runtime} evals run on this host's GPU, not on cluster workers; drop "
             "--cluster"
         )
-    if provider != "local":
+    if not in_container:
         raise UsageError(
             f"--cluster splits an eval across the containers of a local device; device "
             f"{request.device!r} uses {provider!r}: drop --cluster or pick a local device"
