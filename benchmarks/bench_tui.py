@@ -177,7 +177,10 @@ async def screen_switches(project: Path, rounds: int) -> dict[str, float]:
     from edgehub.tui.app import SCREENS, EdgehubApp
     from edgehub.tui.screens.devices import DevicesScreen
 
-    keys = {name: f"f{i}" for i, name in enumerate(SCREENS, start=1)}  # also from a field
+    # F2..F5 work from a text field too; Devices has only "1" (F1 is help), pressed with no
+    # field focused
+    keys = {name: f"f{i}" for i, name in enumerate(SCREENS, start=1)}
+    keys["devices"] = "1"
     others = list(SCREENS)[1:]
     results: dict[str, float] = {}
 
@@ -211,6 +214,9 @@ async def screen_switches(project: Path, rounds: int) -> dict[str, float]:
         await _settled(pilot)
         for index in range(rounds):
             for name in [*others, "devices"]:
+                if name == "devices":
+                    app.set_focus(None)
+                    await pilot.pause()
                 began = time.perf_counter()
                 took, cpu = await frames.switch(keys[name], SCREENS[name])
                 if index == 0 and name == "runs":  # and until its rows are drawn
