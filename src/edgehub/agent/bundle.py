@@ -21,6 +21,7 @@ import functools
 import hashlib
 import importlib.util
 import marshal
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -43,12 +44,19 @@ exit_now(main())
 def agent_sources(source_dir: Path | None = None) -> list[Path]:
     """The agent's .py files, in a deterministic order (POSIX relative paths, sorted)."""
     root = source_dir or AGENT_DIR
-    files = [
-        p
-        for p in root.rglob("*.py")
-        if "__pycache__" not in p.relative_to(root).parts and p.name != "_build_info.py"
-    ]
-    return sorted(files, key=lambda p: p.relative_to(root).as_posix())
+    return [root / relative for relative in _relative_sources(root)]
+
+
+def _relative_sources(root: Path) -> list[str]:
+    """`agent_sources` as sorted POSIX paths relative to ``root`` (one walk of the folders:
+    a warm job names its agent by their hash, so this runs at every `hub` command's job)."""
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [name for name in subfolders if name != "__pycache__"]
+        where = os.path.relpath(folder, root).replace(os.sep, "/")
+        prefix = "" if where == "." else where + "/"
+        found += [prefix + n for n in names if n.endswith(".py") and n != "_build_info.py"]
+    return sorted(found)
 
 
 def agent_hash(source_dir: Path | None = None) -> str:
@@ -67,9 +75,10 @@ def _installed_hash() -> str:
 
 def _hash_sources(root: Path) -> str:
     digest = hashlib.sha256()
-    for path in agent_sources(root):
-        data = path.read_bytes()
-        name = path.relative_to(root).as_posix().encode()
+    for relative in _relative_sources(root):
+        with open(os.path.join(root, relative), "rb") as handle:
+            data = handle.read()
+        name = relative.encode()
         digest.update(len(name).to_bytes(4, "big") + name)
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()

@@ -74,8 +74,15 @@ def reap_leftovers(
 def reap_leftovers_in_background() -> threading.Thread:
     """`reap_leftovers` (when an owner record calls for it) in a thread, so a command does
     not wait for it; join it before exit."""
-    thread = threading.Thread(
-        target=reap_leftovers, kwargs={"when_recorded": True}, name="edgehub-reaper", daemon=True
-    )
+    thread = threading.Thread(target=_reap_when_recorded, name="edgehub-reaper", daemon=True)
     thread.start()
     return thread
+
+
+def _reap_when_recorded() -> None:
+    """`reap_leftovers` where an owner record says a process of ours died (or the records
+    cannot tell); without one, the reaper's modules are not even loaded."""
+    from edgehub.runners.docker.owner import dead_owner_records
+
+    if dead_owner_records() != []:
+        reap_leftovers(when_recorded=True)

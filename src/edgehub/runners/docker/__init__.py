@@ -11,11 +11,22 @@ dead processes), ``runner``.
 
 from __future__ import annotations
 
-from edgehub.runners.docker.client import connect
-from edgehub.runners.docker.container import DEFAULT_MEMORY, DEFAULT_PIDS
-from edgehub.runners.docker.owner import MANAGED, OWNER_PID, OWNER_STARTED, WARM, owner_alive
-from edgehub.runners.docker.reaper import ReapReport, reap, reap_orphans
-from edgehub.runners.docker.runner import DockerCommandRunner
+from typing import TYPE_CHECKING
+
+from edgehub.lazy import names_from
+
+if TYPE_CHECKING:
+    from edgehub.runners.docker.client import connect
+    from edgehub.runners.docker.container import DEFAULT_MEMORY, DEFAULT_PIDS
+    from edgehub.runners.docker.owner import (
+        MANAGED,
+        OWNER_PID,
+        OWNER_STARTED,
+        WARM,
+        owner_alive,
+    )
+    from edgehub.runners.docker.reaper import ReapReport, reap, reap_orphans
+    from edgehub.runners.docker.runner import DockerCommandRunner
 
 __all__ = [
     "DEFAULT_MEMORY",
@@ -31,3 +42,22 @@ __all__ = [
     "reap",
     "reap_orphans",
 ]
+
+# each name loads its own module on first use: a warm job's runner does not load the reaper
+__getattr__ = names_from(
+    __name__,
+    {
+        "connect": "client",
+        "DEFAULT_MEMORY": "container",
+        "DEFAULT_PIDS": "container",
+        "MANAGED": "owner",
+        "OWNER_PID": "owner",
+        "OWNER_STARTED": "owner",
+        "WARM": "owner",
+        "owner_alive": "owner",
+        "ReapReport": "reaper",
+        "reap": "reaper",
+        "reap_orphans": "reaper",
+        "DockerCommandRunner": "runner",
+    },
+)

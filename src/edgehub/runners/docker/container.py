@@ -142,7 +142,7 @@ class Container:
     def connect(self) -> DockerClient:
         with self.lock:
             if self.client is None:
-                self.client = connect(host=self.host)
+                self.client = connect(host=self.host, ping=False)  # its first request asks
             return self.client
 
     def inspect_image(self) -> dict[str, Any]:

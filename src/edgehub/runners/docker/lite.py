@@ -15,7 +15,7 @@ import base64
 import json
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlencode
@@ -191,6 +191,9 @@ class LiteClient:
     def __init__(self, path: str, timeout: float = _TIMEOUT) -> None:
         self.path = path
         self.timeout = timeout
+        # what a socket nobody answers on is raised as, for a client not pinged first
+        # (`client.connect` without ``ping``); None: the OSError itself
+        self.unreachable: Callable[[OSError], Exception] | None = None
 
     def _connect(self, timeout: float) -> socket.socket:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -216,7 +219,12 @@ class LiteClient:
         """Send a request (a body in memory, or a file sent from where it stands to its end);
         the caller reads the response and closes it (or, ``upgrade``: takes the connection
         over as the exec's raw stream). ``forever``: no time limit at all."""
-        sock = self._connect(self.timeout if timeout is None else timeout)
+        try:
+            sock = self._connect(self.timeout if timeout is None else timeout)
+        except OSError as error:
+            if self.unreachable is None:
+                raise
+            raise self.unreachable(error) from error
         try:
             connection = "Upgrade\r\nUpgrade: tcp" if upgrade else "close"
             head = f"{method} {url} HTTP/1.1\r\nHost: docker\r\nConnection: {connection}\r\n"
