@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from edgehub.core.device.runner import CommandRunner
 from edgehub.errors import (
     CommandCancelled,
     CommandError,
@@ -37,7 +36,7 @@ from edgehub.errors import (
 from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.docker import MANAGED, DockerCommandRunner, reap_orphans
 from edgehub.runners.docker.lite import LiteClient
-from edgehub.runners.protocol import Exchange
+from edgehub.runners.protocol import CommandRunner, Exchange
 
 pytestmark = pytest.mark.docker
 
@@ -532,7 +531,7 @@ def test_a_prepared_cold_runner_runs_each_exchange_as_a_container_of_its_own(
     stage = tmp_path / "stage"
     (stage / "in").mkdir(parents=True)
     (stage / "in" / "data.txt").write_text("hello")
-    script = "tr a-z A-Z < in/data.txt > out/up.txt; echo started; sleep 1; echo done >&2; exit 3"
+    script = "tr a-z A-Z < in/data.txt > out/up.txt; echo started; sleep 3; echo done >&2; exit 3"
     before = _owned(client)
     seen: dict[str, Any] = {}
 
@@ -577,7 +576,7 @@ def test_a_prepared_cold_runner_runs_each_exchange_as_a_container_of_its_own(
     assert result.returncode == 3 and "done" in result.stderr
     assert (tmp_path / "back" / "up.txt").read_text() == "HELLO"
     started = next(t for t, message in events if message == "started")
-    assert returned - started > 0.5  # streamed live, not at the end
+    assert returned - started > 0.5  # streamed live, not at the end (3 s before it)
     assert again.stderr.split() == ["job2"]  # each job in a fresh container
     attrs = seen["attrs"]
     assert attrs["Config"]["Cmd"][:2] == ["sh", "-c"] and not attrs["ExecIDs"]  # no exec
@@ -909,8 +908,11 @@ def _exists_running(client: Any, container_id: str) -> bool:
 def test_a_warm_job_longer_than_keep_warm_finishes(client: Any, runner_image: str) -> None:
     with DockerCommandRunner(runner_image, keep_warm=2, labels={"t": "long-job"}) as warm:
         assert warm.run(["sh", "-c", "sleep 5; echo finished"]).stdout == "finished\n"
+        ended = time.monotonic()
         container_id = warm.container_id
-    assert container_id is not None and _exists_running(client, container_id)
+    assert container_id is not None
+    # still up after the job (unless a busy machine took more than its keep_warm to look)
+    assert _exists_running(client, container_id) or time.monotonic() - ended > 2
     deadline = time.monotonic() + 30
     while _exists_running(client, container_id) and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -938,14 +940,14 @@ def test_a_killed_owner_gives_its_warm_job_end_of_file(client: Any, runner_image
     try:
         with DockerCommandRunner(runner_image, keep_warm=60, labels=labels) as peer:
             assert peer.container_id == container_id
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while not peer.run(["test", "-e", "/tmp/watch"], check=False).ok:
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
             assert not peer.run(["test", "-e", "/tmp/eof-seen"], check=False).ok
             child.kill()
             child.wait()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while not peer.run(["test", "-e", "/tmp/eof-seen"], check=False).ok:
                 assert time.monotonic() < deadline, "the job never read end of file"
                 time.sleep(0.1)
@@ -979,7 +981,7 @@ def test_reap_stops_jobs_and_removes_containers_of_dead_owners(
     warm_id, cold_id = child.stdout.readline().split()
     try:
         with DockerCommandRunner(runner_image, keep_warm=60, labels=labels) as peer:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while not any("sleep 300" in line for line in _processes(peer)):
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
@@ -995,7 +997,7 @@ def test_reap_stops_jobs_and_removes_containers_of_dead_owners(
             # sleep does not read stdin: the reaper, not end of file, stopped it
             assert not any("sleep 300" in line for line in _processes(peer))
             assert report.jobs_stopped >= 1
-            assert took < 5
+            assert took < 9  # quick: it does not wait for the jobs it stops (sleep 300)
             assert not reap()
     finally:
         child.kill()
@@ -1008,7 +1010,7 @@ def test_reap_is_quick_and_quiet_without_a_daemon(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     started = time.monotonic()
     assert not reap()
-    assert time.monotonic() - started < 1  # no connection tried (its timeout is 5 s)
+    assert time.monotonic() - started < 4  # no connection tried (its timeout is 5 s)
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # a remote daemon: not reaped
     assert not reap()
 
@@ -1037,7 +1039,7 @@ def test_cancel_all_stops_commands_and_removes_containers(client: Any, runner_im
         time.sleep(0.1)
     started = time.monotonic()
     cancel_all()
-    thread.join(10)
+    thread.join(60)
     assert [type(error) for error in errors] == [CommandCancelled]
     assert not _container_exists(client, container_id)
     assert time.monotonic() - started < 20  # far below the job's 30 s
@@ -1186,7 +1188,7 @@ def test_a_channel_job_dies_with_its_sigkilled_owner(
         assert _server_children(client, container_id), "the job runs while its owner lives"
         child.kill()
         child.wait()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while _server_children(client, container_id):
             assert time.monotonic() < deadline, "the job outlived its SIGKILLed owner"
             time.sleep(0.1)

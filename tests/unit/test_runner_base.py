@@ -7,15 +7,16 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from edgehub.core.device.runner import CommandRunner, SupportsExchange
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
 from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.base import cancel_all, open_runners
 from edgehub.runners.local import LocalCommandRunner
+from edgehub.runners.protocol import CommandRunner, SupportsExchange
 from edgehub.runners.testing import KILLED, FakeCommand, FakeRunner, Reply
 
 
@@ -23,6 +24,22 @@ def _events() -> tuple[EventSink, list[LogEvent]]:
     sink, seen = EventSink(), []
     sink.subscribe(seen.append)
     return sink, seen
+
+
+def _slow_once_started(started: threading.Event) -> FakeRunner:
+    """A runner whose commands take 30 s and set ``started`` as they start: a test stops them
+    once they run (a timer could fire before the command starts on a busy machine)."""
+
+    def handler(command: FakeCommand) -> Reply:
+        started.set()
+        return Reply([30.0])
+
+    return FakeRunner(handler)
+
+
+def _once(event: threading.Event, action: Callable[[], object]) -> None:
+    """Do ``action`` on another thread as soon as ``event`` is set (60 s at most)."""
+    threading.Thread(target=lambda: event.wait(60) and action(), daemon=True).start()
 
 
 def test_fake_runner_satisfies_the_protocol_without_exchange() -> None:
@@ -49,13 +66,14 @@ def test_lines_stream_in_order_across_streams_and_chunks() -> None:
 
 
 def test_lines_arrive_while_the_command_runs() -> None:
-    runner = FakeRunner(lambda command: Reply([("stdout", "early\n"), 0.4, ("stdout", "late\n")]))
-    arrived: dict[str, float] = {}
-    sink = EventSink()
-    sink.subscribe(lambda event: arrived.setdefault(event.message, time.monotonic()))
-    with use_sink(sink):
+    runner = FakeRunner(lambda command: Reply([("stdout", "early\n"), 30.0, ("stdout", "late\n")]))
+    sink, seen = _events()
+    early = threading.Event()
+    sink.subscribe(lambda event: event.message == "early" and early.set())
+    _once(early, runner.cancel)  # only a line that arrives before the command ends stops it
+    with use_sink(sink), pytest.raises(CommandCancelled):
         runner.run(["tool"])
-    assert arrived["late"] - arrived["early"] > 0.3
+    assert [e.message for e in seen] == ["early"]
 
 
 def test_hide_keeps_lines_off_the_sink_but_in_the_result() -> None:
@@ -96,8 +114,16 @@ def test_timeout_kills_the_process() -> None:
 
 
 def test_cancel_from_another_thread() -> None:
-    runner = FakeRunner(lambda command: Reply([30.0] if command.argv[0] == "slow" else []))
-    threading.Timer(0.3, runner.cancel).start()
+    running = threading.Event()
+
+    def handler(command: FakeCommand) -> Reply:
+        if command.argv[0] != "slow":
+            return Reply()
+        running.set()
+        return Reply([30.0])
+
+    runner = FakeRunner(handler)
+    _once(running, runner.cancel)
     started = time.monotonic()
     with pytest.raises(CommandCancelled, match="'slow' was cancelled"):
         runner.run(["slow"])
@@ -107,15 +133,17 @@ def test_cancel_from_another_thread() -> None:
 
 
 def test_an_interrupt_while_waiting_kills_the_process() -> None:
-    runner = FakeRunner(lambda command: Reply([30.0]))
-    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()  # Ctrl-C
+    running = threading.Event()
+    runner = _slow_once_started(running)
+    _once(running, lambda: os.kill(os.getpid(), signal.SIGINT))  # Ctrl-C
     with pytest.raises(KeyboardInterrupt):
         runner.run(["slow"])
     assert runner.killed == 1
 
 
 def test_cancel_all_stops_every_open_runner() -> None:
-    runners = [FakeRunner(lambda command: Reply([30.0])) for _ in range(2)]
+    running = [threading.Event() for _ in range(2)]
+    runners = [_slow_once_started(event) for event in running]
     errors: list[BaseException] = []
 
     def run(runner: FakeRunner) -> None:
@@ -127,11 +155,11 @@ def test_cancel_all_stops_every_open_runner() -> None:
     threads = [threading.Thread(target=run, args=(runner,)) for runner in runners]
     for thread in threads:
         thread.start()
-    time.sleep(0.3)
+    assert all(event.wait(60) for event in running), "the commands never started"
     assert all(runner in open_runners() for runner in runners)
     cancel_all()
     for thread in threads:
-        thread.join(5)
+        thread.join(30)
     assert [type(error) for error in errors] == [CommandCancelled, CommandCancelled]
     assert not any(runner in open_runners() for runner in runners)
 
@@ -154,8 +182,9 @@ def test_handler_sees_argv_cwd_env_and_files(tmp_path: Path) -> None:
 
 
 def test_killed_status_is_reported_with_check_false() -> None:
-    runner = FakeRunner(lambda command: Reply([30.0]))
-    threading.Timer(0.2, runner.cancel).start()
+    running = threading.Event()
+    runner = _slow_once_started(running)
+    _once(running, runner.cancel)
     with pytest.raises(CommandCancelled):
         runner.run(["slow"], check=False)  # a cancel is an error even unchecked
     assert KILLED < 0
@@ -164,12 +193,16 @@ def test_killed_status_is_reported_with_check_false() -> None:
 # -- the same contract on the real local transport --------------------------------------------
 
 
-def test_local_streams_both_pipes_in_order_of_arrival() -> None:
+def test_local_streams_both_pipes_in_order_of_arrival(tmp_path: Path) -> None:
     runner = LocalCommandRunner()
     sink, seen = _events()
-    script = "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three"
+    # each line is written once the one before it has arrived (or after 60 s): their order of
+    # arrival is the order they were written, however late a busy machine reads the pipes
+    sink.subscribe(lambda event: (tmp_path / event.message).touch())
+    wait = "i=0; while [ ! -e {} ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done"
+    script = f"cd {tmp_path}; echo one; {wait.format('one')}; echo two >&2; {wait.format('two')}"
     with use_sink(sink):
-        result = runner.run(["sh", "-c", script])
+        result = runner.run(["sh", "-c", f"{script}; echo three"])
     assert [(e.kind, e.message) for e in seen] == [
         ("stdout", "one"), ("stderr", "two"), ("stdout", "three")
     ]  # fmt: skip
@@ -181,9 +214,11 @@ def test_local_timeout_and_cancel_kill_the_process_group(tmp_path: Path) -> None
     marker = tmp_path / "survived"
     with pytest.raises(CommandTimeout):
         runner.run(["sh", "-c", f"(sleep 1; touch {marker}) & sleep 30"], timeout=0.3)
-    threading.Timer(0.3, runner.cancel).start()
-    with pytest.raises(CommandCancelled):
-        runner.run(["sleep", "30"])
+    sink, running = EventSink(), threading.Event()
+    sink.subscribe(lambda event: running.set())
+    _once(running, runner.cancel)
+    with use_sink(sink), pytest.raises(CommandCancelled):
+        runner.run(["sh", "-c", "echo started; exec sleep 30"])
     time.sleep(1.2)
     assert not marker.exists(), "the background child outlived the kill"
 

@@ -31,7 +31,13 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .conditions import OtherCpuMeter
+
+if TYPE_CHECKING:
+    from .protocol import Params
+    from .report import Report
 
 WINDOWS = 3
 MAX_WINDOWS = 1000
@@ -186,3 +192,48 @@ def stable_line(
         f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
         "the samples are the last three windows'"
     )
+
+
+@dataclass(frozen=True)
+class Stability:
+    """A profile command's ``until_stable`` request: its ``stable_*`` parameters."""
+
+    tolerance: float
+    max_s: float
+    window_s: float = MIN_WINDOW_S
+    max_other_share: float = MAX_OTHER_CPU_SHARE
+
+    @classmethod
+    def read(cls, params: Params, *, windows: bool = True) -> Stability | None:
+        """The request in ``params``, None without ``until_stable`` (the settings are read
+        either way); ``windows``: the command takes ``stable_window_s`` and
+        ``stable_max_other_share`` too."""
+        asked = params.boolean("until_stable", False)
+        tolerance = params.number("stable_tolerance", 0.05)
+        max_s = params.number("stable_max_s", 60.0)
+        if not windows:
+            return cls(tolerance, max_s) if asked else None
+        window_s = params.number("stable_window_s", MIN_WINDOW_S)
+        max_other = params.number("stable_max_other_share", MAX_OTHER_CPU_SHARE)
+        return cls(tolerance, max_s, window_s, max_other) if asked else None
+
+    def warm(self, run: Callable[[int], object], report: Report) -> None:
+        """The warm-up before the first window (`warm_up`), said on ``report``."""
+        more = warm_up(run)
+        report.info(f"warmup before the windows: {more} more runs ({WARMUP_S:g} s)")
+
+    def measure(self, window: Callable[[], list[int]]) -> StableResult:
+        """`measure_until_stable` with these settings, other processes' CPU share metered."""
+        return measure_until_stable(
+            window,
+            tolerance=self.tolerance,
+            max_s=self.max_s,
+            min_window_s=self.window_s,
+            other_share=OtherCpuMeter(),
+            max_other_share=self.max_other_share,
+        )
+
+    def tell(self, metrics: dict[str, Any], report: Report) -> None:
+        """Say on ``report`` how the windows went (`stable_line`; a warning when unstable)."""
+        converged, line = stable_line(metrics, self.tolerance, self.max_s, self.max_other_share)
+        (report.info if converged else report.warn)(line)

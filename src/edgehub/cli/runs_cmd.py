@@ -41,7 +41,10 @@ def add_parser(commands: Any) -> None:
     listing.add_argument("--device", help="runs on this device (its name in hub.toml)")
     listing.add_argument("--runtime", help="runs of this runtime (onnxruntime, ...)")
     listing.add_argument(
-        "--model", metavar="SHA256", help="runs whose input model has this hash (or prefix)"
+        "--model",
+        dest="model_sha256",
+        metavar="SHA256",
+        help="runs whose input model has this hash (or prefix)",
     )
     listing.add_argument(
         "--cached", action="store_true", help="compiles that reused a stored compile's artifacts"
@@ -180,18 +183,13 @@ def _duration(run: RunRecord) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from dataclasses import fields
+
     from edgehub.ops.runs import list_runs
     from edgehub.tracking.records import RunFilter
 
-    run_filter = RunFilter(
-        limit=args.limit,
-        status=args.status,
-        run_type=args.run_type,
-        device=args.device,
-        runtime=args.runtime,
-        model_sha256=args.model,
-        cached=args.cached,
-    )
+    given = vars(args)  # each flag of `runs list` is the filter field of its name
+    run_filter = RunFilter(**{f.name: given[f.name] for f in fields(RunFilter) if f.name in given})
     runs = list_runs(_project(args), run_filter)
     if args.json:
         print_json([run.to_dict() for run in runs])

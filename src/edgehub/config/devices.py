@@ -27,10 +27,10 @@ from typing import Any
 from edgehub.config.schema import DeviceSection, HubConfig, SSHSection
 from edgehub.config.settings import ProviderSettings, settings_table
 from edgehub.config.user_trust import known_hosts_refusal, password_env_refusal
-from edgehub.core.device.runner import CommandRunner
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
 from edgehub.errors import ConfigError, DeviceError
 from edgehub.runners.local import LocalCommandRunner
+from edgehub.runners.protocol import CommandRunner
 
 __all__ = ["ComponentLookup", "default_component_lookup", "to_device", "to_devices"]
 

@@ -34,6 +34,7 @@ else:  # pragma: no cover - Python 3.10: the same parser, published as tomli
     tomllib = importlib.import_module("tomli")
 
 __all__ = [
+    "TOMLDecodeError",
     "default_config",
     "find_config",
     "key_lines",
@@ -42,6 +43,7 @@ __all__ = [
     "parse_toml",
 ]
 
+TOMLDecodeError = tomllib.TOMLDecodeError  # what `parse_toml` raises
 _DOTTED = DOTTED_KEY_PATTERN
 _HEADER = re.compile(rf"\s*\[\[?\s*(?P<key>{_DOTTED})\s*\]")
 _ASSIGN = re.compile(rf"\s*(?P<key>{_DOTTED})\s*=(?P<value>.*)")

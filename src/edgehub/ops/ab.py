@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,20 +103,11 @@ class AbReport:
         return self.verdict.regressed
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "run_a": self.run_a,
-            "run_b": self.run_b,
-            "device": self.device,
-            "method": self.method,
-            "seed": self.seed,
-            "median_a_ms": self.median_a_ms,
-            "median_b_ms": self.median_b_ms,
-            "runs_per_block": self.runs_per_block,
-            "verdict": self.verdict.to_dict(),
-            "rounds": self.rounds,
-            **({"jobs": self.jobs} if self.jobs else {}),
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["verdict"] = self.verdict.to_dict()
+        if not self.jobs:
+            del data["jobs"]
+        return data
 
 
 @dataclass

@@ -105,12 +105,7 @@ class SweepReport:
         return [c for c in self.cells if c.status == "FAILED"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "status": self.status,
-            "step": self.step,
-            "cells": [c.to_dict() for c in self.cells],
-        }
+        return asdict(self)
 
 
 CellCallback = Callable[[CellResult], None]

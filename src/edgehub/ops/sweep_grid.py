@@ -31,22 +31,16 @@ A model's options override ``[sweep.set]``; an option both fixed and varied is r
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from edgehub.config.load import TOMLDecodeError, parse_toml
 from edgehub.core.runtimes import reference_runtime
 from edgehub.errors import UsageError
 from edgehub.user_files import input_data_path, regular_file
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10: the same parser, published as tomli
-    tomllib = importlib.import_module("tomli")
 
 __all__ = ["SWEEP_STEPS", "SweepCell", "SweepGrid", "load_grid", "value_text"]
 
@@ -201,10 +195,10 @@ def _model_tables(grid: SweepGrid, models: dict[str, Any], path: Path) -> None:
 def load_grid(path: Path) -> SweepGrid:
     """The grid of a TOML file (see the module docstring); paths are relative to the file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = parse_toml(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise UsageError(f"cannot read sweep grid {path}: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
+    except TOMLDecodeError as error:
         raise UsageError(f"sweep grid {path} is not valid TOML: {error}") from None
     table = data.get("sweep")
     if not isinstance(table, dict):

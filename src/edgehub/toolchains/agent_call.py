@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from edgehub.core.device.runner import CommandRunner, SupportsExchange
 from edgehub.errors import (
     EdgehubError,
     InputDataError,
@@ -31,7 +30,13 @@ from edgehub.errors import (
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.outcome import killed_note
-from edgehub.runners.protocol import CommandResult, Exchange, SupportsAgentChannel
+from edgehub.runners.protocol import (
+    CommandResult,
+    CommandRunner,
+    Exchange,
+    SupportsAgentChannel,
+    SupportsExchange,
+)
 from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked

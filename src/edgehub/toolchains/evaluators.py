@@ -21,7 +21,7 @@ from edgehub.core.component.base import Component, NoProviderError
 from edgehub.core.component.outputs import CompiledModel, ComponentOutput
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import UsageError
-from edgehub.toolchains.options import options_of, read_options
+from edgehub.toolchains.options import BuiltinComponent, read_options
 from edgehub.tracking.run_log import LoggedArtifact
 from edgehub.tracking.run_type import RunType
 
@@ -63,12 +63,7 @@ def _run(
     raise NoProviderError
 
 
-@options_of(_run)
-def _init(self: Component, **options: Any) -> None:
-    Component.__init__(self, **options)
-
-
-class ONNXRuntimeEvaluator(Component):
+class ONNXRuntimeEvaluator(BuiltinComponent):
     """Evaluates an ONNX Runtime model on a dataset against its float reference.
 
     ``dataset``: a directory of ``.npz`` samples or one ``.npz`` with a leading samples axis;
@@ -79,26 +74,23 @@ class ONNXRuntimeEvaluator(Component):
 
     run_type = RunType.EVAL
     run = _run
-    __init__ = _init
 
 
-class TFLiteEvaluator(Component):
+class TFLiteEvaluator(BuiltinComponent):
     """Evaluates a ``.tflite`` model on a dataset against its float ONNX reference (the same
     options as `ONNXRuntimeEvaluator`; samples are given in the ONNX model's layout)."""
 
     run_type = RunType.EVAL
     run = _run
-    __init__ = _init
 
 
-class TensorRTEvaluator(Component):
+class TensorRTEvaluator(BuiltinComponent):
     """Evaluates a TensorRT engine on a dataset against its float ONNX reference, on this
     host's NVIDIA GPU (the same options as `ONNXRuntimeEvaluator`; without a GPU the run fails
     with `GpuUnavailableError` before anything starts)."""
 
     run_type = RunType.EVAL
     run = _run
-    __init__ = _init
 
 
 def evaluate_model(

@@ -2,10 +2,10 @@
 and its providers take them from there.
 
 The component contract stays as the seeds write it (``__init__`` takes ``name`` plus exactly
-``run``'s options, checked when the class is made): `options_of` gives an ``__init__(self,
-**options)`` ``run``'s keyword-only parameters as its signature, a provider takes ``**options`` and
-reads them once with `read_options`; one that serves some of them names those (`provides`), so
-the dispatch still refuses a value it would ignore.
+``run``'s options, checked when the class is made): a `BuiltinComponent` has that ``__init__``
+made from ``run``; a provider takes ``**options`` and reads them once with `read_options`; one
+that serves some of them names those (`provides`), so the dispatch still refuses a value it
+would ignore.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from edgehub.core.values import Range
 
 __all__ = [
     "STABILITY_BOUNDS",
+    "BuiltinComponent",
     "one_of",
-    "options_of",
     "provides",
     "read_options",
     "stability_request",
@@ -39,22 +39,11 @@ STABILITY_BOUNDS = {
 }
 
 
-def options_of(run: Callable[..., Any]) -> Callable[[F], F]:
-    """Give the decorated ``__init__(self, **options)`` the signature the component contract
-    asks for: ``(self, *, name=None, <run's options>)``."""
-    params = list(inspect.signature(run).parameters.values())
-    options = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    name = inspect.Parameter(
-        "name", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None"
-    )
+class BuiltinComponent(Component):
+    """The base of edgehub's own components: each declares ``run``, and its ``__init__`` is
+    made from it (`Component.init_from_run`)."""
 
-    def declare(init: F) -> F:
-        init.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [params[0], name, *options], return_annotation="None"
-        )
-        return init
-
-    return declare
+    init_from_run = True
 
 
 def provides(component: type[Component], provider_type: str, *serves: str) -> Callable[[F], F]:

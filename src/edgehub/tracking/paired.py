@@ -22,7 +22,14 @@ from typing import Any
 
 from edgehub.errors import UsageError
 
-__all__ = ["MIN_EFFECT", "PairedVerdict", "paired_verdict", "sign_test"]
+__all__ = [
+    "MIN_EFFECT",
+    "PairedVerdict",
+    "gate_note",
+    "paired_verdict",
+    "sign_test",
+    "verdict_dict",
+]
 
 MIN_EFFECT = 0.02  # interleaving resolves about 1 % on a loaded 2-core machine; 2 % is a safe floor
 CONFIDENCE = 0.95
@@ -94,22 +101,28 @@ class PairedVerdict:
                 f"B is {abs(self.delta_pct):.1f} % {word} than A: significant ({ci}, "
                 f"sign test {self.slower} slower / {self.faster} faster, p {self.sign_p:.2g})"
             )
-        if self.max_regression is not None:
-            limit = f"{100 * self.max_regression:g} %"
-            text += f"; REGRESSION beyond {limit}" if self.regressed else f"; within {limit}"
-        return text
+        return text + gate_note(self.max_regression, self.regressed)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(
-            significant=self.significant,
-            regressed=self.regressed,
-            delta_pct=self.delta_pct,
-            ci_pct=list(self.ci_pct),
-            verdict=self.verdict,
-        )
+        data = verdict_dict(self, delta_pct=self.delta_pct, ci_pct=list(self.ci_pct))
         data["ci"] = list(self.ci)
         return data
+
+
+def verdict_dict(verdict: Any, **more: Any) -> dict[str, Any]:
+    """A verdict (a dataclass with ``significant``, ``regressed`` and ``verdict``) as JSON-ready
+    fields, with what it concluded and ``more``."""
+    concluded = {"significant": verdict.significant, "regressed": verdict.regressed}
+    return {**asdict(verdict), **concluded, **more, "verdict": verdict.verdict}
+
+
+def gate_note(max_regression: float | None, regressed: bool, percent: str = " %") -> str:
+    """The end of a verdict line for the regression gate ``max_regression`` (a fraction; None:
+    no gate, no note): whether B regressed beyond it."""
+    if max_regression is None:
+        return ""
+    limit = f"{100 * max_regression:g}{percent}"
+    return f"; REGRESSION beyond {limit}" if regressed else f"; within {limit}"
 
 
 def paired_verdict(

@@ -17,10 +17,11 @@ keeps the first test alone.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+from edgehub.tracking.paired import gate_note, verdict_dict
 from edgehub.tracking.records import RunRecord
 from edgehub.tracking.significance import (
     bootstrap_quantile_deltas,
@@ -113,19 +114,10 @@ class ProfileComparison:
             verdict = f"{size}, not significant: within the {floor} run-to-run noise ({interval})"
         else:
             verdict = f"{size}, significant ({interval})"
-        if self.max_regression is not None:
-            limit = f"{100 * self.max_regression:g}%"
-            verdict += f"; REGRESSION beyond {limit}" if self.regressed else f"; within {limit}"
-        return verdict
+        return verdict + gate_note(self.max_regression, self.regressed, "%")
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data.update(
-            significant=self.significant,
-            statistically_significant=self.statistically_significant,
-            regressed=self.regressed,
-            verdict=self.verdict,
-        )
+        data = verdict_dict(self, statistically_significant=self.statistically_significant)
         for key, q in (("median", self.median), ("p99", self.p99)):
             data[key]["significant"] = q.significant
             data[key]["statistically_significant"] = q.statistically_significant

@@ -7,7 +7,8 @@ to their last value; the logged entries with their times are in ``metric_history
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from copy import copy
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -65,62 +66,36 @@ class RunRecord:
         return sorted(found, key=lambda a: a.logged_at)
 
     def to_run_log(self) -> RunLog:
-        """This record as a `RunLog`, from which component outputs are rebuilt."""
+        """This record as a `RunLog`, from which component outputs are rebuilt: the fields
+        both have are copied by name, the plain values become logged entries."""
+        shared = {
+            f.name: copy(getattr(self, f.name)) for f in fields(RunLog) if hasattr(self, f.name)
+        }
         log = RunLog(
-            run_id=self.run_id,
-            name=self.name,
-            run_type=self.run_type,
-            status=self.status,
-            project=self.project,
-            component=self.component,
-            parent_run_id=self.parent_run_id,
-            started_at=self.started_at,
-            ended_at=self.ended_at,
-            artifact_dir=self.artifact_dir,
-            output_type=self.output_type,
-            error=self.error,
+            **{
+                **shared,
+                "params": {k: LoggedParam(k, v) for k, v in self.params.items()},
+                "metrics": {k: v[-1] for k, v in self.metric_history.items() if v},
+                "metric_history": {k: list(v) for k, v in self.metric_history.items()},
+            }
         )
-        log.params = {k: LoggedParam(k, v) for k, v in self.params.items()}
-        log.metrics = {k: v[-1] for k, v in self.metric_history.items() if v}
-        log.metric_history = {k: list(v) for k, v in self.metric_history.items()}
-        log.artifacts = dict(self.artifacts)
-        log.unnamed_artifacts = list(self.unnamed_artifacts)
-        log.tags = dict(self.tags)
-        log.environment = dict(self.environment)
         if self.device:
             log.devices[self.device] = {}
         return log
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: plain values, paths as strings, artifacts as a list in logged order."""
+        plain = {f.name: copy(getattr(self, f.name)) for f in fields(self)}
+        del plain["unnamed_artifacts"]
         return {
-            "run_id": self.run_id,
-            "name": self.name,
-            "run_type": self.run_type,
-            "status": self.status,
-            "project": self.project,
-            "component": self.component,
-            "parent_run_id": self.parent_run_id,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
+            **plain,
             "duration_s": self.duration_s,
             "artifact_dir": str(self.artifact_dir) if self.artifact_dir else None,
-            "output_type": self.output_type,
-            "error": self.error,
-            "host": self.host,
-            "pid": self.pid,
-            "device": self.device,
-            "runtime": self.runtime,
-            "model_sha256": self.model_sha256,
-            "params": dict(self.params),
-            "metrics": dict(self.metrics),
             "metric_history": {
                 k: [{"value": m.value, "step": m.step, "logged_at": m.logged_at} for m in v]
                 for k, v in self.metric_history.items()
             },
             "artifacts": [_artifact_dict(a) for a in self.all_artifacts],
-            "tags": dict(self.tags),
-            "environment": dict(self.environment),
         }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -120,23 +121,14 @@ def load_details(
     for row in rows:
         run_id = str(row["id"])
         record = RunRecord(
-            run_id=run_id,
-            name=row["name"],
-            run_type=row["type"],
-            status=row["effective_status"],
-            project=row["project"],
-            component=row["component"],
-            parent_run_id=row["parent_id"],
-            started_at=row["started_at"],
-            ended_at=row["ended_at"],
-            artifact_dir=resolve(row["artifact_dir"]) if row["artifact_dir"] else None,
-            output_type=row["output_type"],
-            error=row["error"],
-            host=row["host"],
-            pid=row["pid"],
-            device=row["device"],
-            runtime=row["runtime"],
-            model_sha256=row["model_sha256"],
+            **{
+                **_same_named(row, RunRecord),
+                "run_id": run_id,
+                "run_type": row["type"],
+                "status": row["effective_status"],
+                "parent_run_id": row["parent_id"],
+                "artifact_dir": resolve(row["artifact_dir"]) if row["artifact_dir"] else None,
+            }
         )
         record.params = {r["name"]: json.loads(r["value"]) for r in params.get(run_id, [])}
         for r in metrics.get(run_id, []):
@@ -160,13 +152,14 @@ def _artifact(row: sqlite3.Row, resolve: Callable[[str], Path]) -> LoggedArtifac
         PurePosixPath(row["path"]) if row["device"] else resolve(row["path"])
     )
     return LoggedArtifact(
-        id=row["id"],
-        file_name=row["file_name"],
+        **_same_named(row, LoggedArtifact),
         file_size=row["size"],
-        logged_at=row["logged_at"],
         file_path=path,
-        name=row["name"],
-        device=row["device"],
         artifact_dir=path.parent if isinstance(path, Path) else None,
-        sha256=row["sha256"],
     )
+
+
+def _same_named(row: sqlite3.Row, record: type[Any]) -> dict[str, Any]:
+    """The columns of ``row`` that a field of the dataclass ``record`` is named after."""
+    names = {f.name for f in fields(record)}
+    return {k: row[k] for k in names.intersection(row.keys())}

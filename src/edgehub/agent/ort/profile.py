@@ -57,7 +57,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
+from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -71,14 +71,7 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import (
-    MAX_OTHER_CPU_SHARE,
-    WARMUP_S,
-    measure_until_stable,
-    stable_line,
-    warm_up,
-    window_rows,
-)
+from ..stable import Stability, window_rows
 from ..stable import stable_metrics as stable_report
 from ..stats import latency_stats, mean, ms
 from ..tensors import Arrays
@@ -161,11 +154,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     seed = params.integer("seed", 0)
     level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
     raw_shape = params.raw_value("input_shape")
-    until_stable = params.boolean("until_stable", False)
-    tolerance = params.number("stable_tolerance", 0.05)
-    max_s = params.number("stable_max_s", 60.0)
-    window_s = params.number("stable_window_s", 1.0)
-    max_other = params.number("stable_max_other_share", MAX_OTHER_CPU_SHARE)
+    stability = Stability.read(params)
     params.finish()
     assert model_arg is not None
     path = resolve_model_path(model_arg)
@@ -200,25 +189,17 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for i in range(warmup):
         _run_once(session, inputs[i % len(inputs)])
-    if until_stable:
-        more = warm_up(lambda i: _run_once(session, inputs[i % len(inputs)]))
-        report.info(f"warmup before the windows: {more} more runs ({WARMUP_S:g} s)")
-    report.info(f"timing: {runs} runs" + (" per window, until stable" if until_stable else ""))
+    if stability:
+        stability.warm(lambda i: _run_once(session, inputs[i % len(inputs)]), report)
+    report.info(f"timing: {runs} runs" + (" per window, until stable" if stability else ""))
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
     probe = ConditionsProbe()
     stable_metrics: dict[str, Any] = {}
     windows: list[dict[str, Any]] = []
     try:
-        if until_stable:
-            stable = measure_until_stable(
-                lambda: timed_runs(session, inputs, runs),
-                tolerance=tolerance,
-                max_s=max_s,
-                min_window_s=window_s,
-                other_share=OtherCpuMeter(),
-                max_other_share=max_other,
-            )
+        if stability:
+            stable = stability.measure(lambda: timed_runs(session, inputs, runs))
             samples = stable.samples
             stable_metrics = stable_report(stable)
             windows = window_rows(stable)
@@ -235,9 +216,8 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     metrics: dict[str, Any] = latency_stats(samples)
     metrics.update(stable_metrics)
-    if until_stable:
-        converged, line = stable_line(stable_metrics, tolerance, max_s, max_other)
-        (report.info if converged else report.warn)(line)
+    if stability:
+        stability.tell(stable_metrics, report)
     report.info(
         f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
         f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"

@@ -16,7 +16,7 @@ Unnamed nodes are reported as ``(unnamed <op>)`` and grouped per op type and pro
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict
 
@@ -56,15 +56,7 @@ class TraceSummary:
     truncated: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "layers": self.layers,
-            "model_runs": self.model_runs,
-            "model_run_mean_ms": self.model_run_mean_ms,
-            "model_run_samples_us": self.model_run_samples_us,
-            "skipped_runs": self.skipped_runs,
-            "events": self.events,
-            "truncated": self.truncated,
-        }
+        return asdict(self)
 
 
 def load_events(text: str) -> tuple[list[Event], bool]:

@@ -14,7 +14,6 @@ TFLite names and dtypes (``input_seed``, ``input_shape`` for dynamic dimensions)
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..ab_rounds import (
@@ -30,7 +29,7 @@ from ..protocol import CommandOutput, Params
 from ..report import Report
 from .edges import ModelEdges
 from .interpreter import load_interpreter, resolve_tflite_path
-from .profile import model_feeds
+from .profile import model_feeds, timed_runs
 
 
 def _block(edges: ModelEdges, feeds: dict[int, Any], runs: int) -> list[int]:
@@ -38,13 +37,7 @@ def _block(edges: ModelEdges, feeds: dict[int, Any], runs: int) -> list[int]:
     invoke = edges.interpreter.invoke
     for _ in range(SWITCH_IN):
         invoke()
-    clock = time.perf_counter_ns
-    samples = [0] * runs
-    for i in range(runs):
-        begin = clock()
-        invoke()
-        samples[i] = clock() - begin
-    return samples
+    return timed_runs(invoke, runs)
 
 
 def run(params: Params, report: Report) -> CommandOutput:

@@ -43,21 +43,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
+from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
-from ..stable import (
-    MAX_OTHER_CPU_SHARE,
-    WARMUP_S,
-    measure_until_stable,
-    stable_line,
-    stable_metrics,
-    warm_up,
-    window_rows,
-)
+from ..stable import Stability, stable_metrics, window_rows
 from ..stats import latency_stats, mean, ms
 from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
@@ -141,11 +133,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     run_delay = params.raw_value("run_delay")
     op_profiling = params.boolean("op_profiling", False)
     profile_json = params.path("profile_json", required=False)
-    until_stable = params.boolean("until_stable", False)
-    tolerance = params.number("stable_tolerance", 0.05)
-    stable_max_s = params.number("stable_max_s", 60.0)
-    window_s = params.number("stable_window_s", 1.0)
-    max_other = params.number("stable_max_other_share", MAX_OTHER_CPU_SHARE)
+    stability = Stability.read(params)
     params.finish()
     assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
@@ -181,10 +169,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {warmup} runs")
     for _ in range(warmup):
         edges.invoke()
-    if until_stable:
-        more = warm_up(lambda _: edges.invoke())
-        report.info(f"warmup before the windows: {more} more runs ({WARMUP_S:g} s)")
-    per_window = " per window, until stable" if until_stable else ""
+    if stability:
+        stability.warm(lambda _: edges.invoke(), report)
+    per_window = " per window, until stable" if stability else ""
     report.info(
         f"timing: {runs} runs{per_window} (threads {threads or 'default'}, xnnpack {xnnpack})"
     )
@@ -198,15 +185,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     probe = ConditionsProbe()
     stable: dict[str, Any] = {}
     windows: list[dict[str, Any]] = []
-    if until_stable:
-        found = measure_until_stable(
-            window,
-            tolerance=tolerance,
-            max_s=stable_max_s,
-            min_window_s=window_s,
-            other_share=OtherCpuMeter(),
-            max_other_share=max_other,
-        )
+    if stability:
+        found = stability.measure(window)
         samples, stable = found.samples, stable_metrics(found)
         windows = window_rows(found)
     else:
@@ -214,9 +194,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     conditions = probe.finish()
     for line in conditions_lines(conditions):
         report.info(line)
-    if until_stable:
-        converged, line = stable_line(stable, tolerance, stable_max_s, max_other)
-        (report.info if converged else report.warn)(line)
+    if stability:
+        stability.tell(stable, report)
 
     metrics: dict[str, Any] = latency_stats(samples)
     metrics.update(stable)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
-from ..stable import measure_until_stable, stable_line, stable_metrics
+from ..stable import Stability, measure_until_stable, stable_metrics
 from .engine_check import check_engine
 from .engine_file import engine_problem
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
@@ -84,9 +84,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     times_json = params.path("times_json")
     profile_json = params.path("profile_json", required=False)
     shapes = params.raw_value("shapes")
-    until_stable = params.boolean("until_stable", False)
-    tolerance = params.number("stable_tolerance", 0.05)
-    max_s = params.number("stable_max_s", 60.0)
+    stability = Stability.read(params, windows=False)
     record = params.raw_value("engine_record")
     params.finish()
     problem = engine_problem(str(engine))
@@ -114,7 +112,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     if method == "layerwise" and profile_json:
         argv += [f"--exportProfile={profile_json}", "--separateProfileRun"]
     metrics: dict[str, Any] = {}
-    if not until_stable:
+    if stability is None:
         run_trtexec([*argv, f"--exportTimes={times_json}", *extra], log, report)
     else:
         window_file = times_json + ".window"
@@ -126,11 +124,10 @@ def run(params: Params, report: Report) -> CommandOutput:
             with open(window_file, encoding="utf-8") as fh:
                 return window_queries(fh.read())
 
-        queries, metrics = windowed_times(run_window, tolerance, max_s)
+        queries, metrics = windowed_times(run_window, stability.tolerance, stability.max_s)
         os.unlink(window_file)
         with open(times_json, "w", encoding="utf-8") as fh:
             json.dump(queries, fh)
-        converged, line = stable_line(metrics, tolerance, max_s)
-        (report.info if converged else report.warn)(line)
+        stability.tell(metrics, report)
     data = {"log": log, "times_json": times_json, "profile_json": profile_json}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)

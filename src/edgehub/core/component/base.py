@@ -28,6 +28,7 @@ from edgehub.core.component.signature import (
     RunSignature,
     check_init,
     check_provider,
+    init_signature,
     read_run,
 )
 from edgehub.core.values import Range
@@ -62,12 +63,15 @@ class ComponentMeta(ABCMeta):
             raise TypeError(
                 f"{name}.run_type must be a RunType member or a string, got {run_type!r}"
             )
-        if "__init__" not in namespace:
+        signature = read_run(name, namespace["run"])
+        if "__init__" in namespace:
+            check_init(name, namespace["__init__"], signature)
+        elif getattr(cls, "init_from_run", False):
+            cls.__init__ = _init_from(namespace["run"])  # type: ignore[misc]
+        else:
             raise TypeError(
                 f"{name} must define __init__(self, *, name=None, <the options of run>)"
             )
-        signature = read_run(name, namespace["run"])
-        check_init(name, namespace["__init__"], signature)
         if "option_bounds" in namespace:
             check_bounds_declaration(name, namespace["option_bounds"], signature.options)
         for alias, option in namespace.get("option_aliases", {}).items():
@@ -94,6 +98,16 @@ class ComponentMeta(ABCMeta):
         return cls
 
 
+def _init_from(run: Callable[..., Any]) -> Callable[..., None]:
+    """`Component.__init__` under the signature the contract asks for of ``run``'s class."""
+
+    def __init__(self: Component, **options: Any) -> None:
+        Component.__init__(self, **options)
+
+    __init__.__signature__ = init_signature(run)  # type: ignore[attr-defined]
+    return __init__
+
+
 class Component(metaclass=ComponentMeta):
     """Base class of toolchain components. See the module docstring."""
 
@@ -105,6 +119,9 @@ class Component(metaclass=ComponentMeta):
     # the runtime whose descriptor names this component, set when the registry loads it: its
     # runs record that runtime (what `hub runs rerun` re-creates them by)
     registered_runtime: str | None = None
+    # True: a subclass declaring ``run`` may leave out ``__init__``, which is then made from
+    # ``run`` (`Component.__init__` under the signature the contract asks for)
+    init_from_run: bool = False
     _run_signature: RunSignature
     _call_interface: Callable[..., Any]
     _providers: dict[str, tuple[Callable[..., Any], ProviderSignature]]

@@ -7,7 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ProviderSignature", "RunSignature", "check_init", "check_provider", "read_run"]
+__all__ = [
+    "ProviderSignature",
+    "RunSignature",
+    "check_init",
+    "check_provider",
+    "init_signature",
+    "read_run",
+]
 
 _P = inspect.Parameter
 
@@ -68,6 +75,15 @@ def read_run(cls_name: str, run: Callable[..., Any]) -> RunSignature:
     if "name" in options:
         raise TypeError(f"{cls_name}.run must not take 'name': it belongs to __init__ only")
     return RunSignature(tuple(positional), options, device_params[0])
+
+
+def init_signature(run: Callable[..., Any]) -> inspect.Signature:
+    """The ``__init__`` signature the contract asks for: ``(self, *, name=None, <run's
+    options>)``."""
+    params = list(inspect.signature(run).parameters.values())
+    options = [p for p in params if p.kind is _P.KEYWORD_ONLY]
+    name = _P("name", _P.KEYWORD_ONLY, default=None, annotation="str | None")
+    return inspect.Signature([params[0], name, *options], return_annotation="None")
 
 
 def check_init(cls_name: str, init: Callable[..., Any], run: RunSignature) -> None:

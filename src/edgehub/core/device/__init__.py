@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from edgehub.core.device.configs import DockerConfig, EmbedlONNXRuntimeConfig, TrtexecConfig
-from edgehub.core.device.runner import CommandResult, CommandRunner
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
 from edgehub.errors import SSHConnectionError
 from edgehub.lazy import names_from
 from edgehub.runners.local import LocalCommandRunner
+from edgehub.runners.protocol import CommandResult, CommandRunner
 
 if TYPE_CHECKING:
     from edgehub.runners.docker import DockerCommandRunner

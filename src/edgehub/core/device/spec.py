@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from edgehub.core.device.runner import CommandRunner
-from edgehub.runners.protocol import SupportsDeviceName
+from edgehub.runners.protocol import CommandRunner, SupportsDeviceName
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.component.base import NoProviderError
 from edgehub.core.values.shapes import InputShape
-from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
 from edgehub.toolchains.outputs import (
     CompiledWithNames,
     InvocationResult,
@@ -50,7 +50,7 @@ class ONNXRuntimeInvocationResult(InvocationResult):
     """Outputs of an ONNX model run in ONNX Runtime."""
 
 
-class ONNXRuntimeCompiler(Component):
+class ONNXRuntimeCompiler(BuiltinComponent):
     """Prepares an ONNX model for ONNX Runtime.
 
     ``quantization``: ``"static"`` (QDQ INT8, calibrated with ``calibration_data`` — an
@@ -80,12 +80,8 @@ class ONNXRuntimeCompiler(Component):
         """Compile ``onnx_path``; options override the constructor's."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class ONNXRuntimeProfiler(Component):
+class ONNXRuntimeProfiler(BuiltinComponent):
     """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` (or ``warmup``, the name
     the other profilers use) warm-up runs, ``runs``
     timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``.
@@ -129,12 +125,8 @@ class ONNXRuntimeProfiler(Component):
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class ONNXRuntimeInvoker(Component):
+class ONNXRuntimeInvoker(BuiltinComponent):
     """Runs an ONNX model on input tensors and returns the outputs by name.
 
     With ``input_data=None`` the inputs are random (seed 0) from the model's own input
@@ -156,7 +148,3 @@ class ONNXRuntimeInvoker(Component):
     ) -> ONNXRuntimeInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array; None: random inputs)."""
         raise NoProviderError
-
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)

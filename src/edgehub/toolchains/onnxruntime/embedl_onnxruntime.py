@@ -28,8 +28,7 @@ from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
 from edgehub.toolchains.onnxruntime import components as ort
 from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.remote import DeviceTool, device_tool
-from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.toolchains.remote.device_tool import DeviceTool, device_file_name, device_tool
 from edgehub.toolchains.static_model import static_model
 from edgehub.user_files import link_or_copy_checked
 

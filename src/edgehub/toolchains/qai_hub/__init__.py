@@ -1,5 +1,6 @@
 """Qualcomm AI Hub (``qai_hub`` devices): providers of the ONNX Runtime and TFLite compilers,
-profilers and invokers (`providers`, imported when a ``qai_hub`` device first runs one of them).
+profilers and invokers (`PROVIDERS`: the module of each, imported when a ``qai_hub`` device
+first runs one of them).
 
 ``qai_hub`` itself is imported only when such a device is used (`client.load_qai_hub`).
 The public helpers: `QAIHubConfig` (the provider's settings), `check_qai_hub` (token and
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from edgehub.lazy import names_from
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
+from edgehub.tracking.run_type import RunType
 
 if TYPE_CHECKING:
     from edgehub.toolchains.qai_hub.client import QAIHubCheck, check_qai_hub
@@ -32,7 +34,12 @@ __all__ = [
 ]
 
 PROVIDER_CONFIGS = (QAIHubConfig,)
-PROVIDERS = "edgehub.toolchains.qai_hub.providers"  # the module registering the providers
+# the module registering the providers of each kind of component, by its run type
+PROVIDERS = {
+    RunType.COMPILE: f"{__name__}.compile",
+    RunType.PROFILE: f"{__name__}.profile",
+    RunType.INFERENCE: f"{__name__}.invoke",
+}
 __getattr__ = names_from(
     __name__,
     {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,15 +19,8 @@ __all__ = ["remember_download", "uploaded_dataset", "uploaded_model"]
 
 def uploaded_model(ctx: HubContext, path: Path, failure: type[ToolchainError]) -> Any:
     """The service's ``Model`` for the file or folder ``path``; uploaded only if new."""
-    session = session_for(ctx)
-    hub = session.hub
-    assert session.uploads is not None
-
-    def upload() -> Any:
-        ctx.events.info(f"uploading {path.name} to Qualcomm AI Hub")
-        return hub_call(hub, failure, f"uploading {path.name}", hub.upload_model, str(path))
-
-    model = session.uploads.model(path, upload, hub.get_model)
+    uploads, upload = _uploader(ctx, failure, path.name, "upload_model", str(path))
+    model = uploads.model(path, upload, session_for(ctx).hub.get_model)
     ctx.client.log_param("qai_hub_model_id", model.model_id)
     return model
 
@@ -36,17 +29,26 @@ def uploaded_dataset(
     ctx: HubContext, entries: Mapping[str, list[Any]], failure: type[ToolchainError], what: str
 ) -> Any:
     """The service's ``Dataset`` for ``entries``; uploaded only if new or nearly expired."""
+    uploads, upload = _uploader(ctx, failure, f"the {what}", "upload_dataset", dict(entries))
+    dataset = uploads.dataset(entries, upload, session_for(ctx).hub.get_dataset)
+    ctx.client.log_param(f"qai_hub_{what.replace(' ', '_')}_dataset_id", dataset.dataset_id)
+    return dataset
+
+
+def _uploader(
+    ctx: HubContext, failure: type[ToolchainError], what: str, call: str, content: Any
+) -> tuple[Any, Callable[[], Any]]:
+    """The session's upload cache, and the upload of ``content`` (the client's ``call``) it
+    makes when it has no live copy: said as uploading ``what``."""
     session = session_for(ctx)
-    hub = session.hub
     assert session.uploads is not None
 
     def upload() -> Any:
-        ctx.events.info(f"uploading the {what} to Qualcomm AI Hub")
-        return hub_call(hub, failure, f"uploading the {what}", hub.upload_dataset, dict(entries))
+        ctx.events.info(f"uploading {what} to Qualcomm AI Hub")
+        send = getattr(session.hub, call)
+        return hub_call(session.hub, failure, f"uploading {what}", send, content)
 
-    dataset = session.uploads.dataset(entries, upload, hub.get_dataset)
-    ctx.client.log_param(f"qai_hub_{what.replace(' ', '_')}_dataset_id", dataset.dataset_id)
-    return dataset
+    return session.uploads, upload
 
 
 def remember_download(ctx: HubContext, path: Path, model: Any) -> None:

@@ -21,9 +21,9 @@ from edgehub.toolchains.qai_hub.assets import remember_download, uploaded_datase
 from edgehub.toolchains.qai_hub.client import hub_call
 from edgehub.toolchains.qai_hub.config import QAIHubConfig
 from edgehub.toolchains.qai_hub.datasets import calibration_entries
-from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
+from edgehub.toolchains.qai_hub.devices import start_on_device
 from edgehub.toolchains.qai_hub.input_specs import format_specs, onnx_file, onnx_input_specs
-from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.jobs import record_qairt, run_job
 from edgehub.toolchains.qai_hub.session import current_plan, session_for
 from edgehub.toolchains.qai_hub.uploads import dataset_hash
 from edgehub.toolchains.tflite.components import TFLiteCompiledModel, TFLiteCompiler
@@ -89,23 +89,23 @@ def _quantized_source(
     ctx.client.log_param("num_calibration_samples", len(next(iter(entries.values()))))
     ctx.client.log_param("quantize_dtypes", f"w{config.weights_dtype} a{config.activations_dtype}")
 
-    def submit(_: list[str]) -> Any:
-        return hub_call(
-            hub,
-            CompileError,
-            "submitting the quantize job",
-            hub.submit_quantize_job,
-            model=uploaded_model(ctx, source, CompileError),
-            calibration_data=uploaded_dataset(ctx, entries, CompileError, "calibration data"),
-            weights_dtype=weights,
-            activations_dtype=activations,
-            name=f"{source.stem} quantize",
-        )
-
     key = _key(str(source), dataset_hash(entries), config.weights_dtype, config.activations_dtype)
-    job = obtain_job(ctx, "quantize", key, None, submit)
-    record_job(ctx, "quantize", job)
-    wait_for_job(ctx, "quantize", job, config, CompileError)
+    job = run_job(
+        ctx,
+        "quantize",
+        key,
+        None,
+        config,
+        CompileError,
+        hub.submit_quantize_job,
+        lambda: {
+            "model": uploaded_model(ctx, source, CompileError),
+            "calibration_data": uploaded_dataset(ctx, entries, CompileError, "calibration data"),
+        },
+        weights_dtype=weights,
+        activations_dtype=activations,
+        name=f"{source.stem} quantize",
+    )
     target = ctx.artifact_dir / f"quantized_{source.stem}.onnx"
     saved = hub_call(
         hub, CompileError, "downloading the quantized model", job.download_target_model, str(target)
@@ -153,23 +153,21 @@ def compile_on_hub(
         def model() -> Any:
             return uploaded_model(ctx, source, CompileError)
 
-    def submit(names: list[str]) -> Any:
-        return hub_call(
-            hub,
-            CompileError,
-            "submitting the compile job",
-            hub.submit_compile_job,
-            model=model(),
-            device=hub_devices(ctx, names, component, CompileError),
-            name=f"{source.stem} {target_runtime}",
-            input_specs=specs,
-            options=options,
-        )
-
     key = _key(str(source), options, sorted(specs.items()), calibration_data is not None)
-    job = obtain_job(ctx, "compile", key, device, submit)
-    record_job(ctx, "compile", job)
-    wait_for_job(ctx, "compile", job, config, CompileError)
+    job = run_job(
+        ctx,
+        "compile",
+        key,
+        device,
+        config,
+        CompileError,
+        hub.submit_compile_job,
+        lambda: {"model": model()},
+        component,
+        name=f"{source.stem} {target_runtime}",
+        input_specs=specs,
+        options=options,
+    )
     compiled = hub_call(hub, CompileError, "reading the compiled model", job.get_target_model)
     wanted = ctx.artifact_dir / f"compiled_{source.stem}{suffix}"
     saved = hub_call(

@@ -23,8 +23,8 @@ from edgehub.toolchains.outputs import InvocationResult
 from edgehub.toolchains.qai_hub.assets import uploaded_dataset, uploaded_model
 from edgehub.toolchains.qai_hub.client import hub_call
 from edgehub.toolchains.qai_hub.datasets import sample_entries
-from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
-from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.devices import start_on_device
+from edgehub.toolchains.qai_hub.jobs import record_qairt, run_job
 from edgehub.toolchains.qai_hub.profile import local_model
 from edgehub.toolchains.qai_hub.session import session_for
 from edgehub.toolchains.qai_hub.uploads import dataset_hash
@@ -88,24 +88,23 @@ def inference_job(
     hub = session_for(ctx).hub
     options = config.job_options("inference")
 
-    def submit(names: list[str]) -> Any:
-        return hub_call(
-            hub,
-            InvokeError,
-            "submitting the inference job",
-            hub.submit_inference_job,
-            model=uploaded_model(ctx, path, InvokeError),
-            device=hub_devices(ctx, names, component, InvokeError),
-            inputs=uploaded_dataset(ctx, entries, InvokeError, f"{label} inputs"),
-            name=f"{path.stem} {label}",
-            options=options,
-            profile=False,
-        )
-
-    key = f"{path}|{options}|{dataset_hash(entries)}"
-    job = obtain_job(ctx, "inference", key, device, submit)
-    record_job(ctx, "inference", job)
-    wait_for_job(ctx, "inference", job, config, InvokeError)
+    job = run_job(
+        ctx,
+        "inference",
+        f"{path}|{options}|{dataset_hash(entries)}",
+        device,
+        config,
+        InvokeError,
+        hub.submit_inference_job,
+        lambda: {
+            "model": uploaded_model(ctx, path, InvokeError),
+            "inputs": uploaded_dataset(ctx, entries, InvokeError, f"{label} inputs"),
+        },
+        component,
+        name=f"{path.stem} {label}",
+        options=options,
+        profile=False,
+    )
     return job, hub_call(hub, InvokeError, "downloading the outputs", job.download_output_data)
 
 

@@ -12,12 +12,13 @@ from edgehub.errors import OperationCancelled, ToolchainError
 from edgehub.toolchains.polling import pause
 from edgehub.toolchains.qai_hub.client import QAIHubUnreachable, hub_call, one_line
 from edgehub.toolchains.qai_hub.config import JobKind, QAIHubConfig
+from edgehub.toolchains.qai_hub.devices import hub_devices
 from edgehub.toolchains.qai_hub.session import current_plan, session_for
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["obtain_job", "record_job", "wait_for_job"]
+__all__ = ["obtain_job", "record_job", "run_job", "wait_for_job"]
 
 STATE_WORDS = {
     "CREATED": "created, waiting in the queue",
@@ -31,6 +32,39 @@ STATE_WORDS = {
     "FAILED": "failed",
 }
 Submit = Callable[[list[str]], Any]
+
+
+def run_job(
+    ctx: HubContext,
+    kind: JobKind,
+    key: str,
+    device: str | None,
+    config: QAIHubConfig,
+    failure: type[ToolchainError],
+    submit: Callable[..., Any],
+    uploads: Callable[[], dict[str, Any]],
+    component: type[Any] | None = None,
+    **fields: Any,
+) -> Any:
+    """The ``kind`` job, submitted or attached to (`obtain_job`), recorded on the run and
+    waited for (`wait_for_job`).
+
+    ``submit`` (the client's ``submit_*_job``) gets what ``uploads()`` returns (the model and
+    data, uploaded only when the job is submitted), the devices of ``component`` (none for a
+    device-less job) and ``fields``; ``key`` tells a fan-out's jobs apart."""
+    hub = session_for(ctx).hub
+
+    def submitted(names: list[str]) -> Any:
+        uploaded = uploads()
+        if component is not None:
+            uploaded["device"] = hub_devices(ctx, names, component, failure)
+        what = f"submitting the {kind} job"
+        return hub_call(hub, failure, what, submit, **uploaded, **fields)
+
+    job = obtain_job(ctx, kind, key, device, submitted)
+    record_job(ctx, kind, job)
+    wait_for_job(ctx, kind, job, config, failure)
+    return job
 
 
 def obtain_job(ctx: HubContext, kind: JobKind, key: str, device: str | None, submit: Submit) -> Any:

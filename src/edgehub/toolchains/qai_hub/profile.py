@@ -18,8 +18,8 @@ from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingResult
 from edgehub.toolchains.qai_hub.assets import uploaded_model
 from edgehub.toolchains.qai_hub.client import hub_call
-from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
-from edgehub.toolchains.qai_hub.jobs import obtain_job, record_job, record_qairt, wait_for_job
+from edgehub.toolchains.qai_hub.devices import start_on_device
+from edgehub.toolchains.qai_hub.jobs import record_qairt, run_job
 from edgehub.toolchains.qai_hub.profile_summary import summarize_profile
 from edgehub.toolchains.qai_hub.session import session_for
 from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfilingResult
@@ -58,23 +58,21 @@ def profile_on_hub(
     options = config.job_options("profile", profiler_iterations=runs)
     ctx.client.log_param("qai_hub_profile_options", options)
 
-    def submit(names: list[str]) -> Any:
-        return hub_call(
-            hub,
-            ProfileError,
-            "submitting the profile job",
-            hub.submit_inference_job,
-            model=uploaded_model(ctx, path, ProfileError),
-            device=hub_devices(ctx, names, component, ProfileError),
-            inputs=None,
-            name=f"{path.stem} profile",
-            options=options,
-            profile=True,
-        )
-
-    job = obtain_job(ctx, "profile", f"{path}|{options}", device, submit)
-    record_job(ctx, "profile", job)
-    wait_for_job(ctx, "profile", job, config, ProfileError)
+    job = run_job(
+        ctx,
+        "profile",
+        f"{path}|{options}",
+        device,
+        config,
+        ProfileError,
+        hub.submit_inference_job,
+        lambda: {"model": uploaded_model(ctx, path, ProfileError)},
+        component,
+        inputs=None,
+        name=f"{path.stem} profile",
+        options=options,
+        profile=True,
+    )
     profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
     if not isinstance(profile, dict) or not profile.get("execution_summary"):
         raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")

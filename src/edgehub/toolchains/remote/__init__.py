@@ -1,7 +1,3 @@
 """What the providers that run tools on a device over a runner share (``embedl_onnxruntime``,
 ``trtexec``): the device and its config, content-addressed model uploads, the run's remote
-directory, and one-command tool calls."""
-
-from edgehub.toolchains.remote.device_tool import DeviceTool, device_tool
-
-__all__ = ["DeviceTool", "device_tool"]
+directory, and one-command tool calls (`device_tool`)."""

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.component.base import NoProviderError
 from edgehub.core.component.outputs import CompiledModel
 from edgehub.core.values.shapes import InputShape, InputShapeRange
-from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
 from edgehub.toolchains.outputs import (
     InvocationResult,
     ProfilingMethod,
@@ -49,7 +49,7 @@ class TensorRTInvocationResult(InvocationResult):
     """Outputs of a TensorRT engine."""
 
 
-class TensorRTCompiler(Component):
+class TensorRTCompiler(BuiltinComponent):
     """Builds a TensorRT engine from an ONNX model.
 
     ``tensorrt_version``: the TensorRT version to build with; it must prefix the version the
@@ -89,12 +89,8 @@ class TensorRTCompiler(Component):
         """Build an engine from ``onnx_path``."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class TensorRTProfiler(Component):
+class TensorRTProfiler(BuiltinComponent):
     """Measures a TensorRT engine's latency as trtexec does: ``iterations`` timed queries after
     ``warm_up_ms`` of warm-up; latency, enqueue, H2D, GPU compute and D2H statistics, and
     per-layer times with ``LAYERWISE``; ``input_shape`` (by input name: ``x:1x3x48x192``) the
@@ -123,12 +119,8 @@ class TensorRTProfiler(Component):
         """Profile ``model``."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class TensorRTInvoker(Component):
+class TensorRTInvoker(BuiltinComponent):
     """Runs a TensorRT engine on input tensors; outputs keep the engine's dtypes. Needs a GPU
     where it runs."""
 
@@ -144,7 +136,3 @@ class TensorRTInvoker(Component):
     ) -> TensorRTInvocationResult:
         """Run ``model`` on ``input_data``."""
         raise NoProviderError
-
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)

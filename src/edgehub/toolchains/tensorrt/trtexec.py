@@ -33,8 +33,7 @@ from edgehub.errors import (
 )
 from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.remote import DeviceTool, device_tool
-from edgehub.toolchains.remote.device_tool import device_file_name
+from edgehub.toolchains.remote.device_tool import DeviceTool, device_file_name, device_tool
 from edgehub.toolchains.tensorrt import components as trt
 from edgehub.toolchains.tensorrt import trtexec_parse
 from edgehub.toolchains.tensorrt.engine_record import engine_file

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from edgehub.core.component.base import Component, NoProviderError
+from edgehub.core.component.base import NoProviderError
 from edgehub.core.values.shapes import InputShape
-from edgehub.toolchains.options import STABILITY_BOUNDS, options_of
+from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
 from edgehub.tracking.run_log import LoggedArtifact, LoggedParam, RunLog
 from edgehub.tracking.run_type import RunType
@@ -129,7 +129,7 @@ class TFLiteInvocationResult(InvocationResult):
     """Outputs of a ``.tflite`` model (by ONNX name and layout unless compiled names)."""
 
 
-class TFLiteCompiler(Component):
+class TFLiteCompiler(BuiltinComponent):
     """Converts an ONNX model to TFLite / LiteRT.
 
     ``precision``: ``float32``, ``float16`` (float16 weights), ``dynamic_int8`` (int8 weights,
@@ -164,12 +164,8 @@ class TFLiteCompiler(Component):
         """Convert ``onnx_path``; options override the constructor's."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class TFLiteProfiler(Component):
+class TFLiteProfiler(BuiltinComponent):
     """Measures a ``.tflite`` model's latency in the LiteRT interpreter.
 
     ``warmup`` (or ``burn_ins``, ONNX Runtime's name) untimed runs, then ``runs`` timed ones,
@@ -216,12 +212,8 @@ class TFLiteProfiler(Component):
         """Profile ``model``; options override the constructor's."""
         raise NoProviderError
 
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
 
-
-class TFLiteInvoker(Component):
+class TFLiteInvoker(BuiltinComponent):
     """Runs a ``.tflite`` model on input tensors.
 
     Inputs are keyed by the ONNX names in the ONNX layout, and outputs come back the same way
@@ -243,7 +235,3 @@ class TFLiteInvoker(Component):
     ) -> TFLiteInvocationResult:
         """Run ``model`` on ``input_data`` (input name → array)."""
         raise NoProviderError
-
-    @options_of(run)
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
