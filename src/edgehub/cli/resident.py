@@ -66,7 +66,14 @@ def through_resident(argv: list[str]) -> int | None:
         _start_server(path)
         return None
     with conn:
-        return _run_remotely(conn, argv)
+        try:
+            request = json.dumps(
+                {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
+            ).encode()
+            socket.send_fds(conn, [struct.pack("!I", len(request)) + request], [0, 1, 2])
+        except OSError:
+            return None  # no working folder, a closed stdin...: hub runs it and says so
+        return _run_remotely(conn)
 
 
 def _is_exec(argv: list[str]) -> bool:
@@ -135,11 +142,9 @@ def _start_server(path: Path) -> None:
         )
 
 
-def _run_remotely(conn: socket.socket, argv: list[str]) -> int:
-    request = json.dumps(
-        {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
-    ).encode()
-    socket.send_fds(conn, [struct.pack("!I", len(request)) + request], [0, 1, 2])
+def _run_remotely(conn: socket.socket) -> int:
+    """The exit code of the command the resident process runs for ``conn``'s request; the
+    signals this process gets meanwhile are passed on to the child that runs it."""
     stream = conn.makefile("rb")
     first = stream.readline().split()
     if len(first) != 2 or first[0] != b"pid":
@@ -153,7 +158,7 @@ def _run_remotely(conn: socket.socket, argv: list[str]) -> int:
         except OSError:
             pass
 
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH):
         signal.signal(signum, forward)
     last = stream.readline().split()
     if len(last) == 2 and last[0] == b"exit":
