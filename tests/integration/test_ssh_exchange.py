@@ -214,7 +214,7 @@ def test_relay_job_cancelled_midway_is_killed_on_the_device(
     assert device.processes_left("--socket /home/edge/.cache/edgehub/work/") == ""
 
 
-def _ours_left_children(device: SSHDevice, parent: str, within: float = 8.0) -> str:
+def _ours_left_children(device: SSHDevice, parent: str, within: float = 30.0) -> str:
     deadline = time.monotonic() + within
     while True:
         found = device.exec("pgrep", "-P", parent, check=False).stdout.strip()

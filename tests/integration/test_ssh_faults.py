@@ -150,10 +150,16 @@ def test_cancel_during_a_long_remote_run_kills_it_and_the_run(
 
 
 def test_sshd_session_killed_mid_run(own_device: SSHDevice) -> None:
+    def kill_once_it_runs() -> None:  # not at a fixed time: a busy machine connects late
+        deadline = time.monotonic() + 60
+        while not own_device.processes_left("sleep 37", within=0):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
+        own_device.exec("pkill", "-KILL", "-f", "sshd: edge", user="root")
+
     with SSHCommandRunner(own_device.config()) as runner:
-        killer = threading.Timer(
-            1.5, lambda: own_device.exec("pkill", "-KILL", "-f", "sshd: edge", user="root")
-        )
+        killer = threading.Thread(target=kill_once_it_runs)
         killer.start()
         with pytest.raises(SSHConnectionError) as caught:
             runner.run(["sleep", "37"], hide=True, timeout=30)

@@ -90,9 +90,10 @@ class SSHDevice:
             stdin=stdin,
         )
 
-    def processes_left(self, pattern: str, within: float = 8.0) -> str:
+    def processes_left(self, pattern: str, within: float = 30.0) -> str:
         """The device user's processes matching ``pattern`` (``pgrep -af``), waiting up to
-        ``within`` seconds for them to end; empty when none is left."""
+        ``within`` seconds for them to end (generous: a busy machine ends them late; the wait
+        stops as soon as none is left); empty when none is left."""
         deadline = time.monotonic() + within
         while True:
             found = self.exec("pgrep", "-u", USERNAME, "-af", pattern, check=False).stdout.strip()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from tests.tui.conftest import HUB_TOML
+from tests.tui.run_screen import wait_until
 from textual.widgets import DataTable, Input, Label, Select, Switch
 
 from edgehub.tui.app import EdgehubApp
@@ -118,14 +119,18 @@ async def test_a_file_changed_on_disk_is_noticed_not_overwritten(project: Path) 
         await pilot.pause()
         theirs = HUB_TOML + '\n[devices.theirs]\nprovider = "trtexec"\n'
         (project / "hub.toml").write_text(theirs)
-        await pilot.pause(1.5)  # the watcher looks once a second
+
+        def told() -> list[str]:
+            return [n.message for n in app._notifications]
+
+        # the watcher looks once a second (later on a busy machine)
+        await wait_until(pilot, lambda: any("changed on disk" in m for m in told()), 60)
         await pilot.press("w")
         await pilot.pause()
         assert app.state.dirty  # refused
         assert (project / "hub.toml").read_text() == theirs
-        told = [n.message for n in app._notifications]
-        assert any("Press r to load" in m for m in told), told
-        assert not any("force=True" in m for m in told), told
+        assert any("Press r to load" in m for m in told()), told()
+        assert not any("force=True" in m for m in told()), told()
         await pilot.press("r")
         await pilot.pause()
         assert _rows(app) == ["local", "theirs"]
@@ -137,9 +142,7 @@ async def test_a_change_on_disk_without_edits_is_loaded(project: Path) -> None:
         (project / "hub.toml").write_text(
             HUB_TOML + '\n[devices.s24]\nprovider = "qai_hub"\nspec = "Samsung Galaxy S24"\n'
         )
-        await pilot.pause(1.5)
-        await pilot.pause()
-        assert _rows(app) == ["local", "s24"]
+        await wait_until(pilot, lambda: _rows(app) == ["local", "s24"], 60)  # watched each second
 
 
 async def test_without_hub_toml_it_offers_to_create_one(_isolated_cwd: Path) -> None:

@@ -141,8 +141,9 @@ def test_a_job_longer_than_the_idle_timeout_finishes(
     assert elapsed > IDLE_S + 1, f"the job took {elapsed:.1f} s: too short to tell"
     assert on_server, "the job did not run on the server"
     assert past_idle, "the server did not outlive its idle timeout while the job ran"
-    # the heartbeat went on while the job ran: about one touch a second
-    assert len(touched) >= int(elapsed) - 2, (len(touched), elapsed)
+    # the heartbeat went on while the job ran: one touch a second, of which a test that polls
+    # on a busy machine sees at least one in three (a heartbeat that stops after one fails)
+    assert len(touched) >= max(2, int(elapsed) // 3), (len(touched), elapsed)
 
 
 def test_closing_stdin_kills_the_job_on_the_server(
@@ -182,7 +183,7 @@ def test_closing_stdin_cancels_a_job_running_here(pyz: Path, cnn: Path, tmp_path
         read_until(proc, "timing:", 60)
         assert proc.stdin is not None
         proc.stdin.close()
-        assert proc.wait(timeout=5) == 130
+        assert proc.wait(timeout=30) == 130  # unstopped, 10,000,000 runs take minutes
     finally:
         if proc.poll() is None:
             proc.kill()

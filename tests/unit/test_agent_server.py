@@ -253,8 +253,8 @@ def test_a_killed_client_takes_its_job_along(
         assert len(jobs) == 1, jobs
         job = jobs[0]
         proc.send_signal(how)
-        proc.wait(timeout=10)
-        wait_until(lambda: not alive(job), 5, "the job to end")
+        proc.wait(timeout=30)
+        wait_until(lambda: not alive(job), 30, "the job to end")
     finally:
         proc.kill()
         proc.wait()

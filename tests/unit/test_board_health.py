@@ -48,9 +48,11 @@ def test_n_failures_in_a_row_quarantine_and_a_pass_resets(tmp_path: Path) -> Non
 
 def test_the_cool_down_ends_the_quarantine(tmp_path: Path) -> None:
     book = HealthBook(tmp_path, after=1, cooldown=0.5)
+    failed = time.monotonic()
     with pytest.raises(EnvironmentProblem):
         book.check("b", "rpi", _failing)
-    assert book.get("b").quarantined()
+    # quarantined now (unless a busy machine took longer than the cool-down to look)
+    assert book.get("b").quarantined() or time.monotonic() - failed > 0.5
     time.sleep(0.6)
     book.check("b", "rpi", lambda: None)
     assert book.get("b").failures == 0

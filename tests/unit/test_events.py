@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -31,17 +32,20 @@ def test_lines_stream_to_every_subscriber_tagged_with_the_run() -> None:
     assert seen_a == seen_b
 
 
-def test_lines_arrive_while_the_command_runs() -> None:
+def test_lines_arrive_while_the_command_runs(tmp_path: Path) -> None:
     sink = EventSink()
-    arrivals: list[float] = []
-    sink.subscribe(lambda e: arrivals.append(time.monotonic()))
+    lines: list[str] = []
+    sink.subscribe(lambda e: lines.append(e.message))
+    sink.subscribe(lambda e: (tmp_path / e.message).touch())
+    # the command writes its second line only once the first has arrived, or after 60 s: a first
+    # line kept until the command ends shows as "second: first not seen"
+    script = (
+        "echo first; i=0; while [ ! -e first ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); "
+        'done; [ -e first ] && echo "second: first seen" || echo "second: first not seen"'
+    )
     with use_sink(sink):
-        start = time.monotonic()
-        LocalCommandRunner().run(["sh", "-c", "echo first; sleep 1; echo second"])
-    assert len(arrivals) == 2
-    # the first line arrived while the command still ran (a second before its last line), not
-    # with it at the end
-    assert arrivals[1] - arrivals[0] >= 0.5, [t - start for t in arrivals]
+        LocalCommandRunner().run(["sh", "-c", script], cwd=tmp_path)
+    assert lines == ["first", "second: first seen"]
 
 
 def test_hidden_commands_do_not_stream_and_failures_raise() -> None:
@@ -62,8 +66,15 @@ def test_timeout_and_cancel_stop_the_command() -> None:
     start = time.monotonic()
     with pytest.raises(CommandTimeout):
         runner.run(["sleep", "30"], timeout=0.3)
-    threading.Timer(0.3, runner.cancel).start()
-    with pytest.raises(CommandCancelled):
-        runner.run(["sleep", "30"])
-    assert time.monotonic() - start < 5
+    sink, started = EventSink(), threading.Event()
+    sink.subscribe(lambda e: started.set())
+
+    def cancel_once_started() -> None:
+        if started.wait(60):
+            runner.cancel()
+
+    threading.Thread(target=cancel_once_started, daemon=True).start()
+    with use_sink(sink), pytest.raises(CommandCancelled):  # cancelled once it runs
+        runner.run(["sh", "-c", "echo started; exec sleep 30"])
+    assert time.monotonic() - start < 20  # far below the commands' 30 s
     assert runner.run(["echo", "ok"]).stdout == "ok\n"

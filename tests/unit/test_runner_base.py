@@ -69,7 +69,7 @@ def test_lines_arrive_while_the_command_runs() -> None:
     runner = FakeRunner(lambda command: Reply([("stdout", "early\n"), 30.0, ("stdout", "late\n")]))
     sink, seen = _events()
     early = threading.Event()
-    sink.subscribe(lambda event: event.message == "early" and early.set())
+    sink.subscribe(lambda event: early.set() if event.message == "early" else None)
     _once(early, runner.cancel)  # only a line that arrives before the command ends stops it
     with use_sink(sink), pytest.raises(CommandCancelled):
         runner.run(["tool"])

@@ -51,7 +51,7 @@ def _hub(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
 
 def _refused(done: subprocess.CompletedProcess[str], took: float, words: str) -> None:
     assert done.returncode == 2, done.stderr
-    assert took < 5, f"took {took:.1f} s"  # generous: the point is that it does not hang
+    assert took < 20, f"took {took:.1f} s"  # generous (a busy machine starts hub slowly): no hang
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("hub: error:"), done.stderr
     assert words in done.stderr and "Traceback" not in done.stderr
 
