@@ -16,7 +16,7 @@ import gc
 import sys
 from functools import partial
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from textual.app import App
 from textual.binding import Binding
@@ -34,6 +34,9 @@ from edgehub.tui.screens.images import ImagesScreen
 from edgehub.tui.screens.run import RunScreen
 from edgehub.tui.screens.runs import RunsScreen
 from edgehub.tui.screens.sweep import SweepScreen
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 __all__ = ["EdgehubApp", "run"]
 
@@ -114,6 +117,13 @@ class EdgehubApp(App[int]):
                 ConfirmScreen(f"No hub.toml here. Create one in {where}?", yes="Create"),
                 self._create_config,
             )
+
+    def exit(
+        self, result: Any = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        """End the app; once the screen being built ahead, if any, is mounted."""
+        if not self.screens_ahead.hold(partial(super().exit, result, return_code, message)):
+            super().exit(result, return_code, message)
 
     def _start_building_ahead(self) -> None:
         self.run_worker(self._build_ahead(), name="screens ahead", exit_on_error=False)

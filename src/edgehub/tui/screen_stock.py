@@ -12,7 +12,7 @@ its data is read when it resumes, in workers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from textual.app import App
@@ -36,6 +36,30 @@ class ScreenStock:
         self._screens: dict[str, Screen[Any]] = {}  # built here, shown since or not
         self._built: dict[str, asyncio.Event] = {}  # set once the screen is mounted
         self._taken: set[str] = set()
+        self._mounting = 0  # steps under way that mount widgets
+        self._held: list[Callable[[], None]] = []  # what waits for them (the app's exit)
+
+    def hold(self, then: Callable[[], None]) -> bool:
+        """While widgets are being mounted here, keep ``then`` (the app's exit) until that
+        step ends and say True: Textual closing the screens under a widget being mounted
+        fails in that widget's mount handler (a `Select` then misses its overlay)."""
+        if self._mounting:
+            self._held.append(then)
+        return bool(self._mounting)
+
+    async def _mounting_step(self, step: Awaitable[None]) -> bool:
+        """Run ``step``; False where an exit was held meanwhile (it is let go now)."""
+        self._mounting += 1
+        try:
+            await step
+        finally:  # a step that failed or was cancelled lets the exit go too
+            self._mounting -= 1
+            held: list[Callable[[], None]] = []
+            if not self._mounting:
+                held, self._held = self._held, []
+            for then in held:
+                then()
+        return not held
 
     def take(self, mode: str) -> Screen[Any]:
         """``mode``'s screen when Textual first shows a mode that `build` has not put in
@@ -56,7 +80,7 @@ class ScreenStock:
         if built is None:
             built = self._built[mode] = asyncio.Event()
             screen = self._ready[mode] = self._screens[mode] = self._factories[mode]()
-            await self._mount_hidden(screen)
+            await self._mounting_step(self._mount_hidden(screen))
             if self._ready.get(mode) is screen and self._app.is_running:  # not shown, not
                 self._stack(mode, screen)  # quitting (Textual is then closing the stacks)
             built.set()
@@ -72,8 +96,8 @@ class ScreenStock:
             screen = self._screens.get(mode)
             if isinstance(screen, HubScreen):
                 await asyncio.sleep(PAUSE_S)
-                if self._app.is_running:
-                    await screen.complete()
+                if self._app.is_running and not await self._mounting_step(screen.complete()):
+                    return  # the app is ending
 
     async def _mount_hidden(self, screen: Screen[Any]) -> None:
         """Start ``screen`` (compose and mount its widgets, styled) without showing it.
