@@ -27,6 +27,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("agent/server/job.py", "_exit"): "os._exit is documented: a forked job must not run atexit",
     ("cli/main.py", "_exit"): "os._exit is documented: a short command skips module teardown",
     ("cli/resident.py", "_exit"): "os._exit is documented: a forked child that cannot start ends",
+    ("cli/__init__.py", "_exit"): "os._exit is documented: a served command's client ends",
     ("agent/tflite/selective.py", "_experimental_disable_per_channel"): (
         "TFLiteConverter has no public switch for per-tensor int8 weights"
     ),

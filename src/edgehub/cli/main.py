@@ -205,13 +205,6 @@ GC_THRESHOLDS = (50_000, 20, 100)
 def run() -> None:
     import gc
 
-    if os.environ.get("EDGEHUB_RESIDENT"):  # `hub exec` in the resident process
-        from edgehub.cli.resident import through_resident
-
-        served = through_resident(sys.argv[1:])
-        if served is not None:
-            _flush()
-            os._exit(served)
     gc.set_threshold(*GC_THRESHOLDS)
     exit_now(main())
 

@@ -21,17 +21,19 @@ The client imports only the standard library: it is what the shell starts.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import marshal
 import os
 import signal
 import socket
+import stat
 import struct
-import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import Any
+import zlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["ENV", "serve", "through_resident"]
 
@@ -60,18 +62,18 @@ def through_resident(argv: list[str]) -> int | None:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
+        conn.connect(path)
     except OSError:
         conn.close()
         _start_server(path)
         return None
     with conn:
         try:
-            request = json.dumps(
+            request = marshal.dumps(
                 {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask()}
-            ).encode()
+            )
             socket.send_fds(conn, [struct.pack("!I", len(request)) + request], [0, 1, 2])
-        except OSError:
+        except (OSError, ValueError):
             return None  # no working folder, a closed stdin...: hub runs it and says so
         return _run_remotely(conn)
 
@@ -89,7 +91,7 @@ def _is_exec(argv: list[str]) -> bool:
 
 def _sources_signature() -> str:
     """The newest modification time and the count of edgehub's source files."""
-    root = Path(__file__).resolve().parents[1]
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     newest, count = 0, 0
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
@@ -101,45 +103,72 @@ def _sources_signature() -> str:
 
 
 def _key() -> str:
+    """Names the resident process of these sources, this Python and this environment."""
     steering = sorted((k, v) for k, v in os.environ.items() if k.startswith(_STEERING))
-    text = json.dumps([sys.executable, _sources_signature(), steering, os.getuid()])
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    python = (sys.prefix, os.path.realpath(sys.executable))  # python and python3 alike
+    text = repr((python, _sources_signature(), steering, os.getuid())).encode()
+    return f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}{len(text) & 0xFFFF:04x}"
 
 
-def _socket_path() -> Path | None:
-    from edgehub.errors import EdgehubError
-    from edgehub.paths import cache_subdir
+def _cache_root() -> str | None:
+    """`edgehub.paths.cache_dir` in `os.path` words (the client stays lean); None for a
+    setting that `hub` refuses (it then says why)."""
+    for name, below in (("EDGEHUB_CACHE_DIR", ""), ("XDG_CACHE_HOME", "edgehub")):
+        value = os.environ.get(name)
+        if value:
+            root = os.path.expanduser(value)
+            return os.path.join(root, below) if os.path.isabs(root) else None
+    return os.path.join(os.path.expanduser("~"), ".cache", "edgehub")
 
+
+def _socket_path() -> str | None:
+    """The socket of this environment's resident process, in the cache folder's private
+    ``resident/`` (a folder there that is a link, another user's or open to others: None);
+    the resident process makes the folder, checked as every cache folder is."""
+    root = _cache_root()
+    if root is None:
+        return None
+    folder = os.path.join(root, "resident")
     try:
-        folder = cache_subdir("resident")
-    except (EdgehubError, OSError):
-        return None  # hub itself says what is wrong with the cache folder
-    path = folder / f"{_key()}.sock"
+        found = os.lstat(folder)
+    except FileNotFoundError:
+        found = None
+    except OSError:
+        return None
+    if found is not None and (
+        not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077
+    ):
+        return None
+    path = os.path.join(folder, f"{_key()}.sock")
     return path if len(os.fsencode(path)) <= _SOCKET_MAX else None
 
 
-def _start_server(path: Path) -> None:
+def _start_server(path: str) -> None:
     """Start the resident process for ``path`` in the background (its own session, its
     output in ``server.log`` beside the socket), unless one is starting already."""
-    marker = path.with_suffix(".starting")
+    import subprocess
+
+    marker = path.removesuffix(".sock") + ".starting"
     try:
-        if time.time() - marker.stat().st_mtime < _START_WAIT:
+        if time.time() - os.stat(marker).st_mtime < _START_WAIT:
             return  # another call is starting it
     except OSError:
         pass
     try:
-        marker.touch()
+        with open(marker, "w"):
+            pass
+    except FileNotFoundError:
+        pass  # no folder yet: the resident process makes it
     except OSError:
         return
-    with open(path.parent / "server.log", "ab") as log:
-        subprocess.Popen(
-            [sys.executable, "-m", "edgehub.cli.resident", str(path)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-            close_fds=True,
-        )
+    subprocess.Popen(
+        [sys.executable, "-m", "edgehub.cli.resident", path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
 
 
 def _run_remotely(conn: socket.socket) -> int:
@@ -152,7 +181,7 @@ def _run_remotely(conn: socket.socket) -> int:
         return 3
     child = int(first[1])
 
-    def forward(signum: int, _frame: Any) -> None:
+    def forward(signum: int, _frame: object) -> None:
         try:
             os.kill(child, signum)
         except OSError:
@@ -175,16 +204,33 @@ def _umask() -> int:
 
 # -- the resident process ---------------------------------------------------------------------
 
-_PRELOAD = (
+_PRELOAD = (  # what a warm `hub exec` imports (`bench_ort_local.py` (e) shows the cost)
     "edgehub.cli.main",
+    "edgehub.cli.commands",
     "edgehub.cli.exec_cmd",
+    "edgehub.cli.signals",
+    "edgehub.config.check",
+    "edgehub.config.devices",
+    "edgehub.config.load",
+    "edgehub.config.user_trust",
+    "edgehub.acquire.hold",
+    "edgehub.agent.bundle",
+    "edgehub.core.component.dispatch",
+    "edgehub.images.catalog",
+    "edgehub.ops.cleanup",
     "edgehub.ops.execute",
+    "edgehub.ops.inputs",
+    "edgehub.ops.options",
     "edgehub.toolchains.local_session",
     "edgehub.tracking.store",
+    "edgehub.tracking.verdict_numbers",
     "edgehub.runners.docker.lite",
     "edgehub.runners.docker.runner",
     "numpy",
+    "string",
+    "tomllib",
 )
+_VERBS = ("invoke", "profile", "compile")  # whose parsers are built once ahead
 
 
 def serve(path: Path) -> socket.socket | None:
@@ -194,15 +240,25 @@ def serve(path: Path) -> socket.socket | None:
     import importlib
 
     from edgehub.limits import env_seconds
+    from edgehub.paths import cache_subdir
 
+    if cache_subdir("resident") != path.parent:  # made and checked as every cache folder
+        return None
+    log = os.open(path.parent / "server.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
     for name in _PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError as error:
             print(f"resident: cannot preload {name}: {error}", file=sys.stderr)
+    from edgehub.cli.main import build_parser
     from edgehub.core.runtimes import all_runtimes
 
     all_runtimes()
+    for verb in _VERBS:  # imports the verbs' modules, and warms argparse's own caches
+        build_parser(["exec", verb])
     idle = env_seconds("EDGEHUB_KEEP_WARM") or 600.0
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     staged = path.with_suffix(f".{os.getpid()}")
@@ -278,7 +334,7 @@ def _child(conn: socket.socket) -> None:
             if not part:
                 break
             body += part
-        request = json.loads(body)
+        request = marshal.loads(body)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -286,7 +342,7 @@ def _child(conn: socket.socket) -> None:
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
         os.umask(int(request["umask"]))
-    except (OSError, ValueError, KeyError, struct.error):
+    except (OSError, ValueError, KeyError, TypeError, EOFError, struct.error):
         os._exit(1)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(
@@ -332,6 +388,8 @@ def _child(conn: socket.socket) -> None:
 
 
 if __name__ == "__main__":
+    from pathlib import Path
+
     accepted = serve(Path(sys.argv[1]))
     if accepted is not None:
         _child(accepted)
