@@ -49,10 +49,16 @@ def _bare_passes(ort_image: str, tmp_path: Path) -> list[str]:
 
 
 def test_every_node_test_bare_onnxruntime_passes_also_passes_through_the_invoker(
-    ort_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ort_image: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if not DATA.is_dir():
         pytest.skip("needs onnx <= 1.22 (its wheel ships the backend node test data)")
+    # one warm container and its resident agent serve every case, as for a user's many short
+    # jobs (a container of its own per case made this the slowest test of CI by minutes)
+    monkeypatch.setenv("EDGEHUB_KEEP_WARM", "30")
     bare = _bare_passes(ort_image, tmp_path)
     limit = int(os.environ.get("EDGEHUB_NODE_TEST_LIMIT", "0"))
     cases = bare[:limit] if limit else bare
