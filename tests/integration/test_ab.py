@@ -52,7 +52,10 @@ def _ab(project: Path, b: str, *extra: str) -> tuple[int, dict[str, Any], str]:
 
 
 def test_a_model_against_itself_is_no_regression(project: Path) -> None:
-    code, report, stderr = _ab(project, "same.onnx", "--max-regression", "5%")
+    # two sessions of one model can differ by a few percent for as long as they live (where
+    # their memory landed), and a busy machine widens that: the gate is 10 %, the promise
+    # being that the same model is never called a real regression
+    code, report, stderr = _ab(project, "same.onnx", "--max-regression", "10%")
     assert code == 0, stderr
     verdict = report["verdict"]
     assert verdict["regressed"] is False, verdict["verdict"]
