@@ -217,3 +217,41 @@ def test_a_stopped_client_stops_its_served_run(project: Path, cache: Path, signu
         if client.poll() is None:
             client.kill()
             client.wait()
+
+
+def _command_line(pid: int) -> bytes:
+    """The command line of process ``pid``; empty once it ended (a zombie has none)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _resident_rows(project: Path, env: dict[str, str]) -> list[dict[str, str]]:
+    done = _hub(project, {**env, "EDGEHUB_RESIDENT": "off"}, "doctor", "--json")
+    rows: list[dict[str, str]] = json.loads(done.stdout)
+    return [row for row in rows if row["name"] == "resident"]
+
+
+def test_doctor_lists_the_resident_process_and_clears_one_killed_outright(
+    project: Path, cache: Path
+) -> None:
+    env = _env(cache)
+    server = _resident_pid(project, cache, env)
+    rows = _resident_rows(project, env)
+    assert [(row["state"], f"process {server} serves" in row["detail"]) for row in rows] == [
+        ("ok", True)
+    ], rows
+    os.kill(server, signal.SIGKILL)  # no chance to remove its socket
+    deadline = time.monotonic() + 30
+    while _command_line(server) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    rows = _resident_rows(project, env)
+    assert [(row["state"], "removed the socket of 1" in row["detail"]) for row in rows] == [
+        ("warn", True)
+    ], rows
+    assert not list((cache / "resident").glob("*.sock"))
+    assert not list((cache / "resident").glob("*.pid"))
+    assert _resident_rows(project, env) == []  # nothing left to say
+    again = _resident_pid(project, cache, env)  # and the next `hub exec` starts a new one
+    assert again != server

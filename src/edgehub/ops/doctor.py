@@ -34,10 +34,11 @@ def doctor(
     config_path: str | Path | None = None, *, repair: bool = False, item_limit: int | None = None
 ) -> list[Check]:
     """Check hub.toml, the run store (its database, whether it can be written, its artifacts:
-    ``repair`` fixes what it can, one row per problem, at most ``item_limit``), the Docker
-    daemon, leftovers of dead `hub` processes (removed here), warm containers and each
-    runtime's image; then each other Docker daemon a device names (``[devices.X.docker]
-    host``): reachable or not, one row each, and our warm containers there."""
+    ``repair`` fixes what it can, one row per problem, at most ``item_limit``), the resident
+    host processes (those that died leave no socket behind), the Docker daemon, leftovers of
+    dead `hub` processes (removed here), warm containers and each runtime's image; then each
+    other Docker daemon a device names (``[devices.X.docker] host``): reachable or not, one
+    row each, and our warm containers there."""
     from edgehub.ops.project import open_project
 
     checks: list[Check] = []
@@ -51,8 +52,43 @@ def doctor(
         checks.extend(_store_checks(project, repair, item_limit))
         # first: the SDK, once imported for a local daemon, can no longer reach an ssh:// one
         daemons = _device_daemon_checks(project)
+    checks.extend(_resident_checks())
     checks.extend(_docker_checks())
     return checks + daemons
+
+
+def _resident_checks() -> list[Check]:
+    """One row per resident host process of this user's cache (``EDGEHUB_RESIDENT=on``) that
+    serves; the socket and pid file of one that died (killed outright) are removed."""
+    import os
+
+    from edgehub.paths import existing_cache_subdir
+
+    try:
+        folder = existing_cache_subdir("resident")
+    except EdgehubError as error:
+        return [Check("resident", "FAIL", str(error))]
+    if folder is None:
+        return []
+    checks, removed = [], 0
+    for pid_file in sorted(folder.glob("*.pid")):
+        try:
+            pid = int(pid_file.read_text().strip())
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            serving = os.stat(f"/proc/{pid}").st_uid == os.getuid()
+        except (OSError, ValueError):
+            command, serving = b"", False
+        if serving and b"edgehub.cli.resident" in command:
+            detail = f"process {pid} serves hub exec (log: {folder / 'server.log'})"
+            checks.append(Check("resident", "ok", detail))
+            continue
+        pid_file.with_suffix(".sock").unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
+        removed += 1
+    if removed:
+        detail = f"removed the socket of {removed} resident process(es) that ended without it"
+        checks.append(Check("resident", "warn", detail))
+    return checks
 
 
 def _store_checks(project: Project, repair: bool, item_limit: int | None) -> list[Check]:

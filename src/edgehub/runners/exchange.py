@@ -31,19 +31,22 @@ from edgehub.runners.streaming import LineCollector, last_line
 __all__ = ["STAGING_FAILED", "exchange", "split_script"]
 
 STAGING_FAILED = 125
-# $p parent, $n name of the staged directory, $s size of the tar on stdin, $f folder to send
-# back; the script takes them as $1-$4, the rest is the command.
+# $p parent, $n name of the staged directory, $f folder to send back, $s size of the tar on
+# stdin, $S how to ask the device's tar for a sparse archive; the script takes them as $1-$5,
+# the rest is the command.
 _UNPACK = (
     '{ [ -d "$p" ] || mkdir -p -- "$p"; } && head -c "$s" | tar -x -f - -C "$p" '
     f'&& cd -- "$p/$n" || exit {STAGING_FAILED}; '
 )
 # GNU tar is asked for a sparse archive (holes not sent); other tars send zeros, which the
-# host's spool and extraction turn back into holes.
-_SPARSE = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; "
+# host's spool and extraction turn back into holes. A caller that knows the device's tar says
+# so (``sparse``), and the device then runs no probe of its own.
+_PROBE = "probe"
+_SPARSE = "case $S in probe) S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse;; esac; "
 _RUN_AND_SEND = '"$@" 1>&2; rc=$?; ' + _SPARSE + 'tar -c $S -f - -- "$f"; exit $rc'
-_SCRIPT = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + _RUN_AND_SEND
+_SCRIPT = "p=$1; n=$2; f=$3; s=$4; S=$5; shift 5; " + _UNPACK + _RUN_AND_SEND
 # The directory is a host folder mounted in place: nothing to send back.
-_SCRIPT_IN_PLACE = "p=$1; n=$2; f=$3; s=$4; shift 4; " + _UNPACK + 'exec "$@" 1>&2'
+_SCRIPT_IN_PLACE = "p=$1; n=$2; f=$3; s=$4; S=$5; shift 5; " + _UNPACK + 'exec "$@" 1>&2'
 
 Execute = Callable[
     [Callable[[], Process], Callable[[bytes], None], Callable[[bytes], None], float | None],
@@ -60,19 +63,22 @@ def exchange(
     *,
     packed: bytes | None = None,
     folder: Path | None = None,
+    sparse: bool | None = None,
 ) -> CommandResult:
     """Run ``job`` with its ``remote`` resolved as ``target``; the command's exit code is not
     checked. ``start(argv, stdin)`` makes the exec, ``execute`` is the runner base's loop
     (timeout, cancel, streaming). With ``packed`` (the files already on their way, as on the
     agent channel) ``stage`` is not packed again. ``folder``: the host folder that ``target``
     is (a one-shot container's bind mount), from which ``fetch`` is taken in place
-    (`adopt_folder`) once the command has ended."""
+    (`adopt_folder`) once the command has ended. ``sparse``: whether the device's tar makes
+    sparse archives (None: the device finds out, one more process per call)."""
     fetch, local, timeout = job.fetch, job.local, job.timeout
     words = [str(word) for word in job.argv]
     data = pack(job.stage, arcname=target.name) if packed is None else packed
     text = _SCRIPT if folder is None else _SCRIPT_IN_PLACE
     script = ["sh", "-c", text, "edgehub", str(target.parent), target.name, fetch]
     script.append(str(len(data)))
+    script.append(_PROBE if sparse is None else "--sparse" if sparse else "")
     err = LineCollector("stderr", None if job.hide else current_sink())
     started = time.monotonic()
     with ArchiveSpool(local.parent) as spool:
@@ -96,13 +102,13 @@ def split_script(words: Sequence[str]) -> tuple[str, list[str], str]:
     its own shell line: (a line that unpacks the tar read from stdin, enters the directory and
     sends stdout to stderr; the command's argv; a line that then sends the folder's tar on the
     first stdout)."""
-    if len(words) < 8 or list(words[:3]) != ["sh", "-c", _SCRIPT]:
+    if len(words) < 9 or list(words[:3]) != ["sh", "-c", _SCRIPT]:
         raise ValueError("not an exchange script")
-    parent, name, fetch, size = words[4:8]
-    values = {"p": parent, "n": name, "s": size}
+    parent, name, fetch, size, sparse = words[4:9]
+    values = {"p": parent, "n": name, "s": size, "S": sparse}
     unpack = "".join(f"{key}={shlex.quote(value)}; " for key, value in values.items())
     unpack += _UNPACK + "exec 4>&1 1>&2; "
-    return unpack, list(words[8:]), _SPARSE + f"tar -c $S -f - -- {shlex.quote(fetch)} 1>&4"
+    return unpack, list(words[9:]), _SPARSE + f"tar -c $S -f - -- {shlex.quote(fetch)} 1>&4"
 
 
 def _unpack(spool: ArchiveSpool, fetch: str, local: Path) -> None:

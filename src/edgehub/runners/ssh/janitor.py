@@ -4,7 +4,8 @@ On first use each connection starts a janitor on the device: a small ``sh`` scri
 of its own whose stdin stays open as long as the connection. It makes the connection's work
 folder ``~/.cache/edgehub/work/<pid>-<start>-<token>`` (mode 0700; ``pid`` and ``start``: the
 janitor's process id and start time, so anyone can tell whether its owner still lives), prints
-its path, and waits for the end of stdin — which comes however ``hub`` ended: the connection
+its path (and whether the device's tar makes sparse archives, so that commands need not ask
+each time), and waits for the end of stdin — which comes however ``hub`` ended: the connection
 closed, the process was killed, sshd was killed, or the link broke and sshd gave up. Then it
 stops the agent servers whose socket is in the folder (they also leave by themselves once their
 socket is gone) and removes the folder. A new janitor first removes the folders (and stops the
@@ -60,7 +61,8 @@ stop() {
 }
 d="$b/$$-$(st $$)-$1"
 mkdir "$d" || exit 1
-printf '%s\n' "$d"
+t=plain; tar --sparse --version >/dev/null 2>&1 && t=sparse
+printf '%s\n%s\n' "$d" "$t"
 exec >/dev/null 2>&1
 for o in "$b"/*; do
   [ -d "$o" ] && [ "$o" != "$d" ] || continue
@@ -91,12 +93,12 @@ class Janitor:
             start_command(self._channel, build_command(argv, None, None), session.config,
                           keep_stdin=True)  # fmt: skip
             self._channel.settimeout(max(session.config.connect_timeout, 10.0))
-            line = b""
-            while not line.endswith(b"\n") and len(line) < 4096:
+            text = b""
+            while text.count(b"\n") < 2 and len(text) < 4096:
                 chunk = self._channel.recv(4096)
                 if not chunk:
                     break
-                line += chunk
+                text += chunk
         except (OSError, EOFError) as error:
             self._channel.close()
             raise SSHConnectionError(
@@ -105,14 +107,15 @@ class Janitor:
         except BaseException:
             self._channel.close()
             raise
-        path = line.decode("utf-8", "replace").strip()
-        if not path.startswith("/") or "\n" in path:
+        path, _, tar = text.decode("utf-8", "replace").partition("\n")
+        if not path.startswith("/") or tar.strip() not in ("sparse", "plain"):
             self._channel.close()
             raise SSHConnectionError(
                 f"{session.label} could not make a work folder under ~/{WORK_BASE}; check that "
                 "the home directory is writable and the login shell runs sh scripts"
             )
         self.folder = PurePosixPath(path)
+        self.sparse_tar = tar.strip() == "sparse"  # the device's tar makes sparse archives
 
     @property
     def closed(self) -> bool:

@@ -257,9 +257,18 @@ class SSHCommandRunner(BaseRunner):
             return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
 
         limited = replace(job, timeout=self.limit(job.timeout))
+        sparse = self._sparse_tar()
         return self._checked_link(
-            lambda: exchange(self.execute, start, limited, target), job.timeout
+            lambda: exchange(self.execute, start, limited, target, sparse=sparse), job.timeout
         )
+
+    def _sparse_tar(self) -> bool | None:
+        """Whether the device's tar makes sparse archives, as this connection's janitor found
+        (None before there is one: the command then asks the device itself)."""
+        janitor = self._janitor
+        if janitor is None or janitor.generation != self._session.generation:
+            return None
+        return janitor.sparse_tar
 
     # -- the resident agent, through a relay (ssh/relay.py) ---------------------------------------
 

@@ -44,12 +44,13 @@ class PidMarker:
         return rest
 
 
-# The lifeline: a watcher reads the channel's stdin (kept open by the client); when it ends —
-# the client went away, sshd was killed, the link broke and sshd gave up — the watcher stops
-# the whole process group. The command itself reads /dev/null. After the command the watcher
-# is stopped and the shell exits with the command's status.
+# The lifeline: a watcher reads the channel's stdin (kept open by the client; nothing is sent on
+# it) with the shell's own ``read``, no process of its own; when it ends — the client went away,
+# sshd was killed, the link broke and sshd gave up — the watcher stops the whole process group.
+# The command itself reads /dev/null. After the command the watcher is stopped and the shell
+# exits with the command's status.
 _WATCHED = (
-    "exec 3<&0 </dev/null; (cat <&3 >/dev/null 2>&1; kill -TERM -$$ 2>/dev/null) "
+    "exec 3<&0 </dev/null; (while read -r _ <&3; do :; done; kill -TERM -$$ 2>/dev/null) "
     ">/dev/null 2>&1 & w=$!; exec 3<&-; "
 )
 _UNWATCH = "kill $w 2>/dev/null; exit $s"  # $s: the command's status

@@ -269,14 +269,19 @@ def _invoke(
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     output: dict[str, Any] = {}
-    for file in sorted(outputs_dir.glob("*.npz")):
+    files = sorted(outputs_dir.glob("*.npz"))
+    for file in files:
         output.update(load_npz(file))
     if not output:
         raise InvokeError(
             f"embedl-onnxruntime run-inference on device {tool.device.name!r} wrote no .npz "
             f"output into {remote_outputs}"
         )
-    local = save_npz(ctx.artifact_dir / "output.npz", output)
+    local = ctx.artifact_dir / "output.npz"
+    if len(files) == 1:  # read and checked above: kept as the device wrote it
+        files[0].replace(local)
+    else:
+        save_npz(local, output)
     ctx.client.log_artifact(local, name="output_file")
     return ort.ONNXRuntimeInvocationResult.from_current_run(ctx, output=output)
 
