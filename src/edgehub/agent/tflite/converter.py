@@ -243,7 +243,8 @@ def convert(
       ``out_dir``), passed back with ``-prf``.
 
     onnx2tf's onnxsim runs without the fusions into ops onnx2tf has no converter for
-    (`simplifier`), recorded as ``onnxsim_skipped_passes``.
+    (`simplifier`), recorded as ``onnxsim_skipped_passes``, and its output gets the rewrites
+    that need its folded constants (`simplifier.rewrite_simplified`).
 
     Returns the seconds spent and the remedies applied (``{}``, or any of
     ``{"onnxsim": False}``, ``{"kept_input_layouts": NAMES}`` and
@@ -252,7 +253,7 @@ def convert(
     given = Path(argv[argv.index("-i") + 1])
     env = dict(os.environ)
     skipped = simplifier.passes_to_skip(simplifier.onnx2tf_ops())
-    if not simplifier.write_shim(cwd / "onnxsim-shim", skipped, env):
+    if not simplifier.write_shim(cwd / "onnxsim-shim", skipped, env, rewrite=True):
         skipped = []
     recorded: dict[str, Any] = {"onnxsim_skipped_passes": skipped} if skipped else {}
 

@@ -5,6 +5,10 @@
   accuracy-correction pass turns a 0-d constant into a Python number and then fails to build a
   Keras model on it ("Output tensors of a Functional model must be the output of a TensorFlow
   Layer. Found: 0.42..."). Broadcast against an operand of rank >= 1 the result is the same.
+- A constant operand of rank >= 3 with leading 1s beside a tensor onnx2tf holds in ONNX's axis
+  order (a detector's anchors ``[1, 2, A]`` after a Reshape) loses those 1s
+  (`constants_below_rank3`, on onnxsim's output: most such constants are folded by onnxsim):
+  onnx2tf makes it channels-last and transposes the other operand to match.
 """
 
 from __future__ import annotations
@@ -339,3 +343,81 @@ def _expectation(
     if axes is None or [int(a) % 4 for a in axes] != [axis]:
         return None
     return mul, reduce, axis, weights.reshape(-1), bool(rattrs.get("keepdims", 1))
+
+
+# ops whose rank-3+ output onnx2tf holds in ONNX's own axis order (it undoes its channels-last
+# transpose of their input, or never made one)
+_ONNX_ORDER = {"Reshape", "Flatten", "Squeeze", "MatMul", "Gemm"}
+# ops whose output keeps the axis order of their first non-constant input
+_ORDER_KEEPING = {
+    "Slice", "Split", "Softmax", "LogSoftmax", "Sigmoid", "Relu", "Tanh", "Exp", "Log", "Neg",
+    "Abs", "Sqrt", "Cast", "Identity", "Clip", "Concat", *_BROADCASTING,
+}  # fmt: skip
+
+
+def _in_onnx_order(tensor: str, constants: dict[str, Any], producers: dict[str, Any]) -> bool:
+    """Whether onnx2tf holds ``tensor`` in ONNX's axis order: made by an `_ONNX_ORDER` op and
+    passed on by `_ORDER_KEEPING` ones only (a graph input or a channel op's output: no)."""
+    for _ in range(64):
+        node = producers.get(tensor)
+        if node is None:
+            return False
+        if node.op_type in _ONNX_ORDER:
+            return True
+        if node.op_type not in _ORDER_KEEPING:
+            return False
+        variables = [name for name in node.input if name and name not in constants]
+        if not variables:
+            return False
+        tensor = variables[0]
+    return False
+
+
+def constants_below_rank3(model: Any) -> list[str]:
+    """Give each broadcasting binary node (`_BROADCASTING`) whose operand is a float constant
+    of rank >= 3 with leading 1s (a detector's anchors ``[1, 2, A]`` or strides
+    ``[1, 1, A]``), and whose other operand is of no lower rank and held in ONNX's axis order
+    (`_in_onnx_order`: after a Reshape), that constant without its leading 1s, down to rank 2;
+    returns the nodes changed. onnx2tf makes every constant of rank >= 3 channels-last
+    (``[1, A, 2]``) and then transposes the other operand to match it, so the result leaves
+    transposed beside tensors that are not (a Concat of ``[1, A, 4]`` and ``[1, 80, A]``).
+    Broadcasting gives the same values."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    constants = _constants(graph)
+    producers = {out: node for node in graph.node for out in node.output}
+    ranks: dict[str, int] | None = None
+    made: dict[str, str] = {}
+    changed = []
+    for node in graph.node:
+        if node.op_type not in _BROADCASTING or len(node.input) != 2:
+            continue
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        for index, name in enumerate(node.input):
+            tensor, other = constants.get(name), node.input[1 - index]
+            if tensor is None or len(tensor.dims) < 3 or tensor.dims[0] != 1:
+                continue
+            if tensor.data_type != 1 or other in constants:  # FLOAT
+                continue
+            if not _in_onnx_order(other, constants, producers):
+                continue
+            if ranks is None:
+                ranks = _ranks(model)
+            if ranks.get(other, 0) < len(tensor.dims):
+                continue
+            value = numpy_helper.to_array(tensor)
+            lowered = value
+            while lowered.ndim > 2 and lowered.shape[0] == 1:
+                lowered = lowered[0]
+            if lowered.ndim > 2:
+                continue
+            if name not in made:
+                made[name] = add_initializer(model, np.ascontiguousarray(lowered), f"{name}_low")
+                constants[made[name]] = graph.initializer[-1]
+            node.input[index] = made[name]
+            changed.append(node.name or node.output[0])
+    if made:
+        drop_unused(model, set(made))
+    return changed
