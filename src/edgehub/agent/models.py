@@ -65,17 +65,24 @@ def load_model(path: Path, load_external_data: bool = True) -> Any:
         raise not_onnx_error(path) from exc
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise not_onnx_error(path)
-    if load_external_data and uses_external_data(model):
-        try:
-            from onnx.external_data_helper import load_external_data_for_model
-
-            load_external_data_for_model(model, str(path.parent))
-        except Exception as exc:
-            raise ModelError(
-                f"'{path.name}' references external data that cannot be read "
-                f"({one_line(str(exc))}): keep the .data file(s) beside the .onnx file"
-            ) from exc
+    if load_external_data:
+        attach_external_data(model, path)
     return model
+
+
+def attach_external_data(model: Any, path: Path) -> None:
+    """Load into ``model`` (read from ``path`` without it) the external data it references."""
+    if not uses_external_data(model):
+        return
+    try:
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(model, str(path.parent))
+    except Exception as exc:
+        raise ModelError(
+            f"'{path.name}' references external data that cannot be read "
+            f"({one_line(str(exc))}): keep the .data file(s) beside the .onnx file"
+        ) from exc
 
 
 def _initializers(model: Any) -> list[Any]:

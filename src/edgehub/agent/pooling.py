@@ -3,11 +3,14 @@
 Some exporters write a global pool as an AveragePool / MaxPool whose kernel covers the whole
 input (Hugging Face's EfficientNet pools its 4x4 features with a 640x640 kernel and ceil_mode):
 onnx2tf pads the input to the kernel's size (gigabytes of memory), and TensorRT's parser refuses
-a window larger than its input. Where the input's spatial size is known, there is no padding or
-dilation, and every window covers it (kernel at least the input, ceil_mode where larger), the
-node becomes GlobalAveragePool / GlobalMaxPool: one window over the whole input, the same values.
-Sizes come from ONNX shape inference, else (padding computed from the input's shape leaves them
-unknown) from one onnxruntime run at the inputs' static shapes, where onnxruntime is installed.
+a window whose volume passes its kernel limit. Where the input's spatial size is known, there is
+no dilation, and the node's one window per axis covers the whole input, pads included (output
+size 1 by the ONNX formula, strides and ceil_mode counted), the node becomes GlobalAveragePool /
+GlobalMaxPool: the same values where the pads change nothing (none, a MaxPool's, or an
+AveragePool's with count_include_pad 0). Sizes come from ONNX shape inference at ``shapes``
+(the input shapes the caller compiles for) after small constant subgraphs (an exported Pad's
+computed pads) are folded, else from one onnxruntime run at static input shapes, where
+onnxruntime is installed.
 """
 
 from __future__ import annotations
@@ -15,6 +18,52 @@ from __future__ import annotations
 from typing import Any
 
 _POOLS = {"AveragePool": "GlobalAveragePool", "MaxPool": "GlobalMaxPool"}
+_SMALL = 4096  # elements: a constant this small is a shape, pads or axes, cheap to fold
+
+
+def fold_small_constants(model: Any) -> int:
+    """Replace (in place) the nodes computing small tensors from small constants alone by
+    initializers, with onnx's reference evaluator, so shape inference can read them (a Pad
+    whose pads an exporter computes); returns how many nodes went."""
+    from onnx import ValueInfoProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    graph = model.graph
+    known = {t.name for t in graph.initializer if _volume(t.dims) <= _SMALL}
+    folded: list[Any] = []
+    for node in graph.node:
+        inputs = [i for i in node.input if i]
+        plain = node.domain in ("", "ai.onnx") and not any(a.g.node for a in node.attribute)
+        if plain and all(i in known for i in inputs) and (inputs or node.op_type == "Constant"):
+            folded.append(node)
+            known.update(node.output)
+    if not folded:
+        return 0
+    used = {i for n in folded for i in n.input}
+    small = [t for t in graph.initializer if t.name in used]
+    names = [o for n in folded for o in n.output if o]
+    probe = helper.make_model(
+        helper.make_graph(folded, "constants", [], [ValueInfoProto(name=n) for n in names], small),
+        opset_imports=list(model.opset_import),
+    )
+    try:
+        values = ReferenceEvaluator(probe).run(names, {})
+    except Exception:  # an op the reference evaluator lacks: shape inference does without
+        return 0
+    results = dict(zip(names, values))
+    gone = [n for n in folded if all(_volume(results[o].shape) <= _SMALL for o in n.output)]
+    for node in gone:
+        for name in node.output:
+            graph.initializer.append(numpy_helper.from_array(results[name], name))
+        graph.node.remove(node)
+    return len(gone)
+
+
+def _volume(dims: Any) -> int:
+    count = 1
+    for dim in dims:
+        count *= int(dim)
+    return count
 
 
 def _spatial_sizes(model: Any) -> dict[str, list[int | None]]:
@@ -22,7 +71,9 @@ def _spatial_sizes(model: Any) -> dict[str, list[int | None]]:
     from onnx import shape_inference
 
     try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        inferred = shape_inference.infer_shapes(
+            model, check_type=False, strict_mode=False, data_prop=True
+        )
     except Exception:  # shape inference is a help here, never a requirement
         return {}
     graph = inferred.graph
@@ -65,29 +116,44 @@ def _measured_sizes(model: Any, names: list[str]) -> dict[str, list[int | None]]
     return {name: [int(d) for d in value.shape] for name, value in zip(names, values)}
 
 
-def _covers_input(attrs: dict[str, Any], spatial: list[int | None]) -> bool:
-    kernel = list(attrs.get("kernel_shape", []))
-    if not kernel or len(kernel) != len(spatial) or any(s is None for s in spatial):
-        return False
-    if any(p != 0 for p in attrs.get("pads", [])) or any(
-        d != 1 for d in attrs.get("dilations", [])
-    ):
+def _one_window(kind: str, attrs: dict[str, Any], spatial: list[int | None]) -> bool:
+    """Whether the pool has one output per spatial axis, its window covering the whole input
+    with pads that change no value (module docstring)."""
+    rank = len(spatial)
+    kernel = [int(k) for k in attrs.get("kernel_shape", [])]
+    if not kernel or len(kernel) != rank or any(s is None for s in spatial):
         return False
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
         return False
+    if any(d != 1 for d in attrs.get("dilations", [])):
+        return False
     if attrs.get("storage_order", 0):  # MaxPool's second output's order: not written here
         return False
-    sizes = [int(s) for s in spatial if s is not None]
-    if any(k < s for k, s in zip(kernel, sizes)):
+    pads = [int(p) for p in attrs.get("pads", [])] or [0] * (2 * rank)
+    if attrs.get("auto_pad", b"NOTSET") == b"VALID":
+        pads = [0] * (2 * rank)
+    strides = [int(s) for s in attrs.get("strides", [])] or [1] * rank
+    if len(pads) != 2 * rank or len(strides) != rank or min(strides) < 1:
         return False
-    larger = any(k > s for k, s in zip(kernel, sizes))
-    return not larger or bool(attrs.get("ceil_mode", 0))
+    if any(pads) and kind == "AveragePool" and attrs.get("count_include_pad", 0):
+        return False
+    ceil = bool(attrs.get("ceil_mode", 0))
+    for axis, size in enumerate(int(s) for s in spatial if s is not None):
+        begin, end, k, stride = pads[axis], pads[axis + rank], kernel[axis], strides[axis]
+        span = size + begin + end - k
+        outputs = (-(-span // stride) if ceil else span // stride) + 1
+        if outputs != 1 or k - begin < size:
+            return False
+    return True
 
 
-def globalize_pools(model: Any) -> list[str]:
-    """Rewrite in place every pooling node whose window covers its whole input (module
-    docstring); returns their names."""
-    from onnx import helper
+def globalize_pools(model: Any, shapes: dict[str, list[int]] | None = None) -> list[str]:
+    """Rewrite in place every pooling node whose one window covers its whole input (module
+    docstring), its sizes found at input ``shapes`` where given; returns their names."""
+    import onnx
+
+    from .protocol import UsageError
+    from .shapes import fix_input_shapes
 
     candidates = [
         n
@@ -96,19 +162,27 @@ def globalize_pools(model: Any) -> list[str]:
     ]
     if not candidates:
         return []
-    sizes = _spatial_sizes(model)
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    if shapes:
+        try:
+            fix_input_shapes(probe, shapes)
+        except UsageError:  # the caller reports shapes that do not fit; sizes stay unknown
+            pass
+    fold_small_constants(probe)
+    sizes = _spatial_sizes(probe)
     unknown = [
         n.input[0] for n in candidates if None in (sizes.get(n.input[0]) or [None, None, None])[2:]
     ]
     if unknown:
-        sizes.update(_measured_sizes(model, sorted(set(unknown))))
+        sizes.update(_measured_sizes(probe, sorted(set(unknown))))
     rewritten = []
     for node in candidates:
         dims = sizes.get(node.input[0])
         if not dims or len(dims) < 3:
             continue
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if not _covers_input(attrs, dims[2:]):
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        if not _one_window(node.op_type, attrs, dims[2:]):
             continue
         node.op_type = _POOLS[node.op_type]
         del node.attribute[:]

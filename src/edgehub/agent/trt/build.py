@@ -27,7 +27,8 @@ the cache was of another TensorRT). TensorRT for RTX has no timing cache (its ca
 Metrics: build_time_s (TensorRT's builder alone), prepare_time_s, parse_time_s,
 engine_size_bytes, num_layers (network layers before fusion), num_engine_layers (where the engine
 could be opened). Params: the request plus tensorrt_version, tensorrt_flavor, targets.
-Data: inputs / outputs of the network, layer precisions, the artifact paths.
+Data: inputs / outputs of the network, layer precisions, the artifact paths, ``prepare``: what
+:mod:`.prepare` rewrote (e.g. ``global_pools``: the pooling nodes made global).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from .engine_file import engine_record
 from .gpu import compute_capability, gpu_visible
 from .layers import engine_layers, network_io, network_layers, precision_counts
 from .logger import make_logger
-from .prepare import PRECISIONS, prepare_model
+from .prepare import PRECISIONS, prepare_model, rewritten_for_parser
 from .runtime import TensorRT, describe_flavor, import_tensorrt, resolve_targets, set_targets
 from .shapes import DimNames, Profile, name_unknown_dims, optimization_profile, parse_shapes
 
@@ -178,7 +179,7 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     with Scratch("edgehub-agent-trt-") as scratch:
         started = time.perf_counter()
-        source, notes = prepare_model(path, scratch, precision, report)
+        source, notes = prepare_model(path, scratch, precision, report, raw_static, raw_shapes)
         prepared = time.perf_counter()
         builder = trt.module.Builder(logger)
         flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
@@ -187,15 +188,23 @@ def run(params: Params, report: Report) -> CommandOutput:
         parsed_ok = parser.parse_from_file(str(source))
         dim_names: DimNames = {}
         renamed: dict[str, Any] = {}
-        # Unnamed dynamic dims get names of their own before TensorRT's parse counts: onnx
-        # (slow to import) is loaded only when TensorRT finds an input that is not static.
+        # Unnamed dynamic dims get names of their own before TensorRT's parse counts, and an
+        # fp32 model it refuses gets the parser rewrites: onnx (slow to import) is loaded only
+        # when TensorRT finds an input that is not static or cannot parse the model.
         if not parsed_ok or not all_static(network):
             naming = time.perf_counter()
+            rewrites: dict[str, Any] = {}
+            if not parsed_ok and precision == "fp32":
+                source, rewrites = rewritten_for_parser(
+                    source, scratch, report, raw_static, raw_shapes
+                )
+                notes.update(rewrites)
             named = scratch.file(f"n_{path.name}")
             named, dim_names, renamed = name_unknown_dims(source, named, report)
             prepared += time.perf_counter() - naming
             if renamed:
                 notes["renamed_unknown_dims"] = renamed
+            if renamed or rewrites:
                 source, network = named, builder.create_network(flags)
                 parser = trt.module.OnnxParser(network, logger)
                 logger.lines.clear()  # the first parse's messages are of another model

@@ -10,6 +10,13 @@ TensorRT for RTX builds only strongly typed networks, so a precision is a proper
   DequantizeLinear of an int32 initializer (a quantized bias) is folded into a float
   initializer, and non-zero zero points (asymmetric activations) become symmetric int8 with the
   scale widened to cover the same real range.
+
+Whatever the precision, what TensorRT's parser refuses in valid ONNX is rewritten first
+(`parser_rewrites`): a pooling window covering its whole input (a global pool written with a
+kernel past TensorRT's window limit, as Hugging Face's EfficientNet does) becomes the global pool
+it is (`..pooling`), its sizes found at the build's static input shapes. An fp32 model is
+parsed as it is first (no onnx import); build.py rewrites it (`rewritten_for_parser`) only where
+that parse fails.
 """
 
 from __future__ import annotations
@@ -17,7 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..models import load_model, save_model
+from ..models import attach_external_data, graph_inputs, load_model, save_model
+from ..pooling import globalize_pools
 from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
 from ..report import Report
 from ..scratch import Scratch
@@ -108,18 +116,77 @@ def symmetric_zero_points(model: Any) -> int:
     return changed
 
 
-def prepare_model(
-    src: Path, scratch: Scratch, precision: str, report: Report
+def static_shapes(model: Any, raw_static: Any, raw_ranges: Any) -> dict[str, list[int]]:
+    """The static input shapes a build is for: ``input_shape`` (a list: the first input's) and
+    ranges with min = max. A malformed entry is left out: `.shapes.parse_shapes` reports it."""
+    names = [spec.name for spec in graph_inputs(model)]
+    given: dict[str, Any] = {}
+    if isinstance(raw_static, list) and names:
+        given[names[0]] = raw_static
+    elif isinstance(raw_static, dict):
+        given.update(raw_static)
+    if isinstance(raw_ranges, dict) and sorted(raw_ranges) == ["max", "min", "opt"]:
+        raw_ranges = {names[0]: raw_ranges} if len(names) == 1 else {}
+    for name, entry in (raw_ranges if isinstance(raw_ranges, dict) else {}).items():
+        if isinstance(entry, dict) and entry.get("min") == entry.get("max"):
+            entry = entry.get("min")
+        given.setdefault(name, entry)
+    return {
+        name: [int(d) for d in shape]
+        for name, shape in given.items()
+        if name in names
+        and isinstance(shape, list)
+        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)
+    }
+
+
+def parser_rewrites(model: Any, raw_static: Any, raw_ranges: Any, report: Report) -> dict[str, Any]:
+    """Rewrite in place what TensorRT's parser refuses in valid ONNX (module docstring), sizes
+    found at the build's static input shapes; returns the notes of what was rewritten."""
+    pools = globalize_pools(model, static_shapes(model, raw_static, raw_ranges))
+    if not pools:
+        return {}
+    report.info(
+        f"{len(pools)} pooling node(s) whose window covers the whole input written as global "
+        f"pooling (TensorRT's parser limits a pooling window's size): {', '.join(pools)}"
+    )
+    return {"global_pools": pools}
+
+
+def rewritten_for_parser(
+    src: Path, scratch: Scratch, report: Report, raw_static: Any, raw_ranges: Any
 ) -> tuple[Path, dict[str, Any]]:
-    """The model file to parse for ``precision``: ``src`` itself when nothing changes, else a
-    rewritten copy in ``scratch``."""
+    """``src`` with `parser_rewrites` applied, a copy in ``scratch``; ``src`` itself and no
+    notes where nothing changes. For an fp32 model TensorRT did not parse as it is."""
+    model = load_model(src, load_external_data=False)
+    notes = parser_rewrites(model, raw_static, raw_ranges, report)
+    if not notes:
+        return src, {}
+    attach_external_data(model, src)
+    dst = scratch.file(src.name)
+    save_model(model, dst)
+    return dst, notes
+
+
+def prepare_model(
+    src: Path,
+    scratch: Scratch,
+    precision: str,
+    report: Report,
+    raw_static: Any = None,
+    raw_ranges: Any = None,
+) -> tuple[Path, dict[str, Any]]:
+    """The model file to parse for ``precision`` at the build's ``input_shape`` /
+    ``input_shape_range`` (raw): ``src`` itself when nothing changes, else a rewritten copy in
+    ``scratch``."""
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision == "fp32":  # parsed as it is; build.py warns about Q/DQ layers it finds
         return src, {}
     model = load_model(src)
+    notes = parser_rewrites(model, raw_static, raw_ranges, report)
     qdq = count_qdq(model)
-    notes: dict[str, Any] = {"qdq_nodes": qdq}
+    notes["qdq_nodes"] = qdq
     if precision == "fp16":
         if qdq:
             raise UsageError(
