@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from edgehub.agent.tflite import simplifier
@@ -79,11 +81,20 @@ def test_anchors_and_strides_after_a_reshape_lose_their_leading_ones() -> None:
     np.testing.assert_array_equal(_run(model, x), before)
 
 
-def test_the_onnxsim_shim_rewrites_what_onnxsim_wrote(tmp_path: Path) -> None:
+# no-op "simplifiers": a Python script, as onnxsim's own is (run in the shim's interpreter),
+# and another program (run as a process)
+NO_OP_SIMPLIFIERS = {
+    "python": f"#!{sys.executable}\nimport shutil, sys\nshutil.copy(sys.argv[1], sys.argv[2])\n",
+    "shell": '#!/bin/sh\ncp "$1" "$2"\n',
+}
+
+
+@pytest.mark.parametrize("script", NO_OP_SIMPLIFIERS.values(), ids=NO_OP_SIMPLIFIERS.keys())
+def test_the_onnxsim_shim_rewrites_what_onnxsim_wrote(tmp_path: Path, script: str) -> None:
     real_dir = tmp_path / "real"
     real_dir.mkdir()
     real = real_dir / "onnxsim"
-    real.write_text('#!/bin/sh\ncp "$1" "$2"\n', encoding="utf-8")  # a no-op "simplifier"
+    real.write_text(script, encoding="utf-8")
     real.chmod(0o755)
     env = {"PATH": os.pathsep.join([str(real_dir), os.environ.get("PATH", "")])}
     assert simplifier.write_shim(tmp_path / "shim", [], env, rewrite=True)

@@ -48,6 +48,34 @@ def passes_to_skip(available: set[str] | None) -> list[str]:
     return [name for name, op in FUSIONS.items() if op not in available]
 
 
+# onnxsim's own script run in this interpreter (another program: as a process), its output
+# then rewritten; a failed rewrite leaves onnxsim's output as it is
+_PYTHON_SHIM = """#!{python}
+import runpy, subprocess, sys
+sys.path.insert(0, {root!r})
+args = sys.argv[1:]
+with open({real!r}, "rb") as script:
+    in_python = b"python" in script.readline()
+if in_python:
+    sys.argv = [{real!r}, *args, *{extra!r}]
+    try:
+        runpy.run_path({real!r}, run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+else:
+    code = subprocess.call([{real!r}, *args, *{extra!r}])
+if code in (0, None) and len(args) >= 2:
+    try:
+        from importlib import import_module
+        from pathlib import Path
+        import_module({module!r}).rewrite_simplified(Path(args[1]))
+    except Exception as error:
+        print(f"onnxsim shim: output not rewritten: {{error}}", file=sys.stderr)
+sys.exit(code)
+"""
+
+
 def write_shim(folder: Path, passes: list[str], env: dict[str, str], rewrite: bool = False) -> bool:
     """Write ``folder/onnxsim`` running the ``onnxsim`` found on ``env``'s PATH with
     ``passes`` skipped (and, with ``rewrite``, `rewrite_simplified` on its output), and put
@@ -58,19 +86,17 @@ def write_shim(folder: Path, passes: list[str], env: dict[str, str], rewrite: bo
         return False
     folder.mkdir(parents=True, exist_ok=True)
     shim = folder / "onnxsim"
-    skipped = " ".join(shlex.quote(p) for p in passes)
-    run = f'{shlex.quote(real)} "$@"' + (f" --skip-optimization {skipped}" if passes else "")
+    extra = ["--skip-optimization", *passes] if passes else []
     if rewrite:
-        # this module, run from where its package is found (a source tree or the agent's
-        # zipapp); a failed rewrite leaves onnxsim's output as it is
+        # onnxsim runs in the shim's own interpreter (one start, one onnx import), then the
+        # rewrite; this package is found where it is (a source tree or the agent's zipapp)
         root = Path(__file__).resolve().parents[__name__.count(".")]
-        after = (
-            f"PYTHONPATH={shlex.quote(str(root))} {shlex.quote(sys.executable)} -m "
-            f'{__name__} "$2" || true'
+        text = _PYTHON_SHIM.format(
+            python=sys.executable, root=str(root), real=real, extra=extra, module=__name__
         )
-        text = f"#!/bin/sh\n{run} || exit $?\n{after}\n"
     else:
-        text = f"#!/bin/sh\nexec {run}\n"
+        words = " ".join(shlex.quote(word) for word in extra)
+        text = f'#!/bin/sh\nexec {shlex.quote(real)} "$@" {words}\n'
     shim.write_text(text, encoding="utf-8")
     shim.chmod(0o755)
     env["PATH"] = os.pathsep.join([str(folder), env.get("PATH", "")])
@@ -91,8 +117,3 @@ def rewrite_simplified(path: Path) -> list[str]:
         with replacing(path, durable=False) as temporary:  # never a part of a model
             onnx.save(model, temporary)
     return changed
-
-
-if __name__ == "__main__":
-    for name in rewrite_simplified(Path(sys.argv[1])):
-        print(f"{name}: a constant of rank >= 3 given without its leading 1s")
