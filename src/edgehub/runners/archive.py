@@ -29,6 +29,10 @@ from edgehub.errors import DeviceOutputError, UnsafeArchiveError
 from edgehub.limits import FetchLimits, human_size
 from edgehub.runners.tar_members import BoundedReads, MemberRules, list_members
 
+# A shell line that sets $S to --sparse where the device's tar makes sparse archives (GNU tar:
+# holes are not sent); other tars send zeros, which `SparseWriter` turns back into holes.
+SPARSE_FLAG = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; "
+
 __all__ = ["SparseWriter", "human_size", "pack", "safe_extract"]
 
 _HAS_DATA_FILTER = hasattr(tarfile, "data_filter")

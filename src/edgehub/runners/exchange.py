@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from edgehub.errors import RunnerError
 from edgehub.events import current_sink
-from edgehub.runners.archive import pack
+from edgehub.runners.archive import SPARSE_FLAG, pack
 from edgehub.runners.base import Process
 from edgehub.runners.in_place import adopt_folder
 from edgehub.runners.outcome import raise_for_outcome
@@ -42,7 +42,7 @@ _UNPACK = (
 # host's spool and extraction turn back into holes. A caller that knows the device's tar says
 # so (``sparse``), and the device then runs no probe of its own.
 _PROBE = "probe"
-_SPARSE = "case $S in probe) S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse;; esac; "
+_SPARSE = f"case $S in {_PROBE}) {SPARSE_FLAG};; esac; "
 _RUN_AND_SEND = '"$@" 1>&2; rc=$?; ' + _SPARSE + 'tar -c $S -f - -- "$f"; exit $rc'
 _SCRIPT = "p=$1; n=$2; f=$3; s=$4; S=$5; shift 5; " + _UNPACK + _RUN_AND_SEND
 # The directory is a host folder mounted in place: nothing to send back.

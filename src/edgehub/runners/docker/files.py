@@ -21,7 +21,7 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from edgehub.errors import RunnerError
-from edgehub.runners.archive import pack
+from edgehub.runners.archive import SPARSE_FLAG, pack
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, ExecSpec
 from edgehub.runners.docker.container import Container, image_owner
 from edgehub.runners.docker.exec import exec_quiet, exit_code
@@ -33,9 +33,7 @@ __all__ = ["NO_TAR", "ContainerFiles"]
 NO_TAR = (126, 127)  # exit codes of a shell that cannot find or run the command
 _PUT_SCRIPT = 'mkdir -p -- "$1" && exec tar -x -f - -C "$1"'
 # a sparse archive where the image's tar can make one (GNU tar)
-_GET_SCRIPT = (
-    'S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; exec tar -c $S -f - -C "$1" -- "$2"'
-)
+_GET_SCRIPT = SPARSE_FLAG + 'exec tar -c $S -f - -C "$1" -- "$2"'
 _KEPT_STDERR = 4096
 
 

@@ -31,7 +31,7 @@ from typing import IO, Any, cast
 from edgehub.errors import DeviceOutputError, RunnerError
 from edgehub.events import current_sink
 from edgehub.limits import FetchLimits
-from edgehub.runners.archive import SparseWriter, human_size
+from edgehub.runners.archive import SPARSE_FLAG, SparseWriter, human_size
 from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import start_command
@@ -42,7 +42,7 @@ SFTP_REQUEST_SIZE = 128 * 1024
 PREFETCH_REQUESTS = 64
 REMOTE_HASH_MIN_BYTES = 256 * 1024
 TOUCH_AFTER_S = 86_400.0  # a content-named file found older than this is marked as used
-_TAR_OUT = "S=; tar --sparse --version >/dev/null 2>&1 && S=--sparse; exec tar -c $S -f - -C {} ."
+_TAR_OUT = SPARSE_FLAG + "exec tar -c $S -f - -C {} ."
 _KEPT_STDERR = 4096  # of a tar's complaints, the last bytes are kept for the message
 
 

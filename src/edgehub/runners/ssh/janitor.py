@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from edgehub.errors import SSHConnectionError
+from edgehub.runners.archive import SPARSE_FLAG
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import build_command, start_command
 
@@ -61,7 +62,7 @@ stop() {
 }
 d="$b/$$-$(st $$)-$1"
 mkdir "$d" || exit 1
-t=plain; tar --sparse --version >/dev/null 2>&1 && t=sparse
+@SPARSE_FLAG@t=plain; [ -n "$S" ] && t=sparse
 printf '%s\n%s\n' "$d" "$t"
 exec >/dev/null 2>&1
 for o in "$b"/*; do
@@ -79,7 +80,7 @@ for c in datasets agent; do
 done
 cat >/dev/null
 stop "$d"
-"""
+""".replace("@SPARSE_FLAG@", SPARSE_FLAG)
 
 
 class Janitor:
