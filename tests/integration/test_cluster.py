@@ -245,7 +245,8 @@ def test_sigterm_cancels_the_remote_cells(project: Path, ort_image: str, tmp_pat
             except ProcessLookupError:
                 pass
     assert started, "no cell started"
-    assert sweep.returncode == 130, err[-2000:]
+    assert sweep.returncode == 143, err[-2000:]  # 128 + SIGTERM, however Ray passed it on
+    assert "stopped by SIGTERM" in err
     cells = _cells(project)
     store = RunStore(project / ".hub")
     try:

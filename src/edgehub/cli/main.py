@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from edgehub import __version__
-from edgehub.errors import EdgehubError
+from edgehub.errors import EdgehubError, OperationCancelled
 
 EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
@@ -143,12 +143,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EdgehubError as error:
         if args.debug:
             raise
+        stopped_by = signals.received()
+        if isinstance(error, OperationCancelled) and stopped_by is not None:
+            return _stopped(stopped_by)
         _print_error(error.worded(flag_of))
         return error.exit_code
-    except signals.Stopped as stop:
-        _print_error(f"stopped by {signal_name(stop.signum)}")
-        return 128 + stop.signum
     except KeyboardInterrupt:
+        stopped_by = signals.received()
+        if stopped_by is not None:
+            return _stopped(stopped_by)
         _print_error("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
@@ -165,6 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if reaper is not None:
             reaper.join(timeout=5)
+
+
+def _stopped(signum: int) -> int:
+    """Exit status and one line for `hub` stopped by SIGTERM/SIGHUP (not Ctrl-C)."""
+    _print_error(f"stopped by {signal_name(signum)}")
+    return 128 + signum
 
 
 def _reap_in_background() -> threading.Thread:

@@ -4,6 +4,9 @@
 dropped SSH session) sends SIGHUP. Both raise `Stopped` (a `KeyboardInterrupt`) in the main
 thread, so the same clean-up path as Ctrl-C runs. After SIGHUP the terminal is gone, so
 stdout and stderr are pointed at /dev/null first. A second signal during clean-up is ignored.
+`received` names the signal even where a library turned `Stopped` into a plain
+`KeyboardInterrupt` or the clean-up into a cancellation (Ray's waits do), so that `hub` still
+exits 128 + its number.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import signal
 from types import FrameType
 
-__all__ = ["Stopped", "install"]
+__all__ = ["Stopped", "install", "received"]
 
 _SIGNALS = tuple(
     s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s
@@ -37,7 +40,16 @@ def _silence_terminal() -> None:
         pass
 
 
+_received: list[int] = []
+
+
+def received() -> int | None:
+    """The stop signal this process received (SIGTERM or SIGHUP), or None."""
+    return _received[0] if _received else None
+
+
 def _handle(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     for other in _SIGNALS:
         signal.signal(other, signal.SIG_IGN)
     if signum == getattr(signal, "SIGHUP", None):
