@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from tests.tui.conftest import FROZEN_AT
 from tests.tui.run_screen import launch, log_text, open_run_screen, option_field, until_all_ended
+from tests.tui.runs_screen import open_newest_run
 from textual.widgets import DataTable, Input, Select, TabbedContent
 
 from edgehub.tracking import RunStore
@@ -32,16 +33,6 @@ async def _settle(pilot: Any) -> None:
         await pilot.pause()
 
 
-async def _open_newest_run(pilot: Any) -> RunDetailScreen:
-    await pilot.press("3")
-    await _settle(pilot)
-    await pilot.press("enter")
-    await _settle(pilot)
-    screen = pilot.app.screen
-    assert isinstance(screen, RunDetailScreen)
-    return screen
-
-
 def _cells(table: DataTable[Any]) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
@@ -49,7 +40,7 @@ def _cells(table: DataTable[Any]) -> list[list[str]]:
 async def test_an_eval_run_opens_on_its_accuracy_tab(project: Path, eval_run: str) -> None:
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = await _open_newest_run(pilot)
+        screen = await open_newest_run(pilot)
         assert screen.run_id == eval_run
         tabs = screen.query_one("#run-tabs", TabbedContent)
         assert tabs.active == "tab-accuracy"
@@ -89,7 +80,7 @@ async def test_an_eval_run_opens_on_its_accuracy_tab(project: Path, eval_run: st
 async def test_other_runs_have_no_accuracy_tab(project: Path, fixed_runs: list[str]) -> None:
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(100, 30)) as pilot:
-        screen = await _open_newest_run(pilot)
+        screen = await open_newest_run(pilot)
         assert not screen.query("#tab-accuracy")
 
 
@@ -160,7 +151,7 @@ async def test_eval_from_the_run_screen_names_the_first_divergent_layer(
             store.close()
         assert run.params["first_divergent_layer"] == "relu3"
 
-        detail = await _open_newest_run(pilot)
+        detail = await open_newest_run(pilot)
         assert detail.run_id == run.run_id
         layers = detail.query_one("#accuracy-layers", DataTable)
         first = _cells(layers)[layers.cursor_row]

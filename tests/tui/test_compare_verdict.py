@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.tui.conftest import FROZEN_AT
+from tests.tui.runs_screen import open_runs
 from textual.widgets import DataTable
 
 from edgehub.core import HubContext, hub_run
@@ -67,9 +68,7 @@ async def _compare_in_tui(project: Path) -> tuple[list[str], dict[str, list[str]
     them on the Runs screen, press c; the title's lines and the table's rows by key."""
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await open_runs(pilot)
         await pilot.press("down", "space", "up", "space", "c")
         await pilot.pause()
         await app.workers.wait_for_complete()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from tests.tui.conftest import FROZEN_AT
+from tests.tui.runs_screen import open_newest_run, open_runs
 from tests.tui.test_compare_verdict import CALM, _profile
 from textual.widgets import Label
 
@@ -30,8 +31,7 @@ async def test_o_on_compare_writes_the_report_of_both_runs(project: Path) -> Non
     a, b = _profile(project, 3, CALM), _profile(project, 4, CALM)
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        await _settle(app, pilot)
+        await open_runs(pilot)
         await pilot.press("down", "space", "up", "space", "c")
         await _settle(app, pilot)
         assert isinstance(app.screen, CompareScreen)
@@ -49,11 +49,7 @@ async def test_the_run_detail_shows_percentiles_with_their_intervals(project: Pa
     run = _profile(project, 3, CALM)  # 200 samples: enough for p90's CI, too few for p99's
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("3")
-        await _settle(app, pilot)
-        await pilot.press("enter")
-        await _settle(app, pilot)
-        screen = app.screen
+        screen = await open_newest_run(pilot)
         assert isinstance(screen, RunDetailScreen) and screen.run_id == run
         lines = str(screen.query_one("#percentiles", Label).render()).splitlines()
     assert [line.split()[0] for line in lines[:3]] == ["p50", "p90", "p99"]

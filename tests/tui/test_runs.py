@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from tests.tui.conftest import FROZEN_AT
 from tests.tui.fixed_runs import fill_store
+from tests.tui.runs_screen import open_runs
 from textual.widgets import DataTable, Label, Select
 
 from edgehub.tui.app import EdgehubApp
@@ -24,10 +25,8 @@ def _ids(app: EdgehubApp) -> list[str]:
     return [str(k.value) for k in app.screen.query_one("#runs", DataTable).rows]
 
 
-async def _open_runs(pilot: object, app: EdgehubApp) -> None:
-    await pilot.press("3")  # type: ignore[attr-defined]
-    await app.workers.wait_for_complete()
-    await pilot.pause()  # type: ignore[attr-defined]
+async def _open_runs(pilot: object, app: EdgehubApp, rows: int = 1) -> None:
+    await open_runs(pilot, rows=rows)
 
 
 async def test_history_newest_first_filtered(project: Path, fixed_runs: list[str]) -> None:
@@ -220,7 +219,7 @@ async def test_the_status_column_shows_at_80_columns(project: Path, fixed_runs: 
 async def test_runs_made_while_away_show_on_the_next_visit(project: Path) -> None:
     app = EdgehubApp(project / "hub.toml", clock=frozen_clock(FROZEN_AT))
     async with app.run_test(size=(100, 30)) as pilot:
-        await _open_runs(pilot, app)
+        await _open_runs(pilot, app, rows=0)
         assert _ids(app) == []
         await pilot.press("1")
         await pilot.pause()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from tests.tui.conftest import FROZEN_AT
+from tests.tui.runs_screen import open_newest_run, open_runs
 from textual.pilot import Pilot
 
 from edgehub.images import ImageStatus
@@ -39,8 +40,7 @@ def test_run_screen(project: Path, snap_compare: Any) -> None:
 
 def test_runs_screen(project: Path, fixed_runs: list[str], snap_compare: Any) -> None:
     async def before(pilot: Pilot[Any]) -> None:
-        await pilot.press("3")
-        await _settle(pilot)
+        await open_runs(pilot)
         await pilot.press("space", "down", "space")
 
     assert snap_compare(_app(project), terminal_size=SIZE, run_before=before)
@@ -58,8 +58,7 @@ def test_run_detail_screen(project: Path, fixed_runs: list[str], snap_compare: A
 
 def test_compare_screen(project: Path, fixed_runs: list[str], snap_compare: Any) -> None:
     async def before(pilot: Pilot[Any]) -> None:
-        await pilot.press("3")
-        await _settle(pilot)
+        await open_runs(pilot)
         await pilot.press("space", "down", "space", "c")
         await _settle(pilot)
 
@@ -106,10 +105,7 @@ def test_broken_hub_toml_banner_at_80x24(project: Path, snap_compare: Any) -> No
 
 
 async def _open_newest_run(pilot: Pilot[Any]) -> None:
-    await pilot.press("3")
-    await _settle(pilot)
-    await pilot.press("enter")
-    await _settle(pilot)
+    await open_newest_run(pilot)
 
 
 def test_eval_run_accuracy_tab(project: Path, eval_run: str, snap_compare: Any) -> None:
