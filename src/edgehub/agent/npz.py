@@ -74,6 +74,8 @@ def check_unpacked(path: Path, members: Any, limit: int | None = None) -> int:
     unpack to, together; `NpzLimitError` where that is over ``limit`` (None: this machine's
     memory, where it can be told)."""
     total: int = sum(m.file_size for m in members if m.compress_type != zipfile.ZIP_STORED)
+    if not total:
+        return 0  # nothing compressed: no limit to look up (memory_bytes reads the cgroup's)
     cap = memory_bytes() if limit is None else limit
     if cap is not None and total > cap:
         where = "this machine's memory" if limit is None else "the limit"

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from edgehub.core.device.spec import Device, DeviceSpec
 from edgehub.errors import DeviceError, OperationCancelled
@@ -24,6 +24,18 @@ if TYPE_CHECKING:
     from edgehub.runners.docker import DockerCommandRunner
 
 __all__ = ["HubContext", "default_store_dir", "host_description"]
+
+_WORK_FOLDER: dict[type, bool] = {}
+
+
+def _holds_work_folder(runner: object) -> bool:
+    """``isinstance(runner, SupportsWorkFolder)``, found once per runner class (the check of a
+    runtime protocol reads each of its members: per call of a warm invoke, that adds up)."""
+    kind = type(runner)
+    known = _WORK_FOLDER.get(kind)
+    if known is None:
+        known = _WORK_FOLDER[kind] = isinstance(runner, SupportsWorkFolder)
+    return known
 
 
 def default_store_dir(start: Path | None = None) -> Path:
@@ -390,8 +402,9 @@ class HubContext:
         runner = device.runner
         with self._lock:
             path = self._workspaces.get(device_name)
-        if isinstance(runner, SupportsWorkFolder):
-            base = runner.work_folder()  # this connection's (a new one after a reconnection)
+        if _holds_work_folder(runner):
+            # this connection's (a new one after a reconnection)
+            base = cast(SupportsWorkFolder, runner).work_folder()
             if path is None or path.parent != base:
                 path = base / self._id
                 runner.run(["mkdir", "-p", str(path)], hide=True)

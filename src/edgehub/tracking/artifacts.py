@@ -119,15 +119,6 @@ def _folder_hash(path: Path, verify: bool = False) -> str:
     return sha
 
 
-def _remembered(path: Path) -> str | None:
-    """``path``'s hash where the memo has it for the file as it is now."""
-    try:
-        found = os.lstat(path)
-    except OSError:
-        return None
-    return memo().get(stamp_key(found)) if worth_remembering(found) else None
-
-
 def path_size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
@@ -225,7 +216,12 @@ class ArtifactStore:
         return self.root / sha256 / file_name
 
     def add(
-        self, source: Path, file_name: str | None = None, *, fresh: bool = False
+        self,
+        source: Path,
+        file_name: str | None = None,
+        *,
+        fresh: bool = False,
+        checked: bool = False,
     ) -> tuple[Path, str, int]:
         """Store a copy of ``source``; returns (stored path, sha256 of the copy, size).
         ``fresh``: a file just made (a run's output), whose content is most likely new: it is
@@ -234,13 +230,15 @@ class ArtifactStore:
         second read of an engine). Content that may well be stored (a user's model), and a
         fresh file under `SMALL_BYTES` (a warm invoke's inputs and outputs, often the same as
         the last run's: reading it twice costs less than a copy made and dropped), is hashed
-        first."""
+        first. ``checked``: the caller found ``source`` a regular file or a folder just now
+        (`~edgehub.user_files.regular_file`), not to be looked at again."""
         source = Path(source)
-        if not source.exists():
-            raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
+        if not checked:
+            if not source.exists():
+                raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
+            regular_file(source, "artifact", UsageError, directory_ok=True)
         name = file_name or source.name
-        regular_file(source, "artifact", UsageError, directory_ok=True)
-        if fresh and source.is_file() and source.stat().st_size >= SMALL_BYTES:
+        if fresh and _large_file(source):
             return self._add_fresh(source, name)
         try:
             known = content_hash(source)
@@ -358,25 +356,30 @@ def _unlink_planted(folder: Path) -> None:
 def _intact(path: Path, sha: str, size: int, source: Path | None = None) -> bool:
     """A stored copy that can be reused: its own inode(s), the size and hash it should have.
     With ``source`` (a file whose hash ``sha`` was just taken) the copy is checked against its
-    bytes instead of hashed: equal bytes have that hash, and comparing costs less."""
-    if path.is_symlink() or not (path.is_file() or path.is_dir()) or _shares_inode(path):
+    bytes instead of hashed: equal bytes have that hash, and comparing costs less. A file is
+    looked at once (one ``lstat`` says link, kind, links and size)."""
+    try:
+        found = os.lstat(path)
+    except OSError:
         return False
-    if path_size(path) != size:
-        return False
-    if path.is_file():
-        known = _remembered(path)  # checked before, and unchanged since
-        if known is not None:
-            return known == sha
-    if source is not None and path.is_file() and source.is_file():
-        began, before = time.time_ns(), os.lstat(path)
+    if stat.S_ISDIR(found.st_mode):
+        return path_size(path) == size and content_hash(path) == sha
+    if not stat.S_ISREG(found.st_mode) or found.st_nlink > 1 or found.st_size != size:
+        return False  # a link, a special file, a file shared with another name, or cut short
+    remember = worth_remembering(found)
+    known = memo().get(stamp_key(found)) if remember else None
+    if known is not None:  # checked before, and unchanged since
+        return known == sha
+    if source is not None and source.is_file():
+        began = time.time_ns()
         same = _same_bytes(source, path)
         if (
             same
-            and worth_remembering(before)
-            and settled(before, began)
-            and stamp_key(os.lstat(path)) == stamp_key(before)
+            and remember
+            and settled(found, began)
+            and stamp_key(os.lstat(path)) == stamp_key(found)
         ):
-            memo().put(stamp_key(before), sha)  # equal to bytes of that hash, and settled
+            memo().put(stamp_key(found), sha)  # equal to bytes of that hash, and settled
         return same
     return content_hash(path) == sha
 
@@ -405,6 +408,10 @@ def _is_stored_copy(source: Path, final: Path) -> bool:
     )
 
 
-def _shares_inode(path: Path) -> bool:
-    """A file stored by an older release as a hard link to someone else's file."""
-    return path.is_file() and path.stat().st_nlink > 1
+def _large_file(path: Path) -> bool:
+    """A regular file (through links) of at least `SMALL_BYTES`."""
+    try:
+        found = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(found.st_mode) and found.st_size >= SMALL_BYTES

@@ -50,6 +50,9 @@ class Client:
         self._local = threading.local()
         self.run_history: list[RunLog] = []
         self._pending: dict[str, list[LoggedArtifact]] = {}
+        # resolved once: the store's artifact folder, and each open run's own folder
+        self._store_real: Path | None = None
+        self._run_real: dict[str, Path] = {}
 
     # -- the current run -----------------------------------------------------------------
     @property
@@ -199,6 +202,7 @@ class Client:
                 if status == "FINISHED":
                     raise
                 # the error on its way out says more; readers see the run KILLED once we end
+            self._run_real.pop(run_id, None)
             self._local.stack = stack
             self.events.run_id = previous_run_id
             self.run_history.append(run)
@@ -318,11 +322,11 @@ class Client:
         if not path.exists():
             raise FileNotFoundError(f"cannot log artifact {path}: no such file or directory")
         regular_file(path, "artifact", UsageError, directory_ok=True)  # no FIFO, device, socket
-        real, store = path.resolve(), self.store.artifacts.root.resolve()
+        real, store = path.resolve(), self._store_folder()
         if not self._is_own(run, real, store):
             return self._defer(run, path.absolute(), name=name, file_name=file_name)
         fresh = not real.is_relative_to(store)
-        stored, sha, size = self.store.artifacts.add(path, file_name, fresh=fresh)
+        stored, sha, size = self.store.artifacts.add(path, file_name, fresh=fresh, checked=True)
         artifact = LoggedArtifact(
             id=uuid4_hex(),
             file_name=stored.name,
@@ -339,10 +343,20 @@ class Client:
     def _is_own(self, run: RunLog, real: Path, store: Path) -> bool:
         """Made by the run (inside its directory), or already stored content (``real``: the
         file's resolved path; ``store``: the store's, resolved)."""
-        own = [store]
-        if run.artifact_dir is not None:
-            own.append(run.artifact_dir.resolve())
-        return any(real.is_relative_to(folder) for folder in own)
+        if real.is_relative_to(store):
+            return True
+        if run.artifact_dir is None:
+            return False
+        folder = self._run_real.get(run.run_id)
+        if folder is None:
+            folder = self._run_real[run.run_id] = run.artifact_dir.resolve()
+        return real.is_relative_to(folder)
+
+    def _store_folder(self) -> Path:
+        """The store's artifact folder, resolved (once: it stays where the store was opened)."""
+        if self._store_real is None:
+            self._store_real = self.store.artifacts.root.resolve()
+        return self._store_real
 
     def _defer(
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None

@@ -30,11 +30,23 @@ def _safe_host(host: str) -> str:
     return "".join(c if c.isalnum() or c in ".-_" else "_" for c in host) or "_"
 
 
+_marker: tuple[int, str] | None = None  # (pid, marker): a forked child names itself anew
+
+
+def _own_marker() -> str:
+    """This process's part of the name (found once per process: the host name and the
+    process's start time do not change while it runs)."""
+    global _marker
+    pid = os.getpid()
+    if _marker is None or _marker[0] != pid:
+        me = this_process()
+        _marker = pid, f"{_safe_host(me.host)}:{me.pid}:{me.started or ''}"
+    return _marker[1]
+
+
 def make_staging(root: Path) -> Path:
     """A new empty folder in ``root`` for this process's copy, named by this process."""
-    me = this_process()
-    marker = f"{_safe_host(me.host)}:{me.pid}:{me.started or ''}"
-    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{marker}-", dir=root))
+    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{_own_marker()}-", dir=root))
 
 
 def _owner(name: str) -> ProcessId | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import typing
+import weakref
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
@@ -157,14 +158,30 @@ def _check_path_inputs(component: type[Component], args: tuple[Any, ...]) -> Non
     """A path input that names a FIFO, a device or a socket is refused before the run opens
     (reading one would hang or never end); what a missing path or a directory means is the
     provider's to say. See `edgehub.user_files`."""
-    import inspect
-
-    parameters = inspect.signature(component._call_interface).parameters
+    takes_path = _path_inputs(component)
     for name, value in zip(component._run_signature.positional, args, strict=False):
         if not isinstance(value, (str, os.PathLike)) or is_remote(value):
             continue
-        if _names_path(parameters[name].annotation) and os.path.exists(value):
+        if takes_path[name] and os.path.exists(value):
             regular_file(value, "model", directory_ok=True)
+
+
+_PATH_INPUTS: weakref.WeakKeyDictionary[type, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def _path_inputs(component: type[Component]) -> dict[str, bool]:
+    """Which of ``component``'s positional inputs take a path (read from its signature once
+    per class)."""
+    known = _PATH_INPUTS.get(component)
+    if known is None:
+        import inspect
+
+        parameters = inspect.signature(component._call_interface).parameters
+        known = _PATH_INPUTS[component] = {
+            name: _names_path(parameters[name].annotation)
+            for name in component._run_signature.positional
+        }
+    return known
 
 
 def _names_path(annotation: Any) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import types
 import typing
+import weakref
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, Union
@@ -53,14 +54,23 @@ def _tracked_kind(annotation: Any) -> tuple[type | None, bool]:
     return None, False
 
 
+_HINTS: weakref.WeakKeyDictionary[type, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def _field_types(cls: type) -> dict[str, Any]:
+    """``cls``'s annotations, resolved where they can be (looked up once per class: each
+    run's output reads them)."""
+    known = _HINTS.get(cls)
+    if known is not None:
+        return known
     try:
-        return typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls)
     except Exception:  # unresolvable forward refs in user code: fall back to the raw strings
-        hints: dict[str, Any] = {}
+        hints = {}
         for klass in reversed(cls.__mro__):
             hints.update(getattr(klass, "__annotations__", {}))
-        return hints
+    _HINTS[cls] = hints
+    return hints
 
 
 @dataclass(frozen=True, kw_only=True)

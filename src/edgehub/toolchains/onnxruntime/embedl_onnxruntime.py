@@ -52,9 +52,13 @@ def _tool(
     tool = device_tool(ctx, device, component, TOOL)
     config = tool.device.get_provider_config(EmbedlONNXRuntimeConfig, component)
     config = config or EmbedlONNXRuntimeConfig()
-    ctx.client.log_param("$runtime", RUNTIME)
-    ctx.client.log_param("embedl_onnxruntime_path", str(config.embedl_onnxruntime_path))
-    ctx.client.log_param("cli_args", list(config.cli_args))
+    ctx.client.log_params(  # one transaction
+        {
+            "$runtime": RUNTIME,
+            "embedl_onnxruntime_path": str(config.embedl_onnxruntime_path),
+            "cli_args": list(config.cli_args),
+        }
+    )
     return tool, config
 
 
@@ -249,24 +253,27 @@ def _invoke(
         input_data = _random_inputs(model_path) if input_data is None else input_data
         shapes = {name: np.shape(value) for name, value in input_data.items()}
         model_path = static_model(ctx, model_path, shapes, tool=CLI, what="input_data")
-    inputs_dir = ctx.artifact_dir / "input"
-    inputs_dir.mkdir()
-    save_npz(inputs_dir / "data.npz", input_data)
-    ctx.client.log_artifact(inputs_dir / "data.npz", name="input_data")
-    remote_model = tool.push_model(model_path)
-    # inputs up, run-inference, outputs back: one round trip where the runner offers it
+    # the inputs are written where they are sent from (the staged run directory), and the
+    # folder moves to the run's own directory once sent: no copy of them
     stage = ctx.artifact_dir / "device_stage"
-    remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
-    argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model", str(remote_model),
-            "--input-dir", str(remote_inputs), "--output-dir", str(remote_outputs),
-            "--use-npz", *config.cli_args]  # fmt: skip
+    staged_inputs = stage / "input"
     try:
-        (stage / "output").mkdir(parents=True)
-        link_or_copy_checked(inputs_dir, stage / "input")
+        staged_inputs.mkdir(parents=True)
+        (stage / "output").mkdir()
+        save_npz(staged_inputs / "data.npz", input_data)
+        ctx.client.log_artifact(staged_inputs / "data.npz", name="input_data")
+        remote_model = tool.push_model(model_path)
+        # inputs up, run-inference, outputs back: one round trip where the runner offers it
+        remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
+        argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model",
+                str(remote_model), "--input-dir", str(remote_inputs), "--output-dir",
+                str(remote_outputs), "--use-npz", *config.cli_args]  # fmt: skip
         outputs_dir = tool.exchange(
             stage, argv, fetch="output", local=ctx.artifact_dir / "output", failure=InvokeError
         )
     finally:
+        if staged_inputs.is_dir():
+            staged_inputs.replace(ctx.artifact_dir / "input")
         shutil.rmtree(stage, ignore_errors=True)
     output: dict[str, Any] = {}
     files = sorted(outputs_dir.glob("*.npz"))
