@@ -32,7 +32,7 @@ from edgehub.config.schema import (
 from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
 from edgehub.core.values import Range, ValueProblem, from_data, split_annotated, without_none
 
-__all__ = ["build_config"]
+__all__ = ["build_config", "check_device_name"]
 
 _DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides", "labgrid")
 _SSH_KEYS = tuple(f.name for f in dataclasses.fields(SSHSection))
@@ -119,16 +119,6 @@ class _Table:
             raise self.wrong(name, "greater than 0" if positive else "0 or more", value)
         return float(value)
 
-    def strings(self, name: str) -> tuple[str, ...] | None:
-        value = self.data.get(name)
-        if value is None:
-            return None
-        if isinstance(value, str):
-            raise self.wrong(name, "an array of strings", value, f" (write [{json.dumps(value)}])")
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise self.wrong(name, "an array of strings", value)
-        return tuple(value)
-
 
 def _secret_message(table: KeyPath, name: str) -> str:
     full = format_key((*table, name))
@@ -169,14 +159,14 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
 
 def _project(data: object, root: Path) -> ProjectSection:
     table = _Table(data, ("project",), ("name", "store", "quarantine_after", "quarantine_cooldown"))
-    name = table.string("name") or root.name or "edgehub"
-    after = table.integer("quarantine_after", 1, 1000)
-    cooldown = table.number("quarantine_cooldown", positive=True)
+    given: dict[str, Any] = {
+        "quarantine_after": table.integer("quarantine_after", 1, 1000),
+        "quarantine_cooldown": table.number("quarantine_cooldown", positive=True),
+    }
     return ProjectSection(
-        name=name,
+        name=table.string("name") or root.name or "edgehub",
         store=table.string("store") or ".hub",
-        quarantine_after=ProjectSection.quarantine_after if after is None else after,
-        quarantine_cooldown=ProjectSection.quarantine_cooldown if cooldown is None else cooldown,
+        **{key: value for key, value in given.items() if value is not None},
     )
 
 
@@ -210,12 +200,7 @@ def _tables_for(data: object) -> dict[str, SettingsTable]:
 
 def _device(name: str, data: object) -> DeviceSection:
     key: KeyPath = ("devices", name)
-    if not re.fullmatch(DEVICE_NAME_PATTERN, name):
-        raise SchemaError(
-            key,
-            f"device name {name!r} is not allowed: use letters, digits, '_' and '-', "
-            "starting with a letter or digit",
-        )
+    check_device_name(name)
     tables = _tables_for(data)
     by_table = {t.table: t for t in tables.values()}
     table = _Table(data, key, (*_DEVICE_FIXED_KEYS, *by_table))
@@ -262,6 +247,15 @@ def _device(name: str, data: object) -> DeviceSection:
     )
 
 
+def check_device_name(name: str) -> None:
+    if not re.fullmatch(DEVICE_NAME_PATTERN, name):
+        raise SchemaError(
+            ("devices", name),
+            f"device name {name!r} is not allowed: use letters, digits, '_' and '-', "
+            "starting with a letter or digit",
+        )
+
+
 def _misplaced(
     device: KeyPath, settings: str, provider: str | None, tables: Mapping[str, SettingsTable]
 ) -> str:
@@ -289,30 +283,22 @@ def _ssh(data: object, key: KeyPath) -> SSHSection:
     if password_env is not None and not ENV_NAME.holds(password_env):
         raise table.wrong("password_env", ENV_NAME.description, password_env)
 
-    def number(name: str) -> float | None:
-        return table.number(name, positive=bounds[name].open_low)
-
-    def integer(name: str) -> int | None:
+    values: dict[str, Any] = {
+        name: table.number(name, positive=bounds[name].open_low)
+        for name in ("connect_timeout", "keepalive", "step_timeout")
+    }
+    for name in ("port", "keepalive_count"):
         low, high = bounds[name].low, bounds[name].high
         assert low is not None and high is not None
-        return table.integer(name, int(low), int(high))
-
-    connect_timeout = number("connect_timeout")
-    keepalive = number("keepalive")
-    keepalive_count = integer("keepalive_count")
-    step_timeout = number("step_timeout")
+        values[name] = table.integer(name, int(low), int(high))
     return SSHSection(
         host=table.required("host"),
         user=table.required("user"),
-        port=integer("port") or 22,
         key=table.string("key"),
         known_hosts=table.string("known_hosts"),
         password_env=password_env,
-        connect_timeout=10.0 if connect_timeout is None else connect_timeout,
-        keepalive=15.0 if keepalive is None else keepalive,
-        keepalive_count=3 if keepalive_count is None else keepalive_count,
-        step_timeout=3600.0 if step_timeout is None else step_timeout,
         jump_host=table.string("jump_host"),
+        **{name: value for name, value in values.items() if value is not None},
     )
 
 

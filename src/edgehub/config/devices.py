@@ -137,7 +137,7 @@ def _ssh_runner(
                 f"{where}: devices.{name}.ssh.password_env names {ssh.password_env}, which is not "
                 f"set; export {ssh.password_env}=... or use a key file"
             )
-    runner: CommandRunner = SSHCommandRunner(
+    return SSHCommandRunner(
         SSHConfig(
             host=ssh.host,
             username=ssh.user,
@@ -153,7 +153,6 @@ def _ssh_runner(
             unusable=unusable,
         )
     )
-    return runner
 
 
 def _local_path(config: HubConfig, raw: str | None) -> Path | None:

@@ -94,7 +94,7 @@ def hub_toml_schema() -> dict[str, Any]:
         "$defs": {
             "device": _device(tables, components, default_provider=None),
             "local_device": _device(tables, components, default_provider="local"),
-            "ssh": _dataclass_schema(SSHSection, text=True),
+            "ssh": _dataclass_schema(SSHSection),
             "labgrid": _settings_schema(settings_table(LabgridConfig)),
             **{_table_def(t): _settings_schema(t) for t in tables.values()},
         },
@@ -180,7 +180,7 @@ def _some_value_has(table: SettingsTable) -> dict[str, Any]:
 def _settings_schema(table: SettingsTable) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     for key in table.keys:
-        schema = _value_schema(without_none(key.type), text=True)
+        schema = _value_schema(without_none(key.type))
         if key.help:
             schema["description"] = key.help
         default = getattr(table.config_type, key.field, None)  # a dataclass field's default
@@ -193,12 +193,12 @@ def _settings_schema(table: SettingsTable) -> dict[str, Any]:
     return schema
 
 
-def _dataclass_schema(cls: type[Any], *, text: bool) -> dict[str, Any]:
+def _dataclass_schema(cls: type[Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls, include_extras=True)
     properties: dict[str, Any] = {}
     required: list[str] = []
     for item in dataclasses.fields(cls):
-        schema = _value_schema(without_none(hints[item.name]), text=text)
+        schema = _value_schema(without_none(hints[item.name]))
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
             required.append(item.name)
         elif isinstance(item.default, (bool, int, float, str)):
@@ -207,19 +207,19 @@ def _dataclass_schema(cls: type[Any], *, text: bool) -> dict[str, Any]:
     return _closed(properties, required)
 
 
-def _value_schema(tp: Any, *, text: bool) -> dict[str, Any]:
-    """The JSON Schema of a value of annotation ``tp`` (see `edgehub.core.values`); ``text``:
-    strings must not be blank. An annotation it does not know accepts anything (``{}``)."""
+def _value_schema(tp: Any) -> dict[str, Any]:
+    """The JSON Schema of a value of annotation ``tp`` (see `edgehub.core.values`); strings must
+    not be blank. An annotation it does not know accepts anything (``{}``)."""
     tp, meta = split_annotated(tp)
     members = union_members(tp)
     if members is not None:
         options: list[dict[str, Any]] = []
         for member in members:
-            schema = _value_schema(member, text=text)
+            schema = _value_schema(member)
             if schema not in options:
                 options.append(schema)
         return options[0] if len(options) == 1 else {"anyOf": options}
-    schema = _plain_schema(tp, text=text)
+    schema = _plain_schema(tp)
     for item in meta:
         if isinstance(item, Range):
             if item.low is not None:
@@ -231,7 +231,7 @@ def _value_schema(tp: Any, *, text: bool) -> dict[str, Any]:
     return schema
 
 
-def _plain_schema(tp: Any, *, text: bool) -> dict[str, Any]:
+def _plain_schema(tp: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is bool:
         return {"type": "boolean"}
@@ -240,7 +240,7 @@ def _plain_schema(tp: Any, *, text: bool) -> dict[str, Any]:
     if tp is float:
         return {"type": "number"}
     if tp is str or (isinstance(tp, type) and issubclass(tp, PurePath)):
-        return dict(_TEXT) if text else {"type": "string"}
+        return dict(_TEXT)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return {"enum": [member.value for member in tp]}
     if origin is Literal:
@@ -249,15 +249,15 @@ def _plain_schema(tp: Any, *, text: bool) -> dict[str, Any]:
         if not args:
             return {"type": "array"}
         if origin is list or (len(args) == 2 and args[1] is Ellipsis):
-            return {"type": "array", "items": _value_schema(args[0], text=text)}
+            return {"type": "array", "items": _value_schema(args[0])}
         return {
             "type": "array",
-            "prefixItems": [_value_schema(a, text=text) for a in args],
+            "prefixItems": [_value_schema(a) for a in args],
             "items": False,
             "minItems": len(args),
         }
     if origin is dict and len(args) == 2:
-        return {"type": "object", "additionalProperties": _value_schema(args[1], text=text)}
+        return {"type": "object", "additionalProperties": _value_schema(args[1])}
     if origin is dict or tp is dict:
         return {"type": "object"}
     return {}

@@ -35,10 +35,12 @@ else:  # pragma: no cover - Python 3.10: the same parser, published as tomli
 
 __all__ = [
     "TOMLDecodeError",
+    "config_file",
     "default_config",
     "find_config",
     "key_lines",
     "load_config",
+    "missing_config",
     "parse_config",
     "parse_toml",
 ]
@@ -74,19 +76,13 @@ def load_config(path: Path | str | None = None) -> HubConfig:
     A ``path`` that does not exist is a `ConfigError`.
     """
     if path is None:
-        found = find_config()
-        if found is None:
+        file = find_config()
+        if file is None:
             return default_config()
-        file = found
     else:
-        file = Path(path).expanduser().absolute()
-        if file.is_dir():
-            file = file / CONFIG_FILENAME
+        file = config_file(path)
         if not file.is_file():
-            raise ConfigError(
-                f"{file}: no such file; create one with 'hub init', or copy the example "
-                f"{CONFIG_FILENAME} from the edgehub repository"
-            )
+            raise missing_config(file)
     try:
         text = file.read_bytes().decode("utf-8")
     except OSError as error:
@@ -96,6 +92,19 @@ def load_config(path: Path | str | None = None) -> HubConfig:
             f"{file}: not UTF-8 text (byte {error.start}); save it as UTF-8"
         ) from None
     return parse_config(text, file)
+
+
+def config_file(path: Path | str) -> Path:
+    """``path`` absolute, ``hub.toml`` in it when it names a directory."""
+    file = Path(path).expanduser().absolute()
+    return file / CONFIG_FILENAME if file.is_dir() else file
+
+
+def missing_config(file: Path) -> ConfigError:
+    return ConfigError(
+        f"{file}: no such file; create one with 'hub init', or copy the example "
+        f"{CONFIG_FILENAME} from the edgehub repository"
+    )
 
 
 def parse_config(text: str, path: Path | None = None, *, root: Path | None = None) -> HubConfig:

@@ -13,7 +13,6 @@ import contextlib
 import copy
 import hashlib
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -24,10 +23,9 @@ from tomlkit.exceptions import ParseError
 from tomlkit.items import AoT, Table, Whitespace
 from tomlkit.toml_document import TOMLDocument
 
-from edgehub.config.load import parse_config, parse_toml
+from edgehub.config.check import check_device_name
+from edgehub.config.load import config_file, missing_config, parse_config, parse_toml
 from edgehub.config.schema import (
-    CONFIG_FILENAME,
-    DEVICE_NAME_PATTERN,
     HubConfig,
     KeyPath,
     format_key,
@@ -58,18 +56,13 @@ class ConfigDocument:
     def open(cls, path: Path | str, *, missing_ok: bool = False) -> ConfigDocument:
         """Read hub.toml at ``path`` (a file or its directory). With ``missing_ok`` a missing
         file gives an empty document that `save` creates."""
-        file = Path(path).expanduser().absolute()
-        if file.is_dir():
-            file = file / CONFIG_FILENAME
+        file = config_file(path)
         try:
             data = file.read_bytes()
         except FileNotFoundError:
             if missing_ok:
                 return cls(file)
-            raise ConfigError(
-                f"{file}: no such file; create one with 'hub init', or copy the example "
-                f"{CONFIG_FILENAME} from the edgehub repository"
-            ) from None
+            raise missing_config(file) from None
         except OSError as error:
             raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
         try:
@@ -148,14 +141,9 @@ class ConfigDocument:
     ) -> None:
         """Append ``[devices.<name>]`` with ``provider``, ``spec`` and the given tables, e.g.
         ``add_device("rpi", "embedl_onnxruntime", ssh={"host": ..., "user": "pi"})``."""
-        if name in self.device_names():
-            raise ConfigError(f"device {name!r} is already in {self._name}; pick another name")
-        _check_device_name(name)
-        values: dict[str, Any] = {}
-        if provider is not None:
-            values["provider"] = provider
-        if spec is not None:
-            values["spec"] = spec
+        self._new_device_name(name)
+        given = (("provider", provider), ("spec", spec))
+        values: dict[str, Any] = {key: value for key, value in given if value is not None}
         values.update({table: _plain(content) for table, content in tables.items()})
         self.set(("devices", name), values)
 
@@ -169,9 +157,7 @@ class ConfigDocument:
         self._known_device(old)
         if old == new:
             return
-        if new in self.device_names():
-            raise ConfigError(f"device {new!r} is already in {self._name}; pick another name")
-        _check_device_name(new)
+        self._new_device_name(new)
 
         def apply(data: dict[str, Any]) -> None:
             devices = data["devices"]
@@ -220,6 +206,11 @@ class ConfigDocument:
         if name not in names:
             known = ", ".join(names) or "none"
             raise ConfigError(f"device {name!r} is not in {self._name}; declared: {known}")
+
+    def _new_device_name(self, name: str) -> None:
+        if name in self.device_names():
+            raise ConfigError(f"device {name!r} is already in {self._name}; pick another name")
+        check_device_name(name)
 
     def _check_disk(self) -> None:
         try:
@@ -290,15 +281,6 @@ def _parts(key: Key) -> KeyPath:
     if not parts or not all(isinstance(part, str) and part for part in parts):
         raise ValueError(f"not a key: {key!r}")
     return parts
-
-
-def _check_device_name(name: str) -> None:
-    if re.fullmatch(DEVICE_NAME_PATTERN, name):
-        return
-    raise ConfigError(
-        f"device name {name!r} is not allowed: use letters, digits, '_' and '-', starting with "
-        "a letter or digit"
-    )
 
 
 def _indent(item: object) -> str | None:

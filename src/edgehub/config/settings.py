@@ -16,6 +16,7 @@ plain hub.toml loads no toolchain).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import typing
 from collections.abc import Mapping
@@ -64,9 +65,6 @@ class SettingsTable:
     keys: tuple[SettingsKey, ...]
     help: str = ""
 
-    def by_key(self, key: str) -> SettingsKey | None:
-        return next((k for k in self.keys if k.key == key), None)
-
 
 @dataclass(frozen=True)
 class ProviderSettings:
@@ -83,19 +81,10 @@ class ProviderSettings:
         return ProviderSettings(self.config_type, {**self.values, **override.values})
 
 
-_TABLES: dict[type[ProviderConfig], SettingsTable] = {}
-
-
+@functools.cache
 def settings_table(config_type: type[ProviderConfig]) -> SettingsTable:
     """The table ``config_type`` describes; a `TypeError` when it is not a dataclass or does not
     name its ``provider_type``."""
-    found = _TABLES.get(config_type)
-    if found is None:
-        found = _TABLES[config_type] = _derive(config_type)
-    return found
-
-
-def _derive(config_type: type[ProviderConfig]) -> SettingsTable:
     provider = getattr(config_type, "provider_type", None)
     if not dataclasses.is_dataclass(config_type) or not isinstance(provider, str):
         raise TypeError(
