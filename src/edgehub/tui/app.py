@@ -363,7 +363,7 @@ class EdgehubApp(App[int]):
         self.screen.set_focus(None)
 
     def action_request_quit(self) -> None:
-        running = self.state.running_count()
+        running = len(self.state.runs)
         reasons = []
         if self.state.dirty:
             reasons.append("hub.toml has unsaved edits")

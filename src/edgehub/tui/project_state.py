@@ -23,7 +23,6 @@ from edgehub.tui.clock import Clock
 if TYPE_CHECKING:
     from edgehub.config.save import ConfigDocument
     from edgehub.ops.cancel import Cancellation
-    from edgehub.tracking.store import RunStore
 
 __all__ = ["DiskRead", "ProjectState"]
 
@@ -65,7 +64,6 @@ class ProjectState:
         self.run_titles: dict[str, str] = {}
         self.config_error: str | None = None  # hub.toml on disk does not load (located)
         self.config_gone = False  # ... because it was deleted
-        self._store: RunStore | None = None
         self.reload()
 
     @property
@@ -183,19 +181,6 @@ class ProjectState:
         self._requested = path
         self.project = open_project(path)
         self.reload()
-
-    def saved(self) -> None:
-        """The document was written: load what is now on disk."""
-        self.reload()
-
-    def store(self) -> RunStore:
-        """The project's run store, opened once (it is safe to share between threads)."""
-        if self._store is None or self._store.root != self.project.store_dir:
-            self._store = self.project.store()
-        return self._store
-
-    def running_count(self) -> int:
-        return len(self.runs)
 
     def run_started(self, run_id: str, cancel: Cancellation, title: str) -> None:
         self.runs[run_id] = cancel

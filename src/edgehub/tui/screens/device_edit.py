@@ -30,7 +30,7 @@ from edgehub.tui.config_fields import (
     ssh_fields,
     takes_ssh,
 )
-from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
+from edgehub.tui.widgets.field_form import FieldForm, FormInvalid, field_row
 
 __all__ = ["DeviceEditScreen"]
 
@@ -66,15 +66,13 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
             initial = {"name": self.values.get("name", self.previous or ""), **self.values}
             yield FieldForm(_device_fields(self.provider), initial, id="device")
             ssh = self.values.get("ssh")
-            with Horizontal(classes="field", id="ssh-toggle"):
-                yield Label("over SSH", classes="name", markup=False)
-                yield Switch(value=ssh is not None, id="ssh-on")
+            yield field_row("over SSH", Switch(value=ssh is not None, id="ssh-on"), id="ssh-toggle")
             yield FieldForm(ssh_fields(), ssh or {}, id="ssh")
             yield Label("", id="settings-title", classes="section", markup=False)
             yield self._settings_form(self.values)
             yield Label("per-component overrides", classes="section", markup=False)
             for component, tables in (self.values.get("overrides") or {}).items():
-                yield from self._override(component, tables)
+                yield self._override(component, tables)
             with Horizontal(classes="field", id="add-override"):
                 yield Select(
                     [(c, c) for c in component_names()], prompt="component…", id="override-pick"
@@ -94,7 +92,7 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
             settings_fields(self.provider), values.get(table or "") or {}, id="settings"
         )
 
-    def _override(self, component: str, tables: dict[str, Any]) -> ComposeResult:
+    def _override(self, component: str, tables: dict[str, Any]) -> FieldForm:
         self._forms += 1
         table = settings_table(self.provider) or ""
         form = FieldForm(
@@ -102,7 +100,7 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
         )
         form.border_title = component
         form.add_class("override")
-        yield form
+        return form
 
     def _show_provider_parts(self) -> None:
         table = settings_table(self.provider)
@@ -142,8 +140,7 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
                 markup=False,
             )
             return
-        forms = list(self._override(str(pick.value), {}))
-        await self.mount(*forms, before="#add-override")
+        await self.mount(self._override(str(pick.value), {}), before="#add-override")
 
     @on(Button.Pressed, "#save")
     @on(Input.Submitted)

@@ -178,7 +178,7 @@ class DevicesScreen(HubScreen):
                 )
             self.notify(text, severity="error", timeout=10, markup=False)
             return
-        self.state.saved()
+        self.state.reload()  # what is now on disk
         self._seen_generation = self.state.generation
         self.refresh_table()
         self.notify(f"saved {document.path}", markup=False)

@@ -34,7 +34,7 @@ from edgehub.tui.messages import LinesReady, RunEnded
 from edgehub.tui.run_summary import summary_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.model_pick import ModelPickScreen
-from edgehub.tui.widgets.field_form import FieldForm, FormInvalid
+from edgehub.tui.widgets.field_form import FieldForm, FormInvalid, field_row
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
@@ -65,33 +65,19 @@ class RunScreen(HubScreen):
         yield NavBar("run")
         with Horizontal(id="run-body"):
             with VerticalScroll(id="run-form"):
-                with Horizontal(classes="field"):
-                    yield Label("model", classes="name", markup=False)
-                    yield Input(placeholder="path to an ONNX model", id="model", compact=True)
+                model = Input(placeholder="path to an ONNX model", id="model", compact=True)
+                yield field_row("model", model)
                 yield Button("Pick a model (^t)", id="pick", compact=True)
                 names = runtime_names()
-                for label, select in (
-                    (
-                        "runtime",
-                        Select(
-                            [(n, n) for n in names], value=names[0], allow_blank=False, id="runtime"
-                        ),
-                    ),
-                    (
-                        "step",
-                        Select(
-                            [(s, s) for s in (*STEPS, EVAL_STEP)],
-                            value="profile",
-                            allow_blank=False,
-                            id="step",
-                        ),
-                    ),
-                    ("device", Select(self._devices(), prompt="auto", id="device")),
+                for label, choices, first in (
+                    ("runtime", names, names[0]),
+                    ("step", (*STEPS, EVAL_STEP), "profile"),
                 ):
-                    select.compact = True
-                    with Horizontal(classes="field"):
-                        yield Label(label, classes="name", markup=False)
-                        yield select
+                    options = [(c, c) for c in choices]
+                    select = Select(options, value=first, allow_blank=False, id=label, compact=True)
+                    yield field_row(label, select)
+                devices = Select(self._devices(), prompt="auto", id="device", compact=True)
+                yield field_row("device", devices)
                 yield Vertical(id="options")
                 yield Button("Launch (^r)", variant="primary", id="launch", compact=True)
             with Vertical(id="run-panes"):

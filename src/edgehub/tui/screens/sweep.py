@@ -24,6 +24,7 @@ from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
 from edgehub.tui.cells import plain
 from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.widgets.field_form import field_row
 from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.nav_bar import NavBar
 
@@ -78,16 +79,10 @@ class SweepScreen(HubScreen):
                     ("vary", "profile.runs=50,100; compile.precision=fp32,int8"),
                     ("cluster", "ray://HOST:10001 or local:N (empty: here)"),
                 ):
-                    with Horizontal(classes="field"):
-                        yield Label(name, classes="name", markup=False)
-                        yield Input(placeholder=hint, id=name, compact=True)
-                step = Select(
-                    [(s, s) for s in SWEEP_STEPS], value="pipeline", allow_blank=False, id="step"
-                )
-                step.compact = True
-                with Horizontal(classes="field"):
-                    yield Label("step", classes="name", markup=False)
-                    yield step
+                    yield field_row(name, Input(placeholder=hint, id=name, compact=True))
+                steps = [(s, s) for s in SWEEP_STEPS]
+                step = Select(steps, value="pipeline", allow_blank=False, id="step", compact=True)
+                yield field_row("step", step)
                 yield Checkbox("resume (skip finished cells)", id="resume", compact=True)
                 yield Button("Launch (^r)", variant="primary", id="launch", compact=True)
             with Vertical(id="sweep-grid"):

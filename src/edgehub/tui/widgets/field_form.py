@@ -10,11 +10,17 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Input, Label, Select, Switch
 
 from edgehub.tui.config_fields import FieldSpec
 
-__all__ = ["FieldForm", "FormInvalid"]
+__all__ = ["FieldForm", "FormInvalid", "field_row"]
+
+
+def field_row(label: str, editor: Widget, **kwargs: Any) -> Horizontal:
+    """A form's line: ``label``, then ``editor`` (the ``.field`` style)."""
+    return Horizontal(Label(label, classes="name", markup=False), editor, classes="field", **kwargs)
 
 
 class FormInvalid(Exception):
@@ -62,11 +68,8 @@ class FieldForm(Vertical):
 
     def compose(self) -> ComposeResult:
         for spec in self.specs:
-            value = self._initial.get(spec.key, None)
-            with Horizontal(classes="field"):
-                mark = "*" if spec.required else ""
-                yield Label(f"{spec.label}{mark}", classes="name", markup=False)
-                yield self._editor(spec, value)
+            mark = "*" if spec.required else ""
+            yield field_row(f"{spec.label}{mark}", self._editor(spec, self._initial.get(spec.key)))
             yield Label("", classes="error", name=spec.key, markup=False)
 
     def _editor(self, spec: FieldSpec, value: Any) -> Input | Select[str] | Switch:
@@ -102,7 +105,7 @@ class FieldForm(Vertical):
         except ValueError as error:
             self.show_error(spec.key, str(error))
             return
-        self._clear_error(spec.key)
+        self.clear_errors(spec.key)
 
     def values(self) -> dict[str, Any]:
         """The filled-in fields, typed (empty ones left out); `FormInvalid` if any is wrong."""
@@ -177,13 +180,9 @@ class FieldForm(Vertical):
                 return True
         return False
 
-    def _clear_error(self, key: str) -> None:
+    def clear_errors(self, key: str | None = None) -> None:
+        """Hide the message under field ``key``, or under every field."""
         for label in self.query(Label).filter(".error"):
-            if label.name == key:
+            if key is None or label.name == key:
                 label.update("")
                 label.remove_class("shown")
-
-    def clear_errors(self) -> None:
-        for label in self.query(Label).filter(".error"):
-            label.update("")
-            label.remove_class("shown")
