@@ -90,19 +90,9 @@ def _print(report: AbReport) -> None:
             ["B", report.run_b[:8], f"{report.median_b_ms:.4f}", report.runs_per_block.get("b")],
         ],
     )
-    table(
-        ["rounds", "B/A median", "95% CI", "B slower", "B faster", "sign p"],
-        [
-            [
-                verdict.rounds,
-                f"{verdict.median_ratio:.4f}",
-                f"{low:+.1f}% .. {high:+.1f}%",
-                verdict.slower,
-                verdict.faster,
-                f"{verdict.sign_p:.3g}",
-            ]
-        ],
-    )
+    row = [verdict.rounds, f"{verdict.median_ratio:.4f}", f"{low:+.1f}% .. {high:+.1f}%"]
+    row += [verdict.slower, verdict.faster, f"{verdict.sign_p:.3g}"]
+    table(["rounds", "B/A median", "95% CI", "B slower", "B faster", "sign p"], [row])
     print(verdict.verdict)
 
 
@@ -115,14 +105,9 @@ def _print_unpaired(report: AbReport) -> None:
     runs = {"a": report.run_a, "b": report.run_b}
     counts = {"a": verdict.samples_a, "b": verdict.samples_b}  # type: ignore[union-attr]
     medians = {"a": report.median_a_ms, "b": report.median_b_ms}
+    jobs = {side: report.jobs[side]["id"] for side in ("a", "b")}
     rows = [
-        [
-            side.upper(),
-            runs[side][:8],
-            report.jobs[side]["id"],
-            f"{medians[side]:.4f}",
-            counts[side],
-        ]
+        [side.upper(), runs[side][:8], jobs[side], f"{medians[side]:.4f}", counts[side]]
         for side in ("a", "b")
     ]
     table(["model", "run", "job", "median ms", "iterations"], rows)

@@ -93,7 +93,6 @@ def eval_flags() -> Flags:
         f"{FIX_LIMIT}) are; then profile the float, int8 and repaired models and print "
         "accuracy against latency",
     )
-
     return flags
 
 
@@ -139,7 +138,7 @@ def handle_eval(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**report.to_dict(), **({"fix": fix.to_dict()} if fix else {})})
     else:
-        _print(report, final=fix is None)
+        print_report(report, final=fix is None)
         if fix is not None:
             _print_fix(fix)
     return EXIT_GOAL_FAILED if report.passed is False else 0
@@ -158,13 +157,13 @@ def _shards(args: argparse.Namespace, config: HubConfig) -> RayShards | None:
     return ray_shards(address, config)
 
 
-CALIBRATION_SOURCES = {
-    "dataset": "the dataset evaluated",
-    "given": "the calibration_data given",
-}
+CALIBRATION_SOURCES = {"dataset": "the dataset evaluated", "given": "the calibration_data given"}
+FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 
 
-def _print(report: EvalReport, *, final: bool = True) -> None:
+def print_report(report: EvalReport, *, final: bool = True) -> None:
+    """An eval's figures, goals and layers; ``final``: also the exit a missed goal gives (not
+    for a report read back from the store, `hub runs show`)."""
     print(
         f"eval: run {report.run_id[:8]} {report.status} on {report.device}, "
         f"{report.samples} samples ({report.dataset})"
@@ -178,18 +177,7 @@ def _print(report: EvalReport, *, final: bool = True) -> None:
         print(f"  calibrated on: {CALIBRATION_SOURCES.get(report.calibration, report.calibration)}")
     table(
         ["output", "cosine", "cosine min", "max abs", "mean abs", "SNR dB", "PSNR dB"],
-        [
-            [
-                name,
-                f["cosine"],
-                f["cosine_min"],
-                f["max_abs"],
-                f["mean_abs"],
-                f["snr_db"],
-                f["psnr_db"],
-            ]
-            for name, f in report.outputs.items()
-        ],
+        [[name, *(f[figure] for figure in FIGURES)] for name, f in report.outputs.items()],
     )
     if report.tasks:
         table(
@@ -213,11 +201,6 @@ def _print(report: EvalReport, *, final: bool = True) -> None:
         _print_layers(report.layers)
     if report.passed is False and final:
         print(f"goals missed: exit {EXIT_GOAL_FAILED}")
-
-
-def print_stored(report: EvalReport) -> None:
-    """An eval read back from the store (`hub runs show`): as `hub exec eval` printed it."""
-    _print(report, final=False)
 
 
 def _print_fix(fix: FixReport) -> None:

@@ -70,17 +70,9 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([row.__dict__ for row in rows])
         return 0
-    table(
-        ["runtime", "tag", "built", "digest", "size MB"],
-        [
-            [
-                r.runtime,
-                r.tag,
-                "yes" if r.built else "no",
-                (r.digest or "-")[:19],
-                round(r.size_bytes / 1e6, 1) if r.size_bytes else None,
-            ]
-            for r in rows
-        ],
-    )
+    shown = []
+    for r in rows:
+        size = round(r.size_bytes / 1e6, 1) if r.size_bytes else None
+        shown.append([r.runtime, r.tag, "yes" if r.built else "no", (r.digest or "-")[:19], size])
+    table(["runtime", "tag", "built", "digest", "size MB"], shown)
     return 0

@@ -7,10 +7,9 @@ profiler's own options (the same as ``--set until_stable=true``, ``stable_tolera
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
-from edgehub.cli.options import Flags, single
+from edgehub.cli.options import Flags, seconds, single
 from edgehub.errors import UsageError
 
 
@@ -53,15 +52,7 @@ def pin_flags() -> Flags:
 
 
 def _max_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or not 0 <= value <= 86_400:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds from 0 to 86400; give e.g. --stable-max-s 30"
-        )
-    return value
+    return seconds(text, 86_400, "--stable-max-s 30")
 
 
 def measure_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -38,15 +38,17 @@ def path(text: str) -> Path:
     return Path(text)
 
 
-def seconds(text: str) -> float:
-    """A finite number of seconds >= 0 (``--lease-timeout``)."""
+def seconds(text: str, high: float = math.inf, example: str = "--lease-timeout 600") -> float:
+    """A finite number of seconds from 0 to ``high`` (``--lease-timeout``); ``example``: the
+    flag and a value, for the error."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
+    if not math.isfinite(value) or not 0 <= value <= high:
+        span = ">= 0" if high == math.inf else f"from 0 to {high:g}"
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds >= 0; give e.g. --lease-timeout 600"
+            f"{text!r} is not a number of seconds {span}; give e.g. {example}"
         )
     return value
 

@@ -233,11 +233,11 @@ def _show(args: argparse.Namespace) -> int:
         print(visible(f"  error   {run.error}"))
     print(f"  dir     {run.artifact_dir}")
     if run.run_type == "EVAL":  # figures, goals, worst samples and layer table first
-        from edgehub.cli.eval_cmd import print_stored
+        from edgehub.cli.eval_cmd import print_report
         from edgehub.ops.eval.stored import stored_report
 
         print()
-        print_stored(stored_report(run))
+        print_report(stored_report(run), final=False)
     for title, section in (
         ("params", run.params),
         ("metrics", run.metrics),

@@ -156,41 +156,16 @@ def _live_line(cell: CellResult) -> None:
 
 def print_sweep(report: SweepReport) -> None:
     print(f"sweep: run {report.run_id[:8]} {report.status}, {len(report.cells)} cells")
-    rows: list[list[Any]] = []
     nodes = any(cell.node for cell in report.cells)
+    headers = ["model", "device", "runtime", "options", "status", "median ms", "p99 ms"]
+    headers += ["max abs err", "cosine", "run", *(["node"] if nodes else [])]
+    rows: list[list[Any]] = []
     for cell in report.cells:
-        settings = " ".join(f"{k}={v}" for k, v in cell.settings.items())
+        settings = " ".join(f"{k}={v}" for k, v in cell.settings.items()) or "-"
         status = f"{cell.status} (earlier)" if cell.reused_from else cell.status
-        rows.append(
-            [
-                Path(cell.model).name,
-                cell.device,
-                cell.runtime,
-                settings or "-",
-                status,
-                cell.median_ms,
-                cell.p99_ms,
-                cell.max_abs_error,
-                cell.cosine_similarity,
-                (cell.run_id or "-")[:8],
-                *([cell.node or "-"] if nodes else []),
-            ]
-        )
-    table(
-        [
-            "model",
-            "device",
-            "runtime",
-            "options",
-            "status",
-            "median ms",
-            "p99 ms",
-            "max abs err",
-            "cosine",
-            "run",
-            *(["node"] if nodes else []),
-        ],
-        rows,
-    )
+        row = [Path(cell.model).name, cell.device, cell.runtime, settings, status, cell.median_ms]
+        row += [cell.p99_ms, cell.max_abs_error, cell.cosine_similarity, (cell.run_id or "-")[:8]]
+        rows.append(row + ([cell.node or "-"] if nodes else []))
+    table(headers, rows)
     for cell in report.failed:
         print(f"FAILED {cell.label}: {cell.error}")

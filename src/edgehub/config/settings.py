@@ -16,7 +16,6 @@ plain hub.toml loads no toolchain).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 import typing
 from collections.abc import Mapping
@@ -81,10 +80,19 @@ class ProviderSettings:
         return ProviderSettings(self.config_type, {**self.values, **override.values})
 
 
-@functools.cache
+_TABLES: dict[type[ProviderConfig], SettingsTable] = {}
+
+
 def settings_table(config_type: type[ProviderConfig]) -> SettingsTable:
     """The table ``config_type`` describes; a `TypeError` when it is not a dataclass or does not
     name its ``provider_type``."""
+    found = _TABLES.get(config_type)
+    if found is None:
+        found = _TABLES[config_type] = _derive(config_type)
+    return found
+
+
+def _derive(config_type: type[ProviderConfig]) -> SettingsTable:
     provider = getattr(config_type, "provider_type", None)
     if not dataclasses.is_dataclass(config_type) or not isinstance(provider, str):
         raise TypeError(

@@ -106,23 +106,19 @@ def _worst(names: Any, per_sample: Any) -> list[tuple[str, str, float | None, fl
 def _layers(raw: Any) -> LayerTable | None:
     if not isinstance(raw, dict):
         return None
+    first = raw.get("first_divergent")
     try:
-        return _layer_table(raw)
+        return LayerTable(
+            threshold=float(raw.get("threshold", 0.0)),
+            samples=int(raw.get("samples", 0)),
+            layers=int(raw.get("layers", 0)),
+            runs=int(raw.get("runs", 0)),
+            first=str(first["node"]) if isinstance(first, dict) and "node" in first else None,
+            rows=[row for row in raw.get("measured", []) if isinstance(row, dict)],
+            fused=[row for row in raw.get("fused_or_renamed", []) if isinstance(row, dict)],
+        )
     except (TypeError, ValueError, AttributeError):  # not what `measure` writes: not shown
         return None
-
-
-def _layer_table(raw: dict[str, Any]) -> LayerTable:
-    first = raw.get("first_divergent")
-    return LayerTable(
-        threshold=float(raw.get("threshold", 0.0)),
-        samples=int(raw.get("samples", 0)),
-        layers=int(raw.get("layers", 0)),
-        runs=int(raw.get("runs", 0)),
-        first=str(first["node"]) if isinstance(first, dict) and "node" in first else None,
-        rows=[row for row in raw.get("measured", []) if isinstance(row, dict)],
-        fused=[row for row in raw.get("fused_or_renamed", []) if isinstance(row, dict)],
-    )
 
 
 def accuracy_of(

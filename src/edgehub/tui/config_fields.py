@@ -22,8 +22,8 @@ __all__ = [
     "component_names",
     "option_fields",
     "provider_choices",
-    "section_fields",
     "settings_fields",
+    "ssh_fields",
 ]
 
 
@@ -60,21 +60,17 @@ def _kind(hint: Any) -> str:
     return "text"
 
 
-def section_fields(section: type[Any]) -> list[FieldSpec]:
-    """The fields of a schema dataclass (`SSHSection`, `DockerSection`, ...)."""
-    hints = typing.get_type_hints(section)
+def ssh_fields() -> list[FieldSpec]:
+    """The fields of `SSHSection`."""
+    hints = typing.get_type_hints(SSHSection)
     fields = []
-    for field in dataclasses.fields(section):
+    for field in dataclasses.fields(SSHSection):
         missing = (
             field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         )
         default = None if field.default is dataclasses.MISSING else field.default
         fields.append(FieldSpec(field.name, _kind(hints[field.name]), missing, default))
     return fields
-
-
-def ssh_fields() -> list[FieldSpec]:
-    return section_fields(SSHSection)
 
 
 def _tables() -> dict[str, SettingsTable]:
@@ -116,26 +112,11 @@ def takes_ssh(provider: str | None) -> bool:
 
 
 def component_names() -> list[str]:
-    """Components an override can name: the built-in ones and any registered runtime's."""
-    from edgehub.core.runtimes import runtime_names
+    """Components an override can name: those of the available registered runtimes."""
+    from edgehub.core.runtimes import all_runtimes
 
-    names: list[str] = []
-    for runtime in runtime_names():
-        for component in _runtime_components(runtime):
-            if component.__name__ not in names:
-                names.append(component.__name__)
-    return names
-
-
-def _runtime_components(name: str) -> list[type[Any]]:
-    from edgehub.core.runtimes import get_runtime
-    from edgehub.errors import UsageError
-
-    try:
-        runtime = get_runtime(name)
-    except UsageError:
-        return []
-    return [runtime.compiler, runtime.profiler, runtime.invoker]
+    runtimes = [r for r in all_runtimes().values() if r.available]
+    return list(dict.fromkeys(c.__name__ for r in runtimes for c in r.components))
 
 
 def option_fields(options: dict[str, OptionSpec]) -> list[FieldSpec]:

@@ -26,9 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["HOST", "bind", "serve", "serve_command"]
 
 HOST = "127.0.0.1"
-PAGE_DIR = Path(__file__).with_name(
-    "web"
-)  # the page: textual-serve's, loading nothing from outside
+# the page: textual-serve's, loading nothing from outside
+PAGE_DIR = Path(__file__).with_name("web")
 WARNING = (
     "hub-tui: serving on http://{host}:{port} (this machine only). Whoever opens the URL below "
     "acts as {user}: runs, hub.toml edits and image builds; keep it secret. Reach it from "

@@ -35,16 +35,12 @@ HEADERS = {  # the token is in the page's URL: never send it on, never frame the
 }
 
 
-def _new_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
 @dataclass(frozen=True)
 class Guard:
     """The checks for a server on loopback ``port``, with this launch's ``token``."""
 
     port: int
-    token: str = field(default_factory=_new_token, repr=False)
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
 
     @property
     def hosts(self) -> frozenset[str]:

@@ -15,17 +15,17 @@ from edgehub.core.values.types import (
     Matches,
     Range,
     ValueProblem,
-    _members,
-    _unpack,
     describe,
+    split_annotated,
+    union_members,
 )
 
 
 def check(value: Any, tp: Any) -> None:
     """Raise `ValueProblem` unless ``value`` fits ``tp`` (see the module docstring)."""
     full = tp
-    tp, meta = _unpack(tp)
-    members = _members(tp)
+    tp, meta = split_annotated(tp)
+    members = union_members(tp)
     if members is not None:
         problems = []
         for member in members:

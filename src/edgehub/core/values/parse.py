@@ -17,15 +17,13 @@ from typing import Any, Literal
 from edgehub.core.values.check import check
 from edgehub.core.values.types import (
     ValueProblem,
-    _members,
-    _unpack,
     describe,
+    split_annotated,
     text_form,
+    union_members,
 )
 
 _TRUE, _FALSE = ("true", "yes", "on"), ("false", "no", "off")
-
-
 _INT = re.compile(r"[+-]?[0-9][0-9_]*")
 
 
@@ -44,8 +42,8 @@ def parse(text: str, tp: Any) -> Any:
 
 
 def _parse_plain(text: str, tp: Any) -> Any:
-    inner, _ = _unpack(tp)
-    members = _members(inner)
+    inner, _ = split_annotated(tp)
+    members = union_members(inner)
     if members is not None:
         problems = []
         for member in sorted(members, key=_preference):
@@ -64,7 +62,7 @@ def _parse_plain(text: str, tp: Any) -> Any:
 
 def _preference(tp: Any) -> int:
     """The order union members try a text: none, bool, numbers, choices, containers, str."""
-    tp, _ = _unpack(tp)
+    tp, _ = split_annotated(tp)
     origin = typing.get_origin(tp)
     order: list[Any] = [type(None), bool, int, float]
     if tp in order:
@@ -173,10 +171,10 @@ def from_data(value: Any, tp: Any) -> Any:
 
 
 def _convert(value: Any, tp: Any) -> Any:
-    tp, _ = _unpack(tp)
-    members = _members(tp)
+    tp, _ = split_annotated(tp)
+    members = union_members(tp)
     if members is not None:
-        plain = [_unpack(m)[0] for m in members]
+        plain = [split_annotated(m)[0] for m in members]
         if type(value) is int and float in plain and int not in plain:
             return float(value)
         try:

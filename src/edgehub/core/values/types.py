@@ -58,7 +58,7 @@ class TextForm:
 
 def text_form(tp: Any) -> TextForm | None:
     """The `TextForm` an annotation carries, if any."""
-    return next((m for m in _unpack(tp)[1] if isinstance(m, TextForm)), None)
+    return next((m for m in split_annotated(tp)[1] if isinstance(m, TextForm)), None)
 
 
 class ValueProblem(ValueError):
@@ -107,7 +107,7 @@ def _split_union(text: str) -> list[str]:
 
 def without_none(tp: Any) -> Any:
     """``tp`` less ``None`` (for formats such as TOML that have no null)."""
-    members = _members(tp)
+    members = union_members(tp)
     if members is None:
         return tp
     kept = [m for m in members if m is not type(None)]
@@ -116,22 +116,13 @@ def without_none(tp: Any) -> Any:
 
 def split_annotated(tp: Any) -> tuple[Any, list[Any]]:
     """``Annotated[T, *meta]`` -> (T, meta) (the bounds and formats); anything else -> (tp, [])."""
-    return _unpack(tp)
-
-
-def union_members(tp: Any) -> list[Any] | None:
-    """The members of a union annotation (``None`` included as ``NoneType``), else None."""
-    return _members(tp)
-
-
-def _unpack(tp: Any) -> tuple[Any, list[Any]]:
-    """``Annotated[T, *meta]`` -> (T, meta); anything else -> (tp, [])."""
     if typing.get_origin(tp) is Annotated:
         return tp.__origin__, list(tp.__metadata__)
     return tp, []
 
 
-def _members(tp: Any) -> list[Any] | None:
+def union_members(tp: Any) -> list[Any] | None:
+    """The members of a union annotation (``None`` included as ``NoneType``), else None."""
     origin = typing.get_origin(tp)
     if origin is Union or origin is types.UnionType:
         return list(typing.get_args(tp))
@@ -152,8 +143,8 @@ def describe(tp: Any) -> str:
     form = text_form(tp)
     if form is not None:
         return form.description
-    tp, meta = _unpack(tp)
-    members = _members(tp)
+    tp, meta = split_annotated(tp)
+    members = union_members(tp)
     if members is not None:
         return " or ".join(dict.fromkeys(describe(m) for m in members))
     text = _describe_plain(tp)

@@ -78,7 +78,9 @@ class ImagesScreen(HubScreen):
     def worker_failed(self, name: str, error: BaseException | None) -> None:
         if name == "build":
             self.building = None
-            self._stop_bar()  # no bar animating on
+            bar = self.query_one("#build-progress", ProgressBar)
+            bar.update(total=1, progress=0)  # no bar animating on
+            bar.display = False
             self.query_one("#build-status", Label).update(visible(f"build failed: {error}"))
             for line in getattr(error, "log_tail", []):
                 self.query_one("#build-log", Log).write_line(visible(line, lines=True))
@@ -111,11 +113,6 @@ class ImagesScreen(HubScreen):
         bar.display = True
         self.query_one("#build-status", Label).update(f"building {runtime}…")
         self._build(runtime)
-
-    def _stop_bar(self) -> None:
-        bar = self.query_one("#build-progress", ProgressBar)
-        bar.update(total=1, progress=0)
-        bar.display = False
 
     @work(thread=True, exit_on_error=False, name="build", group="build")
     def _build(self, runtime: str) -> list[Any]:

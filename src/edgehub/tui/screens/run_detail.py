@@ -58,9 +58,6 @@ class RunDetailScreen(HubScreen):
     def on_mount(self) -> None:
         for name in _TABLES:
             self.query_one(f"#table-{name}", DataTable).add_columns("name", "value")
-        self._load()
-
-    def _load(self) -> None:
         from edgehub.tui.runs_data import run_detail
 
         project, run_id = self.state.project, self.run_id

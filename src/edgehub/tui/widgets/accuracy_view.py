@@ -18,6 +18,7 @@ FIRST_DIVERGENT = "◀ first divergent"
 FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 _HIGHLIGHT = "bold white on dark_red"
 _LABELS = {"snr_db": "SNR dB", "psnr_db": "PSNR dB"}
+_LAYER_FIGURES = ("rel_l2", "channel_rel_l2", "growth", "cosine", "snr_db")
 
 
 def _number(value: Any) -> str:
@@ -103,16 +104,8 @@ class AccuracyView(VerticalScroll):
         first_row = None
         for row in layers.rows:
             first = row.get("node") == layers.first
-            cells = [
-                str(row.get("index", "")),
-                str(row.get("node", "")),
-                str(row.get("op", "")),
-                _number(row.get("rel_l2")),
-                _number(row.get("channel_rel_l2")),
-                _number(row.get("growth")),
-                _number(row.get("cosine")),
-                _number(row.get("snr_db")),
-            ]
+            cells = [str(row.get(key, "")) for key in ("index", "node", "op")]
+            cells += [_number(row.get(key)) for key in _LAYER_FIGURES]
             fused = row.get("fused") or []
             note = FIRST_DIVERGENT if first else ""
             if fused:

@@ -21,8 +21,6 @@ from edgehub.tui.line_buffer import LineBuffer
 __all__ = ["RunPane"]
 
 LOG_LIMIT = 5000
-
-
 _WAITING = "; waiting (up to "  # how a lease wait is told (acquire.leases)
 
 
@@ -46,9 +44,7 @@ class RunPane(Vertical):
     RunPane > Log { height: 1fr; border: round $panel; }
     """
 
-    def __init__(
-        self, title: str, clock: Clock, *, id: str, buffer: LineBuffer, limit: int = LOG_LIMIT
-    ) -> None:
+    def __init__(self, title: str, clock: Clock, *, id: str, buffer: LineBuffer) -> None:
         super().__init__(id=id)
         self.title = title
         self.clock = clock
@@ -57,13 +53,11 @@ class RunPane(Vertical):
         self.ended: float | None = None
         self.status = "RUNNING"
         self.lines_shown = 0
-        self.lines_dropped = 0  # arrived faster than shown, beyond the pane's limit
-        self._limit = limit
 
     def compose(self) -> ComposeResult:
         yield Label(self._status_text(), classes="status", markup=False)
         yield ProgressBar(total=None, show_eta=False)
-        yield Log(max_lines=self._limit, auto_scroll=True)
+        yield Log(max_lines=LOG_LIMIT, auto_scroll=True)
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -85,8 +79,7 @@ class RunPane(Vertical):
     def _drain_batch(self) -> bool:
         batch = self.buffer.drain()
         log = self.query_one(Log)
-        if batch.dropped:
-            self.lines_dropped += batch.dropped
+        if batch.dropped:  # arrived faster than shown, beyond the pane's limit
             log.write_line(f"… {batch.dropped} lines not shown (the pane keeps the last ones)")
         if batch.lines:
             log.write_lines([_line(e) for e in batch.lines])
