@@ -172,7 +172,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stopped(signum: int) -> int:
     """Exit status and one line for `hub` stopped by SIGTERM/SIGHUP (not Ctrl-C)."""
-    _print_error(f"stopped by {signal_name(signum)}")
+    import signal
+
+    _print_error(f"stopped by {signal.Signals(signum).name}")
     return 128 + signum
 
 
@@ -180,12 +182,6 @@ def _reap_in_background() -> threading.Thread:
     from edgehub.ops.cleanup import reap_leftovers_in_background
 
     return reap_leftovers_in_background()
-
-
-def signal_name(signum: int) -> str:
-    import signal
-
-    return signal.Signals(signum).name
 
 
 # the request fields whose flag is not --<field>

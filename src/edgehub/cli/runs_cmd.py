@@ -194,22 +194,11 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print_json([run.to_dict() for run in runs])
         return 0
-    table(
-        ["run", "started", "type", "name", "status", "took", "device", "parent"],
-        [
-            [
-                r.run_id[:8],
-                _when(r.started_at),
-                r.run_type,
-                r.name,
-                r.status,
-                _duration(r),
-                r.device or "-",
-                (r.parent_run_id or "-")[:8],
-            ]
-            for r in runs
-        ],
-    )
+    rows = []
+    for r in runs:
+        row = [r.run_id[:8], _when(r.started_at), r.run_type, r.name, r.status, _duration(r)]
+        rows.append([*row, r.device or "-", (r.parent_run_id or "-")[:8]])
+    table(["run", "started", "type", "name", "status", "took", "device", "parent"], rows)
     return 0
 
 
@@ -251,18 +240,11 @@ def _show(args: argparse.Namespace) -> int:
         _print_percentiles(percentiles)
     if run.all_artifacts:
         print("\nartifacts:")
-        table(
-            ["name", "file", "bytes", "path"],
-            [
-                [
-                    a.name or "-",
-                    a.file_name,
-                    a.file_size,
-                    str(a.file_path) + ("" if a.is_stored or a.device else "  (not stored)"),
-                ]
-                for a in run.all_artifacts
-            ],
-        )
+        rows = []
+        for a in run.all_artifacts:
+            where = str(a.file_path) + ("" if a.is_stored or a.device else "  (not stored)")
+            rows.append([a.name or "-", a.file_name, a.file_size, where])
+        table(["name", "file", "bytes", "path"], rows)
     return 0
 
 
@@ -499,17 +481,9 @@ def _print_profile_comparison(result: ProfileComparison) -> None:
     rows = []
     for label, q in (("median", result.median), ("p99", result.p99)):
         low, high = q.ci_pct
-        rows.append(
-            [
-                label,
-                f"{q.a_ms:.4f}",
-                f"{q.b_ms:.4f}",
-                f"{q.delta_ms:+.4f}",
-                f"{q.delta_pct:+.1f}%",
-                f"{low:+.1f}% .. {high:+.1f}%",
-                "yes" if q.significant else "no",
-            ]
-        )
+        ci = f"{low:+.1f}% .. {high:+.1f}%"
+        shown = [f"{q.a_ms:.4f}", f"{q.b_ms:.4f}", f"{q.delta_ms:+.4f}", f"{q.delta_pct:+.1f}%"]
+        rows.append([label, *shown, ci, "yes" if q.significant else "no"])
     floor = f"significant (>= {100 * result.min_effect:g}%)"
     table(["latency", "a ms", "b ms", "delta ms", "delta", "95% CI", floor], rows)
     print(f"\nMann-Whitney U p = {result.mann_whitney_p:.3g}")

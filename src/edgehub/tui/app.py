@@ -107,7 +107,7 @@ class EdgehubApp(App[int]):
         # (On a thread meanwhile, it held the first paint back on a busy machine: bench_tui.py (a).)
         runtime_names()
         self._stop_on_signals()
-        self.sub_title = self._subtitle()
+        self.sub_title = self.state.shown_path
         self.switch_mode("devices")
         self.set_interval(1.0, self._watch_config)
         self.call_after_refresh(self._start_building_ahead)  # once the first screen is painted
@@ -165,9 +165,6 @@ class EdgehubApp(App[int]):
         """Textual holds every paint a moment when it switches modes, to hide a screen
         still being built; `action_go` switches only to a screen built already."""
 
-    def _subtitle(self) -> str:
-        return self.state.shown_path
-
     def _create_config(self, create: bool | None) -> None:
         if not create:
             return
@@ -180,7 +177,7 @@ class EdgehubApp(App[int]):
             self.notify(str(error), severity="error", markup=False)
             return
         self.state.use_file(path)
-        self.sub_title = self._subtitle()
+        self.sub_title = self.state.shown_path
         self.screen.post_message(ConfigReloaded())
         self.notify(f"created {path}", markup=False)
 

@@ -12,25 +12,22 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from edgehub.events import LogEvent
 
 __all__ = ["Drained", "LineBuffer"]
 
 
+@dataclass(slots=True)
 class Drained:
     """What one drain returns: the lines, the latest progress event, how many were dropped,
     and whether more lines wait (the caller drains again after the screen has refreshed)."""
 
-    __slots__ = ("dropped", "lines", "more", "progress")
-
-    def __init__(
-        self, lines: list[LogEvent], progress: LogEvent | None, dropped: int, more: bool
-    ) -> None:
-        self.lines = lines
-        self.progress = progress
-        self.dropped = dropped
-        self.more = more
+    lines: list[LogEvent]
+    progress: LogEvent | None
+    dropped: int
+    more: bool
 
 
 class LineBuffer:

@@ -35,9 +35,6 @@ class ProviderSignature:
     accepts: frozenset[str]
     var_keyword: bool
 
-    def takes(self, option: str) -> bool:
-        return self.var_keyword or option in self.accepts
-
 
 def _names(names: set[str] | list[str]) -> str:
     return ", ".join(sorted(names)) or "-"

@@ -201,9 +201,6 @@ class DevicesScreen(HubScreen):
             return
         self._checks[name] = "checking…"
         self.refresh_table()
-        self._check(name)
-
-    def _check(self, name: str) -> None:
         self.run_worker(
             lambda: _check_device(self.state, name),
             name=f"check {name}",

@@ -12,17 +12,8 @@ from textual.widgets import Label, Static
 
 __all__ = ["HelpScreen", "key_rows"]
 
-_NAMES = {
-    "question_mark": "?",
-    "escape": "Esc",
-    "enter": "Enter",
-    "delete": "Del",
-    "f1": "F1",
-    "f2": "F2",
-    "f3": "F3",
-    "f4": "F4",
-    "f5": "F5",
-}
+_NAMES = {"question_mark": "?", "escape": "Esc", "enter": "Enter", "delete": "Del"}
+_NAMES.update({f"f{number}": f"F{number}" for number in range(1, 6)})
 
 
 def _key(key: str) -> str:
