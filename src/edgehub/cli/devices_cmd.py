@@ -25,14 +25,12 @@ def add_parser(commands: Any) -> None:
     check = verbs.add_parser(
         "check", help="connect to a device: OS, arch, Python, runtimes, providers it can serve"
     )
-    check.add_argument("name", help="device name in hub.toml")
     check.add_argument("--json", action="store_true")
     check.add_argument("--timeout", type=float, default=20.0, help="seconds (default 20)")
     check.set_defaults(handler=_check)
     trust = verbs.add_parser(
         "trust", help="show an SSH device's host key fingerprint and, if you agree, trust it"
     )
-    trust.add_argument("name", help="device name in hub.toml")
     trust.add_argument(
         "--yes",
         action="store_true",
@@ -42,7 +40,6 @@ def add_parser(commands: Any) -> None:
     release = verbs.add_parser(
         "release", help="free a labgrid pool device's places whose edgehub holder is gone"
     )
-    release.add_argument("name", help="device name in hub.toml")
     release.add_argument(
         "--force", action="store_true", help="release held places even if their holder may run"
     )
@@ -50,8 +47,9 @@ def add_parser(commands: Any) -> None:
     unquarantine = verbs.add_parser(
         "unquarantine", help="let a quarantined device's boards be used again (clears failures)"
     )
-    unquarantine.add_argument("name", help="device name in hub.toml")
     unquarantine.set_defaults(handler=_unquarantine)
+    for verb in (check, trust, release, unquarantine):
+        verb.add_argument("name", help="device name in hub.toml")
     init = commands.add_parser("init", help=summary("init"))
     init.add_argument("--name", help="project name (default: the directory name)")
     init.set_defaults(handler=_init)
@@ -75,15 +73,11 @@ def _devices(args: argparse.Namespace) -> int:
         pools = any(r.places is not None for r in rows)
         health = any(r.health is not None for r in rows)
         headers += ["labgrid places"] * pools + ["health"] * health
-        table(
-            headers,
-            [
-                [r.name, r.provider, r.spec, r.ssh]
-                + [r.places] * pools
-                + [r.health or "ok"] * health
-                for r in rows
-            ],
-        )
+        shown = []
+        for r in rows:
+            extra = [r.places] * pools + [r.health or "ok"] * health
+            shown.append([r.name, r.provider, r.spec, r.ssh, *extra])
+        table(headers, shown)
     return 0
 
 

@@ -14,12 +14,12 @@ import math
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 from edgehub.cli.plain_table import plain_table
 from edgehub.cli.terminal import raw
-from edgehub.events import EventSink, LogEvent
+from edgehub.events import LogEvent
 from edgehub.text import visible
 
 __all__ = ["LogPrinter", "ProgressBar", "print_json", "table"]
@@ -76,9 +76,6 @@ class LogPrinter:
         self.stream = stream or sys.stderr
         self.progress = ProgressBar(self.stream)
         self._lock = threading.Lock()
-
-    def attach(self, sink: EventSink) -> Callable[[], None]:
-        return sink.subscribe(self)
 
     def __call__(self, event: LogEvent) -> None:
         with self._lock:

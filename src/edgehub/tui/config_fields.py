@@ -89,13 +89,10 @@ def settings_fields(provider: str | None) -> list[FieldSpec]:
     table = _tables().get(provider or "")
     if table is None:
         return []
-    config: Any = table.config_type  # a dataclass (settings_table checks it)
-    defaults = {
-        f.name: f.default
-        for f in dataclasses.fields(config)
-        if f.default is not dataclasses.MISSING
-    }
-    return [FieldSpec(k.key, _kind(k.type), False, defaults.get(k.field)) for k in table.keys]
+    config = table.config_type  # a dataclass: a field's plain default is a class attribute
+    return [
+        FieldSpec(k.key, _kind(k.type), False, getattr(config, k.field, None)) for k in table.keys
+    ]
 
 
 def provider_choices(extra: str | None = None) -> list[str]:

@@ -190,11 +190,15 @@ class Component(metaclass=ComponentMeta):
 
         With ``registered``, the type counts as served from now on, as if ``module`` had been
         imported: registering another provider for it is refused as a duplicate."""
-        if "_provider_modules" not in cls.__dict__:
-            raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
-        key = str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
+        key = cls._provider_key(provider_type)
         cls._provider_modules.setdefault(key, module)
         cls._provider_order.setdefault(key, registered)
+
+    @classmethod
+    def _provider_key(cls, provider_type: str) -> str:
+        if "_providers" not in cls.__dict__:
+            raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
+        return str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
 
     @classmethod
     def provider_for(
@@ -224,9 +228,7 @@ class Component(metaclass=ComponentMeta):
         name and order, and only options ``run`` declares (it may leave some out, or take
         ``**kwargs``). A second provider for the same type is refused.
         """
-        if "_providers" not in cls.__dict__:
-            raise TypeError(f"{cls.__name__} declares no run(); register providers on a component")
-        key = str(provider_type.value if isinstance(provider_type, Enum) else provider_type)
+        key = cls._provider_key(provider_type)
         if not key:
             raise ValueError("provider type must be a non-empty string")
 
