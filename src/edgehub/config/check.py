@@ -29,7 +29,8 @@ from edgehub.config.schema import (
     SSHSection,
     format_key,
 )
-from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables
+from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables, settings_table
+from edgehub.core.device.configs import LabgridConfig
 from edgehub.core.values import Range, ValueProblem, from_data, split_annotated, without_none
 
 __all__ = ["build_config", "check_device_name"]
@@ -67,11 +68,9 @@ class _Table:
     """Checked, typed access to one TOML table at ``key``; unknown keys are refused."""
 
     def __init__(self, data: object, key: KeyPath, allowed: Sequence[str]) -> None:
-        if not isinstance(data, Mapping):
-            raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
-        self.data: Mapping[str, Any] = data
+        self.data = _mapping(data, key)
         self.key = key
-        for name in data:
+        for name in self.data:
             if name in allowed:
                 continue
             full = (*key, name)
@@ -120,6 +119,12 @@ class _Table:
         return float(value)
 
 
+def _mapping(data: object, key: KeyPath) -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
+    return data
+
+
 def _secret_message(table: KeyPath, name: str) -> str:
     full = format_key((*table, name))
     if table[-1:] == ("ssh",) and name.lower() in ("password", "passphrase"):
@@ -140,9 +145,7 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
     top = _Table(data, (), ("project", "images", "cluster", "devices"))
     project = _project(top.data.get("project", {}), root)
     images = _images(top.data.get("images", {}))
-    raw_devices = top.data.get("devices", {})
-    if not isinstance(raw_devices, Mapping):
-        raise SchemaError(("devices",), f"devices must be a table, got {_show(raw_devices)}")
+    raw_devices = _mapping(top.data.get("devices", {}), ("devices",))
     devices = {name: _device(name, table) for name, table in raw_devices.items()}
     if "local" not in devices:
         docker = provider_tables()["local"].config_type
@@ -226,13 +229,9 @@ def _device(name: str, data: object) -> DeviceSection:
         )
     labgrid = None
     if "labgrid" in table.data:
-        from edgehub.config.settings import settings_table
-        from edgehub.core.device.configs import LabgridConfig
-
         if provider in CLOUD_PROVIDERS:
             raise SchemaError((*key, "labgrid"), f"a labgrid place cannot serve {provider!r}")
-        labgrid_table = settings_table(LabgridConfig)
-        labgrid = _settings(labgrid_table, table.data["labgrid"], (*key, "labgrid"))
+        labgrid = _settings(settings_table(LabgridConfig), table.data["labgrid"], (*key, "labgrid"))
     own_settings = None
     if own is not None:
         own_settings = _settings(own, table.data.get(own.table, {}), (*key, own.table))
@@ -337,11 +336,9 @@ def _overrides(
 ) -> dict[str, ProviderSettings]:
     if data is None:
         return {}
-    if not isinstance(data, Mapping):
-        raise SchemaError(key, f"{format_key(key)} must be a table, got {_show(data)}")
     own = tables.get(provider or "")
     result: dict[str, ProviderSettings] = {}
-    for component, inner in data.items():
+    for component, inner in _mapping(data, key).items():
         ckey = (*key, component)
         if "." not in component:
             _check_component(component, ckey, key)

@@ -192,20 +192,18 @@ class EdgehubApp(App[int]):
         try:
             read = self.state.read_disk()
         except Exception as error:  # a watcher never ends the app: shown and logged
-            self.call_from_thread(self._config_read_failed, error)
+            self.call_from_thread(self._take_config, None, error)
             return
         self.call_from_thread(self._take_config, read)
 
-    def _config_read_failed(self, error: BaseException) -> None:
-        self._reading_config = False
-        self.show_unexpected("watching hub.toml", error)
-
-    def _take_config(self, read: DiskRead | None) -> None:
+    def _take_config(self, read: DiskRead | None, error: Exception | None = None) -> None:
         self._reading_config = False
         try:
             if read is not None:
                 self._load_outside_edit(read)
-        except Exception as error:  # a watcher never ends the app: shown and logged
+        except Exception as failure:
+            error = failure
+        if error is not None:  # a watcher never ends the app: shown and logged
             self.show_unexpected("watching hub.toml", error)
 
     def show_unexpected(self, where: str, error: BaseException) -> None:
