@@ -121,21 +121,15 @@ class Device:
         `TypeError` naming both, not a silent ``None``.
         """
         cls = component if isinstance(component, type) or component is None else type(component)
-        chosen: ProviderConfig | None = None
-        source = "provider_config"
-        if cls is not None:
-            for klass in cls.__mro__:
-                if klass in self.provider_config_overrides:
-                    chosen = self.provider_config_overrides[klass]
-                    source = f"provider_config_overrides[{klass.__name__}]"
-                    break
-        if chosen is None:
-            chosen = self.provider_config
+        overrides = self.provider_config_overrides
+        klass = next((k for k in (cls.__mro__ if cls else ()) if k in overrides), None)
+        chosen = self.provider_config if klass is None else overrides[klass]
         if chosen is None:
             return None
         if not isinstance(chosen, config_type):
+            where = "" if klass is None else f"_overrides[{klass.__name__}]"
             raise TypeError(
-                f"Device {self.name!r}: {source} is a {type(chosen).__name__}, but this "
-                f"provider needs a {config_type.__name__}; set a {config_type.__name__} there"
+                f"Device {self.name!r}: provider_config{where} is a {type(chosen).__name__}, but "
+                f"this provider needs a {config_type.__name__}; set a {config_type.__name__} there"
             )
         return chosen

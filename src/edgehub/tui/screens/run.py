@@ -156,16 +156,14 @@ class RunScreen(HubScreen):
 
     @on(Button.Pressed, "#pick")
     def action_pick(self) -> None:
+        root = self.state.root
+
         def picked(path: Path | None) -> None:
             if path is not None:
-                shown = (
-                    path.relative_to(self.state.root)
-                    if path.is_relative_to(self.state.root)
-                    else path
-                )
+                shown = path.relative_to(root) if path.is_relative_to(root) else path
                 self.query_one("#model", Input).value = str(shown)
 
-        self.app.push_screen(ModelPickScreen(self.state.root), picked)
+        self.app.push_screen(ModelPickScreen(root), picked)
 
     def _request(self) -> ExecRequest | EvalRequest | None:
         text = self.query_one("#model", Input).value.strip()
