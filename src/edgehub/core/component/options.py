@@ -87,7 +87,8 @@ def option_types(cls: type[Component]) -> dict[str, Any]:
             continue
         annotation = param.annotation
         tp = Any if annotation is inspect.Parameter.empty else resolve(annotation, namespace)
-        if param.name in bounds and tp is not Any and Range not in _meta_types(tp):
+        bounded = any(isinstance(item, Range) for item in split_annotated(tp)[1])
+        if param.name in bounds and tp is not Any and not bounded:
             tp = Annotated[tp, bounds[param.name]]
         types[param.name] = tp
     cls._option_types = types  # type: ignore[attr-defined]
@@ -196,10 +197,6 @@ def input_types(cls: type[Component]) -> dict[str, Any]:
         empty = annotation is inspect.Parameter.empty
         result[name] = Any if empty else resolve(annotation, namespace)
     return result
-
-
-def _meta_types(tp: Any) -> set[type]:
-    return {type(item) for item in getattr(tp, "__metadata__", ())}
 
 
 def option_type(cls: type[Component], option: str) -> Any:
