@@ -30,14 +30,9 @@ def hub_run(
         def wrapper(ctx: HubContext, *args: Any, **kwargs: Any) -> R:
             if not getattr(ctx, "is_active", False):
                 raise RuntimeError(f"Cannot call {run_name!r} outside of an active HubContext")
-            parent = None
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, ComponentOutput) and value.run_log is not None:
-                    parent = value.run_log.run_id
-                    break
-                if isinstance(value, RunLog):
-                    parent = value.run_id
-                    break
+            given = (*args, *kwargs.values())  # the first run a value comes from is the parent
+            logs = (v.run_log if isinstance(v, ComponentOutput) else v for v in given)
+            parent = next((log.run_id for log in logs if isinstance(log, RunLog)), None)
             with ctx.open_run(run_type, run_name, component=fn.__name__, parent_run_id=parent):
                 return fn(ctx, *args, **kwargs)
 
