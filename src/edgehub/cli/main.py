@@ -1,12 +1,6 @@
-"""`hub`: the entry point. Parses arguments, runs a command, maps errors to exit codes.
-
-Exit codes: 0 success; 1 internal error (a bug: run with --debug for the traceback);
-2 bad usage, hub.toml, model or input; 3 environment not ready (Docker daemon, image, device
-connection, run store not writable); 4 a toolchain step failed; 5 `hub runs compare
---max-regression` (or `hub exec ab --max-regression`) found a regression; 6 `hub exec eval
---goal` found a goal missed; 130 interrupted (Ctrl-C); 129 / 143 stopped by SIGHUP / SIGTERM
-(the run is recorded KILLED and its containers are removed, as for Ctrl-C).
-"""
+"""`hub`: the entry point. Parses arguments, runs a command, maps errors to exit codes (listed
+in `EPILOG`, which `hub --help` shows). Stopped by SIGHUP or SIGTERM, a run is recorded KILLED
+and its containers are removed, as for Ctrl-C."""
 
 from __future__ import annotations
 
