@@ -42,19 +42,13 @@ __all__ = [
     "check_feasible",
     "device_resources",
     "first_line",
+    "hub_toml_text",
     "reap_nodes",
 ]
 
 MAX_RETRIES = 2  # a cell runs at most three times when its nodes keep dying
 _HEAD = "node:__internal_head__"  # Ray's resource of the head node
 _POLL_S = 0.2
-
-
-def _signal_handlers() -> dict[int, Any]:
-    """The handlers of the stop signals now (SIGINT, SIGTERM, SIGHUP where there is one)."""
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    signums = [getattr(signal, n) for n in names if hasattr(signal, n)]
-    return {s: signal.getsignal(s) for s in signums}
 
 
 def _warm_up() -> None:
@@ -98,7 +92,8 @@ class RayExecutor:
         where = self.address
         where.check_reachable()
         self._stdout, sys.stdout = sys.stdout, sys.stderr
-        handlers = _signal_handlers()
+        stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        handlers = {signum: signal.getsignal(signum) for signum in stops}
         options: dict[str, Any] = {
             "log_to_driver": False,
             "logging_level": logging.ERROR,
@@ -147,8 +142,10 @@ class RayExecutor:
         attempts: Any = ray.remote(**on_head)(Attempts).remote()
         boards: Any = ray.remote(**on_head)(Boards).remote()
         task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(self.task_body)
-        hub_toml = _hub_toml(session)
-        _check_feasible(session, [cell for cell, _ in pending])
+        hub_toml = hub_toml_text(session.project.config)
+        for device in dict.fromkeys(cell.device for cell, _ in pending):
+            asked = device_resources(session.project.config, device)
+            check_feasible(asked, f"a cell of device {device!r}")  # else Ray waits forever
         files: dict[Path, Any] = {}
         out: dict[Any, tuple[str, SweepCell, CellResult]] = {}
         where = _Placement(session)
@@ -157,9 +154,8 @@ class RayExecutor:
             inputs = cell.inputs or session.grid.inputs
             model_ref = _put(files, cell.model)
             inputs_ref = _put(files, inputs) if inputs is not None else None
-            ref = task.options(**_resources(session, cell.device)).remote(
-                job, model_ref, inputs_ref, attempts, boards
-            )
+            asked = device_resources(session.project.config, cell.device)
+            ref = task.options(**asked).remote(job, model_ref, inputs_ref, attempts, boards)
             out[ref] = (job.slot, cell, result)
         try:
             self._collect(session, out, attempts)
@@ -237,15 +233,6 @@ def reap_nodes() -> None:
             continue
 
 
-def _check_feasible(session: SweepSession, cells: list[SweepCell]) -> None:
-    """Refuse, in one line, a cell no live node has the resources for (Ray would hold it
-    forever)."""
-    for device in dict.fromkeys(cell.device for cell in cells):
-        check_feasible(
-            device_resources(session.project.config, device), f"a cell of device {device!r}"
-        )
-
-
 def check_feasible(asked: dict[str, Any], what: str) -> None:
     """`EnvironmentProblem` in one line when no live node has ``asked`` (task options: its
     ``num_cpus`` and ``resources``) for ``what``: Ray would hold that task forever."""
@@ -267,9 +254,9 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".strip()
 
 
-def _hub_toml(session: SweepSession) -> str:
-    path = session.project.config.path
-    return path.read_text() if path is not None else ""
+def hub_toml_text(config: HubConfig) -> str:
+    """The text of the project's hub.toml that the nodes load ("": none, the defaults)."""
+    return config.path.read_text() if config.path is not None else ""
 
 
 def _put(files: dict[Path, Any], path: Path) -> Any:
@@ -277,11 +264,6 @@ def _put(files: dict[Path, Any], path: Path) -> Any:
     if path not in files:
         files[path] = ray.put(path.read_bytes())
     return files[path]
-
-
-def _resources(session: SweepSession, device: str) -> dict[str, Any]:
-    """What a cell of ``device`` asks Ray for (see the module docstring)."""
-    return device_resources(session.project.config, device)
 
 
 def device_resources(config: HubConfig, device: str, *, docker: bool = False) -> dict[str, Any]:
@@ -389,12 +371,9 @@ def _record(
     else:
         _import(session, outcome)
         assert outcome.result is not None
-        for name in ("status", "run_id", "median_ms", "p99_ms", "max_abs_error", "node"):
+        names = ("status", "run_id", "median_ms", "p99_ms", "max_abs_error", "node")
+        for name in (*names, "cosine_similarity", "error"):
             setattr(result, name, getattr(outcome.result, name))
-        result.cosine_similarity, result.error = (
-            outcome.result.cosine_similarity,
-            outcome.result.error,
-        )
     session.notify(result)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -99,8 +100,7 @@ def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
 def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult:
     """Write the runs ``refs`` name (ids, prefixes, ``latest``...) and their descendants to
     the bundle ``output``."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         chosen = with_descendants(store, [store.resolve_id(ref) for ref in refs])
         scrub = _scrubber(store, project)
         contents = BundleContents()
@@ -127,8 +127,6 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
                 lock = _image_lock(store, tag)
                 if lock is not None:
                     contents.images[tag] = lock
-    finally:
-        store.close()
     size = write_bundle(contents, output)
     return ExportResult(
         output, chosen, len(contents.artifacts), sorted(contents.images), size,
@@ -139,9 +137,8 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
 def import_runs(project: Project, bundle: Path) -> ImportResult:
     """Bring the runs of ``bundle`` into the project's store, all or nothing; each run added
     is tagged `IMPORTED_TAG` (never a compile-cache hit, refused by ``--from-run``)."""
-    store = project.store()
     result = ImportResult()
-    try:
+    with closing(project.store()) as store:
         problem = store.read_only_problem
         if problem is not None:
             raise problem.error(f"import {bundle}")
@@ -183,8 +180,6 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
                     except sqlite3.IntegrityError as error:  # rolled back
                         raise staged.refuse(f"its rows clash with this store's ({error})") from None
             result.imported = list(new)
-    finally:
-        store.close()
     return result
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from edgehub.errors import EdgehubError, OperationCancelled
@@ -96,6 +97,15 @@ class Cancellation:
         with self._lock:
             if ctx in self._contexts:
                 self._contexts.remove(ctx)
+
+    @contextmanager
+    def bound(self, ctx: HubContext) -> Iterator[HubContext]:
+        """`bind` ``ctx`` for the ``with`` block, `release` it after."""
+        self.bind(ctx)
+        try:
+            yield ctx
+        finally:
+            self.release(ctx)
 
     def check(self) -> None:
         """Raise `OperationCancelled` (or the reason given) if `cancel` was called (between

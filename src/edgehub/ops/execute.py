@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import Device
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
@@ -152,19 +153,15 @@ def _components(runtime: Runtime, step: str) -> dict[str, OptionSpec]:
 def _context(
     project: Project, request: ExecRequest, subscriber: Subscriber | None, cancel: Cancellation
 ) -> Iterator[HubContext]:
-    with project.context(subscriber, tags=request.tags) as ctx:
+    with project.context(subscriber, tags=request.tags) as ctx, cancel.bound(ctx):
         ctx.image_tags.update(request.image_tags)
-        cancel.bind(ctx)
-        try:
-            if request.pin_cpus is not None:
-                from edgehub.core.runtimes import get_runtime
-                from edgehub.ops.pinning import pin_cpus
+        if request.pin_cpus is not None:
+            from edgehub.core.runtimes import get_runtime
+            from edgehub.ops.pinning import pin_cpus
 
-                components = step_components(get_runtime(request.runtime), request.step)
-                pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
-            yield ctx
-        finally:
-            cancel.release(ctx)
+            components = step_components(get_runtime(request.runtime), request.step)
+            pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
+        yield ctx
 
 
 def execute(
@@ -234,45 +231,53 @@ def _deadline(
 
 
 # -- holding the device: one measurement per board at a time (see edgehub.acquire) ----------
-MEASURING_STEPS = ("profile", "pipeline")
 
 
 @contextmanager
-def _device_lease(
+def held_device(
     project: Project,
     ctx: HubContext,
-    request: ExecRequest,
-    runtime: Runtime,
+    device: Device,
+    *,
+    measuring: bool,
+    command: str,
     cancel: Cancellation,
+    timeout: float | None = None,
+    probe: bool = False,
 ) -> Iterator[None]:
-    """Hold the device while a step runs (`edgehub.acquire.hold`, its board's health probed
-    first) when `~edgehub.acquire.needs_hold` says so: always for the measuring steps (profile,
-    pipeline), for every step on a device that is not this host, never for a cloud service.
-    The context's device of that name is the held one meanwhile (a labgrid place's board)."""
+    """Hold ``device`` for the block (`edgehub.acquire.hold`; with ``probe``, its board's
+    health probed first) when `~edgehub.acquire.needs_hold` says so: always for a measurement,
+    for any work on a device that is not this host, never for a cloud service. The context's
+    device of that name is the held one meanwhile (a labgrid place's board)."""
     from edgehub.acquire import hold, needs_hold
-    from edgehub.core.component.dispatch import resolve_device
 
-    component = step_components(runtime, request.step)[
-        "profile" if request.step == "pipeline" else request.step
-    ]
-    device = resolve_device(component, ctx, request.device)
-    if not needs_hold(device, measuring=request.step in MEASURING_STEPS):
+    if not needs_hold(device, measuring=measuring):
         yield
         return
-    what = request.model or request.from_run
     with (
         hold(
-            project.config,
-            device,
-            timeout=request.lease_timeout,
-            command=f"hub exec {request.step} {request.runtime} {what}",
-            events=ctx.events,
-            cancelled=cancel.wait,
-            probe=True,
+            project.config, device, timeout=timeout, command=command, events=ctx.events,
+            cancelled=cancel.wait, probe=probe,
         ) as held,
         ctx.holding(held.device),
-    ):
+    ):  # fmt: skip
         yield
+
+
+def _device_lease(
+    project: Project, ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
+) -> AbstractContextManager[None]:
+    """`held_device` for the device the request's step runs on (probed first)."""
+    from edgehub.core.component.dispatch import resolve_device
+
+    step = "profile" if request.step == "pipeline" else request.step
+    device = resolve_device(step_components(runtime, request.step)[step], ctx, request.device)
+    what = request.model or request.from_run
+    return held_device(
+        project, ctx, device, measuring=request.step in ("profile", "pipeline"),
+        command=f"hub exec {request.step} {request.runtime} {what}", cancel=cancel,
+        timeout=request.lease_timeout, probe=True,
+    )  # fmt: skip
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:

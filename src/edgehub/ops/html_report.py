@@ -16,6 +16,7 @@ the layers' times are summed; the report gives both gaps.
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -181,13 +182,10 @@ def build_report(
 ) -> ReportData:
     """The report of runs ``refs`` (each in the section of its type) and of the runs given as
     a sweep, an eval or a fix (refused when of another type)."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         runs = [_typed(store.get_run(ref), None) for ref in refs]
         for wanted, given in (("SWEEP", sweeps), ("EVAL", evals), ("FIX", fixes)):
             runs.extend(_typed(store.get_run(ref), wanted) for ref in given)
-    finally:
-        store.close()
     if not runs:
         raise UsageError("give the runs to report: hub runs report RUN... -o report.html")
     data = ReportData(title="edgehub report: " + ", ".join(r.run_id[:8] for r in runs))

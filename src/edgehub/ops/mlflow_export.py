@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,11 +81,8 @@ def export_to_mlflow(
 ) -> MlflowExport:
     """Write the runs ``refs`` name to MLflow at ``tracking_uri`` (default: MLflow's own,
     ``$MLFLOW_TRACKING_URI``, else ``./mlruns``) under ``experiment``."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         records = [store.get_run(store.resolve_id(ref)) for ref in refs]
-    finally:
-        store.close()
     for record in records:
         if record.status == "RUNNING":
             raise UsageError(f"run {record.run_id[:8]} is still running; export it once it ended")

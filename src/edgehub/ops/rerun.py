@@ -22,6 +22,7 @@ the same inputs.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,12 +111,9 @@ def rerun(
         raise UsageError(
             f"{{field}} must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}", field="image"
         )
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         original = store.get_run(ref)
         kids = store.list_runs(parent_run_id=original.run_id, limit=None) if children else []
-    finally:
-        store.close()
     if original.run_type == "SWEEP" and not children:
         from edgehub.ops.sweep_rerun import rerun_sweep
 
@@ -142,11 +140,8 @@ def rerun(
 
 
 def _record(project: Project, run_id: str) -> RunRecord:
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         return store.get_run(run_id)
-    finally:
-        store.close()
 
 
 def _rerun_one(
@@ -396,11 +391,7 @@ def _invoke_both(
             inputs=inputs, tags=tags,
         )  # fmt: skip
         report = _one_run(project, request, subscriber, cancel)
-        store = project.store()
-        try:
-            record = store.get_run(report.run_id)
-        finally:
-            store.close()
+        record = _record(project, report.run_id)
         inputs = inputs or _artifact_path(record, "input_data")
         output = _artifact_path(record, "output_file")
         if output is None:

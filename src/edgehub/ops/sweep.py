@@ -36,6 +36,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -167,11 +168,8 @@ def _finished_cells(project: Project) -> tuple[dict[str, CellResult], dict[str, 
 
     found: dict[str, CellResult] = {}
     by_name: dict[str, CellResult] = {}
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         runs = store.query_runs(RunFilter(run_type=CELL_RUN, status="FINISHED", limit=None))
-    finally:
-        store.close()
     for run in reversed(runs):  # oldest first, so that newer ones overwrite
         text = run.params.get("cell")
         try:

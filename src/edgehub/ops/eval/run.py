@@ -14,8 +14,7 @@ the per-sample values as ``per_sample.json`` and the layer search as ``layers.js
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,7 +149,7 @@ def evaluate_and_fix(
     runtime = get_runtime(request.runtime)
     goals, metric_names = _plan(request, runtime)
     cancel = cancel or Cancellation()
-    with _context(project, request, subscriber, cancel) as ctx:
+    with project.context(subscriber, tags=request.tags) as ctx, cancel.bound(ctx):
         target = ctx.device(request.device or "local")
         provider = target.provider_type
         if provider not in EVAL_PROVIDERS:
@@ -213,18 +212,6 @@ def evaluate_and_fix(
                     shards,
                 )
         return report, None
-
-
-@contextmanager
-def _context(
-    project: Project, request: EvalRequest, subscriber: Subscriber | None, cancel: Cancellation
-) -> Iterator[HubContext]:
-    with project.context(subscriber, tags=request.tags) as ctx:
-        cancel.bind(ctx)
-        try:
-            yield ctx
-        finally:
-            cancel.release(ctx)
 
 
 def _from_dataset(
@@ -306,31 +293,17 @@ def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> R
     return log
 
 
-@contextmanager
 def _device_lease(
     project: Project, ctx: HubContext, request: EvalRequest, cancel: Cancellation
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Hold a device other than this host while the samples run on it, as every step on such
-    a device does (`edgehub.acquire.hold`), so an eval does not disturb a measurement there;
-    the context's device of that name is the held one meanwhile (a labgrid place's board)."""
-    from edgehub.acquire import hold, needs_hold
+    a device does (`held_device`), so an eval does not disturb a measurement there."""
+    from edgehub.ops.execute import held_device
 
     device = ctx.device(request.device or "local")
-    if not needs_hold(device, measuring=False):
-        yield
-        return
-    with (
-        hold(
-            project.config,
-            device,
-            timeout=None,
-            command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
-            events=ctx.events,
-            cancelled=cancel.wait,
-        ) as held,
-        ctx.holding(held.device),
-    ):
-        yield
+    what = request.model or request.from_run
+    command = f"hub exec eval {request.runtime} {what}"
+    return held_device(project, ctx, device, measuring=False, command=command, cancel=cancel)
 
 
 def _models(
