@@ -243,9 +243,7 @@ def health_book(config: HubConfig) -> HealthBook:
     """The health records of ``config``'s run store, with its quarantine policy."""
     settings = config.project
     return HealthBook(
-        config.store_dir,
-        after=settings.quarantine_after,
-        cooldown=settings.quarantine_cooldown,
+        config.store_dir, after=settings.quarantine_after, cooldown=settings.quarantine_cooldown
     )
 
 

@@ -35,13 +35,7 @@ from typing import Any
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
 from edgehub.text import visible
 
-__all__ = [
-    "LeaseHolder",
-    "check_lease_timeout",
-    "device_lease",
-    "lease_holder",
-    "lease_path",
-]
+__all__ = ["LeaseHolder", "check_lease_timeout", "device_lease", "lease_holder", "lease_path"]
 
 DEFAULT_TIMEOUT_S = 3600.0
 _POLL_S = 0.25

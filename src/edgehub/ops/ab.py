@@ -280,20 +280,10 @@ def _recorded(
     rounds_asked = DEFAULT_ROUNDS if request.rounds is None else request.rounds
     min_effect = MIN_EFFECT if settings.min_effect is None else settings.min_effect
     with ctx.open_run(AB_RUN, name, devices=devices) as parent:
-        ctx.client.log_params(
-            {
-                "$runtime": request.runtime,
-                "model_a": str(a),
-                "model_b": str(b),
-                "rounds": rounds_asked,
-                "seed": seed,
-                "block_ms": settings.block_ms,
-                "burn_ins": settings.warmup,
-                "min_effect": min_effect,
-            }
-        )
-        if request.max_regression is not None:
-            ctx.client.log_param("max_regression", request.max_regression)
+        log_ab_params(
+            ctx, request, rounds=rounds_asked, seed=seed, block_ms=settings.block_ms,
+            burn_ins=settings.warmup, min_effect=min_effect,
+        )  # fmt: skip
         ctx.events.info(f"A/B on {device}: {rounds_asked} rounds, order seed {seed}")
         assert runtime.ab is not None  # `_check`
         result = runtime.ab(
@@ -352,6 +342,16 @@ def _recorded(
         summary.write_text(json.dumps(report.to_dict(), indent=1))
         ctx.client.log_artifact(summary, name="ab")
     return report
+
+
+def log_ab_params(ctx: HubContext, request: AbRequest, **params: Any) -> None:
+    """The comparison run's params: the runtime, both models, ``params`` and the regression
+    asked for."""
+    a, b = request.model_a.resolve(), request.model_b.resolve()
+    ctx.client.log_params({"$runtime": request.runtime, "model_a": str(a), "model_b": str(b)})
+    ctx.client.log_params(params)
+    if request.max_regression is not None:
+        ctx.client.log_param("max_regression", request.max_regression)
 
 
 def _shape(value: Any) -> Any:

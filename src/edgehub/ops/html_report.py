@@ -15,13 +15,13 @@ the layers' times are summed; the report gives both gaps.
 
 from __future__ import annotations
 
-import json
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+from edgehub.ops.reports import read_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 REPORT_TYPES = ("PROFILE", "EVAL", "FIX", "SWEEP")
-MAX_JSON_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -218,26 +217,16 @@ def _label(run: RunRecord) -> str:
     return f"{run.run_id[:8]} {what} @ {run.device or 'local'}"
 
 
-def _json_file(path: Path) -> Any:
-    """The JSON in ``path``; None when unreadable or larger than `MAX_JSON_BYTES`."""
-    try:
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_JSON_BYTES + 1)
-        return None if len(raw) > MAX_JSON_BYTES else json.loads(raw)
-    except (OSError, ValueError):
-        return None
-
-
 def _artifact_json(run: RunRecord, name: str) -> Any:
     artifact = run.artifacts.get(name)
-    return None if artifact is None or not artifact.is_stored else _json_file(artifact.local())
+    return None if artifact is None or not artifact.is_stored else read_json(artifact.local())
 
 
 def _profile_document(run: RunRecord) -> dict[str, Any]:
     """The profile JSON that holds the run's samples (and, traced, its layers)."""
     for artifact in run.all_artifacts:
         if artifact.is_stored and artifact.file_name.endswith(".json"):
-            document = _json_file(artifact.local())
+            document = read_json(artifact.local())
             if isinstance(document, dict) and "samples_us" in document:
                 return document
     return {}

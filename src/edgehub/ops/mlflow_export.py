@@ -219,11 +219,8 @@ def _profile_document(record: RunRecord) -> dict[str, Any] | None:
     artifact = record.artifacts.get("output_file")
     if record.run_type != "PROFILE" or artifact is None or not artifact.is_stored:
         return None
+    from edgehub.ops.reports import read_json
+
     path = Path(artifact.file_path)
-    if not path.is_file() or path.suffix != ".json" or path.stat().st_size > 256 << 20:
-        return None
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError):
-        return None
+    document = read_json(path) if path.suffix == ".json" else None
     return document if isinstance(document, dict) else None

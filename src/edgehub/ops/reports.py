@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from edgehub.core.component.outputs import ComponentOutput
     from edgehub.toolchains.accuracy import OutputAccuracy
 
-__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "summarize"]
+__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "read_json", "summarize"]
 
 LATENCY_KEYS = ("mean", "median", "min", "max", "p90", "p95", "p99", "std")
+MAX_JSON_BYTES = 256 << 20
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in a stored file; None when unreadable or larger than `MAX_JSON_BYTES`."""
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_JSON_BYTES + 1)
+        return None if len(raw) > MAX_JSON_BYTES else json.loads(raw)
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass

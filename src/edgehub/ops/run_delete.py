@@ -20,13 +20,7 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.store import RunStore
 
-__all__ = [
-    "DeletionPlan",
-    "DeletionResult",
-    "delete_runs",
-    "deletion_plan",
-    "with_descendants",
-]
+__all__ = ["DeletionPlan", "DeletionResult", "delete_runs", "deletion_plan", "with_descendants"]
 
 
 @dataclass(frozen=True)

@@ -163,16 +163,12 @@ def compare_runs(
         siblings = a.parent_run_id is not None and a.parent_run_id == b.parent_run_id
         parent = store.get_run(a.parent_run_id) if siblings and a.parent_run_id else None
     profiles = a.run_type == b.run_type == "PROFILE"
-    if max_regression is not None and not profiles:
-        raise UsageError(
-            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
-            field="max_regression",
-        )
-    if min_effect is not None and not profiles:
-        raise UsageError(
-            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
-            field="min_effect",
-        )
+    for name, given in (("max_regression", max_regression), ("min_effect", min_effect)):
+        if given is not None and not profiles:
+            raise UsageError(
+                f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
+                field=name,
+            )
     effect = MIN_EFFECT if min_effect is None else min_effect
     problems: list[str] = []
 

@@ -19,7 +19,7 @@ table as ``fix.json``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
@@ -59,17 +59,8 @@ class FixReport:
     table: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "type": FIX_RUN,
-            "limit": self.limit,
-            "passed": self.passed,
-            "reason": self.reason,
-            "kept_layers": self.kept_layers,
-            "kept_nodes": self.kept_nodes,
-            "steps": self.steps,
-            "table": self.table,
-        }
+        data = asdict(self)
+        return {"run_id": data.pop("run_id"), "type": FIX_RUN, **data}
 
 
 def check_fix(request: EvalRequest, runtime: Runtime) -> None:
@@ -167,16 +158,8 @@ def repair(
             label = f"fix step {len(fix.steps)}"
             compiled = _compile(ctx, request, runtime, reference, options, label)
             cancel.check()
-            report = _measure(
-                ctx,
-                replace(step_request, name=label),
-                dataset,
-                reference,
-                compiled,
-                goals,
-                metric_names,
-                cancel,
-            )
+            step = replace(step_request, name=label)
+            report = _measure(ctx, step, dataset, reference, compiled, goals, metric_names, cancel)
             fix.steps.append(
                 {
                     "kept_nodes": list(kept),
@@ -271,10 +254,8 @@ def _measure(
 ) -> EvalReport:
     from edgehub.ops.eval.measure import measure
 
-    report = measure(
-        ctx, request, dataset, reference, compiled, _run_id(compiled), goals, metric_names, cancel
-    )
-    return report
+    run = _run_id(compiled)
+    return measure(ctx, request, dataset, reference, compiled, run, goals, metric_names, cancel)
 
 
 def _run_id(model: Any) -> str | None:

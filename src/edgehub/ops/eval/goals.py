@@ -103,9 +103,7 @@ def parse_goal(text: str) -> Goal:
 
 
 def check_goal(
-    goal: Goal,
-    figures: Mapping[str, Mapping[str, float]],
-    tasks: Mapping[str, Mapping[str, float]],
+    goal: Goal, figures: Mapping[str, Mapping[str, float]], tasks: Mapping[str, Mapping[str, float]]
 ) -> GoalResult:
     """Judge ``goal`` on ``figures`` (output -> figure -> value) and ``tasks`` (metric ->
     {"model", "reference"})."""

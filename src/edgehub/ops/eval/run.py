@@ -1,15 +1,14 @@
 """`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
 
 Every sample runs through the compiled model (the runtime's ``batch_runner`` on the chosen
-device, or on this host's NVIDIA GPU for a ``host_gpu`` runtime: `host_gpu`; one agent call for
-the whole dataset) and through the reference (the original ONNX model in float32 on this host's
-reference runtime, `reference_runtime`); the
-outputs are compared per output and scored by task metrics, and goals decide whether the model
-passes. The dataset is checked against the
-reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run (see
-`measure`) keeps the dataset and labels (stored by content, once), both models' outputs
-(``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a metric,
-the per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
+device, or on this host's NVIDIA GPU for a ``host_gpu`` runtime: `check_host_gpu`; one agent
+call for the whole dataset) and through the reference (the original ONNX model in float32 on
+this host's reference runtime, `reference_runtime`); the outputs are compared per output and
+scored by task metrics, and goals decide whether the model passes. The dataset is checked
+against the reference's inputs before any run starts, so bad data leaves no run behind. The
+EVAL run (see `measure`) keeps the dataset and labels (stored by content, once), both models'
+outputs (``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a
+metric, the per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.eval.fix import FixReport, check_fix, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
-from edgehub.ops.eval.host_gpu import check_host_device, check_host_gpu
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.project import Project, Subscriber
@@ -101,8 +99,7 @@ def _plan(request: EvalRequest, runtime: Runtime) -> tuple[list[Goal], list[str]
         )
     if _stored_reference(request) and request.layers is not None:
         raise UsageError(
-            "{field} runs the reference model; drop the stored reference run for it",
-            field="layers",
+            "{field} runs the reference model; drop the stored reference run for it", field="layers"
         )
     check_fix(request, runtime)
     goals = [parse_goal(text) for text in request.goals]
@@ -212,6 +209,38 @@ def evaluate_and_fix(
                     shards,
                 )
         return report, None
+
+
+def check_host_device(request: EvalRequest, in_container: bool, provider: str) -> None:
+    """Refuse an eval of a ``host_gpu`` runtime on another device than this host: its batch
+    runner starts a container here with the GPU passed through."""
+    if not in_container:
+        raise UsageError(
+            f"hub exec eval {request.runtime} runs the compiled model on this host's NVIDIA "
+            f"GPU; device {request.device!r} uses {provider!r}: drop --device (or pick a local "
+            "device)"
+        )
+
+
+def check_host_gpu(ctx: HubContext, request: EvalRequest) -> None:
+    """Where this host shows no NVIDIA GPU, a FAILED EVAL run saying so (and the error,
+    `GpuUnavailableError`, exit 3), once the dataset and model are checked, before anything
+    is compiled or run."""
+    from edgehub.core import RunType
+    from edgehub.toolchains import host_gpu
+
+    if host_gpu.detect_gpu().visible:
+        return
+    model = request.model.stem if request.model is not None else request.from_run
+    device = ctx.device(request.device or "local")
+    name = request.name or f"eval-{model}"
+    with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]):
+        ctx.client.log_param("$runtime", request.runtime)
+        host_gpu.require_host_gpu(
+            f"hub exec eval {request.runtime} runs the compiled model",
+            "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate "
+            "another runtime's compilation here",
+        )
 
 
 def _from_dataset(
