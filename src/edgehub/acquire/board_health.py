@@ -181,11 +181,6 @@ class HealthBook:
                 record.quarantined_until = now + self.cooldown
             return record
 
-    def passed(self, board: str) -> None:
-        """A passing probe: ``board``'s count starts again."""
-        with self._locked() as records:
-            records.pop(board, None)
-
     def clear(self, board: str) -> BoardHealth | None:
         """Forget ``board``'s failures and quarantine; what was recorded, if anything."""
         with self._locked() as records:
@@ -215,8 +210,8 @@ class HealthBook:
                     f"row{now}): {record.last_error}"
                 )
             raise
-        if record.failures:
-            self.passed(board)
+        if record.failures:  # passed: the count starts again
+            self.clear(board)
 
     def skip_reason(self, board: str) -> str | None:
         """Why a pool passes ``board`` over (quarantined), or None."""

@@ -155,7 +155,10 @@ def _open_lock(path: Path) -> tuple[int, bool]:
             except OSError as error:
                 raise _refused(path, error) from error
         except PermissionError:  # another user's lock file: flock works on a read-only one
-            fd, writable = _try(path, lambda: os.open(path, os.O_RDONLY | _OPEN)), False
+            try:
+                fd, writable = os.open(path, os.O_RDONLY | _OPEN), False
+            except OSError as error:
+                raise _refused(path, error) from error
         except OSError as error:
             raise _refused(path, error) from error
         if fd >= 0:
@@ -171,13 +174,6 @@ def _open_lock(path: Path) -> tuple[int, bool]:
             f"not use it: remove it and check who can write {path.parent}"
         )
     return fd, writable and info.st_uid == os.getuid()
-
-
-def _try(path: Path, opener: Callable[[], int]) -> int:
-    try:
-        return opener()
-    except OSError as error:
-        raise _refused(path, error) from error
 
 
 def _refused(path: Path, error: OSError) -> EnvironmentProblem:

@@ -15,6 +15,7 @@ on its host (or its `hub doctor`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import sys
@@ -148,7 +149,7 @@ class RayExecutor:
             check_feasible(asked, f"a cell of device {device!r}")  # else Ray waits forever
         files: dict[Path, Any] = {}
         out: dict[Any, tuple[str, SweepCell, CellResult]] = {}
-        where = _Placement(session)
+        where = _Placement(session.image_tags, session.project.config)
         for slot, (cell, result) in enumerate(pending):
             job = _job(session, cell, result, hub_toml, slot, where)
             inputs = cell.inputs or session.grid.inputs
@@ -287,27 +288,16 @@ def in_container(provider: str | None) -> bool:
 
 
 class _Placement:
-    """What the driver pins for the cells: its image of each runtime (a node whose image
-    differs refuses the cell) and the board of each device any node may reach (leased
-    cluster-wide); a device of the ``local`` provider is each node's own."""
+    """What the driver pins for the cells, each found once: its image of each runtime (a node
+    whose image differs refuses the cell) and the board of each device any node may reach
+    (leased cluster-wide); a device of the ``local`` provider is each node's own."""
 
-    def __init__(self, session: SweepSession) -> None:
-        self.session = session
-        self.images: dict[str, str | None] = {}
-        self.boards: dict[str, str | None] = {}
+    def __init__(self, image_tags: dict[str, str], config: HubConfig) -> None:
+        from edgehub.acquire.boards import board_key
+        from edgehub.config.devices import to_device
 
-    def image(self, runtime: str) -> str | None:
-        if runtime not in self.images:
-            self.images[runtime] = image_id(runtime, self.session.image_tags)
-        return self.images[runtime]
-
-    def board(self, device: str) -> str | None:
-        if device not in self.boards:
-            from edgehub.acquire.boards import board_key
-            from edgehub.config.devices import to_device
-
-            self.boards[device] = board_key(to_device(self.session.project.config, device))
-        return self.boards[device]
+        self.image = functools.cache(lambda runtime: image_id(runtime, image_tags))
+        self.board = functools.cache(lambda device: board_key(to_device(config, device)))
 
 
 def _job(

@@ -77,21 +77,17 @@ def _scrubber(store: RunStore, project: Project) -> Callable[[str], str]:
 def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
     """The Dockerfile and lock that made ``tag``: the store's (from an import), else this
     checkout's when they still make that tag."""
-    kept = store.root / _IMAGES / tag.replace(":", "_")
-    if (kept / "Dockerfile").is_file() and (kept / "requirements.lock").is_file():
-        return ImageLock(
-            tag, (kept / "Dockerfile").read_bytes(), (kept / "requirements.lock").read_bytes()
-        )
-    from edgehub.images import catalog
+    folder = store.root / _IMAGES / tag.replace(":", "_")
+    if not (folder / "Dockerfile").is_file() or not (folder / "requirements.lock").is_file():
+        from edgehub.images import catalog
 
-    repository, _, _ = tag.partition(":")
-    runtime = repository.removeprefix("edgehub-")
-    try:
-        if catalog.image_tag(runtime) != tag:
+        runtime = tag.partition(":")[0].removeprefix("edgehub-")
+        try:
+            if catalog.image_tag(runtime) != tag:
+                return None
+            folder = catalog.runtime_dir(runtime)
+        except UsageError:
             return None
-        folder = catalog.runtime_dir(runtime)
-    except UsageError:
-        return None
     return ImageLock(
         tag, (folder / "Dockerfile").read_bytes(), (folder / "requirements.lock").read_bytes()
     )

@@ -23,10 +23,10 @@ class Cancellation:
 
     `cancel` stops the commands that the operation's context is running (container and remote
     processes included), and those it starts after, until it lets the context go; the
-    operation then ends its run KILLED and raises
-    `OperationCancelled`. Cancelling before the operation has opened its context stops it as
-    soon as it does. Cancelling with a ``reason`` (a timeout) stops it the same way, but its
-    run ends FAILED and the operation raises ``reason`` instead.
+    operation then ends its run KILLED and raises `OperationCancelled`. Cancelling before the
+    operation has opened its context stops it as soon as it does. Cancelling with a ``reason``
+    (a timeout) stops it the same way, but its run ends FAILED and the operation raises
+    ``reason`` instead.
     """
 
     def __init__(self) -> None:

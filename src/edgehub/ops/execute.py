@@ -50,18 +50,15 @@ class ExecRequest:
     Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
-    the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
+    the device's lease (see `held_device`; default one hour). ``timeout`` (seconds) bounds
     the request once the device is held: past it, its commands are stopped, its runs end
     FAILED and `~edgehub.errors.CommandTimeout` is raised. ``dataset`` (pipeline): a last
     step evaluates the compiled model on it with the runtime's evaluator (see
     `edgehub.toolchains.evaluators`), scoring the task ``metrics`` against ``labels``.
-    ``image_tags`` (runtime -> image tag
-    or digest) overrides hub.toml's ``[images]`` for this request (a rerun on a recorded image).
-    A compile reuses a stored compile of the same content (`ops.compile_cache`) unless
-    ``no_cache``.
-    ``pin_cpus`` (``"0-1,3"``) runs the steps on those CPUs where the device's runner can pin
-    (`ops.pinning`).
-    """
+    ``image_tags`` (runtime -> image tag or digest) overrides hub.toml's ``[images]`` for this
+    request (a rerun on a recorded image). A compile reuses a stored compile of the same
+    content (`ops.compile_cache`) unless ``no_cache``. ``pin_cpus`` (``"0-1,3"``) runs the
+    steps on those CPUs where the device's runner can pin (`ops.pinning`)."""
 
     step: str
     runtime: str

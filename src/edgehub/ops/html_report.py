@@ -267,11 +267,8 @@ def _layers(run: RunRecord, document: dict[str, Any]) -> list[LayerTime]:
     for row in rows:
         name, op = str(row["name"]), str(row.get("op_type", ""))
         group = graph.group(name, op) if graph else NodeGroup(f"{name} (unmapped)", 1 << 30, False)
-        layers.append(
-            LayerTime(
-                name, group.label, op, float(row["mean_us"]) / 1000.0, group.position, group.mapped
-            )
-        )
+        ms = float(row["mean_us"]) / 1000.0
+        layers.append(LayerTime(name, group.label, op, ms, group.position, group.mapped))
     return layers
 
 
@@ -288,9 +285,8 @@ def _verdicts(project: Project, profiles: list[ProfileSection]) -> list[Verdict]
     from edgehub.ops.runs import compare_runs
 
     verdicts = []
-    base = profiles[0] if profiles else None
     for other in profiles[1:]:
-        assert base is not None
+        base = profiles[0]
         found = compare_runs(project, base.run_id, other.run_id, strict=False)
         checked = found.comparability
         notes = [] if checked is None else [*checked.reasons, *checked.notes]

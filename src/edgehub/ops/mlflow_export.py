@@ -117,14 +117,10 @@ def _write(client: Any, experiment_id: str, record: RunRecord) -> tuple[str, boo
 
     query = f"tags.`{RUN_ID_TAG}` = '{record.run_id}'"
     existing = client.search_runs([experiment_id], query, max_results=1)
-    if existing:
-        run = existing[0]
-        created = False
-    else:
-        run = client.create_run(
-            experiment_id, start_time=int(record.started_at * 1000), run_name=record.name
-        )
-        created = True
+    created, started = not existing, int(record.started_at * 1000)
+    run = (
+        existing[0] if existing else client.create_run(experiment_id, started, run_name=record.name)
+    )
     mlflow_id = str(run.info.run_id)
     old_metrics = dict(run.data.metrics)
     old_params = dict(run.data.params)

@@ -94,14 +94,8 @@ class PipelineReport:
     """The EVAL run on the request's dataset (figures per output, task metrics), if any."""
 
     def steps(self) -> dict[str, RunReport]:
-        every = {
-            "compile": self.compile,
-            "profile": self.profile,
-            "invoke": self.invoke,
-            "reference": self.reference,
-            "eval": self.eval,
-        }
-        return {key: report for key, report in every.items() if report is not None}
+        keys = ("compile", "profile", "invoke", "reference", "eval")
+        return {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {key: report.to_dict() for key, report in self.steps().items()}

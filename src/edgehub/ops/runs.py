@@ -128,14 +128,10 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.runs.to_dict()
-        if self.latency is not None:
-            data["latency"] = self.latency.to_dict()
-        if self.accuracy is not None:
-            data["accuracy"] = self.accuracy.to_dict()
-        if self.paired is not None:
-            data["paired"] = self.paired.to_dict()
-        if self.comparability is not None:
-            data["comparability"] = self.comparability.to_dict()
+        for name in ("latency", "accuracy", "paired", "comparability"):
+            found = getattr(self, name)
+            if found is not None:
+                data[name] = found.to_dict()
         if self.problems:
             data["problems"] = list(self.problems)
         return data

@@ -156,7 +156,7 @@ def repair(
         def attempt(kept: list[str]) -> tuple[CompiledModel, EvalReport]:
             options = dict(request.options, exclude_nodes=list(kept)) if kept else request.options
             label = f"fix step {len(fix.steps)}"
-            compiled = _compile(ctx, request, runtime, reference, options, label)
+            compiled = compile_model(ctx, request, runtime, reference, options, label)
             cancel.check()
             step = replace(step_request, name=label)
             report = _measure(ctx, step, dataset, reference, compiled, goals, metric_names, cancel)
@@ -205,7 +205,7 @@ def repair(
         dropped = (*precision.quantized_only, precision.key)
         float_options = {k: v for k, v in request.options.items() if k not in dropped}
         float_options[precision.key] = precision.float_value
-        float_model = _compile(ctx, request, runtime, reference, float_options, "fix float32")
+        float_model = compile_model(ctx, request, runtime, reference, float_options, "fix float32")
         plain = replace(request, layers=None, name="fix float32")
         float_report = _measure(
             ctx, plain, dataset, reference, float_model, goals, metric_names, cancel
@@ -226,15 +226,16 @@ def repair(
     return fix, report
 
 
-def _compile(
+def compile_model(
     ctx: HubContext,
     request: EvalRequest,
     runtime: Runtime,
     model: Path,
     options: dict[str, Any],
-    name: str,
+    name: str | None = None,
 ) -> CompiledModel:
-    options = dict(options, name=name)
+    """``model`` compiled with ``options`` on the request's device (its run named ``name``)."""
+    options = dict(options) if name is None else dict(options, name=name)
     if request.device:
         options["device"] = request.device
     ctx.events.info(f"compile {model.name} for {runtime.name}")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.eval.fix import FixReport, check_fix, repair
+from edgehub.ops.eval.fix import FixReport, check_fix, compile_model, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
@@ -53,11 +53,10 @@ class EvalRequest:
     """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
     to compute (those the goals name are added); ``worst`` how many samples to name.
-    ``layers`` is the threshold of the search for the first divergent layer
-    (see `layers`), run on the first ``layer_samples`` samples; None: no search.
-    ``reference``: None or the reference runtime's name (the original ONNX model in float32
-    here, `reference_runtime`), or
-    an EVAL run on the same dataset whose model's outputs serve as the reference.
+    ``layers`` is the threshold of the search for the first divergent layer (see `layers`),
+    run on the first ``layer_samples`` samples; None: no search. ``reference``: None or the
+    reference runtime's name (the original ONNX model in float32 here, `reference_runtime`),
+    or an EVAL run on the same dataset whose model's outputs serve as the reference.
     ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
     a time, until the goals hold, and profile the float, int8 and repaired models (`fix`).
     ``calibration`` is set by `evaluate` (see `EvalReport.calibration`)."""
@@ -196,18 +195,9 @@ def evaluate_and_fix(
             assert compiled is not None
             with _device_lease(project, ctx, request, cancel):
                 report = measure(
-                    ctx,
-                    request,
-                    dataset,
-                    reference,
-                    compiled,
-                    compile_run,
-                    goals,
-                    metric_names,
-                    cancel,
-                    stored,
-                    shards,
-                )
+                    ctx, request, dataset, reference, compiled, compile_run, goals, metric_names,
+                    cancel, stored, shards,
+                )  # fmt: skip
         return report, None
 
 
@@ -354,9 +344,5 @@ def _models(
     model = request.model.resolve()
     if check_only:
         return model, None, None
-    options = dict(request.options)
-    if request.device:
-        options["device"] = request.device
-    ctx.events.info(f"compile {model.name} for {runtime.name}")
-    compiled: CompiledModel = runtime.compiler(**options).run(ctx, model)
+    compiled = compile_model(ctx, request, runtime, model, request.options)
     return model, compiled, compiled.run_log.run_id if compiled.run_log else None
