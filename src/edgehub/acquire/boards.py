@@ -20,6 +20,7 @@ daemon is; `edgehub.ops.device_identity` uses them too, without the DNS look-up.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import os
@@ -137,21 +138,17 @@ def _name(host: str) -> str:
 def _address(host: str) -> str:
     """``host`` as an address: an IP literal normalised, a name looked up (bounded in time)."""
     name = _name(host)
-    try:
+    with contextlib.suppress(ValueError):
         ipaddress.ip_address(name)
         return name
-    except ValueError:
-        pass
     found: list[tuple[int, str]] = []
 
     def look_up() -> None:
-        try:
+        with contextlib.suppress(OSError, UnicodeError):
             for family, _, _, _, sockaddr in socket.getaddrinfo(
                 name, None, type=socket.SOCK_STREAM
             ):
                 found.append((0 if family == socket.AF_INET else 1, str(sockaddr[0])))
-        except (OSError, UnicodeError):
-            pass
 
     thread = threading.Thread(target=look_up, name="edgehub-board-lookup", daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ The comment is anyone's to write: what is read from it is parsed strictly and bo
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -109,10 +110,8 @@ class Renewal:
         """Stop renewing and give the place its comment back."""
         self._stop.set()
         self._thread.join(10)
-        try:
+        with contextlib.suppress(Exception):  # released next anyway; the record runs out
             self.pool.set_comment(self.place, self.base)
-        except Exception:  # the place is released next anyway; the record then runs out
-            pass
 
 
 def release_device(config: HubConfig, name: str, *, force: bool = False) -> list[str]:

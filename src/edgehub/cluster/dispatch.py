@@ -15,6 +15,7 @@ on its host (or its `hub doctor`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import signal
@@ -64,10 +65,8 @@ def _warm_workers() -> None:
     cost of joining the cluster, not of the first cells. Bounded; a slow node only waits."""
     cpus = min(64, int(ray.cluster_resources().get("CPU", 0)))  # type: ignore[no-untyped-call]
     warm = ray.remote(num_cpus=1)(_warm_up)
-    try:
+    with contextlib.suppress(Exception):  # else the cells start the workers themselves
         ray.get([warm.remote() for _ in range(cpus)], timeout=60)
-    except Exception:  # the cells start the workers themselves then
-        pass
 
 
 def _reap_here() -> int:
@@ -199,10 +198,8 @@ class RayExecutor:
 def _cancel(session: SweepSession, out: dict[Any, Any], attempts: Any) -> None:
     """Force-cancel the tasks still out; a started one's cell is recorded KILLED."""
     for ref, (slot, cell, result) in out.items():
-        try:
+        with contextlib.suppress(Exception):  # already finished or its node gone
             ray.cancel(ref, force=True)
-        except Exception:  # already finished or its node gone: nothing to stop
-            pass
         if result.status != "RUNNING":
             continue
         result.status = "KILLED"

@@ -16,6 +16,7 @@ reaps the containers they left.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -141,10 +142,8 @@ class RayShards:
             outcomes = _collect(out, cancel)
         except BaseException:
             for ref in out:
-                try:
+                with contextlib.suppress(Exception):  # finished already, or its node gone
                     ray.cancel(ref, force=True)
-                except Exception:  # finished already, or its node gone
-                    pass
             raise
         finally:
             reap_nodes()

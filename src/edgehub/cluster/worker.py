@@ -251,12 +251,6 @@ def _placed(job: CellJob, folder: Path, model: bytes, inputs: bytes | None) -> A
     return dataclasses.replace(job.cell, model=path, inputs=given)
 
 
-def _all_runs(project: Project) -> list[str]:
-    """Every run of the task's store: the cell's and those of the components it ran."""
-    with closing(project.store()) as store:
-        return [run.run_id for run in store.list_runs(limit=None)]
-
-
 def run_cell_task(
     job: CellJob, model: bytes, inputs: bytes | None, attempts: Any, boards: Any = None
 ) -> CellOutcome:
@@ -301,5 +295,7 @@ def run_cell_task(
         if result.run_id is None:
             return CellOutcome(node, attempt, result)
         bundle = folder / "cell.bundle"
-        export_runs(project, _all_runs(project), bundle)
+        with closing(project.store()) as store:  # the cell's run and its components'
+            runs = [run.run_id for run in store.list_runs(limit=None)]
+        export_runs(project, runs, bundle)
         return CellOutcome(node, attempt, result, bundle.read_bytes())

@@ -217,8 +217,9 @@ def _eval(section: EvalSection) -> list[Any]:
     plot.line(names, errors, line_width=2)
     plot.scatter(names, errors, size=8)
     if section.threshold is not None:
-        dashed = {"line_dash": "dashed", "line_color": "gray"}
-        plot.add_layout(Span(location=section.threshold, dimension="width", **dashed))
+        span = Span(location=section.threshold, dimension="width", line_dash="dashed")
+        span.line_color = "gray"
+        plot.add_layout(span)
     first = section.first
     if first is not None and str(first.get("node")) in names:
         node = str(first["node"])

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.execute import ExecRequest, execute
+from edgehub.ops.execute import ExecRequest, execute, step_components
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.recorded_image import IMAGE_CHOICES, recorded_image, short_digest
 
@@ -200,8 +200,7 @@ def _request(original: RunRecord, device: str | None) -> ExecRequest:
     if not original.runtime:
         raise UsageError(f"{what} recorded no runtime; it cannot be re-created")
     runtime = get_runtime(original.runtime)
-    component = {"compile": runtime.compiler, "profile": runtime.profiler,
-                 "invoke": runtime.invoker}[step]  # fmt: skip
+    component = step_components(runtime, step)[step]
     if original.component and original.component != component.__name__:
         raise UsageError(
             f"{what} ran {original.component}, not {runtime.name}'s {component.__name__}; "

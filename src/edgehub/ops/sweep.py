@@ -102,6 +102,7 @@ class SweepReport:
 
 
 CellCallback = Callable[[CellResult], None]
+_HEADLINE = ("median_ms", "p99_ms", "max_abs_error", "cosine_similarity")  # a cell's metrics
 
 
 def _result(cell: SweepCell, step: str, identities: dict[str, DeviceIdentity]) -> CellResult:
@@ -139,14 +140,12 @@ def _headline(result: CellResult, report: RunReport | PipelineReport) -> None:
 def _reuse(result: CellResult, earlier: CellResult) -> None:
     """Report ``earlier``'s outcome for this cell (--resume)."""
     result.status, result.run_id, result.reused_from = "FINISHED", earlier.run_id, earlier.run_id
-    result.median_ms, result.p99_ms = earlier.median_ms, earlier.p99_ms
-    result.max_abs_error = earlier.max_abs_error
-    result.cosine_similarity = earlier.cosine_similarity
+    for name in _HEADLINE:
+        setattr(result, name, getattr(earlier, name))
 
 
 def _metrics(result: CellResult) -> dict[str, float]:
-    names = ("median_ms", "p99_ms", "max_abs_error", "cosine_similarity")
-    values = {n: getattr(result, n) for n in names}
+    values = {n: getattr(result, n) for n in _HEADLINE}
     return {n: float(v) for n, v in values.items() if isinstance(v, (int, float))}
 
 
