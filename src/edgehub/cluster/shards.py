@@ -100,7 +100,6 @@ class RayShards:
     def __init__(self, address: ClusterAddress, config: HubConfig) -> None:
         self.cluster = RayExecutor(address)
         self.config = config  # the project's: its devices, and its hub.toml for the nodes
-        self.task_body = run_shard_task
 
     def connect(self) -> None:
         if not self.cluster.connected:
@@ -128,7 +127,7 @@ class RayShards:
         hub_toml = hub_toml_text(self.config)
         tags = dict(ctx.image_tags)
         images = {r.runtime: image_id(r.runtime, tags) for r in runs}
-        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(self.task_body)
+        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(run_shard_task)
         out: dict[Any, int] = {}
         for index, (start, stop) in enumerate(bounds):
             job = ShardJob(hub_toml, __version__, index, start, stop, dataset.stacked, images, tags)

@@ -196,23 +196,15 @@ def _deadline(
         yield cancel
         return
     import threading
-    import time
 
     own = Cancellation()
     own.bind(ctx)
     expired = CommandTimeout(
         f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
     )
-    done = threading.Event()
-
-    def watch() -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            if done.wait(min(left, 3600.0)):  # in steps: a wait has a largest timeout
-                return
-        own.cancel(expired)
-
-    watcher = threading.Thread(target=watch, name="edgehub-timeout", daemon=True)
+    # a wait has a largest timeout (about 292 years): a longer one is that one
+    watcher = threading.Timer(min(seconds, threading.TIMEOUT_MAX), own.cancel, (expired,))
+    watcher.name, watcher.daemon = "edgehub-timeout", True
     unlink = cancel.link(own)
     watcher.start()
     try:
@@ -222,7 +214,7 @@ def _deadline(
             raise
         raise own.reason from None
     finally:
-        done.set()
+        watcher.cancel()
         unlink()
         own.release(ctx)
 
@@ -295,23 +287,16 @@ def _profile_inputs(request: ExecRequest, kwargs: dict[str, Any]) -> dict[str, A
 def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunReport:
     step = request.step
     kwargs = _common(request, step)
-    component: Component
-    arguments: tuple[Any, ...]
     if step == "compile":
         assert request.model is not None
-        compiler = runtime.compiler(**kwargs)
-        with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
-            return summarize(
-                _compile(ctx, request, compiler, request.model.resolve(), Path(scratch))
-            )
-    else:
-        model = _model(ctx, request, runtime)
-        if step == "profile":
-            component, arguments = runtime.profiler(**_profile_inputs(request, kwargs)), (model,)
-        else:
-            inputs = _invoke_inputs(ctx, request, runtime, model)
-            component, arguments = runtime.invoker(**kwargs), (model, inputs)
-    return summarize(_run_or_resume(ctx, request, component, *arguments))
+        compiled = _compile(ctx, request, runtime.compiler(**kwargs), request.model.resolve())
+        return summarize(compiled)
+    model = _model(ctx, request, runtime)
+    if step == "profile":
+        profiler = runtime.profiler(**_profile_inputs(request, kwargs))
+        return summarize(_run_or_resume(ctx, request, profiler, model))
+    inputs = _invoke_inputs(ctx, request, runtime, model)
+    return summarize(_run_or_resume(ctx, request, runtime.invoker(**kwargs), model, inputs))
 
 
 def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, *args: Any) -> Any:
@@ -328,32 +313,26 @@ def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, 
     return component.run(ctx, *args)
 
 
-def _compile(
-    ctx: HubContext, request: ExecRequest, compiler: Component, model: Path, scratch: Path
-) -> Any:
+def _compile(ctx: HubContext, request: ExecRequest, compiler: Component, model: Path) -> Any:
     """Compile ``model``, first rewritten by the backend ``request.transform`` names; the
     compile run records which patterns fired and the node counts before and after."""
     if not request.transform:
         return _cached_compile(ctx, request, compiler, model)
     from edgehub.deploy import apply_backend
 
-    rewritten = scratch / f"{model.stem}.transformed.onnx"
     backend = None if request.transform == "auto" else request.transform
-    report = apply_backend(model, backend, rewritten)
-    ctx.events.info(f"transform ({report.backend}): {report.summary()}")
-    compiled = _cached_compile(ctx, request, compiler, rewritten)
+    with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
+        rewritten = Path(scratch) / f"{model.stem}.transformed.onnx"
+        report = apply_backend(model, backend, rewritten)
+        ctx.events.info(f"transform ({report.backend}): {report.summary()}")
+        compiled = _cached_compile(ctx, request, compiler, rewritten)
     ctx.client.annotate(
         compiled.run_log,
-        {
-            "transform.backend": report.backend,
-            "transform.source": str(model),
-            "transform.fired": report.fired(),
-        },
-        {
-            "transform.nodes_before": report.nodes_before,
-            "transform.nodes_after": report.nodes_after,
-        },
-    )
+        {"transform.backend": report.backend, "transform.source": str(model),
+         "transform.fired": report.fired()},
+        {"transform.nodes_before": report.nodes_before,
+         "transform.nodes_after": report.nodes_after},
+    )  # fmt: skip
     return compiled
 
 
@@ -429,8 +408,7 @@ def _pipeline(
         _check_dataset(ctx, model, request.dataset, request.labels)
     ctx.events.info("step 1/4: compile")
     compiler = runtime.compiler(**_common(request, "compile", named=False))
-    with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
-        compiled = _compile(ctx, request, compiler, model, Path(scratch))
+    compiled = _compile(ctx, request, compiler, model)
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))

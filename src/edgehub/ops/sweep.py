@@ -170,8 +170,7 @@ def _finished_cells(project: Project) -> tuple[dict[str, CellResult], dict[str, 
             cell = CellResult(**{k: v for k, v in data.items() if k in _CELL_FIELDS})
         except (ValueError, TypeError):
             continue  # not a cell record this version can read: measured again
-        cell.status, cell.run_id, cell.error = "FINISHED", run.run_id, None
-        cell.reused_from = None
+        cell.status, cell.run_id, cell.error, cell.reused_from = "FINISHED", run.run_id, None, None
         if cell.device_identity is None:  # recorded before identities were kept
             cell.name_key = cell.key
         else:
