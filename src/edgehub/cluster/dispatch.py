@@ -126,13 +126,6 @@ class RayExecutor:
         if self._stdout is not None:
             sys.stdout, self._stdout = self._stdout, None
 
-    def __enter__(self) -> RayExecutor:
-        self.connect()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- CellExecutor -----------------------------------------------------------------------
 
     def run_cells(self, session: SweepSession, pending: Pending) -> None:
@@ -146,14 +139,13 @@ class RayExecutor:
         for device in dict.fromkeys(cell.device for cell, _ in pending):
             asked = device_resources(session.project.config, device)
             check_feasible(asked, f"a cell of device {device!r}")  # else Ray waits forever
-        files: dict[Path, Any] = {}
+        put = functools.cache(lambda path: ray.put(path.read_bytes()))  # each file once
         out: dict[Any, tuple[str, SweepCell, CellResult]] = {}
         where = _Placement(session.image_tags, session.project.config)
         for slot, (cell, result) in enumerate(pending):
             job = _job(session, cell, result, hub_toml, slot, where)
             inputs = cell.inputs or session.grid.inputs
-            model_ref = _put(files, cell.model)
-            inputs_ref = _put(files, inputs) if inputs is not None else None
+            model_ref, inputs_ref = put(cell.model), put(inputs) if inputs is not None else None
             asked = device_resources(session.project.config, cell.device)
             ref = task.options(**asked).remote(job, model_ref, inputs_ref, attempts, boards)
             out[ref] = (job.slot, cell, result)
@@ -255,13 +247,6 @@ def first_line(error: BaseException) -> str:
 def hub_toml_text(config: HubConfig) -> str:
     """The text of the project's hub.toml that the nodes load ("": none, the defaults)."""
     return config.path.read_text() if config.path is not None else ""
-
-
-def _put(files: dict[Path, Any], path: Path) -> Any:
-    """``path``'s bytes in the object store, once per file."""
-    if path not in files:
-        files[path] = ray.put(path.read_bytes())
-    return files[path]
 
 
 def device_resources(config: HubConfig, device: str, *, docker: bool = False) -> dict[str, Any]:
