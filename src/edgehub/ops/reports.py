@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -52,25 +52,10 @@ class RunReport:
         return {k: self.metrics.get(f"latency_{k}_ms") for k in LATENCY_KEYS}
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "run_id": self.run_id,
-            "name": self.name,
-            "type": self.type,
-            "status": self.status,
-            "device": self.device,
-            "metrics": self.metrics,
-            "params": self.params,
-            "artifacts": self.artifacts,
-            "environment": self.environment,
-        }
-        latency = self.latency_ms
-        if latency is not None:
-            data["latency_ms"] = latency
-        if self.shapes is not None:
-            data["shapes"] = self.shapes
-        if self.outputs is not None:
-            data["outputs"] = self.outputs
-        return data
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        shapes, outputs = data.pop("shapes"), data.pop("outputs")
+        extra = {"latency_ms": self.latency_ms, "shapes": shapes, "outputs": outputs}
+        return data | {key: value for key, value in extra.items() if value is not None}
 
 
 @dataclass
