@@ -4,9 +4,9 @@ The probe depends on the device's kind (`probe_board`): an SSH board is connecte
 in one command, whether the agent's Python (``ssh`` provider) runs and how much disk is free
 in the login directory; a ``local`` device is not probed (a missing Docker daemon or image is
 this host's to fix, not a board's fault: the step fails on it, recorded FAILED, with its own
-one-line error, and nothing is counted); a labgrid place must match
-a ``NetworkService`` resource (its address). A failed probe fails the measurement on that board
-with the probe's error (a pool moves on to another place).
+one-line error, and nothing is counted); a labgrid place must match a ``NetworkService``
+resource (its address). A failed probe fails the measurement on that board with the probe's
+error (a pool moves on to another place).
 
 Each board (`edgehub.acquire.boards.board_key`) has a `BoardHealth` in the project's store
 directory (``board_health.json``, written atomically under a lock): its consecutive failures

@@ -8,12 +8,11 @@ selective quantization for TFLite, for TensorRT a QDQ model without Q/DQ around 
 strongly typed network must compute in float32: see `edgehub.toolchains.tensorrt.precision`),
 recompiles, re-evaluates and searches the repaired model again. Where the first divergent
 layer is one kept in float already, its output is still quantized for the layers it feeds, so
-those layers are kept next. It stops when the goals
-hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
-runtime's float precision, its ``repair``), the fully quantized one and the repaired one are
-evaluated and profiled on the same device, for the table of accuracy against latency. Every
-run (compiles, evals, profiles) is a child of one ``FIX`` run, which keeps the steps and the
-table as ``fix.json``.
+those layers are kept next. It stops when the goals hold, when no layer is left to propose, or
+after ``limit`` layers. Then the float model (the runtime's float precision, its ``repair``),
+the fully quantized one and the repaired one are evaluated and profiled on the same device, for
+the table of accuracy against latency. Every run (compiles, evals, profiles) is a child of one
+``FIX`` run, which keeps the steps and the table as ``fix.json``.
 """
 
 from __future__ import annotations
