@@ -60,8 +60,6 @@ def test_cloud_and_labgrid_devices(ssh_config_file: Path) -> None:
                    provider_type="qai_hub")  # fmt: skip
     assert board_key(cloud) == "cloud:qai_hub:Samsung Galaxy S24"
     pool = LabgridConfig(coordinator="lab:20408", place="rpi-*", tags=("board=rpi4",))
-    device = Device(name="pool", runner=LocalCommandRunner(), provider_type="local")
-    assert board_key(device, labgrid=pool) == "labgrid:lab:20408/rpi-*[board=rpi4]"
     place = PlaceInfo(name="rpi-1", address="localhost", port=2222)
     same = board_key(_ssh("a", "127.0.0.1", 2222, ssh_config_file))
     assert place_board_key(place, pool) == same

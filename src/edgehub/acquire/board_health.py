@@ -4,9 +4,9 @@ The probe depends on the device's kind (`probe_board`): an SSH board is connecte
 in one command, whether the agent's Python (``ssh`` provider) runs and how much disk is free
 in the login directory; a ``local`` device is not probed (a missing Docker daemon or image is
 this host's to fix, not a board's fault: the step fails on it, recorded FAILED, with its own
-one-line error, and nothing is counted); a labgrid place must match
-a ``NetworkService`` resource (its address). A failed probe fails the measurement on that board
-with the probe's error (a pool moves on to another place).
+one-line error, and nothing is counted); a labgrid place must match a ``NetworkService``
+resource (its address). A failed probe fails the measurement on that board with the probe's
+error (a pool moves on to another place).
 
 Each board (`edgehub.acquire.boards.board_key`) has a `BoardHealth` in the project's store
 directory (``board_health.json``, written atomically under a lock): its consecutive failures
@@ -181,11 +181,6 @@ class HealthBook:
                 record.quarantined_until = now + self.cooldown
             return record
 
-    def passed(self, board: str) -> None:
-        """A passing probe: ``board``'s count starts again."""
-        with self._locked() as records:
-            records.pop(board, None)
-
     def clear(self, board: str) -> BoardHealth | None:
         """Forget ``board``'s failures and quarantine; what was recorded, if anything."""
         with self._locked() as records:
@@ -215,8 +210,8 @@ class HealthBook:
                     f"row{now}): {record.last_error}"
                 )
             raise
-        if record.failures:
-            self.passed(board)
+        if record.failures:  # passed: the count starts again
+            self.clear(board)
 
     def skip_reason(self, board: str) -> str | None:
         """Why a pool passes ``board`` over (quarantined), or None."""
@@ -243,9 +238,7 @@ def health_book(config: HubConfig) -> HealthBook:
     """The health records of ``config``'s run store, with its quarantine policy."""
     settings = config.project
     return HealthBook(
-        config.store_dir,
-        after=settings.quarantine_after,
-        cooldown=settings.quarantine_cooldown,
+        config.store_dir, after=settings.quarantine_after, cooldown=settings.quarantine_cooldown
     )
 
 

@@ -7,8 +7,7 @@ ran on; `board_key` gives the one string for both:
   looked up here (the first IPv4 address, else the first address; the name itself when it does
   not resolve within a few seconds); with a jump host, ``ssh:HOST:PORT via ssh:JHOST:JPORT``
   (the target's name then resolves on the jump host, so it stays as written, lower-cased);
-- a device of a labgrid pool: before a place is held, ``labgrid:COORDINATOR/PLACE`` (plus its
-  tags); the held place is keyed by its address (`place_board_key`), as an SSH device there;
+- a held place of a labgrid pool: by its address (`place_board_key`), as an SSH device there;
 - a device whose provider works in containers here (`Device.in_container`: ``local``):
   ``docker:ENDPOINT``, the Docker daemon its containers run on;
 - a device with no runner, a cloud service (``qai_hub``, ``aws``): ``cloud:PROVIDER:SPEC``;
@@ -20,6 +19,7 @@ daemon is; `edgehub.ops.device_identity` uses them too, without the DNS look-up.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ipaddress
 import os
@@ -73,14 +73,10 @@ def ssh_board(config: SSHConfig, *, look_up: bool) -> SSHBoard:
     return SSHBoard(_name(config.host), config.port, where(jump.host), jump.port)
 
 
-def board_key(device: Device, *, labgrid: LabgridConfig | None = None) -> str:
-    """The identity of the board ``device`` runs on (see the module's docstring); ``labgrid``
-    is the device's ``[devices.X.labgrid]`` table, if it has one."""
+def board_key(device: Device) -> str:
+    """The identity of the board ``device`` runs on (see the module's docstring)."""
     from edgehub.runners.protocol import SupportsNetworkAddress
 
-    if labgrid is not None:
-        tags = f"[{','.join(sorted(labgrid.tags))}]" if labgrid.tags else ""
-        return f"labgrid:{labgrid.coordinator}/{labgrid.place}{tags}"
     if isinstance(device.runner, SupportsNetworkAddress):
         return ssh_board_key(device.runner.network_address)
     if device.runner is None:  # a service that runs the jobs itself
@@ -137,21 +133,17 @@ def _name(host: str) -> str:
 def _address(host: str) -> str:
     """``host`` as an address: an IP literal normalised, a name looked up (bounded in time)."""
     name = _name(host)
-    try:
+    with contextlib.suppress(ValueError):
         ipaddress.ip_address(name)
         return name
-    except ValueError:
-        pass
     found: list[tuple[int, str]] = []
 
     def look_up() -> None:
-        try:
+        with contextlib.suppress(OSError, UnicodeError):
             for family, _, _, _, sockaddr in socket.getaddrinfo(
                 name, None, type=socket.SOCK_STREAM
             ):
                 found.append((0 if family == socket.AF_INET else 1, str(sockaddr[0])))
-        except (OSError, UnicodeError):
-            pass
 
     thread = threading.Thread(target=look_up, name="edgehub-board-lookup", daemon=True)
     thread.start()

@@ -67,9 +67,13 @@ def hold(
     ``timeout`` bounds the wait for the board (None: the lease's default hour); ``command`` is
     what a waiter is told holds it; ``events`` hears waits, take-overs and failed checks;
     ``cancelled(seconds)`` sleeps and returns True to give up (`OperationCancelled`)."""
-    refused = _unusable(device)
-    if refused is not None:  # the configuration, not the board: no lease, no probe, no count
-        raise ConfigError(refused)
+    from edgehub.runners.protocol import SupportsNetworkAddress
+
+    runner = device.runner
+    if isinstance(runner, SupportsNetworkAddress) and runner.network_address.unusable:
+        # SSH settings unusable as configured (a secret or known_hosts file not allowed, an
+        # unset password variable): the configuration, not the board; no lease, probe or count
+        raise ConfigError(runner.network_address.unusable)
     check = _probe_board if probe else None
     with _board(config, device, timeout, command, events, cancelled, check) as place:
         if place is None or not place.address or device.in_container:
@@ -154,15 +158,6 @@ def _board(
                 return
     finally:
         pool.close()
-
-
-def _unusable(device: Device) -> str | None:
-    """Why ``device``'s SSH settings cannot be used as configured (a secret or known_hosts file
-    the user did not allow, an unset password variable), or None."""
-    from edgehub.runners.protocol import SupportsNetworkAddress
-
-    runner = device.runner
-    return runner.network_address.unusable if isinstance(runner, SupportsNetworkAddress) else None
 
 
 def _probe_board(device: Device, place: PlaceInfo | None) -> None:

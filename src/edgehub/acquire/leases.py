@@ -35,13 +35,7 @@ from typing import Any
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
 from edgehub.text import visible
 
-__all__ = [
-    "LeaseHolder",
-    "check_lease_timeout",
-    "device_lease",
-    "lease_holder",
-    "lease_path",
-]
+__all__ = ["LeaseHolder", "check_lease_timeout", "device_lease", "lease_holder", "lease_path"]
 
 DEFAULT_TIMEOUT_S = 3600.0
 _POLL_S = 0.25
@@ -161,7 +155,10 @@ def _open_lock(path: Path) -> tuple[int, bool]:
             except OSError as error:
                 raise _refused(path, error) from error
         except PermissionError:  # another user's lock file: flock works on a read-only one
-            fd, writable = _try(path, lambda: os.open(path, os.O_RDONLY | _OPEN)), False
+            try:
+                fd, writable = os.open(path, os.O_RDONLY | _OPEN), False
+            except OSError as error:
+                raise _refused(path, error) from error
         except OSError as error:
             raise _refused(path, error) from error
         if fd >= 0:
@@ -177,13 +174,6 @@ def _open_lock(path: Path) -> tuple[int, bool]:
             f"not use it: remove it and check who can write {path.parent}"
         )
     return fd, writable and info.st_uid == os.getuid()
-
-
-def _try(path: Path, opener: Callable[[], int]) -> int:
-    try:
-        return opener()
-    except OSError as error:
-        raise _refused(path, error) from error
 
 
 def _refused(path: Path, error: OSError) -> EnvironmentProblem:

@@ -14,6 +14,7 @@ The comment is anyone's to write: what is read from it is parsed strictly and bo
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -26,14 +27,7 @@ if TYPE_CHECKING:
     from edgehub.acquire.labgrid_pool import PlacePool
     from edgehub.config.schema import HubConfig
 
-__all__ = [
-    "PlaceHolder",
-    "Renewal",
-    "holder_of",
-    "release_device",
-    "with_holder",
-    "without_holder",
-]
+__all__ = ["PlaceHolder", "Renewal", "holder_of", "release_device", "with_holder", "without_holder"]
 
 _RECORD = re.compile(
     r" ?\[edgehub held by ([A-Za-z0-9._-]{1,255}:\d{1,10}:\d{0,20}) since (\d{1,12}) "
@@ -116,10 +110,8 @@ class Renewal:
         """Stop renewing and give the place its comment back."""
         self._stop.set()
         self._thread.join(10)
-        try:
+        with contextlib.suppress(Exception):  # released next anyway; the record runs out
             self.pool.set_comment(self.place, self.base)
-        except Exception:  # the place is released next anyway; the record then runs out
-            pass
 
 
 def release_device(config: HubConfig, name: str, *, force: bool = False) -> list[str]:

@@ -15,6 +15,8 @@ on its host (or its `hub doctor`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import signal
 import sys
@@ -42,19 +44,13 @@ __all__ = [
     "check_feasible",
     "device_resources",
     "first_line",
+    "hub_toml_text",
     "reap_nodes",
 ]
 
 MAX_RETRIES = 2  # a cell runs at most three times when its nodes keep dying
 _HEAD = "node:__internal_head__"  # Ray's resource of the head node
 _POLL_S = 0.2
-
-
-def _signal_handlers() -> dict[int, Any]:
-    """The handlers of the stop signals now (SIGINT, SIGTERM, SIGHUP where there is one)."""
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    signums = [getattr(signal, n) for n in names if hasattr(signal, n)]
-    return {s: signal.getsignal(s) for s in signums}
 
 
 def _warm_up() -> None:
@@ -69,10 +65,8 @@ def _warm_workers() -> None:
     cost of joining the cluster, not of the first cells. Bounded; a slow node only waits."""
     cpus = min(64, int(ray.cluster_resources().get("CPU", 0)))  # type: ignore[no-untyped-call]
     warm = ray.remote(num_cpus=1)(_warm_up)
-    try:
+    with contextlib.suppress(Exception):  # else the cells start the workers themselves
         ray.get([warm.remote() for _ in range(cpus)], timeout=60)
-    except Exception:  # the cells start the workers themselves then
-        pass
 
 
 def _reap_here() -> int:
@@ -98,7 +92,8 @@ class RayExecutor:
         where = self.address
         where.check_reachable()
         self._stdout, sys.stdout = sys.stdout, sys.stderr
-        handlers = _signal_handlers()
+        stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        handlers = {signum: signal.getsignal(signum) for signum in stops}
         options: dict[str, Any] = {
             "log_to_driver": False,
             "logging_level": logging.ERROR,
@@ -131,13 +126,6 @@ class RayExecutor:
         if self._stdout is not None:
             sys.stdout, self._stdout = self._stdout, None
 
-    def __enter__(self) -> RayExecutor:
-        self.connect()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- CellExecutor -----------------------------------------------------------------------
 
     def run_cells(self, session: SweepSession, pending: Pending) -> None:
@@ -147,19 +135,19 @@ class RayExecutor:
         attempts: Any = ray.remote(**on_head)(Attempts).remote()
         boards: Any = ray.remote(**on_head)(Boards).remote()
         task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(self.task_body)
-        hub_toml = _hub_toml(session)
-        _check_feasible(session, [cell for cell, _ in pending])
-        files: dict[Path, Any] = {}
+        hub_toml = hub_toml_text(session.project.config)
+        for device in dict.fromkeys(cell.device for cell, _ in pending):
+            asked = device_resources(session.project.config, device)
+            check_feasible(asked, f"a cell of device {device!r}")  # else Ray waits forever
+        put = functools.cache(lambda path: ray.put(path.read_bytes()))  # each file once
         out: dict[Any, tuple[str, SweepCell, CellResult]] = {}
-        where = _Placement(session)
+        where = _Placement(session.image_tags, session.project.config)
         for slot, (cell, result) in enumerate(pending):
             job = _job(session, cell, result, hub_toml, slot, where)
             inputs = cell.inputs or session.grid.inputs
-            model_ref = _put(files, cell.model)
-            inputs_ref = _put(files, inputs) if inputs is not None else None
-            ref = task.options(**_resources(session, cell.device)).remote(
-                job, model_ref, inputs_ref, attempts, boards
-            )
+            model_ref, inputs_ref = put(cell.model), put(inputs) if inputs is not None else None
+            asked = device_resources(session.project.config, cell.device)
+            ref = task.options(**asked).remote(job, model_ref, inputs_ref, attempts, boards)
             out[ref] = (job.slot, cell, result)
         try:
             self._collect(session, out, attempts)
@@ -202,10 +190,8 @@ class RayExecutor:
 def _cancel(session: SweepSession, out: dict[Any, Any], attempts: Any) -> None:
     """Force-cancel the tasks still out; a started one's cell is recorded KILLED."""
     for ref, (slot, cell, result) in out.items():
-        try:
+        with contextlib.suppress(Exception):  # already finished or its node gone
             ray.cancel(ref, force=True)
-        except Exception:  # already finished or its node gone: nothing to stop
-            pass
         if result.status != "RUNNING":
             continue
         result.status = "KILLED"
@@ -237,15 +223,6 @@ def reap_nodes() -> None:
             continue
 
 
-def _check_feasible(session: SweepSession, cells: list[SweepCell]) -> None:
-    """Refuse, in one line, a cell no live node has the resources for (Ray would hold it
-    forever)."""
-    for device in dict.fromkeys(cell.device for cell in cells):
-        check_feasible(
-            device_resources(session.project.config, device), f"a cell of device {device!r}"
-        )
-
-
 def check_feasible(asked: dict[str, Any], what: str) -> None:
     """`EnvironmentProblem` in one line when no live node has ``asked`` (task options: its
     ``num_cpus`` and ``resources``) for ``what``: Ray would hold that task forever."""
@@ -267,21 +244,9 @@ def first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".strip()
 
 
-def _hub_toml(session: SweepSession) -> str:
-    path = session.project.config.path
-    return path.read_text() if path is not None else ""
-
-
-def _put(files: dict[Path, Any], path: Path) -> Any:
-    """``path``'s bytes in the object store, once per file."""
-    if path not in files:
-        files[path] = ray.put(path.read_bytes())
-    return files[path]
-
-
-def _resources(session: SweepSession, device: str) -> dict[str, Any]:
-    """What a cell of ``device`` asks Ray for (see the module docstring)."""
-    return device_resources(session.project.config, device)
+def hub_toml_text(config: HubConfig) -> str:
+    """The text of the project's hub.toml that the nodes load ("": none, the defaults)."""
+    return config.path.read_text() if config.path is not None else ""
 
 
 def device_resources(config: HubConfig, device: str, *, docker: bool = False) -> dict[str, Any]:
@@ -305,27 +270,16 @@ def in_container(provider: str | None) -> bool:
 
 
 class _Placement:
-    """What the driver pins for the cells: its image of each runtime (a node whose image
-    differs refuses the cell) and the board of each device any node may reach (leased
-    cluster-wide); a device of the ``local`` provider is each node's own."""
+    """What the driver pins for the cells, each found once: its image of each runtime (a node
+    whose image differs refuses the cell) and the board of each device any node may reach
+    (leased cluster-wide); a device of the ``local`` provider is each node's own."""
 
-    def __init__(self, session: SweepSession) -> None:
-        self.session = session
-        self.images: dict[str, str | None] = {}
-        self.boards: dict[str, str | None] = {}
+    def __init__(self, image_tags: dict[str, str], config: HubConfig) -> None:
+        from edgehub.acquire.boards import board_key
+        from edgehub.config.devices import to_device
 
-    def image(self, runtime: str) -> str | None:
-        if runtime not in self.images:
-            self.images[runtime] = image_id(runtime, self.session.image_tags)
-        return self.images[runtime]
-
-    def board(self, device: str) -> str | None:
-        if device not in self.boards:
-            from edgehub.acquire.boards import board_key
-            from edgehub.config.devices import to_device
-
-            self.boards[device] = board_key(to_device(self.session.project.config, device))
-        return self.boards[device]
+        self.image = functools.cache(lambda runtime: image_id(runtime, image_tags))
+        self.board = functools.cache(lambda device: board_key(to_device(config, device)))
 
 
 def _job(
@@ -389,12 +343,9 @@ def _record(
     else:
         _import(session, outcome)
         assert outcome.result is not None
-        for name in ("status", "run_id", "median_ms", "p99_ms", "max_abs_error", "node"):
+        names = ("status", "run_id", "median_ms", "p99_ms", "max_abs_error", "node")
+        for name in (*names, "cosine_similarity", "error"):
             setattr(result, name, getattr(outcome.result, name))
-        result.cosine_similarity, result.error = (
-            outcome.result.cosine_similarity,
-            outcome.result.error,
-        )
     session.notify(result)
 
 

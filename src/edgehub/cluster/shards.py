@@ -16,6 +16,7 @@ reaps the containers they left.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,9 +33,10 @@ from edgehub.cluster.dispatch import (
     check_feasible,
     device_resources,
     first_line,
+    hub_toml_text,
     reap_nodes,
 )
-from edgehub.cluster.worker import image_id, node_name
+from edgehub.cluster.worker import image_id, node_name, node_refusal
 from edgehub.errors import EdgehubError, EnvironmentProblem
 
 if TYPE_CHECKING:
@@ -98,7 +100,6 @@ class RayShards:
     def __init__(self, address: ClusterAddress, config: HubConfig) -> None:
         self.cluster = RayExecutor(address)
         self.config = config  # the project's: its devices, and its hub.toml for the nodes
-        self.task_body = run_shard_task
 
     def connect(self) -> None:
         if not self.cluster.connected:
@@ -123,11 +124,10 @@ class RayShards:
         check_feasible(asked, f"a shard of this eval on device {device!r}")
         shipped = ray.put([_shipped(ctx, run) for run in runs])
         bounds = _bounds(len(dataset), _slots(asked))
-        path = self.config.path
-        hub_toml = path.read_text() if path is not None else ""
+        hub_toml = hub_toml_text(self.config)
         tags = dict(ctx.image_tags)
         images = {r.runtime: image_id(r.runtime, tags) for r in runs}
-        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(self.task_body)
+        task = ray.remote(max_retries=MAX_RETRIES, retry_exceptions=False)(run_shard_task)
         out: dict[Any, int] = {}
         for index, (start, stop) in enumerate(bounds):
             job = ShardJob(hub_toml, __version__, index, start, stop, dataset.stacked, images, tags)
@@ -141,10 +141,8 @@ class RayShards:
             outcomes = _collect(out, cancel)
         except BaseException:
             for ref in out:
-                try:
+                with contextlib.suppress(Exception):  # finished already, or its node gone
                     ray.cancel(ref, force=True)
-                except Exception:  # finished already, or its node gone
-                    pass
             raise
         finally:
             reap_nodes()
@@ -255,31 +253,6 @@ def _merged(
 # -- on a node ---------------------------------------------------------------------------------
 
 
-def _refusal(job: ShardJob, node: str) -> str | None:
-    """Why this node cannot run the shard, in one line naming it; None when it can."""
-    from edgehub import __version__
-    from edgehub.errors import EdgehubError
-    from edgehub.ops.recorded_image import short_digest
-    from edgehub.runners.docker import connect
-
-    where = f"node {node} refused shard {job.index + 1} of the eval"
-    if __version__ != job.version:
-        return f"{where}: it has edgehub {__version__}, the driver {job.version}; install that"
-    try:
-        connect(timeout=5).close()
-    except (EdgehubError, OSError) as error:
-        return f"{where}: no Docker daemon answers ({error}); start Docker on the node"
-    for runtime, driver in job.images.items():
-        mine = image_id(runtime, job.image_tags)
-        if driver is not None and mine != driver:
-            return (
-                f"{where}: its {runtime} image is {short_digest(mine)}, the driver's "
-                f"{short_digest(driver)}; build it from the same locks (hub images build) "
-                "or load the driver's (docker save | docker load)"
-            )
-    return None
-
-
 @contextmanager
 def _shard_context(job: ShardJob, folder: Path) -> Iterator[HubContext]:
     """A context on a store of the task's own, inside a throwaway run."""
@@ -303,7 +276,8 @@ def run_shard_task(
     from edgehub.toolchains.evaluation import batch_runner, runtime_batch_runner
 
     node = node_name()
-    refused = _refusal(job, node)
+    said = f"node {node} refused shard {job.index + 1} of the eval"
+    refused = node_refusal(said, job.version, job.images, job.image_tags)
     if refused is not None:
         return ShardOutcome(node, refused=refused)
     with (

@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,45 +160,61 @@ class _CellProject(Project):
 
 
 def _refusal(job: CellJob, node: str) -> str | None:
-    """Why this node cannot run the cell, in one line naming it; None when it can."""
-    from edgehub import __version__
-
+    """Why this node cannot run ``job``'s cell, in one line naming it; None when it can."""
+    images = {job.cell.runtime: job.image_id} if job.needs_docker else None
     where = f"node {node} refused cell {job.result.label!r}"
-    if __version__ != job.version:
-        return f"{where}: it has edgehub {__version__}, the driver {job.version}; install that"
-    if job.needs_docker:
-        from edgehub.errors import EdgehubError
-        from edgehub.runners.docker import connect
+    return node_refusal(where, job.version, images, job.image_tags, build=True)
 
-        try:
-            connect(timeout=5).close()
-        except (EdgehubError, OSError) as error:
-            return f"{where}: no Docker daemon answers ({error}); start Docker on the node"
-        mine = _image_id(job)
-        if mine is None:
-            built = _build_here(job, where)
-            if isinstance(built, str):
+
+def node_refusal(
+    where: str,
+    version: str,
+    images: dict[str, str | None] | None,
+    image_tags: dict[str, str],
+    *,
+    build: bool = False,
+) -> str | None:
+    """Why this node cannot run a task (``where``: the refusal's start, naming the node), in
+    one line; None when it can. ``version``: the driver's edgehub. ``images`` (runtime -> the
+    driver's image id, None where it has none): the task runs in containers, so the node needs
+    a Docker daemon and each runtime's image (with ``build``, built here where missing),
+    refused where it differs from the driver's; None: no container."""
+    from edgehub import __version__
+    from edgehub.errors import EdgehubError
+    from edgehub.ops.recorded_image import short_digest
+    from edgehub.runners.docker import connect
+
+    if __version__ != version:
+        return f"{where}: it has edgehub {__version__}, the driver {version}; install that"
+    if images is None:
+        return None
+    try:
+        connect(timeout=5).close()
+    except (EdgehubError, OSError) as error:
+        return f"{where}: no Docker daemon answers ({error}); start Docker on the node"
+    for runtime, driver in images.items():
+        mine = image_id(runtime, image_tags)
+        if mine is None and build:
+            built = _build_here(runtime, image_tags, where)
+            if built is not None:
                 return built
-            mine = _image_id(job)
-        if job.image_id is not None and mine != job.image_id:
-            from edgehub.ops.recorded_image import short_digest
-
+            mine = image_id(runtime, image_tags)
+        if driver is not None and mine != driver:
             return (
-                f"{where}: its {job.cell.runtime} image is {short_digest(mine)}, the driver's "
-                f"{short_digest(job.image_id)}; build it from the same locks (hub images build) "
+                f"{where}: its {runtime} image is {short_digest(mine)}, the driver's "
+                f"{short_digest(driver)}; build it from the same locks (hub images build) "
                 "or load the driver's (docker save | docker load)"
             )
     return None
 
 
-def _build_here(job: CellJob, where: str) -> str | None:
-    """Build the cell's runtime image on this node from the same Dockerfile and locks, offline
+def _build_here(runtime: str, image_tags: dict[str, str], where: str) -> str | None:
+    """Build ``runtime``'s image on this node from the same Dockerfile and locks, offline
     (the node's wheel cache); the refusal in one line where it cannot be built."""
     from edgehub import images
     from edgehub.errors import EdgehubError
 
-    runtime = job.cell.runtime
-    if runtime in job.image_tags or runtime not in images.available_runtimes():
+    if runtime in image_tags or runtime not in images.available_runtimes():
         return None  # a pinned tag is never rebuilt; a runtime with no image needs none
     log.info("%s: building the %s image (offline, from the locks)", where, runtime)
     try:
@@ -205,11 +222,6 @@ def _build_here(job: CellJob, where: str) -> str | None:
     except (EdgehubError, OSError) as error:
         return f"{where}: its {runtime} image is not built and cannot be built here ({error})"
     return None
-
-
-def _image_id(job: CellJob) -> str | None:
-    """The id of the image this node would run ``job``'s cell on (None: not built here)."""
-    return image_id(job.cell.runtime, job.image_tags)
 
 
 def image_id(runtime: str, image_tags: dict[str, str]) -> str | None:
@@ -237,15 +249,6 @@ def _placed(job: CellJob, folder: Path, model: bytes, inputs: bytes | None) -> A
         given = folder / (source.name if source else "inputs.npz")
         given.write_bytes(inputs)
     return dataclasses.replace(job.cell, model=path, inputs=given)
-
-
-def _all_runs(project: Project) -> list[str]:
-    """Every run of the task's store: the cell's and those of the components it ran."""
-    store = project.store()
-    try:
-        return [run.run_id for run in store.list_runs(limit=None)]
-    finally:
-        store.close()
 
 
 def run_cell_task(
@@ -292,5 +295,7 @@ def run_cell_task(
         if result.run_id is None:
             return CellOutcome(node, attempt, result)
         bundle = folder / "cell.bundle"
-        export_runs(project, _all_runs(project), bundle)
+        with closing(project.store()) as store:  # the cell's run and its components'
+            runs = [run.run_id for run in store.list_runs(limit=None)]
+        export_runs(project, runs, bundle)
         return CellOutcome(node, attempt, result, bundle.read_bytes())

@@ -3,8 +3,4 @@
 Each operation takes a typed request, reports logs and progress through the context's event
 sink, returns a typed result, and can be stopped from another thread with a `Cancellation`.
 The front ends only parse, call and print (or render); nothing here prints.
-
-Modules: `project` (hub.toml and a context), `cancel` (stopping an operation), `execute`
-(one component or the pipeline), `inputs` (loading or synthesizing inputs), `reports` (the
-result of a run), `runs` (queries and comparisons), `devices`, `doctor`, `images`.
 """

@@ -205,7 +205,7 @@ def run_ab(
     """Run the comparison; every run it starts is recorded in the project's store."""
     from edgehub.core.component.dispatch import resolve_device
     from edgehub.core.runtimes import get_runtime
-    from edgehub.ops.execute import ExecRequest, _deadline, _device_lease
+    from edgehub.ops.execute import _deadline, held_device
 
     runtime = get_runtime(request.runtime)
     _check(request, runtime)
@@ -220,32 +220,24 @@ def run_ab(
             "runs compare",
         )
     cancel = cancel or Cancellation()
-    # the device's lease, exactly as for `hub exec profile` on it
-    hold = ExecRequest(
-        step="profile",
-        runtime=request.runtime,
-        model=request.model_a,
-        device=request.device,
-        lease_timeout=request.lease_timeout,
-    )
-    with project.context(subscriber, tags=request.tags) as ctx:
-        cancel.bind(ctx)
-        try:
-            device = resolve_device(runtime.profiler, ctx, request.device)
-            declared = device.provider_declaration
-            if declared is not None and declared.unpaired_ab:
-                from edgehub.ops.ab_hub import recorded_on_hub
+    with project.context(subscriber, tags=request.tags) as ctx, cancel.bound(ctx):
+        device = resolve_device(runtime.profiler, ctx, request.device)
+        declared = device.provider_declaration
+        if declared is not None and declared.unpaired_ab:
+            from edgehub.ops.ab_hub import recorded_on_hub
 
-                _check_hub(request, settings)
-                with _deadline(ctx, cancel, request.timeout):
-                    return recorded_on_hub(ctx, request, settings.min_effect, seed, device.name)
-            with (
-                _device_lease(project, ctx, hold, runtime, cancel),
-                _deadline(ctx, cancel, request.timeout),
-            ):
-                return _recorded(ctx, request, settings, seed, device.name, runtime)
-        finally:
-            cancel.release(ctx)
+            _check_hub(request, settings)
+            with _deadline(ctx, cancel, request.timeout):
+                return recorded_on_hub(ctx, request, settings.min_effect, seed, device.name)
+        command = f"hub exec profile {request.runtime} {request.model_a}"  # as a profile's lease
+        with (
+            held_device(
+                project, ctx, device, measuring=True, command=command, cancel=cancel,
+                timeout=request.lease_timeout, probe=True,
+            ),
+            _deadline(ctx, cancel, request.timeout),
+        ):  # fmt: skip
+            return _recorded(ctx, request, settings, seed, device.name, runtime)
 
 
 def _check_hub(request: AbRequest, settings: _Settings) -> None:
@@ -288,20 +280,10 @@ def _recorded(
     rounds_asked = DEFAULT_ROUNDS if request.rounds is None else request.rounds
     min_effect = MIN_EFFECT if settings.min_effect is None else settings.min_effect
     with ctx.open_run(AB_RUN, name, devices=devices) as parent:
-        ctx.client.log_params(
-            {
-                "$runtime": request.runtime,
-                "model_a": str(a),
-                "model_b": str(b),
-                "rounds": rounds_asked,
-                "seed": seed,
-                "block_ms": settings.block_ms,
-                "burn_ins": settings.warmup,
-                "min_effect": min_effect,
-            }
-        )
-        if request.max_regression is not None:
-            ctx.client.log_param("max_regression", request.max_regression)
+        log_ab_params(
+            ctx, request, rounds=rounds_asked, seed=seed, block_ms=settings.block_ms,
+            burn_ins=settings.warmup, min_effect=min_effect,
+        )  # fmt: skip
         ctx.events.info(f"A/B on {device}: {rounds_asked} rounds, order seed {seed}")
         assert runtime.ab is not None  # `_check`
         result = runtime.ab(
@@ -360,6 +342,16 @@ def _recorded(
         summary.write_text(json.dumps(report.to_dict(), indent=1))
         ctx.client.log_artifact(summary, name="ab")
     return report
+
+
+def log_ab_params(ctx: HubContext, request: AbRequest, **params: Any) -> None:
+    """The comparison run's params: the runtime, both models, ``params`` and the regression
+    asked for."""
+    a, b = request.model_a.resolve(), request.model_b.resolve()
+    ctx.client.log_params({"$runtime": request.runtime, "model_a": str(a), "model_b": str(b)})
+    ctx.client.log_params(params)
+    if request.max_regression is not None:
+        ctx.client.log_param("max_regression", request.max_regression)
 
 
 def _shape(value: Any) -> Any:

@@ -36,7 +36,7 @@ def recorded_on_hub(
     import numpy as np
 
     from edgehub.core.runtimes import get_runtime
-    from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport
+    from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport, log_ab_params
     from edgehub.toolchains.qai_hub.ab import profile_pair
     from edgehub.toolchains.qai_hub.session import session_for
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_samples
@@ -47,19 +47,9 @@ def recorded_on_hub(
     effect = MIN_EFFECT if min_effect is None else min_effect
     devices = [ctx.device(device)]
     with ctx.open_run(AB_RUN, request.name or f"ab {a.name} vs {b.name}", devices=devices) as run:
-        ctx.client.log_params(
-            {
-                "$runtime": request.runtime,
-                "model_a": str(a),
-                "model_b": str(b),
-                "method": UNPAIRED,
-                "test": UNPAIRED_TEST,
-                "seed": seed,
-                "min_effect": effect,
-            }
+        log_ab_params(
+            ctx, request, method=UNPAIRED, test=UNPAIRED_TEST, seed=seed, min_effect=effect
         )
-        if request.max_regression is not None:
-            ctx.client.log_param("max_regression", request.max_regression)
         ctx.events.info(f"{NOT_INTERLEAVED}: both submitted, then both waited for")
         found = profile_pair(ctx, {"a": a, "b": b}, device=device, component=profiler)
         children = {

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -76,21 +77,17 @@ def _scrubber(store: RunStore, project: Project) -> Callable[[str], str]:
 def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
     """The Dockerfile and lock that made ``tag``: the store's (from an import), else this
     checkout's when they still make that tag."""
-    kept = store.root / _IMAGES / tag.replace(":", "_")
-    if (kept / "Dockerfile").is_file() and (kept / "requirements.lock").is_file():
-        return ImageLock(
-            tag, (kept / "Dockerfile").read_bytes(), (kept / "requirements.lock").read_bytes()
-        )
-    from edgehub.images import catalog
+    folder = store.root / _IMAGES / tag.replace(":", "_")
+    if not (folder / "Dockerfile").is_file() or not (folder / "requirements.lock").is_file():
+        from edgehub.images import catalog
 
-    repository, _, _ = tag.partition(":")
-    runtime = repository.removeprefix("edgehub-")
-    try:
-        if catalog.image_tag(runtime) != tag:
+        runtime = tag.partition(":")[0].removeprefix("edgehub-")
+        try:
+            if catalog.image_tag(runtime) != tag:
+                return None
+            folder = catalog.runtime_dir(runtime)
+        except UsageError:
             return None
-        folder = catalog.runtime_dir(runtime)
-    except UsageError:
-        return None
     return ImageLock(
         tag, (folder / "Dockerfile").read_bytes(), (folder / "requirements.lock").read_bytes()
     )
@@ -99,8 +96,7 @@ def _image_lock(store: RunStore, tag: str) -> ImageLock | None:
 def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult:
     """Write the runs ``refs`` name (ids, prefixes, ``latest``...) and their descendants to
     the bundle ``output``."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         chosen = with_descendants(store, [store.resolve_id(ref) for ref in refs])
         scrub = _scrubber(store, project)
         contents = BundleContents()
@@ -127,8 +123,6 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
                 lock = _image_lock(store, tag)
                 if lock is not None:
                     contents.images[tag] = lock
-    finally:
-        store.close()
     size = write_bundle(contents, output)
     return ExportResult(
         output, chosen, len(contents.artifacts), sorted(contents.images), size,
@@ -139,9 +133,8 @@ def export_runs(project: Project, refs: list[str], output: Path) -> ExportResult
 def import_runs(project: Project, bundle: Path) -> ImportResult:
     """Bring the runs of ``bundle`` into the project's store, all or nothing; each run added
     is tagged `IMPORTED_TAG` (never a compile-cache hit, refused by ``--from-run``)."""
-    store = project.store()
     result = ImportResult()
-    try:
+    with closing(project.store()) as store:
         problem = store.read_only_problem
         if problem is not None:
             raise problem.error(f"import {bundle}")
@@ -183,8 +176,6 @@ def import_runs(project: Project, bundle: Path) -> ImportResult:
                     except sqlite3.IntegrityError as error:  # rolled back
                         raise staged.refuse(f"its rows clash with this store's ({error})") from None
             result.imported = list(new)
-    finally:
-        store.close()
     return result
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from edgehub.errors import EdgehubError, OperationCancelled
@@ -22,10 +23,10 @@ class Cancellation:
 
     `cancel` stops the commands that the operation's context is running (container and remote
     processes included), and those it starts after, until it lets the context go; the
-    operation then ends its run KILLED and raises
-    `OperationCancelled`. Cancelling before the operation has opened its context stops it as
-    soon as it does. Cancelling with a ``reason`` (a timeout) stops it the same way, but its
-    run ends FAILED and the operation raises ``reason`` instead.
+    operation then ends its run KILLED and raises `OperationCancelled`. Cancelling before the
+    operation has opened its context stops it as soon as it does. Cancelling with a ``reason``
+    (a timeout) stops it the same way, but its run ends FAILED and the operation raises
+    ``reason`` instead.
     """
 
     def __init__(self) -> None:
@@ -96,6 +97,15 @@ class Cancellation:
         with self._lock:
             if ctx in self._contexts:
                 self._contexts.remove(ctx)
+
+    @contextmanager
+    def bound(self, ctx: HubContext) -> Iterator[HubContext]:
+        """`bind` ``ctx`` for the ``with`` block, `release` it after."""
+        self.bind(ctx)
+        try:
+            yield ctx
+        finally:
+            self.release(ctx)
 
     def check(self) -> None:
         """Raise `OperationCancelled` (or the reason given) if `cancel` was called (between

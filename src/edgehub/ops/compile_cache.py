@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
     from edgehub.tracking.records import RunRecord
+    from edgehub.tracking.run_log import RunLog
 
 __all__ = ["CACHED_FROM", "KEY_TAG", "CacheKey", "cache_key", "find_cached", "remember", "reuse"]
 
@@ -137,7 +138,7 @@ def _same_image(ctx: HubContext, record: RunRecord) -> bool:
     return attrs is not None and names_digest(attrs, digest)
 
 
-def _compiled(record: RunRecord, key: CacheKey) -> bool:
+def _compiled(record: RunRecord | RunLog, key: CacheKey) -> bool:
     """Whether ``record`` compiled the model ``key`` names (its stored input has that hash)."""
     given = record.artifacts.get("input")
     known = given.sha256 if given is not None else None
@@ -195,9 +196,7 @@ def remember(ctx: HubContext, compiled: CompiledModel, key: CacheKey) -> None:
     log = compiled.run_log
     if log is None or log.status not in ("FINISHED", "RUNNING"):
         return
-    given = log.artifacts.get("input")
-    known = given.sha256 if given is not None else None
-    if known is not None and key.model_sha and known != key.model_sha:
+    if not _compiled(log, key):
         ctx.events.warning(
             "compile cache: the model changed while it was compiled (its hash when the compile "
             "began differs from the copy stored with the run); this compile is not cached"

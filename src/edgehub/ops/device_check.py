@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DeviceReport", "check_device", "inspect_device"]
 
-CLOUD = ("qai_hub", "aws")
 # $1 embedl-onnxruntime, $2 trtexec, $3 python, $4 the Python probe; one line per finding.
 _PROBE_SH = r"""
 echo "os $(uname -s) $(uname -r)"
@@ -111,9 +110,6 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
         report.providers = ["aws"] if farm.ok else []
         report.os = farm.message if farm.ok else ""
         return report
-    if section.provider in CLOUD:
-        report.error = f"{section.provider} device: not contacted from here"
-        return report
     if device.runner is None or section.provider == "local":
         return _local(report)
     argv = ["sh", "-c", _PROBE_SH, "edgehub-check", *_tool_paths(device), _probe_py()]
@@ -191,7 +187,8 @@ def _local(report: DeviceReport) -> DeviceReport:
 
 
 def check_device(project: Project, name: str, *, timeout: float = 20.0) -> Check:
-    """One `Check` for device ``name``: ``ok``, ``FAIL`` or ``warn`` (not checkable here)."""
+    """One `Check` for device ``name``: ``ok``, ``FAIL`` or ``warn`` (it serves none of the
+    providers edgehub knows)."""
     section = project.config.devices.get(name)
     if section is not None and section.labgrid is not None:
         from edgehub.ops.devices import pool_places
@@ -202,8 +199,6 @@ def check_device(project: Project, name: str, *, timeout: float = 20.0) -> Check
     report = inspect_device(project, name, timeout=timeout)
     if report.provider == "aws":
         return Check(name, "ok" if report.reachable else "FAIL", report.os or report.error or "")
-    if report.provider in CLOUD and report.provider != "qai_hub":
-        return Check(name, "warn", report.error or "")
     if not report.reachable:
         return Check(name, "FAIL", report.error or "unreachable")
     if report.provider == "local":

@@ -241,8 +241,7 @@ def device_daemons(project: Project) -> dict[str, list[str]]:
 
     found: dict[str, list[str]] = {}
     for name, section in project.config.devices.items():
-        tables = [section.settings, *section.overrides.values()]
-        for settings in tables:
+        for settings in [section.settings, *section.overrides.values()]:
             host = settings.values.get("host") if settings is not None else None
             if settings is None or settings.config_type is not DockerConfig or not host:
                 continue

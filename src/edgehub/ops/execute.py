@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
+    from edgehub.core.device.spec import Device
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
 __all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
@@ -49,18 +50,15 @@ class ExecRequest:
     Qualcomm AI Hub job submitted earlier instead of submitting a new one; ``transform``
     names a deployment backend (``"auto"``: the active or only installed one) whose graph
     patterns rewrite the model before it is compiled. ``lease_timeout`` bounds the wait for
-    the device's lease (see `_device_lease`; default one hour). ``timeout`` (seconds) bounds
+    the device's lease (see `held_device`; default one hour). ``timeout`` (seconds) bounds
     the request once the device is held: past it, its commands are stopped, its runs end
     FAILED and `~edgehub.errors.CommandTimeout` is raised. ``dataset`` (pipeline): a last
     step evaluates the compiled model on it with the runtime's evaluator (see
     `edgehub.toolchains.evaluators`), scoring the task ``metrics`` against ``labels``.
-    ``image_tags`` (runtime -> image tag
-    or digest) overrides hub.toml's ``[images]`` for this request (a rerun on a recorded image).
-    A compile reuses a stored compile of the same content (`ops.compile_cache`) unless
-    ``no_cache``.
-    ``pin_cpus`` (``"0-1,3"``) runs the steps on those CPUs where the device's runner can pin
-    (`ops.pinning`).
-    """
+    ``image_tags`` (runtime -> image tag or digest) overrides hub.toml's ``[images]`` for this
+    request (a rerun on a recorded image). A compile reuses a stored compile of the same
+    content (`ops.compile_cache`) unless ``no_cache``. ``pin_cpus`` (``"0-1,3"``) runs the
+    steps on those CPUs where the device's runner can pin (`ops.pinning`)."""
 
     step: str
     runtime: str
@@ -152,19 +150,15 @@ def _components(runtime: Runtime, step: str) -> dict[str, OptionSpec]:
 def _context(
     project: Project, request: ExecRequest, subscriber: Subscriber | None, cancel: Cancellation
 ) -> Iterator[HubContext]:
-    with project.context(subscriber, tags=request.tags) as ctx:
+    with project.context(subscriber, tags=request.tags) as ctx, cancel.bound(ctx):
         ctx.image_tags.update(request.image_tags)
-        cancel.bind(ctx)
-        try:
-            if request.pin_cpus is not None:
-                from edgehub.core.runtimes import get_runtime
-                from edgehub.ops.pinning import pin_cpus
+        if request.pin_cpus is not None:
+            from edgehub.core.runtimes import get_runtime
+            from edgehub.ops.pinning import pin_cpus
 
-                components = step_components(get_runtime(request.runtime), request.step)
-                pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
-            yield ctx
-        finally:
-            cancel.release(ctx)
+            components = step_components(get_runtime(request.runtime), request.step)
+            pin_cpus(ctx, request.pin_cpus, request.device, list(components.values()))
+        yield ctx
 
 
 def execute(
@@ -202,23 +196,15 @@ def _deadline(
         yield cancel
         return
     import threading
-    import time
 
     own = Cancellation()
     own.bind(ctx)
     expired = CommandTimeout(
         f"timed out after {seconds:g} s (hub exec --timeout); its commands were stopped"
     )
-    done = threading.Event()
-
-    def watch() -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            if done.wait(min(left, 3600.0)):  # in steps: a wait has a largest timeout
-                return
-        own.cancel(expired)
-
-    watcher = threading.Thread(target=watch, name="edgehub-timeout", daemon=True)
+    # a wait has a largest timeout (about 292 years): a longer one is that one
+    watcher = threading.Timer(min(seconds, threading.TIMEOUT_MAX), own.cancel, (expired,))
+    watcher.name, watcher.daemon = "edgehub-timeout", True
     unlink = cancel.link(own)
     watcher.start()
     try:
@@ -228,51 +214,59 @@ def _deadline(
             raise
         raise own.reason from None
     finally:
-        done.set()
+        watcher.cancel()
         unlink()
         own.release(ctx)
 
 
 # -- holding the device: one measurement per board at a time (see edgehub.acquire) ----------
-MEASURING_STEPS = ("profile", "pipeline")
 
 
 @contextmanager
-def _device_lease(
+def held_device(
     project: Project,
     ctx: HubContext,
-    request: ExecRequest,
-    runtime: Runtime,
+    device: Device,
+    *,
+    measuring: bool,
+    command: str,
     cancel: Cancellation,
+    timeout: float | None = None,
+    probe: bool = False,
 ) -> Iterator[None]:
-    """Hold the device while a step runs (`edgehub.acquire.hold`, its board's health probed
-    first) when `~edgehub.acquire.needs_hold` says so: always for the measuring steps (profile,
-    pipeline), for every step on a device that is not this host, never for a cloud service.
-    The context's device of that name is the held one meanwhile (a labgrid place's board)."""
+    """Hold ``device`` for the block (`edgehub.acquire.hold`; with ``probe``, its board's
+    health probed first) when `~edgehub.acquire.needs_hold` says so: always for a measurement,
+    for any work on a device that is not this host, never for a cloud service. The context's
+    device of that name is the held one meanwhile (a labgrid place's board)."""
     from edgehub.acquire import hold, needs_hold
-    from edgehub.core.component.dispatch import resolve_device
 
-    component = step_components(runtime, request.step)[
-        "profile" if request.step == "pipeline" else request.step
-    ]
-    device = resolve_device(component, ctx, request.device)
-    if not needs_hold(device, measuring=request.step in MEASURING_STEPS):
+    if not needs_hold(device, measuring=measuring):
         yield
         return
-    what = request.model or request.from_run
     with (
         hold(
-            project.config,
-            device,
-            timeout=request.lease_timeout,
-            command=f"hub exec {request.step} {request.runtime} {what}",
-            events=ctx.events,
-            cancelled=cancel.wait,
-            probe=True,
+            project.config, device, timeout=timeout, command=command, events=ctx.events,
+            cancelled=cancel.wait, probe=probe,
         ) as held,
         ctx.holding(held.device),
-    ):
+    ):  # fmt: skip
         yield
+
+
+def _device_lease(
+    project: Project, ctx: HubContext, request: ExecRequest, runtime: Runtime, cancel: Cancellation
+) -> AbstractContextManager[None]:
+    """`held_device` for the device the request's step runs on (probed first)."""
+    from edgehub.core.component.dispatch import resolve_device
+
+    step = "profile" if request.step == "pipeline" else request.step
+    device = resolve_device(step_components(runtime, request.step)[step], ctx, request.device)
+    what = request.model or request.from_run
+    return held_device(
+        project, ctx, device, measuring=request.step in ("profile", "pipeline"),
+        command=f"hub exec {request.step} {request.runtime} {what}", cancel=cancel,
+        timeout=request.lease_timeout, probe=True,
+    )  # fmt: skip
 
 
 def _common(request: ExecRequest, step: str, *, named: bool = True) -> dict[str, Any]:
@@ -293,23 +287,16 @@ def _profile_inputs(request: ExecRequest, kwargs: dict[str, Any]) -> dict[str, A
 def _one_step(ctx: HubContext, request: ExecRequest, runtime: Runtime) -> RunReport:
     step = request.step
     kwargs = _common(request, step)
-    component: Component
-    arguments: tuple[Any, ...]
     if step == "compile":
         assert request.model is not None
-        compiler = runtime.compiler(**kwargs)
-        with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
-            return summarize(
-                _compile(ctx, request, compiler, request.model.resolve(), Path(scratch))
-            )
-    else:
-        model = _model(ctx, request, runtime)
-        if step == "profile":
-            component, arguments = runtime.profiler(**_profile_inputs(request, kwargs)), (model,)
-        else:
-            inputs = _invoke_inputs(ctx, request, runtime, model)
-            component, arguments = runtime.invoker(**kwargs), (model, inputs)
-    return summarize(_run_or_resume(ctx, request, component, *arguments))
+        compiled = _compile(ctx, request, runtime.compiler(**kwargs), request.model.resolve())
+        return summarize(compiled)
+    model = _model(ctx, request, runtime)
+    if step == "profile":
+        profiler = runtime.profiler(**_profile_inputs(request, kwargs))
+        return summarize(_run_or_resume(ctx, request, profiler, model))
+    inputs = _invoke_inputs(ctx, request, runtime, model)
+    return summarize(_run_or_resume(ctx, request, runtime.invoker(**kwargs), model, inputs))
 
 
 def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, *args: Any) -> Any:
@@ -326,32 +313,26 @@ def _run_or_resume(ctx: HubContext, request: ExecRequest, component: Component, 
     return component.run(ctx, *args)
 
 
-def _compile(
-    ctx: HubContext, request: ExecRequest, compiler: Component, model: Path, scratch: Path
-) -> Any:
+def _compile(ctx: HubContext, request: ExecRequest, compiler: Component, model: Path) -> Any:
     """Compile ``model``, first rewritten by the backend ``request.transform`` names; the
     compile run records which patterns fired and the node counts before and after."""
     if not request.transform:
         return _cached_compile(ctx, request, compiler, model)
     from edgehub.deploy import apply_backend
 
-    rewritten = scratch / f"{model.stem}.transformed.onnx"
     backend = None if request.transform == "auto" else request.transform
-    report = apply_backend(model, backend, rewritten)
-    ctx.events.info(f"transform ({report.backend}): {report.summary()}")
-    compiled = _cached_compile(ctx, request, compiler, rewritten)
+    with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
+        rewritten = Path(scratch) / f"{model.stem}.transformed.onnx"
+        report = apply_backend(model, backend, rewritten)
+        ctx.events.info(f"transform ({report.backend}): {report.summary()}")
+        compiled = _cached_compile(ctx, request, compiler, rewritten)
     ctx.client.annotate(
         compiled.run_log,
-        {
-            "transform.backend": report.backend,
-            "transform.source": str(model),
-            "transform.fired": report.fired(),
-        },
-        {
-            "transform.nodes_before": report.nodes_before,
-            "transform.nodes_after": report.nodes_after,
-        },
-    )
+        {"transform.backend": report.backend, "transform.source": str(model),
+         "transform.fired": report.fired()},
+        {"transform.nodes_before": report.nodes_before,
+         "transform.nodes_after": report.nodes_after},
+    )  # fmt: skip
     return compiled
 
 
@@ -427,8 +408,7 @@ def _pipeline(
         _check_dataset(ctx, model, request.dataset, request.labels)
     ctx.events.info("step 1/4: compile")
     compiler = runtime.compiler(**_common(request, "compile", named=False))
-    with tempfile.TemporaryDirectory(prefix="edgehub-transform-") as scratch:
-        compiled = _compile(ctx, request, compiler, model, Path(scratch))
+    compiled = _compile(ctx, request, compiler, model)
     cancel.check()
     ctx.events.info("step 2/4: profile the compiled model")
     profile_options = _profile_inputs(request, _common(request, "profile", named=False))

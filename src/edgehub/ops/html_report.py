@@ -15,12 +15,13 @@ the layers' times are summed; the report gives both gaps.
 
 from __future__ import annotations
 
-import json
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+from edgehub.ops.reports import read_json
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 REPORT_TYPES = ("PROFILE", "EVAL", "FIX", "SWEEP")
-MAX_JSON_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -181,13 +181,10 @@ def build_report(
 ) -> ReportData:
     """The report of runs ``refs`` (each in the section of its type) and of the runs given as
     a sweep, an eval or a fix (refused when of another type)."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         runs = [_typed(store.get_run(ref), None) for ref in refs]
         for wanted, given in (("SWEEP", sweeps), ("EVAL", evals), ("FIX", fixes)):
             runs.extend(_typed(store.get_run(ref), wanted) for ref in given)
-    finally:
-        store.close()
     if not runs:
         raise UsageError("give the runs to report: hub runs report RUN... -o report.html")
     data = ReportData(title="edgehub report: " + ", ".join(r.run_id[:8] for r in runs))
@@ -220,26 +217,16 @@ def _label(run: RunRecord) -> str:
     return f"{run.run_id[:8]} {what} @ {run.device or 'local'}"
 
 
-def _json_file(path: Path) -> Any:
-    """The JSON in ``path``; None when unreadable or larger than `MAX_JSON_BYTES`."""
-    try:
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_JSON_BYTES + 1)
-        return None if len(raw) > MAX_JSON_BYTES else json.loads(raw)
-    except (OSError, ValueError):
-        return None
-
-
 def _artifact_json(run: RunRecord, name: str) -> Any:
     artifact = run.artifacts.get(name)
-    return None if artifact is None or not artifact.is_stored else _json_file(artifact.local())
+    return None if artifact is None or not artifact.is_stored else read_json(artifact.local())
 
 
 def _profile_document(run: RunRecord) -> dict[str, Any]:
     """The profile JSON that holds the run's samples (and, traced, its layers)."""
     for artifact in run.all_artifacts:
         if artifact.is_stored and artifact.file_name.endswith(".json"):
-            document = _json_file(artifact.local())
+            document = read_json(artifact.local())
             if isinstance(document, dict) and "samples_us" in document:
                 return document
     return {}
@@ -280,11 +267,8 @@ def _layers(run: RunRecord, document: dict[str, Any]) -> list[LayerTime]:
     for row in rows:
         name, op = str(row["name"]), str(row.get("op_type", ""))
         group = graph.group(name, op) if graph else NodeGroup(f"{name} (unmapped)", 1 << 30, False)
-        layers.append(
-            LayerTime(
-                name, group.label, op, float(row["mean_us"]) / 1000.0, group.position, group.mapped
-            )
-        )
+        ms = float(row["mean_us"]) / 1000.0
+        layers.append(LayerTime(name, group.label, op, ms, group.position, group.mapped))
     return layers
 
 
@@ -301,9 +285,8 @@ def _verdicts(project: Project, profiles: list[ProfileSection]) -> list[Verdict]
     from edgehub.ops.runs import compare_runs
 
     verdicts = []
-    base = profiles[0] if profiles else None
     for other in profiles[1:]:
-        assert base is not None
+        base = profiles[0]
         found = compare_runs(project, base.run_id, other.run_id, strict=False)
         checked = found.comparability
         notes = [] if checked is None else [*checked.reasons, *checked.notes]

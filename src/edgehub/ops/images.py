@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from edgehub.images import ImageStatus
     from edgehub.ops.project import Project
 
-__all__ = ["BuildFailed", "BuiltImage", "build_images", "build_log_dir", "list_images"]
+__all__ = ["BuildFailed", "BuiltImage", "build_images", "list_images"]
 
 StepProgress = Callable[[str, str, int, int], None]  # runtime, label, step, steps
 _STEP = re.compile(r"^Step (\d+)/(\d+)\s*:\s*(.*)")
@@ -40,12 +40,6 @@ class BuiltImage:
     tag: str
     seconds: float
     log_path: Path
-
-
-def build_log_dir() -> Path:
-    from edgehub.paths import cache_subdir
-
-    return cache_subdir("logs")
 
 
 def _tail(path: Path, lines: int = 25) -> list[str]:
@@ -77,9 +71,8 @@ def build_images(
         raise UsageError(f"no image for {', '.join(unknown)}; buildable: {', '.join(buildable)}")
     built = []
     for runtime in chosen:
-        own_base = (
-            base if images.needs_external_base(runtime) else base or project.config.images.base
-        )
+        external = images.needs_external_base(runtime)
+        own_base = base if external else base or project.config.images.base
         built.append(_build_one(runtime, own_base, offline, progress))
     return built
 
@@ -88,8 +81,9 @@ def _build_one(
     runtime: str, base: str | None, offline: bool, progress: StepProgress | None
 ) -> BuiltImage:
     from edgehub import images
+    from edgehub.paths import cache_subdir
 
-    log_path = build_log_dir() / f"build-{runtime}.log"
+    log_path = cache_subdir("logs") / f"build-{runtime}.log"
     started = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
 

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,11 +81,8 @@ def export_to_mlflow(
 ) -> MlflowExport:
     """Write the runs ``refs`` name to MLflow at ``tracking_uri`` (default: MLflow's own,
     ``$MLFLOW_TRACKING_URI``, else ``./mlruns``) under ``experiment``."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         records = [store.get_run(store.resolve_id(ref)) for ref in refs]
-    finally:
-        store.close()
     for record in records:
         if record.status == "RUNNING":
             raise UsageError(f"run {record.run_id[:8]} is still running; export it once it ended")
@@ -119,14 +117,10 @@ def _write(client: Any, experiment_id: str, record: RunRecord) -> tuple[str, boo
 
     query = f"tags.`{RUN_ID_TAG}` = '{record.run_id}'"
     existing = client.search_runs([experiment_id], query, max_results=1)
-    if existing:
-        run = existing[0]
-        created = False
-    else:
-        run = client.create_run(
-            experiment_id, start_time=int(record.started_at * 1000), run_name=record.name
-        )
-        created = True
+    created, started = not existing, int(record.started_at * 1000)
+    run = (
+        existing[0] if existing else client.create_run(experiment_id, started, run_name=record.name)
+    )
     mlflow_id = str(run.info.run_id)
     old_metrics = dict(run.data.metrics)
     old_params = dict(run.data.params)
@@ -221,11 +215,8 @@ def _profile_document(record: RunRecord) -> dict[str, Any] | None:
     artifact = record.artifacts.get("output_file")
     if record.run_type != "PROFILE" or artifact is None or not artifact.is_stored:
         return None
+    from edgehub.ops.reports import read_json
+
     path = Path(artifact.file_path)
-    if not path.is_file() or path.suffix != ".json" or path.stat().st_size > 256 << 20:
-        return None
-    try:
-        document = json.loads(path.read_bytes())
-    except (ValueError, UnicodeDecodeError):
-        return None
+    document = read_json(path) if path.suffix == ".json" else None
     return document if isinstance(document, dict) else None

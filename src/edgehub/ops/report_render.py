@@ -19,7 +19,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
-from edgehub.ops.html_report import pareto_front
+from edgehub.ops.html_report import SWEEP_METRICS, pareto_front
 
 if TYPE_CHECKING:
     from edgehub.ops.html_report import (
@@ -177,14 +177,8 @@ def _layers(profiles: list[ProfileSection]) -> list[Any]:
             }
         )
         offset = (i - (len(traced) - 1) / 2) * height
-        plot.hbar(
-            y=dodge("node", offset, range=plot.y_range),
-            right="ms",
-            height=height,
-            source=source,
-            color=PALETTE[i % len(PALETTE)],
-            legend_label=profile.label,
-        )
+        bar = {"height": height, "color": PALETTE[i % len(PALETTE)], "legend_label": profile.label}
+        plot.hbar(y=dodge("node", offset, range=plot.y_range), right="ms", source=source, **bar)
         if profile.overhead is not None:
             overheads += [f"{profile.label}: {line}" for line in profile.overhead.lines()]
     plot.legend.location = "bottom_right"
@@ -196,28 +190,19 @@ def _eval(section: EvalSection) -> list[Any]:
     from bokeh.models import ColumnDataSource
     from bokeh.models.annotations import Span
 
+    nan = float("nan")
     parts: list[Any] = [_div(f"<h2>Eval {html.escape(section.label)}</h2>")]
     figures = sorted({f for values in section.outputs.values() for f in values})
-    rows = [
-        [o, *(f"{v.get(f, float('nan')):.5g}" for f in figures)] for o, v in section.outputs.items()
-    ]
+    rows = [[o, *(f"{v.get(f, nan):.5g}" for f in figures)] for o, v in section.outputs.items()]
     parts.append(_div(_table(["output", *figures], rows)))
     worst = [
-        [
-            o,
-            str(r.get("sample")),
-            f"{r.get('cosine', float('nan')):.5g}",
-            f"{r.get('max_abs', float('nan')):.5g}",
-        ]
+        [o, str(r.get("sample")), f"{r.get('cosine', nan):.5g}", f"{r.get('max_abs', nan):.5g}"]
         for o, found in section.worst.items()
         for r in found
     ]
     if worst:
-        parts.append(
-            _div(
-                "<h3>Worst samples</h3>" + _table(["output", "sample", "cosine", "max abs"], worst)
-            )
-        )
+        table = _table(["output", "sample", "cosine", "max abs"], worst)
+        parts.append(_div("<h3>Worst samples</h3>" + table))
     if not section.measured:
         return parts
     names = [str(row["node"]) for row in section.measured]
@@ -232,24 +217,16 @@ def _eval(section: EvalSection) -> list[Any]:
     plot.line(names, errors, line_width=2)
     plot.scatter(names, errors, size=8)
     if section.threshold is not None:
-        plot.add_layout(
-            Span(
-                location=section.threshold, dimension="width", line_dash="dashed", line_color="gray"
-            )
-        )
+        span = Span(location=section.threshold, dimension="width", line_dash="dashed")
+        span.line_color = "gray"
+        plot.add_layout(span)
     first = section.first
     if first is not None and str(first.get("node")) in names:
         node = str(first["node"])
         source = ColumnDataSource({"x": [node], "y": [errors[names.index(node)]]})
-        plot.scatter(
-            "x",
-            "y",
-            source=source,
-            size=18,
-            color="red",
-            marker="star",
-            legend_label=f"first divergent: {node} ({first.get('op', '')})",
-        )
+        label = f"first divergent: {node} ({first.get('op', '')})"
+        star = {"size": 18, "color": "red", "marker": "star"}
+        plot.scatter("x", "y", source=source, legend_label=label, **star)
     parts.append(plot)
     return parts
 
@@ -283,14 +260,9 @@ def _fix(section: FixSection) -> list[Any]:
 def _front(plot: Any, points: list[tuple[float, float]]) -> None:
     front = pareto_front(points)
     if front:
-        plot.step(
-            [points[i][0] for i in front],
-            [points[i][1] for i in front],
-            mode="after",
-            line_dash="dashed",
-            color="black",
-            legend_label="Pareto front",
-        )
+        xs, ys = [points[i][0] for i in front], [points[i][1] for i in front]
+        dashed = {"mode": "after", "line_dash": "dashed", "color": "black"}
+        plot.step(xs, ys, legend_label="Pareto front", **dashed)
         plot.legend.location = "bottom_right"
 
 
@@ -301,18 +273,13 @@ def _sweep(section: SweepSection) -> list[Any]:
     parts: list[Any] = [_div(f"<h2>Sweep {section.run_id[:8]}</h2>")]
     rows = sorted({c.row for c in section.cells})
     devices = sorted({c.device for c in section.cells})
-    metrics = [
-        m
-        for m in ("median_ms", "p99_ms", "cosine_similarity", "max_abs_error")
-        if any(m in c.metrics for c in section.cells)
-    ]
+    metrics = [m for m in SWEEP_METRICS if any(m in c.metrics for c in section.cells)]
     for metric in metrics:
         cells = [c for c in section.cells if metric in c.metrics]
         values = [c.metrics[metric] for c in cells]
         low, high = min(values), max(values)
-        mapper = LinearColorMapper(
-            palette="Viridis256", low=low, high=high if high > low else low + 1
-        )
+        top = high if high > low else low + 1
+        mapper = LinearColorMapper(palette="Viridis256", low=low, high=top)
         source = ColumnDataSource(
             {
                 "row": [c.row for c in cells],
@@ -325,24 +292,10 @@ def _sweep(section: SweepSection) -> list[Any]:
             f"sweep-{metric}", f"{metric} (models x devices)", x_range=devices, y_range=rows
         )
         plot.height = max(200, 40 * len(rows) + 100)
-        plot.rect(
-            "device",
-            "row",
-            1,
-            1,
-            source=source,
-            fill_color={"field": "value", "transform": mapper},
-            line_color="white",
-        )
-        plot.text(
-            "device",
-            "row",
-            text="text",
-            source=source,
-            text_align="center",
-            text_baseline="middle",
-            text_color="white",
-        )
+        fill = {"field": "value", "transform": mapper}
+        plot.rect("device", "row", 1, 1, source=source, fill_color=fill, line_color="white")
+        centred = {"text_align": "center", "text_baseline": "middle", "text_color": "white"}
+        plot.text("device", "row", text="text", source=source, **centred)
         plot.add_layout(ColorBar(color_mapper=mapper), "right")
         parts.append(plot)
     paired = [

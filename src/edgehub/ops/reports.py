@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from edgehub.core.component.outputs import ComponentOutput
     from edgehub.toolchains.accuracy import OutputAccuracy
 
-__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "summarize"]
+__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "read_json", "summarize"]
 
 LATENCY_KEYS = ("mean", "median", "min", "max", "p90", "p95", "p99", "std")
+MAX_JSON_BYTES = 256 << 20
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in a stored file; None when unreadable or larger than `MAX_JSON_BYTES`."""
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_JSON_BYTES + 1)
+        return None if len(raw) > MAX_JSON_BYTES else json.loads(raw)
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass
@@ -38,25 +52,10 @@ class RunReport:
         return {k: self.metrics.get(f"latency_{k}_ms") for k in LATENCY_KEYS}
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "run_id": self.run_id,
-            "name": self.name,
-            "type": self.type,
-            "status": self.status,
-            "device": self.device,
-            "metrics": self.metrics,
-            "params": self.params,
-            "artifacts": self.artifacts,
-            "environment": self.environment,
-        }
-        latency = self.latency_ms
-        if latency is not None:
-            data["latency_ms"] = latency
-        if self.shapes is not None:
-            data["shapes"] = self.shapes
-        if self.outputs is not None:
-            data["outputs"] = self.outputs
-        return data
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        shapes, outputs = data.pop("shapes"), data.pop("outputs")
+        extra = {"latency_ms": self.latency_ms, "shapes": shapes, "outputs": outputs}
+        return data | {key: value for key, value in extra.items() if value is not None}
 
 
 @dataclass
@@ -80,14 +79,8 @@ class PipelineReport:
     """The EVAL run on the request's dataset (figures per output, task metrics), if any."""
 
     def steps(self) -> dict[str, RunReport]:
-        every = {
-            "compile": self.compile,
-            "profile": self.profile,
-            "invoke": self.invoke,
-            "reference": self.reference,
-            "eval": self.eval,
-        }
-        return {key: report for key, report in every.items() if report is not None}
+        keys = ("compile", "profile", "invoke", "reference", "eval")
+        return {key: getattr(self, key) for key in keys if getattr(self, key) is not None}
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {key: report.to_dict() for key, report in self.steps().items()}

@@ -22,13 +22,14 @@ the same inputs.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.execute import ExecRequest, execute
+from edgehub.ops.execute import ExecRequest, execute, step_components
 from edgehub.ops.project import Project, Subscriber
 from edgehub.ops.recorded_image import IMAGE_CHOICES, recorded_image, short_digest
 
@@ -110,12 +111,9 @@ def rerun(
         raise UsageError(
             f"{{field}} must be one of {', '.join(IMAGE_CHOICES)}, got {image!r}", field="image"
         )
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         original = store.get_run(ref)
         kids = store.list_runs(parent_run_id=original.run_id, limit=None) if children else []
-    finally:
-        store.close()
     if original.run_type == "SWEEP" and not children:
         from edgehub.ops.sweep_rerun import rerun_sweep
 
@@ -142,11 +140,8 @@ def rerun(
 
 
 def _record(project: Project, run_id: str) -> RunRecord:
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         return store.get_run(run_id)
-    finally:
-        store.close()
 
 
 def _rerun_one(
@@ -205,8 +200,7 @@ def _request(original: RunRecord, device: str | None) -> ExecRequest:
     if not original.runtime:
         raise UsageError(f"{what} recorded no runtime; it cannot be re-created")
     runtime = get_runtime(original.runtime)
-    component = {"compile": runtime.compiler, "profile": runtime.profiler,
-                 "invoke": runtime.invoker}[step]  # fmt: skip
+    component = step_components(runtime, step)[step]
     if original.component and original.component != component.__name__:
         raise UsageError(
             f"{what} ran {original.component}, not {runtime.name}'s {component.__name__}; "
@@ -396,11 +390,7 @@ def _invoke_both(
             inputs=inputs, tags=tags,
         )  # fmt: skip
         report = _one_run(project, request, subscriber, cancel)
-        store = project.store()
-        try:
-            record = store.get_run(report.run_id)
-        finally:
-            store.close()
+        record = _record(project, report.run_id)
         inputs = inputs or _artifact_path(record, "input_data")
         output = _artifact_path(record, "output_file")
         if output is None:

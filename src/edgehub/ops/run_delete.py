@@ -9,6 +9,7 @@ run that should not be in the store (an imported one, say) is taken out again.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,13 +20,7 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.store import RunStore
 
-__all__ = [
-    "DeletionPlan",
-    "DeletionResult",
-    "delete_runs",
-    "deletion_plan",
-    "with_descendants",
-]
+__all__ = ["DeletionPlan", "DeletionResult", "delete_runs", "deletion_plan", "with_descendants"]
 
 
 @dataclass(frozen=True)
@@ -51,12 +46,9 @@ class DeletionResult:
 def deletion_plan(project: Project, ref: str) -> DeletionPlan:
     """The run ``ref`` names (an id, a unique prefix, ``latest``...) and its descendants;
     refuses an ambiguous prefix (`RunNotFoundError`) and a run still running."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         run = store.get_run(ref)
         children = [store.get_run(run_id) for run_id in with_descendants(store, [run.run_id])[1:]]
-    finally:
-        store.close()
     running = [r for r in (run, *children) if r.status == "RUNNING"]
     if running:
         raise UsageError(
@@ -82,14 +74,11 @@ def delete_runs(project: Project, plan: DeletionPlan) -> DeletionResult:
     """Delete the runs of ``plan`` and the files only they kept."""
     from edgehub.tracking.deletion import remove_stored
 
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         problem = store.read_only_problem
         if problem is not None:
             raise problem.error(f"delete run {plan.run.run_id[:8]}")
         removable = store.delete_runs(plan.run_ids)
-    finally:
-        store.close()
     for path in removable:
         remove_stored(path)
     return DeletionResult(plan.run_ids, len(removable))

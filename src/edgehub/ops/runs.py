@@ -13,6 +13,7 @@ its reason in `Comparison.problems`, and the rest still compares.
 
 from __future__ import annotations
 
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,34 +47,25 @@ _T = TypeVar("_T")
 
 def list_runs(project: Project, run_filter: RunFilter) -> list[RunRecord]:
     """Runs matching ``run_filter``, newest first."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         return store.query_runs(run_filter)
-    finally:
-        store.close()
 
 
 def filter_values(project: Project) -> dict[str, list[str]]:
     """The values the stored runs have for ``run_type``, ``runtime`` and ``device`` (the
     fields a `RunFilter` matches exactly), each sorted."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         return {
             "run_type": store.distinct_values("type"),
             "runtime": store.distinct_values("runtime"),
             "device": store.distinct_values("device"),
         }
-    finally:
-        store.close()
 
 
 def show_run(project: Project, ref: str, run_type: str | None = None) -> RunRecord:
     """One run by id, unique prefix, ``latest`` or ``latest:<type>``."""
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         return store.get_run(ref, run_type=run_type)
-    finally:
-        store.close()
 
 
 def latency_percentiles(run: RunRecord) -> list[PercentileCI]:
@@ -136,14 +128,10 @@ class Comparison:
 
     def to_dict(self) -> dict[str, Any]:
         data = self.runs.to_dict()
-        if self.latency is not None:
-            data["latency"] = self.latency.to_dict()
-        if self.accuracy is not None:
-            data["accuracy"] = self.accuracy.to_dict()
-        if self.paired is not None:
-            data["paired"] = self.paired.to_dict()
-        if self.comparability is not None:
-            data["comparability"] = self.comparability.to_dict()
+        for name in ("latency", "accuracy", "paired", "comparability"):
+            found = getattr(self, name)
+            if found is not None:
+                data[name] = found.to_dict()
         if self.problems:
             data["problems"] = list(self.problems)
         return data
@@ -166,24 +154,17 @@ def compare_runs(
     from edgehub.tracking.compare import compare_runs as diff_runs
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_profiles
 
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         a, b = store.get_run(ref_a), store.get_run(ref_b)
         siblings = a.parent_run_id is not None and a.parent_run_id == b.parent_run_id
         parent = store.get_run(a.parent_run_id) if siblings and a.parent_run_id else None
-    finally:
-        store.close()
     profiles = a.run_type == b.run_type == "PROFILE"
-    if max_regression is not None and not profiles:
-        raise UsageError(
-            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
-            field="max_regression",
-        )
-    if min_effect is not None and not profiles:
-        raise UsageError(
-            f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
-            field="min_effect",
-        )
+    for name, given in (("max_regression", max_regression), ("min_effect", min_effect)):
+        if given is not None and not profiles:
+            raise UsageError(
+                f"{{field}} compares two profile runs; got {a.run_type} and {b.run_type}",
+                field=name,
+            )
     effect = MIN_EFFECT if min_effect is None else min_effect
     problems: list[str] = []
 

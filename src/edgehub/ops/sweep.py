@@ -1,31 +1,23 @@
-"""Running a sweep: every cell of a `SweepGrid`, recorded as one parent run with a child run per
-cell.
+"""Running a sweep: every cell of a `SweepGrid`, recorded as one ``SWEEP`` run with a child
+``SWEEP_CELL`` run per cell (its params and headline metrics); the component runs a cell starts
+carry the tags ``sweep`` and ``sweep.cell`` (the ids of the two).
 
-Cells on different devices run at the same time (a thread per device); cells on one device run
-one after another, and each measurement also holds the device's lease (`acquire.leases`), so other
-edgehub processes wait for it too. A labgrid pool device gets a thread per matching place, and
-each of its cells holds a free place of the pool. A failed cell is recorded FAILED and the
-others go on. A `Cancellation` (Ctrl-C) stops the running cells (their runs end KILLED), the
-cells not yet started are reported NOT_STARTED, and the parent run ends KILLED. With
-``resume`` a cell that finished in an earlier sweep (same step, model content, device, runtime
-and values) is not run again: its earlier result is reported. The device there is what it *is*
-(`ops.device_identity`: its resolved address, provider and settings), not its name: a device
-renamed in hub.toml keeps its finished cells, one whose host or settings changed is measured
-again (with a note). Cells recorded before identities were kept name only the device; they
-are measured again too, with a note.
+Who runs the cells is a `CellExecutor`: `LocalExecutor` (the default) runs the cells of
+different devices at the same time, a thread per device, and a device's cells one after another,
+each holding the device (`edgehub.acquire.hold`), so other edgehub processes wait for it too; a
+labgrid pool device gets a thread per usable place (quarantined places get none), each cell
+holding a free place. An executor a front end passes (`edgehub.cluster`: a Ray task per cell,
+its run sent back as a bundle) records in the cell's ``node`` where it ran.
 
-The cell's run (type ``SWEEP_CELL``, parent: the ``SWEEP`` run) holds the cell's params and the
-headline metrics; the component runs the cell starts carry the tags ``sweep`` and
-``sweep.cell`` (the ids of the two).
-
-Who runs the cells is a `CellExecutor`: `LocalExecutor` (the default: threads in this process,
-as above) or one a front end passes (`edgehub.cluster`: a Ray task per cell, whose run comes back
-as a bundle). A cell's ``node`` says where it ran when an executor other than the local one ran
-it.
-
-Quarantined places of a pool (`acquire.board_health`) get no thread. A pool's cell that failed
-because its board died (connection lost, health check failed) runs once more on another place
-of the pool, its result (and its second cell run) marked ``retried``.
+A failed cell is recorded FAILED and the others go on; a pool's cell that failed because its
+board died (connection lost, health check failed) runs once more on another place, its result
+(and its second cell run) marked ``retried``. A `Cancellation` (Ctrl-C) stops the running cells
+(their runs end KILLED), the cells not yet started are reported NOT_STARTED, and the parent run
+ends KILLED. With ``resume`` a cell that finished in an earlier sweep (same step, model content,
+device, runtime and values) is not run again: its earlier result is reported. The device there is
+what it *is* (`ops.device_identity`: its resolved address, provider and settings), not its name:
+a renamed device keeps its finished cells, one whose host or settings changed is measured again
+(with a note), as are cells recorded before identities were kept.
 """
 
 from __future__ import annotations
@@ -36,6 +28,7 @@ import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -109,6 +102,7 @@ class SweepReport:
 
 
 CellCallback = Callable[[CellResult], None]
+_HEADLINE = ("median_ms", "p99_ms", "max_abs_error", "cosine_similarity")  # a cell's metrics
 
 
 def _result(cell: SweepCell, step: str, identities: dict[str, DeviceIdentity]) -> CellResult:
@@ -146,14 +140,12 @@ def _headline(result: CellResult, report: RunReport | PipelineReport) -> None:
 def _reuse(result: CellResult, earlier: CellResult) -> None:
     """Report ``earlier``'s outcome for this cell (--resume)."""
     result.status, result.run_id, result.reused_from = "FINISHED", earlier.run_id, earlier.run_id
-    result.median_ms, result.p99_ms = earlier.median_ms, earlier.p99_ms
-    result.max_abs_error = earlier.max_abs_error
-    result.cosine_similarity = earlier.cosine_similarity
+    for name in _HEADLINE:
+        setattr(result, name, getattr(earlier, name))
 
 
 def _metrics(result: CellResult) -> dict[str, float]:
-    names = ("median_ms", "p99_ms", "max_abs_error", "cosine_similarity")
-    values = {n: getattr(result, n) for n in names}
+    values = {n: getattr(result, n) for n in _HEADLINE}
     return {n: float(v) for n, v in values.items() if isinstance(v, (int, float))}
 
 
@@ -167,11 +159,8 @@ def _finished_cells(project: Project) -> tuple[dict[str, CellResult], dict[str, 
 
     found: dict[str, CellResult] = {}
     by_name: dict[str, CellResult] = {}
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         runs = store.query_runs(RunFilter(run_type=CELL_RUN, status="FINISHED", limit=None))
-    finally:
-        store.close()
     for run in reversed(runs):  # oldest first, so that newer ones overwrite
         text = run.params.get("cell")
         try:
@@ -181,8 +170,7 @@ def _finished_cells(project: Project) -> tuple[dict[str, CellResult], dict[str, 
             cell = CellResult(**{k: v for k, v in data.items() if k in _CELL_FIELDS})
         except (ValueError, TypeError):
             continue  # not a cell record this version can read: measured again
-        cell.status, cell.run_id, cell.error = "FINISHED", run.run_id, None
-        cell.reused_from = None
+        cell.status, cell.run_id, cell.error, cell.reused_from = "FINISHED", run.run_id, None, None
         if cell.device_identity is None:  # recorded before identities were kept
             cell.name_key = cell.key
         else:
@@ -314,12 +302,7 @@ class SweepSession:
 def _board_died(error: Exception) -> bool:
     """Whether ``error`` says the board went away: its connection failed or dropped (as an
     edgehub error, or as the SSH library's own), or it failed its health check."""
-    from edgehub.errors import (
-        DeviceUnhealthyError,
-        EdgehubError,
-        HostKeyError,
-        SSHConnectionError,
-    )
+    from edgehub.errors import DeviceUnhealthyError, EdgehubError, HostKeyError, SSHConnectionError
 
     if isinstance(error, HostKeyError):
         return False
@@ -331,23 +314,17 @@ def _board_died(error: Exception) -> bool:
     )
 
 
-def _workers(project: Project, device: str) -> int:
-    """How many cells ``device`` runs at once: one per board it can be held on
-    (`edgehub.acquire.board_count`: a labgrid pool device's usable places, each cell then
-    holding a place of its own)."""
-    from edgehub.acquire import board_count
-
-    return board_count(project.config, device)
-
-
 def _queues(
     sweep: SweepSession, pending: list[tuple[SweepCell, CellResult]]
 ) -> list[queue.SimpleQueue[tuple[SweepCell, CellResult]]]:
-    """A queue of cells per device, once for each of the device's workers."""
+    """A queue of cells per device, once for each board it can be held on at once
+    (`edgehub.acquire.board_count`: a pool device's usable places, a cell holding each)."""
+    from edgehub.acquire import board_count
+
     by_device: dict[str, queue.SimpleQueue[tuple[SweepCell, CellResult]]] = {}
     for cell, result in pending:
         by_device.setdefault(cell.device, queue.SimpleQueue()).put((cell, result))
-    sweep.boards = {name: _workers(sweep.project, name) for name in by_device}
+    sweep.boards = {name: board_count(sweep.project.config, name) for name in by_device}
     return [q for name, q in by_device.items() for _ in range(sweep.boards[name])]
 
 

@@ -12,6 +12,7 @@ the original's, matched by cell label.
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,16 +150,13 @@ def rerun_sweep(
     from edgehub.ops.rerun import RERUN_TAG
     from edgehub.ops.sweep import run_sweep
 
-    store = project.store()
-    try:
+    with closing(project.store()) as store:
         grid, tags, where = _grid(store, original, device, image)
         first = {}
         for cell in store.list_runs(parent_run_id=original.run_id, limit=None):
             recorded = _json(cell, "cell")
             if isinstance(recorded, dict):
                 first[str(recorded.get("label"))] = recorded
-    finally:
-        store.close()
     report = run_sweep(
         project, grid, subscriber=subscriber, cancel=cancel,
         tags={RERUN_TAG: original.run_id}, image_tags=tags, no_cache=True,

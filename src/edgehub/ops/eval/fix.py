@@ -8,18 +8,17 @@ selective quantization for TFLite, for TensorRT a QDQ model without Q/DQ around 
 strongly typed network must compute in float32: see `edgehub.toolchains.tensorrt.precision`),
 recompiles, re-evaluates and searches the repaired model again. Where the first divergent
 layer is one kept in float already, its output is still quantized for the layers it feeds, so
-those layers are kept next. It stops when the goals
-hold, when no layer is left to propose, or after ``limit`` layers. Then the float model (the
-runtime's float precision, its ``repair``), the fully quantized one and the repaired one are
-evaluated and profiled on the same device, for the table of accuracy against latency. Every
-run (compiles, evals, profiles) is a child of one ``FIX`` run, which keeps the steps and the
-table as ``fix.json``.
+those layers are kept next. It stops when the goals hold, when no layer is left to propose, or
+after ``limit`` layers. Then the float model (the runtime's float precision, its ``repair``),
+the fully quantized one and the repaired one are evaluated and profiled on the same device, for
+the table of accuracy against latency. Every run (compiles, evals, profiles) is a child of one
+``FIX`` run, which keeps the steps and the table as ``fix.json``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
@@ -59,17 +58,8 @@ class FixReport:
     table: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "type": FIX_RUN,
-            "limit": self.limit,
-            "passed": self.passed,
-            "reason": self.reason,
-            "kept_layers": self.kept_layers,
-            "kept_nodes": self.kept_nodes,
-            "steps": self.steps,
-            "table": self.table,
-        }
+        data = asdict(self)
+        return {"run_id": data.pop("run_id"), "type": FIX_RUN, **data}
 
 
 def check_fix(request: EvalRequest, runtime: Runtime) -> None:
@@ -165,18 +155,10 @@ def repair(
         def attempt(kept: list[str]) -> tuple[CompiledModel, EvalReport]:
             options = dict(request.options, exclude_nodes=list(kept)) if kept else request.options
             label = f"fix step {len(fix.steps)}"
-            compiled = _compile(ctx, request, runtime, reference, options, label)
+            compiled = compile_model(ctx, request, runtime, reference, options, label)
             cancel.check()
-            report = _measure(
-                ctx,
-                replace(step_request, name=label),
-                dataset,
-                reference,
-                compiled,
-                goals,
-                metric_names,
-                cancel,
-            )
+            step = replace(step_request, name=label)
+            report = _measure(ctx, step, dataset, reference, compiled, goals, metric_names, cancel)
             fix.steps.append(
                 {
                     "kept_nodes": list(kept),
@@ -222,7 +204,7 @@ def repair(
         dropped = (*precision.quantized_only, precision.key)
         float_options = {k: v for k, v in request.options.items() if k not in dropped}
         float_options[precision.key] = precision.float_value
-        float_model = _compile(ctx, request, runtime, reference, float_options, "fix float32")
+        float_model = compile_model(ctx, request, runtime, reference, float_options, "fix float32")
         plain = replace(request, layers=None, name="fix float32")
         float_report = _measure(
             ctx, plain, dataset, reference, float_model, goals, metric_names, cancel
@@ -243,15 +225,16 @@ def repair(
     return fix, report
 
 
-def _compile(
+def compile_model(
     ctx: HubContext,
     request: EvalRequest,
     runtime: Runtime,
     model: Path,
     options: dict[str, Any],
-    name: str,
+    name: str | None = None,
 ) -> CompiledModel:
-    options = dict(options, name=name)
+    """``model`` compiled with ``options`` on the request's device (its run named ``name``)."""
+    options = dict(options) if name is None else dict(options, name=name)
     if request.device:
         options["device"] = request.device
     ctx.events.info(f"compile {model.name} for {runtime.name}")
@@ -271,10 +254,8 @@ def _measure(
 ) -> EvalReport:
     from edgehub.ops.eval.measure import measure
 
-    report = measure(
-        ctx, request, dataset, reference, compiled, _run_id(compiled), goals, metric_names, cancel
-    )
-    return report
+    run = _run_id(compiled)
+    return measure(ctx, request, dataset, reference, compiled, run, goals, metric_names, cancel)
 
 
 def _run_id(model: Any) -> str | None:

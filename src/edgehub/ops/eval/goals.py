@@ -103,9 +103,7 @@ def parse_goal(text: str) -> Goal:
 
 
 def check_goal(
-    goal: Goal,
-    figures: Mapping[str, Mapping[str, float]],
-    tasks: Mapping[str, Mapping[str, float]],
+    goal: Goal, figures: Mapping[str, Mapping[str, float]], tasks: Mapping[str, Mapping[str, float]]
 ) -> GoalResult:
     """Judge ``goal`` on ``figures`` (output -> figure -> value) and ``tasks`` (metric ->
     {"model", "reference"})."""
@@ -119,13 +117,14 @@ def check_goal(
     values = tasks[goal.metric]
     threshold = goal.value if goal.factor is None else goal.factor * values["reference"]
     passed = _OPS[goal.op](values["model"], threshold)
-    check = {
-        "metric": goal.metric,
-        "value": values["model"],
-        "threshold": threshold,
-        "passed": passed,
-    }
-    return GoalResult(goal.text, passed, [check])
+    return GoalResult(goal.text, passed, [_check(goal.metric, values["model"], threshold, passed)])
+
+
+def _check(
+    metric: str, value: float, threshold: float, passed: bool, **where: str
+) -> dict[str, Any]:
+    """One check of a goal, as `GoalResult.checks` keeps it."""
+    return {"metric": metric, **where, "value": value, "threshold": threshold, "passed": passed}
 
 
 def _figure_goal(goal: Goal, figures: Mapping[str, Mapping[str, float]]) -> GoalResult:
@@ -139,15 +138,7 @@ def _figure_goal(goal: Goal, figures: Mapping[str, Mapping[str, float]]) -> Goal
     for name in names:
         value = figures[name][goal.metric]
         passed = _OPS[goal.op](value, goal.value)
-        checks.append(
-            {
-                "metric": goal.metric,
-                "output": name,
-                "value": value,
-                "threshold": goal.value,
-                "passed": passed,
-            }
-        )
+        checks.append(_check(goal.metric, value, goal.value, passed, output=name))
     return GoalResult(goal.text, all(c["passed"] for c in checks), checks)
 
 
@@ -159,4 +150,4 @@ def _degradation_check(name: str, values: Mapping[str, float], fraction: float) 
     else:
         threshold = reference + fraction * abs(reference)
         passed = model <= threshold
-    return {"metric": name, "value": model, "threshold": threshold, "passed": passed}
+    return _check(name, model, threshold, passed)

@@ -168,10 +168,8 @@ class LayerSearch:
             for r in wanted:
                 if r.compiled_tensor and not r.measured:
                     errors = tensor_errors(model[r.compiled_tensor], reference[r.tensor])
-                    r.rel_l2 = errors["rel_l2"]
-                    r.channel_rel_l2 = errors["channel_rel_l2"]
-                    r.cosine = errors["cosine"]
-                    r.snr_db = errors.get("snr_db")
+                    for name in ("rel_l2", "channel_rel_l2", "cosine", "snr_db"):
+                        setattr(r, name, errors.get(name))
         before = [self.rows[i].channel_rel_l2 for i in row.producers]
         known = [v for v in before if v is not None]
         assert row.channel_rel_l2 is not None

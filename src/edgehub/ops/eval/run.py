@@ -1,30 +1,27 @@
 """`evaluate`: a model's accuracy on a dataset against its float reference, judged by goals.
 
 Every sample runs through the compiled model (the runtime's ``batch_runner`` on the chosen
-device, or on this host's NVIDIA GPU for a ``host_gpu`` runtime: `host_gpu`; one agent call for
-the whole dataset) and through the reference (the original ONNX model in float32 on this host's
-reference runtime, `reference_runtime`); the
-outputs are compared per output and scored by task metrics, and goals decide whether the model
-passes. The dataset is checked against the
-reference's inputs before any run starts, so bad data leaves no run behind. The EVAL run (see
-`measure`) keeps the dataset and labels (stored by content, once), both models' outputs
-(``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a metric,
-the per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
+device, or on this host's NVIDIA GPU for a ``host_gpu`` runtime: `check_host_gpu`; one agent
+call for the whole dataset) and through the reference (the original ONNX model in float32 on
+this host's reference runtime, `reference_runtime`); the outputs are compared per output and
+scored by task metrics, and goals decide whether the model passes. The dataset is checked
+against the reference's inputs before any run starts, so bad data leaves no run behind. The
+EVAL run (see `measure`) keeps the dataset and labels (stored by content, once), both models'
+outputs (``outputs``, ``reference_outputs``: .npz stacked over the samples), every figure as a
+metric, the per-sample values as ``per_sample.json`` and the layer search as ``layers.json``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.eval.fix import FixReport, check_fix, repair
+from edgehub.ops.eval.fix import FixReport, check_fix, compile_model, repair
 from edgehub.ops.eval.goals import Goal, parse_goal
-from edgehub.ops.eval.host_gpu import check_host_device, check_host_gpu
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
 from edgehub.ops.project import Project, Subscriber
@@ -56,11 +53,10 @@ class EvalRequest:
     """Evaluate ``runtime``'s compilation of ``model`` (or the model of compile run
     ``from_run``) on ``dataset``. ``options`` are the compiler's; ``metrics`` the task metrics
     to compute (those the goals name are added); ``worst`` how many samples to name.
-    ``layers`` is the threshold of the search for the first divergent layer
-    (see `layers`), run on the first ``layer_samples`` samples; None: no search.
-    ``reference``: None or the reference runtime's name (the original ONNX model in float32
-    here, `reference_runtime`), or
-    an EVAL run on the same dataset whose model's outputs serve as the reference.
+    ``layers`` is the threshold of the search for the first divergent layer (see `layers`),
+    run on the first ``layer_samples`` samples; None: no search. ``reference``: None or the
+    reference runtime's name (the original ONNX model in float32 here, `reference_runtime`),
+    or an EVAL run on the same dataset whose model's outputs serve as the reference.
     ``fix`` (int8 models): when a goal fails, keep up to this many layers in float, one at
     a time, until the goals hold, and profile the float, int8 and repaired models (`fix`).
     ``calibration`` is set by `evaluate` (see `EvalReport.calibration`)."""
@@ -102,8 +98,7 @@ def _plan(request: EvalRequest, runtime: Runtime) -> tuple[list[Goal], list[str]
         )
     if _stored_reference(request) and request.layers is not None:
         raise UsageError(
-            "{field} runs the reference model; drop the stored reference run for it",
-            field="layers",
+            "{field} runs the reference model; drop the stored reference run for it", field="layers"
         )
     check_fix(request, runtime)
     goals = [parse_goal(text) for text in request.goals]
@@ -150,7 +145,7 @@ def evaluate_and_fix(
     runtime = get_runtime(request.runtime)
     goals, metric_names = _plan(request, runtime)
     cancel = cancel or Cancellation()
-    with _context(project, request, subscriber, cancel) as ctx:
+    with project.context(subscriber, tags=request.tags) as ctx, cancel.bound(ctx):
         target = ctx.device(request.device or "local")
         provider = target.provider_type
         if provider not in EVAL_PROVIDERS:
@@ -200,31 +195,42 @@ def evaluate_and_fix(
             assert compiled is not None
             with _device_lease(project, ctx, request, cancel):
                 report = measure(
-                    ctx,
-                    request,
-                    dataset,
-                    reference,
-                    compiled,
-                    compile_run,
-                    goals,
-                    metric_names,
-                    cancel,
-                    stored,
-                    shards,
-                )
+                    ctx, request, dataset, reference, compiled, compile_run, goals, metric_names,
+                    cancel, stored, shards,
+                )  # fmt: skip
         return report, None
 
 
-@contextmanager
-def _context(
-    project: Project, request: EvalRequest, subscriber: Subscriber | None, cancel: Cancellation
-) -> Iterator[HubContext]:
-    with project.context(subscriber, tags=request.tags) as ctx:
-        cancel.bind(ctx)
-        try:
-            yield ctx
-        finally:
-            cancel.release(ctx)
+def check_host_device(request: EvalRequest, in_container: bool, provider: str) -> None:
+    """Refuse an eval of a ``host_gpu`` runtime on another device than this host: its batch
+    runner starts a container here with the GPU passed through."""
+    if not in_container:
+        raise UsageError(
+            f"hub exec eval {request.runtime} runs the compiled model on this host's NVIDIA "
+            f"GPU; device {request.device!r} uses {provider!r}: drop --device (or pick a local "
+            "device)"
+        )
+
+
+def check_host_gpu(ctx: HubContext, request: EvalRequest) -> None:
+    """Where this host shows no NVIDIA GPU, a FAILED EVAL run saying so (and the error,
+    `GpuUnavailableError`, exit 3), once the dataset and model are checked, before anything
+    is compiled or run."""
+    from edgehub.core import RunType
+    from edgehub.toolchains import host_gpu
+
+    if host_gpu.detect_gpu().visible:
+        return
+    model = request.model.stem if request.model is not None else request.from_run
+    device = ctx.device(request.device or "local")
+    name = request.name or f"eval-{model}"
+    with ctx.open_run(RunType.EVAL, name, component="Evaluator", devices=[device]):
+        ctx.client.log_param("$runtime", request.runtime)
+        host_gpu.require_host_gpu(
+            f"hub exec eval {request.runtime} runs the compiled model",
+            "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate "
+            "another runtime's compilation here",
+        )
 
 
 def _from_dataset(
@@ -306,31 +312,17 @@ def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> R
     return log
 
 
-@contextmanager
 def _device_lease(
     project: Project, ctx: HubContext, request: EvalRequest, cancel: Cancellation
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Hold a device other than this host while the samples run on it, as every step on such
-    a device does (`edgehub.acquire.hold`), so an eval does not disturb a measurement there;
-    the context's device of that name is the held one meanwhile (a labgrid place's board)."""
-    from edgehub.acquire import hold, needs_hold
+    a device does (`held_device`), so an eval does not disturb a measurement there."""
+    from edgehub.ops.execute import held_device
 
     device = ctx.device(request.device or "local")
-    if not needs_hold(device, measuring=False):
-        yield
-        return
-    with (
-        hold(
-            project.config,
-            device,
-            timeout=None,
-            command=f"hub exec eval {request.runtime} {request.model or request.from_run}",
-            events=ctx.events,
-            cancelled=cancel.wait,
-        ) as held,
-        ctx.holding(held.device),
-    ):
-        yield
+    what = request.model or request.from_run
+    command = f"hub exec eval {request.runtime} {what}"
+    return held_device(project, ctx, device, measuring=False, command=command, cancel=cancel)
 
 
 def _models(
@@ -352,9 +344,5 @@ def _models(
     model = request.model.resolve()
     if check_only:
         return model, None, None
-    options = dict(request.options)
-    if request.device:
-        options["device"] = request.device
-    ctx.events.info(f"compile {model.name} for {runtime.name}")
-    compiled: CompiledModel = runtime.compiler(**options).run(ctx, model)
+    compiled = compile_model(ctx, request, runtime, model, request.options)
     return model, compiled, compiled.run_log.run_id if compiled.run_log else None

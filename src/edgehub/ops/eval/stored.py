@@ -8,20 +8,18 @@ a file too large or unreadable leaves its part out rather than failing the show.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.ops.eval.goals import GoalResult
 from edgehub.ops.eval.report import EvalReport
+from edgehub.ops.reports import read_json
 from edgehub.toolchains.metrics import OUTPUT_FIGURES
 
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
 
 __all__ = ["stored_report"]
-
-MAX_JSON_BYTES = 256 << 20
 
 
 def stored_report(run: RunRecord) -> EvalReport:
@@ -88,15 +86,7 @@ def _path(run: RunRecord, name: str) -> str:
 
 def _json(run: RunRecord, name: str) -> Any:
     artifact = run.artifacts.get(name)
-    if artifact is None:
-        return None
-    path = Path(str(artifact.file_path))
-    try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            return None
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    return None if artifact is None else read_json(Path(str(artifact.file_path)))
 
 
 def _at(values: Any, index: int | None) -> float:
