@@ -19,7 +19,8 @@ Starts the SSH test device (tests/ssh_device) and prints, each measured in this 
     take turns; printed: the median of the rounds' ratios, their spread (middle half, all) and
     each round's pair (a load swing on a shared machine hits one side of a round).
 
-Medians; methods take turns in each round, so load swings on a shared machine hit all alike.
+Medians; methods take turns in each round (the order reversed every other round), so load
+swings on a shared machine hit all alike; a ratio is the median of the rounds' own ratios.
 ``--only-invoke`` times (a) and (b) alone, with each side's host CPU per call (user + system
 of this process: edgehub's work, and paramiko's on both sides) and what each side does.
 """
@@ -139,14 +140,25 @@ class BareScript:
         self.sftp.get("bare/out/data.npz", str(local))
 
 
-def _median_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, float]:
+def _walls_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, list[float]]:
+    """Each method's wall time per round (ms); the order turns each round (forwards, then
+    backwards), so neither side always runs first after the other's work."""
     times: dict[str, list[float]] = {name: [] for name in methods}
-    for _ in range(rounds):
-        for name, once in methods.items():
+    order = list(methods.items())
+    for round_ in range(rounds):
+        for name, once in order if round_ % 2 == 0 else order[::-1]:
             started = time.perf_counter()
             once()
             times[name].append((time.perf_counter() - started) * 1000)
-    return {name: statistics.median(spent) for name, spent in times.items()}
+    return times
+
+
+def _paired(side: list[float], bare: list[float]) -> tuple[float, float, float]:
+    """The median of the rounds' ratios and its middle half: each round's two calls ran back
+    to back, so a load swing on a shared machine hits both and cancels in their ratio."""
+    ratios = [a / b for a, b in zip(side, bare, strict=True)]
+    quartiles = statistics.quantiles(ratios, n=4)
+    return statistics.median(ratios), quartiles[0], quartiles[2]
 
 
 def _cpu_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, float]:
@@ -197,7 +209,7 @@ def _device_share(rounds: int, once: Callable[[], Any]) -> tuple[float, float]:
     return 1000 * statistics.median(walls), 1000 * statistics.median(clock.spans)
 
 
-def _print_invoke(times: dict[str, float], cpu: dict[str, float], device: SSHDevice) -> None:
+def _print_invoke(walls: dict[str, list[float]], cpu: dict[str, float], device: SSHDevice) -> None:
     where = f"{device.username}@{device.host}:{device.port}"
     print(f"bare: paramiko (TCP_NODELAY) to {where}: sftp put input.npz; exec "
           "'embedl-onnxruntime run-inference --model bare/model.onnx --input-dir bare/in "
@@ -206,10 +218,13 @@ def _print_invoke(times: dict[str, float], cpu: dict[str, float], device: SSHDev
         "edgehub: ONNXRuntimeInvoker().run(ctx, model, inputs) in one warm HubContext, "
         f"device 'board' on {where} with provider embedl_onnxruntime (a), ssh (b)"
     )
+    times = {name: statistics.median(spent) for name, spent in walls.items()}
+    ratio, low, high = _paired(walls["embedl_onnxruntime"], walls["bare"])
     print(f"(a) invoke, embedl_onnxruntime: {times['embedl_onnxruntime']:.1f} ms vs bare "
-          f"{times['bare']:.1f} ms = {times['embedl_onnxruntime'] / times['bare']:.3f}x "
-          f"(goal <= 1.05x); host CPU per call {cpu['embedl_onnxruntime']:.1f} vs "
-          f"{cpu['bare']:.1f} ms")  # fmt: skip
+          f"{times['bare']:.1f} ms over {len(walls['bare'])} rounds: paired ratio {ratio:.3f}x, "
+          f"middle half {low:.3f}-{high:.3f} (goal <= 1.05x; ratio of the medians "
+          f"{times['embedl_onnxruntime'] / times['bare']:.3f}x); host CPU per call "
+          f"{cpu['embedl_onnxruntime']:.1f} vs {cpu['bare']:.1f} ms")  # fmt: skip
     print(f"(b) warm invoke, ssh resident agent: {times['ssh (resident)']:.1f} ms "
           f"(goal <= 15 ms + the device's run time); host CPU per call "
           f"{cpu['ssh (resident)']:.1f} ms")  # fmt: skip
@@ -250,9 +265,10 @@ def main() -> int:
                 "embedl_onnxruntime": lambda: ONNXRuntimeInvoker().run(eort, model, inputs),
                 "ssh (resident)": lambda: ONNXRuntimeInvoker().run(agent, model, inputs),
             }
-            times = _median_ms(args.repeat, methods)
+            walls = _walls_ms(args.repeat, methods)
+            times = {name: statistics.median(spent) for name, spent in walls.items()}
             if args.only_invoke:
-                _print_invoke(times, _cpu_ms(args.repeat, methods), device)
+                _print_invoke(walls, _cpu_ms(args.repeat, methods), device)
                 wall, span = _device_share(args.repeat, methods["ssh (resident)"])
                 print(f"(b) of a {wall:.1f} ms call, {span:.1f} ms pass between the job sent "
                       "down the relay and its end frame (the device's work and the loopback "
@@ -301,8 +317,9 @@ def main() -> int:
                 "scp": lambda i: scp(f"{target}:bench/source.bin", str(work / f"scp-{i}.bin")),
             })  # fmt: skip
 
+    ratio, low, high = _paired(walls["embedl_onnxruntime"], walls["bare"])
     print(f"(a) invoke, embedl_onnxruntime: {times['embedl_onnxruntime']:.0f} ms vs bare "
-          f"{times['bare']:.0f} ms = {times['embedl_onnxruntime'] / times['bare']:.2f}x "
+          f"{times['bare']:.0f} ms: paired ratio {ratio:.3f}x, middle half {low:.3f}-{high:.3f} "
           "(goal <= 1.05x)")  # fmt: skip
     print(f"(b) warm invoke, ssh resident agent: {times['ssh (resident)']:.0f} ms vs bare "
           f"{times['bare']:.0f} ms = {times['ssh (resident)'] / times['bare']:.2f}x "
