@@ -156,15 +156,15 @@ def _dims(value_info: Any) -> tuple[str, Shape]:
     dtype = ONNX_ELEM_TYPES.get(tensor_type.elem_type, f"elem_type_{tensor_type.elem_type}")
     if not tensor_type.HasField("shape"):
         return dtype, None
-    dims: list[Dim] = []
-    for dim in tensor_type.shape.dim:
-        if dim.HasField("dim_value") and dim.dim_value >= 0:
-            dims.append(int(dim.dim_value))
-        elif dim.HasField("dim_param") and is_named_dim(dim.dim_param):
-            dims.append(str(dim.dim_param))
-        else:
-            dims.append(None)
-    return dtype, dims
+    return dtype, [_dim(d) for d in tensor_type.shape.dim]
+
+
+def _dim(dim: Any) -> Dim:
+    if dim.HasField("dim_value") and dim.dim_value >= 0:
+        return int(dim.dim_value)
+    if dim.HasField("dim_param") and is_named_dim(dim.dim_param):
+        return str(dim.dim_param)
+    return None
 
 
 def graph_inputs(model: Any) -> list[TensorSpec]:
@@ -172,13 +172,11 @@ def graph_inputs(model: Any) -> list[TensorSpec]:
     that indexes a table with the table's size (`index_limits`)."""
     initializers = {t.name for t in model.graph.initializer}
     limits = index_limits(model)
-    specs = []
-    for value_info in model.graph.input:
-        if value_info.name in initializers:
-            continue
-        dtype, shape = _dims(value_info)
-        specs.append(TensorSpec(value_info.name, dtype, shape, limits.get(value_info.name)))
-    return specs
+    return [
+        TensorSpec(v.name, *_dims(v), limits.get(v.name))
+        for v in model.graph.input
+        if v.name not in initializers
+    ]
 
 
 # ops that pass an index tensor on with its values unchanged (only its shape or type changes)
@@ -259,18 +257,11 @@ def index_limits(model: Any) -> dict[str, int]:
 
 
 def graph_outputs(model: Any) -> list[TensorSpec]:
-    specs = []
-    for value_info in model.graph.output:
-        dtype, shape = _dims(value_info)
-        specs.append(TensorSpec(value_info.name, dtype, shape))
-    return specs
+    return [TensorSpec(v.name, *_dims(v)) for v in model.graph.output]
 
 
 def default_opset(model: Any) -> int | None:
-    for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return int(entry.version)
-    return None
+    return next((int(e.version) for e in model.opset_import if e.domain in ("", "ai.onnx")), None)
 
 
 def describe_model(model: Any) -> dict[str, Any]:

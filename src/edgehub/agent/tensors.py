@@ -22,53 +22,19 @@ Dim = Union[int, str, None]
 Shape = Optional[List[Dim]]
 Arrays = Dict[str, "np.ndarray"]
 
-# ORT NodeArg.type strings -> numpy dtype names. Strings are "str" (unicode or object arrays).
-_ORT_TYPES = {
-    "tensor(float)": "float32",
-    "tensor(float16)": "float16",
-    "tensor(double)": "float64",
-    "tensor(bfloat16)": "bfloat16",
-    "tensor(int8)": "int8",
-    "tensor(int16)": "int16",
-    "tensor(int32)": "int32",
-    "tensor(int64)": "int64",
-    "tensor(uint8)": "uint8",
-    "tensor(uint16)": "uint16",
-    "tensor(uint32)": "uint32",
-    "tensor(uint64)": "uint64",
-    "tensor(bool)": "bool",
-    "tensor(string)": "str",
-    "tensor(complex64)": "complex64",
-    "tensor(complex128)": "complex128",
-}
-
-# ONNX TensorProto.DataType values -> numpy dtype names.
-ONNX_ELEM_TYPES = {
-    1: "float32",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    8: "str",
-    9: "bool",
-    10: "float16",
-    11: "float64",
-    12: "uint32",
-    13: "uint64",
-    14: "complex64",
-    15: "complex128",
-    16: "bfloat16",
-}
+# ONNX TensorProto.DataType values -> numpy dtype names (strings are "str": unicode or objects).
+ONNX_ELEM_TYPES = dict(enumerate((
+    "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "str", "bool", "float16",
+    "float64", "uint32", "uint64", "complex64", "complex128", "bfloat16"), start=1))  # fmt: skip
+# ORT NodeArg.type names that are not the numpy dtype's
+_ORT_NAMES = {"float": "float32", "double": "float64", "string": "str"}
 
 
 def dtype_from_ort(type_string: str) -> str:
-    """``"tensor(float)"`` -> ``"float32"``; unknown types keep their ORT spelling."""
-    if type_string in _ORT_TYPES:
-        return _ORT_TYPES[type_string]
+    """``"tensor(float)"`` -> ``"float32"``; other types keep their ORT spelling."""
     if type_string.startswith("tensor(") and type_string.endswith(")"):
-        return type_string[len("tensor(") : -1]
+        inner = type_string[len("tensor(") : -1]
+        return _ORT_NAMES.get(inner, inner)
     return type_string
 
 
@@ -335,6 +301,10 @@ def load_arrays(
     p = Path(path)
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
+    pickled = InputDataError(
+        f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to load: "
+        "save plain numeric arrays with numpy.savez"
+    )
     try:
         loaded = (
             read_npz(p, mapped, max_unpacked)
@@ -345,10 +315,7 @@ def load_arrays(
         raise InputDataError(f"{what} file '{p}' is too large: {exc}") from None
     except ValueError as exc:
         if "pickle" in str(exc).lower():
-            raise InputDataError(
-                f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to "
-                "load: save plain numeric arrays with numpy.savez"
-            ) from exc
+            raise pickled from exc
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
@@ -358,10 +325,7 @@ def load_arrays(
         with loaded:
             return {key: loaded[key] for key in loaded.files}
     except ValueError as exc:
-        raise InputDataError(
-            f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to load: "
-            "save plain numeric arrays with numpy.savez"
-        ) from exc
+        raise pickled from exc
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is damaged: {exc}") from exc
 

@@ -1,23 +1,17 @@
 """``edgehub-agent serve --socket PATH [--idle S] [--preload NS]``: a warm agent, one fork per job.
 
 The server imports the runtime of its image once (``--preload ort``: the ``PRELOAD`` modules of
-the runtime namespace and its command modules; jobs of other namespaces import theirs), then
-listens on
-a Unix socket (mode 0600) and, for each connection, reads one request (see :mod:`.wire`)
-and forks a process that runs the ordinary command line on it (:mod:`.job`), so a job
-skips the interpreter's and the libraries' start-up. It runs jobs side by side; one event loop
-(no threads, so forking is safe) accepts connections, reads requests, passes signals on, kills a
-job whose client went away, reaps finished jobs (SIGCHLD wakes the loop) and writes their exit
-codes. It exits, removing the socket, after ``--idle`` seconds (default 600) without a job or on
-SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for them); and it
-stops the same way within ``SOCKET_CHECK_S`` once its socket is gone (its folder was removed:
-the SSH connection that started it ended, see ``runners/ssh/janitor.py``).
+the namespace and its command modules), listens on a Unix socket (mode 0600) and, for each
+connection, reads one request (:mod:`.wire`) and forks a process that runs the ordinary command
+line on it (:mod:`.job`), so a job skips the interpreter's and the libraries' start-up. One event
+loop (no threads, so forking is safe) accepts, reads requests, passes signals on, kills a job
+whose client went away and reaps finished jobs (the table is :mod:`.jobs`). It exits, removing
+the socket, after ``--idle`` seconds without a job, on SIGTERM/SIGINT/SIGHUP (after signalling
+its jobs and waiting for them), or within ``SOCKET_CHECK_S`` once its socket is gone (the SSH
+connection that started it ended, see ``runners/ssh/janitor.py``).
 
-This module is the socket loop; the job table is :mod:`.jobs`, the idle timer :mod:`.idle`.
-
-Only one server runs per socket path: it holds ``PATH.lock`` (flock) while it lives, and refuses
-to start when another one holds it or answers on the socket. Messages go to stderr (the
-background server's log, ``PATH.log``, when a client started it).
+One server per socket path: it holds ``PATH.lock`` (flock) while it lives. Messages go to stderr
+(``PATH.log`` when a client started it).
 """
 
 from __future__ import annotations
@@ -63,23 +57,8 @@ SOCKET_CHECK_S = 1.0  # how often the server checks that its socket is still the
 # Environment variables that the interpreter or the preloaded libraries read when they start: a
 # client whose values differ would not get what a fresh process gives it, so it is refused.
 IMPORT_TIME_ENV = (
-    "PYTHON",
-    "LD_",
-    "LANG",
-    "LC_",
-    "OMP_",
-    "KMP_",
-    "GOMP_",
-    "OPENBLAS_",
-    "GOTO",
-    "MKL_",
-    "BLIS_",
-    "VECLIB_",
-    "NUMEXPR_",
-    "NPY_",
-    "ORT_",
-    "ONNXRUNTIME",
-)
+    "PYTHON", "LD_", "LANG", "LC_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "GOTO", "MKL_", "BLIS_",
+    "VECLIB_", "NUMEXPR_", "NPY_", "ORT_", "ONNXRUNTIME")  # fmt: skip
 
 
 class ServeUsageError(ValueError):
@@ -217,13 +196,10 @@ class Server:
         for fd in (self.wakeup_r, self.wakeup_w):
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(self.wakeup_w, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, self.on_child)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd ends the select
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self.on_stop)
         self.selector.register(self.wakeup_r, selectors.EVENT_READ, self.drain_wakeup)
-
-    def on_child(self, signum: int, frame: FrameType | None) -> None:
-        pass  # the wakeup fd ends the select; the loop reaps
 
     def on_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signal = signum

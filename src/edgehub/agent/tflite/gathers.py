@@ -15,34 +15,20 @@ from typing import Any
 
 import numpy as np
 
-from .graph_rewrites import _constants, _set_nodes, _subgraph_inputs, add_initializer, drop_unused
+from .graph_rewrites import (
+    _constants,
+    _set_nodes,
+    _subgraph_inputs,
+    add_initializer,
+    drop_unused,
+    static_shapes,
+)
 
 # ops whose output depends on their input's shape only, never its values
 _SHAPE_ONLY = ("Shape", "Size")
 # ops a value computed before the model runs must not hold
 _NONDETERMINISTIC = ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                      "Multinomial", "Bernoulli")  # fmt: skip
-
-
-def _static_shapes(model: Any) -> dict[str, list[int]]:
-    """The fully static shapes shape inference finds (empty where it fails)."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-    except Exception:
-        return {}
-    shapes: dict[str, list[int]] = {}
-    graph = inferred.graph
-    for info in [*graph.value_info, *graph.input, *graph.output]:
-        tensor_type = info.type.tensor_type
-        if tensor_type.HasField("shape"):
-            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
-            if all(d >= 0 for d in dims):
-                shapes[info.name] = dims
-    for tensor in graph.initializer:
-        shapes[tensor.name] = list(tensor.dims)
-    return shapes
 
 
 def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
@@ -67,11 +53,7 @@ def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str
             if (
                 node is None
                 or node.op_type in _NONDETERMINISTIC
-                or node.domain
-                not in (
-                    "",
-                    "ai.onnx",
-                )
+                or node.domain not in ("", "ai.onnx")
             ):
                 ok = False  # a graph input's values, or an op not folded here
             elif node.op_type in _SHAPE_ONLY and node.input[0] in shapes:
@@ -152,7 +134,8 @@ def gathers_as_reshapes(model: Any) -> list[str]:
     ]
     if not gathers:
         return []
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model, data_prop=True)
+    shapes.update({t.name: list(t.dims) for t in graph.initializer})
     gathers = [n for n in gathers if n.input[0] in shapes]
     constants = _constants(graph)
     known = fold(model, [n.input[1] for n in gathers if n.input[1] not in constants], shapes)

@@ -20,25 +20,37 @@ import numpy as np
 _BROADCASTING = ("Add", "Sub", "Mul", "Div", "Pow")
 
 
-def _ranks(model: Any) -> dict[str, int]:
-    """The rank of every tensor shape inference knows it of (empty if inference fails)."""
+def inferred_dims(model: Any, data_prop: bool = False) -> dict[str, list[int]] | None:
+    """The dims shape inference finds for each tensor it gives a shape (-1 where a dim is
+    unknown); None where inference fails."""
     from onnx import shape_inference
 
     try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
+        graph = shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
     except Exception:
+        return None
+    return {
+        info.name: [d.dim_value if d.HasField("dim_value") else -1 for d in dims]
+        for info in [*graph.value_info, *graph.input, *graph.output]
+        if info.type.tensor_type.HasField("shape")
+        for dims in [info.type.tensor_type.shape.dim]
+    }
+
+
+def static_shapes(model: Any, data_prop: bool = False) -> dict[str, list[int]]:
+    """The fully static shapes of `inferred_dims` (empty where inference fails)."""
+    found = inferred_dims(model, data_prop) or {}
+    return {name: dims for name, dims in found.items() if all(d >= 0 for d in dims)}
+
+
+def _ranks(model: Any) -> dict[str, int]:
+    """The rank of every tensor shape inference knows it of (empty if inference fails)."""
+    found = inferred_dims(model)
+    if found is None:
         return {}
-    graph = inferred.graph
-    ranks = {t.name: len(t.dims) for t in graph.initializer}
-    for value_info in [*graph.value_info, *graph.input, *graph.output]:
-        tensor_type = value_info.type.tensor_type
-        if tensor_type.HasField("shape"):
-            ranks[value_info.name] = len(tensor_type.shape.dim)
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    ranks[node.output[0]] = len(attr.t.dims)
+    ranks = {t.name: len(t.dims) for t in model.graph.initializer}
+    ranks.update({name: len(dims) for name, dims in found.items()})
+    ranks.update({name: len(t.dims) for name, t in _constants(model.graph).items()})
     return ranks
 
 

@@ -48,9 +48,13 @@ from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
+    _constants,
+    _set_nodes,
+    add_initializer,
     drop_unused,
     expectations_as_conv,
     scalars_as_vectors,
+    static_shapes,
     zero_states_at_run_time,
 )
 
@@ -58,7 +62,9 @@ _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
 
 
-def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict[str, list[int]]:
+def static_shapes_to_fix(
+    specs: Sequence[TensorSpec], raw: Any, report: Report
+) -> dict[str, list[int]]:
     """Shapes to fix: ``raw`` (``input_shape``), plus a dynamic leading (batch) dim set to 1."""
     shapes = parse_input_shape(raw, specs) if raw is not None else {}
     unresolved = []
@@ -86,21 +92,11 @@ def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict
     return shapes
 
 
-def _constant_shapes(graph: Any) -> dict[str, list[int]]:
-    shapes = {t.name: list(t.dims) for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    shapes[node.output[0]] = list(attr.t.dims)
-    return shapes
-
-
 def add_kernel_shapes(model: Any, report: Report) -> list[str]:
     """Give Conv/ConvTranspose nodes without ``kernel_shape`` the one their weight implies."""
     from onnx import helper
 
-    weights = _constant_shapes(model.graph)
+    weights = {name: list(t.dims) for name, t in _constants(model.graph).items()}
     fixed = []
     for node in model.graph.node:
         if node.op_type not in ("Conv", "ConvTranspose") or len(node.input) < 2:
@@ -124,34 +120,15 @@ def add_kernel_shapes(model: Any, report: Report) -> list[str]:
 _FLATTENING_OPS = ("Softmax", "LogSoftmax", "Hardmax")
 
 
-def _static_shapes(model: Any) -> dict[str, list[int]]:
-    """Static shapes of the graph's tensors after shape inference (empty if it fails)."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
-        return {}
-    graph = inferred.graph
-    shapes: dict[str, list[int]] = {}
-    for value_info in [*graph.value_info, *graph.input, *graph.output]:
-        dims = value_info.type.tensor_type.shape.dim
-        if value_info.type.tensor_type.HasField("shape") and all(
-            d.HasField("dim_value") for d in dims
-        ):
-            shapes[value_info.name] = [int(d.dim_value) for d in dims]
-    return shapes
-
-
 def flatten_old_softmax(model: Any, report: Report) -> list[str]:
     """Rewrite pre-opset-13 Softmax-like nodes over rank > 2 inputs to their opset-13 form."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 13)
     candidates = [n for n in model.graph.node if n.op_type in _FLATTENING_OPS]
     if opset >= 13 or not candidates:
         return []
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     rewritten = []
     nodes = list(model.graph.node)
     for node in candidates:
@@ -164,17 +141,12 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
             continue  # flattening at the last axis changes nothing
         name = node.name or node.output[0]
         flat, out = f"{name}_flat", f"{name}_flat_out"
-        target = numpy_helper.from_array(np.asarray(shape, dtype=np.int64), f"{name}_shape")
-        model.graph.initializer.append(target)
-        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-            model.graph.input.append(
-                helper.make_tensor_value_info(target.name, TensorProto.INT64, [len(shape)])
-            )
+        target = add_initializer(model, np.asarray(shape, dtype=np.int64), f"{name}_shape")
         flatten = helper.make_node(
             "Flatten", [node.input[0]], [flat], name=f"{name}_flatten", axis=axis
         )
         reshape = helper.make_node(
-            "Reshape", [out, target.name], [node.output[0]], name=f"{name}_reshape"
+            "Reshape", [out, target], [node.output[0]], name=f"{name}_reshape"
         )
         node.input[0] = flat
         node.output[0] = out
@@ -185,8 +157,7 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
         nodes[index : index + 1] = [flatten, node, reshape]
         rewritten.append(name)
     if rewritten:
-        del model.graph.node[:]
-        model.graph.node.extend(nodes)
+        _set_nodes(model.graph, nodes)
         report.info(
             f"{len(rewritten)} pre-opset-13 Softmax-like node(s) rewritten as Flatten + op + "
             "Reshape (onnx2tf converts their axis wrongly)"
@@ -206,20 +177,15 @@ def expand_erf(model: Any, report: Report) -> list[str]:
     delegate runs (GELU's exact form, where onnx2tf does not fuse it into its GELU). Written
     here, not with onnx2tf's pseudo Erf: that divides by ``|x| + 1e-11``, a divisor int8 rounds
     to zero."""
-    from onnx import TensorProto, helper, numpy_helper
-
     graph = model.graph
     candidates = [n for n in graph.node if n.op_type == "Erf" and n.domain in ("", "ai.onnx")]
     if not candidates:
         return []
     values = {"one": 1.0, "p": _ERF_P, **{f"a{i + 1}": a for i, a in enumerate(_ERF_A)}}
-    names = {key: f"edgehub_erf_{key}" for key in values}
-    for key, value in values.items():
-        graph.initializer.append(
-            numpy_helper.from_array(np.array(value, dtype=np.float32), names[key])
-        )
-        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-            graph.input.append(helper.make_tensor_value_info(names[key], TensorProto.FLOAT, []))
+    names = {
+        key: add_initializer(model, np.array(value, dtype=np.float32), f"edgehub_erf_{key}")
+        for key, value in values.items()
+    }
     nodes = list(graph.node)
     rewritten = []
     for node in candidates:
@@ -228,8 +194,7 @@ def expand_erf(model: Any, report: Report) -> list[str]:
         index = nodes.index(node)
         nodes[index : index + 1] = made
         rewritten.append(name)
-    del graph.node[:]
-    graph.node.extend(nodes)
+    _set_nodes(graph, nodes)
     report.info(
         f"Erf written with LiteRT builtins ({len(rewritten)} node(s); within 5e-7 of erf): "
         "LiteRT has no Erf of its own"
@@ -243,15 +208,10 @@ def divisions_as_products(model: Any) -> list[str]:
     after it and can then emit the divisor itself as the Div's value ("Output tensors of a
     Functional model must be the output of a TensorFlow Layer. Found: 3.46..."); the product
     is the same to a rounding."""
-    from onnx import helper, numpy_helper
+    from onnx import numpy_helper
 
     graph = model.graph
-    constants = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value":
-                    constants[node.output[0]] = attr.t
+    constants = _constants(graph)
     made: dict[str, str] = {}
     rewritten = []
     for node in graph.node:
@@ -266,15 +226,9 @@ def divisions_as_products(model: Any) -> list[str]:
                 continue
             if np.any(value == 0):
                 continue
-            reciprocal = numpy_helper.from_array(
-                (1 / value).astype(value.dtype), f"{divisor}_reciprocal"
+            made[divisor] = add_initializer(
+                model, (1 / value).astype(value.dtype), f"{divisor}_reciprocal"
             )
-            graph.initializer.append(reciprocal)
-            if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-                graph.input.append(
-                    helper.make_tensor_value_info(reciprocal.name, reciprocal.data_type, [])
-                )
-            made[divisor] = reciprocal.name
         node.op_type = "Mul"
         node.input[1] = made[divisor]
         rewritten.append(node.name or node.output[0])
@@ -359,56 +313,59 @@ def unsupported_ops(model: Any) -> list[str]:
     if not os.path.isdir(ops_dir):
         return []
     available = {name[:-3] for name in os.listdir(ops_dir) if name.endswith(".py")}
-    missing = []
-    for node in model.graph.node:
-        if node.op_type not in available:
-            missing.append(f"{node.op_type} (node '{node.name}')")
-    return missing
+    return [
+        f"{n.op_type} (node '{n.name}')" for n in model.graph.node if n.op_type not in available
+    ]
+
+
+# the info line of each rewrite that writes none itself: {count} and {names} of its nodes
+_NOTES = {
+    "divisions_as_products": "{count} division(s) by a constant written as products",
+    "scalars_as_vectors": (
+        "{count} scalar constant operand(s) given as 1-element tensors (onnx2tf mistakes a 0-d "
+        "constant for a layer output)"
+    ),
+    "lstm_zero_states": (
+        "{names}: LSTM given its zero initial state computed at run time (onnx2tf's LSTM fails "
+        "without an initial state; a constant one is folded away)"
+    ),
+    "gathers_as_reshapes": (
+        "{names}: a GatherND reading its data whole and in order written as a Reshape (onnx2tf "
+        "mislays the rank-5 indices of an attention mask)"
+    ),
+    "expectations_as_conv": (
+        "{names}: a softmax expectation over an axis written as a 1x1 Conv over channels "
+        "(onnx2tf loses the layout of the 4-D softmax and its sum)"
+    ),
+    "pools_made_global": (
+        "{names}: a pooling window as large as its input, converted as the global pooling it "
+        "is (onnx2tf would pad the input to the window's size)"
+    ),
+}
 
 
 def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
     """Apply every fix to ``model`` in place; returns what was done, for the result."""
     specs = graph_inputs(model)
-    shapes = static_shapes(specs, raw_shape, report)
+    shapes = static_shapes_to_fix(specs, raw_shape, report)
     if shapes:
         for note in fix_input_shapes(model, shapes):
             report.warn(note)
-    kernel_fixed = add_kernel_shapes(model, report)
-    flattened = flatten_old_softmax(model, report)
-    erf = expand_erf(model, report)
-    pools = globalize_pools(model)
-    products = divisions_as_products(model)
-    if products:
-        report.info(f"{len(products)} division(s) by a constant written as products")
-    vectors = scalars_as_vectors(model)
-    if vectors:
-        report.info(
-            f"{len(vectors)} scalar constant operand(s) given as 1-element tensors (onnx2tf "
-            "mistakes a 0-d constant for a layer output)"
-        )
-    lstms = zero_states_at_run_time(model)
-    if lstms:
-        report.info(
-            f"{', '.join(lstms)}: LSTM given its zero initial state computed at run time "
-            "(onnx2tf's LSTM fails without an initial state; a constant one is folded away)"
-        )
-    gathers = gathers_as_reshapes(model)
-    if gathers:
-        report.info(
-            f"{', '.join(gathers)}: a GatherND reading its data whole and in order written as "
-            "a Reshape (onnx2tf mislays the rank-5 indices of an attention mask)"
-        )
-    expectations = expectations_as_conv(model)
-    if expectations:
-        report.info(
-            f"{', '.join(expectations)}: a softmax expectation over an axis written as a 1x1 "
-            "Conv over channels (onnx2tf loses the layout of the 4-D softmax and its sum)"
-        )
-    if pools:
-        report.info(
-            f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
-            "global pooling it is (onnx2tf would pad the input to the window's size)"
-        )
+    done: dict[str, Any] = {  # in this order
+        "input_shapes": shapes,
+        "kernel_shape_added": add_kernel_shapes(model, report),
+        "softmax_flattened": flatten_old_softmax(model, report),
+        "erf_expanded": expand_erf(model, report),
+        "pools_made_global": globalize_pools(model),
+        "divisions_as_products": divisions_as_products(model),
+        "scalars_as_vectors": scalars_as_vectors(model),
+        "lstm_zero_states": zero_states_at_run_time(model),
+        "gathers_as_reshapes": gathers_as_reshapes(model),
+        "expectations_as_conv": expectations_as_conv(model),
+    }
+    for key, note in _NOTES.items():
+        if done[key]:
+            report.info(note.format(count=len(done[key]), names=", ".join(done[key])))
     renamed = sanitize_names(model)
     if renamed:
         shown = ", ".join(f"{a!r} -> {b!r}" for a, b in list(renamed.items())[:5])
@@ -422,23 +379,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             + ": replace these ops before converting to TFLite"
         )
-    return {
-        "input_shapes": shapes,
-        "kernel_shape_added": kernel_fixed,
-        "softmax_flattened": flattened,
-        "erf_expanded": erf,
-        "pools_made_global": pools,
-        "divisions_as_products": len(products),
-        "scalars_as_vectors": len(vectors),
-        "lstm_zero_states": lstms,
-        "expectations_as_conv": expectations,
-        "gathers_as_reshapes": gathers,
-        "renamed": renamed,
-    }
-
-
-def original_name(renamed: dict[str, str], name: str) -> str | None:
-    for old, new in renamed.items():
-        if new == name:
-            return old
-    return None
+    done["divisions_as_products"] = len(done["divisions_as_products"])
+    done["scalars_as_vectors"] = len(done["scalars_as_vectors"])
+    done["renamed"] = renamed
+    return done
