@@ -128,6 +128,17 @@ def model_size_bytes(path: Path, model: Any | None = None) -> int:
     return total
 
 
+def constant_tensors(graph: Any) -> dict[str, Any]:
+    """Initializers and ``Constant`` node values (as TensorProto), by tensor name."""
+    found = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attr in node.attribute:
+                if attr.name == "value" and attr.HasField("t"):
+                    found[node.output[0]] = attr.t
+    return found
+
+
 def initializer_bytes(model: Any) -> int:
     return sum(len(t.raw_data) for t in _initializers(model))
 

@@ -105,15 +105,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     if out.exists() and out.resolve() == path.resolve():
         raise UsageError(f"output '{out}' is the input model: choose another output path")
     if mode != "quantize-static":
-        ignored = [
-            name
-            for name, on in (
-                ("calibration", calibration),
-                ("quantize_io", quantize_io),
-                ("exclude_nodes", exclude_nodes),
-            )
-            if on
-        ]
+        given = {
+            "calibration": calibration,
+            "quantize_io": quantize_io,
+            "exclude_nodes": exclude_nodes,
+        }
+        ignored = [name for name, on in given.items() if on]
         if ignored:
             report.warn(f"{', '.join(ignored)} only apply to quantize-static; ignored in {mode}")
     if mode == "optimize" and per_channel:

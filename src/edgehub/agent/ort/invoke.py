@@ -50,13 +50,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     start = time.perf_counter_ns()
     session = create_session(path, options, providers)
     created = time.perf_counter_ns() - start
-    samples = prepare_inputs(
-        input_specs(session, path if input_arg is None else None),
-        input_arg,
-        raw_shape,
-        seed,
-        report,
-    )
+    specs = input_specs(session, path if input_arg is None else None)
+    samples = prepare_inputs(specs, input_arg, raw_shape, seed, report)
     if len(samples) != 1:
         raise UsageError(
             f"input_data '{input_arg}' holds {len(samples)} samples; invoke runs one: pass one .npz"

@@ -9,42 +9,27 @@ Request::
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
      "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs),
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
-     "stable_window_s": 1,
-     "stable_max_other_share": 0.25}
+     "stable_window_s": 1, "stable_max_other_share": 0.25}
 
-Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
-cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
-``input_shape``, other dynamic dims set to 1. The result's ``shapes`` (in params, data and
-profile.json) records each input's dtype and shape(s) as run.
+Inputs (:mod:`..inputs`): ``input_data`` (one .npz sample or a directory of them) cycles over
+the warm-up and timed runs in name order; without it, random data (``seed``) at
+``input_shape``, other dynamic dims 1. ``shapes`` (params, data, profile.json) records them.
 
-How it measures:
+1. Cold starts: each creates a new session (``session_create_ms``) and runs it once
+   (``first_run_ms``): the means are metrics, the list is ``data.cold_starts``.
+2. The last session runs ``warmup`` untimed runs, then ``runs`` timed ones with
+   ``perf_counter_ns`` tightly around each ``session.run`` and ORT profiling off: a bare loop.
+   ``until_stable`` repeats windows of timed runs until they agree (:mod:`..stable`; metrics
+   ``stable_*``, each window in ``data.windows``); not converging does not fail the run.
+3. ``layerwise``/``model`` only: a separate session with ORT profiling runs once (dropped) plus
+   ``min(runs, 20)`` times; its trace (:mod:`.trace`) gives per-node rows (``layerwise``) and
+   the mean ``model_run`` time.
 
-1. Cold starts: each creates a new session (timed: ``session_create_ms``) and runs it once
-   (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
-2. The last cold-start session runs ``warmup`` untimed runs (with ``until_stable``, more for
-   0.5 s: :func:`..stable.warm_up`), then ``runs`` timed runs with
-   ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
-   numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come in
-   windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until the last
-   three windows (medians and means) agree within ``stable_tolerance`` (a fraction), with other
-   processes taking at most ``stable_max_other_share`` (default 0.25) of the CPUs in each
-   (``stable_busy_windows`` counts those that took more), or ``stable_max_s`` seconds pass
-   (:mod:`..stable`); the samples are the last three windows', and the metrics ``stable_converged``
-   (1 or 0; not converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say
-   how it went.
-3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT
-   profiling on runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed
-   (:mod:`.trace`) into per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
-
-Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
-fps (1000 / mean), session_create_ms, first_run_ms, peak_rss_mb (MiB, the process's high-water
-resident set: VmHWM, else ru_maxrss), runs, warmup, cold_starts; with a trace also
-model_run_mean_ms, profiled_runs and (layerwise) num_layers.
-``profile_json`` (if given) receives ``{samples_us, cold_starts, stats, layers, trace, env,
-settings, conditions}``; ``data.conditions`` is what the timed loop ran under
-(:mod:`..conditions`: load, other processes' CPU time, CPU model, governor, limits, memory).
-With ``until_stable``, ``data.windows`` (and profile.json's ``windows``) has each window's median,
-mean and other processes' CPU share.
+Metrics: the latency statistics of :mod:`..stats` (ms), session_create_ms, first_run_ms,
+peak_rss_mb (the process's high-water resident set), runs, warmup, cold_starts; with a trace
+model_run_mean_ms, profiled_runs and (layerwise) num_layers. ``profile_json`` receives
+``{samples_us, cold_starts, stats, layers, trace, env, settings, conditions}``;
+``data.conditions`` is what the timed loop ran under (:mod:`..conditions`).
 """
 
 from __future__ import annotations

@@ -205,32 +205,21 @@ def quantize_dynamic(
     return {"params": params, "data": {}}
 
 
-class SampleReader:
-    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
-
-    def __init__(self, samples: list[Arrays]) -> None:
-        self.samples = samples
-        self.index = 0
-
-    def get_next(self) -> dict[str, Any] | None:
-        if self.index >= len(self.samples):
-            return None
-        sample = self.samples[self.index]
-        self.index += 1
-        return sample
-
-    def rewind(self) -> None:
-        self.index = 0
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-
 def make_reader(samples: list[Arrays]) -> Any:
-    """A SampleReader that is also an instance of ORT's CalibrationDataReader."""
+    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
     from onnxruntime.quantization import CalibrationDataReader
 
-    class Reader(SampleReader, CalibrationDataReader):  # type: ignore[misc]
-        pass
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.rewind()
 
-    return Reader(samples)
+        def get_next(self) -> Arrays | None:
+            return next(self.left, None)
+
+        def rewind(self) -> None:
+            self.left = iter(samples)
+
+        def __len__(self) -> int:
+            return len(samples)
+
+    return Reader()

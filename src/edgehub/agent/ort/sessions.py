@@ -65,12 +65,11 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
             str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"]
         )
     except Exception as exc:
+        from ..models import not_onnx_error
+
         message = one_line(str(exc))
         if "INVALID_PROTOBUF" in message or "Protobuf parsing failed" in message:
-            raise ModelError(
-                f"'{path.name}' is not an ONNX model (protobuf parse failed): export the model "
-                "to .onnx first"
-            ) from exc
+            raise not_onnx_error(path) from exc
         raise ModelError(
             f"onnxruntime {ort.__version__} cannot load '{path.name}': {message}: check the "
             "model's opset/operators against this runtime version, or re-export it"
@@ -93,10 +92,7 @@ def _index_limits(path: Path) -> dict[str, int]:
 
     try:
         return index_limits(load_model(path, load_external_data=False))
-    except (
-        UserError,
-        MissingDependencyError,
-    ):  # onnx missing here, or not an ONNX file (an .ort model): no limits
+    except (UserError, MissingDependencyError):  # no onnx here, or an .ort model: no limits
         return {}
 
 

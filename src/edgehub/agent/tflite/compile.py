@@ -319,7 +319,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         outputs, errors = matching.output_maps(
             out_specs, edges.outputs, originals, reference, values
         )
-        mapping = matching.mapping(inputs, outputs, path.name, precision)
+        mapping = IOMapping(inputs, outputs, path.name, precision)
         if verify and reference is not None:
             found = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report)
             mapping.tensors = found

@@ -38,15 +38,8 @@ def identity_mapping(inputs: list[TFLiteTensor], outputs: list[TFLiteTensor]) ->
 
     def entry(tensor: TFLiteTensor) -> TensorMap:
         dims: list[int] = list(tensor.signature)
-        return TensorMap(
-            onnx_name=tensor.name,
-            tflite_name=tensor.name,
-            onnx_shape=dims,
-            tflite_shape=dims,
-            perm=None,
-            onnx_dtype="float32" if tensor.quantized else tensor.dtype,
-            tflite_dtype=tensor.dtype,
-        )
+        dtype = "float32" if tensor.quantized else tensor.dtype
+        return TensorMap(tensor.name, tensor.name, dims, dims, None, dtype, tensor.dtype)
 
     return IOMapping([entry(t) for t in inputs], [entry(t) for t in outputs])
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..models import constant_tensors
 from .graph_rewrites import (
-    _constants,
     _set_nodes,
     _subgraph_inputs,
     add_initializer,
@@ -38,7 +38,7 @@ def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str
     from onnx import helper, numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {o: n for n in graph.node for o in n.output if o}
     wanted: list[str] = []
     needed: dict[int, Any] = {}
@@ -137,7 +137,7 @@ def gathers_as_reshapes(model: Any) -> list[str]:
     shapes = static_shapes(model, data_prop=True)
     shapes.update({t.name: list(t.dims) for t in graph.initializer})
     gathers = [n for n in gathers if n.input[0] in shapes]
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     known = fold(model, [n.input[1] for n in gathers if n.input[1] not in constants], shapes)
     known.update(
         {n.input[1]: numpy_helper.to_array(constants[n.input[1]]) for n in gathers

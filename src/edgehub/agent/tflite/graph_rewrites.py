@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..models import constant_tensors
+
 _BROADCASTING = ("Add", "Sub", "Mul", "Div", "Pow")
 
 
@@ -50,19 +52,8 @@ def _ranks(model: Any) -> dict[str, int]:
         return {}
     ranks = {t.name: len(t.dims) for t in model.graph.initializer}
     ranks.update({name: len(dims) for name, dims in found.items()})
-    ranks.update({name: len(t.dims) for name, t in _constants(model.graph).items()})
+    ranks.update({name: len(t.dims) for name, t in constant_tensors(model.graph).items()})
     return ranks
-
-
-def _constants(graph: Any) -> dict[str, Any]:
-    """Initializers and ``Constant`` node values (as TensorProto), by tensor name."""
-    found = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    found[node.output[0]] = attr.t
-    return found
 
 
 def add_initializer(model: Any, array: np.ndarray, name: str) -> str:
@@ -85,7 +76,7 @@ def scalars_as_vectors(model: Any) -> list[str]:
     from onnx import numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     ranks: dict[str, int] | None = None
     made: dict[str, str] = {}
     changed = []
@@ -181,7 +172,7 @@ def zero_states_at_run_time(model: Any) -> list[str]:
     from onnx import helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {out: node for node in graph.node for out in node.output}
     nodes = list(graph.node)
     changed = []
@@ -273,7 +264,7 @@ def expectations_as_conv(model: Any) -> list[str]:
     from onnx import helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     ranks = _ranks(model)
     readers: dict[str, list[Any]] = {}
     for node in graph.node:
@@ -397,7 +388,7 @@ def constants_below_rank3(model: Any) -> list[str]:
     from onnx import numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {out: node for node in graph.node for out in node.output}
     ranks: dict[str, int] | None = None
     made: dict[str, str] = {}

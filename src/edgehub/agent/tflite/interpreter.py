@@ -152,14 +152,10 @@ def _tensor(name: str, detail: dict[str, Any]) -> TFLiteTensor:
     scale, zero_point = detail.get("quantization") or (0.0, 0)
     shape = [int(d) for d in detail["shape"]]
     signature = detail.get("shape_signature")
+    signature = shape if signature is None else [int(d) for d in signature]
+    dtype = np.dtype(detail["dtype"]).name
     return TFLiteTensor(
-        name=name,
-        index=int(detail["index"]),
-        dtype=np.dtype(detail["dtype"]).name,
-        shape=shape,
-        signature=[int(d) for d in signature] if signature is not None else shape,
-        scale=float(scale),
-        zero_point=int(zero_point),
+        name, int(detail["index"]), dtype, shape, signature, float(scale), int(zero_point)
     )
 
 

@@ -46,15 +46,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     loaded = time.perf_counter_ns() - start
     edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
     specs = edges.compiled_specs() if compiled else edges.original_specs()
-    arrays = (
-        load_inputs(input_arg, specs) if not compiled else load_compiled_inputs(input_arg, edges)
-    )
-    report.info(
-        "invoke: "
-        + ", ".join(
-            f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in arrays.items()
-        )
-    )
+    arrays = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
+    shown = (f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in arrays.items())
+    report.info("invoke: " + ", ".join(shown))
     feeds = edges.feeds(arrays, compiled)
     edges.set_inputs(feeds)
     start = time.perf_counter_ns()
@@ -76,16 +70,6 @@ def run(params: Params, report: Report) -> CommandOutput:
 
 def load_compiled_inputs(input_arg: str, edges: ModelEdges) -> Any:
     """Inputs keyed by TFLite name; the dtype check happens after quantizing, in ``feeds``."""
-    from ..protocol import InputDataError
-    from ..tensors import describe_specs, load_arrays
+    from ..tensors import by_name, load_arrays
 
-    loaded = load_arrays(input_arg)
-    if isinstance(loaded, dict):
-        return loaded
-    if len(edges.inputs) != 1:
-        raise InputDataError(
-            f"input file '{input_arg}' is a single .npy array but the model has "
-            f"{len(edges.inputs)} inputs: save an .npz keyed by input name "
-            f"({describe_specs(edges.compiled_specs())})"
-        )
-    return {edges.inputs[0].name: loaded}
+    return by_name(load_arrays(input_arg), edges.compiled_specs(), f"input file '{input_arg}'")

@@ -103,15 +103,11 @@ def pair(
             continue
         _, other, perm = best
         taken.add(other)
+        onnx_shape, tflite_shape = ([int(d) for d in a.shape] for a in (value, tflite[other]))
         found[name] = TensorMap(
-            onnx_name=originals.get(name, name),
-            tflite_name=other,
-            onnx_shape=[int(d) for d in value.shape],
-            tflite_shape=[int(d) for d in tflite[other].shape],
-            perm=perm or None,
-            onnx_dtype=value.dtype.name,
-            tflite_dtype="float32",
-        )
+            originals.get(name, name), other, onnx_shape, tflite_shape, perm or None,
+            value.dtype.name, "float32",
+        )  # fmt: skip
     return [found[n] for n in order if n in found]
 
 

@@ -91,11 +91,6 @@ class IOMapping:
         except (KeyError, TypeError) as exc:
             raise ModelError(f"'{where}' is a damaged TFLite mapping ({exc}): recompile") from exc
 
-    def is_identity(self) -> bool:
-        return all(
-            t.onnx_name == t.tflite_name and not t.perm for t in [*self.inputs, *self.outputs]
-        )
-
     def write(self, path: str | Path) -> None:
         write_json_atomic(path, self.to_json())
 

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..models import graph_inputs
+from ..models import constant_tensors, graph_inputs
 from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
@@ -48,7 +48,6 @@ from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
-    _constants,
     _set_nodes,
     add_initializer,
     drop_unused,
@@ -96,7 +95,7 @@ def add_kernel_shapes(model: Any, report: Report) -> list[str]:
     """Give Conv/ConvTranspose nodes without ``kernel_shape`` the one their weight implies."""
     from onnx import helper
 
-    weights = {name: list(t.dims) for name, t in _constants(model.graph).items()}
+    weights = {name: list(t.dims) for name, t in constant_tensors(model.graph).items()}
     fixed = []
     for node in model.graph.node:
         if node.op_type not in ("Conv", "ConvTranspose") or len(node.input) < 2:
@@ -211,7 +210,7 @@ def divisions_as_products(model: Any) -> list[str]:
     from onnx import numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     made: dict[str, str] = {}
     rewritten = []
     for node in graph.node:
