@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .inputs import sample_files
 from .protocol import CalibrationDataError, InputDataError
 from .report import Report
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_arrays, random_inputs
@@ -45,13 +46,6 @@ def _cast_floats(sample: Arrays, specs: Sequence[TensorSpec], casts: list[str]) 
             if spec.name not in casts:
                 casts.append(spec.name)
     return out
-
-
-def _check(sample: Arrays, specs: Sequence[TensorSpec], where: str) -> None:
-    try:
-        check_arrays(sample, specs, what=f"calibration sample {where}")
-    except InputDataError as exc:
-        raise CalibrationDataError(str(exc)) from exc
 
 
 def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list[Arrays]:
@@ -86,33 +80,25 @@ def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list
 
 
 def _from_directory(directory: Path, specs: Sequence[TensorSpec]) -> list[Arrays]:
-    npz = sorted(p for p in directory.iterdir() if p.suffix == ".npz" and p.is_file())
-    npy = sorted(p for p in directory.iterdir() if p.suffix == ".npy" and p.is_file())
-    if npz:
-        samples = []
-        for path in npz:
-            loaded = load_arrays(path, "calibration")
-            if not isinstance(loaded, dict):
-                raise CalibrationDataError(f"calibration file '{path}' is not an .npz archive")
-            samples.append(loaded)
-        return samples
-    if npy:
-        if len(specs) != 1:
-            raise CalibrationDataError(
-                f"calibration directory '{directory}' holds .npy files but the model has "
-                f"{len(specs)} inputs: use one .npz per sample keyed by input name; "
-                f"{_expected(specs)}"
-            )
-        samples = []
-        for path in npy:
-            loaded = load_arrays(path, "calibration")
-            if isinstance(loaded, dict):
-                raise CalibrationDataError(f"calibration file '{path}' is not a .npy array")
-            samples.append({specs[0].name: loaded})
-        return samples
-    raise CalibrationDataError(
-        f"calibration directory '{directory}' holds no .npz or .npy files; {_expected(specs)}"
-    )
+    files = sample_files(directory)
+    if not files:
+        raise CalibrationDataError(
+            f"calibration directory '{directory}' holds no .npz or .npy files; {_expected(specs)}"
+        )
+    npz = files[0].suffix == ".npz"
+    if not npz and len(specs) != 1:
+        raise CalibrationDataError(
+            f"calibration directory '{directory}' holds .npy files but the model has "
+            f"{len(specs)} inputs: use one .npz per sample keyed by input name; {_expected(specs)}"
+        )
+    samples = []
+    for path in files:
+        loaded = load_arrays(path, "calibration")
+        if isinstance(loaded, dict) != npz:
+            kind = "an .npz archive" if npz else "a .npy array"
+            raise CalibrationDataError(f"calibration file '{path}' is not {kind}")
+        samples.append(loaded if isinstance(loaded, dict) else {specs[0].name: loaded})
+    return samples
 
 
 def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report) -> list[Arrays]:
@@ -138,7 +124,10 @@ def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report)
     checked = []
     for index, sample in enumerate(samples):
         sample = _cast_floats(sample, specs, casts)
-        _check(sample, specs, f"#{index}")
+        try:
+            check_arrays(sample, specs, what=f"calibration sample #{index}")
+        except InputDataError as exc:
+            raise CalibrationDataError(str(exc)) from exc
         checked.append(sample)
     if casts:
         report.warn(f"calibration data for {', '.join(casts)} was cast to the model's float dtype")
@@ -192,11 +181,7 @@ def warn_if_few(count: int, model: Any, report: Report) -> None:
 def random_calibration(
     specs: Sequence[TensorSpec], count: int, seed: int, report: Report
 ) -> list[Arrays]:
-    rng_seed = seed
-    samples = []
-    for i in range(count):
-        sample, _ = random_inputs(specs, seed=rng_seed + i)
-        samples.append(sample)
+    samples = [random_inputs(specs, seed=seed + i)[0] for i in range(count)]
     report.warn(
         f"no calibration data: calibrated on {count} random samples (dynamic dims set to 1), so "
         "the int8 accuracy will be poor; pass calibration (an .npz keyed by input name with a "

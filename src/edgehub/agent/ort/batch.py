@@ -24,12 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import dataset, stacked_info, totals
 from ..models import graph_nodes, with_graph_outputs
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
-from ..tensors import Arrays, check_arrays, save_npz
+from ..tensors import Arrays, save_npz
 from .sessions import create_session, input_specs, resolve_providers, session_options
 
 
@@ -64,12 +64,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         created = time.perf_counter_ns() - start
         specs = input_specs(session)
         start = time.perf_counter_ns()
-        if samples is None:
-            loader = split_stacked if stacked else load_samples
-            samples = loader(samples_arg, specs, "dataset")
-        else:
-            for number, sample in enumerate(samples):
-                check_arrays(sample, specs, f"dataset sample #{number}")
+        samples = dataset(samples, samples_arg, stacked, specs)
         read = time.perf_counter_ns() - start
         outputs, elapsed = _run_all(session, samples)
         start = time.perf_counter_ns()
@@ -81,20 +76,14 @@ def run(params: Params, report: Report) -> CommandOutput:
             f"{ms(written):.1f} ms)"
         )
         result: dict[str, Any] = {
-            "outputs": [
-                {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                for n, a in outputs.items()
-            ],
+            "outputs": stacked_info(outputs),
             "inference_ms": ms(elapsed),
             "session_create_ms": ms(created),
         }
         if graph:
             result["graph"] = nodes
         results.append(result)
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "session_create_ms": sum(r["session_create_ms"] for r in results),
-    }
+    metrics = totals(results, "inference_ms", "session_create_ms")
     data = {"samples": len(samples or []), "runs": results}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 

@@ -27,7 +27,7 @@ from types import FrameType
 from .. import lifeline
 from ..argv import take_option
 from ..exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
-from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
+from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address, write_all
 
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
@@ -113,16 +113,9 @@ def connect(path: str) -> socket.socket | None:
     return conn
 
 
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def exchange(conn: socket.socket, path: str, argv: list[str]) -> tuple[int | None, bool]:
     try:
-        request = encode_request(argv, os.getcwd(), dict(os.environ), current_umask())
-        conn.sendall(request)
+        conn.sendall(encode_request(argv))
         first, rest = read_line(conn, START_TIMEOUT_S)
     except OSError:  # refused, reset, timed out, or a server going away: nothing ran
         return None, True
@@ -249,15 +242,10 @@ def write_stderr(text: str) -> None:
 
 
 def write_stderr_bytes(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(2, view)
-        except InterruptedError:
-            continue
-        except OSError:  # stderr closed: progress is best effort
-            return
-        view = view[written:]
+    try:
+        write_all(2, data)
+    except OSError:  # stderr closed: progress is best effort
+        pass
 
 
 def print_file(path: str) -> None:

@@ -27,6 +27,7 @@ import socket
 import struct
 import time
 
+from ..argv import ArgvProblem, read_options
 from .client import connect
 from .wire import MAX_REQUEST_BYTES, MAX_STAGE_BYTES, write_all
 
@@ -141,18 +142,14 @@ class Relay:
 
 def relay_main(argv: list[str]) -> int:
     """``relay --socket PATH [--preload NS]``; returns when stdin ends."""
-    values = {"--socket": "", "--preload": ""}
-    words = list(argv)
-    while words:
-        option = words.pop(0)
-        if option not in values or not words:
-            os.write(2, (RELAY_USAGE + "\n").encode())
-            return 2
-        values[option] = words.pop(0)
-    if not values["--socket"]:
+    try:
+        words, values = read_options(argv, ("--socket", "--preload"))
+    except ArgvProblem:
+        words, values = [], {}
+    if words or not values.get("--socket"):
         os.write(2, (RELAY_USAGE + "\n").encode())
         return 2
-    relay = Relay(os.path.abspath(values["--socket"]), values["--preload"] or None)
+    relay = Relay(os.path.abspath(values["--socket"]), values.get("--preload") or None)
     stdin = Input()
     try:
         while True:

@@ -35,7 +35,6 @@ from ..argv import ArgvProblem, read_options
 from ..commands import preload_modules
 from ..env import collect_env
 from ..protocol import EXIT_OK, EXIT_USER, UsageError
-from .idle import IdleTimer
 from .job import load_libc, run_job
 from .jobs import Job, JobTable, signal_group
 from .wire import (
@@ -157,7 +156,8 @@ class Server:
         self.wakeup_r, self.wakeup_w = os.pipe()
         self.jobs = JobTable()
         self.pending: dict[socket.socket, Pending] = {}
-        self.idle = IdleTimer(idle)
+        self.idle_s = idle
+        self.idle_since = time.monotonic()  # when the last job or connection went
         self.stop_signal: int | None = None
         self.stopping = False
         self.identity = python_identity()
@@ -246,8 +246,8 @@ class Server:
                 self.stop()
                 continue
             now = time.monotonic()
-            if not self.jobs and not self.pending and self.idle.expired(now):
-                log(f"idle for {self.idle.seconds:g} s: exiting")
+            if not self.jobs and not self.pending and now - self.idle_since >= self.idle_s:
+                log(f"idle for {self.idle_s:g} s: exiting")
                 return
             for key, _ in self.selector.select(self.timeout(now)):
                 key.data(key.fileobj)
@@ -258,7 +258,7 @@ class Server:
         deadlines = [p.deadline for p in self.pending.values()]
         deadlines += self.jobs.deadlines()
         if not self.jobs and not self.pending:
-            deadlines.append(self.idle.deadline())
+            deadlines.append(self.idle_since + self.idle_s)
         return max(0.0, min(min(deadlines) - now, SOCKET_CHECK_S)) if deadlines else SOCKET_CHECK_S
 
     def socket_gone(self) -> bool:
@@ -282,7 +282,7 @@ class Server:
 
     def became_idle(self) -> None:
         if not self.jobs and not self.pending:
-            self.idle.restart()
+            self.idle_since = time.monotonic()
 
     # --- connections and requests ------------------------------------------------------------
 

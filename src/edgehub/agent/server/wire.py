@@ -60,15 +60,13 @@ def marker(prefix: bytes, value: object) -> bytes:
     return prefix + text.encode("utf-8", "replace") + b"\n"
 
 
-def encode_request(
-    argv: list[str], cwd: str, env: dict[str, str] | None, umask: int | None
-) -> bytes:
-    request: dict[str, Any] = {"argv": argv, "cwd": cwd, "python": python_identity()}
-    if env is not None:
-        request["env"] = env
-    if umask is not None:
-        request["umask"] = umask
-    return json.dumps(request).encode("utf-8") + b"\n"
+def encode_request(argv: list[str]) -> bytes:
+    """The request line to run ``argv`` as this process would: its cwd, environment, umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    env = dict(os.environ)
+    request = {"argv": argv, "cwd": os.getcwd(), "python": python_identity(), "env": env}
+    return json.dumps({**request, "umask": umask}).encode("utf-8") + b"\n"
 
 
 def decode_request(line: bytes) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import load_samples, split_stacked, stacked_info, totals
 from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stats import ms
@@ -73,20 +73,14 @@ def run(params: Params, report: Report) -> CommandOutput:
         report.info(f"{Path(path).name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
         results.append(
             {
-                "outputs": [
-                    {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                    for n, a in outputs.items()
-                ],
+                "outputs": stacked_info(outputs),
                 "inference_ms": ms(elapsed),
                 "load_ms": ms(loaded),
                 "samples": len(samples),
                 **({"tensors": {m.onnx_name: n for n, m in named.items()}} if graph else {}),
             }
         )
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "load_ms": sum(r["load_ms"] for r in results),
-    }
+    metrics = totals(results, "inference_ms", "load_ms")
     data = {"samples": results[0]["samples"], "runs": results}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 

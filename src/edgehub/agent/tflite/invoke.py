@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..inputs import describe
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..stats import ms
@@ -47,8 +48,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
     specs = edges.compiled_specs() if compiled else edges.original_specs()
     arrays = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
-    shown = (f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in arrays.items())
-    report.info("invoke: " + ", ".join(shown))
+    report.info(f"invoke: {describe(arrays)}")
     feeds = edges.feeds(arrays, compiled)
     edges.set_inputs(feeds)
     start = time.perf_counter_ns()

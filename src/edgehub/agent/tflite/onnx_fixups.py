@@ -33,8 +33,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from typing import Any, Sequence
 
@@ -56,6 +54,7 @@ from .graph_rewrites import (
     static_shapes,
     zero_states_at_run_time,
 )
+from .simplifier import onnx2tf_ops
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
@@ -304,14 +303,9 @@ def sanitize_names(model: Any) -> dict[str, str]:
 
 def unsupported_ops(model: Any) -> list[str]:
     """``op (node)`` for each node onnx2tf has no converter module for (empty if unknown)."""
-    spec = importlib.util.find_spec("onnx2tf")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
+    available = onnx2tf_ops()
+    if available is None:
         return []
-    ops_dir = os.path.join(locations[0], "ops")
-    if not os.path.isdir(ops_dir):
-        return []
-    available = {name[:-3] for name in os.listdir(ops_dir) if name.endswith(".py")}
     return [
         f"{n.op_type} (node '{n.name}')" for n in model.graph.node if n.op_type not in available
     ]

@@ -40,7 +40,6 @@ def _agent_root() -> str:
 def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list[str],
             per_channel: bool, output: Path) -> list[str]:  # fmt: skip
     """The child's argv: this module's `main` with its job as one JSON argument."""
-    package = (__package__ or "").split(".")[0]
     job = {
         "saved_model": str(saved_model),
         "calibration": {name: str(path) for name, path in calibration.items()},
@@ -52,7 +51,6 @@ def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list
         f"import sys; sys.path.insert(0, {_agent_root()!r}); "
         f"from {__package__} import selective; selective.main(sys.argv[1])"
     )
-    assert package
     return [sys.executable, "-c", code, json.dumps(job)]
 
 

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import dataset, stacked_info, totals
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from ..stats import ms
-from ..tensors import Arrays, check_arrays, save_npz
+from ..tensors import Arrays, save_npz
 from .cuda import Cuda
 from .engine_file import engine_problem
 from .engine_run import EngineRunner
@@ -93,37 +93,21 @@ def run(params: Params, report: Report) -> CommandOutput:
                 if parsed is not None:
                     parsed.close()
             loaded = time.perf_counter_ns() - start
-            if samples is None:
-                loader = split_stacked if stacked else load_samples
-                samples = loader(samples_arg, engine.specs, "dataset")
-            else:
-                for number, sample in enumerate(samples):
-                    check_arrays(sample, engine.specs, f"dataset sample #{number}")
+            samples = dataset(samples, samples_arg, stacked, engine.specs)
             outputs, elapsed = engine.run_all(cuda, samples)
             save_npz(job["output"], outputs, compress=False)
             report.info(
                 f"{Path(job['model']).name}: {len(samples)} samples run in {ms(elapsed):.1f} ms"
             )
             result.update(
-                outputs=[
-                    {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                    for n, a in outputs.items()
-                ],
-                inference_ms=ms(elapsed),
-                load_ms=ms(loaded),
+                outputs=stacked_info(outputs), inference_ms=ms(elapsed), load_ms=ms(loaded)
             )
             results.append(result)
     finally:
         cuda.close()
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "load_ms": sum(r["load_ms"] for r in results),
-    }
-    return CommandOutput(
-        params=params.resolved,
-        metrics=metrics,
-        data={"samples": len(samples or []), "runs": results},
-    )
+    metrics = totals(results, "inference_ms", "load_ms")
+    data = {"samples": len(samples or []), "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 
 
 def _job(raw: Any, index: int) -> dict[str, Any]:
