@@ -1,21 +1,16 @@
 """Calibration samples for static quantization: from files, or random (with a warning).
 
-Accepted ``calibration`` values:
+``calibration`` is an ``.npz`` whose arrays, keyed by input name, have a leading samples axis
+(an array of the input's rank + 1 is split into ``arr[i]``, one of the input's rank, batch
+first, into ``arr[i:i+1]``; every input with the same count), or a directory of ``.npz`` files
+(one sample each; ``.npy`` files for a one-input model), read in name order. Every sample is
+checked against the model's inputs; a float64 array for a float32 input is cast (with a
+warning), anything else is a CalibrationDataError listing the expected inputs. Nothing is
+ever unpickled.
 
-- an ``.npz`` file: arrays keyed by input name whose leading axis counts samples. An array of the
-  input's rank + 1 is split into ``arr[i]``; an array of the input's rank (batch-first, the first
-  dim dynamic or 1) is split into ``arr[i:i+1]``. Every input must have the same sample count.
-- a directory of ``.npz`` files, one sample per file, keyed by input name; or, for a single-input
-  model, of ``.npy`` files (one array per file). Files are read in sorted name order.
-
-Every sample is checked against the model's inputs (names, dtypes, shapes); a float64 array for a
-float32 input is cast (with a warning), anything else that differs is a CalibrationDataError
-listing the expected inputs. Nothing is ever unpickled.
-
-Too few samples (`warn_if_few`): a quantized activation's range comes from the values the
-samples give it, so calibration warns below ``max(MIN_SAMPLES, C)`` samples, ``C`` being the
-most output channels of a layer with weights (Conv, ConvTranspose, Gemm, MatMul): a sample
-per channel of the widest activation, and never fewer than ``MIN_SAMPLES``.
+`warn_if_few`: an activation's range comes from the samples, so fewer than
+``max(MIN_SAMPLES, C)`` draw a warning, ``C`` the most output channels of a layer with weights
+(Conv, ConvTranspose, Gemm, MatMul).
 """
 
 from __future__ import annotations

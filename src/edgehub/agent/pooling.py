@@ -1,16 +1,14 @@
 """Pooling windows as large as the input, written as the global pooling they are.
 
 Some exporters write a global pool as an AveragePool / MaxPool whose kernel covers the whole
-input (Hugging Face's EfficientNet pools its 4x4 features with a 640x640 kernel and ceil_mode):
-onnx2tf pads the input to the kernel's size (gigabytes of memory), and TensorRT's parser refuses
-a window whose volume passes its kernel limit. Where the input's spatial size is known, there is
-no dilation, and the node's one window per axis covers the whole input, pads included (output
-size 1 by the ONNX formula, strides and ceil_mode counted), the node becomes GlobalAveragePool /
-GlobalMaxPool: the same values where the pads change nothing (none, a MaxPool's, or an
-AveragePool's with count_include_pad 0). Sizes come from ONNX shape inference at ``shapes``
-(the input shapes the caller compiles for) after small constant subgraphs (an exported Pad's
-computed pads) are folded, else from one onnxruntime run at static input shapes, where
-onnxruntime is installed.
+input (Hugging Face's EfficientNet: a 640x640 kernel with ceil_mode on 4x4 features): onnx2tf
+pads the input to the kernel's size (gigabytes), and TensorRT's parser refuses the window. Where
+the input's spatial size is known, there is no dilation and the node's one window per axis
+covers the whole input, pads included (output size 1 by the ONNX formula), the node becomes
+GlobalAveragePool / GlobalMaxPool: the same values where the pads change nothing (none, a
+MaxPool's, or an AveragePool's with count_include_pad 0). Sizes come from shape inference at
+``shapes`` (the input shapes compiled for) once small constant subgraphs (an exported Pad's
+pads) are folded, else from one onnxruntime run at static input shapes.
 """
 
 from __future__ import annotations

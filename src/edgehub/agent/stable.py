@@ -1,28 +1,23 @@
 """Measuring until stable: timed windows until the last three windows agree.
 
 :func:`measure_until_stable` runs windows of timed runs until the last `WINDOWS` windows agree:
-their medians lie within ``tolerance`` of each other (their spread, max less min over min, at most
-``tolerance``), and so do their means (of the fastest 99 % of a window's samples: one rare pause of
-a few milliseconds moves the plain mean of a fast model's window by several percent). It stops
-there, or when ``max_s`` seconds have passed or `MAX_WINDOWS` windows were run. The samples it keeps
-are those of the last three windows; it says whether it converged, how many windows it ran and the
-last spread, and never fails the measurement for not converging.
+their medians, and their means (of the fastest 99 %: one rare pause moves a fast model's mean by
+several percent), lie within ``tolerance`` of each other (max less min over min). It stops
+there, after ``max_s`` seconds or after `MAX_WINDOWS` windows, keeps the last three windows'
+samples, says whether it converged, how many windows ran and the last spread, and never fails
+the measurement for not converging.
 
-Given ``other_share`` (the share of the CPUs other processes took since its last call:
-:class:`..conditions.OtherCpuMeter`), a window also counts only when other processes took at most
-``max_other_share`` of the CPUs during it (default `MAX_OTHER_CPU_SHARE`, the limit `hub runs
-compare` calls not comparable; 1 turns the check off): windows that agree while a neighbour holds
-a CPU busy are not a stable measurement.
+Given ``other_share`` (other processes' share of the CPUs since its last call:
+:class:`..conditions.OtherCpuMeter`), a window counts only when that share was at most
+``max_other_share`` (default `MAX_OTHER_CPU_SHARE`, the limit `hub runs compare` calls not
+comparable; 1 turns the check off): windows that agree beside a busy neighbour are not stable.
 
-Before the first window the caller warms up for `WARMUP_S` (:func:`warm_up`). A window is one
-call of ``measure``, repeated until the window has lasted `MIN_WINDOW_S`: a window
-of a fast model's ``runs`` lasts milliseconds, and three windows that close together agree even
-while a neighbour's bursts of load, which last tenths of a second, change the latency from one
-second to the next. A window keeps every k-th sample, at most `MAX_KEPT_PER_WINDOW`; its median
-and mean are taken from all of them. The means matter beside the medians: bursts of load slow a
-minority of the runs, which moves a window's mean and tail but can leave its median where it was
-(measured with a bursty neighbour on a 2-core machine: window medians within 3 %, means 20 %
-apart). Standard library only.
+The caller warms up for `WARMUP_S` first (:func:`warm_up`). A window is one call of ``measure``,
+repeated until it has lasted `MIN_WINDOW_S`: three windows of milliseconds agree even while a
+neighbour's bursts of load change the latency from one second to the next. A window keeps every
+k-th sample (at most `MAX_KEPT_PER_WINDOW`); its median and mean use all of them. The means
+matter: bursts slow a minority of runs, moving the mean but not always the median (a bursty
+neighbour on 2 cores: medians within 3 %, means 20 % apart). Standard library only.
 """
 
 from __future__ import annotations

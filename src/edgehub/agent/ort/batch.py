@@ -6,16 +6,13 @@ Request::
      "runs": [{"model": PATH, "output": NPZ, "extra_outputs": [tensor names], "graph": false}],
      "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
 
-``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
-sorted name order), or one ``.npz`` whose arrays carry a leading samples axis when ``stacked``
-is true; it is read once and every sample is checked against each model's inputs. Each run's
-outputs go to its own uncompressed ``.npz`` keyed by output name, each stacked along a new
-leading samples axis (sample ``i``'s output is ``output[name][i]``); outputs whose shape varies
-across samples are refused. ``extra_outputs`` names intermediate tensors to save too (made
-graph outputs of a copy of the model, which needs the onnx package); ``graph`` reports the
-model's nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs
-[{outputs [{name, dtype, shape}], inference_ms, session_create_ms, graph (with ``graph``: the
-nodes in graph order [{name, op, inputs, outputs}])}].
+``samples``: a directory of ``.npz`` files (one sample each, read in name order), or with
+``stacked`` one ``.npz`` whose arrays carry a leading samples axis; read once, checked against
+each model. Each run's outputs go to an uncompressed ``.npz`` stacked along a new leading axis
+(outputs whose shape varies across samples are refused). ``extra_outputs`` names intermediate
+tensors to save too (graph outputs of a copy of the model); ``graph`` reports the model's
+nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs [{outputs [{name,
+dtype, shape}], inference_ms, session_create_ms, graph ([{name, op, inputs, outputs}])}].
 """
 
 from __future__ import annotations

@@ -10,13 +10,11 @@ Request::
      "exclude_nodes": null | [node names kept in float (quantize-static)],
      "optimization_level": "basic" | "extended" | "all" (optimize only; default "extended")}
 
-``input_shape`` fixes dynamic dims first (then shape inference). ``optimize`` checks the model
-with onnx.checker and saves onnxruntime's optimized graph (offline,
-``SessionOptions.optimized_model_filepath``). Quantization: see :mod:`.quantize`.
-The output model is loaded by onnxruntime before the command succeeds.
-
-Metrics: compile_time_s, input_size_bytes, output_size_bytes, size_ratio (output / input).
-Data: the output model as ``ort.inspect`` describes it (+ ``io_quantization`` with quantize_io).
+``input_shape`` fixes dynamic dims first. ``optimize`` checks the model with onnx.checker and
+saves onnxruntime's optimized graph (``SessionOptions.optimized_model_filepath``); quantization:
+:mod:`.quantize`. The output must load in onnxruntime. Metrics: compile_time_s,
+input_size_bytes, output_size_bytes, size_ratio. Data: the output model as ``ort.inspect``
+describes it (+ ``io_quantization`` with quantize_io).
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """``edgehub-agent --server PATH COMMAND ...``: run a command on a warm agent server.
 
-When a server answers on PATH the command runs there (see :mod:`.wire`): its progress
-comes back on this process's stderr as it is written, its result goes to the same ``--result``
-file, and this process exits with the job's exit code. SIGINT/SIGTERM are passed on to the job
-(which then ends as a cancelled run would, or is killed after a grace period); a second signal, or
-this process dying, closes the connection and the server kills the job. Without ``--result`` the
-job writes to a temporary file that is printed on stdout, as a local run would print it.
-
-When no server takes the job it runs here, exactly as without ``--server``, and afterwards a
-server is started in the background for the next call (:mod:`.spawn`), preloading the runtime
-of this command's namespace (``ort`` for ``ort.profile``). With ``EDGEHUB_AGENT_WATCH_STDIN=1``
-the job ends when this process's stdin does (:mod:`..lifeline`).
-
-This module must stay light: the point is to start fast, so nothing here imports numpy or
-onnxruntime.
+When a server answers on PATH the command runs there (:mod:`.wire`): its progress comes back on
+stderr as it is written, its result goes to the same ``--result`` file (without one, to a
+temporary file printed on stdout) and this process exits with the job's code. SIGINT/SIGTERM
+are passed on to the job; a second signal, or this process dying, closes the connection and the
+server kills the job. When no server takes the job it runs here, and then a server is started
+in the background (:mod:`.spawn`) preloading this command's runtime. Nothing here imports numpy
+or onnxruntime: the point is to start fast.
 """
 
 from __future__ import annotations

@@ -7,16 +7,14 @@ Request::
                "extra_outputs": [TFLite tensor names], "graph": false}],
      "threads": null | int, "xnnpack": true}
 
-Samples are keyed by the ONNX input names in the ONNX layout (as ``tflite.invoke`` takes them
-through the mapping sidecar; a model without one uses its own names), given as in ``ort.batch``
-(a directory of ``.npz``, or one ``.npz`` with a leading samples axis when ``stacked``). Each
-run's outputs, keyed and laid out as the ONNX model's, are stacked along a new leading samples
-axis in one uncompressed ``.npz``. ``extra_outputs`` names intermediate tensors to save too,
-keyed by their TFLite name, dequantized to float32 and in the ONNX layout where the mapping
-pairs them (a copy of the model with them marked as outputs runs: `marking`); ``graph``
-reports the mapping's pairs of ONNX tensors with TFLite tensors (``tensors``: {ONNX name:
-TFLite name}, intermediate ones and outputs). Metrics: inference_ms, load_ms (totals). Data:
-samples, runs [{outputs, inference_ms, load_ms, tensors (with ``graph``)}].
+Samples as in ``ort.batch``, keyed by the ONNX input names in the ONNX layout (through the
+mapping sidecar, as ``tflite.invoke``). Each run's outputs, keyed and laid out as the ONNX
+model's, are stacked along a new leading axis in one uncompressed ``.npz``. ``extra_outputs``
+names intermediate tensors to save too (keyed by TFLite name, as float32, in the ONNX layout
+where the mapping pairs them; a copy of the model with them marked as outputs runs:
+`marking`); ``graph`` reports the mapping's pairs (``tensors``: {ONNX name: TFLite name}).
+Metrics: inference_ms, load_ms (totals). Data: samples, runs [{outputs, inference_ms, load_ms,
+tensors (with ``graph``)}].
 """
 
 from __future__ import annotations

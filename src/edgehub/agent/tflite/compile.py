@@ -9,23 +9,18 @@ Request::
      "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names],
      "param_replacement": null | PATH (onnx2tf's parameter replacement JSON, its -prf)}
 
-Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
-kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
-Then, with ``verify``, the ONNX model (onnxruntime) and the TFLite model (LiteRT) run on the
-same inputs (the first calibration sample, else random): that pairs the outputs with their ONNX
-names and layouts and measures the conversion error. The mapping is written beside the model.
-
-``exclude_nodes`` (``int8`` with float inputs and outputs) keeps those ONNX nodes in float:
-their TFLite operators are found through the layer pairs (`layer_map`) and the model is
-requantized with them left out (`selective`). An ``int8`` model with integer or boolean inputs
-is quantized the same way with no node left out, since onnx2tf feeds calibration as float32.
-Recurrent ops (LSTM, GRU, RNN) of an ``int8``/``int16x8`` model are unrolled over their time
-steps (onnx2tf's ``-eru``, recorded as ``rnn_unrolled``): TensorFlow's calibrator crashes
-running the WHILE loops onnx2tf otherwise makes of them, with or without them kept in float.
-``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
-``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
+The model is fixed for onnx2tf (:mod:`.onnx_fixups`), converted (:mod:`.converter`) and loaded
+in LiteRT. With ``verify`` both models run on the same inputs (the first calibration sample,
+else random), which pairs the outputs with their ONNX names and layouts and measures the
+conversion error; the mapping is written beside the model. ``exclude_nodes`` (int8 with float
+I/O) keeps those nodes in float: found through the layer pairs (`layer_map`), the model is
+requantized without them (`selective`); an int8 model with integer or boolean inputs is
+requantized the same way (onnx2tf calibrates as float32). Recurrent ops of an integer model are
+unrolled (``-eru``, ``rnn_unrolled``): TensorFlow's calibrator crashes on WHILE loops.
+``calibration`` serves int8/int16x8 (random samples, with a warning, without it);
+``quantize_io`` makes those take and return integer tensors.
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
-max_abs_error_vs_onnxruntime (with verify). Data: inputs/outputs of the .tflite, the mapping,
+max_abs_error_vs_onnxruntime (with verify). Data: the .tflite's inputs/outputs, the mapping,
 the per-output errors, the toolchain versions.
 """
 

@@ -228,28 +228,22 @@ def convert(
     report: Report,
     layout_free: Sequence[str] = (),
 ) -> tuple[float, dict[str, Any]]:
-    """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` holding the
-    model (onnx2tf overwrites its input with its simplified graph), and where it fails, again
-    with each remedy that fits the failure, in this order, each kept for the next try:
+    """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` (onnx2tf
+    overwrites its input), and where it fails, again with each remedy that fits, in this order,
+    each kept for the next try:
 
-    - a converter missing for an op the model (``model_ops``) does not have: onnxsim, which
-      onnx2tf runs first, wrote it (it fuses attention into ONNX's Attention), so the retry
-      skips onnxsim (``-nuo``);
+    - a converter missing for an op the model (``model_ops``) lacks: onnxsim, which onnx2tf
+      runs first, wrote it, so the retry skips onnxsim (``-nuo``);
     - inputs of rank 3-5 that feed no channel-wise op (``layout_free``: RNN states, sequences)
-      keep their ONNX layout (``-kat``): onnx2tf makes them channels-last and then mixes up
-      the axes of the ops that read them (their calibration files are rewritten in that
-      layout, in place);
-    - the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
+      keep their ONNX layout (``-kat``; their calibration files rewritten so, in place);
+    - the parameter replacement onnx2tf generated for the failure (``*_auto.json`` in
       ``out_dir``), passed back with ``-prf``.
 
-    onnx2tf's onnxsim runs without the fusions into ops onnx2tf has no converter for
-    (`simplifier`), recorded as ``onnxsim_skipped_passes``, and its output gets the rewrites
-    that need its folded constants (`simplifier.rewrite_simplified`).
-
-    Returns the seconds spent and the remedies applied (``{}``, or any of
-    ``{"onnxsim": False}``, ``{"kept_input_layouts": NAMES}`` and
-    ``{"auto_param_replacement": JSON}``, plus the passes skipped); a failure that outlives
-    its remedies names them all."""
+    onnx2tf's onnxsim runs without the fusions onnx2tf cannot convert and with the rewrites
+    that need its folded constants (`simplifier`; the passes skipped are recorded as
+    ``onnxsim_skipped_passes``). Returns the seconds spent and what was applied (any of
+    ``onnxsim: False``, ``kept_input_layouts``, ``auto_param_replacement``, plus the passes
+    skipped); a failure that outlives its remedies names them all."""
     given = Path(argv[argv.index("-i") + 1])
     env = dict(os.environ)
     skipped = simplifier.passes_to_skip(simplifier.onnx2tf_ops())

@@ -6,11 +6,9 @@ Request::
      "mapping": null | PATH, "use_compiled_names": false, "threads": null | int,
      "xnnpack": true}
 
-By default inputs are keyed by the ONNX names in the ONNX layout (NCHW) and outputs come back
-the same way, through the mapping sidecar (``<stem>.mapping.json`` beside the model, or
-``mapping``); int8/int16 tensors are quantized and dequantized at the edges. With
-``use_compiled_names`` the TFLite names, layout and dtypes are used as they are (see
-:mod:`.edges`). A model without a mapping uses its own names either way.
+Inputs and outputs are keyed by the ONNX names in the ONNX layout through the mapping sidecar
+(``<stem>.mapping.json`` beside the model, or ``mapping``), int8/int16 tensors (de)quantized at
+the edges; ``use_compiled_names`` uses the TFLite names, layout and dtypes (:mod:`.edges`).
 Metrics: inference_ms, load_ms. Data: outputs and inputs ``[{name, dtype, shape}]``.
 """
 

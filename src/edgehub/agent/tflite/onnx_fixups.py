@@ -1,33 +1,17 @@
 """Making an ONNX model palatable to onnx2tf, so its known pitfalls never reach the user.
 
-- Dynamic input dimensions are fixed (``input_shape``, else a dynamic batch becomes 1); any
-  other dynamic dimension needs ``input_shape`` (onnx2tf would need ``-ois``/``-b``).
-- Conv / ConvTranspose nodes without ``kernel_shape`` (legal ONNX, e.g. from the PyTorch dynamo
-  exporter) get it from their weight's shape; onnx2tf fails on them with "axes don't match
-  array".
-- Node and tensor names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``,
-  ``/leading/slash``) are renamed to ``[A-Za-z0-9_./>-]`` names starting with a letter or digit;
-  the graph's input and output names are reported so the caller can map them back.
-- Softmax / LogSoftmax / Hardmax before opset 13 normalize over the input flattened to 2-D at
-  ``axis``; onnx2tf converts them as if over ``axis`` alone (a [1, 1000, 1, 1] softmax becomes
-  all ones). They get the opset-13 form: Flatten at ``axis``, the op over the last axis, and a
-  Reshape back.
-- Erf (the exact GELU's, where onnx2tf does not fuse a GELU) is written with ops LiteRT has
-  builtins for (`expand_erf`): as TensorFlow's Erf only the Flex delegate runs it.
-- A pooling window as large as its input (a global pool written with a huge kernel) becomes
-  the global pool it is (`..pooling`): onnx2tf would pad the input to the kernel's size.
-- A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`): onnx2tf
-  folds a Mul into the Div after it and can lose the Div's input.
-- A 0-d float constant operand of a broadcasting binary op becomes a 1-element tensor
-  (`.graph_rewrites.scalars_as_vectors`): onnx2tf's accuracy check takes it for a layer output.
-- An LSTM without an initial state, or with an all-zero one, gets a zero state computed from
-  its input (`.graph_rewrites.zero_states_at_run_time`): onnx2tf's LSTM fails without one, and
-  onnxsim drops a constant zero one.
-- A softmax expectation over an axis of a 4-D tensor (a detector's DFL box head) becomes a
-  1x1 Conv over channels (`.graph_rewrites.expectations_as_conv`): onnx2tf loses its layout.
-- A GatherND whose indices, known once the input shapes are static, read its data whole and
-  in order becomes a Reshape (`.gathers.gathers_as_reshapes`): onnx2tf transposes the rank-5
-  indices of an exported attention mask and the mask reaches attention's Add mislaid.
+- Dynamic input dimensions are fixed (``input_shape``, else a dynamic batch becomes 1).
+- Conv / ConvTranspose without ``kernel_shape`` (the dynamo exporter's) get it from their
+  weight: onnx2tf fails on them ("axes don't match array").
+- Names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``, ``/lead``) are
+  renamed to ``[A-Za-z0-9_./>-]`` names; the renames are reported to map them back.
+- Softmax / LogSoftmax / Hardmax before opset 13 (over the input flattened at ``axis``) get the
+  opset-13 form, Flatten + op + Reshape: onnx2tf converts them as if over ``axis`` alone.
+- Erf is written with LiteRT builtins (`expand_erf`): TensorFlow's Erf needs the Flex delegate.
+- A pooling window as large as its input becomes the global pool it is (`..pooling`).
+- A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`).
+- The rewrites of :mod:`.graph_rewrites` (0-d constants as vectors, LSTM zero states, softmax
+  expectations as a Conv) and :mod:`.gathers` (a GatherND reading its data in order).
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 

@@ -7,16 +7,13 @@ Request::
                "build": {"precision": "fp32" | "fp16" | "int8", "shapes": ..., "input_shape": ...},
                "extra_outputs": [ONNX tensor names], "graph": false}]}
 
-Samples are given as in ``ort.batch`` (a directory of ``.npz``, or one ``.npz`` with a leading
-samples axis when ``stacked``), keyed by the engine's input names (the ONNX model's). Each run's
-outputs are stacked along a new leading samples axis in one uncompressed ``.npz``.
-``source`` is the ONNX model the engine was built from (the QDQ model of an int8 engine) and
-``build`` the compile's settings: ``graph`` parses it (no GPU needed) and reports its nodes
-with the outputs TensorRT's network has (`marking.graph_nodes`); ``extra_outputs`` builds the
-engine again from it for this GPU with those tensors marked as outputs too and runs that one
-(see :mod:`.marking`). Metrics: inference_ms, load_ms (totals). Data: samples, runs [{outputs,
-inference_ms, load_ms, graph (with ``graph``), engine_layers {engine, probe} (with
-``extra_outputs``, where TensorRT reports them)}].
+Samples as in ``ort.batch``, keyed by the engine's input names; each run's outputs stacked along
+a new leading axis in one uncompressed ``.npz``. ``source`` is the ONNX model the engine was
+built from and ``build`` the compile's settings: ``graph`` parses it (no GPU) and reports its
+nodes with the outputs TensorRT's network has; ``extra_outputs`` builds the engine again with
+those tensors marked as outputs and runs that one (:mod:`.marking`). Metrics: inference_ms,
+load_ms (totals). Data: samples, runs [{outputs, inference_ms, load_ms, graph, engine_layers
+{engine, probe} (with ``extra_outputs``, where TensorRT reports them)}].
 """
 
 from __future__ import annotations
