@@ -139,6 +139,29 @@ def constant_tensors(graph: Any) -> dict[str, Any]:
     return found
 
 
+def inferred_dims(model: Any, data_prop: bool = False) -> dict[str, list[int | None]] | None:
+    """The dims shape inference finds for each tensor it gives a shape (None where a dim is
+    unknown); None where inference fails."""
+    from onnx import shape_inference
+
+    try:
+        graph = shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
+    except Exception:
+        return None
+    return {
+        info.name: [int(d.dim_value) if d.HasField("dim_value") else None for d in dims]
+        for info in [*graph.value_info, *graph.input, *graph.output]
+        if info.type.tensor_type.HasField("shape")
+        for dims in [info.type.tensor_type.shape.dim]
+    }
+
+
+def static_shapes(model: Any, data_prop: bool = False) -> dict[str, list[int]]:
+    """The fully static shapes of `inferred_dims` (empty where inference fails)."""
+    found = inferred_dims(model, data_prop) or {}
+    return {n: [d for d in dims if d is not None] for n, dims in found.items() if None not in dims}
+
+
 def initializer_bytes(model: Any) -> int:
     return sum(len(t.raw_data) for t in _initializers(model))
 

@@ -8,6 +8,7 @@ name nothing (see :func:`is_named_dim`), so each is its own unknown, never tied 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -206,9 +207,7 @@ def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generato
 
     from .resources import memory_ceiling
 
-    count = 1
-    for dim in shape:
-        count *= max(int(dim), 0)
+    count = math.prod(max(int(dim), 0) for dim in shape)
     try:
         needed = count * np.dtype(spec.dtype).itemsize
     except TypeError:

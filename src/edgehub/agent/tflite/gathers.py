@@ -15,13 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from ..models import constant_tensors
+from ..models import constant_tensors, static_shapes
 from .graph_rewrites import (
     _set_nodes,
     _subgraph_inputs,
     add_initializer,
     drop_unused,
-    static_shapes,
 )
 
 # ops whose output depends on their input's shape only, never its values

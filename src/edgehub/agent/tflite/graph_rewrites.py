@@ -17,32 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..models import constant_tensors
+from ..models import constant_tensors, inferred_dims
 
 _BROADCASTING = ("Add", "Sub", "Mul", "Div", "Pow")
-
-
-def inferred_dims(model: Any, data_prop: bool = False) -> dict[str, list[int]] | None:
-    """The dims shape inference finds for each tensor it gives a shape (-1 where a dim is
-    unknown); None where inference fails."""
-    from onnx import shape_inference
-
-    try:
-        graph = shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
-    except Exception:
-        return None
-    return {
-        info.name: [d.dim_value if d.HasField("dim_value") else -1 for d in dims]
-        for info in [*graph.value_info, *graph.input, *graph.output]
-        if info.type.tensor_type.HasField("shape")
-        for dims in [info.type.tensor_type.shape.dim]
-    }
-
-
-def static_shapes(model: Any, data_prop: bool = False) -> dict[str, list[int]]:
-    """The fully static shapes of `inferred_dims` (empty where inference fails)."""
-    found = inferred_dims(model, data_prop) or {}
-    return {name: dims for name, dims in found.items() if all(d >= 0 for d in dims)}
 
 
 def _ranks(model: Any) -> dict[str, int]:

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..models import constant_tensors, graph_inputs
+from ..models import constant_tensors, graph_inputs, static_shapes
 from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
@@ -35,7 +35,6 @@ from .graph_rewrites import (
     drop_unused,
     expectations_as_conv,
     scalars_as_vectors,
-    static_shapes,
     zero_states_at_run_time,
 )
 from .simplifier import onnx2tf_ops

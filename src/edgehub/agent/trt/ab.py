@@ -16,6 +16,7 @@ GPU and the TensorRT bindings (the full tensorrt image).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -103,10 +104,7 @@ class EngineRun:
                     f"output {name!r} has a data-dependent shape, which trt.ab cannot allocate"
                 )
             itemsize = trt.module.nptype(engine.get_tensor_dtype(name))().itemsize
-            count = 1
-            for d in shape:
-                count *= d
-            pointer = cuda.malloc(count * itemsize)
+            pointer = cuda.malloc(math.prod(shape) * itemsize)
             self.buffers.append(pointer)
             self.context.set_tensor_address(name, pointer)
             if name in feeds:
