@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .conditions import OtherCpuMeter
+from .conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
+from .stats import latency_stats
 
 if TYPE_CHECKING:
     from .protocol import Params
@@ -187,6 +188,54 @@ def stable_line(
         f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
         "the samples are the last three windows'"
     )
+
+
+# a profile warns of unstable timings when p90 is this much above the median (robust to rare
+# outliers, which on a tiny model would make the coefficient of variation alone alarm every time)
+UNSTABLE_P90_RATIO = 1.25
+
+
+def timed_loop(
+    stability: Stability | None, window: Callable[[], list[int]], report: Report
+) -> tuple[list[int], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """A profile's timed runs: one ``window()``, or with ``stability`` windows until stable,
+    and what they ran under (:mod:`.conditions`, said on ``report``). Returns the samples (ns),
+    the ``stable_*`` metrics, the windows' rows and the conditions."""
+    probe = ConditionsProbe()
+    stable: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    if stability:
+        found = stability.measure(window)
+        samples, stable, rows = found.samples, stable_metrics(found), window_rows(found)
+    else:
+        samples = window()
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
+    if stability:
+        stability.tell(stable, report)
+    return samples, stable, rows, conditions
+
+
+def latency_metrics(
+    samples: list[int], stable: dict[str, Any], runs: int, fix: str, report: Report
+) -> dict[str, Any]:
+    """The latency statistics of ``samples`` (:mod:`.stats`) and the ``stable`` metrics, said on
+    ``report``, with a warning where ``runs`` >= 20 and p90 is far above the median (``fix``:
+    the thread setting to pin)."""
+    metrics: dict[str, Any] = {**latency_stats(samples), **stable}
+    median, p90 = metrics["latency_median_ms"], metrics["latency_p90_ms"]
+    report.info(
+        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
+        f"p99 {metrics['latency_p99_ms']:.3f} ms"
+    )
+    if runs >= 20 and median > 0 and p90 > UNSTABLE_P90_RATIO * median:
+        report.warn(
+            f"latency is unstable: p90 {p90:.3f} ms vs median {median:.3f} ms (CoV "
+            f"{metrics['latency_cv_pct']:.1f}%): close other workloads, fix {fix}, or raise "
+            "warmup/runs"
+        )
+    return metrics
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -56,9 +55,8 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import Stability, window_rows
-from ..stable import stable_metrics as stable_report
-from ..stats import latency_stats, mean, ms
+from ..stable import Stability, latency_metrics, timed_loop
+from ..stats import mean, ms
 from ..tensors import Arrays
 from .sessions import (
     OPTIMIZATION_LEVELS,
@@ -70,9 +68,6 @@ from .sessions import (
 from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
-# Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
-# which on a tiny model would make the coefficient of variation alone alarm every time).
-UNSTABLE_P90_RATIO = 1.25
 
 
 def _run_once(session: Any, feeds: Arrays) -> None:
@@ -177,43 +172,22 @@ def run(params: Params, report: Report) -> CommandOutput:
     if stability:
         stability.warm(lambda i: _run_once(session, inputs[i % len(inputs)]), report)
     report.info(f"timing: {runs} runs" + (" per window, until stable" if stability else ""))
+
+    def window() -> list[int]:
+        try:
+            return timed_runs(session, inputs, runs)
+        except Cancelled:
+            raise
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"onnxruntime failed running the model: {one_line(str(exc))}"
+            ) from exc
+
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
-    probe = ConditionsProbe()
-    stable_metrics: dict[str, Any] = {}
-    windows: list[dict[str, Any]] = []
-    try:
-        if stability:
-            stable = stability.measure(lambda: timed_runs(session, inputs, runs))
-            samples = stable.samples
-            stable_metrics = stable_report(stable)
-            windows = window_rows(stable)
-        else:
-            samples = timed_runs(session, inputs, runs)
-    except Cancelled:
-        raise
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+    samples, stable, windows, conditions = timed_loop(stability, window, report)
     session = None
-    conditions = probe.finish()
-    for line in conditions_lines(conditions):
-        report.info(line)
-
-    metrics: dict[str, Any] = latency_stats(samples)
-    metrics.update(stable_metrics)
-    if stability:
-        stability.tell(stable_metrics, report)
-    report.info(
-        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
-        f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"
-    )
-    median = metrics["latency_median_ms"]
-    if runs >= 20 and median > 0 and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median:
-        report.warn(
-            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
-            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
-            "fix intra_op_threads, or raise warmup/runs"
-        )
+    metrics = latency_metrics(samples, stable, runs, "intra_op_threads", report)
     metrics.update(
         {
             "session_create_ms": round(mean([c["session_create_ms"] for c in cold]), 3),

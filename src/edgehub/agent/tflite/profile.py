@@ -30,21 +30,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
-from ..stable import Stability, stable_metrics, window_rows
-from ..stats import latency_stats, mean, ms
+from ..stable import Stability, latency_metrics, timed_loop
+from ..stats import mean, ms
 from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, op_list, resolve_tflite_path, toolchain_versions
 from .invoke import load_compiled_inputs
 
-UNSTABLE_P90_RATIO = 1.25
 OP_PROFILING_NOTE = (
     "per-operator times are not available: the LiteRT Python interpreter has no op profiler "
     "(benchmark_model's enable_op_profiling is C++ only); the operators are listed without times"
@@ -166,38 +164,8 @@ def run(params: Params, report: Report) -> CommandOutput:
             return paced_runs(invoke, runs, max_secs, float(run_delay or 0.0))
         return timed_runs(invoke, runs)
 
-    probe = ConditionsProbe()
-    stable: dict[str, Any] = {}
-    windows: list[dict[str, Any]] = []
-    if stability:
-        found = stability.measure(window)
-        samples, stable = found.samples, stable_metrics(found)
-        windows = window_rows(found)
-    else:
-        samples = window()
-    conditions = probe.finish()
-    for line in conditions_lines(conditions):
-        report.info(line)
-    if stability:
-        stability.tell(stable, report)
-
-    metrics: dict[str, Any] = latency_stats(samples)
-    metrics.update(stable)
-    median = metrics["latency_median_ms"]
-    report.info(
-        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
-        f"p99 {metrics['latency_p99_ms']:.3f} ms"
-    )
-    if (
-        len(samples) >= 20
-        and median > 0
-        and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median
-    ):
-        report.warn(
-            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
-            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
-            "fix threads, or raise warmup/runs"
-        )
+    samples, stable, windows, conditions = timed_loop(stability, window, report)
+    metrics = latency_metrics(samples, stable, len(samples), "threads", report)
     ops = op_list(edges.interpreter)
     metrics.update(
         {
