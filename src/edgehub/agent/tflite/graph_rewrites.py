@@ -1,14 +1,13 @@
 """ONNX rewrites for patterns onnx2tf mis-converts, applied before (or between) its own steps.
 
-- A scalar (0-d) float constant operand of a broadcasting binary op (an attention's
-  ``q * 32**-0.25``) becomes a 1-element tensor (`scalars_as_vectors`): onnx2tf's
-  accuracy-correction pass turns a 0-d constant into a Python number and then fails to build a
-  Keras model on it ("Output tensors of a Functional model must be the output of a TensorFlow
-  Layer. Found: 0.42..."). Broadcast against an operand of rank >= 1 the result is the same.
-- A constant operand of rank >= 3 with leading 1s beside a tensor onnx2tf holds in ONNX's axis
-  order (a detector's anchors ``[1, 2, A]`` after a Reshape) loses those 1s
-  (`constants_below_rank3`, on onnxsim's output: most such constants are folded by onnxsim):
-  onnx2tf makes it channels-last and transposes the other operand to match.
+- A 0-d float constant operand of a broadcasting binary op (``q * 32**-0.25``) becomes a
+  1-element tensor (`scalars_as_vectors`): onnx2tf's accuracy check turns a 0-d constant into a
+  Python number and fails to build a Keras model on it ("Output tensors of a Functional model
+  must be the output of a TensorFlow Layer").
+- A constant of rank >= 3 with leading 1s beside a tensor onnx2tf holds in ONNX's axis order (a
+  detector's anchors after a Reshape) loses those 1s (`constants_below_rank3`, on onnxsim's
+  output): onnx2tf would make it channels-last and transpose the other operand to match.
+- LSTM zero states (`zero_states_at_run_time`) and softmax expectations (`expectations_as_conv`).
 """
 
 from __future__ import annotations
