@@ -39,22 +39,16 @@ from .sessions import (
     create_session,
     input_specs,
     resolve_providers,
+    run_once,
     session_options,
 )
-
-
-def _run(session: Any, feeds: Arrays) -> None:
-    try:
-        session.run(None, feeds)
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
     """``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling."""
     count = len(inputs)
     for i in range(ab_rounds.SWITCH_IN):
-        _run(session, inputs[(start_at + i) % count])
+        run_once(session, inputs[(start_at + i) % count])
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
@@ -101,7 +95,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {request.warmup} runs of each of 2 sessions per model")
     ab_rounds.warm_up(
         request.warmup,
-        lambda side, index, i: _run(sessions[index][side], inputs[side][i % len(inputs[side])]),
+        lambda side, index, i: run_once(sessions[index][side], inputs[side][i % len(inputs[side])]),
     )
 
     # 3.-4. calibration and the rounds (:mod:`..ab_rounds`)

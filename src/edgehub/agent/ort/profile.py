@@ -63,18 +63,12 @@ from .sessions import (
     create_session,
     input_specs,
     resolve_providers,
+    run_once,
     session_options,
 )
 from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
-
-
-def _run_once(session: Any, feeds: Arrays) -> None:
-    try:
-        session.run(None, feeds)
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
@@ -109,9 +103,9 @@ def trace_profile(
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort_profile")
         session = create_session(path, options, providers)
-        _run_once(session, inputs[0])  # first run of a new session: dropped from the summary
+        run_once(session, inputs[0])  # first run of a new session: dropped from the summary
         for i in range(runs):
-            _run_once(session, inputs[i % len(inputs)])
+            run_once(session, inputs[i % len(inputs)])
         trace_file = session.end_profiling()
         del session
         return parse_trace(trace_file, skip_runs=1)
@@ -158,7 +152,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             specs = input_specs(session, path if input_data is None else None)
             inputs = prepare_inputs(specs, input_data, raw_shape, seed, report)
         start = time.perf_counter_ns()
-        _run_once(session, inputs[0])
+        run_once(session, inputs[0])
         first = time.perf_counter_ns() - start
         cold.append({"session_create_ms": ms(created), "first_run_ms": ms(first)})
         report.info(
@@ -168,9 +162,9 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     report.info(f"warmup: {warmup} runs")
     for i in range(warmup):
-        _run_once(session, inputs[i % len(inputs)])
+        run_once(session, inputs[i % len(inputs)])
     if stability:
-        stability.warm(lambda i: _run_once(session, inputs[i % len(inputs)]), report)
+        stability.warm(lambda i: run_once(session, inputs[i % len(inputs)]), report)
     report.info(f"timing: {runs} runs" + (" per window, until stable" if stability else ""))
 
     def window() -> list[int]:

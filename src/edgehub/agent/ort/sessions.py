@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..protocol import MissingDependencyError, ModelError, UsageError, UserError, one_line
+from ..protocol import (
+    MissingDependencyError,
+    ModelError,
+    RuntimeFailure,
+    UsageError,
+    UserError,
+    one_line,
+)
 from ..tensors import TensorSpec
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
@@ -74,6 +81,14 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
             f"onnxruntime {ort.__version__} cannot load '{path.name}': {message}: check the "
             "model's opset/operators against this runtime version, or re-export it"
         ) from exc
+
+
+def run_once(session: Any, feeds: Any) -> None:
+    """``session.run`` on ``feeds``, a failure a `RuntimeFailure` in one line."""
+    try:
+        session.run(None, feeds)
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def input_specs(session: Any, model_path: Path | None = None) -> list[TensorSpec]:
