@@ -55,6 +55,10 @@ from .onnx_fixups import prepare
 
 # max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
 FLOAT32_TOLERANCE = 1e-3
+# what `prepare` did that the result's data.fixes records
+RECORDED_FIXES = (
+    "kernel_shape_added", "softmax_flattened", "scalars_as_vectors", "lstm_zero_states",
+    "gathers_as_reshapes")  # fmt: skip
 
 
 def _check_source(path: Path) -> None:
@@ -245,9 +249,8 @@ def run(params: Params, report: Report) -> CommandOutput:
         converted = "float32" if requantized else precision
         # TensorFlow's calibrator crashes (SIGSEGV) running the WHILE loops onnx2tf makes of
         # recurrent ops: an integer model gets them unrolled over their time steps
-        unrolled = (
-            converter.recurrent_nodes(model) if precision in converter.INTEGER_PRECISIONS else []
-        )
+        integer = precision in converter.INTEGER_PRECISIONS
+        unrolled = converter.recurrent_nodes(model) if integer else []
         if unrolled:
             report.info(
                 f"{', '.join(unrolled)}: recurrent op(s) unrolled over their time steps for "
@@ -279,17 +282,14 @@ def run(params: Params, report: Report) -> CommandOutput:
             pool.shutdown(wait=False)
         float_tensors: list[str] = []
         if requantized:
+            edges = ModelEdges(load_interpreter(produced), None)
+            inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
             if exclude_nodes:
-                edges = ModelEdges(load_interpreter(produced), None)
-                inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
                 pairs = _layer_maps(
                     fixed, scratch, produced, feeds, inputs, originals, report, True
                 )
                 float_tensors = selective.float_tensors(kept_outputs, pairs, report)
             else:
-                inputs = matching.input_maps(
-                    in_specs, ModelEdges(load_interpreter(produced), None).inputs, originals, kept
-                )
                 why = [f"{', '.join(typed)} are not float"] if typed else []
                 why += [f"{', '.join(cut)} have no batch on axis 0"] if cut else []
                 report.info(
@@ -316,8 +316,9 @@ def run(params: Params, report: Report) -> CommandOutput:
         )
         mapping = IOMapping(inputs, outputs, path.name, precision)
         if verify and reference is not None:
-            found = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report)
-            mapping.tensors = found
+            mapping.tensors = _layer_maps(
+                fixed, scratch, produced, feeds, inputs, originals, report
+            )
 
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(produced), str(out))
@@ -363,11 +364,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         "outputs": [t.to_json() for t in edges.outputs],
         "errors_vs_onnxruntime": errors,
         "fixes": {
-            "kernel_shape_added": fixes["kernel_shape_added"],
-            "softmax_flattened": fixes["softmax_flattened"],
-            "scalars_as_vectors": fixes["scalars_as_vectors"],
-            "lstm_zero_states": fixes["lstm_zero_states"],
-            "gathers_as_reshapes": fixes["gathers_as_reshapes"],
+            **{key: fixes[key] for key in RECORDED_FIXES},
             "onnxsim_skipped_passes": skipped_passes,
             "renamed": fixes["renamed"],
         },
