@@ -311,13 +311,10 @@ def load_json_file(
 
 
 def load_result(path: str | Path, max_bytes: int = 16 << 20, max_depth: int = 64) -> JSONDict:
-    """Read and sanity-check an agent result file (for the host; standard library only).
-
-    Returns the parsed dict. On success it has ``params``, ``metrics``, ``data``, ``warnings``
-    and ``env``; on failure ``error`` = ``{kind, message, exit_code, user_error}``.
-    Raises :class:`ResultFileError` if the file is missing, is not JSON, is larger than
-    ``max_bytes`` or nests deeper than ``max_depth`` (see `load_json_file`), or lacks ``ok``.
-    """
+    """Read and sanity-check an agent result file (for the host; standard library only):
+    on success it has ``params``, ``metrics``, ``data``, ``warnings`` and ``env``, on failure
+    ``error`` = ``{kind, message, exit_code, user_error}``. A `ResultFileError` where
+    `load_json_file` refuses it or it lacks ``ok``."""
     p = Path(path)
     result = load_json_file(p, "agent result", max_bytes, max_depth)
     if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):

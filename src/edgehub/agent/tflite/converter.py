@@ -142,12 +142,9 @@ def run_onnx2tf(
     tool: str = "onnx2tf",
     env: dict[str, str] | None = None,
 ) -> float:
-    """Run onnx2tf (or another converter child, ``tool``; in ``env``, else this process's
-    environment); stream its meaningful lines; returns its wall time in seconds.
-
-    A failed conversion is a ModelError carrying the converter's reason; the child (and any
-    process it started) is killed if this agent is stopped.
-    """
+    """Run onnx2tf (or another converter child, ``tool``, in ``env``) streaming its meaningful
+    lines; its wall time in seconds. A failure is a ModelError carrying the converter's reason;
+    the child and its processes are killed if this agent is stopped."""
     env = dict(os.environ if env is None else env)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"

@@ -139,12 +139,10 @@ def layout_free_inputs(model: Any) -> list[str]:
 
 
 def zero_states_at_run_time(model: Any) -> list[str]:
-    """Give each LSTM whose initial state (``initial_h``, ``initial_c``) is absent or all
-    zeros a zero state computed from its input (its first step times a zero matrix); returns
-    the nodes changed. onnx2tf's LSTM fails without an initial state ("'NoneType' object is
-    not subscriptable", "initial_state ... ListWrapper([])"), and onnxsim, which it runs
-    first, drops a constant zero one. The product is exactly zero, and depends on the input,
-    so nothing folds it away."""
+    """Give each LSTM whose initial state is absent or all zeros a zero state computed from
+    its input (its first step times a zero matrix: exactly zero, and nothing folds it away);
+    returns the nodes changed. onnx2tf's LSTM fails without an initial state, and onnxsim, which
+    it runs first, drops a constant zero one."""
     from onnx import helper
 
     graph = model.graph
@@ -231,12 +229,10 @@ def _set_nodes(graph: Any, nodes: list[Any]) -> None:
 
 def expectations_as_conv(model: Any) -> list[str]:
     """Rewrite each softmax expectation over an axis of a rank-4 tensor (Softmax over axis
-    k, times a constant vector along k, ReduceSum over k: a detector's distribution focal
-    loss head, ``[b, 4, 16, a]`` -> ``[b, 4, a]``) as that axis moved to axis 1, Softmax
-    over it and a 1x1 Conv weighing it by the vector; returns the Softmax nodes rewritten.
-    onnx2tf loses track of the layout of the 4-D softmax and its reduction (the box branch
-    reaches the head's Concat as ``[1, 2100, 4]`` beside ``[1, 80, 2100]``); a Conv over
-    channels pins it. The values are the same up to float rounding."""
+    k, times a constant vector along k, ReduceSum over k: a detector's DFL head, ``[b, 4, 16, a]``
+    -> ``[b, 4, a]``) as the axis moved to axis 1, Softmax over it and a 1x1 Conv by the vector
+    (the same values up to rounding); returns the Softmax nodes rewritten. onnx2tf loses the
+    layout of the 4-D softmax and its sum; a Conv over channels pins it."""
     from onnx import helper
 
     graph = model.graph
@@ -354,13 +350,9 @@ def _in_onnx_order(tensor: str, constants: dict[str, Any], producers: dict[str, 
 
 def constants_below_rank3(model: Any) -> list[str]:
     """Give each broadcasting binary node (`_BROADCASTING`) whose operand is a float constant
-    of rank >= 3 with leading 1s (a detector's anchors ``[1, 2, A]`` or strides
-    ``[1, 1, A]``), and whose other operand is of no lower rank and held in ONNX's axis order
-    (`_in_onnx_order`: after a Reshape), that constant without its leading 1s, down to rank 2;
-    returns the nodes changed. onnx2tf makes every constant of rank >= 3 channels-last
-    (``[1, A, 2]``) and then transposes the other operand to match it, so the result leaves
-    transposed beside tensors that are not (a Concat of ``[1, A, 4]`` and ``[1, 80, A]``).
-    Broadcasting gives the same values."""
+    of rank >= 3 with leading 1s (a detector's anchors ``[1, 2, A]``), and whose other operand is
+    of no lower rank and in ONNX's axis order (`_in_onnx_order`), that constant without its
+    leading 1s, down to rank 2 (the same values by broadcasting); returns the nodes changed."""
     from onnx import numpy_helper
 
     graph = model.graph

@@ -154,10 +154,8 @@ _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 def expand_erf(model: Any, report: Report) -> list[str]:
     """Rewrite each float Erf node with ops LiteRT has builtins for (see `_ERF_P`); returns the
-    nodes rewritten. LiteRT has no Erf: onnx2tf writes it as TensorFlow's, which only the Flex
-    delegate runs (GELU's exact form, where onnx2tf does not fuse it into its GELU). Written
-    here, not with onnx2tf's pseudo Erf: that divides by ``|x| + 1e-11``, a divisor int8 rounds
-    to zero."""
+    nodes rewritten. LiteRT has no Erf (only the Flex delegate runs TensorFlow's); onnx2tf's own
+    pseudo Erf divides by ``|x| + 1e-11``, a divisor int8 rounds to zero."""
     graph = model.graph
     candidates = [n for n in graph.node if n.op_type == "Erf" and n.domain in ("", "ai.onnx")]
     if not candidates:
@@ -185,10 +183,8 @@ def expand_erf(model: Any, report: Report) -> list[str]:
 
 def divisions_as_products(model: Any) -> list[str]:
     """Rewrite each Div by a float constant (an attention's ``/ sqrt(d)``) as a Mul by its
-    reciprocal; returns the nodes rewritten. onnx2tf folds a Mul by a constant into the Div
-    after it and can then emit the divisor itself as the Div's value ("Output tensors of a
-    Functional model must be the output of a TensorFlow Layer. Found: 3.46..."); the product
-    is the same to a rounding."""
+    reciprocal (the same to a rounding); returns the nodes rewritten. onnx2tf folds a Mul by a
+    constant into the Div after it and can then emit the divisor itself as the Div's value."""
     from onnx import numpy_helper
 
     graph = model.graph

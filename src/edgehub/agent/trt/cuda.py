@@ -18,12 +18,9 @@ LIBRARY = "libcuda.so.1"
 
 
 class Cuda:
-    """The first GPU's primary context, made current on this thread, with a default stream.
-
-    Two ways to hold memory: buffers kept by name and grown when a larger array comes
-    (`buffer`, for a sample loop), or plain allocations the caller frees (`malloc` / `free`,
-    for contexts that own their buffers). ``close`` frees the named buffers and the context.
-    """
+    """The first GPU's primary context, current on this thread, with a default stream. Memory
+    is held as buffers kept by name and grown as needed (`buffer`, for a sample loop) or as plain
+    allocations the caller frees (`malloc` / `free`); ``close`` frees the buffers and context."""
 
     def __init__(self) -> None:
         try:
