@@ -1,13 +1,10 @@
-"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``, ``trt.ab``):
-the request keys they share, two session sets created in opposite orders, the interleaved
-warm-up, block sizes from a short calibration, the rounds in a seeded order, and the result
-documents.
+"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``, ``trt.ab``).
 
 A runtime reads `read_request`, creates its sessions with `session_sets`, warms them with
 `warm_up`, and gives `measure_rounds` a ``block(side, index, runs, start_at)`` that runs one
-block of model ``side`` ("a" or "b") in its session set ``index`` (0 or 1; sets alternate
-between rounds): ``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling from
-``start_at``. Standard library only.
+block of model ``side`` ("a" or "b") in session set ``index`` (0 or 1): ``SWITCH_IN`` untimed
+runs, then ``runs`` timed ones (ns), inputs cycling from ``start_at``; `ab_output` makes the
+result. Standard library only.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """What a command runs a model on: the caller's samples, or random data at chosen shapes.
 
 ``input_data`` is an ``.npz`` keyed by input name (a bare ``.npy`` for a one-input model), or a
-directory of such files, one sample per file, read in sorted name order (``.npz`` files; ``.npy``
-files only for a one-input model). Every sample is checked against the model's inputs.
-Without it, random data of the inputs' dtypes is generated (seeded), at ``input_shape`` where
-given (see :mod:`.shapes`) and with other dynamic dimensions set to 1 (with a warning).
-
-:func:`shapes_record` describes what was run (the ``shapes`` of a result).
+directory of them, one sample per file, read in name order; every sample is checked against the
+model's inputs. Without it, seeded random data of the inputs' dtypes at ``input_shape``
+(:mod:`.shapes`), other dynamic dims 1 (with a warning). Also the batches' helpers.
 """
 
 from __future__ import annotations
