@@ -1,11 +1,10 @@
 """Finding the code behind a command name. Standard library only; nothing heavy is imported.
 
-Command ``NS.VERB`` is served by the module ``<agent package>.NS.VERB``, whose
-``run(params, report)`` returns a :class:`~.protocol.CommandOutput`. A runtime namespace is a
-subpackage whose ``__init__`` declares ``COMMANDS`` (its verbs) and ``PRELOAD`` (the modules a
-resident server of that runtime's image imports up front), and may define ``runtime_env()`` (its
-part of a result's ``env`` block). The namespaces are the subpackages present (in the zipapp, or
-beside this file), so adding a runtime adds a subpackage and edits nothing here.
+Command ``NS.VERB`` is the module ``<agent package>.NS.VERB``, whose ``run(params, report)``
+returns a :class:`~.protocol.CommandOutput`. A runtime namespace is a subpackage (found in the
+zipapp or beside this file) whose ``__init__`` declares ``COMMANDS`` (its verbs) and
+``PRELOAD`` (what a resident server of its image imports up front), and may define
+``runtime_env()`` (its part of a result's ``env``): adding a runtime edits nothing here.
 """
 
 from __future__ import annotations

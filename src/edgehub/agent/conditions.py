@@ -268,15 +268,15 @@ class ConditionsProbe:
         return {k: v for k, v in record.items() if v is not None}
 
 
+_SUMMARY = {
+    "other_cpu_share": "other processes {:.0%} of the CPUs",
+    "load_1m": "load {}",
+    "governor": "governor {}",
+    "cpu_quota": "CPU quota {}",
+}
+
+
 def conditions_lines(record: dict[str, Any]) -> list[str]:
     """A short human summary of ``record`` for the job's log."""
-    parts = []
-    if "other_cpu_share" in record:
-        parts.append(f"other processes {100 * record['other_cpu_share']:.0f}% of the CPUs")
-    if "load_1m" in record:
-        parts.append(f"load {record['load_1m']}")
-    if "governor" in record:
-        parts.append(f"governor {record['governor']}")
-    if "cpu_quota" in record:
-        parts.append(f"CPU quota {record['cpu_quota']}")
+    parts = [text.format(record[key]) for key, text in _SUMMARY.items() if key in record]
     return [f"conditions: {', '.join(parts)}"] if parts else []

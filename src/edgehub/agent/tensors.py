@@ -85,10 +85,8 @@ class TensorSpec:
 
     @classmethod
     def from_ort(cls, node_arg: Any) -> TensorSpec:
-        raw_shape = getattr(node_arg, "shape", None)
-        shape: Shape = None
-        if isinstance(raw_shape, (list, tuple)):
-            shape = [normalize_dim(d) for d in raw_shape]
+        raw = getattr(node_arg, "shape", None)
+        shape = [normalize_dim(d) for d in raw] if isinstance(raw, (list, tuple)) else None
         return cls(str(node_arg.name), dtype_from_ort(str(node_arg.type)), shape)
 
     def to_json(self) -> dict[str, Any]:

@@ -3,20 +3,9 @@
 onnx2tf runs as a child process (``python -m onnx2tf``) in a scratch directory, so TensorFlow's
 memory goes away with it and a cancelled compile kills it. Before it runs, the scratch directory
 receives the calibration sample file onnx2tf would otherwise download for image-like inputs
-(:data:`SAMPLE_FILE`), and the calibration arrays for integer precisions (one ``.npy`` per input
-in the TFLite layout, passed with ``-cind NAME FILE 0 1``: used as they are).
-
-Which file onnx2tf writes for which precision (``<stem>_<suffix>.tflite``):
-
-=================  ==========================================  ==========================
-precision          suffix (float I/O)                          suffix with quantize_io
-=================  ==========================================  ==========================
-float32            float32                                     -
-float16            float16                                     -
-dynamic_int8       dynamic_range_quant                         -
-int8               integer_quant                               full_integer_quant
-int16x8            integer_quant_with_int16_act                full_integer_quant_with_int16_act
-=================  ==========================================  ==========================
+(:data:`SAMPLE_FILE`), and for integer precisions the calibration arrays (one ``.npy`` per input
+in the TFLite layout, passed with ``-cind NAME FILE 0 1``: used as they are). It writes
+``<stem>_<suffix>.tflite`` (`output_file`).
 """
 
 from __future__ import annotations
@@ -41,6 +30,7 @@ from . import simplifier
 PRECISIONS = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
 INTEGER_PRECISIONS = ("int8", "int16x8")
 SAMPLE_FILE = "calibration_image_sample_data_20x128x128x3_float32.npy"
+# the file onnx2tf writes per precision (``full_`` before it with quantize_io, int8 and int16x8)
 _SUFFIX = {
     "float32": "float32",
     "float16": "float16",

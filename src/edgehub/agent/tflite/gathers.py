@@ -1,12 +1,10 @@
 """GatherND reading its data whole, in order, written as the Reshape it is.
 
-Exporters build an attention mask's broadcast by indexing (torch's dynamo writes
-``mask[arange(b)[:, None, None, None], arange(s)[None, None, None, :]]`` as a GatherND whose
-indices ``[b, 1, 1, s, 2]`` are made from the inputs' shapes). onnx2tf lays those rank-5
-indices out channels-last and its result reaches attention's Add as ``[1, 1, 32, 2, 32]``
-beside ``[1, 1, 2, 32, 32]``. Once the input shapes are static, the indices are known before
-the model runs: where they list every element of the data's indexed axes once, in row-major
-order, the GatherND is a Reshape of its data to the output's shape.
+Exporters build an attention mask's broadcast by indexing (torch's dynamo writes a GatherND
+with indices ``[b, 1, 1, s, 2]`` made from the inputs' shapes); onnx2tf lays those rank-5
+indices out channels-last and mislays the result. Once the input shapes are static the indices
+are known before the model runs: where they list every element of the data's indexed axes
+once, in row-major order, the GatherND is a Reshape of its data to the output's shape.
 """
 
 from __future__ import annotations
