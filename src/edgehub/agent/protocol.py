@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Dict, Mapping, Sequence
+from typing import Any, Callable, Dict, Mapping, Sequence, overload
 
 from .atomic import replacing
 from .exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
@@ -163,6 +163,10 @@ class Params:
     def string(self, key: str, default: Any = _MISSING) -> Any:
         return self._checked(key, default, lambda v: isinstance(v, str), "a string")
 
+    @overload
+    def path(self, key: str) -> str: ...
+    @overload
+    def path(self, key: str, required: bool) -> str | None: ...
     def path(self, key: str, required: bool = True) -> str | None:
         default = _MISSING if required else None
         path: str | None = self._checked(

@@ -39,7 +39,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("ort.batch: parameter 'runs' must be a non-empty list of runs")
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)
@@ -51,7 +50,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         extra = job.string_list("extra_outputs") or []
         graph = job.boolean("graph", False)
         job.finish()
-        assert model_arg is not None and output_arg is not None
         path = Path(model_arg)
         nodes = graph_nodes(path) if graph or extra else []
         if extra:

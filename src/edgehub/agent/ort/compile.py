@@ -94,7 +94,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     level = params.choice("optimization_level", ("basic", "extended", "all"), "extended")
     exclude_nodes = params.string_list("exclude_nodes") or []
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     out = Path(output_arg)

@@ -31,7 +31,6 @@ def inspect_with_ort(path: Any) -> dict[str, Any]:
 def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
     params.finish()
-    assert model_arg is not None
     path = resolve_model_path(model_arg)
     report.info(f"inspect: {path}")
     try:

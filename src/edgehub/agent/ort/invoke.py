@@ -40,7 +40,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)

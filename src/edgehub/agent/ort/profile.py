@@ -130,7 +130,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     raw_shape = params.raw_value("input_shape")
     stability = Stability.read(params)
     params.finish()
-    assert model_arg is not None
     path = resolve_model_path(model_arg)
     options_args = {
         "intra_op_threads": intra,

@@ -42,7 +42,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("tflite.batch: parameter 'runs' must be a non-empty list of runs")
     results: list[dict[str, Any]] = []
@@ -53,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         extra = job.string_list("extra_outputs") or []
         graph = job.boolean("graph", False)
         job.finish()
-        assert model_arg is not None and output_arg is not None
         path = resolve_tflite_path(model_arg, "TFLite eval")
         mapping = find_mapping(Path(path), mapping_arg, report)
         marked = _marked(path, extra) if extra else {}

@@ -189,7 +189,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     exclude_nodes = params.string_list("exclude_nodes") or []
     replacement = params.path("param_replacement", required=False)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     _check_source(path)

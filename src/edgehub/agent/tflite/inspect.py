@@ -38,7 +38,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     mapping_arg = params.path("mapping", required=False)
     compiled_names = params.boolean("compiled_names", False)
     params.finish()
-    assert model_arg is not None
     path = Path(model_arg)
     if path.is_dir() or not is_tflite_file(path):
         onnx_path = resolve_model_path(model_arg)

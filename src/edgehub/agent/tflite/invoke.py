@@ -37,7 +37,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     params.finish()
-    assert model_arg is not None and input_arg is not None and output_arg is not None
 
     path = resolve_tflite_path(model_arg, "TFLiteInvoker")
     start = time.perf_counter_ns()

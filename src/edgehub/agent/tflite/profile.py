@@ -117,7 +117,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     profile_json = params.path("profile_json", required=False)
     stability = Stability.read(params)
     params.finish()
-    assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             from ..protocol import UsageError

@@ -52,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     stacked = params.boolean("stacked", False)
     runs = params.raw_value("runs")
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("trt.batch: parameter 'runs' must be a non-empty list of runs")
     jobs = [_job(raw, index) for index, raw in enumerate(runs)]
@@ -116,7 +115,6 @@ def _job(raw: Any, index: int) -> dict[str, Any]:
     extra = job.string_list("extra_outputs") or []
     graph = job.boolean("graph", False)
     job.finish()
-    assert model is not None and output is not None
     problem = engine_problem(model)
     if problem is not None:
         raise UsageError(problem)

@@ -158,7 +158,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     cache_in = params.path("timing_cache_in", required=False)
     cache_out = params.path("timing_cache_out", required=False)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     trt = import_tensorrt()
     check_version(trt, wanted_version)

@@ -52,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     if problem is not None:
         raise UsageError(problem)
     check_engine(record)
-    assert engine and input_path and output_json and log
     trtexec = require_gpu_and_trtexec("trt.invoke")
     specs = engine_specs(engine)
     inputs = [s for s in specs if s["mode"] == "INPUT"]

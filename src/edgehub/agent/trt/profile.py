@@ -92,7 +92,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         raise UsageError(f"shapes must be {{input: [ints]}}, got {shapes!r}")
     check_engine(record)
     trtexec = require_gpu_and_trtexec("trt.profile")
-    assert log is not None and times_json is not None
     argv = [
         trtexec,
         f"--loadEngine={engine}",
