@@ -355,12 +355,12 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-def expect_output(path: Path, tail_hint: str = "") -> Path:
+def expect_output(path: Path) -> Path:
     if not path.is_file():
         made = sorted(p.name for p in path.parent.glob("*.tflite"))
         raise RuntimeFailure(
             f"onnx2tf finished but did not write {path.name} (it wrote: "
-            f"{', '.join(made) or 'no .tflite file'}){tail_hint}"
+            f"{', '.join(made) or 'no .tflite file'})"
         )
     return path
 
