@@ -102,13 +102,9 @@ def _scan_events(text: str) -> tuple[list[Event], bool]:
 
 def summarize(events: list[Event], skip_runs: int = 0, truncated: bool = False) -> TraceSummary:
     """Per-node rows (sorted by total time) and the model_run summary, minus the first runs."""
+    sessions = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
     runs = sorted(
-        (
-            (float(e.get("ts", 0)), float(e.get("dur", 0)))
-            for e in events
-            if e.get("cat") == "Session" and e.get("name") == "model_run"
-        ),
-        key=lambda r: r[0],
+        ((float(e.get("ts", 0)), float(e.get("dur", 0))) for e in sessions), key=lambda r: r[0]
     )
     skipped = runs[:skip_runs]
     kept = runs[skip_runs:]

@@ -118,15 +118,10 @@ def parse_shapes(
             raise UsageError(
                 f"input_shape_range for '{name}' must have exactly min, opt and max, got {entry!r}"
             )
-        static = name in fixed
-        shapes = {
-            kind: _shape(
-                f"input_shape for '{name}'" if static else f"input_shape_range {kind} of '{name}'",
-                entry[kind],
-                tensor,
-            )
-            for kind in KINDS
-        }
+        what = {k: f"input_shape_range {k} of '{name}'" for k in KINDS}
+        if name in fixed:
+            what = {k: f"input_shape for '{name}'" for k in KINDS}
+        shapes = {kind: _shape(what[kind], entry[kind], tensor) for kind in KINDS}
         for axis in range(len(tensor["shape"])):
             low, mid, high = (shapes[kind][axis] for kind in KINDS)
             if not low <= mid <= high:
