@@ -246,8 +246,6 @@ def run(params: Params, report: Report) -> CommandOutput:
             precision == "int8" and not quantize_io and bool(typed or cut)
         )
         converted = "float32" if requantized else precision
-        # TensorFlow's calibrator crashes (SIGSEGV) running the WHILE loops onnx2tf makes of
-        # recurrent ops: an integer model gets them unrolled over their time steps
         integer = precision in converter.INTEGER_PRECISIONS
         unrolled = converter.recurrent_nodes(model) if integer else []
         if unrolled:
