@@ -357,15 +357,6 @@ def by_name(loaded: Arrays | np.ndarray, specs: Sequence[TensorSpec], where: str
     return {specs[0].name: loaded}
 
 
-def _storable(array: Any) -> np.ndarray:
-    import numpy as np
-
-    out = np.asarray(array)
-    if out.dtype.kind == "O":
-        out = out.astype(str)
-    return out
-
-
 def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
     """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
     ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
@@ -379,15 +370,18 @@ def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True)
         with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
             for name, array in arrays.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
-                    _write_npy(fh, _storable(array))
+                    _write_npy(fh, array)
 
 
-def _write_npy(handle: Any, array: np.ndarray) -> None:
+def _write_npy(handle: Any, value: Any) -> None:
     """``numpy.lib.format.write_array`` (no pickles): for a C-ordered array of numbers or
     strings, the same header and then the array's own memory, not numpy's 16 MiB copies of it
     (fresh memory, slow to come by in a VM); any other array through numpy itself."""
     import numpy as np
 
+    array = np.asarray(value)
+    if array.dtype.kind == "O":  # objects (strings) are stored as strings, never pickled
+        array = array.astype(str)
     fmt = np.lib.format
     plain = array.dtype.kind in "biufcSU" and array.dtype.names is None
     if not (plain and array.flags.c_contiguous and array.dtype.itemsize):
