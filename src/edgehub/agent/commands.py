@@ -42,13 +42,8 @@ def namespaces() -> list[str]:
     """The runtime namespaces present, sorted."""
     import pkgutil  # only for listing them: not on a command's way
 
-    root = sys.modules[_ROOT]
-    found = [
-        info.name
-        for info in pkgutil.iter_modules(getattr(root, "__path__", []))
-        if info.ispkg and runtime_package(info.name) is not None
-    ]
-    return sorted(found)
+    found = pkgutil.iter_modules(getattr(sys.modules[_ROOT], "__path__", []))
+    return sorted(i.name for i in found if i.ispkg and runtime_package(i.name) is not None)
 
 
 def command_names() -> list[str]:
