@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from . import AGENT_VERSION, PROTOCOL_VERSION
 
 
-def _dist_version(name: str) -> str | None:
+def dist_version(name: str) -> str | None:
     """An installed distribution's version: from its ``NAME-VERSION.dist-info`` folder's name
     on ``sys.path`` where there is one (cheap: no ``importlib.metadata``, no metadata read),
     else from its metadata."""
@@ -143,8 +143,8 @@ def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
-        "numpy": _module_version("numpy") if "numpy" in sys.modules else _dist_version("numpy"),
-        "onnx": _dist_version("onnx"),
+        "numpy": _module_version("numpy") if "numpy" in sys.modules else dist_version("numpy"),
+        "onnx": dist_version("onnx"),
     }
     env.update(runtime_envs(namespaces))
     try:

@@ -41,16 +41,10 @@ def import_interpreter() -> Any:
 
 
 def toolchain_versions() -> dict[str, str | None]:
-    """Installed versions of the TFLite toolchain's packages (from metadata; imports nothing)."""
-    from importlib import metadata
+    """Installed versions of the TFLite toolchain's packages (imports nothing)."""
+    from ..env import dist_version
 
-    versions: dict[str, str | None] = {}
-    for name in VERSION_DISTRIBUTIONS:
-        try:
-            versions[name.replace("-", "_")] = metadata.version(name)
-        except Exception:
-            versions[name.replace("-", "_")] = None
-    return versions
+    return {name.replace("-", "_"): dist_version(name) for name in VERSION_DISTRIBUTIONS}
 
 
 def is_tflite_file(path: Path) -> bool:
