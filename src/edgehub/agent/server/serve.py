@@ -302,16 +302,14 @@ class Server:
             self.pending[conn] = Pending(time.monotonic() + REQUEST_TIMEOUT_S)
             self.selector.register(conn, selectors.EVENT_READ, self.read_request)
 
-    def drop_pending(self, conn: socket.socket) -> None:
+    def drop_pending(self, conn: socket.socket, refusal: str | None = None) -> None:
+        """Forget a connection whose job never started (telling it why, with a refusal)."""
         self.pending.pop(conn, None)
         self.selector.unregister(conn)
-        conn.close()
-        self.became_idle()
-
-    def refuse(self, conn: socket.socket, reason: str) -> None:
-        self.pending.pop(conn, None)
-        self.selector.unregister(conn)
-        send_and_close(conn, marker(REFUSED, reason))
+        if refusal is None:
+            conn.close()
+        else:
+            send_and_close(conn, marker(REFUSED, refusal))
         self.became_idle()
 
     def read_request(self, conn: Any) -> None:
@@ -332,16 +330,16 @@ class Server:
         line, newline, rest = pending.buffer.partition(b"\n")
         if not newline:
             if len(pending.buffer) > MAX_REQUEST_BYTES:
-                self.refuse(conn, "request too large")
+                self.drop_pending(conn, "request too large")
             return
         try:
             request = decode_request(line)
         except ValueError as exc:
-            self.refuse(conn, f"bad request: {exc}")
+            self.drop_pending(conn, f"bad request: {exc}")
             return
         reason = self.mismatch(request)
         if reason:
-            self.refuse(conn, reason)
+            self.drop_pending(conn, reason)
             return
         stage = request.get("stage")
         if stage is not None:  # its files follow the line: wait for all of them
