@@ -1,13 +1,10 @@
-"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``, ``trt.ab``):
-the request keys they share, two session sets created in opposite orders, the interleaved
-warm-up, block sizes from a short calibration, the rounds in a seeded order, and the result
-documents.
+"""The runtime-independent part of an interleaved A/B (``ort.ab``, ``tflite.ab``, ``trt.ab``).
 
 A runtime reads `read_request`, creates its sessions with `session_sets`, warms them with
 `warm_up`, and gives `measure_rounds` a ``block(side, index, runs, start_at)`` that runs one
-block of model ``side`` ("a" or "b") in its session set ``index`` (0 or 1; sets alternate
-between rounds): ``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling from
-``start_at``. Standard library only.
+block of model ``side`` ("a" or "b") in session set ``index`` (0 or 1): ``SWITCH_IN`` untimed
+runs, then ``runs`` timed ones (ns), inputs cycling from ``start_at``; `ab_output` makes the
+result. Standard library only.
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ import math
 import random
 import time
 from dataclasses import dataclass
+from statistics import median
 from typing import Any, Callable, List, TypeVar
 
 from .conditions import ConditionsProbe, conditions_lines
@@ -86,14 +84,6 @@ def warm_up(warmup: int, run_once: Callable[[str, int, int], None]) -> None:
                 run_once(side, index, i)
 
 
-def median(values: list[int]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[mid])
-    return (ordered[mid - 1] + ordered[mid]) / 2.0
-
-
 @dataclass
 class Rounds:
     """Each round's row, each model's timed samples (ns), the runs per block, the conditions."""
@@ -131,14 +121,10 @@ def measure_rounds(block: Block, rounds: int, block_ms: int, seed: int, report: 
             block_median[side] = median(timed)
         if block_median["a"] <= 0:
             raise RuntimeFailure("a block of model A measured 0 ms: the clock is too coarse here")
+        a_ms, b_ms = (round(block_median[side] / 1e6, 6) for side in SIDES)
+        ratio = round(block_median["b"] / block_median["a"], 6)
         rows.append(
-            {
-                "order": order.upper(),
-                "set": index,
-                "a_ms": round(block_median["a"] / 1e6, 6),
-                "b_ms": round(block_median["b"] / 1e6, 6),
-                "ratio": round(block_median["b"] / block_median["a"], 6),
-            }
+            {"order": order.upper(), "set": index, "a_ms": a_ms, "b_ms": b_ms, "ratio": ratio}
         )
     conditions = probe.finish()
     for line in conditions_lines(conditions):

@@ -1,13 +1,11 @@
 """Replacing a file atomically: the one implementation, for the agent and the host alike
 (`edgehub.fsutil` re-exports it; this module stays stdlib-only for Python 3.8 devices).
 
-The new content goes to a temporary file in the target's directory, which is renamed over the
-target, so a reader sees the old file or the new one, never a part. ``durable`` also flushes
-the file before the rename and the directory after it, so that a crash or power loss cannot
-leave an empty or partial file either (worth its milliseconds for files that outlive the job:
-hub.toml, known_hosts, caches, engines; not for a job's scratch results). The replaced file's
-mode is kept (a new file gets ``new_mode``) and a symlink is followed: the file it points to
-is replaced, not the link. A target that is not a regular file (a device such as /dev/null, a
+The new content goes to a temporary file in the target's directory, renamed over the target:
+a reader sees the old file or the new one. ``durable`` also flushes the file before the rename
+and the directory after it, so a crash cannot leave a partial file either (for files that
+outlive the job, not a job's scratch results). The replaced file's mode is kept (a new file gets
+``new_mode``), a symlink is followed, and a target that is not a regular file (/dev/null, a
 pipe, a folder) is an `OSError` (EINVAL): renaming over it would replace the node itself.
 """
 

@@ -1,18 +1,14 @@
 """Host side: build (and cache) the agent zipapp. Standard library only.
 
-The archive holds the agent package as ``edgehub_agent/`` (without this module and without
+The archive holds the agent package as ``edgehub_agent/`` (without this module and
 ``__pycache__``), a generated ``edgehub_agent/_build_info.py`` with the source hash, and a
-top-level ``__main__.py``, so ``python edgehub-agent-<hash12>-<tag>.pyz COMMAND ...`` runs it.
+top-level ``__main__.py``: ``python edgehub-agent-<hash12>-<tag>.pyz COMMAND ...`` runs it.
 Beside each module goes its bytecode as this interpreter compiles it (``<tag>``, e.g.
-``cpython-311``), so an interpreter of the same version (the pinned images' Python 3.11) runs
-it without compiling ~60 modules at every start, which zipimport cannot cache (a cold
-container's run would compile them each time: `benchmarks/bench_ort_local.py` (d) times a cold
-invoke); any other version finds bytecode of another magic number and reads the sources instead.
-The bytecode is unchecked against its source (hash-based pycs): the archive is
-built here from the same sources in one go and named by their hash.
-Builds are deterministic (sorted entries, fixed timestamps and modes): the same sources give the
-same bytes with the same interpreter. The file is written to a temporary name and renamed, so
-concurrent builds are safe.
+``cpython-311``; unchecked, hash-based pycs: the archive is built from the same sources and
+named by their hash), so the same Python version (the images' 3.11) runs it without compiling
+~60 modules at every start, which zipimport cannot cache (`benchmarks/bench_ort_local.py` (d));
+other versions read the sources. Builds are deterministic (sorted entries, fixed timestamps and
+modes) and written to a temporary name then renamed, so concurrent builds are safe.
 """
 
 from __future__ import annotations

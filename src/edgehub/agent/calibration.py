@@ -1,21 +1,16 @@
 """Calibration samples for static quantization: from files, or random (with a warning).
 
-Accepted ``calibration`` values:
+``calibration`` is an ``.npz`` whose arrays, keyed by input name, have a leading samples axis
+(an array of the input's rank + 1 is split into ``arr[i]``, one of the input's rank, batch
+first, into ``arr[i:i+1]``; every input with the same count), or a directory of ``.npz`` files
+(one sample each; ``.npy`` files for a one-input model), read in name order. Every sample is
+checked against the model's inputs; a float64 array for a float32 input is cast (with a
+warning), anything else is a CalibrationDataError listing the expected inputs. Nothing is
+ever unpickled.
 
-- an ``.npz`` file: arrays keyed by input name whose leading axis counts samples. An array of the
-  input's rank + 1 is split into ``arr[i]``; an array of the input's rank (batch-first, the first
-  dim dynamic or 1) is split into ``arr[i:i+1]``. Every input must have the same sample count.
-- a directory of ``.npz`` files, one sample per file, keyed by input name; or, for a single-input
-  model, of ``.npy`` files (one array per file). Files are read in sorted name order.
-
-Every sample is checked against the model's inputs (names, dtypes, shapes); a float64 array for a
-float32 input is cast (with a warning), anything else that differs is a CalibrationDataError
-listing the expected inputs. Nothing is ever unpickled.
-
-Too few samples (`warn_if_few`): a quantized activation's range comes from the values the
-samples give it, so calibration warns below ``max(MIN_SAMPLES, C)`` samples, ``C`` being the
-most output channels of a layer with weights (Conv, ConvTranspose, Gemm, MatMul): a sample
-per channel of the widest activation, and never fewer than ``MIN_SAMPLES``.
+`warn_if_few`: an activation's range comes from the samples, so fewer than
+``max(MIN_SAMPLES, C)`` draw a warning, ``C`` the most output channels of a layer with weights
+(Conv, ConvTranspose, Gemm, MatMul).
 """
 
 from __future__ import annotations
@@ -25,6 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .inputs import sample_files
 from .protocol import CalibrationDataError, InputDataError
 from .report import Report
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_arrays, random_inputs
@@ -45,13 +41,6 @@ def _cast_floats(sample: Arrays, specs: Sequence[TensorSpec], casts: list[str]) 
             if spec.name not in casts:
                 casts.append(spec.name)
     return out
-
-
-def _check(sample: Arrays, specs: Sequence[TensorSpec], where: str) -> None:
-    try:
-        check_arrays(sample, specs, what=f"calibration sample {where}")
-    except InputDataError as exc:
-        raise CalibrationDataError(str(exc)) from exc
 
 
 def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list[Arrays]:
@@ -86,33 +75,25 @@ def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list
 
 
 def _from_directory(directory: Path, specs: Sequence[TensorSpec]) -> list[Arrays]:
-    npz = sorted(p for p in directory.iterdir() if p.suffix == ".npz" and p.is_file())
-    npy = sorted(p for p in directory.iterdir() if p.suffix == ".npy" and p.is_file())
-    if npz:
-        samples = []
-        for path in npz:
-            loaded = load_arrays(path, "calibration")
-            if not isinstance(loaded, dict):
-                raise CalibrationDataError(f"calibration file '{path}' is not an .npz archive")
-            samples.append(loaded)
-        return samples
-    if npy:
-        if len(specs) != 1:
-            raise CalibrationDataError(
-                f"calibration directory '{directory}' holds .npy files but the model has "
-                f"{len(specs)} inputs: use one .npz per sample keyed by input name; "
-                f"{_expected(specs)}"
-            )
-        samples = []
-        for path in npy:
-            loaded = load_arrays(path, "calibration")
-            if isinstance(loaded, dict):
-                raise CalibrationDataError(f"calibration file '{path}' is not a .npy array")
-            samples.append({specs[0].name: loaded})
-        return samples
-    raise CalibrationDataError(
-        f"calibration directory '{directory}' holds no .npz or .npy files; {_expected(specs)}"
-    )
+    files = sample_files(directory)
+    if not files:
+        raise CalibrationDataError(
+            f"calibration directory '{directory}' holds no .npz or .npy files; {_expected(specs)}"
+        )
+    npz = files[0].suffix == ".npz"
+    if not npz and len(specs) != 1:
+        raise CalibrationDataError(
+            f"calibration directory '{directory}' holds .npy files but the model has "
+            f"{len(specs)} inputs: use one .npz per sample keyed by input name; {_expected(specs)}"
+        )
+    samples = []
+    for path in files:
+        loaded = load_arrays(path, "calibration")
+        if isinstance(loaded, dict) != npz:
+            kind = "an .npz archive" if npz else "a .npy array"
+            raise CalibrationDataError(f"calibration file '{path}' is not {kind}")
+        samples.append(loaded if isinstance(loaded, dict) else {specs[0].name: loaded})
+    return samples
 
 
 def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report) -> list[Arrays]:
@@ -138,7 +119,10 @@ def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report)
     checked = []
     for index, sample in enumerate(samples):
         sample = _cast_floats(sample, specs, casts)
-        _check(sample, specs, f"#{index}")
+        try:
+            check_arrays(sample, specs, what=f"calibration sample #{index}")
+        except InputDataError as exc:
+            raise CalibrationDataError(str(exc)) from exc
         checked.append(sample)
     if casts:
         report.warn(f"calibration data for {', '.join(casts)} was cast to the model's float dtype")
@@ -192,11 +176,7 @@ def warn_if_few(count: int, model: Any, report: Report) -> None:
 def random_calibration(
     specs: Sequence[TensorSpec], count: int, seed: int, report: Report
 ) -> list[Arrays]:
-    rng_seed = seed
-    samples = []
-    for i in range(count):
-        sample, _ = random_inputs(specs, seed=rng_seed + i)
-        samples.append(sample)
+    samples = [random_inputs(specs, seed=seed + i)[0] for i in range(count)]
     report.warn(
         f"no calibration data: calibrated on {count} random samples (dynamic dims set to 1), so "
         "the int8 accuracy will be poor; pass calibration (an .npz keyed by input name with a "

@@ -1,14 +1,10 @@
 """Command-line entry: ``edgehub-agent [--server SOCKET] COMMAND [--request R] [--result O]``.
 
-Progress goes to stderr (one flushed line at a time); stdout stays quiet while a command runs
-(even output written by libraries goes to stderr). Without ``--result`` the result JSON is printed
-on stdout at the end. See :mod:`.protocol` for the result format and exit codes.
-
-``--server PATH`` (anywhere on the line) runs the command on a warm agent server listening on the
-Unix socket PATH, or here when none answers, then starts one for next time; :mod:`.entry` sends
-such calls to :mod:`.server.client` without loading this module. ``edgehub-agent serve --socket
-PATH [--idle SECONDS] [--preload NAMESPACE]`` is that server (:mod:`.server.serve`). Which module
-serves a command is found by its name (:mod:`.commands`).
+Progress goes to stderr, one flushed line at a time; stdout stays quiet while a command runs
+(libraries' output goes to stderr too). Without ``--result`` the result JSON is printed on
+stdout at the end (format and exit codes: :mod:`.protocol`). ``--server PATH`` calls go to
+:mod:`.server.client` (:mod:`.entry` sends them there without loading this module);
+``serve`` is the server (:mod:`.server.serve`); commands are found by name (:mod:`.commands`).
 """
 
 from __future__ import annotations

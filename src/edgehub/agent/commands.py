@@ -1,11 +1,10 @@
 """Finding the code behind a command name. Standard library only; nothing heavy is imported.
 
-Command ``NS.VERB`` is served by the module ``<agent package>.NS.VERB``, whose
-``run(params, report)`` returns a :class:`~.protocol.CommandOutput`. A runtime namespace is a
-subpackage whose ``__init__`` declares ``COMMANDS`` (its verbs) and ``PRELOAD`` (the modules a
-resident server of that runtime's image imports up front), and may define ``runtime_env()`` (its
-part of a result's ``env`` block). The namespaces are the subpackages present (in the zipapp, or
-beside this file), so adding a runtime adds a subpackage and edits nothing here.
+Command ``NS.VERB`` is the module ``<agent package>.NS.VERB``, whose ``run(params, report)``
+returns a :class:`~.protocol.CommandOutput`. A runtime namespace is a subpackage (found in the
+zipapp or beside this file) whose ``__init__`` declares ``COMMANDS`` (its verbs) and
+``PRELOAD`` (what a resident server of its image imports up front), and may define
+``runtime_env()`` (its part of a result's ``env``): adding a runtime edits nothing here.
 """
 
 from __future__ import annotations
@@ -43,13 +42,8 @@ def namespaces() -> list[str]:
     """The runtime namespaces present, sorted."""
     import pkgutil  # only for listing them: not on a command's way
 
-    root = sys.modules[_ROOT]
-    found = [
-        info.name
-        for info in pkgutil.iter_modules(getattr(root, "__path__", []))
-        if info.ispkg and runtime_package(info.name) is not None
-    ]
-    return sorted(found)
+    found = pkgutil.iter_modules(getattr(sys.modules[_ROOT], "__path__", []))
+    return sorted(i.name for i in found if i.ispkg and runtime_package(i.name) is not None)
 
 
 def command_names() -> list[str]:

@@ -1,23 +1,16 @@
-"""The conditions a measurement ran under, read from ``/proc`` and ``/sys`` (Linux; elsewhere,
-or where a file is not readable, that entry is left out). Standard library only.
+"""The conditions a measurement ran under, read from ``/proc`` and ``/sys`` (Linux; an entry
+that cannot be read is left out). Standard library only.
 
-:class:`ConditionsProbe` is started right before a timed loop and finished right after it. Its
-record (flat, JSON-able) holds:
-
-- ``cpu_model``, ``online_cpus`` (``/sys/devices/system/cpu/online``), ``usable_cpus`` and
-  ``cpu_affinity`` (this process's affinity: how many, and which, e.g. ``0-1`` under
-  ``taskset -c 0-1``), ``host_cpus`` (CPUs in ``/proc/stat``);
-- ``governor``, ``cur_freq_mhz``, ``max_freq_mhz`` of cpu0 where cpufreq is exposed;
-- ``cpu_quota`` (the cgroup's CPU limit in CPUs, ``max`` when unlimited) and ``cpuset``;
-- ``mem_available_mb`` (``MemAvailable``) and ``cgroup_mem_limit_mb``;
-- ``load_1m`` at the start and ``load_1m_end``;
-- ``other_cpu_share``: the CPU time every other process on the machine took during the loop
-  (``/proc/stat``'s busy time less this process's), as a fraction of all host CPUs over the
-  loop's wall time; ``other_cpu_s`` the same in seconds, ``loop_s`` the wall time;
-- ``temp_max_c`` and ``temp_max_c_end``: the hottest thermal zone at the start and the end;
-- ``throttled`` where the machine exposes it: the CPU throttle events during the loop (x86
-  ``thermal_throttle`` counts of cpu0), or a Raspberry Pi's current throttle flags (the low
-  bits of the firmware's ``get_throttled``, at the start or the end, in hex).
+:class:`ConditionsProbe` is started right before a timed loop and finished right after it; its
+flat record holds ``cpu_model``, ``online_cpus``, ``usable_cpus`` and ``cpu_affinity`` (e.g.
+``0-1`` under ``taskset -c 0-1``), ``host_cpus``; cpu0's ``governor``, ``cur_freq_mhz``,
+``max_freq_mhz``; the cgroup's ``cpu_quota`` (CPUs, or ``max``), ``cpuset`` and
+``cgroup_mem_limit_mb``; ``mem_available_mb``; ``load_1m`` and ``load_1m_end``;
+``other_cpu_share`` (the CPU time all other processes took during the loop, ``/proc/stat``'s
+busy time less this process's, over all host CPUs and the wall time; ``other_cpu_s`` in
+seconds, ``loop_s`` the wall time); ``temp_max_c`` and ``temp_max_c_end`` (the hottest
+thermal zone); ``throttled``: x86 throttle events during the loop, or a Raspberry Pi's throttle
+flags (hex).
 """
 
 from __future__ import annotations
@@ -275,15 +268,15 @@ class ConditionsProbe:
         return {k: v for k, v in record.items() if v is not None}
 
 
+_SUMMARY = {
+    "other_cpu_share": "other processes {:.0%} of the CPUs",
+    "load_1m": "load {}",
+    "governor": "governor {}",
+    "cpu_quota": "CPU quota {}",
+}
+
+
 def conditions_lines(record: dict[str, Any]) -> list[str]:
     """A short human summary of ``record`` for the job's log."""
-    parts = []
-    if "other_cpu_share" in record:
-        parts.append(f"other processes {100 * record['other_cpu_share']:.0f}% of the CPUs")
-    if "load_1m" in record:
-        parts.append(f"load {record['load_1m']}")
-    if "governor" in record:
-        parts.append(f"governor {record['governor']}")
-    if "cpu_quota" in record:
-        parts.append(f"CPU quota {record['cpu_quota']}")
+    parts = [text.format(record[key]) for key, text in _SUMMARY.items() if key in record]
     return [f"conditions: {', '.join(parts)}"] if parts else []

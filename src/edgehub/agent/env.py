@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from . import AGENT_VERSION, PROTOCOL_VERSION
 
 
-def _dist_version(name: str) -> str | None:
+def dist_version(name: str) -> str | None:
     """An installed distribution's version: from its ``NAME-VERSION.dist-info`` folder's name
     on ``sys.path`` where there is one (cheap: no ``importlib.metadata``, no metadata read),
     else from its metadata."""
@@ -79,10 +79,7 @@ def _read_key_values(path: str, keys: list[str]) -> str | None:
 def cpu_model() -> str | None:
     """The CPU's model name, from /proc/cpuinfo (x86 and Arm variants) or the platform."""
     name = _read_key_values("/proc/cpuinfo", ["model name", "Model", "Hardware", "cpu model"])
-    if name:
-        return name
-    processor = platform.processor()
-    return processor or None
+    return name or platform.processor() or None
 
 
 def memory_total_mb() -> float | None:
@@ -146,17 +143,14 @@ def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
-        "numpy": _module_version("numpy") if "numpy" in sys.modules else _dist_version("numpy"),
-        "onnx": _dist_version("onnx"),
+        "numpy": _module_version("numpy") if "numpy" in sys.modules else dist_version("numpy"),
+        "onnx": dist_version("onnx"),
     }
     env.update(runtime_envs(namespaces))
-    affinity: int | None = None
-    sched_getaffinity = getattr(os, "sched_getaffinity", None)
-    if sched_getaffinity is not None:
-        try:
-            affinity = len(sched_getaffinity(0))
-        except OSError:
-            affinity = None
+    try:
+        affinity: int | None = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        affinity = None
     env.update(
         {
             "platform": platform_name(),

@@ -1,12 +1,9 @@
 """What a command runs a model on: the caller's samples, or random data at chosen shapes.
 
 ``input_data`` is an ``.npz`` keyed by input name (a bare ``.npy`` for a one-input model), or a
-directory of such files, one sample per file, read in sorted name order (``.npz`` files; ``.npy``
-files only for a one-input model). Every sample is checked against the model's inputs.
-Without it, random data of the inputs' dtypes is generated (seeded), at ``input_shape`` where
-given (see :mod:`.shapes`) and with other dynamic dimensions set to 1 (with a warning).
-
-:func:`shapes_record` describes what was run (the ``shapes`` of a result).
+directory of them, one sample per file, read in name order; every sample is checked against the
+model's inputs. Without it, seeded random data of the inputs' dtypes at ``input_shape``
+(:mod:`.shapes`), other dynamic dims 1 (with a warning). Also the batches' helpers.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from typing import Any, Sequence
 from .protocol import InputDataError, UsageError
 from .report import Report
 from .shapes import parse_input_shape
-from .tensors import Arrays, TensorSpec, describe_specs, load_inputs, random_inputs
+from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_inputs, random_inputs
 
 
 def sample_files(directory: Path) -> list[Path]:
@@ -38,6 +35,31 @@ def load_samples(path_arg: str, specs: Sequence[TensorSpec], what: str = "input"
             f"{describe_specs(specs)} (one sample per file)"
         )
     return [load_inputs(f, specs, f"{what} sample {f.name}") for f in files]
+
+
+def dataset(
+    samples: list[Arrays] | None, path_arg: str, stacked: bool, specs: Sequence[TensorSpec]
+) -> list[Arrays]:
+    """A batch's samples for a model of inputs ``specs``: read from ``path_arg`` (``stacked``:
+    one .npz, `split_stacked`) where ``samples`` is None, else ``samples`` checked again."""
+    if samples is None:
+        return (split_stacked if stacked else load_samples)(path_arg, specs, "dataset")
+    for number, sample in enumerate(samples):
+        check_arrays(sample, specs, f"dataset sample #{number}")
+    return samples
+
+
+def stacked_info(outputs: Arrays) -> list[dict[str, Any]]:
+    """``[{name, dtype, shape}]`` of a batch's outputs, stacked on a leading samples axis."""
+    return [
+        {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
+        for n, a in outputs.items()
+    ]
+
+
+def totals(results: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
+    """Each of ``keys`` summed over a batch's runs."""
+    return {key: sum(r[key] for r in results) for key in keys}
 
 
 def describe(feeds: Arrays) -> str:

@@ -1,21 +1,17 @@
 """Tying a job's life to the process that asked for it, and telling its machine it is busy.
 
 Two opt-in behaviours of an agent process that runs a command (here or on a resident server),
-set by whoever starts it (e.g. the Docker runner for a job in a warm container):
+set by whoever starts it (e.g. the Docker runner for a job in a warm container), each in a
+daemon thread:
 
 ``EDGEHUB_AGENT_WATCH_STDIN=1``
-    The caller holds this process's stdin open for as long as it wants the job. At end of file
-    (the caller closed it, or died) the job is stopped: a job on a resident server is killed with
-    its process group (the connection is shut down, and the server kills what the connection
-    asked for; the server itself stays up), a job running here ends as cancelled (SIGTERM, then
-    exit 130 if it has not ended :data:`GRACE_S` seconds later).
+    The caller holds stdin open as long as it wants the job. At end of file the job stops: on a
+    resident server its connection is shut down (the server kills the job, and stays up); here
+    it ends as cancelled (SIGTERM, then exit 130 :data:`GRACE_S` seconds later).
 
 ``EDGEHUB_AGENT_HEARTBEAT_FILE=PATH``
-    While the command runs, this process touches PATH (mtime) every :data:`HEARTBEAT_S`
-    seconds, so that a machine which counts idle time from that file (a warm container's idle
-    timer) sees a running job as activity, however long it runs.
-
-Both run in daemon threads; neither reads anything from stdin but its end.
+    While the command runs, PATH is touched every :data:`HEARTBEAT_S` seconds, so that an idle
+    timer counting from that file (a warm container's) sees the running job.
 """
 
 from __future__ import annotations

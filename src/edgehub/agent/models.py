@@ -128,6 +128,40 @@ def model_size_bytes(path: Path, model: Any | None = None) -> int:
     return total
 
 
+def constant_tensors(graph: Any) -> dict[str, Any]:
+    """Initializers and ``Constant`` node values (as TensorProto), by tensor name."""
+    found = {t.name: t for t in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            for attr in node.attribute:
+                if attr.name == "value" and attr.HasField("t"):
+                    found[node.output[0]] = attr.t
+    return found
+
+
+def inferred_dims(model: Any, data_prop: bool = False) -> dict[str, list[int | None]] | None:
+    """The dims shape inference finds for each tensor it gives a shape (None where a dim is
+    unknown); None where inference fails."""
+    from onnx import shape_inference
+
+    try:
+        graph = shape_inference.infer_shapes(model, strict_mode=False, data_prop=data_prop).graph
+    except Exception:
+        return None
+    return {
+        info.name: [int(d.dim_value) if d.HasField("dim_value") else None for d in dims]
+        for info in [*graph.value_info, *graph.input, *graph.output]
+        if info.type.tensor_type.HasField("shape")
+        for dims in [info.type.tensor_type.shape.dim]
+    }
+
+
+def static_shapes(model: Any, data_prop: bool = False) -> dict[str, list[int]]:
+    """The fully static shapes of `inferred_dims` (empty where inference fails)."""
+    found = inferred_dims(model, data_prop) or {}
+    return {n: [d for d in dims if d is not None] for n, dims in found.items() if None not in dims}
+
+
 def initializer_bytes(model: Any) -> int:
     return sum(len(t.raw_data) for t in _initializers(model))
 
@@ -156,15 +190,15 @@ def _dims(value_info: Any) -> tuple[str, Shape]:
     dtype = ONNX_ELEM_TYPES.get(tensor_type.elem_type, f"elem_type_{tensor_type.elem_type}")
     if not tensor_type.HasField("shape"):
         return dtype, None
-    dims: list[Dim] = []
-    for dim in tensor_type.shape.dim:
-        if dim.HasField("dim_value") and dim.dim_value >= 0:
-            dims.append(int(dim.dim_value))
-        elif dim.HasField("dim_param") and is_named_dim(dim.dim_param):
-            dims.append(str(dim.dim_param))
-        else:
-            dims.append(None)
-    return dtype, dims
+    return dtype, [_dim(d) for d in tensor_type.shape.dim]
+
+
+def _dim(dim: Any) -> Dim:
+    if dim.HasField("dim_value") and dim.dim_value >= 0:
+        return int(dim.dim_value)
+    if dim.HasField("dim_param") and is_named_dim(dim.dim_param):
+        return str(dim.dim_param)
+    return None
 
 
 def graph_inputs(model: Any) -> list[TensorSpec]:
@@ -172,13 +206,11 @@ def graph_inputs(model: Any) -> list[TensorSpec]:
     that indexes a table with the table's size (`index_limits`)."""
     initializers = {t.name for t in model.graph.initializer}
     limits = index_limits(model)
-    specs = []
-    for value_info in model.graph.input:
-        if value_info.name in initializers:
-            continue
-        dtype, shape = _dims(value_info)
-        specs.append(TensorSpec(value_info.name, dtype, shape, limits.get(value_info.name)))
-    return specs
+    return [
+        TensorSpec(v.name, *_dims(v), limits.get(v.name))
+        for v in model.graph.input
+        if v.name not in initializers
+    ]
 
 
 # ops that pass an index tensor on with its values unchanged (only its shape or type changes)
@@ -259,18 +291,11 @@ def index_limits(model: Any) -> dict[str, int]:
 
 
 def graph_outputs(model: Any) -> list[TensorSpec]:
-    specs = []
-    for value_info in model.graph.output:
-        dtype, shape = _dims(value_info)
-        specs.append(TensorSpec(value_info.name, dtype, shape))
-    return specs
+    return [TensorSpec(v.name, *_dims(v)) for v in model.graph.output]
 
 
 def default_opset(model: Any) -> int | None:
-    for entry in model.opset_import:
-        if entry.domain in ("", "ai.onnx"):
-            return int(entry.version)
-    return None
+    return next((int(e.version) for e in model.opset_import if e.domain in ("", "ai.onnx")), None)
 
 
 def describe_model(model: Any) -> dict[str, Any]:

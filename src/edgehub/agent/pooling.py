@@ -1,20 +1,19 @@
 """Pooling windows as large as the input, written as the global pooling they are.
 
 Some exporters write a global pool as an AveragePool / MaxPool whose kernel covers the whole
-input (Hugging Face's EfficientNet pools its 4x4 features with a 640x640 kernel and ceil_mode):
-onnx2tf pads the input to the kernel's size (gigabytes of memory), and TensorRT's parser refuses
-a window whose volume passes its kernel limit. Where the input's spatial size is known, there is
-no dilation, and the node's one window per axis covers the whole input, pads included (output
-size 1 by the ONNX formula, strides and ceil_mode counted), the node becomes GlobalAveragePool /
-GlobalMaxPool: the same values where the pads change nothing (none, a MaxPool's, or an
-AveragePool's with count_include_pad 0). Sizes come from ONNX shape inference at ``shapes``
-(the input shapes the caller compiles for) after small constant subgraphs (an exported Pad's
-computed pads) are folded, else from one onnxruntime run at static input shapes, where
-onnxruntime is installed.
+input (Hugging Face's EfficientNet: a 640x640 kernel with ceil_mode on 4x4 features): onnx2tf
+pads the input to the kernel's size (gigabytes), and TensorRT's parser refuses the window. Where
+the input's spatial size is known, there is no dilation and the node's one window per axis
+covers the whole input, pads included (output size 1 by the ONNX formula), the node becomes
+GlobalAveragePool / GlobalMaxPool: the same values where the pads change nothing (none, a
+MaxPool's, or an AveragePool's with count_include_pad 0). Sizes come from shape inference at
+``shapes`` (the input shapes compiled for) once small constant subgraphs (an exported Pad's
+pads) are folded, else from one onnxruntime run at static input shapes.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 _POOLS = {"AveragePool": "GlobalAveragePool", "MaxPool": "GlobalMaxPool"}
@@ -29,7 +28,7 @@ def fold_small_constants(model: Any) -> int:
     from onnx.reference import ReferenceEvaluator
 
     graph = model.graph
-    known = {t.name for t in graph.initializer if _volume(t.dims) <= _SMALL}
+    known = {t.name for t in graph.initializer if math.prod(t.dims) <= _SMALL}
     folded: list[Any] = []
     for node in graph.node:
         inputs = [i for i in node.input if i]
@@ -51,40 +50,12 @@ def fold_small_constants(model: Any) -> int:
     except Exception:  # an op the reference evaluator lacks: shape inference does without
         return 0
     results = dict(zip(names, values))
-    gone = [n for n in folded if all(_volume(results[o].shape) <= _SMALL for o in n.output)]
+    gone = [n for n in folded if all(results[o].size <= _SMALL for o in n.output)]
     for node in gone:
         for name in node.output:
             graph.initializer.append(numpy_helper.from_array(results[name], name))
         graph.node.remove(node)
     return len(gone)
-
-
-def _volume(dims: Any) -> int:
-    count = 1
-    for dim in dims:
-        count *= int(dim)
-    return count
-
-
-def _spatial_sizes(model: Any) -> dict[str, list[int | None]]:
-    """Each tensor's dims after shape inference (None where unknown); empty where it fails."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(
-            model, check_type=False, strict_mode=False, data_prop=True
-        )
-    except Exception:  # shape inference is a help here, never a requirement
-        return {}
-    graph = inferred.graph
-    sizes: dict[str, list[int | None]] = {}
-    for value_info in [*graph.value_info, *graph.input]:
-        tensor_type = value_info.type.tensor_type
-        if tensor_type.HasField("shape"):
-            sizes[value_info.name] = [
-                int(d.dim_value) if d.HasField("dim_value") else None for d in tensor_type.shape.dim
-            ]
-    return sizes
 
 
 def _measured_sizes(model: Any, names: list[str]) -> dict[str, list[int | None]]:
@@ -152,6 +123,7 @@ def globalize_pools(model: Any, shapes: dict[str, list[int]] | None = None) -> l
     docstring), its sizes found at input ``shapes`` where given; returns their names."""
     import onnx
 
+    from .models import inferred_dims
     from .protocol import UsageError
     from .shapes import fix_input_shapes
 
@@ -170,7 +142,7 @@ def globalize_pools(model: Any, shapes: dict[str, list[int]] | None = None) -> l
         except UsageError:  # the caller reports shapes that do not fit; sizes stay unknown
             pass
     fold_small_constants(probe)
-    sizes = _spatial_sizes(probe)
+    sizes = inferred_dims(probe, data_prop=True) or {}  # a help here, never a requirement
     unknown = [
         n.input[0] for n in candidates if None in (sizes.get(n.input[0]) or [None, None, None])[2:]
     ]

@@ -2,8 +2,8 @@
 
 The host imports this module too (``load_result``), so it must never import numpy or onnxruntime.
 
-Request: a JSON object of parameters for one command (``{"model": "m.onnx", "runs": 100}``).
-Unknown keys are rejected, so a typo on the host is an error rather than a silent default.
+Request: a JSON object of parameters for one command (``{"model": "m.onnx", "runs": 100}``);
+unknown keys are rejected, so a typo on the host is an error rather than a silent default.
 Relative paths are resolved against the agent's working directory.
 
 Result (written atomically to ``--result``)::
@@ -15,9 +15,8 @@ Result (written atomically to ``--result``)::
      "exit_code": 2, "user_error": true}, "detail": "<traceback, unexpected errors only>",
      "warnings": [...], "env": {...}, ...}
 
-Exit codes: 0 success, 2 user error (bad model, bad inputs, bad options), 1 unexpected error,
-130 cancelled. The error message is one line saying what is wrong and what to do; it is also the
-last line the agent writes to stderr.
+Exit codes: 0 success, 2 user error, 1 unexpected error, 130 cancelled. The error message is
+one line saying what is wrong and what to do, also the last line written to stderr.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Callable, Dict, Mapping, Sequence, overload
 
 from .atomic import replacing
 from .exit_codes import EXIT_CANCELLED as EXIT_CANCELLED
@@ -123,6 +122,10 @@ class CommandOutput:
 _MISSING: Any = object()
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class Params:
     """Typed, validated access to a request's parameters.
 
@@ -149,61 +152,53 @@ class Params:
             f"{self.command}: parameter '{key}' must be {expected}, got {json.dumps(value)}"
         )
 
-    def string(self, key: str, default: Any = _MISSING) -> Any:
+    def _checked(self, key: str, default: Any, valid: Callable[[Any], bool], expected: str) -> Any:
+        """``key``'s value (``default`` where absent), checked by ``valid`` and recorded."""
         value = self._get(key, default)
-        if value is not None and not isinstance(value, str):
-            raise self._bad(key, "a string", value)
+        if value is not None and not valid(value):
+            raise self._bad(key, expected, value)
         self.resolved[key] = value
         return value
 
+    def string(self, key: str, default: Any = _MISSING) -> Any:
+        return self._checked(key, default, lambda v: isinstance(v, str), "a string")
+
+    @overload
+    def path(self, key: str) -> str: ...
+    @overload
+    def path(self, key: str, required: bool) -> str | None: ...
     def path(self, key: str, required: bool = True) -> str | None:
-        value = self._get(key, _MISSING if required else None)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise self._bad(key, "a non-empty path string", value)
-        self.resolved[key] = value
-        return value
+        default = _MISSING if required else None
+        path: str | None = self._checked(
+            key, default, lambda v: isinstance(v, str) and v != "", "a non-empty path string"
+        )
+        return path
 
     def integer(self, key: str, default: Any = _MISSING, minimum: int | None = None) -> Any:
-        value = self._get(key, default)
-        if value is None:
-            self.resolved[key] = None
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer", value)
-        if minimum is not None and value < minimum:
+        value = self._checked(key, default, _is_int, "an integer")
+        if value is not None and minimum is not None and value < minimum:
             raise self._bad(key, f"an integer >= {minimum}", value)
-        self.resolved[key] = value
         return value
 
     def number(self, key: str, default: float, minimum: float = 0.0) -> float:
-        value = self._get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
-            raise self._bad(key, f"a number >= {minimum:g}", value)
-        self.resolved[key] = value
-        return float(value)
+        def valid(v: Any) -> bool:
+            return not isinstance(v, bool) and isinstance(v, (int, float)) and v >= minimum
+
+        return float(self._checked(key, default, valid, f"a number >= {minimum:g}"))
 
     def boolean(self, key: str, default: bool) -> bool:
-        value = self._get(key, default)
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false", value)
-        self.resolved[key] = value
-        return value
+        return bool(self._checked(key, default, lambda v: isinstance(v, bool), "true or false"))
 
     def choice(self, key: str, choices: Sequence[str], default: Any = _MISSING) -> str:
-        value = self._get(key, default)
-        if value not in choices:
-            raise self._bad(key, "one of " + ", ".join(repr(c) for c in choices), value)
-        self.resolved[key] = value
-        return str(value)
+        expected = "one of " + ", ".join(repr(c) for c in choices)
+        return str(self._checked(key, default, lambda v: v in choices, expected))
 
     def string_list(self, key: str) -> list[str] | None:
-        value = self._get(key, None)
-        if value is not None and (
-            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
-        ):
-            raise self._bad(key, "a list of strings", value)
-        self.resolved[key] = value
-        return value
+        def valid(v: Any) -> bool:
+            return isinstance(v, list) and all(isinstance(s, str) for s in v)
+
+        strings: list[str] | None = self._checked(key, None, valid, "a list of strings")
+        return strings
 
     def raw_value(self, key: str, default: Any = None) -> Any:
         value = self._get(key, default)
@@ -320,13 +315,10 @@ def load_json_file(
 
 
 def load_result(path: str | Path, max_bytes: int = 16 << 20, max_depth: int = 64) -> JSONDict:
-    """Read and sanity-check an agent result file (for the host; standard library only).
-
-    Returns the parsed dict. On success it has ``params``, ``metrics``, ``data``, ``warnings``
-    and ``env``; on failure ``error`` = ``{kind, message, exit_code, user_error}``.
-    Raises :class:`ResultFileError` if the file is missing, is not JSON, is larger than
-    ``max_bytes`` or nests deeper than ``max_depth`` (see `load_json_file`), or lacks ``ok``.
-    """
+    """Read and sanity-check an agent result file (for the host; standard library only):
+    on success it has ``params``, ``metrics``, ``data``, ``warnings`` and ``env``, on failure
+    ``error`` = ``{kind, message, exit_code, user_error}``. A `ResultFileError` where
+    `load_json_file` refuses it or it lacks ``ok``."""
     p = Path(path)
     result = load_json_file(p, "agent result", max_bytes, max_depth)
     if not isinstance(result, dict) or not isinstance(result.get("ok"), bool):

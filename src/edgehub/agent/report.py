@@ -34,9 +34,9 @@ class Report:
             pass
 
 
-def _collector(report: Report) -> Any:
-    """A ``logging.Handler`` forwarding WARNING+ records (e.g. from onnxruntime.quantization)
-    into ``report``."""
+def _add_collector(report: Report) -> Callable[[], None]:
+    """Forward WARNING+ log records (e.g. onnxruntime.quantization's) into ``report``; returns
+    what undoes it."""
     import logging
 
     class WarningCollector(logging.Handler):
@@ -48,13 +48,7 @@ def _collector(report: Report) -> Any:
             if message:
                 report.warn(f"{record.name}: {message}" if record.name != "root" else message)
 
-    return WarningCollector(level=logging.WARNING)
-
-
-def _add_collector(report: Report) -> Callable[[], None]:
-    import logging
-
-    handler = _collector(report)
+    handler = WarningCollector(level=logging.WARNING)
     root = logging.getLogger()
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.WARNING:

@@ -9,7 +9,7 @@ outputs' unnamed dims are left to ONNX shape inference, which runs again after f
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .protocol import UsageError
 from .tensors import TensorSpec, describe_specs, is_named_dim
@@ -76,15 +76,16 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
                         f"it to {want} ({spec.describe()})"
                     )
         shapes[name] = [int(d) for d in shape]
-    _check_named(shapes, by_name)
+    _named_sizes(shapes, {name: spec.shape or [] for name, spec in by_name.items()})
     return shapes
 
 
-def _check_named(shapes: dict[str, list[int]], by_name: dict[str, TensorSpec]) -> None:
-    """Inputs sharing a named dim (``"batch"``) give it one size."""
+def _named_sizes(shapes: dict[str, list[int]], dims: Mapping[str, Sequence[Any]]) -> dict[str, int]:
+    """The size ``shapes`` gives each named dim (a ``str`` among an input's ``dims``); inputs
+    sharing one (``"batch"``) must give it one size (a UsageError otherwise)."""
     seen: dict[str, tuple[int, str]] = {}
     for name, shape in shapes.items():
-        for axis, (dim, size) in enumerate(zip(by_name[name].shape or [], shape)):
+        for axis, (dim, size) in enumerate(zip(dims.get(name) or [], shape)):
             if not isinstance(dim, str):
                 continue
             where = f"{name} dim {axis}"
@@ -95,28 +96,7 @@ def _check_named(shapes: dict[str, list[int]], by_name: dict[str, TensorSpec]) -
                     f"and {size} ({where}); inputs sharing a named dimension must agree: give "
                     "both the same size"
                 )
-
-
-def _symbol_values(model: Any, shapes: dict[str, list[int]]) -> dict[str, int]:
-    """The value ``shapes`` gives each named dim; two different values are a UsageError."""
-    values: dict[str, tuple[int, str]] = {}
-    for value_info in model.graph.input:
-        shape = shapes.get(value_info.name)
-        if shape is None:
-            continue
-        for axis, (dim, size) in enumerate(zip(value_info.type.tensor_type.shape.dim, shape)):
-            if not (dim.HasField("dim_param") and is_named_dim(dim.dim_param)):
-                continue
-            where = f"{value_info.name} dim {axis}"
-            known = values.get(dim.dim_param)
-            if known is not None and known[0] != size:
-                raise UsageError(
-                    f"input_shape gives dimension '{dim.dim_param}' two values: {known[0]} "
-                    f"({known[1]}) and {size} ({where}); inputs sharing a named dimension "
-                    "must agree: give both the same size"
-                )
-            values.setdefault(dim.dim_param, (size, where))
-    return {name: size for name, (size, _) in values.items()}
+    return {dim: size for dim, (size, _) in seen.items()}
 
 
 def fix_input_shapes(model: Any, shapes: dict[str, list[int]]) -> list[str]:
@@ -126,7 +106,13 @@ def fix_input_shapes(model: Any, shapes: dict[str, list[int]]) -> list[str]:
     """
     from onnx import shape_inference
 
-    symbols = _symbol_values(model, shapes)
+    named = {
+        v.name: [
+            d.dim_param if is_named_dim(d.dim_param) else None for d in v.type.tensor_type.shape.dim
+        ]
+        for v in model.graph.input
+    }
+    symbols = _named_sizes(shapes, named)
 
     def fix(value_info: Any, shape: Any) -> None:
         tensor_type = value_info.type.tensor_type

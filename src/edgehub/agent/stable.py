@@ -1,28 +1,23 @@
 """Measuring until stable: timed windows until the last three windows agree.
 
 :func:`measure_until_stable` runs windows of timed runs until the last `WINDOWS` windows agree:
-their medians lie within ``tolerance`` of each other (their spread, max less min over min, at most
-``tolerance``), and so do their means (of the fastest 99 % of a window's samples: one rare pause of
-a few milliseconds moves the plain mean of a fast model's window by several percent). It stops
-there, or when ``max_s`` seconds have passed or `MAX_WINDOWS` windows were run. The samples it keeps
-are those of the last three windows; it says whether it converged, how many windows it ran and the
-last spread, and never fails the measurement for not converging.
+their medians, and their means (of the fastest 99 %: one rare pause moves a fast model's mean by
+several percent), lie within ``tolerance`` of each other (max less min over min). It stops
+there, after ``max_s`` seconds or after `MAX_WINDOWS` windows, keeps the last three windows'
+samples, says whether it converged, how many windows ran and the last spread, and never fails
+the measurement for not converging.
 
-Given ``other_share`` (the share of the CPUs other processes took since its last call:
-:class:`..conditions.OtherCpuMeter`), a window also counts only when other processes took at most
-``max_other_share`` of the CPUs during it (default `MAX_OTHER_CPU_SHARE`, the limit `hub runs
-compare` calls not comparable; 1 turns the check off): windows that agree while a neighbour holds
-a CPU busy are not a stable measurement.
+Given ``other_share`` (other processes' share of the CPUs since its last call:
+:class:`..conditions.OtherCpuMeter`), a window counts only when that share was at most
+``max_other_share`` (default `MAX_OTHER_CPU_SHARE`, the limit `hub runs compare` calls not
+comparable; 1 turns the check off): windows that agree beside a busy neighbour are not stable.
 
-Before the first window the caller warms up for `WARMUP_S` (:func:`warm_up`). A window is one
-call of ``measure``, repeated until the window has lasted `MIN_WINDOW_S`: a window
-of a fast model's ``runs`` lasts milliseconds, and three windows that close together agree even
-while a neighbour's bursts of load, which last tenths of a second, change the latency from one
-second to the next. A window keeps every k-th sample, at most `MAX_KEPT_PER_WINDOW`; its median
-and mean are taken from all of them. The means matter beside the medians: bursts of load slow a
-minority of the runs, which moves a window's mean and tail but can leave its median where it was
-(measured with a bursty neighbour on a 2-core machine: window medians within 3 %, means 20 %
-apart). Standard library only.
+The caller warms up for `WARMUP_S` first (:func:`warm_up`). A window is one call of ``measure``,
+repeated until it has lasted `MIN_WINDOW_S`: three windows of milliseconds agree even while a
+neighbour's bursts of load change the latency from one second to the next. A window keeps every
+k-th sample (at most `MAX_KEPT_PER_WINDOW`); its median and mean use all of them. The means
+matter: bursts slow a minority of runs, moving the mean but not always the median (a bursty
+neighbour on 2 cores: medians within 3 %, means 20 % apart). Standard library only.
 """
 
 from __future__ import annotations
@@ -33,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .conditions import OtherCpuMeter
+from .conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
+from .stats import latency_stats
 
 if TYPE_CHECKING:
     from .protocol import Params
@@ -192,6 +188,54 @@ def stable_line(
         f"not stable within {max_s:g} s ({how}; tolerance {100 * tolerance:g}%): "
         "the samples are the last three windows'"
     )
+
+
+# a profile warns of unstable timings when p90 is this much above the median (robust to rare
+# outliers, which on a tiny model would make the coefficient of variation alone alarm every time)
+UNSTABLE_P90_RATIO = 1.25
+
+
+def timed_loop(
+    stability: Stability | None, window: Callable[[], list[int]], report: Report
+) -> tuple[list[int], dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """A profile's timed runs: one ``window()``, or with ``stability`` windows until stable,
+    and what they ran under (:mod:`.conditions`, said on ``report``). Returns the samples (ns),
+    the ``stable_*`` metrics, the windows' rows and the conditions."""
+    probe = ConditionsProbe()
+    stable: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    if stability:
+        found = stability.measure(window)
+        samples, stable, rows = found.samples, stable_metrics(found), window_rows(found)
+    else:
+        samples = window()
+    conditions = probe.finish()
+    for line in conditions_lines(conditions):
+        report.info(line)
+    if stability:
+        stability.tell(stable, report)
+    return samples, stable, rows, conditions
+
+
+def latency_metrics(
+    samples: list[int], stable: dict[str, Any], runs: int, fix: str, report: Report
+) -> dict[str, Any]:
+    """The latency statistics of ``samples`` (:mod:`.stats`) and the ``stable`` metrics, said on
+    ``report``, with a warning where ``runs`` >= 20 and p90 is far above the median (``fix``:
+    the thread setting to pin)."""
+    metrics: dict[str, Any] = {**latency_stats(samples), **stable}
+    median, p90 = metrics["latency_median_ms"], metrics["latency_p90_ms"]
+    report.info(
+        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
+        f"p99 {metrics['latency_p99_ms']:.3f} ms"
+    )
+    if runs >= 20 and median > 0 and p90 > UNSTABLE_P90_RATIO * median:
+        report.warn(
+            f"latency is unstable: p90 {p90:.3f} ms vs median {median:.3f} ms (CoV "
+            f"{metrics['latency_cv_pct']:.1f}%): close other workloads, fix {fix}, or raise "
+            "warmup/runs"
+        )
+    return metrics
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ name nothing (see :func:`is_named_dim`), so each is its own unknown, never tied 
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -22,53 +23,19 @@ Dim = Union[int, str, None]
 Shape = Optional[List[Dim]]
 Arrays = Dict[str, "np.ndarray"]
 
-# ORT NodeArg.type strings -> numpy dtype names. Strings are "str" (unicode or object arrays).
-_ORT_TYPES = {
-    "tensor(float)": "float32",
-    "tensor(float16)": "float16",
-    "tensor(double)": "float64",
-    "tensor(bfloat16)": "bfloat16",
-    "tensor(int8)": "int8",
-    "tensor(int16)": "int16",
-    "tensor(int32)": "int32",
-    "tensor(int64)": "int64",
-    "tensor(uint8)": "uint8",
-    "tensor(uint16)": "uint16",
-    "tensor(uint32)": "uint32",
-    "tensor(uint64)": "uint64",
-    "tensor(bool)": "bool",
-    "tensor(string)": "str",
-    "tensor(complex64)": "complex64",
-    "tensor(complex128)": "complex128",
-}
-
-# ONNX TensorProto.DataType values -> numpy dtype names.
-ONNX_ELEM_TYPES = {
-    1: "float32",
-    2: "uint8",
-    3: "int8",
-    4: "uint16",
-    5: "int16",
-    6: "int32",
-    7: "int64",
-    8: "str",
-    9: "bool",
-    10: "float16",
-    11: "float64",
-    12: "uint32",
-    13: "uint64",
-    14: "complex64",
-    15: "complex128",
-    16: "bfloat16",
-}
+# ONNX TensorProto.DataType values -> numpy dtype names (strings are "str": unicode or objects).
+ONNX_ELEM_TYPES = dict(enumerate((
+    "float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "str", "bool", "float16",
+    "float64", "uint32", "uint64", "complex64", "complex128", "bfloat16"), start=1))  # fmt: skip
+# ORT NodeArg.type names that are not the numpy dtype's
+_ORT_NAMES = {"float": "float32", "double": "float64", "string": "str"}
 
 
 def dtype_from_ort(type_string: str) -> str:
-    """``"tensor(float)"`` -> ``"float32"``; unknown types keep their ORT spelling."""
-    if type_string in _ORT_TYPES:
-        return _ORT_TYPES[type_string]
+    """``"tensor(float)"`` -> ``"float32"``; other types keep their ORT spelling."""
     if type_string.startswith("tensor(") and type_string.endswith(")"):
-        return type_string[len("tensor(") : -1]
+        inner = type_string[len("tensor(") : -1]
+        return _ORT_NAMES.get(inner, inner)
     return type_string
 
 
@@ -118,10 +85,8 @@ class TensorSpec:
 
     @classmethod
     def from_ort(cls, node_arg: Any) -> TensorSpec:
-        raw_shape = getattr(node_arg, "shape", None)
-        shape: Shape = None
-        if isinstance(raw_shape, (list, tuple)):
-            shape = [normalize_dim(d) for d in raw_shape]
+        raw = getattr(node_arg, "shape", None)
+        shape = [normalize_dim(d) for d in raw] if isinstance(raw, (list, tuple)) else None
         return cls(str(node_arg.name), dtype_from_ort(str(node_arg.type)), shape)
 
     def to_json(self) -> dict[str, Any]:
@@ -240,9 +205,7 @@ def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generato
 
     from .resources import memory_ceiling
 
-    count = 1
-    for dim in shape:
-        count *= max(int(dim), 0)
+    count = math.prod(max(int(dim), 0) for dim in shape)
     try:
         needed = count * np.dtype(spec.dtype).itemsize
     except TypeError:
@@ -335,6 +298,10 @@ def load_arrays(
     p = Path(path)
     if not p.is_file():
         raise InputDataError(f"{what} file '{p}' does not exist: check the path")
+    pickled = InputDataError(
+        f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to load: "
+        "save plain numeric arrays with numpy.savez"
+    )
     try:
         loaded = (
             read_npz(p, mapped, max_unpacked)
@@ -345,10 +312,7 @@ def load_arrays(
         raise InputDataError(f"{what} file '{p}' is too large: {exc}") from None
     except ValueError as exc:
         if "pickle" in str(exc).lower():
-            raise InputDataError(
-                f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to "
-                "load: save plain numeric arrays with numpy.savez"
-            ) from exc
+            raise pickled from exc
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
@@ -358,10 +322,7 @@ def load_arrays(
         with loaded:
             return {key: loaded[key] for key in loaded.files}
     except ValueError as exc:
-        raise InputDataError(
-            f"{what} file '{p}' holds pickled (object) arrays, which the agent refuses to load: "
-            "save plain numeric arrays with numpy.savez"
-        ) from exc
+        raise pickled from exc
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is damaged: {exc}") from exc
 
@@ -396,15 +357,6 @@ def by_name(loaded: Arrays | np.ndarray, specs: Sequence[TensorSpec], where: str
     return {specs[0].name: loaded}
 
 
-def _storable(array: Any) -> np.ndarray:
-    import numpy as np
-
-    out = np.asarray(array)
-    if out.dtype.kind == "O":
-        out = out.astype(str)
-    return out
-
-
 def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True) -> None:
     """Write a .npz keyed by name (any name, even ``file``), atomically; compressed unless
     ``compress`` is false (large float arrays barely shrink and cost seconds to deflate)."""
@@ -418,15 +370,18 @@ def save_npz(path: str | Path, arrays: Mapping[str, Any], compress: bool = True)
         with zipfile.ZipFile(tmp, "w", compression=method, allowZip64=True) as zf:
             for name, array in arrays.items():
                 with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
-                    _write_npy(fh, _storable(array))
+                    _write_npy(fh, array)
 
 
-def _write_npy(handle: Any, array: np.ndarray) -> None:
+def _write_npy(handle: Any, value: Any) -> None:
     """``numpy.lib.format.write_array`` (no pickles): for a C-ordered array of numbers or
     strings, the same header and then the array's own memory, not numpy's 16 MiB copies of it
     (fresh memory, slow to come by in a VM); any other array through numpy itself."""
     import numpy as np
 
+    array = np.asarray(value)
+    if array.dtype.kind == "O":  # objects (strings) are stored as strings, never pickled
+        array = array.astype(str)
     fmt = np.lib.format
     plain = array.dtype.kind in "biufcSU" and array.dtype.names is None
     if not (plain and array.flags.c_contiguous and array.dtype.itemsize):

@@ -1,10 +1,6 @@
-"""ONNX Runtime commands: ``ort.inspect``, ``ort.compile``, ``ort.profile``, ``ort.invoke``,
-``ort.batch``, ``ort.ab``.
-
-Command ``ort.VERB`` is served by the module ``ort/VERB.py`` (its ``run(params, report)``).
-Importing this package imports nothing heavy; :data:`PRELOAD` names what a resident agent
-server of an ONNX Runtime image imports up front.
-"""
+"""ONNX Runtime commands (``ort.VERB``, the module ``ort/VERB.py``). Importing this package
+imports nothing heavy; :data:`PRELOAD` is what a resident server of an ONNX Runtime image
+imports up front."""
 
 from __future__ import annotations
 

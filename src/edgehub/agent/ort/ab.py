@@ -7,25 +7,20 @@ Request::
      "intra_op_threads": null | int, "inter_op_threads": null | int, "providers": null | [names],
      "graph_optimization_level": "all", "profile_json_a": null | PATH, "profile_json_b": ...}
 
-Random inputs (no ``input_data``) come from ``input_seed``, as ``ort.profile``'s from its seed.
-How it measures (the order of the blocks comes from ``seed``, recorded with the result):
+Random inputs come from ``input_seed``; the blocks' order from ``seed`` (:mod:`..ab_rounds`):
 
-1. Two sets of sessions: set 0 creates A then B, set 1 creates B then A; rounds alternate
-   between the sets. A bias from being created (or placed in memory) second then hits A and B
-   alike instead of making B look slower.
-2. Every session runs ``warmup`` untimed runs, in the same interleaved order for A and B.
-3. Calibration: a few timed runs of each model give its runs per block, so that a block lasts
-   about ``block_ms`` (at least ``MIN_BLOCK_RUNS`` runs).
-4. Each round runs one block of A and one of B, in an order drawn per round (AB or BA). A block
-   starts with ``SWITCH_IN`` untimed runs (the other session's threads wind down, caches refill),
-   then its timed runs; the block's value is the median of its samples.
+1. Two sets of sessions, set 0 created A then B, set 1 B then A; rounds alternate between them,
+   so a bias from being created (or placed in memory) second hits A and B alike.
+2. Every session runs ``warmup`` untimed runs, interleaved.
+3. A few timed runs of each model give its runs per block (about ``block_ms``, at least
+   ``MIN_BLOCK_RUNS``).
+4. Each round runs a block of A and one of B in a drawn order (AB or BA); a block starts with
+   ``SWITCH_IN`` untimed runs, and its value is the median of its samples.
 
-Result: ``data.rounds`` (per round: order, session set, each block's median in ms, and the
-ratio B/A), ``data.runs_per_block``; metrics ``a_*``/``b_*`` are the latency statistics of all
-timed samples of each model; ``data.conditions`` is what the rounds ran under
-(:mod:`..conditions`). ``profile_json_a``/``_b`` get ``ort.profile``-shaped documents
-(``samples_us``, ``stats``, ``env``, ``settings``, ``conditions``) so each model's samples can be
-compared alone.
+Result: ``data.rounds`` (order, session set, each block's median in ms, ratio B/A),
+``data.runs_per_block``, metrics ``a_*``/``b_*`` (latency statistics of each model's samples),
+``data.conditions`` (:mod:`..conditions`); ``profile_json_a``/``_b`` get ``ort.profile``-shaped
+documents (``samples_us``, ``stats``, ``env``, ``settings``, ``conditions``).
 """
 
 from __future__ import annotations
@@ -44,22 +39,16 @@ from .sessions import (
     create_session,
     input_specs,
     resolve_providers,
+    run_once,
     session_options,
 )
-
-
-def _run(session: Any, feeds: Arrays) -> None:
-    try:
-        session.run(None, feeds)
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
     """``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling."""
     count = len(inputs)
     for i in range(ab_rounds.SWITCH_IN):
-        _run(session, inputs[(start_at + i) % count])
+        run_once(session, inputs[(start_at + i) % count])
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
@@ -106,7 +95,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"warmup: {request.warmup} runs of each of 2 sessions per model")
     ab_rounds.warm_up(
         request.warmup,
-        lambda side, index, i: _run(sessions[index][side], inputs[side][i % len(inputs[side])]),
+        lambda side, index, i: run_once(sessions[index][side], inputs[side][i % len(inputs[side])]),
     )
 
     # 3.-4. calibration and the rounds (:mod:`..ab_rounds`)

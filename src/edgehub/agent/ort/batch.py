@@ -6,16 +6,13 @@ Request::
      "runs": [{"model": PATH, "output": NPZ, "extra_outputs": [tensor names], "graph": false}],
      "providers": null | [names], "intra_op_threads": null | int, "inter_op_threads": null | int}
 
-``samples`` is a directory of ``.npz`` files (one sample each, keyed by input name, read in
-sorted name order), or one ``.npz`` whose arrays carry a leading samples axis when ``stacked``
-is true; it is read once and every sample is checked against each model's inputs. Each run's
-outputs go to its own uncompressed ``.npz`` keyed by output name, each stacked along a new
-leading samples axis (sample ``i``'s output is ``output[name][i]``); outputs whose shape varies
-across samples are refused. ``extra_outputs`` names intermediate tensors to save too (made
-graph outputs of a copy of the model, which needs the onnx package); ``graph`` reports the
-model's nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs
-[{outputs [{name, dtype, shape}], inference_ms, session_create_ms, graph (with ``graph``: the
-nodes in graph order [{name, op, inputs, outputs}])}].
+``samples``: a directory of ``.npz`` files (one sample each, read in name order), or with
+``stacked`` one ``.npz`` whose arrays carry a leading samples axis; read once, checked against
+each model. Each run's outputs go to an uncompressed ``.npz`` stacked along a new leading axis
+(outputs whose shape varies across samples are refused). ``extra_outputs`` names intermediate
+tensors to save too (graph outputs of a copy of the model); ``graph`` reports the model's
+nodes. Metrics: inference_ms, session_create_ms (totals). Data: samples, runs [{outputs [{name,
+dtype, shape}], inference_ms, session_create_ms, graph ([{name, op, inputs, outputs}])}].
 """
 
 from __future__ import annotations
@@ -24,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import dataset, stacked_info, totals
 from ..models import graph_nodes, with_graph_outputs
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
-from ..tensors import Arrays, check_arrays, save_npz
+from ..tensors import Arrays, save_npz
 from .sessions import create_session, input_specs, resolve_providers, session_options
 
 
@@ -42,7 +39,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("ort.batch: parameter 'runs' must be a non-empty list of runs")
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)
@@ -54,7 +50,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         extra = job.string_list("extra_outputs") or []
         graph = job.boolean("graph", False)
         job.finish()
-        assert model_arg is not None and output_arg is not None
         path = Path(model_arg)
         nodes = graph_nodes(path) if graph or extra else []
         if extra:
@@ -64,12 +59,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         created = time.perf_counter_ns() - start
         specs = input_specs(session)
         start = time.perf_counter_ns()
-        if samples is None:
-            loader = split_stacked if stacked else load_samples
-            samples = loader(samples_arg, specs, "dataset")
-        else:
-            for number, sample in enumerate(samples):
-                check_arrays(sample, specs, f"dataset sample #{number}")
+        samples = dataset(samples, samples_arg, stacked, specs)
         read = time.perf_counter_ns() - start
         outputs, elapsed = _run_all(session, samples)
         start = time.perf_counter_ns()
@@ -81,20 +71,14 @@ def run(params: Params, report: Report) -> CommandOutput:
             f"{ms(written):.1f} ms)"
         )
         result: dict[str, Any] = {
-            "outputs": [
-                {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                for n, a in outputs.items()
-            ],
+            "outputs": stacked_info(outputs),
             "inference_ms": ms(elapsed),
             "session_create_ms": ms(created),
         }
         if graph:
             result["graph"] = nodes
         results.append(result)
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "session_create_ms": sum(r["session_create_ms"] for r in results),
-    }
+    metrics = totals(results, "inference_ms", "session_create_ms")
     data = {"samples": len(samples or []), "runs": results}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 

@@ -10,13 +10,11 @@ Request::
      "exclude_nodes": null | [node names kept in float (quantize-static)],
      "optimization_level": "basic" | "extended" | "all" (optimize only; default "extended")}
 
-``input_shape`` fixes dynamic dims first (then shape inference). ``optimize`` checks the model
-with onnx.checker and saves onnxruntime's optimized graph (offline,
-``SessionOptions.optimized_model_filepath``). Quantization: see :mod:`.quantize`.
-The output model is loaded by onnxruntime before the command succeeds.
-
-Metrics: compile_time_s, input_size_bytes, output_size_bytes, size_ratio (output / input).
-Data: the output model as ``ort.inspect`` describes it (+ ``io_quantization`` with quantize_io).
+``input_shape`` fixes dynamic dims first. ``optimize`` checks the model with onnx.checker and
+saves onnxruntime's optimized graph (``SessionOptions.optimized_model_filepath``); quantization:
+:mod:`.quantize`. The output must load in onnxruntime. Metrics: compile_time_s,
+input_size_bytes, output_size_bytes, size_ratio. Data: the output model as ``ort.inspect``
+describes it (+ ``io_quantization`` with quantize_io).
 """
 
 from __future__ import annotations
@@ -96,7 +94,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     level = params.choice("optimization_level", ("basic", "extended", "all"), "extended")
     exclude_nodes = params.string_list("exclude_nodes") or []
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     out = Path(output_arg)
@@ -105,15 +102,12 @@ def run(params: Params, report: Report) -> CommandOutput:
     if out.exists() and out.resolve() == path.resolve():
         raise UsageError(f"output '{out}' is the input model: choose another output path")
     if mode != "quantize-static":
-        ignored = [
-            name
-            for name, on in (
-                ("calibration", calibration),
-                ("quantize_io", quantize_io),
-                ("exclude_nodes", exclude_nodes),
-            )
-            if on
-        ]
+        given = {
+            "calibration": calibration,
+            "quantize_io": quantize_io,
+            "exclude_nodes": exclude_nodes,
+        }
+        ignored = [name for name, on in given.items() if on]
         if ignored:
             report.warn(f"{', '.join(ignored)} only apply to quantize-static; ignored in {mode}")
     if mode == "optimize" and per_channel:

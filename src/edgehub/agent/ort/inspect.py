@@ -21,24 +21,16 @@ def inspect_with_ort(path: Any) -> dict[str, Any]:
     session = create_session(path)
     meta = session.get_modelmeta()
     data = session_signature(session)
-    data.update(
-        {
-            "opset": None,
-            "opsets": {},
-            "ir_version": None,
-            "producer": getattr(meta, "producer_name", None) or None,
-            "graph_name": getattr(meta, "graph_name", None) or None,
-            "num_nodes": None,
-            "external_data": [],
-        }
-    )
+    producer = getattr(meta, "producer_name", None) or None
+    graph_name = getattr(meta, "graph_name", None) or None
+    data.update(opset=None, opsets={}, ir_version=None, producer=producer, graph_name=graph_name)
+    data.update(num_nodes=None, external_data=[])
     return data
 
 
 def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
     params.finish()
-    assert model_arg is not None
     path = resolve_model_path(model_arg)
     report.info(f"inspect: {path}")
     try:

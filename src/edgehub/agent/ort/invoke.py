@@ -8,13 +8,10 @@ Request::
      "inputs_out": null | NPZ (where to save the inputs used), "providers": null | [names],
      "intra_op_threads": null | int, "inter_op_threads": null | int}
 
-Given inputs are loaded with ``allow_pickle=False`` and checked against the model (names,
-dtypes, shapes with dynamic dims) before running; a mismatch is an InputDataError listing every
-expected ``name: dtype[shape]``. Without ``input_data`` the inputs are random (``seed``), read
-off the session's own input metadata at ``input_shape`` (see :mod:`..inputs`), so no separate
-inspection is needed. Outputs go to a compressed .npz keyed by output name.
-Metrics: inference_ms, session_create_ms. Data: outputs [{name, dtype, shape}], inputs (same),
-input_source ("npz" or "random"), shapes (as in ``ort.profile``).
+Given inputs are checked against the model (names, dtypes, shapes) before running; without
+them the inputs are random (``seed``) at ``input_shape`` (:mod:`..inputs`). Outputs go to a
+compressed .npz keyed by output name. Metrics: inference_ms, session_create_ms. Data: outputs
+and inputs [{name, dtype, shape}], input_source ("npz" or "random"), shapes.
 """
 
 from __future__ import annotations
@@ -43,20 +40,14 @@ def run(params: Params, report: Report) -> CommandOutput:
     intra = params.integer("intra_op_threads", None, minimum=0)
     inter = params.integer("inter_op_threads", None, minimum=0)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     options = session_options(intra_op_threads=intra, inter_op_threads=inter)
     start = time.perf_counter_ns()
     session = create_session(path, options, providers)
     created = time.perf_counter_ns() - start
-    samples = prepare_inputs(
-        input_specs(session, path if input_arg is None else None),
-        input_arg,
-        raw_shape,
-        seed,
-        report,
-    )
+    specs = input_specs(session, path if input_arg is None else None)
+    samples = prepare_inputs(specs, input_arg, raw_shape, seed, report)
     if len(samples) != 1:
         raise UsageError(
             f"input_data '{input_arg}' holds {len(samples)} samples; invoke runs one: pass one .npz"

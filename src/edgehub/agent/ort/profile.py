@@ -9,42 +9,27 @@ Request::
      "graph_optimization_level": "disable" | "basic" | "extended" | "all" (default "all"),
      "input_shape": null | [ints] | {name: [ints]}   (shapes of the generated random inputs),
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
-     "stable_window_s": 1,
-     "stable_max_other_share": 0.25}
+     "stable_window_s": 1, "stable_max_other_share": 0.25}
 
-Inputs (:mod:`..inputs`): ``input_data`` is an .npz (one sample) or a directory of .npz samples,
-cycled over the warm-up and timed runs in name order; without it, random data (``seed``) at
-``input_shape``, other dynamic dims set to 1. The result's ``shapes`` (in params, data and
-profile.json) records each input's dtype and shape(s) as run.
+Inputs (:mod:`..inputs`): ``input_data`` (one .npz sample or a directory of them) cycles over
+the warm-up and timed runs in name order; without it, random data (``seed``) at
+``input_shape``, other dynamic dims 1. ``shapes`` (params, data, profile.json) records them.
 
-How it measures:
+1. Cold starts: each creates a new session (``session_create_ms``) and runs it once
+   (``first_run_ms``): the means are metrics, the list is ``data.cold_starts``.
+2. The last session runs ``warmup`` untimed runs, then ``runs`` timed ones with
+   ``perf_counter_ns`` tightly around each ``session.run`` and ORT profiling off: a bare loop.
+   ``until_stable`` repeats windows of timed runs until they agree (:mod:`..stable`; metrics
+   ``stable_*``, each window in ``data.windows``); not converging does not fail the run.
+3. ``layerwise``/``model`` only: a separate session with ORT profiling runs once (dropped) plus
+   ``min(runs, 20)`` times; its trace (:mod:`.trace`) gives per-node rows (``layerwise``) and
+   the mean ``model_run`` time.
 
-1. Cold starts: each creates a new session (timed: ``session_create_ms``) and runs it once
-   (timed: ``first_run_ms``). The means are metrics; the list is in ``data.cold_starts``.
-2. The last cold-start session runs ``warmup`` untimed runs (with ``until_stable``, more for
-   0.5 s: :func:`..stable.warm_up`), then ``runs`` timed runs with
-   ``time.perf_counter_ns()`` tightly around each ``session.run`` and ORT profiling off, so the
-   numbers are those of a bare ``session.run`` loop. With ``until_stable``, the timed runs come in
-   windows (``runs`` runs, repeated until the window has lasted ``stable_window_s``) until the last
-   three windows (medians and means) agree within ``stable_tolerance`` (a fraction), with other
-   processes taking at most ``stable_max_other_share`` (default 0.25) of the CPUs in each
-   (``stable_busy_windows`` counts those that took more), or ``stable_max_s`` seconds pass
-   (:mod:`..stable`); the samples are the last three windows', and the metrics ``stable_converged``
-   (1 or 0; not converging does not fail the run), ``stable_windows`` and ``stable_spread_pct`` say
-   how it went.
-3. ``layerwise``/``model`` only, after the timed runs: a separate session with ORT
-   profiling on runs once (dropped) plus ``min(runs, 20)`` times; its trace is parsed
-   (:mod:`.trace`) into per-node rows (``layerwise``) and the mean ``model_run`` time, then deleted.
-
-Metrics (ms, µs resolution): latency_{mean,median,min,max,p90,p95,p99,std}_ms, latency_cv_pct,
-fps (1000 / mean), session_create_ms, first_run_ms, peak_rss_mb (MiB, the process's high-water
-resident set: VmHWM, else ru_maxrss), runs, warmup, cold_starts; with a trace also
-model_run_mean_ms, profiled_runs and (layerwise) num_layers.
-``profile_json`` (if given) receives ``{samples_us, cold_starts, stats, layers, trace, env,
-settings, conditions}``; ``data.conditions`` is what the timed loop ran under
-(:mod:`..conditions`: load, other processes' CPU time, CPU model, governor, limits, memory).
-With ``until_stable``, ``data.windows`` (and profile.json's ``windows``) has each window's median,
-mean and other processes' CPU share.
+Metrics: the latency statistics of :mod:`..stats` (ms), session_create_ms, first_run_ms,
+peak_rss_mb (the process's high-water resident set), runs, warmup, cold_starts; with a trace
+model_run_mean_ms, profiled_runs and (layerwise) num_layers. ``profile_json`` receives
+``{samples_us, cold_starts, stats, layers, trace, env, settings, conditions}``;
+``data.conditions`` is what the timed loop ran under (:mod:`..conditions`).
 """
 
 from __future__ import annotations
@@ -57,7 +42,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
@@ -71,30 +55,20 @@ from ..protocol import (
 )
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import Stability, window_rows
-from ..stable import stable_metrics as stable_report
-from ..stats import latency_stats, mean, ms
+from ..stable import Stability, latency_metrics, timed_loop
+from ..stats import mean, ms
 from ..tensors import Arrays
 from .sessions import (
     OPTIMIZATION_LEVELS,
     create_session,
     input_specs,
     resolve_providers,
+    run_once,
     session_options,
 )
 from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
-# Warn about unstable timings when p90 is this much above the median (robust to rare outliers,
-# which on a tiny model would make the coefficient of variation alone alarm every time).
-UNSTABLE_P90_RATIO = 1.25
-
-
-def _run_once(session: Any, feeds: Arrays) -> None:
-    try:
-        session.run(None, feeds)
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
@@ -129,9 +103,9 @@ def trace_profile(
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort_profile")
         session = create_session(path, options, providers)
-        _run_once(session, inputs[0])  # first run of a new session: dropped from the summary
+        run_once(session, inputs[0])  # first run of a new session: dropped from the summary
         for i in range(runs):
-            _run_once(session, inputs[i % len(inputs)])
+            run_once(session, inputs[i % len(inputs)])
         trace_file = session.end_profiling()
         del session
         return parse_trace(trace_file, skip_runs=1)
@@ -156,7 +130,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     raw_shape = params.raw_value("input_shape")
     stability = Stability.read(params)
     params.finish()
-    assert model_arg is not None
     path = resolve_model_path(model_arg)
     options_args = {
         "intra_op_threads": intra,
@@ -178,7 +151,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             specs = input_specs(session, path if input_data is None else None)
             inputs = prepare_inputs(specs, input_data, raw_shape, seed, report)
         start = time.perf_counter_ns()
-        _run_once(session, inputs[0])
+        run_once(session, inputs[0])
         first = time.perf_counter_ns() - start
         cold.append({"session_create_ms": ms(created), "first_run_ms": ms(first)})
         report.info(
@@ -188,47 +161,26 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     report.info(f"warmup: {warmup} runs")
     for i in range(warmup):
-        _run_once(session, inputs[i % len(inputs)])
+        run_once(session, inputs[i % len(inputs)])
     if stability:
-        stability.warm(lambda i: _run_once(session, inputs[i % len(inputs)]), report)
+        stability.warm(lambda i: run_once(session, inputs[i % len(inputs)]), report)
     report.info(f"timing: {runs} runs" + (" per window, until stable" if stability else ""))
+
+    def window() -> list[int]:
+        try:
+            return timed_runs(session, inputs, runs)
+        except Cancelled:
+            raise
+        except Exception as exc:
+            raise RuntimeFailure(
+                f"onnxruntime failed running the model: {one_line(str(exc))}"
+            ) from exc
+
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
-    probe = ConditionsProbe()
-    stable_metrics: dict[str, Any] = {}
-    windows: list[dict[str, Any]] = []
-    try:
-        if stability:
-            stable = stability.measure(lambda: timed_runs(session, inputs, runs))
-            samples = stable.samples
-            stable_metrics = stable_report(stable)
-            windows = window_rows(stable)
-        else:
-            samples = timed_runs(session, inputs, runs)
-    except Cancelled:
-        raise
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+    samples, stable, windows, conditions = timed_loop(stability, window, report)
     session = None
-    conditions = probe.finish()
-    for line in conditions_lines(conditions):
-        report.info(line)
-
-    metrics: dict[str, Any] = latency_stats(samples)
-    metrics.update(stable_metrics)
-    if stability:
-        stability.tell(stable_metrics, report)
-    report.info(
-        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median "
-        f"{metrics['latency_median_ms']:.3f} ms, p99 {metrics['latency_p99_ms']:.3f} ms"
-    )
-    median = metrics["latency_median_ms"]
-    if runs >= 20 and median > 0 and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median:
-        report.warn(
-            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
-            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
-            "fix intra_op_threads, or raise warmup/runs"
-        )
+    metrics = latency_metrics(samples, stable, runs, "intra_op_threads", report)
     metrics.update(
         {
             "session_create_ms": round(mean([c["session_create_ms"] for c in cold]), 3),

@@ -11,21 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..models import constant_tensors
 from ..report import Report
 from ..tensors import ONNX_ELEM_TYPES
 
 _ELEM_TYPE_OF = {name: code for code, name in ONNX_ELEM_TYPES.items()}
-
-
-def _constants(graph: Any) -> dict[str, Any]:
-    """Constant tensors (TensorProtos, not converted) by name: initializers and Constant nodes."""
-    tensors = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            for attr in node.attribute:
-                if attr.name == "value":
-                    tensors[node.output[0]] = attr.t
-    return tensors
 
 
 def _qparams(node: Any, constants: dict[str, Any]) -> tuple[float, int, int] | None:
@@ -44,6 +34,13 @@ def _qparams(node: Any, constants: dict[str, Any]) -> tuple[float, int, int] | N
     return float(scale.reshape(-1)[0]), int(zero_point.reshape(-1)[0]), elem_type
 
 
+def _quantized(value_info: Any, scale: float, zero_point: int, elem_type: int) -> dict[str, Any]:
+    """Give the graph input or output ``value_info`` the quantized type; its record."""
+    value_info.type.tensor_type.elem_type = elem_type
+    dtype = ONNX_ELEM_TYPES.get(elem_type, str(elem_type))
+    return {"dtype": dtype, "scale": scale, "zero_point": zero_point}
+
+
 def _rename_input(graph: Any, old: str, new: str) -> None:
     for node in graph.node:
         for i, name in enumerate(node.input):
@@ -54,7 +51,7 @@ def _rename_input(graph: Any, old: str, new: str) -> None:
 def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, Any]]]:
     """Edit ``model`` in place; returns ``{"inputs": {name: qparams}, "outputs": {...}}``."""
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     initializers = {t.name for t in graph.initializer}
     result: dict[str, dict[str, dict[str, Any]]] = {"inputs": {}, "outputs": {}}
     skipped: list[str] = []
@@ -72,16 +69,10 @@ def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, An
         if node is None or node.op_type != "QuantizeLinear" or params is None:
             skipped.append(f"input '{value_info.name}'")
             continue
-        scale, zero_point, elem_type = params
         _rename_input(graph, node.output[0], value_info.name)
         removed_params.extend(node.input[1:])
         graph.node.remove(node)
-        value_info.type.tensor_type.elem_type = elem_type
-        result["inputs"][value_info.name] = {
-            "dtype": ONNX_ELEM_TYPES.get(elem_type, str(elem_type)),
-            "scale": scale,
-            "zero_point": zero_point,
-        }
+        result["inputs"][value_info.name] = _quantized(value_info, *params)
 
     graph_inputs = {v.name for v in graph.input}
     for value_info in graph.output:
@@ -98,7 +89,6 @@ def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, An
         ):
             skipped.append(f"output '{value_info.name}'")
             continue
-        scale, zero_point, elem_type = params
         quantized = node.input[0]
         removed_params.extend(node.input[1:])
         graph.node.remove(node)
@@ -107,12 +97,7 @@ def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, An
                 if name == quantized:
                     other.output[i] = value_info.name
         _rename_input(graph, quantized, value_info.name)
-        value_info.type.tensor_type.elem_type = elem_type
-        result["outputs"][value_info.name] = {
-            "dtype": ONNX_ELEM_TYPES.get(elem_type, str(elem_type)),
-            "scale": scale,
-            "zero_point": zero_point,
-        }
+        result["outputs"][value_info.name] = _quantized(value_info, *params)
 
     _drop_unused(graph, removed_params)
     if skipped:

@@ -49,8 +49,11 @@ def import_quantization() -> Any:
     return quantization
 
 
-def preprocess(src: Path, dst: Path, report: Report) -> dict[str, Any]:
-    """Run quant_pre_process; returns what was done (for params)."""
+def preprocess(src: Path, tmp: Path, report: Report) -> tuple[Path, dict[str, Any]]:
+    """Run quant_pre_process on a self-contained copy of ``src`` (in ``tmp``); the model to
+    quantize, and what was done (for params)."""
+    src = self_contained(src, tmp)
+    dst = tmp / "preprocessed.onnx"
     symbolic = importlib.util.find_spec("sympy") is not None
     try:
         from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -58,11 +61,11 @@ def preprocess(src: Path, dst: Path, report: Report) -> dict[str, Any]:
         quant_pre_process(str(src), str(dst), skip_symbolic_shape=not symbolic)
     except Exception as exc:
         report.warn(f"quantization preprocessing failed ({one_line(str(exc))}); quantizing as is")
-        return {"preprocess": False, "preprocessed_path": None}
+        return src, {"preprocess": False, "preprocessed_path": None}
     steps = "ort-optimize+onnx-shape" + ("+symbolic-shape" if symbolic else "")
     if not symbolic:
         report.info("preprocess: sympy not installed, symbolic shape inference skipped")
-    return {"preprocess": steps, "preprocessed_path": str(dst)}
+    return dst, {"preprocess": steps, "preprocessed_path": str(dst)}
 
 
 def quantize_static(
@@ -110,10 +113,7 @@ def quantize_static(
     if excluded:
         report.info(f"kept in float: {', '.join(excluded)}")
     big = model_size_bytes(src, model) > EXTERNAL_DATA_THRESHOLD
-    src = self_contained(src, tmp)
-    pre = tmp / "preprocessed.onnx"
-    extra = preprocess(src, pre, report)
-    model_in = pre if extra["preprocess"] else src
+    model_in, extra = preprocess(src, tmp, report)
     methods = {
         "minmax": quantization.CalibrationMethod.MinMax,
         "entropy": quantization.CalibrationMethod.Entropy,
@@ -169,10 +169,7 @@ def quantize_dynamic(
     """Dynamic quantization; if this onnxruntime lacks int8 ConvInteger, Conv stays float."""
     quantization = import_quantization()
     big = model_size_bytes(src) > EXTERNAL_DATA_THRESHOLD
-    src = self_contained(src, tmp)
-    pre = tmp / "preprocessed.onnx"
-    extra = preprocess(src, pre, report)
-    model_in = pre if extra["preprocess"] else src
+    model_in, extra = preprocess(src, tmp, report)
     report.info(f"quantize-dynamic: int8 weights, per_channel={per_channel}")
     params: dict[str, Any] = {
         "weight_type": "QInt8",
@@ -205,32 +202,21 @@ def quantize_dynamic(
     return {"params": params, "data": {}}
 
 
-class SampleReader:
-    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
-
-    def __init__(self, samples: list[Arrays]) -> None:
-        self.samples = samples
-        self.index = 0
-
-    def get_next(self) -> dict[str, Any] | None:
-        if self.index >= len(self.samples):
-            return None
-        sample = self.samples[self.index]
-        self.index += 1
-        return sample
-
-    def rewind(self) -> None:
-        self.index = 0
-
-    def __len__(self) -> int:
-        return len(self.samples)
-
-
 def make_reader(samples: list[Arrays]) -> Any:
-    """A SampleReader that is also an instance of ORT's CalibrationDataReader."""
+    """An onnxruntime CalibrationDataReader over an in-memory list of samples."""
     from onnxruntime.quantization import CalibrationDataReader
 
-    class Reader(SampleReader, CalibrationDataReader):  # type: ignore[misc]
-        pass
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.rewind()
 
-    return Reader(samples)
+        def get_next(self) -> Arrays | None:
+            return next(self.left, None)
+
+        def rewind(self) -> None:
+            self.left = iter(samples)
+
+        def __len__(self) -> int:
+            return len(samples)
+
+    return Reader()

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..protocol import MissingDependencyError, ModelError, UsageError, UserError, one_line
+from ..protocol import (
+    MissingDependencyError,
+    ModelError,
+    RuntimeFailure,
+    UsageError,
+    UserError,
+    one_line,
+)
 from ..tensors import TensorSpec
 
 OPTIMIZATION_LEVELS = ("disable", "basic", "extended", "all")
@@ -65,16 +72,23 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
             str(path), sess_options=options, providers=providers or ["CPUExecutionProvider"]
         )
     except Exception as exc:
+        from ..models import not_onnx_error
+
         message = one_line(str(exc))
         if "INVALID_PROTOBUF" in message or "Protobuf parsing failed" in message:
-            raise ModelError(
-                f"'{path.name}' is not an ONNX model (protobuf parse failed): export the model "
-                "to .onnx first"
-            ) from exc
+            raise not_onnx_error(path) from exc
         raise ModelError(
             f"onnxruntime {ort.__version__} cannot load '{path.name}': {message}: check the "
             "model's opset/operators against this runtime version, or re-export it"
         ) from exc
+
+
+def run_once(session: Any, feeds: Any) -> None:
+    """``session.run`` on ``feeds``, a failure a `RuntimeFailure` in one line."""
+    try:
+        session.run(None, feeds)
+    except Exception as exc:
+        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
 
 
 def input_specs(session: Any, model_path: Path | None = None) -> list[TensorSpec]:
@@ -93,10 +107,7 @@ def _index_limits(path: Path) -> dict[str, int]:
 
     try:
         return index_limits(load_model(path, load_external_data=False))
-    except (
-        UserError,
-        MissingDependencyError,
-    ):  # onnx missing here, or not an ONNX file (an .ort model): no limits
+    except (UserError, MissingDependencyError):  # no onnx here, or an .ort model: no limits
         return {}
 
 

@@ -1,16 +1,15 @@
 """Parsing onnxruntime's profiling trace (the ``enable_profiling`` JSON, Chrome trace format).
 
-The file is a JSON array of complete events (``"ph": "X"``, ``ts``/``dur`` in µs). What is used:
+The file is a JSON array of complete events (``"ph": "X"``, ``ts``/``dur`` in µs). Used:
 
-- ``cat == "Node"`` events whose ``name`` ends in ``_kernel_time``: one per node execution; the
-  node name is the prefix, ``args.op_name`` / ``args.provider`` say what ran where. (Older
-  releases also write ``_fence_before``/``_fence_after`` events; they are ignored.)
+- ``cat == "Node"`` events named ``<node>_kernel_time``: one per node execution, with
+  ``args.op_name`` / ``args.provider`` (older releases' ``_fence_*`` events are ignored);
 - ``cat == "Session"`` events named ``model_run``: one per ``session.run``; a node event belongs
-  to the run whose [ts, ts + dur] window contains its start, which lets warm-up runs be dropped.
+  to the run whose window holds its start, so warm-up runs can be dropped.
 
-The parser tolerates a trailing comma, a missing closing bracket and a file cut off mid-event
-(a crashed or killed process): it keeps every complete event and reports ``truncated``.
-Unnamed nodes are reported as ``(unnamed <op>)`` and grouped per op type and provider.
+A trailing comma, a missing closing bracket or a file cut off mid-event (a killed process) is
+tolerated: every complete event is kept and ``truncated`` reported. Unnamed nodes are reported
+as ``(unnamed <op>)``, grouped per op type and provider.
 """
 
 from __future__ import annotations
@@ -103,13 +102,9 @@ def _scan_events(text: str) -> tuple[list[Event], bool]:
 
 def summarize(events: list[Event], skip_runs: int = 0, truncated: bool = False) -> TraceSummary:
     """Per-node rows (sorted by total time) and the model_run summary, minus the first runs."""
+    sessions = [e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"]
     runs = sorted(
-        (
-            (float(e.get("ts", 0)), float(e.get("dur", 0)))
-            for e in events
-            if e.get("cat") == "Session" and e.get("name") == "model_run"
-        ),
-        key=lambda r: r[0],
+        ((float(e.get("ts", 0)), float(e.get("dur", 0))) for e in sessions), key=lambda r: r[0]
     )
     skipped = runs[:skip_runs]
     kept = runs[skip_runs:]

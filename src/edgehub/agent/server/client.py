@@ -1,19 +1,12 @@
 """``edgehub-agent --server PATH COMMAND ...``: run a command on a warm agent server.
 
-When a server answers on PATH the command runs there (see :mod:`.wire`): its progress
-comes back on this process's stderr as it is written, its result goes to the same ``--result``
-file, and this process exits with the job's exit code. SIGINT/SIGTERM are passed on to the job
-(which then ends as a cancelled run would, or is killed after a grace period); a second signal, or
-this process dying, closes the connection and the server kills the job. Without ``--result`` the
-job writes to a temporary file that is printed on stdout, as a local run would print it.
-
-When no server takes the job it runs here, exactly as without ``--server``, and afterwards a
-server is started in the background for the next call (:mod:`.spawn`), preloading the runtime
-of this command's namespace (``ort`` for ``ort.profile``). With ``EDGEHUB_AGENT_WATCH_STDIN=1``
-the job ends when this process's stdin does (:mod:`..lifeline`).
-
-This module must stay light: the point is to start fast, so nothing here imports numpy or
-onnxruntime.
+When a server answers on PATH the command runs there (:mod:`.wire`): its progress comes back on
+stderr as it is written, its result goes to the same ``--result`` file (without one, to a
+temporary file printed on stdout) and this process exits with the job's code. SIGINT/SIGTERM
+are passed on to the job; a second signal, or this process dying, closes the connection and the
+server kills the job. When no server takes the job it runs here, and then a server is started
+in the background (:mod:`.spawn`) preloading this command's runtime. Nothing here imports numpy
+or onnxruntime: the point is to start fast.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ from types import FrameType
 from .. import lifeline
 from ..argv import take_option
 from ..exit_codes import EXIT_CANCELLED, EXIT_UNEXPECTED
-from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address
+from .wire import EXIT, REFUSED, START, CliMain, encode_request, socket_address, write_all
 
 CONNECT_TIMEOUT_S = 2.0
 START_TIMEOUT_S = 10.0  # a server that does not start the job by then is passed over
@@ -113,16 +106,9 @@ def connect(path: str) -> socket.socket | None:
     return conn
 
 
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def exchange(conn: socket.socket, path: str, argv: list[str]) -> tuple[int | None, bool]:
     try:
-        request = encode_request(argv, os.getcwd(), dict(os.environ), current_umask())
-        conn.sendall(request)
+        conn.sendall(encode_request(argv))
         first, rest = read_line(conn, START_TIMEOUT_S)
     except OSError:  # refused, reset, timed out, or a server going away: nothing ran
         return None, True
@@ -249,15 +235,10 @@ def write_stderr(text: str) -> None:
 
 
 def write_stderr_bytes(data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(2, view)
-        except InterruptedError:
-            continue
-        except OSError:  # stderr closed: progress is best effort
-            return
-        view = view[written:]
+    try:
+        write_all(2, data)
+    except OSError:  # stderr closed: progress is best effort
+        pass
 
 
 def print_file(path: str) -> None:

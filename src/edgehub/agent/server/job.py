@@ -1,10 +1,9 @@
 """The agent server's side of one job, in the process forked for it.
 
-The process announces itself on the connection, puts itself in its own process group (so that
-the server can kill it with everything it started), drops what it inherited from the server,
-points stdin at /dev/null and stdout/stderr at the connection, takes the client's working
-directory, umask and environment, and runs the ordinary command line (``cli.main``) with the
-client's arguments: the same code, the same result file, the same exit code as a normal run.
+The process announces itself, takes its own process group (the server kills it with all it
+started), drops what it inherited, points stdin at /dev/null and stdout/stderr at the
+connection, takes the client's cwd, umask and environment, and runs ``cli.main`` on the
+client's arguments: the same result file and exit code as a normal run.
 """
 
 from __future__ import annotations

@@ -115,15 +115,12 @@ def exit_code(status: int) -> int:
 
 def signal_group(pid: int, signum: int) -> None:
     """Signal a job's process group (or the job alone, before it has made its group)."""
-    try:
-        os.killpg(pid, signum)
-        return
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        os.kill(pid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signum)
+            return
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def mark_busy(pid: int, busy: bool) -> None:

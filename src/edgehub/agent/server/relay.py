@@ -1,21 +1,18 @@
 """``edgehub-agent relay --socket PATH [--preload NS]``: jobs for the agent server, over stdin.
 
 A client that reaches the device only through a byte stream (an SSH channel) keeps one relay
-running and sends it, one after the other, the very bytes a job's connection carries (see
-:mod:`.wire`: the request line, then the ``stage.size`` bytes of its files). For each job
-the relay connects to the server at PATH, sends the job and copies the server's answer to
-stdout in frames: a kind byte and a 4-byte big-endian length, then that many bytes:
+running and sends it, one job after the other, the bytes a job's connection carries
+(:mod:`.wire`: the request line, then the ``stage.size`` bytes of its files). For each job the
+relay connects to the server at PATH, sends the job and copies the answer to stdout in frames (a
+kind byte, a 4-byte big-endian length, that many bytes):
 
 - ``D``: bytes of the server's answer, unchanged;
 - ``E``: the job is over (the server closed the connection);
-- ``N``: no server answered (nothing ran; the client runs the job another way); the relay
-  then starts one for the next jobs, as the ``--server`` client does.
+- ``N``: no server answered (nothing ran); the relay starts one for the next jobs.
 
-Bytes arriving on stdin while a job runs go to its connection (``signal N`` lines). When stdin
-ends (the channel closed: the client is gone, cancelled or timed out) the relay closes the
-job's connection, so the server kills the job, and exits.
-
-Standard library only, and nothing heavy: the relay starts once per connection.
+Bytes on stdin while a job runs go to its connection (``signal N`` lines). When stdin ends (the
+client is gone) the relay closes the job's connection, so the server kills the job, and exits.
+Standard library only: the relay starts once per connection.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ import socket
 import struct
 import time
 
+from ..argv import ArgvProblem, read_options
 from .client import connect
 from .wire import MAX_REQUEST_BYTES, MAX_STAGE_BYTES, write_all
 
@@ -141,18 +139,14 @@ class Relay:
 
 def relay_main(argv: list[str]) -> int:
     """``relay --socket PATH [--preload NS]``; returns when stdin ends."""
-    values = {"--socket": "", "--preload": ""}
-    words = list(argv)
-    while words:
-        option = words.pop(0)
-        if option not in values or not words:
-            os.write(2, (RELAY_USAGE + "\n").encode())
-            return 2
-        values[option] = words.pop(0)
-    if not values["--socket"]:
+    try:
+        words, values = read_options(argv, ("--socket", "--preload"))
+    except ArgvProblem:
+        words, values = [], {}
+    if words or not values.get("--socket"):
         os.write(2, (RELAY_USAGE + "\n").encode())
         return 2
-    relay = Relay(os.path.abspath(values["--socket"]), values["--preload"] or None)
+    relay = Relay(os.path.abspath(values["--socket"]), values.get("--preload") or None)
     stdin = Input()
     try:
         while True:

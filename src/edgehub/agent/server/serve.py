@@ -1,23 +1,17 @@
 """``edgehub-agent serve --socket PATH [--idle S] [--preload NS]``: a warm agent, one fork per job.
 
 The server imports the runtime of its image once (``--preload ort``: the ``PRELOAD`` modules of
-the runtime namespace and its command modules; jobs of other namespaces import theirs), then
-listens on
-a Unix socket (mode 0600) and, for each connection, reads one request (see :mod:`.wire`)
-and forks a process that runs the ordinary command line on it (:mod:`.job`), so a job
-skips the interpreter's and the libraries' start-up. It runs jobs side by side; one event loop
-(no threads, so forking is safe) accepts connections, reads requests, passes signals on, kills a
-job whose client went away, reaps finished jobs (SIGCHLD wakes the loop) and writes their exit
-codes. It exits, removing the socket, after ``--idle`` seconds (default 600) without a job or on
-SIGTERM/SIGINT/SIGHUP (it then stops accepting, signals its jobs and waits for them); and it
-stops the same way within ``SOCKET_CHECK_S`` once its socket is gone (its folder was removed:
-the SSH connection that started it ended, see ``runners/ssh/janitor.py``).
+the namespace and its command modules), listens on a Unix socket (mode 0600) and, for each
+connection, reads one request (:mod:`.wire`) and forks a process that runs the ordinary command
+line on it (:mod:`.job`), so a job skips the interpreter's and the libraries' start-up. One event
+loop (no threads, so forking is safe) accepts, reads requests, passes signals on, kills a job
+whose client went away and reaps finished jobs (the table is :mod:`.jobs`). It exits, removing
+the socket, after ``--idle`` seconds without a job, on SIGTERM/SIGINT/SIGHUP (after signalling
+its jobs and waiting for them), or within ``SOCKET_CHECK_S`` once its socket is gone (the SSH
+connection that started it ended, see ``runners/ssh/janitor.py``).
 
-This module is the socket loop; the job table is :mod:`.jobs`, the idle timer :mod:`.idle`.
-
-Only one server runs per socket path: it holds ``PATH.lock`` (flock) while it lives, and refuses
-to start when another one holds it or answers on the socket. Messages go to stderr (the
-background server's log, ``PATH.log``, when a client started it).
+One server per socket path: it holds ``PATH.lock`` (flock) while it lives. Messages go to stderr
+(``PATH.log`` when a client started it).
 """
 
 from __future__ import annotations
@@ -41,7 +35,6 @@ from ..argv import ArgvProblem, read_options
 from ..commands import preload_modules
 from ..env import collect_env
 from ..protocol import EXIT_OK, EXIT_USER, UsageError
-from .idle import IdleTimer
 from .job import load_libc, run_job
 from .jobs import Job, JobTable, signal_group
 from .wire import (
@@ -63,23 +56,8 @@ SOCKET_CHECK_S = 1.0  # how often the server checks that its socket is still the
 # Environment variables that the interpreter or the preloaded libraries read when they start: a
 # client whose values differ would not get what a fresh process gives it, so it is refused.
 IMPORT_TIME_ENV = (
-    "PYTHON",
-    "LD_",
-    "LANG",
-    "LC_",
-    "OMP_",
-    "KMP_",
-    "GOMP_",
-    "OPENBLAS_",
-    "GOTO",
-    "MKL_",
-    "BLIS_",
-    "VECLIB_",
-    "NUMEXPR_",
-    "NPY_",
-    "ORT_",
-    "ONNXRUNTIME",
-)
+    "PYTHON", "LD_", "LANG", "LC_", "OMP_", "KMP_", "GOMP_", "OPENBLAS_", "GOTO", "MKL_", "BLIS_",
+    "VECLIB_", "NUMEXPR_", "NPY_", "ORT_", "ONNXRUNTIME")  # fmt: skip
 
 
 class ServeUsageError(ValueError):
@@ -178,7 +156,8 @@ class Server:
         self.wakeup_r, self.wakeup_w = os.pipe()
         self.jobs = JobTable()
         self.pending: dict[socket.socket, Pending] = {}
-        self.idle = IdleTimer(idle)
+        self.idle_s = idle
+        self.idle_since = time.monotonic()  # when the last job or connection went
         self.stop_signal: int | None = None
         self.stopping = False
         self.identity = python_identity()
@@ -217,13 +196,10 @@ class Server:
         for fd in (self.wakeup_r, self.wakeup_w):
             os.set_blocking(fd, False)
         signal.set_wakeup_fd(self.wakeup_w, warn_on_full_buffer=False)
-        signal.signal(signal.SIGCHLD, self.on_child)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # the wakeup fd ends the select
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self.on_stop)
         self.selector.register(self.wakeup_r, selectors.EVENT_READ, self.drain_wakeup)
-
-    def on_child(self, signum: int, frame: FrameType | None) -> None:
-        pass  # the wakeup fd ends the select; the loop reaps
 
     def on_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stop_signal = signum
@@ -270,8 +246,8 @@ class Server:
                 self.stop()
                 continue
             now = time.monotonic()
-            if not self.jobs and not self.pending and self.idle.expired(now):
-                log(f"idle for {self.idle.seconds:g} s: exiting")
+            if not self.jobs and not self.pending and now - self.idle_since >= self.idle_s:
+                log(f"idle for {self.idle_s:g} s: exiting")
                 return
             for key, _ in self.selector.select(self.timeout(now)):
                 key.data(key.fileobj)
@@ -282,7 +258,7 @@ class Server:
         deadlines = [p.deadline for p in self.pending.values()]
         deadlines += self.jobs.deadlines()
         if not self.jobs and not self.pending:
-            deadlines.append(self.idle.deadline())
+            deadlines.append(self.idle_since + self.idle_s)
         return max(0.0, min(min(deadlines) - now, SOCKET_CHECK_S)) if deadlines else SOCKET_CHECK_S
 
     def socket_gone(self) -> bool:
@@ -306,7 +282,7 @@ class Server:
 
     def became_idle(self) -> None:
         if not self.jobs and not self.pending:
-            self.idle.restart()
+            self.idle_since = time.monotonic()
 
     # --- connections and requests ------------------------------------------------------------
 
@@ -326,16 +302,14 @@ class Server:
             self.pending[conn] = Pending(time.monotonic() + REQUEST_TIMEOUT_S)
             self.selector.register(conn, selectors.EVENT_READ, self.read_request)
 
-    def drop_pending(self, conn: socket.socket) -> None:
+    def drop_pending(self, conn: socket.socket, refusal: str | None = None) -> None:
+        """Forget a connection whose job never started (telling it why, with a refusal)."""
         self.pending.pop(conn, None)
         self.selector.unregister(conn)
-        conn.close()
-        self.became_idle()
-
-    def refuse(self, conn: socket.socket, reason: str) -> None:
-        self.pending.pop(conn, None)
-        self.selector.unregister(conn)
-        send_and_close(conn, marker(REFUSED, reason))
+        if refusal is None:
+            conn.close()
+        else:
+            send_and_close(conn, marker(REFUSED, refusal))
         self.became_idle()
 
     def read_request(self, conn: Any) -> None:
@@ -356,16 +330,16 @@ class Server:
         line, newline, rest = pending.buffer.partition(b"\n")
         if not newline:
             if len(pending.buffer) > MAX_REQUEST_BYTES:
-                self.refuse(conn, "request too large")
+                self.drop_pending(conn, "request too large")
             return
         try:
             request = decode_request(line)
         except ValueError as exc:
-            self.refuse(conn, f"bad request: {exc}")
+            self.drop_pending(conn, f"bad request: {exc}")
             return
         reason = self.mismatch(request)
         if reason:
-            self.refuse(conn, reason)
+            self.drop_pending(conn, reason)
             return
         stage = request.get("stage")
         if stage is not None:  # its files follow the line: wait for all of them

@@ -1,12 +1,10 @@
 """Start an agent server in the background, for the next ``--server PATH`` call. Best effort.
 
-The running zipapp is copied next to the socket (``PATH.pyz``, written to a temporary name and
-renamed, left alone when it already holds the same bytes) and started, where the folder above
-the socket's still exists (one that is gone belongs to an owner that ended), as
-``python PATH.pyz serve --socket PATH [--preload NS]`` in a new session, with stdin from
-/dev/null and its messages appended to ``PATH.log``, so that it outlives this process. If another
-server starts at the same time, one of the two refuses to run (see :mod:`.serve`). Run from
-sources rather than from a zipapp, nothing is started.
+The running zipapp is copied next to the socket (``PATH.pyz``, unless it holds the same bytes)
+and started as ``python PATH.pyz serve --socket PATH [--preload NS]`` in a new session, stdin
+from /dev/null and messages appended to ``PATH.log``, so that it outlives this process; not
+where the folder above the socket's is gone (its owner ended), nor when run from sources. Of two
+servers started at once, one refuses to run (:mod:`.serve`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Files that travel with a job over the server's socket. Standard library.
 
-A client that cannot reach the server's file system (the host, talking to the server of a warm
-container through a mounted directory) sends the job's working directory as an uncompressed tar
-right after its request line, and asks for one folder of it back (see :mod:`.wire`). The job's
-process unpacks the tar into ``cwd``'s parent before it runs, and, once the command has ended,
-writes ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder to the connection, then
-removes the job's folder (`remove_job_folder`).
-
-Only plain files, directories, hard links to members already unpacked and, where the request
-names the client's store of shared files (``stage.links``, an absolute folder), symbolic links
-to absolute paths inside it are accepted, each under a relative name without ``..`` (and not
+A client that cannot reach the server's file system (the host, for a warm container) sends the
+job's working directory as an uncompressed tar after its request line and asks for one folder
+back (:mod:`.wire`). The job's process unpacks the tar into ``cwd``'s parent before it runs and,
+once the command has ended, writes ``\\0EDGEHUB-FILES <size>\\n`` and the folder's tar, then
+removes the job's folder. Only plain files, directories, hard links to members already unpacked
+and, where the request names the client's store of shared files (``stage.links``), symbolic
+links to absolute paths inside it are accepted, each under a relative name without ``..`` (not
 under such a link); anything else refuses the whole archive before a byte is written.
 """
 

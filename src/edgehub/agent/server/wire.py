@@ -5,28 +5,19 @@ The client connects and sends one JSON line::
     {"argv": ["ort.profile", "--request", "r.json", "--result", "o.json"], "cwd": "/abs/dir",
      "env": {...}, "umask": 18, "python": {"version": "...", "prefix": "..."}}
 
-(``argv`` and ``cwd`` are required; ``env`` replaces the job's environment; ``python`` lets the
-server refuse a client of another interpreter). A client on another file system adds
-``"stage": {"size": N, "fetch": "out"}`` (and ``"links": FOLDER`` where the tar's symbolic
-links point into FOLDER, its store of shared files) and sends, right after the line, N bytes:
-the tar of the job's working directory, which the job unpacks into ``cwd``'s parent
-(:mod:`.stage`).
-The client then keeps its side of the connection open: closing it, or dying, tells the server
-to kill the job. While the job runs the client may send ``signal N`` lines (N = SIGINT or
-SIGTERM) to pass a signal on to the job.
+(``argv`` and ``cwd`` required; ``env`` replaces the job's environment; ``python`` lets the
+server refuse another interpreter's client). A client on another file system adds ``"stage":
+{"size": N, "fetch": "out"}`` (and ``"links": FOLDER``, its store of shared files the tar's
+symbolic links may point into) and sends N bytes after the line: the tar of the job's working
+directory (:mod:`.stage`). The client keeps the connection open: closing it, or dying, kills the
+job; ``signal N`` lines (SIGINT or SIGTERM) pass a signal on to it.
 
-The server answers with, first, one of
-
-- ``\\0EDGEHUB-START <pid>\\n``, written by the job's own process before anything else, or
-- ``\\0EDGEHUB-REFUSED <reason>\\n``, after which it closes: nothing ran, the client runs the
-  command itself;
-
-then everything the job writes to its stdout and stderr, unchanged and as it is written (for a
-request with a stage, then ``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder it asked
-for), and last
-``\\0EDGEHUB-EXIT <code>\\n``, written by the server once the job's process has exited (so after all
-of its output), before the server closes the connection. A connection that closes before a start
-line means that nothing ran.
+The server answers ``\\0EDGEHUB-START <pid>\\n`` (written by the job's process first) or
+``\\0EDGEHUB-REFUSED <reason>\\n`` (nothing ran: the client runs the command itself), then
+everything the job writes to stdout and stderr as it comes (with a stage, then
+``\\0EDGEHUB-FILES <size>\\n`` and the tar of the folder asked for), and last
+``\\0EDGEHUB-EXIT <code>\\n`` once the job's process has exited. A connection that closes
+before a start line means that nothing ran.
 """
 
 from __future__ import annotations
@@ -60,15 +51,13 @@ def marker(prefix: bytes, value: object) -> bytes:
     return prefix + text.encode("utf-8", "replace") + b"\n"
 
 
-def encode_request(
-    argv: list[str], cwd: str, env: dict[str, str] | None, umask: int | None
-) -> bytes:
-    request: dict[str, Any] = {"argv": argv, "cwd": cwd, "python": python_identity()}
-    if env is not None:
-        request["env"] = env
-    if umask is not None:
-        request["umask"] = umask
-    return json.dumps(request).encode("utf-8") + b"\n"
+def encode_request(argv: list[str]) -> bytes:
+    """The request line to run ``argv`` as this process would: its cwd, environment, umask."""
+    umask = os.umask(0)
+    os.umask(umask)
+    env = dict(os.environ)
+    request = {"argv": argv, "cwd": os.getcwd(), "python": python_identity(), "env": env}
+    return json.dumps({**request, "umask": umask}).encode("utf-8") + b"\n"
 
 
 def decode_request(line: bytes) -> dict[str, Any]:

@@ -1,11 +1,7 @@
-"""The TFLite / LiteRT commands of the agent: ``tflite.inspect``, ``tflite.compile``,
-``tflite.profile``, ``tflite.invoke``, ``tflite.batch``, ``tflite.ab``.
-
-They run in the tflite image (onnx2tf + TensorFlow for compiling, the LiteRT interpreter for
-running, onnx + onnxruntime for the ONNX side). Compiling records how the ONNX model's tensor
-names and layouts (NCHW) map to the TFLite ones (NHWC) in a JSON sidecar (:mod:`.layout`); the
-invoker and profiler read it, and work without it on any ``.tflite``.
-"""
+"""The TFLite / LiteRT commands of the agent, run in the tflite image (onnx2tf and TensorFlow to
+compile, the LiteRT interpreter to run, onnx and onnxruntime for the ONNX side). Compiling
+records how the ONNX names and layouts map to the TFLite ones in a sidecar (:mod:`.layout`),
+which the other commands read where it exists."""
 
 from __future__ import annotations
 

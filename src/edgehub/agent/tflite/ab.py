@@ -6,10 +6,8 @@ Request::
      "input_seed": 0, "input_shape": null | [ints] | {name: [ints]}, "threads": null | int,
      "xnnpack": true, "profile_json_a": null | PATH, "profile_json_b": null | PATH}
 
-As ``ort.ab`` (:mod:`..ab_rounds`): two interpreters per model, loaded A then B and B then A,
-alternating between rounds; the same interleaved warm-up; block sizes from a calibration; each
-round one block of A and one of B in a seeded order. Inputs are random in each model's own
-TFLite names and dtypes (``input_seed``, ``input_shape`` for dynamic dimensions).
+As ``ort.ab`` (:mod:`..ab_rounds`), with interpreters where it has sessions. Inputs are random
+in each model's own TFLite names and dtypes (``input_seed``; ``input_shape`` for dynamic dims).
 """
 
 from __future__ import annotations

@@ -7,16 +7,14 @@ Request::
                "extra_outputs": [TFLite tensor names], "graph": false}],
      "threads": null | int, "xnnpack": true}
 
-Samples are keyed by the ONNX input names in the ONNX layout (as ``tflite.invoke`` takes them
-through the mapping sidecar; a model without one uses its own names), given as in ``ort.batch``
-(a directory of ``.npz``, or one ``.npz`` with a leading samples axis when ``stacked``). Each
-run's outputs, keyed and laid out as the ONNX model's, are stacked along a new leading samples
-axis in one uncompressed ``.npz``. ``extra_outputs`` names intermediate tensors to save too,
-keyed by their TFLite name, dequantized to float32 and in the ONNX layout where the mapping
-pairs them (a copy of the model with them marked as outputs runs: `marking`); ``graph``
-reports the mapping's pairs of ONNX tensors with TFLite tensors (``tensors``: {ONNX name:
-TFLite name}, intermediate ones and outputs). Metrics: inference_ms, load_ms (totals). Data:
-samples, runs [{outputs, inference_ms, load_ms, tensors (with ``graph``)}].
+Samples as in ``ort.batch``, keyed by the ONNX input names in the ONNX layout (through the
+mapping sidecar, as ``tflite.invoke``). Each run's outputs, keyed and laid out as the ONNX
+model's, are stacked along a new leading axis in one uncompressed ``.npz``. ``extra_outputs``
+names intermediate tensors to save too (keyed by TFLite name, as float32, in the ONNX layout
+where the mapping pairs them; a copy of the model with them marked as outputs runs:
+`marking`); ``graph`` reports the mapping's pairs (``tensors``: {ONNX name: TFLite name}).
+Metrics: inference_ms, load_ms (totals). Data: samples, runs [{outputs, inference_ms, load_ms,
+tensors (with ``graph``)}].
 """
 
 from __future__ import annotations
@@ -25,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import load_samples, split_stacked, stacked_info, totals
 from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stats import ms
@@ -44,7 +42,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("tflite.batch: parameter 'runs' must be a non-empty list of runs")
     results: list[dict[str, Any]] = []
@@ -55,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         extra = job.string_list("extra_outputs") or []
         graph = job.boolean("graph", False)
         job.finish()
-        assert model_arg is not None and output_arg is not None
         path = resolve_tflite_path(model_arg, "TFLite eval")
         mapping = find_mapping(Path(path), mapping_arg, report)
         marked = _marked(path, extra) if extra else {}
@@ -73,20 +69,14 @@ def run(params: Params, report: Report) -> CommandOutput:
         report.info(f"{Path(path).name}: {len(samples)} samples run in {ms(elapsed):.1f} ms")
         results.append(
             {
-                "outputs": [
-                    {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                    for n, a in outputs.items()
-                ],
+                "outputs": stacked_info(outputs),
                 "inference_ms": ms(elapsed),
                 "load_ms": ms(loaded),
                 "samples": len(samples),
                 **({"tensors": {m.onnx_name: n for n, m in named.items()}} if graph else {}),
             }
         )
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "load_ms": sum(r["load_ms"] for r in results),
-    }
+    metrics = totals(results, "inference_ms", "load_ms")
     data = {"samples": results[0]["samples"], "runs": results}
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 

@@ -9,23 +9,18 @@ Request::
      "random_samples": 8, "seed": 0, "verify": true, "exclude_nodes": null | [ONNX node names],
      "param_replacement": null | PATH (onnx2tf's parameter replacement JSON, its -prf)}
 
-Steps: the ONNX model is fixed for onnx2tf (:mod:`.onnx_fixups`: static shapes, Conv
-kernel_shape, valid names, supported ops), converted (:mod:`.converter`), and loaded in LiteRT.
-Then, with ``verify``, the ONNX model (onnxruntime) and the TFLite model (LiteRT) run on the
-same inputs (the first calibration sample, else random): that pairs the outputs with their ONNX
-names and layouts and measures the conversion error. The mapping is written beside the model.
-
-``exclude_nodes`` (``int8`` with float inputs and outputs) keeps those ONNX nodes in float:
-their TFLite operators are found through the layer pairs (`layer_map`) and the model is
-requantized with them left out (`selective`). An ``int8`` model with integer or boolean inputs
-is quantized the same way with no node left out, since onnx2tf feeds calibration as float32.
-Recurrent ops (LSTM, GRU, RNN) of an ``int8``/``int16x8`` model are unrolled over their time
-steps (onnx2tf's ``-eru``, recorded as ``rnn_unrolled``): TensorFlow's calibrator crashes
-running the WHILE loops onnx2tf otherwise makes of them, with or without them kept in float.
-``calibration`` is used by ``int8``/``int16x8`` (random samples with a warning when absent);
-``quantize_io`` makes those take and return integer tensors (int8, or int16 for int16x8).
+The model is fixed for onnx2tf (:mod:`.onnx_fixups`), converted (:mod:`.converter`) and loaded
+in LiteRT. With ``verify`` both models run on the same inputs (the first calibration sample,
+else random), which pairs the outputs with their ONNX names and layouts and measures the
+conversion error; the mapping is written beside the model. ``exclude_nodes`` (int8 with float
+I/O) keeps those nodes in float: found through the layer pairs (`layer_map`), the model is
+requantized without them (`selective`); an int8 model with integer or boolean inputs is
+requantized the same way (onnx2tf calibrates as float32). Recurrent ops of an integer model are
+unrolled (``-eru``, ``rnn_unrolled``): TensorFlow's calibrator crashes on WHILE loops.
+``calibration`` serves int8/int16x8 (random samples, with a warning, without it);
+``quantize_io`` makes those take and return integer tensors.
 Metrics: compile_time_s, converter_time_s, input_size_bytes, output_size_bytes, size_ratio,
-max_abs_error_vs_onnxruntime (with verify). Data: inputs/outputs of the .tflite, the mapping,
+max_abs_error_vs_onnxruntime (with verify). Data: the .tflite's inputs/outputs, the mapping,
 the per-output errors, the toolchain versions.
 """
 
@@ -60,6 +55,10 @@ from .onnx_fixups import prepare
 
 # max abs error (relative to the outputs' magnitude, at least 1) a float32 conversion may show
 FLOAT32_TOLERANCE = 1e-3
+# what `prepare` did that the result's data.fixes records
+RECORDED_FIXES = (
+    "kernel_shape_added", "softmax_flattened", "scalars_as_vectors", "lstm_zero_states",
+    "gathers_as_reshapes")  # fmt: skip
 
 
 def _check_source(path: Path) -> None:
@@ -190,7 +189,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     exclude_nodes = params.string_list("exclude_nodes") or []
     replacement = params.path("param_replacement", required=False)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     path = resolve_model_path(model_arg)
     _check_source(path)
@@ -248,11 +246,8 @@ def run(params: Params, report: Report) -> CommandOutput:
             precision == "int8" and not quantize_io and bool(typed or cut)
         )
         converted = "float32" if requantized else precision
-        # TensorFlow's calibrator crashes (SIGSEGV) running the WHILE loops onnx2tf makes of
-        # recurrent ops: an integer model gets them unrolled over their time steps
-        unrolled = (
-            converter.recurrent_nodes(model) if precision in converter.INTEGER_PRECISIONS else []
-        )
+        integer = precision in converter.INTEGER_PRECISIONS
+        unrolled = converter.recurrent_nodes(model) if integer else []
         if unrolled:
             report.info(
                 f"{', '.join(unrolled)}: recurrent op(s) unrolled over their time steps for "
@@ -284,17 +279,14 @@ def run(params: Params, report: Report) -> CommandOutput:
             pool.shutdown(wait=False)
         float_tensors: list[str] = []
         if requantized:
+            edges = ModelEdges(load_interpreter(produced), None)
+            inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
             if exclude_nodes:
-                edges = ModelEdges(load_interpreter(produced), None)
-                inputs = matching.input_maps(in_specs, edges.inputs, originals, kept)
                 pairs = _layer_maps(
                     fixed, scratch, produced, feeds, inputs, originals, report, True
                 )
                 float_tensors = selective.float_tensors(kept_outputs, pairs, report)
             else:
-                inputs = matching.input_maps(
-                    in_specs, ModelEdges(load_interpreter(produced), None).inputs, originals, kept
-                )
                 why = [f"{', '.join(typed)} are not float"] if typed else []
                 why += [f"{', '.join(cut)} have no batch on axis 0"] if cut else []
                 report.info(
@@ -319,10 +311,11 @@ def run(params: Params, report: Report) -> CommandOutput:
         outputs, errors = matching.output_maps(
             out_specs, edges.outputs, originals, reference, values
         )
-        mapping = matching.mapping(inputs, outputs, path.name, precision)
+        mapping = IOMapping(inputs, outputs, path.name, precision)
         if verify and reference is not None:
-            found = _layer_maps(fixed, scratch, produced, feeds, inputs, originals, report)
-            mapping.tensors = found
+            mapping.tensors = _layer_maps(
+                fixed, scratch, produced, feeds, inputs, originals, report
+            )
 
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(str(produced), str(out))
@@ -368,11 +361,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         "outputs": [t.to_json() for t in edges.outputs],
         "errors_vs_onnxruntime": errors,
         "fixes": {
-            "kernel_shape_added": fixes["kernel_shape_added"],
-            "softmax_flattened": fixes["softmax_flattened"],
-            "scalars_as_vectors": fixes["scalars_as_vectors"],
-            "lstm_zero_states": fixes["lstm_zero_states"],
-            "gathers_as_reshapes": fixes["gathers_as_reshapes"],
+            **{key: fixes[key] for key in RECORDED_FIXES},
             "onnxsim_skipped_passes": skipped_passes,
             "renamed": fixes["renamed"],
         },

@@ -3,20 +3,9 @@
 onnx2tf runs as a child process (``python -m onnx2tf``) in a scratch directory, so TensorFlow's
 memory goes away with it and a cancelled compile kills it. Before it runs, the scratch directory
 receives the calibration sample file onnx2tf would otherwise download for image-like inputs
-(:data:`SAMPLE_FILE`), and the calibration arrays for integer precisions (one ``.npy`` per input
-in the TFLite layout, passed with ``-cind NAME FILE 0 1``: used as they are).
-
-Which file onnx2tf writes for which precision (``<stem>_<suffix>.tflite``):
-
-=================  ==========================================  ==========================
-precision          suffix (float I/O)                          suffix with quantize_io
-=================  ==========================================  ==========================
-float32            float32                                     -
-float16            float16                                     -
-dynamic_int8       dynamic_range_quant                         -
-int8               integer_quant                               full_integer_quant
-int16x8            integer_quant_with_int16_act                full_integer_quant_with_int16_act
-=================  ==========================================  ==========================
+(:data:`SAMPLE_FILE`), and for integer precisions the calibration arrays (one ``.npy`` per input
+in the TFLite layout, passed with ``-cind NAME FILE 0 1``: used as they are). It writes
+``<stem>_<suffix>.tflite`` (`output_file`).
 """
 
 from __future__ import annotations
@@ -41,6 +30,7 @@ from . import simplifier
 PRECISIONS = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
 INTEGER_PRECISIONS = ("int8", "int16x8")
 SAMPLE_FILE = "calibration_image_sample_data_20x128x128x3_float32.npy"
+# the file onnx2tf writes per precision (``full_`` before it with quantize_io, int8 and int16x8)
 _SUFFIX = {
     "float32": "float32",
     "float16": "float16",
@@ -142,12 +132,9 @@ def run_onnx2tf(
     tool: str = "onnx2tf",
     env: dict[str, str] | None = None,
 ) -> float:
-    """Run onnx2tf (or another converter child, ``tool``; in ``env``, else this process's
-    environment); stream its meaningful lines; returns its wall time in seconds.
-
-    A failed conversion is a ModelError carrying the converter's reason; the child (and any
-    process it started) is killed if this agent is stopped.
-    """
+    """Run onnx2tf (or another converter child, ``tool``, in ``env``) streaming its meaningful
+    lines; its wall time in seconds. A failure is a ModelError carrying the converter's reason;
+    the child and its processes are killed if this agent is stopped."""
     env = dict(os.environ if env is None else env)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
@@ -228,28 +215,22 @@ def convert(
     report: Report,
     layout_free: Sequence[str] = (),
 ) -> tuple[float, dict[str, Any]]:
-    """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` holding the
-    model (onnx2tf overwrites its input with its simplified graph), and where it fails, again
-    with each remedy that fits the failure, in this order, each kept for the next try:
+    """Run onnx2tf (``argv``: `command`) on a fresh copy of the folder ``source`` (onnx2tf
+    overwrites its input), and where it fails, again with each remedy that fits, in this order,
+    each kept for the next try:
 
-    - a converter missing for an op the model (``model_ops``) does not have: onnxsim, which
-      onnx2tf runs first, wrote it (it fuses attention into ONNX's Attention), so the retry
-      skips onnxsim (``-nuo``);
+    - a converter missing for an op the model (``model_ops``) lacks: onnxsim, which onnx2tf
+      runs first, wrote it, so the retry skips onnxsim (``-nuo``);
     - inputs of rank 3-5 that feed no channel-wise op (``layout_free``: RNN states, sequences)
-      keep their ONNX layout (``-kat``): onnx2tf makes them channels-last and then mixes up
-      the axes of the ops that read them (their calibration files are rewritten in that
-      layout, in place);
-    - the parameter replacement onnx2tf generated for the failure (``<stem>_auto.json`` in
+      keep their ONNX layout (``-kat``; their calibration files rewritten so, in place);
+    - the parameter replacement onnx2tf generated for the failure (``*_auto.json`` in
       ``out_dir``), passed back with ``-prf``.
 
-    onnx2tf's onnxsim runs without the fusions into ops onnx2tf has no converter for
-    (`simplifier`), recorded as ``onnxsim_skipped_passes``, and its output gets the rewrites
-    that need its folded constants (`simplifier.rewrite_simplified`).
-
-    Returns the seconds spent and the remedies applied (``{}``, or any of
-    ``{"onnxsim": False}``, ``{"kept_input_layouts": NAMES}`` and
-    ``{"auto_param_replacement": JSON}``, plus the passes skipped); a failure that outlives
-    its remedies names them all."""
+    onnx2tf's onnxsim runs without the fusions onnx2tf cannot convert and with the rewrites
+    that need its folded constants (`simplifier`; the passes skipped are recorded as
+    ``onnxsim_skipped_passes``). Returns the seconds spent and what was applied (any of
+    ``onnxsim: False``, ``kept_input_layouts``, ``auto_param_replacement``, plus the passes
+    skipped); a failure that outlives its remedies names them all."""
     given = Path(argv[argv.index("-i") + 1])
     env = dict(os.environ)
     skipped = simplifier.passes_to_skip(simplifier.onnx2tf_ops())
@@ -374,12 +355,12 @@ def _kill(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
-def expect_output(path: Path, tail_hint: str = "") -> Path:
+def expect_output(path: Path) -> Path:
     if not path.is_file():
         made = sorted(p.name for p in path.parent.glob("*.tflite"))
         raise RuntimeFailure(
             f"onnx2tf finished but did not write {path.name} (it wrote: "
-            f"{', '.join(made) or 'no .tflite file'}){tail_hint}"
+            f"{', '.join(made) or 'no .tflite file'})"
         )
     return path
 

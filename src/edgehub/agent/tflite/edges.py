@@ -1,11 +1,10 @@
 """The edges of a TFLite model: feeding inputs and reading outputs in either naming.
 
-With ``compiled_names=False`` (the default) inputs are keyed by the ONNX names in the ONNX
-layout and dtype, and outputs come back the same way: arrays are transposed with the mapping's
-permutation, float inputs of quantized tensors are quantized (``q = round(x / scale) + zero
-point``, clipped to the integer range) and quantized outputs dequantized (``(q - zero point) *
-scale``). With ``compiled_names=True`` inputs use the TFLite names and layout (a float array
-for a quantized input is still quantized) and outputs are returned as the model produced them.
+With ``compiled_names=False`` inputs and outputs are keyed by the ONNX names in the ONNX layout
+and dtype: arrays are transposed with the mapping's permutation, float inputs of quantized
+tensors quantized (``round(x / scale) + zero_point``, clipped) and quantized outputs
+dequantized. With ``compiled_names=True`` the TFLite names and layout are used (a float array
+for a quantized input is still quantized) and outputs come as the model produced them.
 """
 
 from __future__ import annotations
@@ -38,15 +37,8 @@ def identity_mapping(inputs: list[TFLiteTensor], outputs: list[TFLiteTensor]) ->
 
     def entry(tensor: TFLiteTensor) -> TensorMap:
         dims: list[int] = list(tensor.signature)
-        return TensorMap(
-            onnx_name=tensor.name,
-            tflite_name=tensor.name,
-            onnx_shape=dims,
-            tflite_shape=dims,
-            perm=None,
-            onnx_dtype="float32" if tensor.quantized else tensor.dtype,
-            tflite_dtype=tensor.dtype,
-        )
+        dtype = "float32" if tensor.quantized else tensor.dtype
+        return TensorMap(tensor.name, tensor.name, dims, dims, None, dtype, tensor.dtype)
 
     return IOMapping([entry(t) for t in inputs], [entry(t) for t in outputs])
 

@@ -1,12 +1,10 @@
 """GatherND reading its data whole, in order, written as the Reshape it is.
 
-Exporters build an attention mask's broadcast by indexing (torch's dynamo writes
-``mask[arange(b)[:, None, None, None], arange(s)[None, None, None, :]]`` as a GatherND whose
-indices ``[b, 1, 1, s, 2]`` are made from the inputs' shapes). onnx2tf lays those rank-5
-indices out channels-last and its result reaches attention's Add as ``[1, 1, 32, 2, 32]``
-beside ``[1, 1, 2, 32, 32]``. Once the input shapes are static, the indices are known before
-the model runs: where they list every element of the data's indexed axes once, in row-major
-order, the GatherND is a Reshape of its data to the output's shape.
+Exporters build an attention mask's broadcast by indexing (torch's dynamo writes a GatherND
+with indices ``[b, 1, 1, s, 2]`` made from the inputs' shapes); onnx2tf lays those rank-5
+indices out channels-last and mislays the result. Once the input shapes are static the indices
+are known before the model runs: where they list every element of the data's indexed axes
+once, in row-major order, the GatherND is a Reshape of its data to the output's shape.
 """
 
 from __future__ import annotations
@@ -15,34 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from .graph_rewrites import _constants, _set_nodes, _subgraph_inputs, add_initializer, drop_unused
+from ..models import constant_tensors, static_shapes
+from .graph_rewrites import (
+    _set_nodes,
+    _subgraph_inputs,
+    add_initializer,
+    drop_unused,
+)
 
 # ops whose output depends on their input's shape only, never its values
 _SHAPE_ONLY = ("Shape", "Size")
 # ops a value computed before the model runs must not hold
 _NONDETERMINISTIC = ("RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                      "Multinomial", "Bernoulli")  # fmt: skip
-
-
-def _static_shapes(model: Any) -> dict[str, list[int]]:
-    """The fully static shapes shape inference finds (empty where it fails)."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
-    except Exception:
-        return {}
-    shapes: dict[str, list[int]] = {}
-    graph = inferred.graph
-    for info in [*graph.value_info, *graph.input, *graph.output]:
-        tensor_type = info.type.tensor_type
-        if tensor_type.HasField("shape"):
-            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor_type.shape.dim]
-            if all(d >= 0 for d in dims):
-                shapes[info.name] = dims
-    for tensor in graph.initializer:
-        shapes[tensor.name] = list(tensor.dims)
-    return shapes
 
 
 def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str, np.ndarray]:
@@ -52,7 +35,7 @@ def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str
     from onnx import helper, numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {o: n for n in graph.node for o in n.output if o}
     wanted: list[str] = []
     needed: dict[int, Any] = {}
@@ -67,11 +50,7 @@ def fold(model: Any, names: list[str], shapes: dict[str, list[int]]) -> dict[str
             if (
                 node is None
                 or node.op_type in _NONDETERMINISTIC
-                or node.domain
-                not in (
-                    "",
-                    "ai.onnx",
-                )
+                or node.domain not in ("", "ai.onnx")
             ):
                 ok = False  # a graph input's values, or an op not folded here
             elif node.op_type in _SHAPE_ONLY and node.input[0] in shapes:
@@ -152,9 +131,10 @@ def gathers_as_reshapes(model: Any) -> list[str]:
     ]
     if not gathers:
         return []
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model, data_prop=True)
+    shapes.update({t.name: list(t.dims) for t in graph.initializer})
     gathers = [n for n in gathers if n.input[0] in shapes]
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     known = fold(model, [n.input[1] for n in gathers if n.input[1] not in constants], shapes)
     known.update(
         {n.input[1]: numpy_helper.to_array(constants[n.input[1]]) for n in gathers

@@ -1,14 +1,13 @@
 """ONNX rewrites for patterns onnx2tf mis-converts, applied before (or between) its own steps.
 
-- A scalar (0-d) float constant operand of a broadcasting binary op (an attention's
-  ``q * 32**-0.25``) becomes a 1-element tensor (`scalars_as_vectors`): onnx2tf's
-  accuracy-correction pass turns a 0-d constant into a Python number and then fails to build a
-  Keras model on it ("Output tensors of a Functional model must be the output of a TensorFlow
-  Layer. Found: 0.42..."). Broadcast against an operand of rank >= 1 the result is the same.
-- A constant operand of rank >= 3 with leading 1s beside a tensor onnx2tf holds in ONNX's axis
-  order (a detector's anchors ``[1, 2, A]`` after a Reshape) loses those 1s
-  (`constants_below_rank3`, on onnxsim's output: most such constants are folded by onnxsim):
-  onnx2tf makes it channels-last and transposes the other operand to match.
+- A 0-d float constant operand of a broadcasting binary op (``q * 32**-0.25``) becomes a
+  1-element tensor (`scalars_as_vectors`): onnx2tf's accuracy check turns a 0-d constant into a
+  Python number and fails to build a Keras model on it ("Output tensors of a Functional model
+  must be the output of a TensorFlow Layer").
+- A constant of rank >= 3 with leading 1s beside a tensor onnx2tf holds in ONNX's axis order (a
+  detector's anchors after a Reshape) loses those 1s (`constants_below_rank3`, on onnxsim's
+  output): onnx2tf would make it channels-last and transpose the other operand to match.
+- LSTM zero states (`zero_states_at_run_time`) and softmax expectations (`expectations_as_conv`).
 """
 
 from __future__ import annotations
@@ -17,40 +16,20 @@ from typing import Any
 
 import numpy as np
 
+from ..models import constant_tensors, inferred_dims
+
 _BROADCASTING = ("Add", "Sub", "Mul", "Div", "Pow")
 
 
 def _ranks(model: Any) -> dict[str, int]:
     """The rank of every tensor shape inference knows it of (empty if inference fails)."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
+    found = inferred_dims(model)
+    if found is None:
         return {}
-    graph = inferred.graph
-    ranks = {t.name: len(t.dims) for t in graph.initializer}
-    for value_info in [*graph.value_info, *graph.input, *graph.output]:
-        tensor_type = value_info.type.tensor_type
-        if tensor_type.HasField("shape"):
-            ranks[value_info.name] = len(tensor_type.shape.dim)
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    ranks[node.output[0]] = len(attr.t.dims)
+    ranks = {t.name: len(t.dims) for t in model.graph.initializer}
+    ranks.update({name: len(dims) for name, dims in found.items()})
+    ranks.update({name: len(t.dims) for name, t in constant_tensors(model.graph).items()})
     return ranks
-
-
-def _constants(graph: Any) -> dict[str, Any]:
-    """Initializers and ``Constant`` node values (as TensorProto), by tensor name."""
-    found = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    found[node.output[0]] = attr.t
-    return found
 
 
 def add_initializer(model: Any, array: np.ndarray, name: str) -> str:
@@ -73,7 +52,7 @@ def scalars_as_vectors(model: Any) -> list[str]:
     from onnx import numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     ranks: dict[str, int] | None = None
     made: dict[str, str] = {}
     changed = []
@@ -160,16 +139,14 @@ def layout_free_inputs(model: Any) -> list[str]:
 
 
 def zero_states_at_run_time(model: Any) -> list[str]:
-    """Give each LSTM whose initial state (``initial_h``, ``initial_c``) is absent or all
-    zeros a zero state computed from its input (its first step times a zero matrix); returns
-    the nodes changed. onnx2tf's LSTM fails without an initial state ("'NoneType' object is
-    not subscriptable", "initial_state ... ListWrapper([])"), and onnxsim, which it runs
-    first, drops a constant zero one. The product is exactly zero, and depends on the input,
-    so nothing folds it away."""
+    """Give each LSTM whose initial state is absent or all zeros a zero state computed from
+    its input (its first step times a zero matrix: exactly zero, and nothing folds it away);
+    returns the nodes changed. onnx2tf's LSTM fails without an initial state, and onnxsim, which
+    it runs first, drops a constant zero one."""
     from onnx import helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {out: node for node in graph.node for out in node.output}
     nodes = list(graph.node)
     changed = []
@@ -252,16 +229,14 @@ def _set_nodes(graph: Any, nodes: list[Any]) -> None:
 
 def expectations_as_conv(model: Any) -> list[str]:
     """Rewrite each softmax expectation over an axis of a rank-4 tensor (Softmax over axis
-    k, times a constant vector along k, ReduceSum over k: a detector's distribution focal
-    loss head, ``[b, 4, 16, a]`` -> ``[b, 4, a]``) as that axis moved to axis 1, Softmax
-    over it and a 1x1 Conv weighing it by the vector; returns the Softmax nodes rewritten.
-    onnx2tf loses track of the layout of the 4-D softmax and its reduction (the box branch
-    reaches the head's Concat as ``[1, 2100, 4]`` beside ``[1, 80, 2100]``); a Conv over
-    channels pins it. The values are the same up to float rounding."""
+    k, times a constant vector along k, ReduceSum over k: a detector's DFL head, ``[b, 4, 16, a]``
+    -> ``[b, 4, a]``) as the axis moved to axis 1, Softmax over it and a 1x1 Conv by the vector
+    (the same values up to rounding); returns the Softmax nodes rewritten. onnx2tf loses the
+    layout of the 4-D softmax and its sum; a Conv over channels pins it."""
     from onnx import helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     ranks = _ranks(model)
     readers: dict[str, list[Any]] = {}
     for node in graph.node:
@@ -375,17 +350,13 @@ def _in_onnx_order(tensor: str, constants: dict[str, Any], producers: dict[str, 
 
 def constants_below_rank3(model: Any) -> list[str]:
     """Give each broadcasting binary node (`_BROADCASTING`) whose operand is a float constant
-    of rank >= 3 with leading 1s (a detector's anchors ``[1, 2, A]`` or strides
-    ``[1, 1, A]``), and whose other operand is of no lower rank and held in ONNX's axis order
-    (`_in_onnx_order`: after a Reshape), that constant without its leading 1s, down to rank 2;
-    returns the nodes changed. onnx2tf makes every constant of rank >= 3 channels-last
-    (``[1, A, 2]``) and then transposes the other operand to match it, so the result leaves
-    transposed beside tensors that are not (a Concat of ``[1, A, 4]`` and ``[1, 80, A]``).
-    Broadcasting gives the same values."""
+    of rank >= 3 with leading 1s (a detector's anchors ``[1, 2, A]``), and whose other operand is
+    of no lower rank and in ONNX's axis order (`_in_onnx_order`), that constant without its
+    leading 1s, down to rank 2 (the same values by broadcasting); returns the nodes changed."""
     from onnx import numpy_helper
 
     graph = model.graph
-    constants = _constants(graph)
+    constants = constant_tensors(graph)
     producers = {out: node for node in graph.node for out in node.output}
     ranks: dict[str, int] | None = None
     made: dict[str, str] = {}

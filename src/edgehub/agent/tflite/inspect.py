@@ -2,12 +2,11 @@
 
 Request: ``{"model": PATH, "mapping": null | PATH, "compiled_names": false}``.
 
-For a ``.tflite`` the data has ``inputs``/``outputs`` (``{name, dtype, shape}``) in the naming the
-invoker uses by default: the ONNX names and layout when a mapping sidecar is found (``mapping``,
-else ``<stem>.mapping.json`` beside the model), else the TFLite names; ``compiled_names`` always
-gives the TFLite ones. ``compiled_inputs``/``compiled_outputs`` (with quantization parameters),
-``mapping``, ``num_ops``, ``size_bytes`` and ``source: "tflite"`` come with it. An ONNX model is
-described as ``ort.inspect`` does (``source: "onnx"``), since the TFLite pipeline starts from one.
+For a ``.tflite``, ``inputs``/``outputs`` (``{name, dtype, shape}``) in the invoker's default
+naming: the ONNX names and layout where a mapping sidecar is found, else the TFLite names
+(``compiled_names``: always those); with ``compiled_inputs``/``compiled_outputs`` (with
+quantization parameters), ``mapping``, ``num_ops``, ``size_bytes`` and ``source: "tflite"``.
+An ONNX model is described as ``ort.inspect`` does (``source: "onnx"``).
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     mapping_arg = params.path("mapping", required=False)
     compiled_names = params.boolean("compiled_names", False)
     params.finish()
-    assert model_arg is not None
     path = Path(model_arg)
     if path.is_dir() or not is_tflite_file(path):
         onnx_path = resolve_model_path(model_arg)

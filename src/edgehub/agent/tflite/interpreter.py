@@ -41,16 +41,10 @@ def import_interpreter() -> Any:
 
 
 def toolchain_versions() -> dict[str, str | None]:
-    """Installed versions of the TFLite toolchain's packages (from metadata; imports nothing)."""
-    from importlib import metadata
+    """Installed versions of the TFLite toolchain's packages (imports nothing)."""
+    from ..env import dist_version
 
-    versions: dict[str, str | None] = {}
-    for name in VERSION_DISTRIBUTIONS:
-        try:
-            versions[name.replace("-", "_")] = metadata.version(name)
-        except Exception:
-            versions[name.replace("-", "_")] = None
-    return versions
+    return {name.replace("-", "_"): dist_version(name) for name in VERSION_DISTRIBUTIONS}
 
 
 def is_tflite_file(path: Path) -> bool:
@@ -152,14 +146,10 @@ def _tensor(name: str, detail: dict[str, Any]) -> TFLiteTensor:
     scale, zero_point = detail.get("quantization") or (0.0, 0)
     shape = [int(d) for d in detail["shape"]]
     signature = detail.get("shape_signature")
+    signature = shape if signature is None else [int(d) for d in signature]
+    dtype = np.dtype(detail["dtype"]).name
     return TFLiteTensor(
-        name=name,
-        index=int(detail["index"]),
-        dtype=np.dtype(detail["dtype"]).name,
-        shape=shape,
-        signature=[int(d) for d in signature] if signature is not None else shape,
-        scale=float(scale),
-        zero_point=int(zero_point),
+        name, int(detail["index"]), dtype, shape, signature, float(scale), int(zero_point)
     )
 
 

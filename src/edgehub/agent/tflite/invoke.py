@@ -6,11 +6,9 @@ Request::
      "mapping": null | PATH, "use_compiled_names": false, "threads": null | int,
      "xnnpack": true}
 
-By default inputs are keyed by the ONNX names in the ONNX layout (NCHW) and outputs come back
-the same way, through the mapping sidecar (``<stem>.mapping.json`` beside the model, or
-``mapping``); int8/int16 tensors are quantized and dequantized at the edges. With
-``use_compiled_names`` the TFLite names, layout and dtypes are used as they are (see
-:mod:`.edges`). A model without a mapping uses its own names either way.
+Inputs and outputs are keyed by the ONNX names in the ONNX layout through the mapping sidecar
+(``<stem>.mapping.json`` beside the model, or ``mapping``), int8/int16 tensors (de)quantized at
+the edges; ``use_compiled_names`` uses the TFLite names, layout and dtypes (:mod:`.edges`).
 Metrics: inference_ms, load_ms. Data: outputs and inputs ``[{name, dtype, shape}]``.
 """
 
@@ -20,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..inputs import describe
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..stats import ms
@@ -38,7 +37,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     params.finish()
-    assert model_arg is not None and input_arg is not None and output_arg is not None
 
     path = resolve_tflite_path(model_arg, "TFLiteInvoker")
     start = time.perf_counter_ns()
@@ -46,15 +44,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     loaded = time.perf_counter_ns() - start
     edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
     specs = edges.compiled_specs() if compiled else edges.original_specs()
-    arrays = (
-        load_inputs(input_arg, specs) if not compiled else load_compiled_inputs(input_arg, edges)
-    )
-    report.info(
-        "invoke: "
-        + ", ".join(
-            f"{k}: {v.dtype.name}[{','.join(map(str, v.shape))}]" for k, v in arrays.items()
-        )
-    )
+    arrays = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
+    report.info(f"invoke: {describe(arrays)}")
     feeds = edges.feeds(arrays, compiled)
     edges.set_inputs(feeds)
     start = time.perf_counter_ns()
@@ -76,16 +67,6 @@ def run(params: Params, report: Report) -> CommandOutput:
 
 def load_compiled_inputs(input_arg: str, edges: ModelEdges) -> Any:
     """Inputs keyed by TFLite name; the dtype check happens after quantizing, in ``feeds``."""
-    from ..protocol import InputDataError
-    from ..tensors import describe_specs, load_arrays
+    from ..tensors import by_name, load_arrays
 
-    loaded = load_arrays(input_arg)
-    if isinstance(loaded, dict):
-        return loaded
-    if len(edges.inputs) != 1:
-        raise InputDataError(
-            f"input file '{input_arg}' is a single .npy array but the model has "
-            f"{len(edges.inputs)} inputs: save an .npz keyed by input name "
-            f"({describe_specs(edges.compiled_specs())})"
-        )
-    return {edges.inputs[0].name: loaded}
+    return by_name(load_arrays(input_arg), edges.compiled_specs(), f"input file '{input_arg}'")

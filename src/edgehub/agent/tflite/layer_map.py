@@ -1,17 +1,14 @@
 """Which TFLite tensor carries which intermediate ONNX tensor: the layer part of the mapping.
 
-onnx2tf names TFLite tensors after Keras layers (``model/tf.nn.relu_2/Relu;...``), not after
-ONNX nodes, so the compiler pairs them by value, as it pairs the outputs (`matching`): on the
-verify sample, the ONNX model runs in onnxruntime with every node output made a graph output,
-and the float32 ``.tflite`` onnx2tf writes beside the quantized one runs in LiteRT with every
-operator output marked (`marking`). A TFLite tensor is the ONNX tensor whose values it equals
-(to float rounding) in the ONNX layout or channels-last. Where several ONNX tensors hold the
-same values (a Conv whose ReLU changes nothing on the sample, an Identity), the last one in
-graph order takes the TFLite tensor: it is the value its consumers see, and the earlier ones
-were fused into it. The quantized model keeps the float model's tensor names, so the pairs
-hold for it; pairs whose TFLite tensor the shipped model lacks are dropped. The pairing runs
-once at compile time (one sample, the whole graph, as onnx2tf itself does), never on a
-device, and is written into the mapping sidecar as ``tensors``.
+onnx2tf names TFLite tensors after Keras layers, not ONNX nodes, so they are paired by value, as
+the outputs are (`matching`): on the verify sample the ONNX model runs in onnxruntime with every
+node output a graph output, and the float32 ``.tflite`` onnx2tf writes beside the quantized one
+runs in LiteRT with every operator output marked (`marking`). A TFLite tensor is the ONNX tensor
+whose values it equals (to float rounding) in the ONNX layout or channels-last; where several
+ONNX tensors hold the same values (a ReLU that changes nothing, an Identity) the last one in
+graph order takes it (the earlier ones were fused into it). The quantized model keeps the float
+model's tensor names; pairs whose tensor it lacks are dropped. This runs once, at compile time,
+and is written into the sidecar as ``tensors``.
 """
 
 from __future__ import annotations
@@ -103,15 +100,11 @@ def pair(
             continue
         _, other, perm = best
         taken.add(other)
+        onnx_shape, tflite_shape = ([int(d) for d in a.shape] for a in (value, tflite[other]))
         found[name] = TensorMap(
-            onnx_name=originals.get(name, name),
-            tflite_name=other,
-            onnx_shape=[int(d) for d in value.shape],
-            tflite_shape=[int(d) for d in tflite[other].shape],
-            perm=perm or None,
-            onnx_dtype=value.dtype.name,
-            tflite_dtype="float32",
-        )
+            originals.get(name, name), other, onnx_shape, tflite_shape, perm or None,
+            value.dtype.name, "float32",
+        )  # fmt: skip
     return [found[n] for n in order if n in found]
 
 

@@ -1,9 +1,8 @@
 """How a ``.tflite`` model's inputs and outputs relate to the ONNX model it came from.
 
 onnx2tf renames tensors (outputs become ``Identity``, ``output_0``, ...) and makes rank 3-5
-tensors channels-last (NCHW -> NHWC). The compiler records, per tensor, the ONNX name, the
-TFLite name and the axis permutation in a JSON sidecar beside the model
-(``compiled_m.tflite`` -> ``compiled_m.mapping.json``)::
+tensors channels-last. The compiler records each tensor's ONNX name, TFLite name and axis
+permutation in a JSON sidecar (``compiled_m.tflite`` -> ``compiled_m.mapping.json``)::
 
     {"format": "edgehub.tflite-io/1", "source": "m.onnx", "precision": "int8",
      "inputs": [{"onnx_name": "image", "tflite_name": "image", "onnx_shape": [1, 3, 32, 32],
@@ -11,10 +10,9 @@ TFLite name and the axis permutation in a JSON sidecar beside the model
                  "tflite_dtype": "int8"}],
      "outputs": [...], "tensors": [...]}
 
-``tensors`` (optional) pairs intermediate ONNX tensors with TFLite tensors the same way (see
-`layer_map`); eval's ``--layers`` reads them. ``perm`` reads "TFLite array = ONNX array
-transposed by perm" (the inverse goes back). A model without a sidecar maps every tensor onto
-itself.
+``tensors`` (optional) pairs intermediate tensors the same way (`layer_map`, for eval's
+``--layers``). ``perm``: TFLite array = ONNX array transposed by perm. A model without a sidecar
+maps every tensor onto itself.
 """
 
 from __future__ import annotations
@@ -90,11 +88,6 @@ class IOMapping:
             )
         except (KeyError, TypeError) as exc:
             raise ModelError(f"'{where}' is a damaged TFLite mapping ({exc}): recompile") from exc
-
-    def is_identity(self) -> bool:
-        return all(
-            t.onnx_name == t.tflite_name and not t.perm for t in [*self.inputs, *self.outputs]
-        )
 
     def write(self, path: str | Path) -> None:
         write_json_atomic(path, self.to_json())

@@ -1,15 +1,11 @@
 """Reading a few intermediate tensors of a ``.tflite`` model: mark them as outputs.
 
-LiteRT's arena planner reuses an intermediate tensor's memory once its consumers ran, and the
-XNNPACK delegate never writes the tensors inside its partitions; a tensor survives ``invoke``
-only when it is a subgraph output. ``experimental_preserve_all_tensors`` would keep *every*
-tensor (the whole model's activations at once) and still sees nothing inside a delegate. So a
-probe rewrites the model's main subgraph outputs instead: the flatbuffer gets a new outputs
-vector (the old outputs, then the marked tensors) appended at its end and the subgraph's
-``outputs`` field pointed at it (flatbuffer offsets are unsigned and point forward, so data
-appended after the table is reachable, and nothing else moves). Only the marked tensors stay
-alive, the delegate writes them as partition outputs, and the operators (already fused by the
-converter) are the same.
+LiteRT reuses an intermediate tensor's memory once its consumers ran, and XNNPACK never writes
+the tensors inside its partitions: a tensor survives ``invoke`` only as a subgraph output
+(``experimental_preserve_all_tensors`` keeps every one, and still nothing inside a delegate). So
+a probe gets a new outputs vector for the main subgraph (the old outputs, then the marked
+tensors) appended to the flatbuffer, and the subgraph's ``outputs`` field pointed at it
+(offsets are unsigned and point forward, so appended data is reachable and nothing moves).
 """
 
 from __future__ import annotations

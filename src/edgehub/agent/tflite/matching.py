@@ -17,13 +17,7 @@ from ..protocol import RuntimeFailure
 from ..tensors import Arrays, TensorSpec
 from .edges import dequantize
 from .interpreter import TFLiteTensor
-from .layout import (
-    IOMapping,
-    TensorMap,
-    channels_last,
-    layout_candidates,
-    onnx2tf_input_perm,
-)
+from .layout import TensorMap, channels_last, layout_candidates, onnx2tf_input_perm
 
 
 def _fixed(spec: TensorSpec) -> list[int]:
@@ -39,6 +33,19 @@ def _resolved(spec: TensorSpec, tflite_shape: Sequence[int], reference: Arrays |
     if len(fixed) != len(tflite_shape):
         return fixed
     return [int(t) if d < 0 else d for d, t in zip(fixed, tflite_shape)]
+
+
+def _entry(
+    originals: dict[str, str],
+    spec: TensorSpec,
+    onnx_shape: list[int],
+    tensor: TFLiteTensor,
+    perm: list[int],
+) -> TensorMap:
+    name = originals.get(spec.name, spec.name)
+    return TensorMap(
+        name, tensor.name, onnx_shape, list(tensor.shape), perm or None, spec.dtype, tensor.dtype
+    )
 
 
 def _loose(name: str) -> str:
@@ -90,17 +97,7 @@ def input_maps(
             )
         rule = [] if spec.name in kept else onnx2tf_input_perm(len(onnx_shape))
         perm = rule if rule in options else options[0]
-        maps.append(
-            TensorMap(
-                onnx_name=originals.get(spec.name, spec.name),
-                tflite_name=tensor.name,
-                onnx_shape=onnx_shape,
-                tflite_shape=list(tensor.shape),
-                perm=perm or None,
-                onnx_dtype=spec.dtype,
-                tflite_dtype=tensor.dtype,
-            )
-        )
+        maps.append(_entry(originals, spec, onnx_shape, tensor, perm))
     return maps
 
 
@@ -165,26 +162,9 @@ def output_maps(
     for ti, tensor in enumerate(tensors):
         si, perm, error = taken_t[ti]
         spec = specs[si]
-        name = originals.get(spec.name, spec.name)
-        maps.append(
-            TensorMap(
-                onnx_name=name,
-                tflite_name=tensor.name,
-                onnx_shape=_fixed(spec),
-                tflite_shape=list(tensor.shape),
-                perm=perm or None,
-                onnx_dtype=spec.dtype,
-                tflite_dtype=tensor.dtype,
-            )
-        )
+        maps.append(_entry(originals, spec, _fixed(spec), tensor, perm))
         if reference is not None:
-            errors[name] = error
+            errors[maps[-1].onnx_name] = error
     order = {originals.get(s.name, s.name): i for i, s in enumerate(specs)}
     maps.sort(key=lambda m: order[m.onnx_name])
     return maps, errors
-
-
-def mapping(
-    inputs: list[TensorMap], outputs: list[TensorMap], source: str, precision: str
-) -> IOMapping:
-    return IOMapping(inputs=inputs, outputs=outputs, source=source, precision=precision)

@@ -1,46 +1,28 @@
 """Making an ONNX model palatable to onnx2tf, so its known pitfalls never reach the user.
 
-- Dynamic input dimensions are fixed (``input_shape``, else a dynamic batch becomes 1); any
-  other dynamic dimension needs ``input_shape`` (onnx2tf would need ``-ois``/``-b``).
-- Conv / ConvTranspose nodes without ``kernel_shape`` (legal ONNX, e.g. from the PyTorch dynamo
-  exporter) get it from their weight's shape; onnx2tf fails on them with "axes don't match
-  array".
-- Node and tensor names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``,
-  ``/leading/slash``) are renamed to ``[A-Za-z0-9_./>-]`` names starting with a letter or digit;
-  the graph's input and output names are reported so the caller can map them back.
-- Softmax / LogSoftmax / Hardmax before opset 13 normalize over the input flattened to 2-D at
-  ``axis``; onnx2tf converts them as if over ``axis`` alone (a [1, 1000, 1, 1] softmax becomes
-  all ones). They get the opset-13 form: Flatten at ``axis``, the op over the last axis, and a
-  Reshape back.
-- Erf (the exact GELU's, where onnx2tf does not fuse a GELU) is written with ops LiteRT has
-  builtins for (`expand_erf`): as TensorFlow's Erf only the Flex delegate runs it.
-- A pooling window as large as its input (a global pool written with a huge kernel) becomes
-  the global pool it is (`..pooling`): onnx2tf would pad the input to the kernel's size.
-- A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`): onnx2tf
-  folds a Mul into the Div after it and can lose the Div's input.
-- A 0-d float constant operand of a broadcasting binary op becomes a 1-element tensor
-  (`.graph_rewrites.scalars_as_vectors`): onnx2tf's accuracy check takes it for a layer output.
-- An LSTM without an initial state, or with an all-zero one, gets a zero state computed from
-  its input (`.graph_rewrites.zero_states_at_run_time`): onnx2tf's LSTM fails without one, and
-  onnxsim drops a constant zero one.
-- A softmax expectation over an axis of a 4-D tensor (a detector's DFL box head) becomes a
-  1x1 Conv over channels (`.graph_rewrites.expectations_as_conv`): onnx2tf loses its layout.
-- A GatherND whose indices, known once the input shapes are static, read its data whole and
-  in order becomes a Reshape (`.gathers.gathers_as_reshapes`): onnx2tf transposes the rank-5
-  indices of an exported attention mask and the mask reaches attention's Add mislaid.
+- Dynamic input dimensions are fixed (``input_shape``, else a dynamic batch becomes 1).
+- Conv / ConvTranspose without ``kernel_shape`` (the dynamo exporter's) get it from their
+  weight: onnx2tf fails on them ("axes don't match array").
+- Names outside TensorFlow's scope-name pattern (``Softmax@0``, ``a:0``, ``/lead``) are
+  renamed to ``[A-Za-z0-9_./>-]`` names; the renames are reported to map them back.
+- Softmax / LogSoftmax / Hardmax before opset 13 (over the input flattened at ``axis``) get the
+  opset-13 form, Flatten + op + Reshape: onnx2tf converts them as if over ``axis`` alone.
+- Erf is written with LiteRT builtins (`expand_erf`): TensorFlow's Erf needs the Flex delegate.
+- A pooling window as large as its input becomes the global pool it is (`..pooling`).
+- A Div by a float constant becomes a Mul by its reciprocal (`divisions_as_products`).
+- The rewrites of :mod:`.graph_rewrites` (0-d constants as vectors, LSTM zero states, softmax
+  expectations as a Conv) and :mod:`.gathers` (a GatherND reading its data in order).
 - Ops onnx2tf has no converter for are reported up front with their node names.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 from typing import Any, Sequence
 
 import numpy as np
 
-from ..models import graph_inputs
+from ..models import constant_tensors, graph_inputs, static_shapes
 from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
@@ -48,17 +30,22 @@ from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
+    _set_nodes,
+    add_initializer,
     drop_unused,
     expectations_as_conv,
     scalars_as_vectors,
     zero_states_at_run_time,
 )
+from .simplifier import onnx2tf_ops
 
 _INVALID = re.compile(r"[^A-Za-z0-9_./>-]")
 _VALID_START = re.compile(r"^[A-Za-z0-9.]")
 
 
-def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict[str, list[int]]:
+def static_shapes_to_fix(
+    specs: Sequence[TensorSpec], raw: Any, report: Report
+) -> dict[str, list[int]]:
     """Shapes to fix: ``raw`` (``input_shape``), plus a dynamic leading (batch) dim set to 1."""
     shapes = parse_input_shape(raw, specs) if raw is not None else {}
     unresolved = []
@@ -86,21 +73,11 @@ def static_shapes(specs: Sequence[TensorSpec], raw: Any, report: Report) -> dict
     return shapes
 
 
-def _constant_shapes(graph: Any) -> dict[str, list[int]]:
-    shapes = {t.name: list(t.dims) for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant":
-            for attr in node.attribute:
-                if attr.name == "value" and attr.HasField("t"):
-                    shapes[node.output[0]] = list(attr.t.dims)
-    return shapes
-
-
 def add_kernel_shapes(model: Any, report: Report) -> list[str]:
     """Give Conv/ConvTranspose nodes without ``kernel_shape`` the one their weight implies."""
     from onnx import helper
 
-    weights = _constant_shapes(model.graph)
+    weights = {name: list(t.dims) for name, t in constant_tensors(model.graph).items()}
     fixed = []
     for node in model.graph.node:
         if node.op_type not in ("Conv", "ConvTranspose") or len(node.input) < 2:
@@ -124,34 +101,15 @@ def add_kernel_shapes(model: Any, report: Report) -> list[str]:
 _FLATTENING_OPS = ("Softmax", "LogSoftmax", "Hardmax")
 
 
-def _static_shapes(model: Any) -> dict[str, list[int]]:
-    """Static shapes of the graph's tensors after shape inference (empty if it fails)."""
-    from onnx import shape_inference
-
-    try:
-        inferred = shape_inference.infer_shapes(model, check_type=False, strict_mode=False)
-    except Exception:
-        return {}
-    graph = inferred.graph
-    shapes: dict[str, list[int]] = {}
-    for value_info in [*graph.value_info, *graph.input, *graph.output]:
-        dims = value_info.type.tensor_type.shape.dim
-        if value_info.type.tensor_type.HasField("shape") and all(
-            d.HasField("dim_value") for d in dims
-        ):
-            shapes[value_info.name] = [int(d.dim_value) for d in dims]
-    return shapes
-
-
 def flatten_old_softmax(model: Any, report: Report) -> list[str]:
     """Rewrite pre-opset-13 Softmax-like nodes over rank > 2 inputs to their opset-13 form."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper
 
     opset = next((e.version for e in model.opset_import if e.domain in ("", "ai.onnx")), 13)
     candidates = [n for n in model.graph.node if n.op_type in _FLATTENING_OPS]
     if opset >= 13 or not candidates:
         return []
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     rewritten = []
     nodes = list(model.graph.node)
     for node in candidates:
@@ -164,17 +122,12 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
             continue  # flattening at the last axis changes nothing
         name = node.name or node.output[0]
         flat, out = f"{name}_flat", f"{name}_flat_out"
-        target = numpy_helper.from_array(np.asarray(shape, dtype=np.int64), f"{name}_shape")
-        model.graph.initializer.append(target)
-        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-            model.graph.input.append(
-                helper.make_tensor_value_info(target.name, TensorProto.INT64, [len(shape)])
-            )
+        target = add_initializer(model, np.asarray(shape, dtype=np.int64), f"{name}_shape")
         flatten = helper.make_node(
             "Flatten", [node.input[0]], [flat], name=f"{name}_flatten", axis=axis
         )
         reshape = helper.make_node(
-            "Reshape", [out, target.name], [node.output[0]], name=f"{name}_reshape"
+            "Reshape", [out, target], [node.output[0]], name=f"{name}_reshape"
         )
         node.input[0] = flat
         node.output[0] = out
@@ -185,8 +138,7 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
         nodes[index : index + 1] = [flatten, node, reshape]
         rewritten.append(name)
     if rewritten:
-        del model.graph.node[:]
-        model.graph.node.extend(nodes)
+        _set_nodes(model.graph, nodes)
         report.info(
             f"{len(rewritten)} pre-opset-13 Softmax-like node(s) rewritten as Flatten + op + "
             "Reshape (onnx2tf converts their axis wrongly)"
@@ -202,24 +154,17 @@ _ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 def expand_erf(model: Any, report: Report) -> list[str]:
     """Rewrite each float Erf node with ops LiteRT has builtins for (see `_ERF_P`); returns the
-    nodes rewritten. LiteRT has no Erf: onnx2tf writes it as TensorFlow's, which only the Flex
-    delegate runs (GELU's exact form, where onnx2tf does not fuse it into its GELU). Written
-    here, not with onnx2tf's pseudo Erf: that divides by ``|x| + 1e-11``, a divisor int8 rounds
-    to zero."""
-    from onnx import TensorProto, helper, numpy_helper
-
+    nodes rewritten. LiteRT has no Erf (only the Flex delegate runs TensorFlow's); onnx2tf's own
+    pseudo Erf divides by ``|x| + 1e-11``, a divisor int8 rounds to zero."""
     graph = model.graph
     candidates = [n for n in graph.node if n.op_type == "Erf" and n.domain in ("", "ai.onnx")]
     if not candidates:
         return []
     values = {"one": 1.0, "p": _ERF_P, **{f"a{i + 1}": a for i, a in enumerate(_ERF_A)}}
-    names = {key: f"edgehub_erf_{key}" for key in values}
-    for key, value in values.items():
-        graph.initializer.append(
-            numpy_helper.from_array(np.array(value, dtype=np.float32), names[key])
-        )
-        if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-            graph.input.append(helper.make_tensor_value_info(names[key], TensorProto.FLOAT, []))
+    names = {
+        key: add_initializer(model, np.array(value, dtype=np.float32), f"edgehub_erf_{key}")
+        for key, value in values.items()
+    }
     nodes = list(graph.node)
     rewritten = []
     for node in candidates:
@@ -228,8 +173,7 @@ def expand_erf(model: Any, report: Report) -> list[str]:
         index = nodes.index(node)
         nodes[index : index + 1] = made
         rewritten.append(name)
-    del graph.node[:]
-    graph.node.extend(nodes)
+    _set_nodes(graph, nodes)
     report.info(
         f"Erf written with LiteRT builtins ({len(rewritten)} node(s); within 5e-7 of erf): "
         "LiteRT has no Erf of its own"
@@ -239,19 +183,12 @@ def expand_erf(model: Any, report: Report) -> list[str]:
 
 def divisions_as_products(model: Any) -> list[str]:
     """Rewrite each Div by a float constant (an attention's ``/ sqrt(d)``) as a Mul by its
-    reciprocal; returns the nodes rewritten. onnx2tf folds a Mul by a constant into the Div
-    after it and can then emit the divisor itself as the Div's value ("Output tensors of a
-    Functional model must be the output of a TensorFlow Layer. Found: 3.46..."); the product
-    is the same to a rounding."""
-    from onnx import helper, numpy_helper
+    reciprocal (the same to a rounding); returns the nodes rewritten. onnx2tf folds a Mul by a
+    constant into the Div after it and can then emit the divisor itself as the Div's value."""
+    from onnx import numpy_helper
 
     graph = model.graph
-    constants = {t.name: t for t in graph.initializer}
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            for attr in node.attribute:
-                if attr.name == "value":
-                    constants[node.output[0]] = attr.t
+    constants = constant_tensors(graph)
     made: dict[str, str] = {}
     rewritten = []
     for node in graph.node:
@@ -266,15 +203,9 @@ def divisions_as_products(model: Any) -> list[str]:
                 continue
             if np.any(value == 0):
                 continue
-            reciprocal = numpy_helper.from_array(
-                (1 / value).astype(value.dtype), f"{divisor}_reciprocal"
+            made[divisor] = add_initializer(
+                model, (1 / value).astype(value.dtype), f"{divisor}_reciprocal"
             )
-            graph.initializer.append(reciprocal)
-            if model.ir_version < 4:  # initializers must be graph inputs too before IR 4
-                graph.input.append(
-                    helper.make_tensor_value_info(reciprocal.name, reciprocal.data_type, [])
-                )
-            made[divisor] = reciprocal.name
         node.op_type = "Mul"
         node.input[1] = made[divisor]
         rewritten.append(node.name or node.output[0])
@@ -351,64 +282,62 @@ def sanitize_names(model: Any) -> dict[str, str]:
 
 def unsupported_ops(model: Any) -> list[str]:
     """``op (node)`` for each node onnx2tf has no converter module for (empty if unknown)."""
-    spec = importlib.util.find_spec("onnx2tf")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    if not locations:
+    available = onnx2tf_ops()
+    if available is None:
         return []
-    ops_dir = os.path.join(locations[0], "ops")
-    if not os.path.isdir(ops_dir):
-        return []
-    available = {name[:-3] for name in os.listdir(ops_dir) if name.endswith(".py")}
-    missing = []
-    for node in model.graph.node:
-        if node.op_type not in available:
-            missing.append(f"{node.op_type} (node '{node.name}')")
-    return missing
+    return [
+        f"{n.op_type} (node '{n.name}')" for n in model.graph.node if n.op_type not in available
+    ]
+
+
+# the info line of each rewrite that writes none itself: {count} and {names} of its nodes
+_NOTES = {
+    "divisions_as_products": "{count} division(s) by a constant written as products",
+    "scalars_as_vectors": (
+        "{count} scalar constant operand(s) given as 1-element tensors (onnx2tf mistakes a 0-d "
+        "constant for a layer output)"
+    ),
+    "lstm_zero_states": (
+        "{names}: LSTM given its zero initial state computed at run time (onnx2tf's LSTM fails "
+        "without an initial state; a constant one is folded away)"
+    ),
+    "gathers_as_reshapes": (
+        "{names}: a GatherND reading its data whole and in order written as a Reshape (onnx2tf "
+        "mislays the rank-5 indices of an attention mask)"
+    ),
+    "expectations_as_conv": (
+        "{names}: a softmax expectation over an axis written as a 1x1 Conv over channels "
+        "(onnx2tf loses the layout of the 4-D softmax and its sum)"
+    ),
+    "pools_made_global": (
+        "{names}: a pooling window as large as its input, converted as the global pooling it "
+        "is (onnx2tf would pad the input to the window's size)"
+    ),
+}
 
 
 def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
     """Apply every fix to ``model`` in place; returns what was done, for the result."""
     specs = graph_inputs(model)
-    shapes = static_shapes(specs, raw_shape, report)
+    shapes = static_shapes_to_fix(specs, raw_shape, report)
     if shapes:
         for note in fix_input_shapes(model, shapes):
             report.warn(note)
-    kernel_fixed = add_kernel_shapes(model, report)
-    flattened = flatten_old_softmax(model, report)
-    erf = expand_erf(model, report)
-    pools = globalize_pools(model)
-    products = divisions_as_products(model)
-    if products:
-        report.info(f"{len(products)} division(s) by a constant written as products")
-    vectors = scalars_as_vectors(model)
-    if vectors:
-        report.info(
-            f"{len(vectors)} scalar constant operand(s) given as 1-element tensors (onnx2tf "
-            "mistakes a 0-d constant for a layer output)"
-        )
-    lstms = zero_states_at_run_time(model)
-    if lstms:
-        report.info(
-            f"{', '.join(lstms)}: LSTM given its zero initial state computed at run time "
-            "(onnx2tf's LSTM fails without an initial state; a constant one is folded away)"
-        )
-    gathers = gathers_as_reshapes(model)
-    if gathers:
-        report.info(
-            f"{', '.join(gathers)}: a GatherND reading its data whole and in order written as "
-            "a Reshape (onnx2tf mislays the rank-5 indices of an attention mask)"
-        )
-    expectations = expectations_as_conv(model)
-    if expectations:
-        report.info(
-            f"{', '.join(expectations)}: a softmax expectation over an axis written as a 1x1 "
-            "Conv over channels (onnx2tf loses the layout of the 4-D softmax and its sum)"
-        )
-    if pools:
-        report.info(
-            f"{', '.join(pools)}: a pooling window as large as its input, converted as the "
-            "global pooling it is (onnx2tf would pad the input to the window's size)"
-        )
+    done: dict[str, Any] = {  # in this order
+        "input_shapes": shapes,
+        "kernel_shape_added": add_kernel_shapes(model, report),
+        "softmax_flattened": flatten_old_softmax(model, report),
+        "erf_expanded": expand_erf(model, report),
+        "pools_made_global": globalize_pools(model),
+        "divisions_as_products": divisions_as_products(model),
+        "scalars_as_vectors": scalars_as_vectors(model),
+        "lstm_zero_states": zero_states_at_run_time(model),
+        "gathers_as_reshapes": gathers_as_reshapes(model),
+        "expectations_as_conv": expectations_as_conv(model),
+    }
+    for key, note in _NOTES.items():
+        if done[key]:
+            report.info(note.format(count=len(done[key]), names=", ".join(done[key])))
     renamed = sanitize_names(model)
     if renamed:
         shown = ", ".join(f"{a!r} -> {b!r}" for a, b in list(renamed.items())[:5])
@@ -422,23 +351,7 @@ def prepare(model: Any, raw_shape: Any, report: Report) -> dict[str, Any]:
             + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
             + ": replace these ops before converting to TFLite"
         )
-    return {
-        "input_shapes": shapes,
-        "kernel_shape_added": kernel_fixed,
-        "softmax_flattened": flattened,
-        "erf_expanded": erf,
-        "pools_made_global": pools,
-        "divisions_as_products": len(products),
-        "scalars_as_vectors": len(vectors),
-        "lstm_zero_states": lstms,
-        "expectations_as_conv": expectations,
-        "gathers_as_reshapes": gathers,
-        "renamed": renamed,
-    }
-
-
-def original_name(renamed: dict[str, str], name: str) -> str | None:
-    for old, new in renamed.items():
-        if new == name:
-            return old
-    return None
+    done["divisions_as_products"] = len(done["divisions_as_products"])
+    done["scalars_as_vectors"] = len(done["scalars_as_vectors"])
+    done["renamed"] = renamed
+    return done

@@ -8,33 +8,20 @@ Request::
      "max_secs": null | float, "run_delay": null | float,
      "op_profiling": false, "profile_json": null | PATH,
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60,
-     "stable_window_s": 1,
-     "stable_max_other_share": 0.25}
+     "stable_window_s": 1, "stable_max_other_share": 0.25}
 
-How it measures (the same way as ``ort.profile``):
+Measured as ``ort.profile`` measures: cold starts (a new interpreter with its tensors
+allocated: ``load_ms``, then one invoke: ``first_run_ms``), then on the last interpreter
+``warmup`` untimed invokes and ``runs`` timed ones, ``perf_counter_ns`` tightly around each
+``invoke()``. Inputs are ``input`` (ONNX names and layout unless ``use_compiled_names``:
+:mod:`.edges`) or random in the model's dtypes. ``max_secs`` stops the timed runs early and
+``run_delay`` sleeps between them (benchmark_model's meanings); ``until_stable``: see
+:mod:`..stable`. ``data.conditions`` is what the timed loop ran under (:mod:`..conditions`).
 
-1. Cold starts: each creates a new interpreter and allocates its tensors (timed: ``load_ms``), then
-   invokes once (timed: ``first_run_ms``).
-2. The last interpreter gets the inputs once (``input`` in the ONNX names and layout unless
-   ``use_compiled_names``, see :mod:`.edges`; random in the model's own dtypes otherwise), runs
-   ``warmup`` untimed invokes (with ``until_stable``, more for 0.5 s), then ``runs`` timed ones with
-   ``time.perf_counter_ns()`` tightly around each ``invoke()``: the loop of a bare interpreter
-   benchmark. ``max_secs`` stops the timed runs early and ``run_delay`` sleeps between them
-   (benchmark_model's meanings). With ``until_stable`` the timed runs come in windows (``runs``
-   runs, repeated until the window has lasted ``stable_window_s``) until the last three windows
-   (medians and means) agree within ``stable_tolerance``, with other processes taking at most
-   ``stable_max_other_share`` (default 0.25) of the CPUs in each, or ``stable_max_s`` pass
-   (:mod:`..stable`); the metrics ``stable_converged``, ``stable_windows`` and ``stable_spread_pct``
-   say how it went.
-
-``data.conditions`` (and profile.json's ``conditions``) is what the timed loop ran under
-(:mod:`..conditions`); with ``until_stable``, ``data.windows`` (and profile.json's ``windows``)
-has each window's median, mean and other processes' CPU share.
-
-Per-operator times: the LiteRT Python interpreter has no op profiler (benchmark_model's
-``enable_op_profiling`` is C++ only), so ``op_profiling`` lists the operators without times and
-says so in a warning. Metrics: the latency statistics of :mod:`..stats` (ms), fps, load_ms,
-first_run_ms, peak_rss_mb, runs, warmup, cold_starts, num_ops.
+The LiteRT Python interpreter has no op profiler (benchmark_model's ``enable_op_profiling`` is
+C++ only): ``op_profiling`` lists the operators without times, with a warning. Metrics: the
+latency statistics of :mod:`..stats` (ms), load_ms, first_run_ms, peak_rss_mb, runs, warmup,
+cold_starts, num_ops.
 """
 
 from __future__ import annotations
@@ -43,21 +30,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..conditions import ConditionsProbe, conditions_lines
 from ..env import collect_env
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
 from ..shapes import parse_input_shape
-from ..stable import Stability, stable_metrics, window_rows
-from ..stats import latency_stats, mean, ms
+from ..stable import Stability, latency_metrics, timed_loop
+from ..stats import mean, ms
 from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, op_list, resolve_tflite_path, toolchain_versions
 from .invoke import load_compiled_inputs
 
-UNSTABLE_P90_RATIO = 1.25
 OP_PROFILING_NOTE = (
     "per-operator times are not available: the LiteRT Python interpreter has no op profiler "
     "(benchmark_model's enable_op_profiling is C++ only); the operators are listed without times"
@@ -102,11 +87,8 @@ def model_feeds(
     """Inputs by tensor index: from ``input_arg`` or random, named as the class says."""
     specs = edges.compiled_specs() if compiled else edges.original_specs()
     if input_arg is not None:
-        if compiled:
-            arrays = load_compiled_inputs(input_arg, edges)
-        else:
-            arrays = load_inputs(input_arg, specs)
-        return edges.feeds(arrays, compiled)
+        load = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
+        return edges.feeds(load, compiled)
     shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
     arrays, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
     if defaulted:
@@ -135,7 +117,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     profile_json = params.path("profile_json", required=False)
     stability = Stability.read(params)
     params.finish()
-    assert model_arg is not None
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
             from ..protocol import UsageError
@@ -182,38 +163,8 @@ def run(params: Params, report: Report) -> CommandOutput:
             return paced_runs(invoke, runs, max_secs, float(run_delay or 0.0))
         return timed_runs(invoke, runs)
 
-    probe = ConditionsProbe()
-    stable: dict[str, Any] = {}
-    windows: list[dict[str, Any]] = []
-    if stability:
-        found = stability.measure(window)
-        samples, stable = found.samples, stable_metrics(found)
-        windows = window_rows(found)
-    else:
-        samples = window()
-    conditions = probe.finish()
-    for line in conditions_lines(conditions):
-        report.info(line)
-    if stability:
-        stability.tell(stable, report)
-
-    metrics: dict[str, Any] = latency_stats(samples)
-    metrics.update(stable)
-    median = metrics["latency_median_ms"]
-    report.info(
-        f"latency: mean {metrics['latency_mean_ms']:.3f} ms, median {median:.3f} ms, "
-        f"p99 {metrics['latency_p99_ms']:.3f} ms"
-    )
-    if (
-        len(samples) >= 20
-        and median > 0
-        and metrics["latency_p90_ms"] > UNSTABLE_P90_RATIO * median
-    ):
-        report.warn(
-            f"latency is unstable: p90 {metrics['latency_p90_ms']:.3f} ms vs median "
-            f"{median:.3f} ms (CoV {metrics['latency_cv_pct']:.1f}%): close other workloads, "
-            "fix threads, or raise warmup/runs"
-        )
+    samples, stable, windows, conditions = timed_loop(stability, window, report)
+    metrics = latency_metrics(samples, stable, len(samples), "threads", report)
     ops = op_list(edges.interpreter)
     metrics.update(
         {

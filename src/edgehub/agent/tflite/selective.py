@@ -1,17 +1,14 @@
 """Selective int8 quantization: requantize onnx2tf's SavedModel with some operators in float.
 
-TensorFlow's converter keeps operators out of quantization by the names of their output
-tensors (``tf.lite.experimental.QuantizationDebugOptions(denylisted_nodes=...)``, applied by
-``QuantizationDebugger.get_nondebug_quantized_model``): the SavedModel onnx2tf left in its
-output folder is converted the way onnx2tf converts it to int8 (``TFLITE_BUILTINS_INT8`` with
-``SELECT_TF_OPS``, per-channel unless told otherwise, float inputs and outputs), calibrated on
-the same samples fed whole (`converter.sample_arrays`: an input whose batch is not on axis 0, an
-RNN state, gets its part of each sample; integer and boolean inputs in their own dtype, which
-onnx2tf's own int8 conversion cannot do: a model with such inputs is quantized here,
-`compile`), and quantized with those operators left in float (dequantized before, their output
-requantized for the operators after, unless those are in float too). It runs in a child
-process (``python -c`` importing this module from the agent's own archive), so TensorFlow's
-memory goes with it and a cancelled compile kills it, as onnx2tf's run does.
+TensorFlow's converter keeps operators out of quantization by their output tensors' names
+(``QuantizationDebugOptions(denylisted_nodes=...)``, applied by
+``QuantizationDebugger.get_nondebug_quantized_model``). The SavedModel onnx2tf left is converted
+as onnx2tf converts it to int8 (``TFLITE_BUILTINS_INT8`` with ``SELECT_TF_OPS``, per-channel
+unless told otherwise, float I/O), calibrated on whole samples (`converter.sample_arrays`: an
+RNN state gets its part of each; integer and boolean inputs keep their dtype, which onnx2tf's
+own int8 conversion cannot), with those operators left in float. It runs in a child process
+(``python -c`` importing this module from the agent's archive), so TensorFlow's memory goes with
+it and a cancelled compile kills it.
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ def _agent_root() -> str:
 def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list[str],
             per_channel: bool, output: Path) -> list[str]:  # fmt: skip
     """The child's argv: this module's `main` with its job as one JSON argument."""
-    package = (__package__ or "").split(".")[0]
     job = {
         "saved_model": str(saved_model),
         "calibration": {name: str(path) for name, path in calibration.items()},
@@ -52,7 +48,6 @@ def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list
         f"import sys; sys.path.insert(0, {_agent_root()!r}); "
         f"from {__package__} import selective; selective.main(sys.argv[1])"
     )
-    assert package
     return [sys.executable, "-c", code, json.dumps(job)]
 
 

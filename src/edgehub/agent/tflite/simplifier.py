@@ -1,14 +1,11 @@
 """onnxsim as onnx2tf runs it, without the fusions that write ops onnx2tf cannot convert.
 
-onnx2tf simplifies its input by running the ``onnxsim`` command (three times, and again after
-its shape corrections). onnxsim's default passes fuse subgraphs into single ops; some of those
-ops have no onnx2tf converter (an attention block becomes ``com.microsoft`` Attention, and the
-conversion fails with "No module named 'onnx2tf.ops.Attention'"). Skipping onnxsim altogether
-(``-nuo``) loses the constant folding and shape resolution the layout logic relies on, so
-instead the onnx2tf child finds, first on its ``PATH``, an ``onnxsim`` that runs the real one
-with those fusion passes skipped (`write_shim`), and then rewrites what it wrote
-(`rewrite_simplified`): some patterns onnx2tf mis-converts only appear once onnxsim has folded
-them into constants.
+onnx2tf runs the ``onnxsim`` command on its input (several times). onnxsim's default passes
+fuse subgraphs into single ops, some of which onnx2tf has no converter for (``com.microsoft``
+Attention: "No module named 'onnx2tf.ops.Attention'"); skipping onnxsim (``-nuo``) loses the
+folding the layout logic relies on. So the onnx2tf child finds first on its ``PATH`` an
+``onnxsim`` that runs the real one with those passes skipped (`write_shim`), then rewrites its
+output (`rewrite_simplified`): some patterns only appear once onnxsim has folded them.
 """
 
 from __future__ import annotations

@@ -6,19 +6,17 @@ Request::
      "input_seed": 0, "input_shape": null | [ints] | {name: [ints]},
      "profile_json_a": null | PATH, "profile_json_b": null | PATH}
 
-Each engine is deserialised once. As ``ort.ab`` (:mod:`..ab_rounds`): two execution contexts
-per engine, created A then B and B then A, each with its own device buffers and CUDA stream,
-alternating between rounds; the same interleaved warm-up; block sizes from a calibration; each
-round one block of A and one of B in a seeded order. A timed run is one ``execute_async_v3``
-and the synchronisation of its stream, with the inputs already on the GPU (random from
-``input_seed``: floats normal, other types zero); no host copies are timed. Dynamic inputs run
-at ``input_shape`` (a list: the first input), else at the optimisation profile's ``opt`` shape.
-Needs an NVIDIA GPU passed through (the CUDA driver) and the TensorRT bindings (the full tensorrt
-image).
+As ``ort.ab`` (:mod:`..ab_rounds`), with two execution contexts per engine (each with its own
+device buffers and CUDA stream) where ``ort.ab`` has sessions. A timed run is one
+``execute_async_v3`` and its stream's synchronisation, the inputs already on the GPU (random
+from ``input_seed``: floats normal, others zero); no host copy is timed. Dynamic inputs run at
+``input_shape`` (a list: the first input), else at the profile's ``opt`` shape. Needs an NVIDIA
+GPU and the TensorRT bindings (the full tensorrt image).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -106,10 +104,7 @@ class EngineRun:
                     f"output {name!r} has a data-dependent shape, which trt.ab cannot allocate"
                 )
             itemsize = trt.module.nptype(engine.get_tensor_dtype(name))().itemsize
-            count = 1
-            for d in shape:
-                count *= d
-            pointer = cuda.malloc(count * itemsize)
+            pointer = cuda.malloc(math.prod(shape) * itemsize)
             self.buffers.append(pointer)
             self.context.set_tensor_address(name, pointer)
             if name in feeds:

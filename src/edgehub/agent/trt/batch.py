@@ -7,16 +7,13 @@ Request::
                "build": {"precision": "fp32" | "fp16" | "int8", "shapes": ..., "input_shape": ...},
                "extra_outputs": [ONNX tensor names], "graph": false}]}
 
-Samples are given as in ``ort.batch`` (a directory of ``.npz``, or one ``.npz`` with a leading
-samples axis when ``stacked``), keyed by the engine's input names (the ONNX model's). Each run's
-outputs are stacked along a new leading samples axis in one uncompressed ``.npz``.
-``source`` is the ONNX model the engine was built from (the QDQ model of an int8 engine) and
-``build`` the compile's settings: ``graph`` parses it (no GPU needed) and reports its nodes
-with the outputs TensorRT's network has (`marking.graph_nodes`); ``extra_outputs`` builds the
-engine again from it for this GPU with those tensors marked as outputs too and runs that one
-(see :mod:`.marking`). Metrics: inference_ms, load_ms (totals). Data: samples, runs [{outputs,
-inference_ms, load_ms, graph (with ``graph``), engine_layers {engine, probe} (with
-``extra_outputs``, where TensorRT reports them)}].
+Samples as in ``ort.batch``, keyed by the engine's input names; each run's outputs stacked along
+a new leading axis in one uncompressed ``.npz``. ``source`` is the ONNX model the engine was
+built from and ``build`` the compile's settings: ``graph`` parses it (no GPU) and reports its
+nodes with the outputs TensorRT's network has; ``extra_outputs`` builds the engine again with
+those tensors marked as outputs and runs that one (:mod:`.marking`). Metrics: inference_ms,
+load_ms (totals). Data: samples, runs [{outputs, inference_ms, load_ms, graph, engine_layers
+{engine, probe} (with ``extra_outputs``, where TensorRT reports them)}].
 """
 
 from __future__ import annotations
@@ -25,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked
+from ..inputs import dataset, stacked_info, totals
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from ..stats import ms
-from ..tensors import Arrays, check_arrays, save_npz
+from ..tensors import Arrays, save_npz
 from .cuda import Cuda
 from .engine_file import engine_problem
 from .engine_run import EngineRunner
@@ -55,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     stacked = params.boolean("stacked", False)
     runs = params.raw_value("runs")
     params.finish()
-    assert samples_arg is not None
     if not isinstance(runs, list) or not runs:
         raise UsageError("trt.batch: parameter 'runs' must be a non-empty list of runs")
     jobs = [_job(raw, index) for index, raw in enumerate(runs)]
@@ -93,37 +89,21 @@ def run(params: Params, report: Report) -> CommandOutput:
                 if parsed is not None:
                     parsed.close()
             loaded = time.perf_counter_ns() - start
-            if samples is None:
-                loader = split_stacked if stacked else load_samples
-                samples = loader(samples_arg, engine.specs, "dataset")
-            else:
-                for number, sample in enumerate(samples):
-                    check_arrays(sample, engine.specs, f"dataset sample #{number}")
+            samples = dataset(samples, samples_arg, stacked, engine.specs)
             outputs, elapsed = engine.run_all(cuda, samples)
             save_npz(job["output"], outputs, compress=False)
             report.info(
                 f"{Path(job['model']).name}: {len(samples)} samples run in {ms(elapsed):.1f} ms"
             )
             result.update(
-                outputs=[
-                    {"name": n, "dtype": a.dtype.name, "shape": [int(d) for d in a.shape[1:]]}
-                    for n, a in outputs.items()
-                ],
-                inference_ms=ms(elapsed),
-                load_ms=ms(loaded),
+                outputs=stacked_info(outputs), inference_ms=ms(elapsed), load_ms=ms(loaded)
             )
             results.append(result)
     finally:
         cuda.close()
-    metrics = {
-        "inference_ms": sum(r["inference_ms"] for r in results),
-        "load_ms": sum(r["load_ms"] for r in results),
-    }
-    return CommandOutput(
-        params=params.resolved,
-        metrics=metrics,
-        data={"samples": len(samples or []), "runs": results},
-    )
+    metrics = totals(results, "inference_ms", "load_ms")
+    data = {"samples": len(samples or []), "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 
 
 def _job(raw: Any, index: int) -> dict[str, Any]:
@@ -135,7 +115,6 @@ def _job(raw: Any, index: int) -> dict[str, Any]:
     extra = job.string_list("extra_outputs") or []
     graph = job.boolean("graph", False)
     job.finish()
-    assert model is not None and output is not None
     problem = engine_problem(model)
     if problem is not None:
         raise UsageError(problem)

@@ -10,25 +10,19 @@ Request::
      "layer_info": null | JSON PATH, "build_log": null | PATH,
      "timing_cache_in": null | PATH, "timing_cache_out": null | PATH}
 
-``target`` is the compute capability the engine is built for; TensorRT for RTX builds for any it
-knows without a GPU, ``current`` (the default) needs one. ``shapes`` gives the optimization
-profile of each dynamic input (a plain list means min = opt = max), ``input_shape`` static shapes
-(see :mod:`.shapes`, which also names unnamed dims apart first). ``tensorrt_version`` must
-prefix the installed version (e.g. ``1.7`` matches 1.7.1.116). Precision: see :mod:`.prepare`.
+``target``: the compute capability built for (TensorRT for RTX builds for any without a GPU;
+``current``, the default, needs one). ``shapes``: each dynamic input's optimization profile (a
+list: min = opt = max); ``input_shape``: static shapes (:mod:`.shapes`). ``tensorrt_version``
+must prefix the installed version (``1.7`` matches 1.7.1.116). Precision: :mod:`.prepare`.
+``ENGINE.json`` records the flavor, version and targets that built the engine
+(`engine_file.engine_record`). Full TensorRT's timing cache starts from ``timing_cache_in`` and
+is written to ``timing_cache_out``; param ``timing_cache``: ``created`` (none given), ``hit``
+(nothing added), ``miss``, or ``unsupported`` (TensorRT for RTX has none).
 
-Beside the engine, ``ENGINE.json`` records the TensorRT flavor, version and targets that built it
-(`engine_file.engine_record`; ``current`` becomes the GPU's compute capability where known).
-Timing cache: full TensorRT starts from ``timing_cache_in`` (where the file exists) and writes the
-cache after the build to ``timing_cache_out``; the ``timing_cache`` param says ``created`` (none
-given), ``hit`` (the build added nothing to it) or ``miss`` (it timed what the cache lacked, or
-the cache was of another TensorRT). TensorRT for RTX has no timing cache (its calls are no-ops):
-``unsupported``.
-
-Metrics: build_time_s (TensorRT's builder alone), prepare_time_s, parse_time_s,
-engine_size_bytes, num_layers (network layers before fusion), num_engine_layers (where the engine
-could be opened). Params: the request plus tensorrt_version, tensorrt_flavor, targets.
-Data: inputs / outputs of the network, layer precisions, the artifact paths, ``prepare``: what
-:mod:`.prepare` rewrote (e.g. ``global_pools``: the pooling nodes made global).
+Metrics: build_time_s (the builder alone), prepare_time_s, parse_time_s, engine_size_bytes,
+num_layers (before fusion), num_engine_layers (where the engine could be opened). Params: the
+request plus tensorrt_version, tensorrt_flavor, targets. Data: the network's inputs/outputs,
+layer precisions, the artifact paths, ``prepare`` (what :mod:`.prepare` rewrote).
 """
 
 from __future__ import annotations
@@ -164,7 +158,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     cache_in = params.path("timing_cache_in", required=False)
     cache_out = params.path("timing_cache_out", required=False)
     params.finish()
-    assert model_arg is not None and output_arg is not None
 
     trt = import_tensorrt()
     check_version(trt, wanted_version)

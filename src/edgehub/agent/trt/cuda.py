@@ -18,12 +18,9 @@ LIBRARY = "libcuda.so.1"
 
 
 class Cuda:
-    """The first GPU's primary context, made current on this thread, with a default stream.
-
-    Two ways to hold memory: buffers kept by name and grown when a larger array comes
-    (`buffer`, for a sample loop), or plain allocations the caller frees (`malloc` / `free`,
-    for contexts that own their buffers). ``close`` frees the named buffers and the context.
-    """
+    """The first GPU's primary context, current on this thread, with a default stream. Memory
+    is held as buffers kept by name and grown as needed (`buffer`, for a sample loop) or as plain
+    allocations the caller frees (`malloc` / `free`); ``close`` frees the buffers and context."""
 
     def __init__(self) -> None:
         try:
@@ -39,13 +36,8 @@ class Cuda:
         self._context = ctypes.c_void_p()
         self._call("cuDevicePrimaryCtxRetain", ctypes.byref(self._context), self._device)
         self._call("cuCtxSetCurrent", self._context)
-        self._stream = self.new_stream()
+        self.stream = self.new_stream()  # the default stream of this context
         self._buffers: dict[str, tuple[int, int]] = {}  # name -> (address, bytes)
-
-    @property
-    def stream(self) -> int:
-        """The default stream of this context."""
-        return self._stream
 
     def _call(self, name: str, *args: Any) -> None:
         code = getattr(self._lib, name)(*args)
@@ -92,7 +84,7 @@ class Cuda:
 
     def synchronize(self, stream: int | None = None) -> None:
         """Wait for ``stream`` (the default stream when none is named)."""
-        chosen = self._stream if stream is None else stream
+        chosen = self.stream if stream is None else stream
         self._call("cuStreamSynchronize", ctypes.c_void_p(chosen))
 
     def destroy_stream(self, stream: int) -> None:
@@ -103,7 +95,7 @@ class Cuda:
         for address, _ in self._buffers.values():
             self._lib.cuMemFree_v2(ctypes.c_uint64(address))
         self._buffers.clear()
-        if self._stream:
-            self._lib.cuStreamDestroy_v2(ctypes.c_void_p(self._stream))
-            self._stream = 0
+        if self.stream:
+            self._lib.cuStreamDestroy_v2(ctypes.c_void_p(self.stream))
+            self.stream = 0
         self._lib.cuDevicePrimaryCtxRelease_v2(self._device)

@@ -48,12 +48,9 @@ def _targets(recorded: object) -> list[str]:
 def engine_mismatch(
     record: Mapping[str, object], flavor: str, version: str, capability: str | None = None
 ) -> str | None:
-    """What differs between the TensorRT an engine was built with (``record``, see
-    `engine_record`) and the one about to load it (``flavor``, ``version``, the GPU's compute
-    capability such as ``sm86`` where known), in one line; None when nothing does.
-
-    An engine loads only on the flavor and exact version that built it, on a GPU of a compute
-    capability it was built for (``current``: the build machine's GPU, not checked here)."""
+    """What differs, in one line, between the TensorRT an engine was built with (``record``,
+    see `engine_record`) and the one about to load it (``flavor``, ``version``, the GPU's compute
+    capability where known); None when nothing does (``current`` targets are not checked)."""
     built_flavor, built_version = record.get("tensorrt_flavor"), record.get("tensorrt_version")
     targets = _targets(record.get("targets"))
     differs: list[str] = []

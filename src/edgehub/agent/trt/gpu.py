@@ -23,39 +23,37 @@ def _nvidia_smi() -> str | None:
     return None
 
 
-def gpu_devices() -> dict[str, Any]:
-    """What this machine shows of NVIDIA GPUs: ``nvidia-smi -L`` lines, else device nodes."""
-    smi = _nvidia_smi()
-    if smi:
-        import subprocess
-
-        try:
-            listed = subprocess.run(
-                [smi, "-L"], capture_output=True, text=True, timeout=20, check=False
-            )
-        except (OSError, subprocess.SubprocessError):
-            listed = None
-        if listed is not None and listed.returncode == 0:
-            names: list[str] = [ln.strip() for ln in listed.stdout.splitlines() if ln.strip()]
-            return {"visible": bool(names), "devices": names, "source": "nvidia-smi"}
-    nodes = sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))
-    return {"visible": bool(nodes), "devices": nodes, "source": "/dev/nvidia*"}
-
-
-def compute_capability() -> str | None:
-    """The first GPU's compute capability as ``sm86`` (from ``nvidia-smi``); None if unknown."""
+def _smi_lines(*args: str) -> list[str] | None:
+    """The non-empty lines ``nvidia-smi ARGS`` prints; None where it is missing or fails."""
     smi = _nvidia_smi()
     if not smi:
         return None
     import subprocess
 
     try:
-        query = [smi, "--query-gpu=compute_cap", "--format=csv,noheader"]
-        listed = subprocess.run(query, capture_output=True, text=True, timeout=20, check=False)
+        done = subprocess.run([smi, *args], capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    first = listed.stdout.strip().splitlines()[:1] if listed.returncode == 0 else []
-    major, _, minor = first[0].strip().partition(".") if first else ("", "", "")
+    return (
+        [ln.strip() for ln in done.stdout.splitlines() if ln.strip()]
+        if not done.returncode
+        else None
+    )
+
+
+def gpu_devices() -> dict[str, Any]:
+    """What this machine shows of NVIDIA GPUs: ``nvidia-smi -L`` lines, else device nodes."""
+    names = _smi_lines("-L")
+    if names is not None:
+        return {"visible": bool(names), "devices": names, "source": "nvidia-smi"}
+    nodes = sorted(p for p in glob.glob("/dev/nvidia[0-9]*"))
+    return {"visible": bool(nodes), "devices": nodes, "source": "/dev/nvidia*"}
+
+
+def compute_capability() -> str | None:
+    """The first GPU's compute capability as ``sm86`` (from ``nvidia-smi``); None if unknown."""
+    first = (_smi_lines("--query-gpu=compute_cap", "--format=csv,noheader") or [""])[0]
+    major, _, minor = first.partition(".")
     return f"sm{major}{minor}" if major.isdigit() and minor.isdigit() else None
 
 

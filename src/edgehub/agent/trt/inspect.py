@@ -21,7 +21,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     model_arg = params.path("model")
     record = params.raw_value("engine_record")
     params.finish()
-    assert model_arg is not None
     path = resolve_model_path(model_arg)
     if path.suffix.lower() == ".onnx":
         data = describe_model(load_model(path, load_external_data=False))

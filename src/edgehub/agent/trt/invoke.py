@@ -1,11 +1,9 @@
 """``trt.invoke``: run an engine once on given inputs with trtexec (needs a GPU).
 
-Request: ``{"engine": PATH, "input": NPZ, "output_json": PATH, "log": PATH}``.
-
-The engine is opened with the TensorRT bindings to learn its I/O names, types and shapes; the
-inputs are checked against them and written as raw files (their own dtype, native byte order)
-for ``--loadInputs``; ``--exportOutput`` writes the outputs as JSON. Data: ``output_dtypes``
-(name -> numpy dtype) so the host restores each output's type, and ``inputs``.
+Request: ``{"engine": PATH, "input": NPZ, "output_json": PATH, "log": PATH}``. The engine's I/O
+is read through the TensorRT bindings, the inputs checked and written raw for ``--loadInputs``;
+``--exportOutput`` writes the outputs as JSON. Data: ``output_dtypes`` (name -> numpy dtype,
+for the host to restore them) and ``inputs``.
 """
 
 from __future__ import annotations
@@ -54,7 +52,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     if problem is not None:
         raise UsageError(problem)
     check_engine(record)
-    assert engine and input_path and output_json and log
     trtexec = require_gpu_and_trtexec("trt.invoke")
     specs = engine_specs(engine)
     inputs = [s for s in specs if s["mode"] == "INPUT"]

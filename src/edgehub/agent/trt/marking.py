@@ -1,15 +1,11 @@
 """Intermediate ONNX tensors of a TensorRT engine, for the layer search of an eval.
 
 An engine keeps only its network outputs, so an intermediate tensor is read by building the
-engine again from the ONNX model it came from (``source``, with the compile's precision and
-shapes) with that tensor marked as a network output too, for the GPU present. Only the tensors
-asked for are marked, a few per build, never every tensor at once.
-
-`parsed_tensors` is what the ONNX parser made of the model: the names of its network's tensors.
-An ONNX tensor missing there was folded or renamed by the parser, and is reported as such by the
-host (see ``edgehub.ops.eval.layers``). `graph_nodes` lists the ONNX nodes with only those
-outputs. Marking a tensor keeps TensorRT from fusing across it, which can change the engine's
-layers: `build_marked` counts them so the host can say so.
+engine again from its ONNX model (``source``, at the compile's precision and shapes) with the
+tensors asked for marked as network outputs too, for the GPU present. `graph_nodes` lists the
+ONNX nodes with only the outputs the parser's network has (a missing one was folded or renamed,
+as the host reports: ``edgehub.ops.eval.layers``). Marking a tensor keeps TensorRT from fusing
+across it: `build_marked`'s caller counts the layers so the host can say so.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..models import load_model
+from .. import models
 from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..scratch import Scratch
@@ -33,16 +29,10 @@ from .shapes import name_unknown_dims, optimization_profile, parse_shapes
 def graph_nodes(source: Path, made: set[str]) -> list[dict[str, Any]]:
     """The ONNX model's nodes in graph order ``{name, op, inputs, outputs}``, each output kept
     only where the parsed network has a tensor of that name (``made``)."""
-    model = load_model(source)
-    return [
-        {
-            "name": node.name or f"{node.op_type}_{index}",
-            "op": node.op_type,
-            "inputs": [n for n in node.input if n],
-            "outputs": [n for n in node.output if n and n in made],
-        }
-        for index, node in enumerate(model.graph.node)
-    ]
+    nodes = models.graph_nodes(source)
+    for node in nodes:
+        node["outputs"] = [n for n in node["outputs"] if n in made]
+    return nodes
 
 
 def network_tensors(network: Any) -> dict[str, Any]:

@@ -3,20 +3,15 @@
 TensorRT for RTX builds only strongly typed networks, so a precision is a property of the model:
 
 - ``fp32``: the model as it is.
-- ``fp16``: float32 tensors converted to float16 (onnxconverter-common, graph inputs and outputs
-  kept float32).
-- ``int8``: the model must hold QuantizeLinear / DequantizeLinear pairs (explicit quantization,
-  e.g. ONNX Runtime's static quantization). Two things TensorRT refuses are rewritten:
-  DequantizeLinear of an int32 initializer (a quantized bias) is folded into a float
-  initializer, and non-zero zero points (asymmetric activations) become symmetric int8 with the
-  scale widened to cover the same real range.
+- ``fp16``: float32 tensors converted to float16 (onnxconverter-common; I/O kept float32).
+- ``int8``: the model must hold QuantizeLinear / DequantizeLinear pairs. A DequantizeLinear of
+  an int32 initializer (a quantized bias) is folded into a float initializer, and non-zero zero
+  points become symmetric int8 with the scale widened to the same real range.
 
-Whatever the precision, what TensorRT's parser refuses in valid ONNX is rewritten first
-(`parser_rewrites`): a pooling window covering its whole input (a global pool written with a
-kernel past TensorRT's window limit, as Hugging Face's EfficientNet does) becomes the global pool
-it is (`..pooling`), its sizes found at the build's static input shapes. An fp32 model is
-parsed as it is first (no onnx import); build.py rewrites it (`rewritten_for_parser`) only where
-that parse fails.
+Whatever the precision, what the parser refuses in valid ONNX is rewritten first
+(`parser_rewrites`): a pooling window covering its whole input (Hugging Face's EfficientNet)
+becomes the global pool it is (`..pooling`), at the build's static input shapes. An fp32 model
+is parsed as it is first (no onnx import) and rewritten only where that parse fails.
 """
 
 from __future__ import annotations

@@ -9,14 +9,10 @@ Request::
      "until_stable": false, "stable_tolerance": 0.05, "stable_max_s": 60}
 
 trtexec runs ``--loadEngine`` with ``--percentile=50,90,95,99`` and ``--exportTimes`` (every
-timed query); ``layerwise`` adds ``--exportProfile`` with ``--separateProfileRun`` so per-layer
-timing does not slow the timed runs. The host parses the log and the JSON files.
-
-With ``until_stable`` every window is one trtexec run of ``iterations`` queries, until the
-medians of the last three windows' latencies agree within ``stable_tolerance`` or
-``stable_max_s`` pass (:mod:`..stable`); ``times_json`` then holds the last three windows'
-queries, the log is the last window's, and the metrics ``stable_converged``,
-``stable_windows`` and ``stable_spread_pct`` say how it went.
+timed query); ``layerwise`` adds ``--exportProfile`` with ``--separateProfileRun``, so per-layer
+timing does not slow the timed runs. The host parses the log and the JSON files. With
+``until_stable`` each window is one trtexec run (:mod:`..stable`); ``times_json`` then holds the
+last three windows' queries and the log is the last window's.
 """
 
 from __future__ import annotations
@@ -96,7 +92,6 @@ def run(params: Params, report: Report) -> CommandOutput:
         raise UsageError(f"shapes must be {{input: [ints]}}, got {shapes!r}")
     check_engine(record)
     trtexec = require_gpu_and_trtexec("trt.profile")
-    assert log is not None and times_json is not None
     argv = [
         trtexec,
         f"--loadEngine={engine}",

@@ -1,13 +1,11 @@
 """Optimization profiles: the min / opt / max shapes of each dynamic network input.
 
-``shapes`` (``input_shape_range``) is ``{input: {"min": [ints], "opt": [ints], "max": [ints]}}``;
-a plain list is one shape for all three. ``input_shape`` is a static shape: ``[ints]`` (the first
-input) or ``{input: [ints]}``, min = opt = max. Every input with a dynamic dimension (-1 in the
-parsed network) needs an entry; each shape must have the input's rank, keep its fixed dimensions
-and satisfy min <= opt <= max; inputs sharing a named dimension (``"batch"``) must give it the
-same sizes. TensorRT ties every dim of one ``dim_param``, ``"?"`` included, so
-:func:`name_unknown_dims` first gives each unnamed dim (``"?"``, ``""``, ``"-1"``) a name of
-its own.
+``shapes`` (``input_shape_range``) is ``{input: {"min": [ints], "opt": [ints], "max": [ints]}}``
+(a list: one shape for all three); ``input_shape`` is static, ``[ints]`` (the first input) or
+``{input: [ints]}``. Every dynamic input needs an entry of its rank that keeps its fixed dims,
+with min <= opt <= max, and inputs sharing a named dim must give it the same sizes. TensorRT
+ties every dim of one ``dim_param``, ``"?"`` included, so :func:`name_unknown_dims` first names
+each unnamed dim (``"?"``, ``""``, ``"-1"``) apart.
 """
 
 from __future__ import annotations
@@ -120,15 +118,10 @@ def parse_shapes(
             raise UsageError(
                 f"input_shape_range for '{name}' must have exactly min, opt and max, got {entry!r}"
             )
-        static = name in fixed
-        shapes = {
-            kind: _shape(
-                f"input_shape for '{name}'" if static else f"input_shape_range {kind} of '{name}'",
-                entry[kind],
-                tensor,
-            )
-            for kind in KINDS
-        }
+        what = {k: f"input_shape_range {k} of '{name}'" for k in KINDS}
+        if name in fixed:
+            what = {k: f"input_shape for '{name}'" for k in KINDS}
+        shapes = {kind: _shape(what[kind], entry[kind], tensor) for kind in KINDS}
         for axis in range(len(tensor["shape"])):
             low, mid, high = (shapes[kind][axis] for kind in KINDS)
             if not low <= mid <= high:
