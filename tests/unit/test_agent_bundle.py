@@ -216,6 +216,25 @@ def test_sources_parse_as_python_3_8() -> None:
         ast.parse(path.read_text(), filename=str(path), feature_version=(3, 8))
 
 
+# calls that parse on 3.8 but fail there when they run
+_NEWER_CALLS = {"removeprefix": "3.9", "removesuffix": "3.9", "bit_count": "3.10"}
+
+
+def test_sources_call_nothing_newer_than_python_3_8() -> None:
+    found = []
+    for path in _agent_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "zip" and node.keywords:
+                found.append(f"{path.name}:{node.lineno} zip(strict=) needs 3.10")
+            if isinstance(func, ast.Attribute) and func.attr in _NEWER_CALLS:
+                needs = _NEWER_CALLS[func.attr]
+                found.append(f"{path.name}:{node.lineno} .{func.attr}() needs {needs}")
+    assert not found, found
+
+
 def test_agent_imports_only_stdlib_numpy_onnx_onnxruntime() -> None:
     allowed = {"numpy", "onnx", "onnxruntime", "onnxconverter_common"}  # + trt: tensorrt image
     stdlib = set(sys.stdlib_module_names)

@@ -155,9 +155,8 @@ def window_rows(result: StableResult) -> list[dict[str, Any]]:
     and, where measured, the share of the CPUs other processes took during it (a profile's
     ``windows``)."""
     rows = []
-    for median, mean, share in zip(
-        result.medians_ns, result.means_ns, result.other_shares, strict=True
-    ):
+    # the three lists are as long as each other (one entry per window); zip's strict= is 3.10
+    for median, mean, share in zip(result.medians_ns, result.means_ns, result.other_shares):
         row: dict[str, Any] = {"median_ms": round(median / 1e6, 4), "mean_ms": round(mean / 1e6, 4)}
         if share is not None:
             row["other_cpu_share"] = round(share, 3)
