@@ -83,15 +83,19 @@ def profile_pair(
     found: dict[str, HubProfile] = {}
     for side, job in jobs.items():
         wait_for_job(ctx, "profile", job, config, ProfileError)
-        profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
-        if not isinstance(profile, dict) or not profile.get("execution_summary"):
-            raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
-        summary = summarize_profile(profile)
-        if not summary.samples_us:
+        found[side] = fetched_profile(hub, job)
+        if not found[side].summary.samples_us:
             raise ProfileError(
                 f"qai_hub profile job {job.job_id} reported no per-iteration inference times "
                 f"({job.url}), which the A/B verdict needs; profile each model and compare "
                 "the estimates by eye"
             )
-        found[side] = HubProfile(str(job.job_id), str(job.url), profile, summary)
     return found
+
+
+def fetched_profile(hub: Any, job: Any) -> HubProfile:
+    """The finished profile job ``job``'s profile, downloaded and summarized."""
+    profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
+    if not isinstance(profile, dict) or not profile.get("execution_summary"):
+        raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
+    return HubProfile(str(job.job_id), str(job.url), profile, summarize_profile(profile))

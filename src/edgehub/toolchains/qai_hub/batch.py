@@ -78,7 +78,7 @@ class QAIHubBatchRunner(BatchRunner):
                 f"{', '.join(job.options)} cannot run on Qualcomm AI Hub; use a local or ssh device"
             )
         ctx = self.ctx
-        path = local_model(ctx, job.model, InvokeError)
+        path = local_model(ctx, job.model)
         _, config = start_on_device(ctx, self.device, self._component, InvokeError)
         inputs = getattr(job.model, "input_name_mapping", None)
         if inputs:
