@@ -13,7 +13,14 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save_npz"]
+__all__ = [
+    "arrays_file",
+    "calibration_file",
+    "load_npz",
+    "plain_shape",
+    "random_inputs",
+    "save_npz",
+]
 
 
 def load_npz(
@@ -97,7 +104,7 @@ def random_inputs(
         for spec in signature
     ]
     try:
-        shapes = parse_input_shape(_plain_shape(input_shape), specs)
+        shapes = parse_input_shape(plain_shape(input_shape), specs)
         arrays, _ = agent_random_inputs(specs, seed=seed, shapes=shapes)
     except UserError as error:
         raise InputDataError(str(error)) from None
@@ -108,7 +115,7 @@ def _limit(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _plain_shape(value: Any) -> Any:
+def plain_shape(value: Any) -> Any:
     """An ``input_shape`` option's value as the agent reads it: a list, or name -> list."""
     if value is None or isinstance(value, str):
         return value

@@ -64,10 +64,6 @@ _PATH_KEYS = frozenset(
 )
 
 
-def _model_file(path: Path | str) -> Path:
-    return regular_file(path, "model")
-
-
 def _check_calib_path(calib_path: Any) -> None:
     if calib_path is None:
         return
@@ -86,17 +82,10 @@ def _quantize_first(
 ) -> Path:
     """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image; the
     nodes ``exclude`` names get no Q/DQ (kept in float)."""
-    from edgehub.toolchains.tensors import save_npz
+    from edgehub.toolchains.tensors import calibration_file
 
-    if isinstance(data, dict):
-        calibration = save_npz(ctx.artifact_dir / "calibration.npz", data)
-    else:
-        calibration = Path(data).expanduser()
-        if not calibration.exists():
-            raise InputDataError(
-                f"calibration data {calibration} not found; pass an .npz, a directory of "
-                "samples, or a dict of arrays"
-            )
+    calibration = calibration_file(ctx.artifact_dir, data)
+    assert calibration is not None
     ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
     agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
     name = f"calibration{calibration.suffix}"
@@ -119,7 +108,7 @@ def _quantize_first(
 @TensorRTCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRTCompiledModel:
     o = read_options(TensorRTCompiler, options)
-    model = _model_file(onnx_path)
+    model = regular_file(onnx_path, "model")
     one_of("precision", o.precision, PRECISIONS)
     _check_calib_path(o.calib_path)
     static, shapes = shape_options(ctx, o.input_shape, o.input_shape_range, o.input_shapes)
@@ -367,7 +356,7 @@ def _invoke_local(
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
     """An ONNX model's (or, on a GPU, an engine's) inputs and outputs, read in the
     tensorrt-rtx container."""
-    path = _model_file(model)
+    path = regular_file(model, "model")
     request: dict[str, Any] = {"model": f"in/{path.name}"}
     if engine_problem(path.name) is None:
         request["engine_record"] = recorded_engine(ctx, path)

@@ -17,7 +17,7 @@ from edgehub.toolchains import local_session as session
 from edgehub.toolchains.agent_call import AgentResult
 from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.remote.select import device_agent
-from edgehub.toolchains.tensors import arrays_file, calibration_file
+from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
     PRECISIONS,
@@ -73,12 +73,6 @@ def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) ->
     return path
 
 
-def _shape(value: Any) -> Any:
-    if value is None or isinstance(value, dict):
-        return None if value is None else {k: [int(d) for d in v] for k, v in value.items()}
-    return [int(d) for d in value]
-
-
 def _log_toolchain(ctx: HubContext, result: AgentResult) -> None:
     versions = result.data.get("toolchain") or {}
     ctx.client.log_environment({k: v for k, v in versions.items() if v})
@@ -115,7 +109,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         "output": f"out/{output}",
         "mapping": f"out/{sidecar}",
         "precision": chosen,
-        "input_shape": _shape(o.input_shape),
+        "input_shape": plain_shape(o.input_shape),
         "quantize_io": bool(o.quantize_io),
         "per_channel": bool(o.per_channel),
     }
@@ -164,7 +158,7 @@ def _profile_local(
             "cold_starts": int(o.cold_starts),
             "threads": o.threads,
             "xnnpack": bool(o.xnnpack),
-            "input_shape": _shape(o.input_shape),
+            "input_shape": plain_shape(o.input_shape),
             "profile_json": "out/profile.json",
         }
     )
