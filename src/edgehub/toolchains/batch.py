@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchJob", "BatchOutputs", "BatchRunner"]
 
+_SHARED_NOTES = {
+    RESENT: "changed on the device (its sha256 there is not this host's): sent again",
+    UNCHECKED: "on the device, but its sha256 could not be taken there (check the device's "
+    "Python): sent again",
+    FOUND: "already on the device, not sent again (its sha256 there checked)",
+}
+
 
 @dataclass
 class BatchOutputs:
@@ -121,23 +128,8 @@ class BatchRunner:
         if shared is not None:
             where, done = shared
             files.clear()
-            if done == RESENT:
-                self.ctx.events.warning(
-                    f"dataset {where}: changed on the device (its sha256 there is not this "
-                    "host's): sent again"
-                )
-            elif done == UNCHECKED:
-                self.ctx.events.warning(
-                    f"dataset {where}: on the device, but its sha256 could not be taken there "
-                    "(check the device's Python): sent again"
-                )
-            elif done == FOUND:
-                self.ctx.events.info(
-                    f"dataset {where}: already on the device, not sent again (its sha256 "
-                    "there checked)"
-                )
-            else:
-                self.ctx.events.info(f"dataset {where}: sent to the device")
+            say = self.ctx.events.warning if done in (RESENT, UNCHECKED) else self.ctx.events.info
+            say(f"dataset {where}: {_SHARED_NOTES.get(done, 'sent to the device')}")
         runner, box = self._agent.runner, secrets.token_hex(8)
         outbox = runner.outbox(box) if isinstance(runner, SupportsSharedFolder) else None
         runs = []

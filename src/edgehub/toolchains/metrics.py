@@ -190,15 +190,12 @@ def _target_for_reference(name: str, reference: Any) -> Any:
 
 def task_metric(name: str) -> TaskMetric:
     """The per-sample function of ``name``: built in, else from ``edgehub.metrics``."""
-    if name == "top1":
-        return top_k(1)
-    if name == "top5":
-        return top_k(5)
-    if name == "iou":
-        return iou
-    if name == "mse":
-        return mse
-    found = _entry_points()
+    from importlib.metadata import entry_points
+
+    built_in = {"top1": top_k(1), "top5": top_k(5), "iou": iou, "mse": mse}
+    if name in built_in:
+        return built_in[name]
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if name not in found:
         known = ", ".join([*BUILT_IN_TASKS, *sorted(found)])
         raise UsageError(
@@ -209,12 +206,6 @@ def task_metric(name: str) -> TaskMetric:
     if not callable(function):
         raise UsageError(f"metric {name!r} ({found[name].value}) is not a function")
     return function  # type: ignore[no-any-return]
-
-
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def score(
@@ -230,10 +221,9 @@ def score(
     for index in range(outputs.shape[0]):
         if labels is not None:
             target = labels[index]
-            reference_values.append(float(function(references[index], target)))
         else:
             target = _target_for_reference(name, references[index])
-            reference_values.append(float(function(references[index], target)))
+        reference_values.append(float(function(references[index], target)))
         try:
             model_values.append(float(function(outputs[index], target)))
         except UsageError as error:

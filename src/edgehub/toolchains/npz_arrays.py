@@ -61,10 +61,14 @@ def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
                 if not member.endswith(".npy"):
                     return None
                 with archive.open(member) as handle:
-                    head = _npy_header(handle.read(12), handle)
+                    head = _npy_header(handle, (b"\x01\0", b"\x02\0", b"\x03\0"))
                 if head is None:
                     return None
-                found[member[: -len(".npy")]] = head
+                descr, shape = head[1].get("descr"), head[1].get("shape")
+                dtype = _dtype_name(descr) if isinstance(descr, str) else None
+                if dtype is None or not isinstance(shape, tuple):
+                    return None
+                found[member[: -len(".npy")]] = (dtype, tuple(int(d) for d in shape))
     except (OSError, zipfile.BadZipFile, ValueError, SyntaxError):
         return None
     return found
@@ -104,12 +108,11 @@ def plain_npz(path: Path, max_unpacked: int | None = None) -> bool:
     return True
 
 
-def _npy_layout(handle: Any) -> tuple[int, int] | None:
-    """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
-    2.0 with a header numpy reads and a plain dtype (as `~edgehub.agent.npz.read_npz` takes),
-    else None."""
+def _npy_header(handle: Any, versions: tuple[bytes, ...]) -> tuple[int, dict[str, Any]] | None:
+    """(where the data starts, the header) of the ``.npy`` at ``handle`` where it is of one of
+    the format ``versions`` (major, minor) and its header a dict; else None."""
     start = handle.read(12)
-    if len(start) < 12 or not start.startswith(_MAGIC) or start[6:8] not in (b"\x01\0", b"\x02\0"):
+    if len(start) < 12 or not start.startswith(_MAGIC) or start[6:8] not in versions:
         return None
     if start[6] == 1:
         (size,) = struct.unpack("<H", start[8:10])
@@ -122,8 +125,17 @@ def _npy_layout(handle: Any) -> tuple[int, int] | None:
     if len(text) != size:
         return None
     header = ast.literal_eval(text.decode("latin1"))
-    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+    return (begin + size, header) if isinstance(header, dict) else None
+
+
+def _npy_layout(handle: Any) -> tuple[int, int] | None:
+    """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
+    2.0 with a header numpy reads and a plain dtype (as `~edgehub.agent.npz.read_npz` takes),
+    else None."""
+    found = _npy_header(handle, (b"\x01\0", b"\x02\0"))
+    if found is None or set(found[1]) != {"descr", "fortran_order", "shape"}:
         return None
+    header = found[1]
     descr, shape = header["descr"], header["shape"]
     if not isinstance(descr, str) or not isinstance(header["fortran_order"], bool):
         return None
@@ -135,29 +147,7 @@ def _npy_layout(handle: Any) -> tuple[int, int] | None:
     count = int(digits) * (4 if kind == "U" else 1)
     for dim in shape:
         count *= dim
-    return begin + size, count
-
-
-def _npy_header(start: bytes, handle: Any) -> tuple[str, tuple[int, ...]] | None:
-    if len(start) < 10 or not start.startswith(_MAGIC):
-        return None
-    major = start[6]
-    if major == 1:
-        (size,) = struct.unpack("<H", start[8:10])
-        text = start[10:] + handle.read(size - 2)
-    elif major in (2, 3):
-        (size,) = struct.unpack("<I", start[8:12])
-        if size > _MAX_HEADER:
-            return None
-        text = handle.read(size)
-    else:
-        return None
-    header = ast.literal_eval(text.decode("latin1"))
-    descr, shape = header.get("descr"), header.get("shape")
-    if not isinstance(descr, str) or not isinstance(shape, tuple):
-        return None
-    dtype = _dtype_name(descr)
-    return None if dtype is None else (dtype, tuple(int(d) for d in shape))
+    return found[0], count
 
 
 def _dtype_name(descr: str) -> str | None:

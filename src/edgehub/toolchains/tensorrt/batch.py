@@ -12,31 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, UsageError
-from edgehub.toolchains.agent_call import AgentCall
+from edgehub.errors import UsageError
 from edgehub.toolchains.batch import BatchRunner
-from edgehub.toolchains.local_session import CONTAINER_WORK
 from edgehub.toolchains.tensorrt.components import TensorRTInvoker
-from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE, detect_gpu
+from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE, require_gpu
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["TRTBatchRunner", "build_settings", "require_gpu"]
+__all__ = ["TRTBatchRunner", "build_settings"]
 
 BUILD_PARAMS = ("precision", "shapes")  # shapes: the profile the build resolved
-
-
-def require_gpu(what: str) -> None:
-    """`GpuUnavailableError` (one line, what to do) where this host shows no NVIDIA GPU."""
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            f"{what} runs the TensorRT engine on an NVIDIA GPU and this machine has none "
-            f"({gpu.describe()}); nothing was run. Run it on a host with a GPU (and the "
-            "NVIDIA Container Toolkit), or evaluate the onnxruntime or tflite compilation here"
-        )
 
 
 def build_settings(log: RunLog | None) -> dict[str, Any]:
@@ -53,7 +40,7 @@ class TRTBatchRunner(BatchRunner):
     component = TensorRTInvoker
 
     def __init__(self, ctx: HubContext, device: str | None, scratch: str | None = None) -> None:
-        from edgehub import images
+        from edgehub.toolchains.tensorrt.local import gpu_agent
 
         provider = ctx.device(device or "local").provider_type
         if provider != "local":
@@ -61,14 +48,15 @@ class TRTBatchRunner(BatchRunner):
                 f"TensorRT eval runs on this host's GPU (a local device); device {device!r} "
                 f"uses {provider!r}"
             )
-        require_gpu("TensorRT eval")
+        require_gpu(
+            "TensorRT eval",
+            "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate the "
+            "onnxruntime or tflite compilation here",
+        )
         self.ctx = ctx
-        image = ctx.image_tags.get(RTX_IMAGE) or images.require_image(RTX_IMAGE).tag
-        runner = ctx.docker_runner(image, gpus="all")
-        ctx.client.log_environment({"image": image, "runtime": self.runtime,
-                                    "gpu": detect_gpu().describe()})  # fmt: skip
-        local = ctx.artifact_dir / scratch if scratch is not None else ctx.artifact_dir
-        self._agent = AgentCall(runner, CONTAINER_WORK / ctx.artifact_dir.name, local)
+        self._agent = gpu_agent(ctx, device, RTX_IMAGE)
+        if scratch is not None:
+            self._agent.local_dir = ctx.artifact_dir / scratch
 
     def model_files(self, model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
         return engine_request(self.ctx, model)

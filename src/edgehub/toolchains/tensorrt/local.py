@@ -17,7 +17,6 @@ from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import (
     CompileError,
-    GpuUnavailableError,
     InputDataError,
     InvokeError,
     ProfileError,
@@ -47,7 +46,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.engine_record import engine_file, recorded_engine
-from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
+from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu, require_gpu
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 from edgehub.user_files import regular_file
 
@@ -185,22 +184,11 @@ def _keep_build_log(ctx: HubContext, agent: AgentCall) -> None:
         ctx.client.log_artifact(logs[-1], name="build_log")
 
 
-def _require_gpu(component: str) -> None:
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            f"{component} runs the engine on an NVIDIA GPU and this machine has none "
-            f"({gpu.describe()}); nothing was started. Run it on a GPU device through the "
-            "'trtexec' provider over SSH (a hub.toml device with provider 'trtexec'), which needs "
-            "no GPU here, or on a host with a GPU and the full tensorrt image"
-        )
-
-
-def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
-    """An agent in the full tensorrt image with the GPU passed through."""
+def gpu_agent(ctx: HubContext, device: str | None, image_name: str = FULL_IMAGE) -> AgentCall:
+    """An agent in the full tensorrt image (or ``image_name``) with the GPU passed through."""
     from edgehub import images
 
-    image = ctx.image_tags.get(FULL_IMAGE) or images.require_image(FULL_IMAGE).tag
+    image = ctx.image_tags.get(image_name) or images.require_image(image_name).tag
     runner = ctx.docker_runner(image, gpus="all")
     ctx.client.log_environment({"image": image, "runtime": RUNTIME, "gpu": detect_gpu().describe()})
     return AgentCall(
@@ -214,7 +202,12 @@ def _engine_agent(
     """The engine (a wrong file is the user's to fix first, before the GPU is looked for),
     recorded, and an agent on the GPU."""
     engine = engine_file(ctx, model)
-    _require_gpu(component)
+    require_gpu(
+        component,
+        "Run it on a GPU device through the 'trtexec' provider over SSH (a hub.toml device with "
+        "provider 'trtexec'), which needs no GPU here, or on a host with a GPU and the full "
+        "tensorrt image",
+    )
     log_input(ctx, RUNTIME, engine)
     return engine, gpu_agent(ctx, device)
 
