@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.deploy.calibrate import as_samples, calibrate
 from edgehub.deploy.graph import Graph
 from edgehub.deploy.model_io import ModelLike, load_model
-from edgehub.deploy.pattern import Pattern, Phase, check_phase, phase_of
+from edgehub.deploy.pattern import Pattern, Phase, split_phases
 from edgehub.deploy.planning import apply_matches, find_matches
 from edgehub.deploy.report import TransformReport
 from edgehub.deploy.transform import TransformResult
@@ -40,7 +40,7 @@ def quantize(
     an iterable of arrays. Without ``patterns`` the active backend's smooth and quantized
     patterns are used.
     """
-    smooth, quantized = _split(patterns)
+    smooth, quantized = split_phases(patterns, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
     graph = Graph(_at_least(load_model(model), MIN_QDQ_OPSET))
     samples = as_samples(graph.model, calibration_data)
     report = TransformReport()
@@ -57,20 +57,6 @@ def quantize(
         apply_matches(graph, matches, report)
     report.set_after(graph.model)
     return TransformResult(graph.model, report)
-
-
-def _split(
-    patterns: Sequence[type[Pattern]] | None,
-) -> tuple[tuple[type[Pattern], ...], tuple[type[Pattern], ...]]:
-    if patterns is None:
-        from edgehub.deploy.backend import get_backend
-
-        backend = get_backend()
-        return tuple(backend.smooth_patterns), tuple(backend.quantized_patterns)
-    chosen = list(patterns)
-    check_phase(chosen, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
-    smooth = tuple(p for p in chosen if phase_of(p) == Phase.SMOOTH.value)
-    return smooth, tuple(p for p in chosen if phase_of(p) == Phase.QUANTIZED.value)
 
 
 def _at_least(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:
