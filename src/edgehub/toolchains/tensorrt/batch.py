@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
 from edgehub.toolchains.batch import BatchRunner
+from edgehub.toolchains.host_gpu import require_host_gpu
 from edgehub.toolchains.tensorrt.components import TensorRTInvoker
-from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE, require_gpu
+from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -48,8 +49,8 @@ class TRTBatchRunner(BatchRunner):
                 f"TensorRT eval runs on this host's GPU (a local device); device {device!r} "
                 f"uses {provider!r}"
             )
-        require_gpu(
-            "TensorRT eval",
+        require_host_gpu(
+            "TensorRT eval runs the engine",
             "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate the "
             "onnxruntime or tflite compilation here",
         )

@@ -12,23 +12,10 @@ from typing import Any
 
 from edgehub.toolchains.host_gpu import GpuStatus, detect_gpu
 
-__all__ = ["GpuCheck", "GpuStatus", "detect_gpu", "require_gpu", "tensorrt_image_checks"]
+__all__ = ["GpuCheck", "GpuStatus", "detect_gpu", "tensorrt_image_checks"]
 
 RTX_IMAGE = "tensorrt-rtx"
 FULL_IMAGE = "tensorrt"
-
-
-def require_gpu(what: str, remedy: str) -> None:
-    """`GpuUnavailableError` (one line, ending with ``remedy``) where this host shows no
-    NVIDIA GPU."""
-    from edgehub.errors import GpuUnavailableError
-
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            f"{what} runs the engine on an NVIDIA GPU and this machine has none "
-            f"({gpu.describe()}); nothing was started. {remedy}"
-        )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from edgehub.errors import (
 )
 from edgehub.limits import ResultLimits
 from edgehub.toolchains.agent_call import AgentCall
+from edgehub.toolchains.host_gpu import require_host_gpu
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
     input_dict,
@@ -46,7 +47,7 @@ from edgehub.toolchains.tensorrt.components import (
     TensorRTProfilingResult,
 )
 from edgehub.toolchains.tensorrt.engine_record import engine_file, recorded_engine
-from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu, require_gpu
+from edgehub.toolchains.tensorrt.gpu import FULL_IMAGE, RTX_IMAGE, detect_gpu
 from edgehub.toolchains.tensorrt.shapes import runtime_shapes, shape_options
 from edgehub.user_files import regular_file
 
@@ -202,8 +203,8 @@ def _engine_agent(
     """The engine (a wrong file is the user's to fix first, before the GPU is looked for),
     recorded, and an agent on the GPU."""
     engine = engine_file(ctx, model)
-    require_gpu(
-        component,
+    require_host_gpu(
+        f"{component} runs the engine",
         "Run it on a GPU device through the 'trtexec' provider over SSH (a hub.toml device with "
         "provider 'trtexec'), which needs no GPU here, or on a host with a GPU and the full "
         "tensorrt image",
