@@ -137,12 +137,9 @@ def parse_benchmark_log(text: str) -> BenchmarkLog:
         us = 1000.0
         out.metrics["runs"] = timed["count"]
         out.metrics["latency_mean_ms"] = round(timed["avg"] / us, 6)
-        for key, name in (("min", "min"), ("max", "max"), ("std", "std")):
+        for key in ("min", "max", "std", "median", "p5", "p95"):
             if key in timed:
-                out.metrics[f"latency_{name}_ms"] = round(timed[key] / us, 6)
-        for key, name in (("median", "median"), ("p5", "p5"), ("p95", "p95")):
-            if key in timed:
-                out.metrics[f"latency_{name}_ms"] = round(timed[key] / us, 6)
+                out.metrics[f"latency_{key}_ms"] = round(timed[key] / us, 6)
         latency = out.metrics.get("latency_median_ms", out.metrics["latency_mean_ms"])
         out.metrics["latency"] = latency
         if out.metrics["latency_mean_ms"] > 0:
