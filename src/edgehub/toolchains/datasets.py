@@ -4,14 +4,11 @@ A dataset is a directory of ``.npz`` files, one sample each, keyed by input name
 sorted file-name order (a bare ``.npy`` per sample for a one-input model), or one ``.npz``
 whose arrays carry a leading samples axis. Labels are per-sample targets, in sample order: an
 ``.npz`` holding one array (or one named ``labels``) with a leading samples axis, or a
-``.json`` list (or, for a directory dataset, an object keyed by sample file name). Nothing is
-ever unpickled; every problem is one `InputDataError` naming the file.
+``.json`` list (or, for a directory dataset, an object keyed by sample file name).
 
-The files are user files (`edgehub.user_files`): regular files only, never a FIFO, device or
-socket. What their compressed arrays unpack to is read from the archives' directories and
-checked against ``EDGEHUB_DATASET_MAX_UNPACKED`` before any byte is unpacked; float samples
-must be finite; labels JSON is bounded in size and nesting. A dataset that changes while an
-eval reads it (`Dataset.watch`) ends the eval with one error saying so.
+Nothing is unpickled, and only regular files are read; compressed arrays are checked against
+``EDGEHUB_DATASET_MAX_UNPACKED`` before any byte is unpacked; float samples must be finite;
+every problem is one `InputDataError` naming the file.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The ``trtexec`` providers: NVIDIA's ``trtexec`` on a device (a Jetson, a GPU box) over SSH.
 
-Build: the engine and its layer information (``--exportLayerInfo`` with detailed verbosity) are
-written on the device and fetched with trtexec's log. Profile: ``--exportTimes`` (and, for
-``LAYERWISE``, ``--exportProfile``) give the per-query samples, summarised into the same
-statistics as the other profilers (`local.profile_document`). Invoke: inputs go up as raw files
-(``--loadInputs``), outputs come back from ``--exportOutput`` in the engine's own dtypes when
-the build's layer information names them.
-
-``trtexec_cli_args`` add to the flags edgehub sets; a flag set by both is an error naming both.
-Each call is one upload, one remote command and one download (an invoke, where the runner
-offers ``exchange``, all three in one round trip); no version probe.
+Profiles are summarised into the same statistics as the other profilers
+(`local.profile_document`); an invoke's outputs come back in the engine's own dtypes where the
+build's layer information names them. ``trtexec_cli_args`` add to the flags edgehub sets; a flag
+set by both is an error naming both.
 """
 
 from __future__ import annotations

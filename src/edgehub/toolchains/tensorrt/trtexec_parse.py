@@ -1,15 +1,9 @@
-"""Reading what trtexec writes: its performance summary, per-query times, per-layer profile,
-layer information and exported outputs. One parser for every provider that runs trtexec (the
-local full-TensorRT image and the SSH ``trtexec`` provider).
+"""Reading what trtexec writes (its summary, per-query times, per-layer profile, layer
+information and exported outputs), for every provider that runs trtexec.
 
-Formats handled (from TensorRT's ``samples/common/sampleReporting.cpp``):
-
-- TensorRT 8.6 and 10.x: each statistic line ends with one ``percentile(P%)`` per requested
-  percentile (default 90, 95, 99); no end-to-end line.
-- TensorRT 8.0 to 8.5: a single ``percentile(P%)`` (default 99) and an extra
-  ``End-to-End Host Latency`` line.
-
-Lines may carry a ``[date-time] [I]`` prefix or none. Numbers may be in exponent notation.
+The summary lines of TensorRT 8.6 and 10.x end with one ``percentile(P%)`` per requested
+percentile; 8.0 to 8.5 print one and an extra ``End-to-End Host Latency`` line. Lines may
+carry a ``[date-time] [I]`` prefix; numbers may be in exponent notation.
 """
 
 from __future__ import annotations
