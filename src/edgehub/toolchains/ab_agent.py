@@ -1,10 +1,6 @@
-"""Interleaved A/B of two models in one agent process (the runtime's ``<namespace>.ab``), on
-the device's agent: the runtime's warm container on this host, or the resident agent of an
-``ssh`` device, or an agent the runtime brings (its descriptor's ``ab`` passes it).
-
-Called inside the comparison's run: the models and inputs are staged from its directory, and
-the agent's result (per-round block medians, each model's samples as ``profile_a.json`` and
-``profile_b.json``) comes back into it.
+"""Interleaved A/B of two models in one agent process (the runtime's ``<namespace>.ab``) on the
+device's agent, inside the comparison's run: per-round block medians, and each model's samples
+as ``profile_a.json`` and ``profile_b.json``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Calling the device-side agent through any runner, in one round trip per command.
 
-Each call stages a directory (the agent zipapp, the request and the input files), uploads it
-with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
-output files) with one ``get``. Agent errors become edgehub errors. The result file is read
-within `~edgehub.limits.ResultLimits`, and a file the caller needs from ``out/`` that the device
-did not return is named in a one-line error (`AgentResult.file`). An ``.npz`` the device sent
-back is refused before anything reads it where its arrays unpack past
-`~edgehub.limits.FetchLimits` (`~edgehub.toolchains.npz_arrays.check_unpacked_size`).
+Each call stages a directory (the agent zipapp, the request and the input files), uploads it,
+runs the agent there, and fetches its ``out/`` directory; agent errors become edgehub errors.
+What comes back is bounded before anything reads it: the result by
+`~edgehub.limits.ResultLimits`, each ``.npz`` by `~edgehub.limits.FetchLimits`.
 """
 
 from __future__ import annotations
@@ -86,14 +83,12 @@ class AgentCall:
     """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>``
     on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
 
-    With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
-    container) the agent hands each job to a resident agent that has the runtime loaded
-    already, starting one on first use. With ``agent`` (a path on the runner's side) that
-    zipapp is run instead of sending one with every call. ``explain_exit`` turns the exit
-    status of an agent that ended without a result into a message where the runner knows why
-    (the container's memory limit killed it), else ``None``. ``launcher`` words go before
-    the agent's command line where it is started (``taskset -c 0-1`` for ``--pin-cpus``).
-    ``device`` names the device in errors about what it sent back.
+    ``server``: a socket path on the runner's side where a resident agent, with the runtime
+    loaded, takes each job (started on first use). ``agent``: a zipapp already on the runner's
+    side, run instead of sending one with every call. ``explain_exit``: a message for the exit
+    status of an agent that ended without a result, where the runner knows why (else None).
+    ``launcher``: words before the agent's command line (``taskset -c 0-1``). ``device`` names
+    the device in errors.
     """
 
     def __init__(
@@ -110,8 +105,8 @@ class AgentCall:
     ) -> None:
         self.device = device
         self.explain_exit = explain_exit
-        self.launcher = list(launcher)  # words before the agent's python (``taskset -c 0``)
-        self.agent = agent  # the zipapp already on the runner's side; else staged per call
+        self.launcher = list(launcher)
+        self.agent = agent
         self.runner = runner
         self.workdir = workdir
         self.local_dir = local_dir

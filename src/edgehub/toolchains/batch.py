@@ -1,13 +1,9 @@
-"""Running a model over a whole dataset in one agent call (`BatchRunner`, one per runtime).
+"""Running a model over a whole dataset in one agent call (`BatchRunner`, one per runtime), so a
+dataset of many small samples costs one round trip, not one per sample.
 
-Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
-runs in the same session, so a dataset of many small samples costs one round trip, not one
-per sample. Where the agent's runner offers it (`~edgehub.runners.protocol.SupportsSharedInput`)
-the samples are placed once, by content: on an ``ssh`` device once per device, reused by later
-calls and processes while the device's hash of its copy is theirs; in a warm container in the
-folder it shares with this host, where the outputs are written too and copied out
-(`~edgehub.runners.protocol.SupportsSharedFolder`), not sent back in the call's archive. Each
-runtime's subclass names its agent command and the files its model needs.
+Where the agent's runner offers it the samples are placed once, by content
+(`~edgehub.runners.protocol.SupportsSharedInput`), and a warm container writes the outputs into
+the folder it shares with this host (`~edgehub.runners.protocol.SupportsSharedFolder`).
 """
 
 from __future__ import annotations

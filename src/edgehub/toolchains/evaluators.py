@@ -1,13 +1,7 @@
 """`ONNXRuntimeEvaluator`, `TFLiteEvaluator` and `TensorRTEvaluator`: a compiled model's accuracy
-on a dataset, as components shaped like the invokers (``Evaluator(...).run(ctx, model,
-dataset)``, one EVAL run, providers ``local``, ``ssh`` and ``qai_hub``; TensorRT's ``local``
-only, on this host's NVIDIA GPU).
-
-Every sample of ``dataset`` (see `edgehub.toolchains.datasets`) runs through ``model`` on the
-device and through the reference (``reference``, else the ONNX model the compiler started from)
-in float32 on this host's ONNX Runtime; the result holds each output's figures and the task
-metrics asked for (`edgehub.toolchains.metrics`). ``hub exec eval`` adds goals, the layer
-search and the repair on top (`edgehub.ops.eval`).
+on a dataset, one EVAL run (providers ``local``, ``ssh`` and ``qai_hub``; TensorRT's ``local``
+only). Every sample runs through ``model`` on the device and through the float reference on this
+host's ONNX Runtime; ``hub exec eval`` adds goals, the layer search and the repair on top.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Accuracy figures: how far a model's outputs are from the reference's, and task metrics.
 
-Per output and per sample: ``cosine`` similarity, ``max_abs`` and ``mean_abs`` error,
-``snr_db`` (reference power over error power) and ``psnr_db`` (the reference's value range as
-peak); identical outputs read ``IDENTICAL_DB``. Task metrics take a sample's output and a
-target (its label, else the reference's output) and give one value per sample:
-``top1``/``top5`` (the target class among the 1/5 highest scores of the last axis), ``iou``
-(mean intersection over union of class masks: the argmax over axis 1 of a float output, an
-integer output as is) and ``mse``. More come from the entry point group ``edgehub.metrics``:
-``name = "package.module:function"``, a function ``(output, target) -> float``.
+Per output and per sample: ``cosine``, ``max_abs``, ``mean_abs``, ``snr_db`` and ``psnr_db``
+(the reference's value range as peak; identical outputs read ``IDENTICAL_DB``). Task metrics
+score a sample's output against its label, else the reference's output: ``top1``/``top5``,
+``iou`` (of class masks: the argmax over axis 1 of a float output), ``mse``, and any function
+``(output, target) -> float`` of the entry point group ``edgehub.metrics``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""`NpzArrays`: the arrays of an ``.npz`` file as a dict that reads the file when first used.
-
-An invoker returns its outputs as a dict of arrays; a caller that only reports them (``hub exec
-invoke`` prints each output's dtype and shape) should not pay for numpy. `NpzArrays` is a real
-``dict`` that loads the file on the first look at its contents, and `NpzArrays.signature` reads
-the dtypes and shapes from the ``.npy`` headers without numpy. `check_unpacked_size` bounds
-what an ``.npz`` from a device expands to before anything reads it. `plain_npz` tells, from the
-archive's directory and the ``.npy`` headers alone, that `~edgehub.toolchains.tensors.load_npz`
-would read a file: a user's ``--input`` is then passed on as the file it is, never read here.
+"""Reading ``.npz`` files without numpy where the headers say enough: `NpzArrays`, a ``dict``
+that loads the file on the first look at its contents (a caller that only reports dtypes and
+shapes never pays for numpy); `check_unpacked_size`, bounding what a device's ``.npz`` expands
+to; and `plain_npz`, whether `~edgehub.toolchains.tensors.load_npz` would read a file.
 """
 
 from __future__ import annotations

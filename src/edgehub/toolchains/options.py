@@ -1,11 +1,6 @@
-"""One declaration of a built-in component's options: its ``run`` lists them; its ``__init__``
-and its providers take them from there.
-
-The component contract stays as the seeds write it (``__init__`` takes ``name`` plus exactly
-``run``'s options, checked when the class is made): a `BuiltinComponent` has that ``__init__``
-made from ``run``; a provider takes ``**options`` and reads them once with `read_options`; one
-that serves some of them names those (`provides`), so the dispatch still refuses a value it
-would ignore.
+"""One declaration of a built-in component's options: its ``run`` lists them, its ``__init__``
+is made from ``run``, and a provider takes ``**options`` and reads them with `read_options`; one
+that serves only some names those (`provides`), so the dispatch refuses a value it would ignore.
 """
 
 from __future__ import annotations

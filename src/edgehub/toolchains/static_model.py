@@ -1,12 +1,9 @@
 """A copy of an ONNX model with its dynamic input dims fixed, for device tools that take only
 static shapes (the ``embedl-onnxruntime`` CLI).
 
-The copy is made on the host without the ``onnx`` package (see :mod:`.onnx_wire`), kept under
-the store's ``cache/static_models/`` keyed by the model's content (read now, never taken from a
-file's stamps) and the shapes, with the sha256 of the copy beside it (``sha256``): a second run
-makes nothing where the copy still hashes to that, else it is made again. The run records the
-shapes it fixed (``static_input_shapes``). With no
-shape for a dynamic input, a one-line `ModelError` names it and shows how to give its shape.
+The copy is made without the ``onnx`` package (:mod:`.onnx_wire`) and kept under the store's
+``cache/static_models/``, keyed by the model's content and the shapes, with its sha256 beside it:
+a later run reuses it while it still hashes to that.
 """
 
 from __future__ import annotations

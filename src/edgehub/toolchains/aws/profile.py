@@ -1,13 +1,10 @@
 """The ``aws`` provider of `TFLiteProfiler`: LiteRT's ``benchmark_model`` on a phone of AWS
 Device Farm, in a custom test environment.
 
-Everything the run needs is checked before anything is sent (the model, the binary's
-architecture, the flags, credentials, the phone). Then: the test package and test spec are
-uploaded (reused by content), the run is scheduled, its status changes go to the event stream
-while it is polled (queued time unbounded unless ``queue_timeout``, active time bounded by
-``timeout``), and the log the benchmark left is downloaded and parsed into the profiler's
-figures. Interrupted, the run keeps going on Device Farm: `resume_device_farm_run` (``hub exec
-profile … --from-job RUN_ARN``) attaches to it again.
+Everything the run needs is checked before anything is sent. The test package and spec are
+uploaded (reused by content), the run is scheduled and polled, and the benchmark's log is
+parsed into the profiler's figures. Interrupted, the run keeps going on Device Farm:
+`resume_device_farm_run` (``hub exec profile … --from-job RUN_ARN``) attaches to it again.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on
-one sample, with tensor names remapped both ways unless ``use_compiled_names``.
-
-Input names: original names are replaced by the compiled model's (``input_name_mapping``);
-names that already are compiled names pass through; any other name is an `InvokeError`
-listing both. Outputs come back under their original names, each flattened to its first (and
-only) sample.
+one sample, with tensor names mapped to the compiled model's and back unless
+``use_compiled_names``.
 """
 
 from __future__ import annotations

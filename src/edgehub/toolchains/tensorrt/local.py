@@ -1,10 +1,7 @@
-"""The ``local`` providers of the TensorRT components.
-
-Compile: the tensorrt-rtx image (TensorRT for RTX from PyPI) builds engines for a chosen compute
-capability with or without a GPU; int8 from ``calibration_data`` first quantizes the model to QDQ
-in the onnxruntime image. Profile and invoke run an engine, which needs an NVIDIA GPU: without one
-they fail before starting anything; with one they use trtexec in the full tensorrt image, whose
-output is read by :mod:`.trtexec_parse`.
+"""The ``local`` providers of the TensorRT components: the tensorrt-rtx image builds engines
+with or without a GPU (int8 from ``calibration_data`` quantizes the model to QDQ in the
+onnxruntime image first); profile and invoke run trtexec in the full tensorrt image on this
+host's NVIDIA GPU, and without one fail before starting anything.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""``benchmark_params``: TFLite benchmark_model's parameters, mapped onto the local profiler.
-
-The keys are those benchmark_model documents (its README and delegate registrar): any other key
-is a `UsageError` naming the closest known one. Values may be strings (as on its command line),
-numbers or booleans. The keys the LiteRT Python interpreter can honour become profiler options;
-the rest (other delegates, CSV output, memory tracing, ...) are recorded and reported as not
-applicable locally.
+"""``benchmark_params``: TFLite benchmark_model's documented parameters (any other key is a
+`UsageError` naming the closest known one), mapped onto the local profiler: those the LiteRT
+Python interpreter can honour become profiler options, the rest are recorded as not applicable.
 """
 
 from __future__ import annotations
