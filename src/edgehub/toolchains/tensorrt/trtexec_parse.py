@@ -1,5 +1,5 @@
-"""Reading what trtexec writes (its summary, per-query times, per-layer profile, layer
-information and exported outputs), for every provider that runs trtexec.
+"""Reading what trtexec writes (its summary, per-query times, per-layer profile and exported
+outputs), for every provider that runs trtexec.
 
 The summary lines of TensorRT 8.6 and 10.x end with one ``percentile(P%)`` per requested
 percentile; 8.0 to 8.5 print one and an extra ``End-to-End Host Latency`` line. Lines may
@@ -20,7 +20,6 @@ __all__ = [
     "Statistic",
     "TrtexecSummary",
     "parse_exported_outputs",
-    "parse_layer_info",
     "parse_layer_profile",
     "parse_summary",
     "parse_times",
@@ -219,25 +218,6 @@ def parse_layer_profile(text: str | bytes) -> list[dict[str, Any]]:
                 "runs": runs,
             }
         )
-    return rows
-
-
-def parse_layer_info(text: str | bytes) -> list[dict[str, Any]]:
-    """``--exportLayerInfo`` or the engine inspector's JSON: ``{"Layers": [...]}`` where each
-    layer is a name (``layer_names_only``) or an object (``detailed``: Name, LayerType, ...).
-    Returns ``{name, type, ...}`` rows keeping every detailed field."""
-    document = _load(text, "layer information")
-    layers = document.get("Layers") if isinstance(document, Mapping) else document
-    if not isinstance(layers, list):
-        raise ValueError("trtexec's layer information has no 'Layers' list")
-    rows: list[dict[str, Any]] = []
-    for layer in layers:
-        if isinstance(layer, str):
-            rows.append({"name": layer, "type": None})
-        elif isinstance(layer, Mapping):
-            row = {"name": str(layer.get("Name", "")), "type": layer.get("LayerType")}
-            row.update({k: v for k, v in layer.items() if k not in ("Name", "LayerType")})
-            rows.append(row)
     return rows
 
 
