@@ -236,15 +236,22 @@ def _profile_local(
         result,
         skip=frozenset({"engine", "log", "times_json", "profile_json", "engine_record"}),
     )
-    document = profile_document(result.files)
-    ctx.client.log_metrics(document["metrics"])
-    ctx.client.log_metric("$latency", float(document["metrics"]["latency_median_ms"]))
-    ctx.client.log_metric("fps", 1000.0 / float(document["metrics"]["latency_mean_ms"]))
-    profile = result.files / "profile.json"
+    record_profile(ctx, result.files)
+    return TensorRTProfilingResult.from_current_run(ctx)
+
+
+def record_profile(ctx: HubContext, files: Path) -> None:
+    """Record a trtexec profile run's figures (`profile_document` of ``files``), its
+    ``profile.json`` and its log on the current run."""
+    document = profile_document(files)
+    metrics = document["metrics"]
+    ctx.client.log_metrics(metrics)
+    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
+    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    profile = files / "profile.json"
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(result.file("trtexec.log"), name="trtexec_log")
-    return TensorRTProfilingResult.from_current_run(ctx)
+    ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
 
 
 def _device_file(path: Path, *, tail: bool = False) -> bytes:

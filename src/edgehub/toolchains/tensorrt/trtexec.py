@@ -1,7 +1,7 @@
 """The ``trtexec`` providers: NVIDIA's ``trtexec`` on a device (a Jetson, a GPU box) over SSH.
 
 Profiles are summarised into the same statistics as the other profilers
-(`local.profile_document`); an invoke's outputs come back in the engine's own dtypes where the
+(`local.record_profile`); an invoke's outputs come back in the engine's own dtypes where the
 build's layer information names them. ``trtexec_cli_args`` add to the flags edgehub sets; a flag
 set by both is an error naming both.
 """
@@ -207,7 +207,7 @@ def _profile(
     **options: Any,
 ) -> trt.TensorRTProfilingResult:
     o = read_options(trt.TensorRTProfiler, options)
-    from edgehub.toolchains.tensorrt.local import profile_document
+    from edgehub.toolchains.tensorrt.local import record_profile
 
     shapes = runtime_shapes(o.input_shape)
 
@@ -228,15 +228,7 @@ def _profile(
     result = tool.call(argv, failure=ProfileError, make_dirs=[out])
     files = tool.fetch(out, ctx.artifact_dir / "profile")
     (files / "trtexec.log").write_text(result.stdout)
-    document = profile_document(files)
-    metrics = document["metrics"]
-    ctx.client.log_metrics(metrics)
-    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
-    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
-    profile = files / "profile.json"
-    profile.write_text(json.dumps(document, indent=1))
-    ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
+    record_profile(ctx, files)
     return trt.TensorRTProfilingResult.from_current_run(ctx)
 
 
