@@ -57,12 +57,9 @@ Stamp = tuple[tuple[str, int, int, int, int], ...]
 
 @dataclass
 class Dataset:
-    """Checked samples in order, their names (file names, or ``#i`` in one stacked file),
-    the labels (one array per sample) when given, and the content hash of ``path``. The
-    samples of one stacked file are views of it mapped: checking them reads its headers and
-    scans its float values once, and holds none of it in memory (the runs read the file
-    themselves).
-    ``stamp``: the files' identities, sizes and times when they were read (see `watch`)."""
+    """Checked samples in order (those of one stacked file are mapped views of it), their names
+    (file names, or ``#i`` in one stacked file), the labels when given, the content hash of
+    ``path``, and ``stamp``: the files' identities, sizes and times when read (see `watch`)."""
 
     path: Path
     stacked: bool
@@ -93,9 +90,8 @@ class Dataset:
 
     @contextmanager
     def watch(self) -> Iterator[None]:
-        """Run the body on this dataset: a failure of it where the dataset changed meanwhile
-        (a run that read a file cut short) is that change, said in one line (`check_unchanged`;
-        call that at the end of the body too)."""
+        """Run the body on this dataset: a failure where the dataset changed meanwhile is that
+        change, said in one line (`check_unchanged`; call that at the end of the body too)."""
         try:
             yield
         except OperationCancelled:
@@ -121,8 +117,7 @@ def tensor_specs(signature: Sequence[dict[str, Any]]) -> list[TensorSpec]:
 
 def check_dataset_files(path: Path, labels: Path | None = None) -> list[Path]:
     """The sample files of dataset ``path`` (itself, or the ``.npz`` files of a directory,
-    else its ``.npy`` files), each a regular file, and ``labels`` one: a FIFO, device,
-    socket or kernel file is refused (`InputDataError`) before anything opens it."""
+    else its ``.npy`` files), each, and ``labels``, checked to be a regular file."""
     found = regular_file(path, "dataset", InputDataError, directory_ok=True)
     if labels is not None:
         regular_file(labels, "labels", InputDataError)

@@ -27,10 +27,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def check_unpacked_size(path: Path, what: str, limits: FetchLimits | None = None) -> None:
     """Refuse (`~edgehub.errors.DeviceOutputError`) the ``.npz`` at ``path`` (``what`` names
-    it and where it came from) where an array would unpack to more than ``limits`` (by default
-    `FetchLimits.from_env`) allow a file, or all of them to more than they allow in all. The
-    sizes are the archive's own: reading a member never yields more than its stated size.
-    A file that is not a zip archive passes, for its reader to report."""
+    it) where its archive says an array, or all together, unpack past ``limits`` (by default
+    `FetchLimits.from_env`). A file that is not a zip archive passes, for its reader to report."""
     limits = limits or FetchLimits.from_env()
     try:
         with zipfile.ZipFile(path) as archive:
@@ -71,11 +69,8 @@ def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
 
 def plain_npz(path: Path, max_unpacked: int | None = None) -> bool:
     """Whether the ``.npz`` at ``path`` is one `~edgehub.agent.npz.read_npz` reads, as far as
-    its zip directory and ``.npy`` headers tell (no array is read, numpy is not imported):
-    members stored or deflated, unencrypted, ``.npy`` of format 1.0 or 2.0, of a plain dtype
-    (numbers, booleans, unicode; no objects) whose data fits in the member, stored members
-    within the file, compressed ones within ``max_unpacked`` (None: this machine's memory).
-    False means "read it to know" (the reader then says what is wrong), never "bad"."""
+    its zip directory and ``.npy`` headers tell (compressed arrays within ``max_unpacked``;
+    None: this machine's memory). False means "read it to know", never "bad"."""
     from edgehub.agent.npz import NpzLimitError, check_unpacked
 
     try:
@@ -125,8 +120,7 @@ def _npy_header(handle: Any, versions: tuple[bytes, ...]) -> tuple[int, dict[str
 
 def _npy_layout(handle: Any) -> tuple[int, int] | None:
     """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
-    2.0 with a header numpy reads and a plain dtype (as `~edgehub.agent.npz.read_npz` takes),
-    else None."""
+    2.0 of a plain dtype (as `~edgehub.agent.npz.read_npz` takes), else None."""
     found = _npy_header(handle, (b"\x01\0", b"\x02\0"))
     if found is None or set(found[1]) != {"descr", "fortran_order", "shape"}:
         return None

@@ -80,15 +80,9 @@ def calibration_file(directory: Path, data: Any) -> Path | None:
 def random_inputs(
     signature: Sequence[Mapping[str, Any]], seed: int = 0, input_shape: Any = None
 ) -> dict[str, np.ndarray]:
-    """Random arrays for inputs described as ``{name, dtype, shape}``, the very arrays the agent
-    makes for the same inputs and seed (its code makes them: `edgehub.agent.tensors`).
-
-    Floats are standard normal, 8-bit integers span their range, wider integers are small
-    non-negative values (below ``values_below`` where an input indexes a table), booleans
-    random; a dimension that is not a positive number (a name, ``"?"``, 0 or -1) takes its size
-    from ``input_shape`` (a shape for the first input, or input name -> shape, checked against
-    the inputs), else becomes 1.
-    """
+    """Random arrays for inputs described as ``{name, dtype, shape}``: the very arrays the agent
+    makes for the same inputs and seed (`edgehub.agent.tensors.random_inputs` makes them), an
+    unknown dimension taking its size from ``input_shape``, else 1."""
     from edgehub.agent.protocol import UserError
     from edgehub.agent.shapes import parse_input_shape
     from edgehub.agent.tensors import TensorSpec

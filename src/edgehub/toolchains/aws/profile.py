@@ -221,31 +221,16 @@ def _profile_tflite_aws(
     else:
         selection = select_device(client, config, dev.spec.device_name, o.device)
         ctx.events.info(f"aws: device {selection.label()}")
-        package, package_hash = build_test_package(binary, path)
-        spec, spec_hash = build_test_spec(plan)
-        common = {"poll": min(config.poll_interval, 5.0)}
-        package_arn = content_upload(
-            ctx,
-            client,
-            config.project_arn,
-            data=package,
-            sha256=package_hash,
-            suffix=".tgz",
-            kind="APPIUM_NODE_TEST_PACKAGE",
-            what="the model and benchmark_model",
-            **common,
+        uploads = (
+            (*build_test_package(binary, path), ".tgz", "PACKAGE", "the model and benchmark_model"),
+            (*build_test_spec(plan), ".yml", "SPEC", "the test spec"),
         )
-        spec_arn = content_upload(
-            ctx,
-            client,
-            config.project_arn,
-            data=spec,
-            sha256=spec_hash,
-            suffix=".yml",
-            kind="APPIUM_NODE_TEST_SPEC",
-            what="the test spec",
-            **common,
-        )
+        package_arn, spec_arn = (
+            content_upload(ctx, client, config.project_arn, data=data, sha256=sha256,
+                           suffix=suffix, kind=f"APPIUM_NODE_TEST_{kind}", what=what,
+                           poll=min(config.poll_interval, 5.0))
+            for data, sha256, suffix, kind, what in uploads
+        )  # fmt: skip
         scheduled = farm_call(
             ProfileError,
             "scheduling the run",
