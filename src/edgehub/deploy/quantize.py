@@ -30,9 +30,7 @@ MIN_QDQ_OPSET = 13  # per-axis DequantizeLinear
 
 
 def quantize(
-    model: ModelLike,
-    calibration_data: Any,
-    patterns: Sequence[type[Pattern]] | None = None,
+    model: ModelLike, calibration_data: Any, patterns: Sequence[type[Pattern]] | None = None
 ) -> TransformResult:
     """The quantized copy of ``model`` and its report.
 

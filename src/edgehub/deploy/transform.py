@@ -56,9 +56,7 @@ def plan(
 
 
 def transform(
-    model: ModelLike,
-    patterns: Sequence[type[Pattern]] | None = None,
-    plan: Plan | None = None,
+    model: ModelLike, patterns: Sequence[type[Pattern]] | None = None, plan: Plan | None = None
 ) -> TransformResult:
     """The transformed copy of ``model`` and what each pattern did.
 

@@ -27,12 +27,7 @@ from edgehub.errors import (
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.outcome import killed_note
-from edgehub.runners.protocol import (
-    CommandRunner,
-    Exchange,
-    SupportsAgentChannel,
-    SupportsExchange,
-)
+from edgehub.runners.protocol import CommandRunner, Exchange, SupportsAgentChannel, SupportsExchange
 from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked

@@ -102,12 +102,7 @@ class BatchRunner:
         return self.run_many([job], samples, stacked=stacked)[0]
 
     def run_many(
-        self,
-        jobs: Sequence[BatchJob],
-        samples: Path,
-        *,
-        stacked: bool,
-        digest: str | None = None,
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool, digest: str | None = None
     ) -> list[BatchOutputs]:
         """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through each
         job's model, in one agent call (the samples travel and load once); the outputs files

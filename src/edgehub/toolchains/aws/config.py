@@ -58,8 +58,7 @@ class DeviceFarmConfig(ProviderConfig):
     manufacturer: str = field(default="", metadata={"help": 'manufacturer filter, e.g. "Google"'})
     model: str = field(default="", metadata={"help": 'model filter, e.g. "Pixel 8"'})
     benchmark_binary: str = field(
-        default="",
-        metadata={"host_file": True, "help": "LiteRT benchmark_model for Android arm64"},
+        default="", metadata={"host_file": True, "help": "LiteRT benchmark_model for Android arm64"}
     )
     timeout: Annotated[float, _POSITIVE] = field(
         default=300.0, metadata={"help": "seconds of active time (on the phone) at most"}

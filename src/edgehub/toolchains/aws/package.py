@@ -144,7 +144,7 @@ def build_test_spec(plan: BenchmarkPlan) -> tuple[bytes, str]:
     commands = {
         "install": [
             'cd "$DEVICEFARM_TEST_PACKAGE_PATH" && '
-            'for f in *.tgz; do [ -e "$f" ] && tar xzf "$f"; done; true',
+            'for f in *.tgz; do [ -e "$f" ] && tar xzf "$f"; done; true'
         ],
         "pre_test": [
             f"{adb} shell rm -rf {DEVICE_DIR}",
@@ -157,7 +157,7 @@ def build_test_spec(plan: BenchmarkPlan) -> tuple[bytes, str]:
         "test": [
             f"{adb} shell {DEVICE_DIR}/benchmark_model {args} "
             f'> "$DEVICEFARM_LOG_DIR/{LOG_NAME}" 2>&1; '
-            f'echo $? > "$DEVICEFARM_LOG_DIR/{EXIT_NAME}"',
+            f'echo $? > "$DEVICEFARM_LOG_DIR/{EXIT_NAME}"'
         ],
         "post_test": [f"{adb} shell rm -rf {DEVICE_DIR}"],
     }

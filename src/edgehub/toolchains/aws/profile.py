@@ -183,9 +183,7 @@ def _job_device(client: Any, arn: str) -> dict[str, Any] | None:
     TFLiteProfiler, ProviderType.AWS, "benchmark_params", "runs", "warmup", "threads", "xnnpack"
 )
 def _profile_tflite_aws(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    **options: Any,
+    ctx: HubContext, model: TFLiteCompiledModel, **options: Any
 ) -> TFLiteProfilingResult:
     """Profile a ``.tflite`` model on an AWS Device Farm phone with LiteRT's benchmark_model."""
     o = read_options(TFLiteProfiler, options)

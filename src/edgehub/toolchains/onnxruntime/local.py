@@ -6,12 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.errors import (
-    CompileError,
-    InvokeError,
-    ProfileError,
-    UsageError,
-)
+from edgehub.errors import CompileError, InvokeError, ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
     input_dict,

@@ -57,12 +57,7 @@ class QAIHubBatchRunner(BatchRunner):
         self._folder = ctx.artifact_dir / (scratch or "qai_hub_batch")
 
     def run_many(
-        self,
-        jobs: Sequence[BatchJob],
-        samples: Path,
-        *,
-        stacked: bool,
-        digest: str | None = None,
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool, digest: str | None = None
     ) -> list[BatchOutputs]:
         """Every sample through each job's model, one inference job each."""
         entries = sample_lists(samples, stacked)

@@ -76,10 +76,7 @@ def _key(*parts: Any) -> str:
 
 
 def _quantized_source(
-    ctx: HubContext,
-    source: Path,
-    entries: dict[str, list[Any]],
-    config: QAIHubConfig,
+    ctx: HubContext, source: Path, entries: dict[str, list[Any]], config: QAIHubConfig
 ) -> Any:
     """Run the quantize job; returns the quantized model on the service."""
     hub = session_for(ctx).hub

@@ -108,11 +108,7 @@ def describe(status: Any) -> str:
 
 
 def wait_for_job(
-    ctx: HubContext,
-    kind: JobKind,
-    job: Any,
-    config: QAIHubConfig,
-    failure: type[ToolchainError],
+    ctx: HubContext, kind: JobKind, job: Any, config: QAIHubConfig, failure: type[ToolchainError]
 ) -> Any:
     """Wait until ``job`` finishes, each status change an event on the run. A job that fails,
     or does not finish within ``config.timeout`` seconds, is a ``failure``; Ctrl-C or a cancel

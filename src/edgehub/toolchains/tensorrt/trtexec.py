@@ -139,11 +139,7 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
 
 
 @provides(trt.TensorRTCompiler, ProviderType.TRTEXEC, *_COMPILE)
-def _compile(
-    ctx: HubContext,
-    onnx_path: Path,
-    **options: Any,
-) -> trt.TensorRTCompiledModel:
+def _compile(ctx: HubContext, onnx_path: Path, **options: Any) -> trt.TensorRTCompiledModel:
     o = read_options(trt.TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
     if o.precision not in ("fp32", "fp16", "int8"):
@@ -202,9 +198,7 @@ def _version(text: str) -> tuple[int, ...]:
 
 @provides(trt.TensorRTProfiler, ProviderType.TRTEXEC, *_PROFILE)
 def _profile(
-    ctx: HubContext,
-    model: trt.TensorRTCompiledModel,
-    **options: Any,
+    ctx: HubContext, model: trt.TensorRTCompiledModel, **options: Any
 ) -> trt.TensorRTProfilingResult:
     o = read_options(trt.TensorRTProfiler, options)
     from edgehub.toolchains.tensorrt.local import record_profile

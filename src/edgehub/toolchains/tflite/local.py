@@ -6,13 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.errors import (
-    CompileError,
-    InvokeError,
-    ModelError,
-    ProfileError,
-    UsageError,
-)
+from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
 from edgehub.toolchains.agent_call import AgentResult
 from edgehub.toolchains.options import one_of, read_options, stability_request
