@@ -70,9 +70,8 @@ def agent_ab(
 
 
 def check_rounds(result: AgentResult, device: str) -> None:
-    """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite
-    positive number, or the comparison fails here (a device's NaN or text never reaches the
-    statistics)."""
+    """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite positive
+    number, or the comparison fails here (a device's NaN or text never reaches the statistics)."""
     from edgehub.tracking.verdict_numbers import number_problem
 
     rounds = result.data.get("rounds")

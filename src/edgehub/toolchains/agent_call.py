@@ -75,15 +75,14 @@ class AgentResult:
 
 @dataclass(eq=False)
 class AgentCall:
-    """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>``
-    on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
+    """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>`` on the
+    runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
 
-    ``server``: a socket path on the runner's side where a resident agent, with the runtime
-    loaded, takes each job (started on first use). ``agent``: a zipapp already on the runner's
-    side, run instead of sending one with every call. ``explain_exit``: a message for the exit
-    status of an agent that ended without a result, where the runner knows why (else None).
-    ``launcher``: words before the agent's command line (``taskset -c 0-1``). ``device`` names
-    the device in errors.
+    ``server``: a socket path on the runner's side where a resident agent, with the runtime loaded,
+    takes each job (started on first use). ``agent``: a zipapp already on the runner's side, run
+    instead of sending one with every call. ``explain_exit``: a message for the exit status of an
+    agent that ended without a result, where the runner knows why (else None). ``launcher``: words
+    before the agent's command line (``taskset -c 0-1``). ``device`` names the device in errors.
     """
 
     runner: CommandRunner

@@ -31,13 +31,12 @@ _REGION = Matches(r"([a-z]{2}(-[a-z]+)+-[0-9]+)?", 'an AWS region like "us-west-
 class DeviceFarmConfig(ProviderConfig):
     """Settings of the ``aws`` provider (AWS Device Farm).
 
-    The phone is chosen by ``device_arn``, or ``device_pool_arn`` (its first available device),
-    or the filters ``platform``, ``os_version``, ``manufacturer`` and ``model`` (the device's
-    ``spec`` narrows ``model`` when no filter is set). ``benchmark_binary`` is LiteRT's
-    ``benchmark_model`` built for Android arm64 (on this host; uploaded once per content).
-    ``timeout`` bounds the run's active time (preparing and running on the phone); waiting in
-    the queue is bounded by ``queue_timeout`` (0: no bound). ``poll_interval``: seconds between
-    status checks.
+    The phone is chosen by ``device_arn``, or ``device_pool_arn`` (its first available device), or
+    the filters ``platform``, ``os_version``, ``manufacturer`` and ``model`` (the device's ``spec``
+    narrows ``model`` when no filter is set). ``benchmark_binary`` is LiteRT's ``benchmark_model``
+    built for Android arm64 (on this host; uploaded once per content). ``timeout`` bounds the run's
+    active time (preparing and running on the phone); waiting in the queue is bounded by
+    ``queue_timeout`` (0: no bound). ``poll_interval``: seconds between status checks.
     """
 
     provider_type: ClassVar[str] = "aws"

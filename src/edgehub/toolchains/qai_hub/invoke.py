@@ -1,6 +1,5 @@
-"""The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on
-one sample, with tensor names mapped to the compiled model's and back unless
-``use_compiled_names``.
+"""The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on one
+sample, with tensor names mapped to the compiled model's and back unless ``use_compiled_names``.
 """
 
 from __future__ import annotations

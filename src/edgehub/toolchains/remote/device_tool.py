@@ -67,8 +67,7 @@ class DeviceTool:
 
     @property
     def run_dir(self) -> PurePosixPath:
-        """This run's directory on the device (made by the first `put` or `call` that needs
-        it)."""
+        """This run's directory on the device (made by the first `put` or `call` that needs it)."""
         return self.ctx.device_workspace(self.device.name) / self.ctx.artifact_dir.name
 
     def push_model(self, model: Path) -> PurePosixPath:

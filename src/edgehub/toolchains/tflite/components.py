@@ -217,9 +217,8 @@ class TFLiteInvoker(BuiltinComponent):
     """Runs a ``.tflite`` model on input tensors.
 
     Inputs are keyed by the ONNX names in the ONNX layout, and outputs come back the same way
-    (through the model's mapping; int8 tensors are quantized and dequantized at the edges),
-    unless ``use_compiled_names``: then the TFLite names, layout and dtypes are used as they
-    are.
+    (through the model's mapping; int8 tensors are quantized and dequantized at the edges), unless
+    ``use_compiled_names``: then the TFLite names, layout and dtypes are used as they are.
     """
 
     run_type = RunType.INFERENCE
