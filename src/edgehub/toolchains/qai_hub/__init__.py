@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDERS",
-    "PROVIDER_CONFIGS",
     "FanOutError",
     "QAIHubCheck",
     "QAIHubConfig",
@@ -28,7 +27,6 @@ __all__ = [
     "run_on_devices",
 ]
 
-PROVIDER_CONFIGS = (QAIHubConfig,)
 # the module registering the providers of each kind of component, by its run type
 PROVIDERS = {
     RunType.COMPILE: f"{__name__}.compile",
