@@ -145,8 +145,10 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRT
     }
     try:
         result = agent.call("trt.build", request, inputs=inputs, failure=CompileError)
-    except (ToolchainError, UsageError):
-        _keep_build_log(ctx, agent)
+    except (ToolchainError, UsageError):  # a failed build keeps TensorRT's log with the run
+        logs = sorted(agent.local_dir.glob("*-trt_build/out/build.log"))
+        if logs:
+            ctx.client.log_artifact(logs[-1], name="build_log")
         raise
     record_agent_result(ctx, result, skip=_PATH_KEYS)
     ctx.client.log_param("calib_path", None)
@@ -157,29 +159,16 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRT
         version = str(result.params.get("tensorrt_version"))
         timing_cache.keep(ctx.store.root, digest, version, o.target, returned)
     ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
-    if exclude:
-        _record_float_layers(ctx, result.file("layer_info.json"), exclude)
+    if exclude:  # which layers the nodes kept in float became, and a warning for each problem
+        from edgehub.toolchains.tensorrt.precision import float_layers
+
+        info = json.loads(result.file("layer_info.json").read_text(encoding="utf-8"))
+        found = float_layers(info.get("layers") or [], exclude)
+        ctx.client.log_params({"excluded_nodes": exclude, "float_layers": found.layers})
+        for problem in found.problems:
+            ctx.events.warning(problem)
     ctx.client.log_artifact(result.file("build.log"), name="build_log")
     return TensorRTCompiledModel.from_current_run(ctx)
-
-
-def _record_float_layers(ctx: HubContext, layer_info: Path, exclude: list[str]) -> None:
-    """Record which network layers the nodes kept in float became, and warn about any that
-    still reads quantized weights or that the parser left no layer of."""
-    from edgehub.toolchains.tensorrt.precision import float_layers
-
-    info = json.loads(layer_info.read_text(encoding="utf-8"))
-    found = float_layers(info.get("layers") or [], exclude)
-    ctx.client.log_params({"excluded_nodes": exclude, "float_layers": found.layers})
-    for problem in found.problems:
-        ctx.events.warning(problem)
-
-
-def _keep_build_log(ctx: HubContext, agent: AgentCall) -> None:
-    """A failed build keeps TensorRT's log with the run."""
-    logs = sorted(agent.local_dir.glob("*-trt_build/out/build.log"))
-    if logs:
-        ctx.client.log_artifact(logs[-1], name="build_log")
 
 
 def gpu_agent(ctx: HubContext, device: str | None, image_name: str = FULL_IMAGE) -> AgentCall:
