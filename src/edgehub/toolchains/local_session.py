@@ -147,6 +147,8 @@ def record_agent_result(
             "ort_providers": ",".join(providers) if isinstance(providers, list) else providers,
         }
         ctx.client.log_environment({k: v for k, v in flat.items() if v})
+        versions = result.data.get("toolchain") or {}  # the converter's and runtime's (tflite)
+        ctx.client.log_environment({k: v for k, v in versions.items() if v})
         conditions = result.data.get("conditions")
         if isinstance(conditions, dict):  # what the timed loop ran under (agent/conditions.py)
             ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
-from edgehub.toolchains.agent_call import AgentResult
 from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
@@ -43,16 +42,6 @@ def _is_tflite(path: Path) -> bool:
         return False
 
 
-def _onnx_file(path: Path | str) -> Path:
-    model = regular_file(path, "model")
-    if _is_tflite(model):
-        raise ModelError(
-            f"{model.name} is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
-            "or invoke it with TFLiteProfiler / TFLiteInvoker"
-        )
-    return model
-
-
 def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) -> Path:
     path = Path(model.path.to_local(ctx).local())
     if not path.is_file():
@@ -65,11 +54,6 @@ def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) ->
         )
         raise ModelError(f"{path.name} is not a TFLite model, but {component} takes one: {takes}")
     return path
-
-
-def _log_toolchain(ctx: HubContext, result: AgentResult) -> None:
-    versions = result.data.get("toolchain") or {}
-    ctx.client.log_environment({k: v for k, v in versions.items() if v})
 
 
 def _model_files(
@@ -89,7 +73,12 @@ def _model_files(
 @TFLiteCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCompiledModel:
     o = read_options(TFLiteCompiler, options)
-    model = _onnx_file(onnx_path)
+    model = regular_file(onnx_path, "model")
+    if _is_tflite(model):
+        raise ModelError(
+            f"{model.name} is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
+            "or invoke it with TFLiteProfiler / TFLiteInvoker"
+        )
     integer = o.calibration_data is not None or o.quantize_io
     chosen = o.precision or ("int8" if integer else "float32")
     one_of("precision", chosen, PRECISIONS)
@@ -123,7 +112,6 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
-    _log_toolchain(ctx, result)
     ctx.client.log_artifact(result.file(output), name="path")
     ctx.client.log_artifact(result.file(sidecar), name="mapping")
     return TFLiteCompiledModel.from_current_run(ctx)
@@ -164,7 +152,6 @@ def _profile_local(
     agent = device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
-    _log_toolchain(ctx, result)
     metrics = result.metrics
     ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
     if metrics.get("peak_rss_mb") is not None:
@@ -203,7 +190,6 @@ def _invoke_local(
     session.record_agent_result(
         ctx, result, skip=frozenset({"model", "mapping", "input", "output"})
     )
-    _log_toolchain(ctx, result)
     return TFLiteInvocationResult.from_current_run(ctx, output=session.stored_outputs(ctx, result))
 
 
