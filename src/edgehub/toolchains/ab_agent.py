@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
-from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.local_session import device_agent
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext

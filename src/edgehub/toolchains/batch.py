@@ -23,8 +23,7 @@ from edgehub.runners.protocol import (
     SupportsSharedFolder,
     SupportsSharedInput,
 )
-from edgehub.toolchains.local_session import record_agent_result
-from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.local_session import device_agent, record_agent_result
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:

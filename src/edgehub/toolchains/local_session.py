@@ -1,4 +1,5 @@
-"""What every `local` provider needs: the runtime's pinned container and an agent in it."""
+"""What every `local` provider needs: the runtime's pinned container and an agent in it, or
+with `device_agent` the agent of an ``ssh`` device for the providers that serve both."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.configs import DockerConfig
 from edgehub.limits import env_seconds
 from edgehub.runners.outcome import KILLED
+from edgehub.runners.protocol import SupportsAgentRelay
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from edgehub.runners.docker import DockerCommandRunner
 
 __all__ = [
+    "device_agent",
     "input_dict",
     "local_agent",
     "log_input",
@@ -66,6 +69,18 @@ def local_agent(
         explain_exit=_memory_explanation(runner, device or "local"),
         device=device or "local",
     )
+
+
+def device_agent(
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+) -> AgentCall:
+    """On a device whose runner can keep an agent session (`SupportsAgentRelay`: an ``ssh``
+    device), the agent there (the device's Python and runtime); otherwise `local_agent`."""
+    if isinstance(ctx.device(device or "local").runner, SupportsAgentRelay):
+        from edgehub.toolchains.remote.ssh_agent import ssh_agent
+
+        return ssh_agent(ctx, runtime, device, component)
+    return local_agent(ctx, runtime, device, component)
 
 
 def _memory_explanation(runner: DockerCommandRunner, device: str) -> Callable[[int], str | None]:

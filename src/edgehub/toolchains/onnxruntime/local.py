@@ -9,6 +9,7 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, InvokeError, ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
+    device_agent,
     input_dict,
     inspect_in_image,
     log_input,
@@ -27,7 +28,6 @@ from edgehub.toolchains.onnxruntime.components import (
 )
 from edgehub.toolchains.options import one_of, read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, plain_shape
 from edgehub.user_files import regular_file
 

@@ -9,7 +9,6 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
 from edgehub.toolchains.options import one_of, read_options, stability_request
-from edgehub.toolchains.remote.select import device_agent
 from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
@@ -149,7 +148,7 @@ def _profile_local(
     if o.input_data is not None:
         files["input.npz"] = _input_file(ctx, o.input_data)
         request["input"] = "in/input.npz"
-    agent = device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
+    agent = session.device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
     metrics = result.metrics
@@ -185,7 +184,7 @@ def _invoke_local(
             "use_compiled_names": bool(o.use_compiled_names),
         }
     )
-    agent = device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
+    agent = session.device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
     session.record_agent_result(
         ctx, result, skip=frozenset({"model", "mapping", "input", "output"})
