@@ -1,9 +1,6 @@
-"""`quantize`: smooth patterns, calibration, quantized patterns -> a QDQ ONNX model.
-
-Each stage plans its patterns, measures the tensors its matches ask for (``Match.observe``)
-with ONNX Runtime over the calibration samples, then applies the rewrites. The result holds
-QuantizeLinear/DequantizeLinear pairs (symmetric int8, zero point 0, per-channel weights) as
-TensorRT's explicit quantization takes them; ONNX Runtime runs it too.
+"""`quantize`: smooth patterns, calibration, quantized patterns -> a QDQ ONNX model (symmetric
+int8, per-channel weights, as TensorRT's explicit quantization takes them). Each stage measures
+the tensors its matches ask for (``Match.observe``) with ONNX Runtime, then applies the rewrites.
 """
 
 from __future__ import annotations

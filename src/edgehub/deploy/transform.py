@@ -1,8 +1,6 @@
-"""`transform`: conversions until nothing matches (bounded), then one fusion pass.
-
-Without explicit patterns the active backend's conversion and fusion lists are used (seed 002).
-`plan` runs the conversions and plans the fusions without applying them, so the plan can be
-read and edited, then handed back to `transform(model, plan=...)`.
+"""`transform`: conversions until nothing matches (bounded), then one fusion pass (by default
+the active backend's lists). `plan` stops before the fusions, for a plan to read and edit, then
+hand back to `transform(model, plan=...)`.
 """
 
 from __future__ import annotations

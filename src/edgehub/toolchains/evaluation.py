@@ -1,8 +1,5 @@
-"""What every evaluation shares: the runner of a compiled model on its device, the pairing of
-its outputs with the reference's, and their scores (`edgehub.toolchains.metrics`).
-
-Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
-(`edgehub.toolchains.evaluators`).
+"""What every evaluation (``hub exec eval`` and the `Evaluator` components) shares: the runner
+of a compiled model on its device, the pairing of its outputs with the reference's, their scores.
 """
 
 from __future__ import annotations

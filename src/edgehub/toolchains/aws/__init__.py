@@ -1,8 +1,5 @@
 """AWS Device Farm (``aws`` devices): `TFLiteProfiler` on Android phones with LiteRT's
-``benchmark_model``, through the user's own AWS account (botocore, imported on first use).
-
-`DeviceFarmConfig` is the provider's settings table; `PROVIDERS` the module that registers
-the provider; `resume_device_farm_run` attaches a profile to a run scheduled earlier.
+``benchmark_model``, through the user's own AWS account (`PROVIDERS`: the module registering it).
 """
 
 from __future__ import annotations

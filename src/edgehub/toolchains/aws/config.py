@@ -1,9 +1,6 @@
-"""`DeviceFarmConfig`: the settings of the ``aws`` provider (``[devices.<name>.aws]``), which
-profiles ``.tflite`` models on phones of AWS Device Farm with the user's own account.
-
-Credentials are not settings: they come from the standard AWS chain (environment variables,
-``~/.aws/credentials`` / ``AWS_PROFILE``, an instance or container role) and are never written
-to hub.toml or the run store.
+"""`DeviceFarmConfig`: the settings of the ``aws`` provider (``[devices.<name>.aws]``).
+Credentials are not settings: they come from the standard AWS chain and are never written to
+hub.toml or the run store.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""What goes to Device Farm for one benchmark: the test package (LiteRT's ``benchmark_model``
-and the model, in one ``.tgz``: a run takes one test package) and the test spec that pushes both
-with ``adb``, runs the benchmark and leaves its log in ``$DEVICEFARM_LOG_DIR``.
-
-Both are built byte for byte the same from the same inputs, so their content hash names the
-upload and a second profile of the same model and binary uploads nothing.
+"""What goes to Device Farm for one benchmark: the test package (``benchmark_model`` and the
+model in one ``.tgz``) and the test spec that runs it with ``adb``, leaving its log in
+``$DEVICEFARM_LOG_DIR``. Both are byte for byte the same from the same inputs, so their content
+hash names the upload and a second profile of the same model and binary uploads nothing.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """`hub exec ab` on a Qualcomm AI Hub device: one profile job per model, both submitted before
-either is waited for, then both waited for and their profiles downloaded.
-
-The service runs each job in its own device session, so the two models are not interleaved:
-their per-iteration inference times (``all_inference_times``) are two independent samples,
-which the caller compares as such (`edgehub.tracking.profile_compare.compare_samples`).
+either is waited for. The service runs each job in its own device session, so their
+per-iteration times are two independent samples, not interleaved ones.
 """
 
 from __future__ import annotations

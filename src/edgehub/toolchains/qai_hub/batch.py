@@ -1,9 +1,6 @@
-"""`QAIHubBatchRunner`: a dataset through a compiled model in one AI Hub inference job.
-
-The samples become one service dataset (``{compiled input name: [sample, ...]}``), uploaded
-once per content and reused by hash while it lives (`uploads`), even by a later process; the
-job gets the compiled model's own input names (the compiler's renames applied), and its
-outputs come back under the original names, stacked over the samples.
+"""`QAIHubBatchRunner`: a dataset through a compiled model in one AI Hub inference job, its
+samples one service dataset (uploaded once per content) under the compiled model's input names,
+its outputs back under the original names, stacked over the samples.
 """
 
 from __future__ import annotations

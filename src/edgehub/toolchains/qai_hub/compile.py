@@ -1,9 +1,6 @@
-"""The ``qai_hub`` providers of `ONNXRuntimeCompiler` and `TFLiteCompiler`.
-
-With calibration data a quantize job (INT8 QDQ by default) runs first and its model is
-compiled; without, the float model is compiled as it is. Input specs come from the model's
-own inputs; the compiled model's tensor names are read from the service's model spec and
-recorded as name mappings (original -> compiled, by position).
+"""The ``qai_hub`` providers of `ONNXRuntimeCompiler` and `TFLiteCompiler`: with calibration data
+a quantize job runs first and its model is compiled. The compiled model's tensor names, read
+from the service's model spec, are recorded as name mappings (original -> compiled, by position).
 """
 
 from __future__ import annotations
