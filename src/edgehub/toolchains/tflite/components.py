@@ -175,13 +175,8 @@ class TFLiteProfiler(BuiltinComponent):
     ``use_xnnpack``, ``enable_op_profiling``, ``max_secs``, ``run_delay``, ...); those entries take
     precedence over the options, the others are recorded and reported as not applicable, and unknown
     keys are an error. ``input_data`` (arrays by input name, or an ``.npz``) replaces the random
-    inputs; ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
-    the timed runs come in windows (``runs`` runs, repeated until the window has lasted
-    ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree within
-    ``stable_tolerance`` (a fraction), with other processes taking at most
-    ``stable_max_other_share`` (default 0.25, 1: no limit) of the CPUs in each, or ``stable_max_s``
-    pass; ``stable_converged`` (1/0, not converging does not fail the run), ``stable_windows`` and
-    ``stable_spread_pct`` record it.
+    inputs; ``input_shape`` sets the random inputs' shapes for dynamic dimensions.
+    ``until_stable`` and its ``stable_*`` settings: as `ONNXRuntimeProfiler`'s.
     """
 
     run_type = RunType.PROFILE
