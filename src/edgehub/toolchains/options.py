@@ -6,7 +6,7 @@ that serves only some names those (`provides`), so the dispatch refuses a value 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -16,7 +16,6 @@ from edgehub.core.values import Range
 __all__ = [
     "STABILITY_BOUNDS",
     "BuiltinComponent",
-    "one_of",
     "provides",
     "read_options",
     "stability_request",
@@ -75,12 +74,3 @@ def stability_request(options: Any) -> dict[str, Any]:
         return {}
     declared = {k: float(getattr(options, k)) for k in STABILITY if hasattr(options, k)}
     return {"until_stable": True, **declared}
-
-
-def one_of(option: str, value: Any, allowed: Collection[str]) -> Any:
-    """``value``, a `UsageError` naming the choices where it is not one of ``allowed``."""
-    from edgehub.errors import UsageError
-
-    if value not in allowed:
-        raise UsageError(f"{option} must be one of {', '.join(allowed)}, got {value!r}")
-    return value

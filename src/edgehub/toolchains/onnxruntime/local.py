@@ -26,7 +26,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfiler,
     ONNXRuntimeProfilingResult,
 )
-from edgehub.toolchains.options import one_of, read_options, stability_request
+from edgehub.toolchains.options import read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.tensors import arrays_file, plain_shape
 from edgehub.user_files import regular_file
@@ -44,7 +44,6 @@ MODES = {"static": "quantize-static", "dynamic": "quantize-dynamic", "none": "op
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> ONNXRuntimeCompiledModel:
     o = read_options(ONNXRuntimeCompiler, options)
     model = regular_file(onnx_path, "model")
-    one_of("quantization", o.quantization, MODES)
     agent, inputs = _start(ctx, ONNXRuntimeCompiler, o.device, model)
     output = f"compiled_{model.stem}.onnx"
     request: dict[str, Any] = {

@@ -32,7 +32,7 @@ from edgehub.toolchains.local_session import (
     record_agent_result,
     saved_inputs,
 )
-from edgehub.toolchains.options import one_of, read_options, stability_request
+from edgehub.toolchains.options import read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.tensorrt import timing_cache, trtexec_parse
 from edgehub.toolchains.tensorrt.components import (
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["gpu_agent", "inspect_model"]
 
 RUNTIME = "tensorrt"
-PRECISIONS = ("fp32", "fp16", "int8")
 # request keys that are container paths, not settings worth recording
 _PATH_KEYS = frozenset(
     {"model", "output", "layer_info", "build_log", "timing_cache_in", "timing_cache_out"}
@@ -106,7 +105,6 @@ def _quantize_first(
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRTCompiledModel:
     o = read_options(TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
-    one_of("precision", o.precision, PRECISIONS)
     _check_calib_path(o.calib_path)
     static, shapes = shape_options(ctx, o.input_shape, o.input_shape_range, o.input_shapes)
     if o.calibration_data is not None and o.precision != "int8":

@@ -142,8 +142,6 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
 def _compile(ctx: HubContext, onnx_path: Path, **options: Any) -> trt.TensorRTCompiledModel:
     o = read_options(trt.TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
-    if o.precision not in ("fp32", "fp16", "int8"):
-        raise UsageError(f"precision must be fp32, fp16 or int8, got {o.precision!r}")
     tool, config = _tool(ctx, o.device, trt.TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
     stage = ctx.artifact_dir / "device_stage"

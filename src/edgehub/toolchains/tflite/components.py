@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 Precision = Literal["float32", "float16", "dynamic_int8", "int8", "int16x8"]
-PRECISIONS: tuple[str, ...] = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
 SIDECAR_SUFFIX = ".mapping.json"
 T = TypeVar("T", bound="TFLiteCompiledModel")
 

@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
-from edgehub.toolchains.options import one_of, read_options, stability_request
+from edgehub.toolchains.options import read_options, stability_request
 from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
-    PRECISIONS,
     TFLiteCompiledModel,
     TFLiteCompiler,
     TFLiteInvocationResult,
@@ -80,7 +79,6 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         )
     integer = o.calibration_data is not None or o.quantize_io
     chosen = o.precision or ("int8" if integer else "float32")
-    one_of("precision", chosen, PRECISIONS)
     session.log_input(ctx, RUNTIME, model)
     agent = session.local_agent(ctx, RUNTIME, o.device, TFLiteCompiler)
     output = f"compiled_{model.stem}.tflite"
