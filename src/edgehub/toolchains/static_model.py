@@ -33,22 +33,17 @@ def shown_dims(dims: Sequence[Dim] | None) -> str:
     """``dims`` as shown in messages: ``[-1, 3, '?', '?']``."""
     if dims is None:
         return "no declared shape"
-    return (
-        "["
-        + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(d or "?") for d in dims)
-        + "]"
-    )
+    shown = (str(d) if isinstance(d, int) and d > 0 else repr(d or "?") for d in dims)
+    return f"[{', '.join(shown)}]"
 
 
 def example_shapes(inputs: Sequence[GraphInput]) -> str:
     """``input_shape`` text for ``inputs``: each dynamic dim shown as 1."""
-    parts = []
-    for entry in inputs:
-        dims = entry.dims or (1,)
-        parts.append(
-            f"{entry.name}:" + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in dims)
-        )
-    return ",".join(parts)
+    return ",".join(
+        f"{entry.name}:"
+        + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in entry.dims or (1,))
+        for entry in inputs
+    )
 
 
 def _requested(
