@@ -111,14 +111,11 @@ def parse_summary(text: str) -> TrtexecSummary:
                 float(m.group("p")): float(m.group("v"))
                 for m in _PERCENTILE.finditer(stat.group("rest"))
             }
-            key = SUMMARY_STATISTICS[stat.group("name")]
-            summary.statistics[key] = Statistic(
-                min=float(stat.group("min")),
-                max=float(stat.group("max")),
-                mean=float(stat.group("mean")),
-                median=float(stat.group("median")),
-                percentiles=percentiles,
+            low, high, mean, median = (
+                float(stat.group(k)) for k in ("min", "max", "mean", "median")
             )
+            key = SUMMARY_STATISTICS[stat.group("name")]
+            summary.statistics[key] = Statistic(low, high, mean, median, percentiles)
             continue
         for pattern, attribute in (
             (_THROUGHPUT, "throughput_qps"),
@@ -129,12 +126,10 @@ def parse_summary(text: str) -> TrtexecSummary:
             match = pattern.search(line)
             if match:
                 setattr(summary, attribute, float(match.group("v")))
-        trace = _TRACE.search(line)
-        if trace:
-            summary.queries = int(trace.group("n"))
-        warmup = _WARMUP.search(line)
-        if warmup:
-            summary.warmup_queries = int(warmup.group("n"))
+        for pattern, attribute in ((_TRACE, "queries"), (_WARMUP, "warmup_queries")):
+            match = pattern.search(line)
+            if match:
+                setattr(summary, attribute, int(match.group("n")))
         if "[W]" in line and "* " in line:  # trtexec's own advice, e.g. "* GPU compute time ..."
             summary.warnings.append(line.split("* ", 1)[1].strip())
     return summary
@@ -149,10 +144,8 @@ def summary_metrics(summary: TrtexecSummary) -> dict[str, float]:
     """Flat metrics: ``<stat>_{min,max,mean,median,pNN}_ms``, throughput, walltime."""
     metrics: dict[str, float] = {}
     for key, stat in summary.statistics.items():
-        metrics[f"{key}_min_ms"] = stat.min
-        metrics[f"{key}_max_ms"] = stat.max
-        metrics[f"{key}_mean_ms"] = stat.mean
-        metrics[f"{key}_median_ms"] = stat.median
+        for name in ("min", "max", "mean", "median"):
+            metrics[f"{key}_{name}_ms"] = getattr(stat, name)
         for percent, value in stat.percentiles.items():
             metrics[f"{key}_{_ms_key(percent)}_ms"] = value
     for name in ("throughput_qps", "host_walltime_s", "gpu_compute_total_s", "unstable_cov_pct"):
