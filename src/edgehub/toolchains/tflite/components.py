@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import NoProviderError
+from edgehub.core.component.outputs import CompiledModel
 from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
@@ -66,17 +67,10 @@ class TFLiteCompiledModel(CompiledWithNames):
         target = model.path.file_path
         if isinstance(target, Path) and "mapping" not in extra:
             sidecar = mapping_sidecar(target)
-            if sidecar.is_file():
-                artifact = LoggedArtifact(
-                    id="",
-                    file_name=sidecar.name,
-                    file_size=sidecar.stat().st_size,
-                    logged_at=0.0,
-                    file_path=sidecar,
-                    name="$mapping",
-                    artifact_dir=sidecar.parent,
-                )
-                model = dataclasses.replace(model, mapping=artifact)
+            if sidecar.is_file():  # wrapped as a model file is, named as the compiler logs it
+                artifact = CompiledModel.from_path(sidecar).path
+                mapping = dataclasses.replace(artifact, name="$mapping")
+                model = dataclasses.replace(model, mapping=mapping)
         return model._with_names()
 
     @property
