@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "HIGHER_IS_BETTER",
     "OUTPUT_FIGURES",
     "TaskMetric",
     "output_figures",
@@ -33,7 +32,6 @@ IDENTICAL_DB = 300.0
 FIGURE_BLOCK_VALUES = 1 << 20  # values per float64 block of `output_figures` (8 MiB)
 OUTPUT_FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 BUILT_IN_TASKS = ("top1", "top5", "iou", "mse")
-HIGHER_IS_BETTER = {"cosine", "cosine_min", "snr_db", "psnr_db", "top1", "top5", "iou"}
 
 TaskMetric = Callable[[Any, Any], float]
 
