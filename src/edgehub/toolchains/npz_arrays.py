@@ -204,26 +204,12 @@ class NpzArrays(dict):  # type: ignore[type-arg]
         self._load()
         return (dict, (dict(dict.items(self)),))
 
-    __getitem__ = _loads(dict.__getitem__)
-    __iter__ = _loads(dict.__iter__)
-    __len__ = _loads(dict.__len__)
-    __contains__ = _loads(dict.__contains__)
-    __eq__ = _loads(dict.__eq__)
-    __ne__ = _loads(dict.__ne__)
-    __or__ = _loads(dict.__or__)
-    __ror__ = _loads(dict.__ror__)
-    __ior__ = _loads(dict.__ior__)
-    __reversed__ = _loads(dict.__reversed__)
-    __setitem__ = _loads(dict.__setitem__)
-    __delitem__ = _loads(dict.__delitem__)
-    __repr__ = _loads(dict.__repr__)
-    keys = _loads(dict.keys)
-    values = _loads(dict.values)
-    items = _loads(dict.items)
-    get = _loads(dict.get)
-    copy = _loads(dict.copy)
-    pop = _loads(dict.pop)
-    popitem = _loads(dict.popitem)
-    setdefault = _loads(dict.setdefault)
-    update = _loads(dict.update)
-    clear = _loads(dict.clear)
+
+# every way of looking at or changing the arrays reads the file first
+_LOADING = ("__getitem__", "__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__or__",
+            "__ror__", "__ior__", "__reversed__", "__setitem__", "__delitem__", "__repr__",
+            "keys", "values", "items", "get", "copy", "pop", "popitem", "setdefault", "update",
+            "clear")  # fmt: skip
+for _name in _LOADING:
+    setattr(NpzArrays, _name, _loads(getattr(dict, _name)))
+del _name
