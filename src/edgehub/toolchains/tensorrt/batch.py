@@ -9,19 +9,31 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import UsageError
+from edgehub.errors import GpuUnavailableError, UsageError
+from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.batch import BatchRunner
-from edgehub.toolchains.host_gpu import require_host_gpu
+from edgehub.toolchains.local_session import CONTAINER_WORK
 from edgehub.toolchains.tensorrt.components import TensorRTInvoker
-from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE
+from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE, detect_gpu
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["TRTBatchRunner", "build_settings"]
+__all__ = ["TRTBatchRunner", "build_settings", "require_gpu"]
 
 BUILD_PARAMS = ("precision", "shapes")  # shapes: the profile the build resolved
+
+
+def require_gpu(what: str) -> None:
+    """`GpuUnavailableError` (one line, what to do) where this host shows no NVIDIA GPU."""
+    gpu = detect_gpu()
+    if not gpu.visible:
+        raise GpuUnavailableError(
+            f"{what} runs the TensorRT engine on an NVIDIA GPU and this machine has none "
+            f"({gpu.describe()}); nothing was run. Run it on a host with a GPU (and the "
+            "NVIDIA Container Toolkit), or evaluate the onnxruntime or tflite compilation here"
+        )
 
 
 def build_settings(log: RunLog | None) -> dict[str, Any]:
@@ -38,7 +50,7 @@ class TRTBatchRunner(BatchRunner):
     component = TensorRTInvoker
 
     def __init__(self, ctx: HubContext, device: str | None, scratch: str | None = None) -> None:
-        from edgehub.toolchains.tensorrt.local import gpu_agent
+        from edgehub import images
 
         provider = ctx.device(device or "local").provider_type
         if provider != "local":
@@ -46,15 +58,14 @@ class TRTBatchRunner(BatchRunner):
                 f"TensorRT eval runs on this host's GPU (a local device); device {device!r} "
                 f"uses {provider!r}"
             )
-        require_host_gpu(
-            "TensorRT eval runs the engine",
-            "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate the "
-            "onnxruntime or tflite compilation here",
-        )
+        require_gpu("TensorRT eval")
         self.ctx = ctx
-        self._agent = gpu_agent(ctx, device, RTX_IMAGE)
-        if scratch is not None:
-            self._agent.local_dir = ctx.artifact_dir / scratch
+        image = ctx.image_tags.get(RTX_IMAGE) or images.require_image(RTX_IMAGE).tag
+        runner = ctx.docker_runner(image, gpus="all")
+        ctx.client.log_environment({"image": image, "runtime": self.runtime,
+                                    "gpu": detect_gpu().describe()})  # fmt: skip
+        local = ctx.artifact_dir / scratch if scratch is not None else ctx.artifact_dir
+        self._agent = AgentCall(runner, CONTAINER_WORK / ctx.artifact_dir.name, local)
 
     def model_files(self, model: Any) -> tuple[dict[str, Path], dict[str, Any]]:
         return engine_request(self.ctx, model)

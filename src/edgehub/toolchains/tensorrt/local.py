@@ -169,11 +169,11 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRT
     return TensorRTCompiledModel.from_current_run(ctx)
 
 
-def gpu_agent(ctx: HubContext, device: str | None, image_name: str = FULL_IMAGE) -> AgentCall:
-    """An agent in the full tensorrt image (or ``image_name``) with the GPU passed through."""
+def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
+    """An agent in the full tensorrt image with the GPU passed through."""
     from edgehub import images
 
-    image = ctx.image_tags.get(image_name) or images.require_image(image_name).tag
+    image = ctx.image_tags.get(FULL_IMAGE) or images.require_image(FULL_IMAGE).tag
     runner = ctx.docker_runner(image, gpus="all")
     ctx.client.log_environment({"image": image, "runtime": RUNTIME, "gpu": detect_gpu().describe()})
     return AgentCall(
