@@ -87,23 +87,6 @@ def test_exported_layer_profile() -> None:
     assert rows[1]["median_ms"] == 0.0667  # older versions export no median
 
 
-def test_layer_info_in_both_verbosities() -> None:
-    names_only = {"Layers": ["conv1 + relu1", "fc"], "Bindings": ["image", "probabilities"]}
-    assert [r["name"] for r in tp.parse_layer_info(json.dumps(names_only))] == [
-        "conv1 + relu1",
-        "fc",
-    ]
-    detailed = {
-        "Layers": [
-            {"Name": "conv1", "LayerType": "CaskConvolution", "TacticName": "sm80_xmma",
-             "Inputs": [{"Name": "image"}]},
-        ],
-        "Bindings": ["image"],
-    }  # fmt: skip
-    row = tp.parse_layer_info(json.dumps(detailed))[0]
-    assert row["type"] == "CaskConvolution" and row["TacticName"] == "sm80_xmma"
-
-
 def test_exported_outputs_keep_the_engine_dtypes() -> None:
     text = json.dumps(
         [

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edgehub.deploy.pattern import phase_of
 from edgehub.errors import UsageError
 
 __all__ = [
@@ -25,12 +26,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "edgehub.backends"
-_STAGES = {
-    "conversion_patterns": "conversion",
-    "fusion_patterns": "fusion",
-    "smooth_patterns": "smooth",
-    "quantized_patterns": "quantized",
-}
 
 
 class UnknownBackendError(UsageError, ValueError):
@@ -55,11 +50,11 @@ class Backend:
     def __post_init__(self) -> None:
         if not self.name:
             raise ValueError("a Backend needs a name")
-        for field_name, stage in _STAGES.items():
+        for stage in ("conversion", "fusion", "smooth", "quantized"):
+            field_name = f"{stage}_patterns"
             for pattern in getattr(self, field_name):
-                phase = getattr(pattern, "phase", None)
-                phase = getattr(phase, "value", phase)
-                if phase is not None and str(phase).lower() != stage:
+                phase = phase_of(pattern)
+                if phase is not None and phase != stage:
                     raise ValueError(
                         f"backend {self.name!r}: pattern {getattr(pattern, '__name__', pattern)}"
                         f" has phase {phase!r} but is listed in {field_name}"

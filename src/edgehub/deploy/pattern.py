@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from edgehub.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import onnx
 
     from edgehub.deploy.graph import Graph
 
-__all__ = ["Match", "Pattern", "PatternPhaseError", "Phase", "check_phase"]
+__all__ = ["Match", "Pattern", "PatternPhaseError", "Phase", "split_phases"]
 
 
 class Phase(str, Enum):
@@ -105,13 +107,25 @@ def phase_of(pattern: type[Any]) -> str | None:
     return None if phase is None else str(phase).lower()
 
 
-def check_phase(patterns: list[type[Any]], allowed: tuple[Phase, ...], stage: str) -> None:
-    """Refuse patterns whose phase ``stage`` does not run (with the one-line reason)."""
-    names = {p.value for p in allowed}
-    for pattern in patterns:
+def split_phases(
+    patterns: Sequence[type[Any]] | None, phases: tuple[Phase, Phase], stage: str
+) -> tuple[tuple[type[Any], ...], tuple[type[Any], ...]]:
+    """``patterns`` (None: the active backend's lists for ``phases``) by phase, in order; a
+    pattern whose phase ``stage`` does not run is refused in one line."""
+    if patterns is None:
+        from edgehub.deploy.backend import get_backend
+
+        backend = get_backend()
+        first, second = (tuple(getattr(backend, f"{p.value}_patterns")) for p in phases)
+        return first, second
+    names = {p.value for p in phases}
+    chosen = list(patterns)
+    for pattern in chosen:
         phase = phase_of(pattern)
         if phase not in names:
             raise PatternPhaseError(
                 f"{getattr(pattern, '__name__', pattern)} has phase {phase!r}; {stage} runs "
                 f"{' and '.join(sorted(names))} patterns only"
             )
+    first, second = (tuple(x for x in chosen if phase_of(x) == p.value) for p in phases)
+    return first, second

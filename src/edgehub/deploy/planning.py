@@ -1,9 +1,7 @@
-"""Plans: where each pattern matches, with overlaps resolved, editable before it is applied.
+"""Plans: where each pattern matches, editable (``Match.apply``) before it is applied.
 
-Patterns are matched in list order (put the longest, most specific first); within a pattern,
-in graph order. A match that shares a node with an earlier kept match is switched off and says
-which match it lost to. Users may flip ``Match.apply`` before applying; enabled matches that
-overlap are refused then.
+Patterns are matched in list order (put the longest, most specific first), then graph order; a
+match that shares a node with an earlier kept match is switched off and says which it lost to.
 """
 
 from __future__ import annotations

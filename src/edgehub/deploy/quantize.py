@@ -1,9 +1,6 @@
-"""`quantize`: smooth patterns, calibration, quantized patterns -> a QDQ ONNX model.
-
-Each stage plans its patterns, measures the tensors its matches ask for (``Match.observe``)
-with ONNX Runtime over the calibration samples, then applies the rewrites. The result holds
-QuantizeLinear/DequantizeLinear pairs (symmetric int8, zero point 0, per-channel weights) as
-TensorRT's explicit quantization takes them; ONNX Runtime runs it too.
+"""`quantize`: smooth patterns, calibration, quantized patterns -> a QDQ ONNX model (symmetric
+int8, per-channel weights, as TensorRT's explicit quantization takes them). Each stage measures
+the tensors its matches ask for (``Match.observe``) with ONNX Runtime, then applies the rewrites.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.deploy.calibrate import as_samples, calibrate
 from edgehub.deploy.graph import Graph
 from edgehub.deploy.model_io import ModelLike, load_model
-from edgehub.deploy.pattern import Pattern, Phase, check_phase, phase_of
+from edgehub.deploy.pattern import Pattern, Phase, split_phases
 from edgehub.deploy.planning import apply_matches, find_matches
 from edgehub.deploy.report import TransformReport
 from edgehub.deploy.transform import TransformResult
@@ -30,9 +27,7 @@ MIN_QDQ_OPSET = 13  # per-axis DequantizeLinear
 
 
 def quantize(
-    model: ModelLike,
-    calibration_data: Any,
-    patterns: Sequence[type[Pattern]] | None = None,
+    model: ModelLike, calibration_data: Any, patterns: Sequence[type[Pattern]] | None = None
 ) -> TransformResult:
     """The quantized copy of ``model`` and its report.
 
@@ -40,7 +35,7 @@ def quantize(
     an iterable of arrays. Without ``patterns`` the active backend's smooth and quantized
     patterns are used.
     """
-    smooth, quantized = _split(patterns)
+    smooth, quantized = split_phases(patterns, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
     graph = Graph(_at_least(load_model(model), MIN_QDQ_OPSET))
     samples = as_samples(graph.model, calibration_data)
     report = TransformReport()
@@ -57,20 +52,6 @@ def quantize(
         apply_matches(graph, matches, report)
     report.set_after(graph.model)
     return TransformResult(graph.model, report)
-
-
-def _split(
-    patterns: Sequence[type[Pattern]] | None,
-) -> tuple[tuple[type[Pattern], ...], tuple[type[Pattern], ...]]:
-    if patterns is None:
-        from edgehub.deploy.backend import get_backend
-
-        backend = get_backend()
-        return tuple(backend.smooth_patterns), tuple(backend.quantized_patterns)
-    chosen = list(patterns)
-    check_phase(chosen, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
-    smooth = tuple(p for p in chosen if phase_of(p) == Phase.SMOOTH.value)
-    return smooth, tuple(p for p in chosen if phase_of(p) == Phase.QUANTIZED.value)
 
 
 def _at_least(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:

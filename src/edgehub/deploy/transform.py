@@ -1,8 +1,6 @@
-"""`transform`: conversions until nothing matches (bounded), then one fusion pass.
-
-Without explicit patterns the active backend's conversion and fusion lists are used (seed 002).
-`plan` runs the conversions and plans the fusions without applying them, so the plan can be
-read and edited, then handed back to `transform(model, plan=...)`.
+"""`transform`: conversions until nothing matches (bounded), then one fusion pass (by default
+the active backend's lists). `plan` stops before the fusions, for a plan to read and edit, then
+hand back to `transform(model, plan=...)`.
 """
 
 from __future__ import annotations
@@ -11,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from edgehub.deploy.graph import Graph
 from edgehub.deploy.model_io import ModelLike, load_model
-from edgehub.deploy.pattern import Pattern, Phase, check_phase, phase_of
+from edgehub.deploy.pattern import Pattern, Phase, split_phases
 from edgehub.deploy.planning import Plan, apply_matches, find_matches
 from edgehub.deploy.report import TransformReport
 
@@ -37,7 +35,7 @@ def plan(
     max_rounds: int = MAX_CONVERSION_ROUNDS,
 ) -> Plan:
     """Apply the conversions to a copy of ``model``, then plan the fusions on the result."""
-    conversions, fusions = _split(patterns)
+    conversions, fusions = split_phases(patterns, (Phase.CONVERSION, Phase.FUSION), "transform()")
     graph = Graph(load_model(model))
     report = TransformReport()
     report.set_before(graph.model)
@@ -56,9 +54,7 @@ def plan(
 
 
 def transform(
-    model: ModelLike,
-    patterns: Sequence[type[Pattern]] | None = None,
-    plan: Plan | None = None,
+    model: ModelLike, patterns: Sequence[type[Pattern]] | None = None, plan: Plan | None = None
 ) -> TransformResult:
     """The transformed copy of ``model`` and what each pattern did.
 
@@ -74,18 +70,3 @@ def transform(
 
 
 _make_plan = plan
-
-
-def _split(
-    patterns: Sequence[type[Pattern]] | None,
-) -> tuple[tuple[type[Pattern], ...], tuple[type[Pattern], ...]]:
-    if patterns is None:
-        from edgehub.deploy.backend import get_backend
-
-        backend = get_backend()
-        return tuple(backend.conversion_patterns), tuple(backend.fusion_patterns)
-    chosen = list(patterns)
-    check_phase(chosen, (Phase.CONVERSION, Phase.FUSION), "transform()")
-    conversions = tuple(p for p in chosen if phase_of(p) == Phase.CONVERSION.value)
-    fusions = tuple(p for p in chosen if phase_of(p) == Phase.FUSION.value)
-    return conversions, fusions

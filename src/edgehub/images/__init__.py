@@ -1,14 +1,9 @@
 """Building and naming the pinned toolchain images.
 
 Each runtime has ``images/<runtime>/Dockerfile`` and ``requirements.lock`` (exact versions, one
-sha256 per wheel). Its tag is derived from those two files, so a changed pin is a new image. The
-wheels are downloaded on the host into a persistent cache, verified against the lock and copied
-into the build context; the build itself never talks to a Python package index, and a filled
-cache is enough to build offline.
-
-Importing this module is cheap: each name loads its module on first use (naming a runtime's
-image tag, as every run does, loads no build, wheel or status code); the daemon (local or
-remote) is reached through `~edgehub.runners.docker.connect`.
+sha256 per wheel); its tag is derived from those two files. The wheels are downloaded on the
+host into a persistent cache, verified against the lock and copied into the build context: the
+build itself never talks to a Python package index. Each name here loads its module on first use.
 """
 
 from typing import TYPE_CHECKING

@@ -62,10 +62,6 @@ def wheel_cache_dir() -> Path:
     return cache_subdir("wheels")
 
 
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 def _find_cached(
     entries: Iterable[LockEntry], cache: Path
 ) -> tuple[dict[str, Path], list[LockEntry]]:
@@ -74,19 +70,13 @@ def _find_cached(
     missing: list[LockEntry] = []
     wheels = sorted(cache.glob("*.whl")) if cache.is_dir() else []
     for entry in entries:
-        prefix = f"{_normalize(entry.name)}-{entry.version}-"
-        match = next(
-            (
-                wheel
-                for wheel in wheels
-                if wheel.name.lower().startswith(prefix) and _sha256(wheel) in entry.hashes
-            ),
-            None,
-        )
-        if match is None:
-            missing.append(entry)
+        prefix = f"{re.sub(r'[-_.]+', '_', entry.name).lower()}-{entry.version}-"
+        for wheel in wheels:
+            if wheel.name.lower().startswith(prefix) and _sha256(wheel) in entry.hashes:
+                found[entry.pin] = wheel
+                break
         else:
-            found[entry.pin] = match
+            missing.append(entry)
     return found, missing
 
 

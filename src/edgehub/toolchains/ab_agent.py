@@ -1,10 +1,6 @@
-"""Interleaved A/B of two models in one agent process (the runtime's ``<namespace>.ab``), on
-the device's agent: the runtime's warm container on this host, or the resident agent of an
-``ssh`` device, or an agent the runtime brings (its descriptor's ``ab`` passes it).
-
-Called inside the comparison's run: the models and inputs are staged from its directory, and
-the agent's result (per-round block medians, each model's samples as ``profile_a.json`` and
-``profile_b.json``) comes back into it.
+"""Interleaved A/B of two models in one agent process (the runtime's ``<namespace>.ab``) on the
+device's agent, inside the comparison's run: per-round block medians, and each model's samples
+as ``profile_a.json`` and ``profile_b.json``.
 """
 
 from __future__ import annotations
@@ -14,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
-from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.local_session import device_agent
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -74,9 +70,8 @@ def agent_ab(
 
 
 def check_rounds(result: AgentResult, device: str) -> None:
-    """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite
-    positive number, or the comparison fails here (a device's NaN or text never reaches the
-    statistics)."""
+    """The rounds the verdict is made of: a list of ``{a_ms, b_ms, ratio}``, each a finite positive
+    number, or the comparison fails here (a device's NaN or text never reaches the statistics)."""
     from edgehub.tracking.verdict_numbers import number_problem
 
     rounds = result.data.get("rounds")

@@ -1,12 +1,9 @@
 """Calling the device-side agent through any runner, in one round trip per command.
 
-Each call stages a directory (the agent zipapp, the request and the input files), uploads it
-with one ``put``, runs the agent there, and fetches its ``out/`` directory (the result and the
-output files) with one ``get``. Agent errors become edgehub errors. The result file is read
-within `~edgehub.limits.ResultLimits`, and a file the caller needs from ``out/`` that the device
-did not return is named in a one-line error (`AgentResult.file`). An ``.npz`` the device sent
-back is refused before anything reads it where its arrays unpack past
-`~edgehub.limits.FetchLimits` (`~edgehub.toolchains.npz_arrays.check_unpacked_size`).
+Each call stages a directory (the agent zipapp, the request and the input files), uploads it,
+runs the agent there, and fetches its ``out/`` directory; agent errors become edgehub errors.
+What comes back is bounded before anything reads it: the result by
+`~edgehub.limits.ResultLimits`, each ``.npz`` by `~edgehub.limits.FetchLimits`.
 """
 
 from __future__ import annotations
@@ -30,13 +27,7 @@ from edgehub.errors import (
 from edgehub.fsutil import link_tree
 from edgehub.limits import ResultLimits
 from edgehub.runners.outcome import killed_note
-from edgehub.runners.protocol import (
-    CommandResult,
-    CommandRunner,
-    Exchange,
-    SupportsAgentChannel,
-    SupportsExchange,
-)
+from edgehub.runners.protocol import CommandRunner, Exchange, SupportsAgentChannel, SupportsExchange
 from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked
@@ -82,42 +73,28 @@ class AgentResult:
         return path
 
 
+@dataclass(eq=False)
 class AgentCall:
-    """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>``
-    on the runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
+    """Runs agent commands through ``runner``; each call works in ``workdir/<n>-<command>`` on the
+    runner's side and in ``local_dir`` here. ``python`` is the interpreter there.
 
-    With ``server`` (a socket path on the runner's side, for long-lived machines such as a warm
-    container) the agent hands each job to a resident agent that has the runtime loaded
-    already, starting one on first use. With ``agent`` (a path on the runner's side) that
-    zipapp is run instead of sending one with every call. ``explain_exit`` turns the exit
-    status of an agent that ended without a result into a message where the runner knows why
-    (the container's memory limit killed it), else ``None``. ``launcher`` words go before
-    the agent's command line where it is started (``taskset -c 0-1`` for ``--pin-cpus``).
-    ``device`` names the device in errors about what it sent back.
+    ``server``: a socket path on the runner's side where a resident agent, with the runtime loaded,
+    takes each job (started on first use). ``agent``: a zipapp already on the runner's side, run
+    instead of sending one with every call. ``explain_exit``: a message for the exit status of an
+    agent that ended without a result, where the runner knows why (else None). ``launcher``: words
+    before the agent's command line (``taskset -c 0-1``). ``device`` names the device in errors.
     """
 
-    def __init__(
-        self,
-        runner: CommandRunner,
-        workdir: PurePosixPath,
-        local_dir: Path,
-        python: str = "python3",
-        server: str | None = None,
-        agent: str | None = None,
-        explain_exit: Callable[[int], str | None] | None = None,
-        launcher: Sequence[str] = (),
-        device: str = "",
-    ) -> None:
-        self.device = device
-        self.explain_exit = explain_exit
-        self.launcher = list(launcher)  # words before the agent's python (``taskset -c 0``)
-        self.agent = agent  # the zipapp already on the runner's side; else staged per call
-        self.runner = runner
-        self.workdir = workdir
-        self.local_dir = local_dir
-        self.python = python
-        self.server = server
-        self._calls = 0
+    runner: CommandRunner
+    workdir: PurePosixPath
+    local_dir: Path
+    python: str = "python3"
+    server: str | None = None
+    agent: str | None = None
+    explain_exit: Callable[[int], str | None] | None = None
+    launcher: Sequence[str] = ()
+    device: str = ""
+    _calls: int = field(default=0, init=False, repr=False)
 
     def call(
         self,
@@ -150,18 +127,26 @@ class AgentCall:
             for name, path in (inputs or {}).items():
                 link_or_copy_checked(Path(path), stage / "in" / name)
             (stage / "request.json").write_text(json.dumps(request, indent=1, default=str))
-            outcome = self._direct(stage, remote, job, files, timeout)
-            if outcome is not None:
-                exchange = True
-            elif isinstance(self.runner, SupportsExchange):  # one round trip where offered
-                self._stage_agent(stage)
-                outcome = self.runner.exchange(
-                    Exchange(stage, remote, argv, fetch="out", local=files, timeout=timeout)
-                )
-            else:
-                self._stage_agent(stage)
-                self.runner.put(stage, remote)
-                outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
+            outcome = None
+            if self.server is not None and isinstance(self.runner, SupportsAgentChannel):
+                # the resident agent straight from here (a warm container's agent channel);
+                # None: it did not run there, and nothing ran
+                direct = Exchange(stage, remote, job, fetch="out", local=files, timeout=timeout)
+                outcome = self.runner.agent_exchange(direct, self.server)
+                exchange = exchange or outcome is not None
+            if outcome is None:
+                if self.agent is None:  # the zipapp goes along with the job
+                    from edgehub.agent.bundle import build_agent_zipapp
+                    from edgehub.paths import cache_subdir
+
+                    link_tree(build_agent_zipapp(cache_subdir("agent")), stage / AGENT_NAME)
+                if isinstance(self.runner, SupportsExchange):  # one round trip where offered
+                    outcome = self.runner.exchange(
+                        Exchange(stage, remote, argv, fetch="out", local=files, timeout=timeout)
+                    )
+                else:
+                    self.runner.put(stage, remote)
+                    outcome = self.runner.run(argv, cwd=remote, timeout=timeout, check=False)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
         try:
@@ -185,7 +170,10 @@ class AgentCall:
             problem = result["error"]
             cls = _USER_ERRORS.get(problem["kind"]) if problem.get("user_error") else None
             raise (cls or failure)(str(problem["message"]))
-        self._check_arrays(files)
+        for path in sorted(files.rglob("*.npz")):  # refused where it would unpack past limits
+            if path.is_file() and not path.is_symlink():
+                where = path.relative_to(files).as_posix()
+                check_unpacked_size(path, f"out/{where} from {self._source()}")
         self._check_latencies(command, dict(result["metrics"]), files, failure)
         return AgentResult(
             files=files,
@@ -200,14 +188,6 @@ class AgentCall:
 
     def _source(self) -> str:
         return f"device {self.device!r}" if self.device else "the device"
-
-    def _check_arrays(self, files: Path) -> None:
-        """Refuse an ``.npz`` of ``files`` that would unpack past the fetch limits."""
-        source = self._source()
-        for path in sorted(files.rglob("*.npz")):
-            if path.is_file() and not path.is_symlink():
-                where = path.relative_to(files).as_posix()
-                check_unpacked_size(path, f"out/{where} from {source}")
 
     def _check_latencies(
         self, command: str, metrics: dict[str, Any], files: Path, failure: type[ToolchainError]
@@ -241,29 +221,3 @@ class AgentCall:
                             f"{command} on {source} returned {problem} in out/{path.name}; "
                             f"{_INVALID}"
                         )
-
-    def _stage_agent(self, stage: Path) -> None:
-        """The agent zipapp goes along with the job, unless one is on the runner already."""
-        if self.agent is None:
-            from edgehub.agent.bundle import build_agent_zipapp
-            from edgehub.paths import cache_subdir
-
-            link_tree(build_agent_zipapp(cache_subdir("agent")), stage / AGENT_NAME)
-
-    def _direct(
-        self,
-        stage: Path,
-        remote: PurePosixPath,
-        job: list[str],
-        files: Path,
-        timeout: float | None,
-    ) -> CommandResult | None:
-        """The job run by the resident agent straight from here, where the runner reaches it
-        without starting anything (a warm container's agent channel); None when it did not
-        run there, and nothing ran."""
-        if self.server is None or not isinstance(self.runner, SupportsAgentChannel):
-            return None
-        outcome: CommandResult | None = self.runner.agent_exchange(
-            Exchange(stage, remote, job, fetch="out", local=files, timeout=timeout), self.server
-        )
-        return outcome

@@ -1,13 +1,9 @@
-"""Running a model over a whole dataset in one agent call (`BatchRunner`, one per runtime).
+"""Running a model over a whole dataset in one agent call (`BatchRunner`, one per runtime), so a
+dataset of many small samples costs one round trip, not one per sample.
 
-Used by evaluation (`edgehub.ops.eval`): the samples travel once per call and every sample
-runs in the same session, so a dataset of many small samples costs one round trip, not one
-per sample. Where the agent's runner offers it (`~edgehub.runners.protocol.SupportsSharedInput`)
-the samples are placed once, by content: on an ``ssh`` device once per device, reused by later
-calls and processes while the device's hash of its copy is theirs; in a warm container in the
-folder it shares with this host, where the outputs are written too and copied out
-(`~edgehub.runners.protocol.SupportsSharedFolder`), not sent back in the call's archive. Each
-runtime's subclass names its agent command and the files its model needs.
+Where the agent's runner offers it the samples are placed once, by content
+(`~edgehub.runners.protocol.SupportsSharedInput`), and a warm container writes the outputs into
+the folder it shares with this host (`~edgehub.runners.protocol.SupportsSharedFolder`).
 """
 
 from __future__ import annotations
@@ -27,8 +23,7 @@ from edgehub.runners.protocol import (
     SupportsSharedFolder,
     SupportsSharedInput,
 )
-from edgehub.toolchains.local_session import record_agent_result
-from edgehub.toolchains.remote.select import device_agent
+from edgehub.toolchains.local_session import device_agent, record_agent_result
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:
@@ -38,6 +33,13 @@ if TYPE_CHECKING:
     from edgehub.toolchains.agent_call import AgentCall
 
 __all__ = ["BatchJob", "BatchOutputs", "BatchRunner"]
+
+_SHARED_NOTES = {
+    RESENT: "changed on the device (its sha256 there is not this host's): sent again",
+    UNCHECKED: "on the device, but its sha256 could not be taken there (check the device's "
+    "Python): sent again",
+    FOUND: "already on the device, not sent again (its sha256 there checked)",
+}
 
 
 @dataclass
@@ -99,12 +101,7 @@ class BatchRunner:
         return self.run_many([job], samples, stacked=stacked)[0]
 
     def run_many(
-        self,
-        jobs: Sequence[BatchJob],
-        samples: Path,
-        *,
-        stacked: bool,
-        digest: str | None = None,
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool, digest: str | None = None
     ) -> list[BatchOutputs]:
         """Every sample of ``samples`` (a directory of .npz, or one stacked .npz) through each
         job's model, in one agent call (the samples travel and load once); the outputs files
@@ -121,23 +118,8 @@ class BatchRunner:
         if shared is not None:
             where, done = shared
             files.clear()
-            if done == RESENT:
-                self.ctx.events.warning(
-                    f"dataset {where}: changed on the device (its sha256 there is not this "
-                    "host's): sent again"
-                )
-            elif done == UNCHECKED:
-                self.ctx.events.warning(
-                    f"dataset {where}: on the device, but its sha256 could not be taken there "
-                    "(check the device's Python): sent again"
-                )
-            elif done == FOUND:
-                self.ctx.events.info(
-                    f"dataset {where}: already on the device, not sent again (its sha256 "
-                    "there checked)"
-                )
-            else:
-                self.ctx.events.info(f"dataset {where}: sent to the device")
+            say = self.ctx.events.warning if done in (RESENT, UNCHECKED) else self.ctx.events.info
+            say(f"dataset {where}: {_SHARED_NOTES.get(done, 'sent to the device')}")
         runner, box = self._agent.runner, secrets.token_hex(8)
         outbox = runner.outbox(box) if isinstance(runner, SupportsSharedFolder) else None
         runs = []

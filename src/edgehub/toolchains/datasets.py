@@ -4,14 +4,11 @@ A dataset is a directory of ``.npz`` files, one sample each, keyed by input name
 sorted file-name order (a bare ``.npy`` per sample for a one-input model), or one ``.npz``
 whose arrays carry a leading samples axis. Labels are per-sample targets, in sample order: an
 ``.npz`` holding one array (or one named ``labels``) with a leading samples axis, or a
-``.json`` list (or, for a directory dataset, an object keyed by sample file name). Nothing is
-ever unpickled; every problem is one `InputDataError` naming the file.
+``.json`` list (or, for a directory dataset, an object keyed by sample file name).
 
-The files are user files (`edgehub.user_files`): regular files only, never a FIFO, device or
-socket. What their compressed arrays unpack to is read from the archives' directories and
-checked against ``EDGEHUB_DATASET_MAX_UNPACKED`` before any byte is unpacked; float samples
-must be finite; labels JSON is bounded in size and nesting. A dataset that changes while an
-eval reads it (`Dataset.watch`) ends the eval with one error saying so.
+Nothing is unpickled, and only regular files are read; compressed arrays are checked against
+``EDGEHUB_DATASET_MAX_UNPACKED`` before any byte is unpacked; float samples must be finite;
+every problem is one `InputDataError` naming the file.
 """
 
 from __future__ import annotations
@@ -60,12 +57,9 @@ Stamp = tuple[tuple[str, int, int, int, int], ...]
 
 @dataclass
 class Dataset:
-    """Checked samples in order, their names (file names, or ``#i`` in one stacked file),
-    the labels (one array per sample) when given, and the content hash of ``path``. The
-    samples of one stacked file are views of it mapped: checking them reads its headers and
-    scans its float values once, and holds none of it in memory (the runs read the file
-    themselves).
-    ``stamp``: the files' identities, sizes and times when they were read (see `watch`)."""
+    """Checked samples in order (those of one stacked file are mapped views of it), their names
+    (file names, or ``#i`` in one stacked file), the labels when given, the content hash of
+    ``path``, and ``stamp``: the files' identities, sizes and times when read (see `watch`)."""
 
     path: Path
     stacked: bool
@@ -96,9 +90,8 @@ class Dataset:
 
     @contextmanager
     def watch(self) -> Iterator[None]:
-        """Run the body on this dataset: a failure of it where the dataset changed meanwhile
-        (a run that read a file cut short) is that change, said in one line (`check_unchanged`;
-        call that at the end of the body too)."""
+        """Run the body on this dataset: a failure where the dataset changed meanwhile is that
+        change, said in one line (`check_unchanged`; call that at the end of the body too)."""
         try:
             yield
         except OperationCancelled:
@@ -124,8 +117,7 @@ def tensor_specs(signature: Sequence[dict[str, Any]]) -> list[TensorSpec]:
 
 def check_dataset_files(path: Path, labels: Path | None = None) -> list[Path]:
     """The sample files of dataset ``path`` (itself, or the ``.npz`` files of a directory,
-    else its ``.npy`` files), each a regular file, and ``labels`` one: a FIFO, device,
-    socket or kernel file is refused (`InputDataError`) before anything opens it."""
+    else its ``.npy`` files), each, and ``labels``, checked to be a regular file."""
     found = regular_file(path, "dataset", InputDataError, directory_ok=True)
     if labels is not None:
         regular_file(labels, "labels", InputDataError)

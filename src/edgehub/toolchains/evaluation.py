@@ -1,8 +1,5 @@
-"""What every evaluation shares: the runner of a compiled model on its device, the pairing of
-its outputs with the reference's, and their scores (`edgehub.toolchains.metrics`).
-
-Used by ``hub exec eval`` (`edgehub.ops.eval`) and by the `Evaluator` components
-(`edgehub.toolchains.evaluators`).
+"""What every evaluation (``hub exec eval`` and the `Evaluator` components) shares: the runner
+of a compiled model on its device, the pairing of its outputs with the reference's, their scores.
 """
 
 from __future__ import annotations
@@ -84,12 +81,9 @@ def batch_runner(ctx: HubContext, runtime: str, device: str | None) -> BatchRunn
     host's GPU for a ``host_gpu`` runtime)."""
     declared = ctx.device(device or "local").provider_declaration
     if declared is not None and declared.batch_runner is not None:
-        import importlib
+        from edgehub.toolchains.deferred import deferred
 
-        module, _, name = declared.batch_runner.partition(":")
-        runner: BatchRunner = getattr(importlib.import_module(module), name)(
-            ctx, device, runtime=runtime
-        )
+        runner: BatchRunner = deferred(declared.batch_runner)(ctx, device, runtime=runtime)
         return runner
     return runtime_batch_runner(ctx, runtime, device)
 

@@ -1,13 +1,7 @@
 """`ONNXRuntimeEvaluator`, `TFLiteEvaluator` and `TensorRTEvaluator`: a compiled model's accuracy
-on a dataset, as components shaped like the invokers (``Evaluator(...).run(ctx, model,
-dataset)``, one EVAL run, providers ``local``, ``ssh`` and ``qai_hub``; TensorRT's ``local``
-only, on this host's NVIDIA GPU).
-
-Every sample of ``dataset`` (see `edgehub.toolchains.datasets`) runs through ``model`` on the
-device and through the reference (``reference``, else the ONNX model the compiler started from)
-in float32 on this host's ONNX Runtime; the result holds each output's figures and the task
-metrics asked for (`edgehub.toolchains.metrics`). ``hub exec eval`` adds goals, the layer
-search and the repair on top (`edgehub.ops.eval`).
+on a dataset, one EVAL run (providers ``local``, ``ssh`` and ``qai_hub``; TensorRT's ``local``
+only). Every sample runs through ``model`` on the device and through the float reference on this
+host's ONNX Runtime; ``hub exec eval`` adds goals, the layer search and the repair on top.
 """
 
 from __future__ import annotations
@@ -93,64 +87,6 @@ class TensorRTEvaluator(BuiltinComponent):
     run = _run
 
 
-def evaluate_model(
-    ctx: HubContext, model: CompiledModel, dataset: Path, *, runtime: str, **options: Any
-) -> EvaluationResult:
-    """The body of every provider of the evaluators (the runner differs by device)."""
-    from edgehub.toolchains.batch import BatchJob
-    from edgehub.toolchains.datasets import load_dataset, tensor_specs
-    from edgehub.toolchains.evaluation import (
-        batch_runner,
-        check_figures,
-        model_signature,
-        pair_outputs,
-        run_both,
-        score_outputs,
-    )
-    from edgehub.toolchains.metrics import task_metric
-    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-
-    opts = read_options(ONNXRuntimeEvaluator, options)  # the three evaluators' options agree
-    names = list(dict.fromkeys(opts.metrics or []))
-    for metric in names:
-        task_metric(metric)  # unknown names fail before anything runs
-    source = _reference(ctx, model, opts.reference)
-    signature = model_signature(ctx, source)
-    data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), opts.labels)
-    ctx.client.log_params(
-        {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
-         "task_metrics": names}
-    )  # fmt: skip
-    ctx.client.log_artifact(source, name="reference")
-    runner = batch_runner(ctx, runtime, opts.device)
-    local = ctx.device(opts.device or "local").provider_type == ProviderType.LOCAL
-    same = isinstance(runner, ORTBatchRunner) and local
-    runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
-    jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
-    with data.watch():  # failed on a dataset cut short: recorded as that
-        model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
-        ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
-        ctx.client.log_artifact(
-            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
-        )
-        scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
-                               names, opts.worst)  # fmt: skip
-        data.check_unchanged()
-    figures: dict[str, float] = {"$samples": float(len(data))}
-    for output, values in scores.outputs.items():
-        figures.update({f"{output}.{k}": v for k, v in values.items()})
-    for metric, values in scores.tasks.items():
-        figures[metric] = float(values["model"])
-        figures[f"reference.{metric}"] = float(values["reference"])
-    ctx.client.log_metrics(check_figures(figures))
-    path = ctx.artifact_dir / "per_sample.json"
-    path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
-    ctx.client.log_artifact(path, name="per_sample")
-    return EvaluationResult.from_current_run(
-        ctx, outputs=scores.outputs, tasks=scores.tasks, worst=scores.worst, samples=len(data)
-    )
-
-
 def _reference(ctx: HubContext, model: CompiledModel, reference: Path | None) -> Path:
     """``reference``, else the ONNX model ``model`` was compiled from."""
     if reference is not None:
@@ -168,10 +104,63 @@ def _reference(ctx: HubContext, model: CompiledModel, reference: Path | None) ->
 
 
 def _provider(runtime: str) -> Any:
+    """The provider of every evaluator of ``runtime`` (the runner differs by device)."""
+
     def provide(
         ctx: HubContext, model: CompiledModel, dataset: Path, **options: Any
     ) -> EvaluationResult:
-        return evaluate_model(ctx, model, dataset, runtime=runtime, **options)
+        from edgehub.toolchains.batch import BatchJob
+        from edgehub.toolchains.datasets import load_dataset, tensor_specs
+        from edgehub.toolchains.evaluation import (
+            batch_runner,
+            check_figures,
+            model_signature,
+            pair_outputs,
+            run_both,
+            score_outputs,
+        )
+        from edgehub.toolchains.metrics import task_metric
+        from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
+
+        opts = read_options(ONNXRuntimeEvaluator, options)  # the three evaluators' options agree
+        names = list(dict.fromkeys(opts.metrics or []))
+        for metric in names:
+            task_metric(metric)  # unknown names fail before anything runs
+        source = _reference(ctx, model, opts.reference)
+        signature = model_signature(ctx, source)
+        data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), opts.labels)
+        ctx.client.log_params(
+            {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
+             "task_metrics": names}
+        )  # fmt: skip
+        ctx.client.log_artifact(source, name="reference")
+        runner = batch_runner(ctx, runtime, opts.device)
+        local = ctx.device(opts.device or "local").provider_type == ProviderType.LOCAL
+        same = isinstance(runner, ORTBatchRunner) and local
+        runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
+        jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
+        with data.watch():  # failed on a dataset cut short: recorded as that
+            model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
+            ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
+            ctx.client.log_artifact(
+                reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
+            )
+            scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
+                                   names, opts.worst)  # fmt: skip
+            data.check_unchanged()
+        figures: dict[str, float] = {"$samples": float(len(data))}
+        for output, values in scores.outputs.items():
+            figures.update({f"{output}.{k}": v for k, v in values.items()})
+        for metric, values in scores.tasks.items():
+            figures[metric] = float(values["model"])
+            figures[f"reference.{metric}"] = float(values["reference"])
+        ctx.client.log_metrics(check_figures(figures))
+        path = ctx.artifact_dir / "per_sample.json"
+        path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
+        ctx.client.log_artifact(path, name="per_sample")
+        return EvaluationResult.from_current_run(
+            ctx, outputs=scores.outputs, tasks=scores.tasks, worst=scores.worst, samples=len(data)
+        )
 
     return provide
 

@@ -1,8 +1,5 @@
-"""Is there an NVIDIA GPU on this host? For the runtimes whose A/B and eval run there
-(``RuntimeDescriptor.host_gpu``).
-
-`detect_gpu` looks at ``nvidia-smi -L`` and the ``/dev/nvidia*`` device nodes (no CUDA library is
-loaded); `require_host_gpu` refuses in one line where there is none.
+"""Is there an NVIDIA GPU on this host (``nvidia-smi -L`` and the ``/dev/nvidia*`` nodes; no CUDA
+library is loaded)? For the runtimes whose A/B and eval run there (``RuntimeDescriptor.host_gpu``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What every `local` provider needs: the runtime's pinned container and an agent in it."""
+"""What every `local` provider needs: the runtime's pinned container and an agent in it, or
+with `device_agent` the agent of an ``ssh`` device for the providers that serve both."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.device.configs import DockerConfig
 from edgehub.limits import env_seconds
 from edgehub.runners.outcome import KILLED
+from edgehub.runners.protocol import SupportsAgentRelay
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
 
 if TYPE_CHECKING:
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
     from edgehub.runners.docker import DockerCommandRunner
 
 __all__ = [
+    "device_agent",
     "input_dict",
     "local_agent",
     "log_input",
@@ -45,25 +48,39 @@ def _container(
 
 
 def local_agent(
-    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any], scratch: bool = False
 ) -> AgentCall:
-    """An agent in the runtime's container, working in this run's own directory there.
-
-    Records the image tag and digest in the run's environment.
-    """
+    """An agent in the runtime's container, working in this run's own directory there (its
+    image tag and digest recorded in the run's environment), or with ``scratch`` in a new
+    temporary directory, for a quick look outside any run (e.g. reading a model's inputs)."""
     runner = _container(ctx, runtime, device, component)
-    workdir = CONTAINER_WORK / ctx.artifact_dir.name
-    ctx.client.log_environment(
-        {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
-    )
+    if scratch:
+        local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
+    else:
+        local = ctx.artifact_dir
+        ctx.client.log_environment(
+            {"image": runner.image, "image_digest": runner.image_digest, "runtime": runtime}
+        )
     return AgentCall(
         runner,
-        workdir,
-        ctx.artifact_dir,
+        CONTAINER_WORK / local.name,
+        local,
         server=_server_socket(runner),
         explain_exit=_memory_explanation(runner, device or "local"),
         device=device or "local",
     )
+
+
+def device_agent(
+    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
+) -> AgentCall:
+    """On a device whose runner can keep an agent session (`SupportsAgentRelay`: an ``ssh``
+    device), the agent there (the device's Python and runtime); otherwise `local_agent`."""
+    if isinstance(ctx.device(device or "local").runner, SupportsAgentRelay):
+        from edgehub.toolchains.remote.ssh_agent import ssh_agent
+
+        return ssh_agent(ctx, runtime, device, component)
+    return local_agent(ctx, runtime, device, component)
 
 
 def _memory_explanation(runner: DockerCommandRunner, device: str) -> Callable[[int], str | None]:
@@ -91,22 +108,6 @@ def _server_socket(runner: DockerCommandRunner) -> str | None:
     return runner.agent_socket(name) or f"/tmp/{name}"
 
 
-def scratch_agent(
-    ctx: HubContext, runtime: str, device: str | None, component: type[Any]
-) -> AgentCall:
-    """An agent for a quick look outside any run (e.g. reading a model's inputs)."""
-    runner = _container(ctx, runtime, device, component)
-    local = Path(tempfile.mkdtemp(prefix="edgehub-scratch-"))
-    return AgentCall(
-        runner,
-        CONTAINER_WORK / local.name,
-        local,
-        server=_server_socket(runner),
-        explain_exit=_memory_explanation(runner, device or "local"),
-        device=device or "local",
-    )
-
-
 def inspect_in_image(
     ctx: HubContext,
     runtime: str,
@@ -120,7 +121,7 @@ def inspect_in_image(
     directory is removed after); the model's inputs and outputs it reports."""
     from edgehub.errors import InvokeError
 
-    agent = scratch_agent(ctx, runtime, device, component)
+    agent = local_agent(ctx, runtime, device, component, scratch=True)
     try:
         result = agent.call(command, request, inputs=files, failure=InvokeError)
     finally:
@@ -135,39 +136,37 @@ def record_agent_result(
     and the ``conditions`` record of a measurement (as ``conditions.*`` environment entries),
     in one transaction."""
     with ctx.client.batch():
-        _record_agent_result(ctx, result, skip)
-
-
-def _record_agent_result(ctx: HubContext, result: AgentResult, skip: frozenset[str]) -> None:
-    for key, value in result.params.items():
-        if key not in skip:
-            ctx.client.log_param(key, value)
-    numeric = {
-        k: float(v)
-        for k, v in result.metrics.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in skip
-    }
-    if numeric:
-        ctx.client.log_metrics(numeric)
-    if result.warnings:  # the agent printed them live; keep them with the run
-        ctx.client.log_param("warnings", result.warnings)
-    env = result.env
-    providers = env.get("ort_providers")
-    flat = {
-        "device_python": env.get("python"),
-        "onnxruntime": env.get("onnxruntime"),
-        "onnx": env.get("onnx"),
-        "numpy": env.get("numpy"),
-        "device_platform": env.get("platform"),
-        "device_cpu": env.get("cpu_model"),
-        "device_cpus": env.get("cpu_affinity_count") or env.get("cpu_count"),
-        "agent": env.get("agent_hash"),
-        "ort_providers": ",".join(providers) if isinstance(providers, list) else providers,
-    }
-    ctx.client.log_environment({k: v for k, v in flat.items() if v})
-    conditions = result.data.get("conditions")
-    if isinstance(conditions, dict):  # what the timed loop ran under (agent/conditions.py)
-        ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
+        for key, value in result.params.items():
+            if key not in skip:
+                ctx.client.log_param(key, value)
+        numeric = {
+            k: float(v)
+            for k, v in result.metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in skip
+        }
+        if numeric:
+            ctx.client.log_metrics(numeric)
+        if result.warnings:  # the agent printed them live; keep them with the run
+            ctx.client.log_param("warnings", result.warnings)
+        env = result.env
+        providers = env.get("ort_providers")
+        flat = {
+            "device_python": env.get("python"),
+            "onnxruntime": env.get("onnxruntime"),
+            "onnx": env.get("onnx"),
+            "numpy": env.get("numpy"),
+            "device_platform": env.get("platform"),
+            "device_cpu": env.get("cpu_model"),
+            "device_cpus": env.get("cpu_affinity_count") or env.get("cpu_count"),
+            "agent": env.get("agent_hash"),
+            "ort_providers": ",".join(providers) if isinstance(providers, list) else providers,
+        }
+        ctx.client.log_environment({k: v for k, v in flat.items() if v})
+        versions = result.data.get("toolchain") or {}  # the converter's and runtime's (tflite)
+        ctx.client.log_environment({k: v for k, v in versions.items() if v})
+        conditions = result.data.get("conditions")
+        if isinstance(conditions, dict):  # what the timed loop ran under (agent/conditions.py)
+            ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
 
 
 def log_input(ctx: HubContext, runtime: str, model: Path) -> None:

@@ -1,13 +1,10 @@
 """Accuracy figures: how far a model's outputs are from the reference's, and task metrics.
 
-Per output and per sample: ``cosine`` similarity, ``max_abs`` and ``mean_abs`` error,
-``snr_db`` (reference power over error power) and ``psnr_db`` (the reference's value range as
-peak); identical outputs read ``IDENTICAL_DB``. Task metrics take a sample's output and a
-target (its label, else the reference's output) and give one value per sample:
-``top1``/``top5`` (the target class among the 1/5 highest scores of the last axis), ``iou``
-(mean intersection over union of class masks: the argmax over axis 1 of a float output, an
-integer output as is) and ``mse``. More come from the entry point group ``edgehub.metrics``:
-``name = "package.module:function"``, a function ``(output, target) -> float``.
+Per output and per sample: ``cosine``, ``max_abs``, ``mean_abs``, ``snr_db`` and ``psnr_db``
+(the reference's value range as peak; identical outputs read ``IDENTICAL_DB``). Task metrics
+score a sample's output against its label, else the reference's output: ``top1``/``top5``,
+``iou`` (of class masks: the argmax over axis 1 of a float output), ``mse``, and any function
+``(output, target) -> float`` of the entry point group ``edgehub.metrics``.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
-    "HIGHER_IS_BETTER",
     "OUTPUT_FIGURES",
     "TaskMetric",
     "output_figures",
@@ -36,7 +32,6 @@ IDENTICAL_DB = 300.0
 FIGURE_BLOCK_VALUES = 1 << 20  # values per float64 block of `output_figures` (8 MiB)
 OUTPUT_FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 BUILT_IN_TASKS = ("top1", "top5", "iou", "mse")
-HIGHER_IS_BETTER = {"cosine", "cosine_min", "snr_db", "psnr_db", "top1", "top5", "iou"}
 
 TaskMetric = Callable[[Any, Any], float]
 
@@ -190,15 +185,12 @@ def _target_for_reference(name: str, reference: Any) -> Any:
 
 def task_metric(name: str) -> TaskMetric:
     """The per-sample function of ``name``: built in, else from ``edgehub.metrics``."""
-    if name == "top1":
-        return top_k(1)
-    if name == "top5":
-        return top_k(5)
-    if name == "iou":
-        return iou
-    if name == "mse":
-        return mse
-    found = _entry_points()
+    from importlib.metadata import entry_points
+
+    built_in = {"top1": top_k(1), "top5": top_k(5), "iou": iou, "mse": mse}
+    if name in built_in:
+        return built_in[name]
+    found = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
     if name not in found:
         known = ", ".join([*BUILT_IN_TASKS, *sorted(found)])
         raise UsageError(
@@ -209,12 +201,6 @@ def task_metric(name: str) -> TaskMetric:
     if not callable(function):
         raise UsageError(f"metric {name!r} ({found[name].value}) is not a function")
     return function  # type: ignore[no-any-return]
-
-
-def _entry_points() -> dict[str, Any]:
-    from importlib.metadata import entry_points
-
-    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
 def score(
@@ -230,10 +216,9 @@ def score(
     for index in range(outputs.shape[0]):
         if labels is not None:
             target = labels[index]
-            reference_values.append(float(function(references[index], target)))
         else:
             target = _target_for_reference(name, references[index])
-            reference_values.append(float(function(references[index], target)))
+        reference_values.append(float(function(references[index], target)))
         try:
             model_values.append(float(function(outputs[index], target)))
         except UsageError as error:

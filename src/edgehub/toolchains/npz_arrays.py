@@ -1,12 +1,7 @@
-"""`NpzArrays`: the arrays of an ``.npz`` file as a dict that reads the file when first used.
-
-An invoker returns its outputs as a dict of arrays; a caller that only reports them (``hub exec
-invoke`` prints each output's dtype and shape) should not pay for numpy. `NpzArrays` is a real
-``dict`` that loads the file on the first look at its contents, and `NpzArrays.signature` reads
-the dtypes and shapes from the ``.npy`` headers without numpy. `check_unpacked_size` bounds
-what an ``.npz`` from a device expands to before anything reads it. `plain_npz` tells, from the
-archive's directory and the ``.npy`` headers alone, that `~edgehub.toolchains.tensors.load_npz`
-would read a file: a user's ``--input`` is then passed on as the file it is, never read here.
+"""Reading ``.npz`` files without numpy where the headers say enough: `NpzArrays`, a ``dict``
+that loads the file on the first look at its contents (a caller that only reports dtypes and
+shapes never pays for numpy); `check_unpacked_size`, bounding what a device's ``.npz`` expands
+to; and `plain_npz`, whether `~edgehub.toolchains.tensors.load_npz` would read a file.
 """
 
 from __future__ import annotations
@@ -32,10 +27,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def check_unpacked_size(path: Path, what: str, limits: FetchLimits | None = None) -> None:
     """Refuse (`~edgehub.errors.DeviceOutputError`) the ``.npz`` at ``path`` (``what`` names
-    it and where it came from) where an array would unpack to more than ``limits`` (by default
-    `FetchLimits.from_env`) allow a file, or all of them to more than they allow in all. The
-    sizes are the archive's own: reading a member never yields more than its stated size.
-    A file that is not a zip archive passes, for its reader to report."""
+    it) where its archive says an array, or all together, unpack past ``limits`` (by default
+    `FetchLimits.from_env`). A file that is not a zip archive passes, for its reader to report."""
     limits = limits or FetchLimits.from_env()
     try:
         with zipfile.ZipFile(path) as archive:
@@ -61,10 +54,14 @@ def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
                 if not member.endswith(".npy"):
                     return None
                 with archive.open(member) as handle:
-                    head = _npy_header(handle.read(12), handle)
+                    head = _npy_header(handle, (b"\x01\0", b"\x02\0", b"\x03\0"))
                 if head is None:
                     return None
-                found[member[: -len(".npy")]] = head
+                descr, shape = head[1].get("descr"), head[1].get("shape")
+                dtype = _dtype_name(descr) if isinstance(descr, str) else None
+                if dtype is None or not isinstance(shape, tuple):
+                    return None
+                found[member[: -len(".npy")]] = (dtype, tuple(int(d) for d in shape))
     except (OSError, zipfile.BadZipFile, ValueError, SyntaxError):
         return None
     return found
@@ -72,11 +69,8 @@ def npz_signature(path: Path) -> dict[str, tuple[str, tuple[int, ...]]] | None:
 
 def plain_npz(path: Path, max_unpacked: int | None = None) -> bool:
     """Whether the ``.npz`` at ``path`` is one `~edgehub.agent.npz.read_npz` reads, as far as
-    its zip directory and ``.npy`` headers tell (no array is read, numpy is not imported):
-    members stored or deflated, unencrypted, ``.npy`` of format 1.0 or 2.0, of a plain dtype
-    (numbers, booleans, unicode; no objects) whose data fits in the member, stored members
-    within the file, compressed ones within ``max_unpacked`` (None: this machine's memory).
-    False means "read it to know" (the reader then says what is wrong), never "bad"."""
+    its zip directory and ``.npy`` headers tell (compressed arrays within ``max_unpacked``;
+    None: this machine's memory). False means "read it to know", never "bad"."""
     from edgehub.agent.npz import NpzLimitError, check_unpacked
 
     try:
@@ -104,12 +98,11 @@ def plain_npz(path: Path, max_unpacked: int | None = None) -> bool:
     return True
 
 
-def _npy_layout(handle: Any) -> tuple[int, int] | None:
-    """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
-    2.0 with a header numpy reads and a plain dtype (as `~edgehub.agent.npz.read_npz` takes),
-    else None."""
+def _npy_header(handle: Any, versions: tuple[bytes, ...]) -> tuple[int, dict[str, Any]] | None:
+    """(where the data starts, the header) of the ``.npy`` at ``handle`` where it is of one of
+    the format ``versions`` (major, minor) and its header a dict; else None."""
     start = handle.read(12)
-    if len(start) < 12 or not start.startswith(_MAGIC) or start[6:8] not in (b"\x01\0", b"\x02\0"):
+    if len(start) < 12 or not start.startswith(_MAGIC) or start[6:8] not in versions:
         return None
     if start[6] == 1:
         (size,) = struct.unpack("<H", start[8:10])
@@ -122,8 +115,16 @@ def _npy_layout(handle: Any) -> tuple[int, int] | None:
     if len(text) != size:
         return None
     header = ast.literal_eval(text.decode("latin1"))
-    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+    return (begin + size, header) if isinstance(header, dict) else None
+
+
+def _npy_layout(handle: Any) -> tuple[int, int] | None:
+    """(header length, data length) of the ``.npy`` at ``handle`` where it is of format 1.0 or
+    2.0 of a plain dtype (as `~edgehub.agent.npz.read_npz` takes), else None."""
+    found = _npy_header(handle, (b"\x01\0", b"\x02\0"))
+    if found is None or set(found[1]) != {"descr", "fortran_order", "shape"}:
         return None
+    header = found[1]
     descr, shape = header["descr"], header["shape"]
     if not isinstance(descr, str) or not isinstance(header["fortran_order"], bool):
         return None
@@ -135,29 +136,7 @@ def _npy_layout(handle: Any) -> tuple[int, int] | None:
     count = int(digits) * (4 if kind == "U" else 1)
     for dim in shape:
         count *= dim
-    return begin + size, count
-
-
-def _npy_header(start: bytes, handle: Any) -> tuple[str, tuple[int, ...]] | None:
-    if len(start) < 10 or not start.startswith(_MAGIC):
-        return None
-    major = start[6]
-    if major == 1:
-        (size,) = struct.unpack("<H", start[8:10])
-        text = start[10:] + handle.read(size - 2)
-    elif major in (2, 3):
-        (size,) = struct.unpack("<I", start[8:12])
-        if size > _MAX_HEADER:
-            return None
-        text = handle.read(size)
-    else:
-        return None
-    header = ast.literal_eval(text.decode("latin1"))
-    descr, shape = header.get("descr"), header.get("shape")
-    if not isinstance(descr, str) or not isinstance(shape, tuple):
-        return None
-    dtype = _dtype_name(descr)
-    return None if dtype is None else (dtype, tuple(int(d) for d in shape))
+    return found[0], count
 
 
 def _dtype_name(descr: str) -> str | None:
@@ -225,26 +204,12 @@ class NpzArrays(dict):  # type: ignore[type-arg]
         self._load()
         return (dict, (dict(dict.items(self)),))
 
-    __getitem__ = _loads(dict.__getitem__)
-    __iter__ = _loads(dict.__iter__)
-    __len__ = _loads(dict.__len__)
-    __contains__ = _loads(dict.__contains__)
-    __eq__ = _loads(dict.__eq__)
-    __ne__ = _loads(dict.__ne__)
-    __or__ = _loads(dict.__or__)
-    __ror__ = _loads(dict.__ror__)
-    __ior__ = _loads(dict.__ior__)
-    __reversed__ = _loads(dict.__reversed__)
-    __setitem__ = _loads(dict.__setitem__)
-    __delitem__ = _loads(dict.__delitem__)
-    __repr__ = _loads(dict.__repr__)
-    keys = _loads(dict.keys)
-    values = _loads(dict.values)
-    items = _loads(dict.items)
-    get = _loads(dict.get)
-    copy = _loads(dict.copy)
-    pop = _loads(dict.pop)
-    popitem = _loads(dict.popitem)
-    setdefault = _loads(dict.setdefault)
-    update = _loads(dict.update)
-    clear = _loads(dict.clear)
+
+# every way of looking at or changing the arrays reads the file first
+_LOADING = ("__getitem__", "__iter__", "__len__", "__contains__", "__eq__", "__ne__", "__or__",
+            "__ror__", "__ior__", "__reversed__", "__setitem__", "__delitem__", "__repr__",
+            "keys", "values", "items", "get", "copy", "pop", "popitem", "setdefault", "update",
+            "clear")  # fmt: skip
+for _name in _LOADING:
+    setattr(NpzArrays, _name, _loads(getattr(dict, _name)))
+del _name

@@ -1,17 +1,12 @@
-"""One declaration of a built-in component's options: its ``run`` lists them; its ``__init__``
-and its providers take them from there.
-
-The component contract stays as the seeds write it (``__init__`` takes ``name`` plus exactly
-``run``'s options, checked when the class is made): a `BuiltinComponent` has that ``__init__``
-made from ``run``; a provider takes ``**options`` and reads them once with `read_options`; one
-that serves some of them names those (`provides`), so the dispatch still refuses a value it
-would ignore.
+"""One declaration of a built-in component's options: its ``run`` lists them, its ``__init__``
+is made from ``run``, and a provider takes ``**options`` and reads them with `read_options`; one
+that serves only some names those (`provides`), so the dispatch refuses a value it would ignore.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -21,7 +16,6 @@ from edgehub.core.values import Range
 __all__ = [
     "STABILITY_BOUNDS",
     "BuiltinComponent",
-    "one_of",
     "provides",
     "read_options",
     "stability_request",
@@ -80,12 +74,3 @@ def stability_request(options: Any) -> dict[str, Any]:
         return {}
     declared = {k: float(getattr(options, k)) for k in STABILITY if hasattr(options, k)}
     return {"until_stable": True, **declared}
-
-
-def one_of(option: str, value: Any, allowed: Collection[str]) -> Any:
-    """``value``, a `UsageError` naming the choices where it is not one of ``allowed``."""
-    from edgehub.errors import UsageError
-
-    if value not in allowed:
-        raise UsageError(f"{option} must be one of {', '.join(allowed)}, got {value!r}")
-    return value

@@ -1,12 +1,9 @@
 """A copy of an ONNX model with its dynamic input dims fixed, for device tools that take only
 static shapes (the ``embedl-onnxruntime`` CLI).
 
-The copy is made on the host without the ``onnx`` package (see :mod:`.onnx_wire`), kept under
-the store's ``cache/static_models/`` keyed by the model's content (read now, never taken from a
-file's stamps) and the shapes, with the sha256 of the copy beside it (``sha256``): a second run
-makes nothing where the copy still hashes to that, else it is made again. The run records the
-shapes it fixed (``static_input_shapes``). With no
-shape for a dynamic input, a one-line `ModelError` names it and shows how to give its shape.
+The copy is made without the ``onnx`` package (:mod:`.onnx_wire`) and kept under the store's
+``cache/static_models/``, keyed by the model's content and the shapes, with its sha256 beside it:
+a later run reuses it while it still hashes to that.
 """
 
 from __future__ import annotations
@@ -36,22 +33,17 @@ def shown_dims(dims: Sequence[Dim] | None) -> str:
     """``dims`` as shown in messages: ``[-1, 3, '?', '?']``."""
     if dims is None:
         return "no declared shape"
-    return (
-        "["
-        + ", ".join(str(d) if isinstance(d, int) and d > 0 else repr(d or "?") for d in dims)
-        + "]"
-    )
+    shown = (str(d) if isinstance(d, int) and d > 0 else repr(d or "?") for d in dims)
+    return f"[{', '.join(shown)}]"
 
 
 def example_shapes(inputs: Sequence[GraphInput]) -> str:
     """``input_shape`` text for ``inputs``: each dynamic dim shown as 1."""
-    parts = []
-    for entry in inputs:
-        dims = entry.dims or (1,)
-        parts.append(
-            f"{entry.name}:" + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in dims)
-        )
-    return ",".join(parts)
+    return ",".join(
+        f"{entry.name}:"
+        + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in entry.dims or (1,))
+        for entry in inputs
+    )
 
 
 def _requested(

@@ -13,7 +13,14 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["arrays_file", "calibration_file", "load_npz", "random_inputs", "save_npz"]
+__all__ = [
+    "arrays_file",
+    "calibration_file",
+    "load_npz",
+    "plain_shape",
+    "random_inputs",
+    "save_npz",
+]
 
 
 def load_npz(
@@ -73,15 +80,9 @@ def calibration_file(directory: Path, data: Any) -> Path | None:
 def random_inputs(
     signature: Sequence[Mapping[str, Any]], seed: int = 0, input_shape: Any = None
 ) -> dict[str, np.ndarray]:
-    """Random arrays for inputs described as ``{name, dtype, shape}``, the very arrays the agent
-    makes for the same inputs and seed (its code makes them: `edgehub.agent.tensors`).
-
-    Floats are standard normal, 8-bit integers span their range, wider integers are small
-    non-negative values (below ``values_below`` where an input indexes a table), booleans
-    random; a dimension that is not a positive number (a name, ``"?"``, 0 or -1) takes its size
-    from ``input_shape`` (a shape for the first input, or input name -> shape, checked against
-    the inputs), else becomes 1.
-    """
+    """Random arrays for inputs described as ``{name, dtype, shape}``: the very arrays the agent
+    makes for the same inputs and seed (`edgehub.agent.tensors.random_inputs` makes them), an
+    unknown dimension taking its size from ``input_shape``, else 1."""
     from edgehub.agent.protocol import UserError
     from edgehub.agent.shapes import parse_input_shape
     from edgehub.agent.tensors import TensorSpec
@@ -97,7 +98,7 @@ def random_inputs(
         for spec in signature
     ]
     try:
-        shapes = parse_input_shape(_plain_shape(input_shape), specs)
+        shapes = parse_input_shape(plain_shape(input_shape), specs)
         arrays, _ = agent_random_inputs(specs, seed=seed, shapes=shapes)
     except UserError as error:
         raise InputDataError(str(error)) from None
@@ -108,7 +109,7 @@ def _limit(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def _plain_shape(value: Any) -> Any:
+def plain_shape(value: Any) -> Any:
     """An ``input_shape`` option's value as the agent reads it: a list, or name -> list."""
     if value is None or isinstance(value, str):
         return value

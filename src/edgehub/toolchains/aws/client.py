@@ -1,10 +1,6 @@
-"""The ``devicefarm`` client: made with botocore from the standard AWS credential chain, and
-every call's failure turned into one line.
-
-botocore is imported only when an ``aws`` device is used. Which credential source was found is
-reported (``env``, ``shared-credentials-file``, ``iam-role``, ...); the keys themselves never are.
-Tests hand in a client of their own through `client_factory` (a botocore ``Stubber`` on a real
-client: the AWS service cannot be reached from a test).
+"""The ``devicefarm`` client: made with botocore (imported when an ``aws`` device is used) from
+the standard AWS credential chain, whose source is reported but never the keys; every call's
+failure is one line. Tests hand in a client of their own through `client_factory`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""`DeviceFarmConfig`: the settings of the ``aws`` provider (``[devices.<name>.aws]``), which
-profiles ``.tflite`` models on phones of AWS Device Farm with the user's own account.
-
-Credentials are not settings: they come from the standard AWS chain (environment variables,
-``~/.aws/credentials`` / ``AWS_PROFILE``, an instance or container role) and are never written
-to hub.toml or the run store.
+"""`DeviceFarmConfig`: the settings of the ``aws`` provider (``[devices.<name>.aws]``).
+Credentials are not settings: they come from the standard AWS chain and are never written to
+hub.toml or the run store.
 """
 
 from __future__ import annotations
@@ -31,13 +28,12 @@ _REGION = Matches(r"([a-z]{2}(-[a-z]+)+-[0-9]+)?", 'an AWS region like "us-west-
 class DeviceFarmConfig(ProviderConfig):
     """Settings of the ``aws`` provider (AWS Device Farm).
 
-    The phone is chosen by ``device_arn``, or ``device_pool_arn`` (its first available device),
-    or the filters ``platform``, ``os_version``, ``manufacturer`` and ``model`` (the device's
-    ``spec`` narrows ``model`` when no filter is set). ``benchmark_binary`` is LiteRT's
-    ``benchmark_model`` built for Android arm64 (on this host; uploaded once per content).
-    ``timeout`` bounds the run's active time (preparing and running on the phone); waiting in
-    the queue is bounded by ``queue_timeout`` (0: no bound). ``poll_interval``: seconds between
-    status checks.
+    The phone is chosen by ``device_arn``, or ``device_pool_arn`` (its first available device), or
+    the filters ``platform``, ``os_version``, ``manufacturer`` and ``model`` (the device's ``spec``
+    narrows ``model`` when no filter is set). ``benchmark_binary`` is LiteRT's ``benchmark_model``
+    built for Android arm64 (on this host; uploaded once per content). ``timeout`` bounds the run's
+    active time (preparing and running on the phone); waiting in the queue is bounded by
+    ``queue_timeout`` (0: no bound). ``poll_interval``: seconds between status checks.
     """
 
     provider_type: ClassVar[str] = "aws"
@@ -58,8 +54,7 @@ class DeviceFarmConfig(ProviderConfig):
     manufacturer: str = field(default="", metadata={"help": 'manufacturer filter, e.g. "Google"'})
     model: str = field(default="", metadata={"help": 'model filter, e.g. "Pixel 8"'})
     benchmark_binary: str = field(
-        default="",
-        metadata={"host_file": True, "help": "LiteRT benchmark_model for Android arm64"},
+        default="", metadata={"host_file": True, "help": "LiteRT benchmark_model for Android arm64"}
     )
     timeout: Annotated[float, _POSITIVE] = field(
         default=300.0, metadata={"help": "seconds of active time (on the phone) at most"}

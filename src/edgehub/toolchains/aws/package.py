@@ -1,9 +1,7 @@
-"""What goes to Device Farm for one benchmark: the test package (LiteRT's ``benchmark_model``
-and the model, in one ``.tgz``: a run takes one test package) and the test spec that pushes both
-with ``adb``, runs the benchmark and leaves its log in ``$DEVICEFARM_LOG_DIR``.
-
-Both are built byte for byte the same from the same inputs, so their content hash names the
-upload and a second profile of the same model and binary uploads nothing.
+"""What goes to Device Farm for one benchmark: the test package (``benchmark_model`` and the
+model in one ``.tgz``) and the test spec that runs it with ``adb``, leaving its log in
+``$DEVICEFARM_LOG_DIR``. Both are byte for byte the same from the same inputs, so their content
+hash names the upload and a second profile of the same model and binary uploads nothing.
 """
 
 from __future__ import annotations
@@ -144,7 +142,7 @@ def build_test_spec(plan: BenchmarkPlan) -> tuple[bytes, str]:
     commands = {
         "install": [
             'cd "$DEVICEFARM_TEST_PACKAGE_PATH" && '
-            'for f in *.tgz; do [ -e "$f" ] && tar xzf "$f"; done; true',
+            'for f in *.tgz; do [ -e "$f" ] && tar xzf "$f"; done; true'
         ],
         "pre_test": [
             f"{adb} shell rm -rf {DEVICE_DIR}",
@@ -157,7 +155,7 @@ def build_test_spec(plan: BenchmarkPlan) -> tuple[bytes, str]:
         "test": [
             f"{adb} shell {DEVICE_DIR}/benchmark_model {args} "
             f'> "$DEVICEFARM_LOG_DIR/{LOG_NAME}" 2>&1; '
-            f'echo $? > "$DEVICEFARM_LOG_DIR/{EXIT_NAME}"',
+            f'echo $? > "$DEVICEFARM_LOG_DIR/{EXIT_NAME}"'
         ],
         "post_test": [f"{adb} shell rm -rf {DEVICE_DIR}"],
     }

@@ -1,13 +1,10 @@
 """The ``aws`` provider of `TFLiteProfiler`: LiteRT's ``benchmark_model`` on a phone of AWS
 Device Farm, in a custom test environment.
 
-Everything the run needs is checked before anything is sent (the model, the binary's
-architecture, the flags, credentials, the phone). Then: the test package and test spec are
-uploaded (reused by content), the run is scheduled, its status changes go to the event stream
-while it is polled (queued time unbounded unless ``queue_timeout``, active time bounded by
-``timeout``), and the log the benchmark left is downloaded and parsed into the profiler's
-figures. Interrupted, the run keeps going on Device Farm: `resume_device_farm_run` (``hub exec
-profile … --from-job RUN_ARN``) attaches to it again.
+Everything the run needs is checked before anything is sent. The test package and spec are
+uploaded (reused by content), the run is scheduled and polled, and the benchmark's log is
+parsed into the profiler's figures. Interrupted, the run keeps going on Device Farm:
+`resume_device_farm_run` (``hub exec profile … --from-job RUN_ARN``) attaches to it again.
 """
 
 from __future__ import annotations
@@ -186,9 +183,7 @@ def _job_device(client: Any, arn: str) -> dict[str, Any] | None:
     TFLiteProfiler, ProviderType.AWS, "benchmark_params", "runs", "warmup", "threads", "xnnpack"
 )
 def _profile_tflite_aws(
-    ctx: HubContext,
-    model: TFLiteCompiledModel,
-    **options: Any,
+    ctx: HubContext, model: TFLiteCompiledModel, **options: Any
 ) -> TFLiteProfilingResult:
     """Profile a ``.tflite`` model on an AWS Device Farm phone with LiteRT's benchmark_model."""
     o = read_options(TFLiteProfiler, options)
@@ -224,31 +219,16 @@ def _profile_tflite_aws(
     else:
         selection = select_device(client, config, dev.spec.device_name, o.device)
         ctx.events.info(f"aws: device {selection.label()}")
-        package, package_hash = build_test_package(binary, path)
-        spec, spec_hash = build_test_spec(plan)
-        common = {"poll": min(config.poll_interval, 5.0)}
-        package_arn = content_upload(
-            ctx,
-            client,
-            config.project_arn,
-            data=package,
-            sha256=package_hash,
-            suffix=".tgz",
-            kind="APPIUM_NODE_TEST_PACKAGE",
-            what="the model and benchmark_model",
-            **common,
+        uploads = (
+            (*build_test_package(binary, path), ".tgz", "PACKAGE", "the model and benchmark_model"),
+            (*build_test_spec(plan), ".yml", "SPEC", "the test spec"),
         )
-        spec_arn = content_upload(
-            ctx,
-            client,
-            config.project_arn,
-            data=spec,
-            sha256=spec_hash,
-            suffix=".yml",
-            kind="APPIUM_NODE_TEST_SPEC",
-            what="the test spec",
-            **common,
-        )
+        package_arn, spec_arn = (
+            content_upload(ctx, client, config.project_arn, data=data, sha256=sha256,
+                           suffix=suffix, kind=f"APPIUM_NODE_TEST_{kind}", what=what,
+                           poll=min(config.poll_interval, 5.0))
+            for data, sha256, suffix, kind, what in uploads
+        )  # fmt: skip
         scheduled = farm_call(
             ProfileError,
             "scheduling the run",

@@ -83,8 +83,8 @@ class ONNXRuntimeCompiler(BuiltinComponent):
 
 class ONNXRuntimeProfiler(BuiltinComponent):
     """Measures an ONNX model's latency in ONNX Runtime: ``burn_ins`` (or ``warmup``, the name
-    the other profilers use) warm-up runs, ``runs``
-    timed runs, ``cold_starts`` fresh sessions; per-node times with ``LAYERWISE``.
+    the other profilers use) warm-up runs, ``runs`` timed runs, ``cold_starts`` fresh sessions;
+    per-node times with ``LAYERWISE``.
 
     ``input_data`` (a dict of arrays, an ``.npz``, or a directory of ``.npz`` samples cycled
     over the runs) is what the model runs on; without it, random data of the model's dtypes,

@@ -6,14 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.errors import (
-    CompileError,
-    InvokeError,
-    ProfileError,
-    UsageError,
-)
+from edgehub.errors import CompileError, InvokeError, ProfileError, UsageError
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.local_session import (
+    device_agent,
     input_dict,
     inspect_in_image,
     log_input,
@@ -30,10 +26,9 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfiler,
     ONNXRuntimeProfilingResult,
 )
-from edgehub.toolchains.options import one_of, read_options, stability_request
+from edgehub.toolchains.options import read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
-from edgehub.toolchains.remote.select import device_agent
-from edgehub.toolchains.tensors import arrays_file
+from edgehub.toolchains.tensors import arrays_file, plain_shape
 from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
@@ -45,28 +40,17 @@ RUNTIME = "onnxruntime"
 MODES = {"static": "quantize-static", "dynamic": "quantize-dynamic", "none": "optimize"}
 
 
-def _model_file(path: Path | str) -> Path:
-    return regular_file(path, "model")
-
-
-def _shape(value: Any) -> Any:
-    if value is None or isinstance(value, dict):
-        return None if value is None else {k: list(v) for k, v in value.items()}
-    return [int(d) for d in value]
-
-
 @ONNXRuntimeCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> ONNXRuntimeCompiledModel:
     o = read_options(ONNXRuntimeCompiler, options)
-    model = _model_file(onnx_path)
-    one_of("quantization", o.quantization, MODES)
+    model = regular_file(onnx_path, "model")
     agent, inputs = _start(ctx, ONNXRuntimeCompiler, o.device, model)
     output = f"compiled_{model.stem}.onnx"
     request: dict[str, Any] = {
         "model": f"in/{model.name}",
         "output": f"out/{output}",
         "mode": MODES[o.quantization],
-        "input_shape": _shape(o.input_shape),
+        "input_shape": plain_shape(o.input_shape),
     }
     if o.quantization == "static":
         request["calibration_method"] = o.calibration_method or "minmax"
@@ -126,7 +110,7 @@ def _profile_local(
     ctx: HubContext, model: ONNXRuntimeCompiledModel, **options: Any
 ) -> ONNXRuntimeProfilingResult:
     o = read_options(ONNXRuntimeProfiler, options)
-    model_path = _model_file(model.path.to_local(ctx).local())
+    model_path = regular_file(model.path.to_local(ctx).local(), "model")
     method = ProfilingMethod(o.profiling_method)
     agent, inputs = _start(ctx, ONNXRuntimeProfiler, o.device, model_path)
     request: dict[str, Any] = {
@@ -136,7 +120,7 @@ def _profile_local(
         "cold_starts": int(o.cold_starts),
         "method": method.value,
         "profile_json": "out/profile.json",
-        "input_shape": _shape(o.input_shape),
+        "input_shape": plain_shape(o.input_shape),
         **stability_request(o),
     }
     _stage_input_data(ctx, o.input_data, inputs, request)
@@ -161,11 +145,11 @@ def _invoke_local(
     o = read_options(ONNXRuntimeInvoker, options)
     if input_data is not None:
         input_dict(input_data)
-    model_path = _model_file(model.path.to_local(ctx).local())
+    model_path = regular_file(model.path.to_local(ctx).local(), "model")
     agent, files = _start(ctx, ONNXRuntimeInvoker, o.device, model_path)
     request: dict[str, Any] = {"model": f"in/{model_path.name}", "output": "out/output.npz"}
     if input_data is None:  # random inputs, made from the session's metadata where it runs
-        request.update({"input_shape": _shape(o.input_shape), "inputs_out": "out/input.npz"})
+        request.update({"input_shape": plain_shape(o.input_shape), "inputs_out": "out/input.npz"})
     else:
         if o.input_shape is not None:
             raise UsageError("input_shape shapes random inputs; pass it without input_data")
@@ -187,7 +171,7 @@ def _invoke_local(
 
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
     """A model's inputs and outputs (name, dtype, shape) read in the runtime's container."""
-    path = _model_file(model)
+    path = regular_file(model, "model")
     request = {"model": f"in/{path.name}"}
     return inspect_in_image(
         ctx, RUNTIME, device, ONNXRuntimeInvoker, "ort.inspect", request, {path.name: path}

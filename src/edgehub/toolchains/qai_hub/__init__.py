@@ -1,12 +1,7 @@
 """Qualcomm AI Hub (``qai_hub`` devices): providers of the ONNX Runtime and TFLite compilers,
 profilers and invokers (`PROVIDERS`: the module of each, imported when a ``qai_hub`` device
-first runs one of them).
-
-``qai_hub`` itself is imported only when such a device is used (`client.load_qai_hub`).
-The public helpers: `QAIHubConfig` (the provider's settings), `check_qai_hub` (token and
-client version, offline), `resume_job` (attach to a submitted job) and `run_on_devices`
-(fan one call out to several devices). They are imported on first use, so that reading the
-settings class costs no more than that.
+first runs one of them), and the helpers `check_qai_hub`, `resume_job` and `run_on_devices`,
+imported on first use.
 """
 
 from __future__ import annotations
@@ -24,7 +19,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROVIDERS",
-    "PROVIDER_CONFIGS",
     "FanOutError",
     "QAIHubCheck",
     "QAIHubConfig",
@@ -33,7 +27,6 @@ __all__ = [
     "run_on_devices",
 ]
 
-PROVIDER_CONFIGS = (QAIHubConfig,)
 # the module registering the providers of each kind of component, by its run type
 PROVIDERS = {
     RunType.COMPILE: f"{__name__}.compile",

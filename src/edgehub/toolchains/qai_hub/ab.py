@@ -1,9 +1,6 @@
 """`hub exec ab` on a Qualcomm AI Hub device: one profile job per model, both submitted before
-either is waited for, then both waited for and their profiles downloaded.
-
-The service runs each job in its own device session, so the two models are not interleaved:
-their per-iteration inference times (``all_inference_times``) are two independent samples,
-which the caller compares as such (`edgehub.tracking.profile_compare.compare_samples`).
+either is waited for. The service runs each job in its own device session, so their
+per-iteration times are two independent samples, not interleaved ones.
 """
 
 from __future__ import annotations
@@ -83,15 +80,19 @@ def profile_pair(
     found: dict[str, HubProfile] = {}
     for side, job in jobs.items():
         wait_for_job(ctx, "profile", job, config, ProfileError)
-        profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
-        if not isinstance(profile, dict) or not profile.get("execution_summary"):
-            raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
-        summary = summarize_profile(profile)
-        if not summary.samples_us:
+        found[side] = fetched_profile(hub, job)
+        if not found[side].summary.samples_us:
             raise ProfileError(
                 f"qai_hub profile job {job.job_id} reported no per-iteration inference times "
                 f"({job.url}), which the A/B verdict needs; profile each model and compare "
                 "the estimates by eye"
             )
-        found[side] = HubProfile(str(job.job_id), str(job.url), profile, summary)
     return found
+
+
+def fetched_profile(hub: Any, job: Any) -> HubProfile:
+    """The finished profile job ``job``'s profile, downloaded and summarized."""
+    profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
+    if not isinstance(profile, dict) or not profile.get("execution_summary"):
+        raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
+    return HubProfile(str(job.job_id), str(job.url), profile, summarize_profile(profile))

@@ -1,9 +1,6 @@
-"""`QAIHubBatchRunner`: a dataset through a compiled model in one AI Hub inference job.
-
-The samples become one service dataset (``{compiled input name: [sample, ...]}``), uploaded
-once per content and reused by hash while it lives (`uploads`), even by a later process; the
-job gets the compiled model's own input names (the compiler's renames applied), and its
-outputs come back under the original names, stacked over the samples.
+"""`QAIHubBatchRunner`: a dataset through a compiled model in one AI Hub inference job, its
+samples one service dataset (uploaded once per content) under the compiled model's input names,
+its outputs back under the original names, stacked over the samples.
 """
 
 from __future__ import annotations
@@ -57,12 +54,7 @@ class QAIHubBatchRunner(BatchRunner):
         self._folder = ctx.artifact_dir / (scratch or "qai_hub_batch")
 
     def run_many(
-        self,
-        jobs: Sequence[BatchJob],
-        samples: Path,
-        *,
-        stacked: bool,
-        digest: str | None = None,
+        self, jobs: Sequence[BatchJob], samples: Path, *, stacked: bool, digest: str | None = None
     ) -> list[BatchOutputs]:
         """Every sample through each job's model, one inference job each."""
         entries = sample_lists(samples, stacked)
@@ -78,7 +70,7 @@ class QAIHubBatchRunner(BatchRunner):
                 f"{', '.join(job.options)} cannot run on Qualcomm AI Hub; use a local or ssh device"
             )
         ctx = self.ctx
-        path = local_model(ctx, job.model, InvokeError)
+        path = local_model(ctx, job.model)
         _, config = start_on_device(ctx, self.device, self._component, InvokeError)
         inputs = getattr(job.model, "input_name_mapping", None)
         if inputs:

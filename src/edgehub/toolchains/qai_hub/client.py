@@ -1,13 +1,7 @@
 """Access to the ``qai_hub`` client: loading it (the one seam tests replace), checking that it
-is usable (accepted version, a configured token) and mapping its errors to edgehub's.
-
-The client retries a failed connection 6 times with growing pauses (about 47 s without a
-network); edgehub bounds that to `CONNECT_RETRIES` short retries, and a service it cannot
-reach is `QAIHubUnreachable` (exit 3, an environment problem), not a toolchain failure.
-
-The token is read by qai-hub itself from ``~/.qai_hub/client.ini`` or ``$QAIHUB_CLIENT_INI``
-(section ``[api]``, key ``api_token``); edgehub only checks that one is there and never shows
-it.
+is usable (accepted version, a configured token, which edgehub never shows) and mapping its
+errors to edgehub's. A service it cannot reach is `QAIHubUnreachable` (an environment problem),
+after `CONNECT_RETRIES` short retries instead of the client's six long ones (about 47 s).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The ``qai_hub`` providers of `ONNXRuntimeCompiler` and `TFLiteCompiler`.
-
-With calibration data a quantize job (INT8 QDQ by default) runs first and its model is
-compiled; without, the float model is compiled as it is. Input specs come from the model's
-own inputs; the compiled model's tensor names are read from the service's model spec and
-recorded as name mappings (original -> compiled, by position).
+"""The ``qai_hub`` providers of `ONNXRuntimeCompiler` and `TFLiteCompiler`: with calibration data
+a quantize job runs first and its model is compiled. The compiled model's tensor names, read
+from the service's model spec, are recorded as name mappings (original -> compiled, by position).
 """
 
 from __future__ import annotations
@@ -76,11 +73,7 @@ def _key(*parts: Any) -> str:
 
 
 def _quantized_source(
-    ctx: HubContext,
-    source: Path,
-    entries: dict[str, list[Any]],
-    config: QAIHubConfig,
-    component: type[Any],
+    ctx: HubContext, source: Path, entries: dict[str, list[Any]], config: QAIHubConfig
 ) -> Any:
     """Run the quantize job; returns the quantized model on the service."""
     hub = session_for(ctx).hub
@@ -115,83 +108,6 @@ def _quantized_source(
     return hub_call(hub, CompileError, "reading the quantized model", job.get_target_model)
 
 
-def compile_on_hub(
-    ctx: HubContext,
-    onnx_path: Path,
-    *,
-    device: str | None,
-    component: type[Any],
-    output_type: type[CompiledWithNames],
-    target_runtime: str,
-    suffix: str,
-    input_shape: Any,
-    calibration_data: Any,
-    quantize_io: bool,
-) -> Any:
-    source = Path(onnx_path).expanduser()
-    onnx_file(source)
-    _, config = start_on_device(ctx, device, component, CompileError)
-    hub = session_for(ctx).hub
-    ctx.client.log_param("$runtime", target_runtime)
-    ctx.client.log_artifact(source, name="input")
-    specs = onnx_input_specs(source, input_shape)
-    ctx.client.log_param("input_specs", format_specs(specs))
-    options = config.job_options("compile", target_runtime=target_runtime, quantize_io=quantize_io)
-    ctx.client.log_param("qai_hub_compile_options", options)
-    plan = current_plan()
-    resuming_compile = plan is not None and "compile" in plan.resume
-    if calibration_data is not None and not resuming_compile:
-        entries = calibration_entries(calibration_data, specs)
-        quantized = _quantized_source(ctx, source, entries, config, component)
-
-        def model() -> Any:
-            return quantized
-
-    else:
-        ctx.events.info("no calibration data: compiling the float model as it is")
-
-        def model() -> Any:
-            return uploaded_model(ctx, source, CompileError)
-
-    key = _key(str(source), options, sorted(specs.items()), calibration_data is not None)
-    job = run_job(
-        ctx,
-        "compile",
-        key,
-        device,
-        config,
-        CompileError,
-        hub.submit_compile_job,
-        lambda: {"model": model()},
-        component,
-        name=f"{source.stem} {target_runtime}",
-        input_specs=specs,
-        options=options,
-    )
-    compiled = hub_call(hub, CompileError, "reading the compiled model", job.get_target_model)
-    wanted = ctx.artifact_dir / f"compiled_{source.stem}{suffix}"
-    saved = hub_call(
-        hub, CompileError, "downloading the compiled model", job.download_target_model, str(wanted)
-    )
-    if not saved or not Path(saved).exists():
-        raise CompileError(
-            f"qai_hub compile job {job.job_id} finished without a model to download ({job.url})"
-        )
-    remember_download(ctx, Path(saved), compiled)
-    record_qairt(ctx, compiled, config)
-    ctx.client.log_artifact(Path(saved), name="path")
-    return output_type.from_current_run(
-        ctx,
-        input_name_mapping=_mapping(ctx, "input", list(specs), _spec_names(compiled, "input")),
-        output_name_mapping=_mapping(
-            ctx,
-            "output",
-            _output_names(source),
-            _spec_names(compiled, "output"),
-        ),
-    )
-
-
 def _ort_options(ctx: HubContext, o: Any) -> None:
     """What AI Hub does not offer of ONNX Runtime's quantization options."""
     if o.quantization == "dynamic":
@@ -222,17 +138,69 @@ def _register(
         o = read_options(component, options)
         if check is not None:
             check(ctx, o)
-        return compile_on_hub(
+        source = Path(onnx_path).expanduser()
+        onnx_file(source)
+        _, config = start_on_device(ctx, o.device, component, CompileError)
+        hub = session_for(ctx).hub
+        ctx.client.log_param("$runtime", target_runtime)
+        ctx.client.log_artifact(source, name="input")
+        specs = onnx_input_specs(source, o.input_shape)
+        ctx.client.log_param("input_specs", format_specs(specs))
+        job_options = config.job_options(
+            "compile", target_runtime=target_runtime, quantize_io=o.quantize_io
+        )
+        ctx.client.log_param("qai_hub_compile_options", job_options)
+        plan = current_plan()
+        calibrated = o.calibration_data is not None
+        if calibrated and (plan is None or "compile" not in plan.resume):
+            entries = calibration_entries(o.calibration_data, specs)
+            quantized = _quantized_source(ctx, source, entries, config)
+
+            def model() -> Any:
+                return quantized
+
+        else:
+            ctx.events.info("no calibration data: compiling the float model as it is")
+
+            def model() -> Any:
+                return uploaded_model(ctx, source, CompileError)
+
+        job = run_job(
             ctx,
-            onnx_path,
-            device=o.device,
-            component=component,
-            output_type=output_type,
-            target_runtime=target_runtime,
-            suffix=suffix,
-            input_shape=o.input_shape,
-            calibration_data=o.calibration_data,
-            quantize_io=o.quantize_io,
+            "compile",
+            _key(str(source), job_options, sorted(specs.items()), calibrated),
+            o.device,
+            config,
+            CompileError,
+            hub.submit_compile_job,
+            lambda: {"model": model()},
+            component,
+            name=f"{source.stem} {target_runtime}",
+            input_specs=specs,
+            options=job_options,
+        )
+        compiled = hub_call(hub, CompileError, "reading the compiled model", job.get_target_model)
+        wanted = ctx.artifact_dir / f"compiled_{source.stem}{suffix}"
+        saved = hub_call(
+            hub,
+            CompileError,
+            "downloading the compiled model",
+            job.download_target_model,
+            str(wanted),
+        )
+        if not saved or not Path(saved).exists():
+            raise CompileError(
+                f"qai_hub compile job {job.job_id} finished without a model to download ({job.url})"
+            )
+        remember_download(ctx, Path(saved), compiled)
+        record_qairt(ctx, compiled, config)
+        ctx.client.log_artifact(Path(saved), name="path")
+        inputs = _spec_names(compiled, "input")
+        outputs = _spec_names(compiled, "output")
+        return output_type.from_current_run(
+            ctx,
+            input_name_mapping=_mapping(ctx, "input", list(specs), inputs),
+            output_name_mapping=_mapping(ctx, "output", _output_names(source), outputs),
         )
 
 

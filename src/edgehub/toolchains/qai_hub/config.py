@@ -1,8 +1,6 @@
 """`QAIHubConfig`: the typed settings of the ``qai_hub`` provider, and the option strings they
-make for each kind of AI Hub job.
-
-The API token is not a setting here: it lives in qai-hub's own configuration
-(``~/.qai_hub/client.ini`` or ``$QAIHUB_CLIENT_INI``, written by ``qai-hub configure``).
+make for each kind of AI Hub job. The API token is not one: it lives in qai-hub's own
+configuration, written by ``qai-hub configure``.
 """
 
 from __future__ import annotations

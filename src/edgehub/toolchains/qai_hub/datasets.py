@@ -20,15 +20,13 @@ __all__ = ["calibration_entries", "sample_entries"]
 def _split(name: str, array: np.ndarray, spec: InputSpec) -> list[np.ndarray]:
     shape, dtype = spec
     if array.ndim == len(shape) + 1:
-        samples = [array[i] for i in range(array.shape[0])]
-    elif array.ndim == len(shape):
-        samples = [array[i : i + 1] for i in range(array.shape[0])]
-    else:
-        raise InputDataError(
-            f"calibration array {name!r} has shape {array.shape}; input {name!r} is "
-            f"{shape} {dtype} (leading axis = samples)"
-        )
-    return samples
+        return [array[i] for i in range(array.shape[0])]
+    if array.ndim == len(shape):
+        return [array[i : i + 1] for i in range(array.shape[0])]
+    raise InputDataError(
+        f"calibration array {name!r} has shape {array.shape}; input {name!r} is "
+        f"{shape} {dtype} (leading axis = samples)"
+    )
 
 
 def _check(name: str, sample: np.ndarray, spec: InputSpec) -> np.ndarray:

@@ -28,11 +28,7 @@ class FanOutError(ToolchainError):
 
 
 def run_on_devices(
-    ctx: HubContext,
-    component: Component,
-    *inputs: Any,
-    devices: Sequence[str],
-    **options: Any,
+    ctx: HubContext, component: Component, *inputs: Any, devices: Sequence[str], **options: Any
 ) -> dict[str, Any]:
     """``component.run(ctx, *inputs, device=name, **options)`` for each qai_hub device, with
     one submission for all of them. Returns ``{device: output}``; if any run failed, a

@@ -1,10 +1,5 @@
-"""The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on
-one sample, with tensor names remapped both ways unless ``use_compiled_names``.
-
-Input names: original names are replaced by the compiled model's (``input_name_mapping``);
-names that already are compiled names pass through; any other name is an `InvokeError`
-listing both. Outputs come back under their original names, each flattened to its first (and
-only) sample.
+"""The ``qai_hub`` providers of `ONNXRuntimeInvoker` and `TFLiteInvoker`: one inference job on one
+sample, with tensor names mapped to the compiled model's and back unless ``use_compiled_names``.
 """
 
 from __future__ import annotations
@@ -108,64 +103,42 @@ def inference_job(
     return job, hub_call(hub, InvokeError, "downloading the outputs", job.download_output_data)
 
 
-def invoke_on_hub(
-    ctx: HubContext,
-    model: Any,
-    input_data: dict[str, Any],
-    *,
-    device: str | None,
-    use_compiled_names: bool,
-    component: type[Any],
-    output_type: type[InvocationResult],
-    runtime: str,
-) -> Any:
-    from edgehub.toolchains.tensors import save_npz
-
-    if not isinstance(input_data, Mapping):
-        raise InputDataError(
-            f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
-        )
-    path = local_model(ctx, model, InvokeError)
-    _, config = start_on_device(ctx, device, component, InvokeError)
-    session_for(ctx)  # the client and its token, checked before anything is logged
-    input_mapping = getattr(model, "input_name_mapping", None)
-    output_mapping = getattr(model, "output_name_mapping", None)
-    if not use_compiled_names and input_mapping:
-        input_data = remap_input_names(input_data, input_mapping)
-    ctx.client.log_param("$runtime", runtime)
-    ctx.client.log_artifact(path, name="input")
-    ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), name="input_data")
-    entries = sample_entries(input_data)
-    ctx.client.log_param("qai_hub_inference_options", config.job_options("inference"))
-    job, dataset = inference_job(ctx, path, entries, device, component, config, "inference")
-    if dataset is None:
-        raise InvokeError(f"qai_hub inference job {job.job_id} returned no outputs ({job.url})")
-    record_qairt(ctx, getattr(job, "model", None), config)
-    outputs = flatten_outputs(dataset)
-    if not use_compiled_names and output_mapping:
-        original = {compiled: name for name, compiled in output_mapping.items()}
-        outputs = {original.get(name, name): array for name, array in outputs.items()}
-    saved = save_npz(ctx.artifact_dir / "output.npz", outputs)
-    ctx.client.log_artifact(saved, name="output_file")
-    return output_type.from_current_run(ctx, output=outputs)
-
-
 def _register(component: type[Any], output_type: type[InvocationResult], runtime: str) -> None:
     """``component``'s provider: its model run on AI Hub on one sample."""
 
     @provides(component, ProviderType.QAI_HUB, "use_compiled_names")
     def invoke_on_qai_hub(ctx: HubContext, model: Any, input_data: Any, **options: Any) -> Any:
+        from edgehub.toolchains.tensors import save_npz
+
         o = read_options(component, options)
-        return invoke_on_hub(
-            ctx,
-            model,
-            input_data,
-            device=o.device,
-            use_compiled_names=o.use_compiled_names,
-            component=component,
-            output_type=output_type,
-            runtime=runtime,
-        )
+        if not isinstance(input_data, Mapping):
+            raise InputDataError(
+                f"input_data must be a dict of input name -> array, got {type(input_data).__name__}"
+            )
+        path = local_model(ctx, model)
+        _, config = start_on_device(ctx, o.device, component, InvokeError)
+        session_for(ctx)  # the client and its token, checked before anything is logged
+        input_mapping = getattr(model, "input_name_mapping", None)
+        output_mapping = getattr(model, "output_name_mapping", None)
+        if not o.use_compiled_names and input_mapping:
+            input_data = remap_input_names(input_data, input_mapping)
+        ctx.client.log_param("$runtime", runtime)
+        ctx.client.log_artifact(path, name="input")
+        inputs = save_npz(ctx.artifact_dir / "input.npz", input_data)
+        ctx.client.log_artifact(inputs, name="input_data")
+        entries = sample_entries(input_data)
+        ctx.client.log_param("qai_hub_inference_options", config.job_options("inference"))
+        job, dataset = inference_job(ctx, path, entries, o.device, component, config, "inference")
+        if dataset is None:
+            raise InvokeError(f"qai_hub inference job {job.job_id} returned no outputs ({job.url})")
+        record_qairt(ctx, getattr(job, "model", None), config)
+        outputs = flatten_outputs(dataset)
+        if not o.use_compiled_names and output_mapping:
+            original = {compiled: name for name, compiled in output_mapping.items()}
+            outputs = {original.get(name, name): array for name, array in outputs.items()}
+        saved = save_npz(ctx.artifact_dir / "output.npz", outputs)
+        ctx.client.log_artifact(saved, name="output_file")
+        return output_type.from_current_run(ctx, output=outputs)
 
 
 _register(ONNXRuntimeInvoker, ONNXRuntimeInvocationResult, "onnx")

@@ -1,6 +1,4 @@
-"""AI Hub jobs on a run: submitting (or attaching to a resumed or fanned-out job), recording
-each job's id and URL, and waiting with a timeout while every status change goes to the run's
-event stream."""
+"""AI Hub jobs on a run: submitted (or attached to), recorded and waited for."""
 
 from __future__ import annotations
 
@@ -47,11 +45,9 @@ def run_job(
     **fields: Any,
 ) -> Any:
     """The ``kind`` job, submitted or attached to (`obtain_job`), recorded on the run and
-    waited for (`wait_for_job`).
-
-    ``submit`` (the client's ``submit_*_job``) gets what ``uploads()`` returns (the model and
-    data, uploaded only when the job is submitted), the devices of ``component`` (none for a
-    device-less job) and ``fields``; ``key`` tells a fan-out's jobs apart."""
+    waited for. ``submit`` (the client's ``submit_*_job``) gets what ``uploads()`` returns
+    (uploaded only when the job is submitted), the devices of ``component`` and ``fields``;
+    ``key`` tells a fan-out's jobs apart."""
     hub = session_for(ctx).hub
 
     def submitted(names: list[str]) -> Any:
@@ -68,12 +64,10 @@ def run_job(
 
 
 def obtain_job(ctx: HubContext, kind: JobKind, key: str, device: str | None, submit: Submit) -> Any:
-    """The job of ``kind`` for context device ``device`` (None: a device-less quantize job).
-
-    A job given to `resume_job` is attached to; in a fan-out the first call submits the job
-    for every fan-out device at once (the client's multi-device submission) and later calls
-    take theirs. ``submit(device_names)`` returns one job, or a list in device order.
-    """
+    """The job of ``kind`` for context device ``device`` (None: a device-less quantize job):
+    one given to `resume_job`, else submitted; in a fan-out the first call submits it for every
+    device at once and later calls take theirs. ``submit(device_names)`` returns one job, or a
+    list in device order."""
     plan = current_plan()
     if plan is not None and kind in plan.resume:
         job = plan.resume.pop(kind)
@@ -114,19 +108,11 @@ def describe(status: Any) -> str:
 
 
 def wait_for_job(
-    ctx: HubContext,
-    kind: JobKind,
-    job: Any,
-    config: QAIHubConfig,
-    failure: type[ToolchainError],
+    ctx: HubContext, kind: JobKind, job: Any, config: QAIHubConfig, failure: type[ToolchainError]
 ) -> Any:
-    """Wait until ``job`` finishes; each status change is an event on the run.
-
-    A job that fails on the service, or does not finish within ``config.timeout`` seconds, is a
-    ``failure`` error naming the job and its URL. Ctrl-C, or cancelling ``ctx`` (the TUI's
-    cancel, ``hub exec --timeout``), stops waiting (not the job) and says so, with the URL and
-    how to resume.
-    """
+    """Wait until ``job`` finishes, each status change an event on the run. A job that fails,
+    or does not finish within ``config.timeout`` seconds, is a ``failure``; Ctrl-C or a cancel
+    stops waiting (not the job) and says how to resume."""
     hub = session_for(ctx).hub
     resume = f"resume with `hub exec … --from-job {job.job_id}`"
     started = time.monotonic()

@@ -16,11 +16,10 @@ from edgehub.toolchains.onnxruntime.components import (
 )
 from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingResult
+from edgehub.toolchains.qai_hub.ab import fetched_profile
 from edgehub.toolchains.qai_hub.assets import uploaded_model
-from edgehub.toolchains.qai_hub.client import hub_call
 from edgehub.toolchains.qai_hub.devices import start_on_device
 from edgehub.toolchains.qai_hub.jobs import record_qairt, run_job
-from edgehub.toolchains.qai_hub.profile_summary import summarize_profile
 from edgehub.toolchains.qai_hub.session import session_for
 from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfilingResult
 
@@ -32,73 +31,12 @@ __all__ = ["local_model"]
 INTERNAL = {"latency", "peak_memory_usage", "load_time"}  # the output's own fields: '$' names
 
 
-def local_model(ctx: HubContext, model: Any, failure: type[Exception]) -> Path:
+def local_model(ctx: HubContext, model: Any) -> Path:
     """The compiled model's file (or folder) on this machine."""
     path = Path(model.path.to_local(ctx).local())
     if not path.exists():
         raise ModelError(f"model {path} not found; check the path")
     return path
-
-
-def profile_on_hub(
-    ctx: HubContext,
-    model: Any,
-    *,
-    device: str | None,
-    component: type[Any],
-    output_type: type[ProfilingResult],
-    runtime: str,
-    runs: int | None,
-) -> Any:
-    path = local_model(ctx, model, ProfileError)
-    _, config = start_on_device(ctx, device, component, ProfileError)
-    hub = session_for(ctx).hub
-    ctx.client.log_param("$runtime", runtime)
-    ctx.client.log_artifact(path, name="input")
-    options = config.job_options("profile", profiler_iterations=runs)
-    ctx.client.log_param("qai_hub_profile_options", options)
-
-    job = run_job(
-        ctx,
-        "profile",
-        f"{path}|{options}",
-        device,
-        config,
-        ProfileError,
-        hub.submit_inference_job,
-        lambda: {"model": uploaded_model(ctx, path, ProfileError)},
-        component,
-        inputs=None,
-        name=f"{path.stem} profile",
-        options=options,
-        profile=True,
-    )
-    profile = hub_call(hub, ProfileError, "downloading the profile", job.download_profile)
-    if not isinstance(profile, dict) or not profile.get("execution_summary"):
-        raise ProfileError(f"qai_hub profile job {job.job_id} returned no profile ({job.url})")
-    record_qairt(ctx, getattr(job, "model", None), config)
-    summary = summarize_profile(profile)
-    if "latency" not in summary.metrics:
-        raise ProfileError(
-            f"qai_hub profile job {job.job_id} reported no inference time ({job.url})"
-        )
-    ctx.client.log_metrics(
-        {(f"${k}" if k in INTERNAL else k): v for k, v in summary.metrics.items()}
-    )
-    ctx.client.log_params(summary.params)
-    _report(ctx, summary.metrics, summary.layers)
-    document = {
-        "job": {"id": job.job_id, "url": job.url},
-        "stats": summary.metrics,
-        "samples_us": summary.samples_us,
-        "compute_units": summary.compute_units,
-        "layers": summary.layers,
-        "qai_hub_profile": profile,
-    }
-    profile_json = ctx.artifact_dir / "profile.json"
-    profile_json.write_text(json.dumps(document, indent=1), encoding="utf-8")
-    ctx.client.log_artifact(profile_json, name="output_file")
-    return output_type.from_current_run(ctx)
 
 
 def _report(ctx: HubContext, metrics: dict[str, float], layers: list[dict[str, Any]]) -> None:
@@ -124,15 +62,45 @@ def _register(
     @provides(component, ProviderType.QAI_HUB, *serves)
     def profile_on_qai_hub(ctx: HubContext, model: Any, **options: Any) -> Any:
         o = read_options(component, options)
-        return profile_on_hub(
+        path = local_model(ctx, model)
+        _, config = start_on_device(ctx, o.device, component, ProfileError)
+        hub = session_for(ctx).hub
+        ctx.client.log_param("$runtime", runtime)
+        ctx.client.log_artifact(path, name="input")
+        runs = o.runs if "runs" in serves else None
+        job_options = config.job_options("profile", profiler_iterations=runs)
+        ctx.client.log_param("qai_hub_profile_options", job_options)
+        job = run_job(
             ctx,
-            model,
-            device=o.device,
-            component=component,
-            output_type=output_type,
-            runtime=runtime,
-            runs=o.runs if "runs" in serves else None,
+            "profile",
+            f"{path}|{job_options}",
+            o.device,
+            config,
+            ProfileError,
+            hub.submit_inference_job,
+            lambda: {"model": uploaded_model(ctx, path, ProfileError)},
+            component,
+            inputs=None,
+            name=f"{path.stem} profile",
+            options=job_options,
+            profile=True,
         )
+        found = fetched_profile(hub, job)
+        record_qairt(ctx, getattr(job, "model", None), config)
+        summary = found.summary
+        if "latency" not in summary.metrics:
+            raise ProfileError(
+                f"qai_hub profile job {job.job_id} reported no inference time ({job.url})"
+            )
+        ctx.client.log_metrics(
+            {(f"${k}" if k in INTERNAL else k): v for k, v in summary.metrics.items()}
+        )
+        ctx.client.log_params(summary.params)
+        _report(ctx, summary.metrics, summary.layers)
+        profile_json = ctx.artifact_dir / "profile.json"
+        profile_json.write_text(json.dumps(found.document(), indent=1), encoding="utf-8")
+        ctx.client.log_artifact(profile_json, name="output_file")
+        return output_type.from_current_run(ctx)
 
 
 _register(ONNXRuntimeProfiler, ONNXRuntimeProfilingResult, "onnx", "runs")

@@ -1,8 +1,5 @@
-"""An AI Hub profile (``InferenceJob.download_profile()``) as edgehub metrics and rows.
-
-The per-run times ``execution_summary.all_inference_times`` (µs) give the same statistics as
-the local profilers (`edgehub.agent.stats`); ``$latency`` is their median. Profiles without
-raw times fall back to ``estimated_inference_time``. Memory is reported in MiB, times in ms.
+"""An AI Hub profile as edgehub metrics and rows: the per-run times give the same statistics as
+the local profilers (``$latency``: their median), else ``estimated_inference_time`` does.
 """
 
 from __future__ import annotations

@@ -50,12 +50,9 @@ def session_for(ctx: HubContext) -> QAIHubSession:
 
 @dataclass
 class JobPlan:
-    """Jobs a component call attaches to instead of submitting new ones.
-
-    ``resume`` maps a job kind to a job submitted earlier (``resume_job``); ``devices`` lists
-    the context devices of a fan-out, whose jobs are submitted together on first need and kept
-    in ``submitted`` by (kind, request key) and device name.
-    """
+    """Jobs a component call attaches to instead of submitting new ones: ``resume``, by job
+    kind (`resume_job`); a fan-out's to ``devices``, submitted together on first need and kept
+    in ``submitted`` by (kind, request key) and device name."""
 
     resume: dict[str, Any] = field(default_factory=dict)
     devices: list[str] = field(default_factory=list)

@@ -1,10 +1,6 @@
-"""Uploads to Qualcomm AI Hub reused by content hash while they live.
-
-A model or dataset whose content was uploaded before is not uploaded again: within a context
-the service object is reused; across processes its id is kept in
-``<store>/qai_hub/uploads.json`` and fetched with ``get_model`` / ``get_dataset``. Datasets
-expire on the service (30 days); one is reused only while more than a day of it is left.
-Compiled models downloaded from a job are recorded too, so profiling them uploads nothing.
+"""Uploads to Qualcomm AI Hub reused by content hash while they live: within a context the
+service object, across processes its id, kept in ``<store>/qai_hub/uploads.json``. A dataset
+(which expires on the service after 30 days) is reused while more than a day of it is left.
 """
 
 from __future__ import annotations

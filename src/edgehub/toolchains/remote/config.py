@@ -13,9 +13,8 @@ __all__ = ["SSHAgentConfig"]
 @dataclass(frozen=True)
 class SSHAgentConfig(ProviderConfig):
     """Settings of the ``ssh`` provider: the device's Python (>= 3.8, with onnxruntime,
-    ai-edge-litert or tflite-runtime importable) and whether the agent stays resident on the
-    device for the life of the context (a warm call then skips Python's and the runtime's
-    start-up)."""
+    ai-edge-litert or tflite-runtime importable) and whether the agent stays resident on the device
+    for the life of the context (a warm call then skips Python's and the runtime's start-up)."""
 
     provider_type: ClassVar[str] = "ssh"
     settings_table: ClassVar[str] = "agent"

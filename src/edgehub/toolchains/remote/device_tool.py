@@ -1,11 +1,8 @@
 """`DeviceTool`: one provider call of a command-line tool on a device (over its runner).
 
-Models are uploaded once per content to ``<workspace>/models/<sha256[:16]>/<name>`` (a second
-run of the same model sends no bytes: the runner's upload cache sees the same file at the same
-path); everything else of a run lives in ``<workspace>/<run directory name>/``, which the tool's
-own command creates (no separate ``mkdir``), or that `DeviceTool.exchange` sends with its inputs,
-running the command and bringing its outputs back in the same round trip. The context removes
-the workspace when it exits.
+Models are uploaded once per content to ``<workspace>/models/<sha256[:16]>/<name>``; everything
+else of a run lives in ``<workspace>/<run directory name>/``, which the tool's own command
+creates (no separate ``mkdir``). The context removes the workspace when it exits.
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ from edgehub.runners.protocol import (
     SupportsContentUpload,
     SupportsExchange,
 )
+from edgehub.runners.streaming import last_line
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -69,8 +67,7 @@ class DeviceTool:
 
     @property
     def run_dir(self) -> PurePosixPath:
-        """This run's directory on the device (made by the first `put` or `call` that needs
-        it)."""
+        """This run's directory on the device (made by the first `put` or `call` that needs it)."""
         return self.ctx.device_workspace(self.device.name) / self.ctx.artifact_dir.name
 
     def push_model(self, model: Path) -> PurePosixPath:
@@ -154,22 +151,13 @@ class DeviceTool:
                 f"{argv[0]} not found on {where}; install {self.tool} there or set its path "
                 f"in the device's [{self.tool}] settings in hub.toml"
             )
+        last = last_line(result.stderr, result.stdout) or "no output"
         if result.returncode == 125 and make_dirs:
-            raise failure(f"cannot create {make_dirs[0]} on {where}: {_last_line(result)}")
+            raise failure(f"cannot create {make_dirs[0]} on {where}: {last}")
         killed = killed_note(result.returncode)
         if killed:
-            raise failure(f"{self.tool} on {where} was {killed}; last output: {_last_line(result)}")
-        raise failure(
-            f"{self.tool} failed on {where} (exit {result.returncode}): {_last_line(result)}"
-        )
-
-
-def _last_line(result: CommandResult) -> str:
-    for text in (result.stderr, result.stdout):
-        lines = [line for line in text.strip().splitlines() if line.strip()]
-        if lines:
-            return lines[-1].strip()
-    return "no output"
+            raise failure(f"{self.tool} on {where} was {killed}; last output: {last}")
+        raise failure(f"{self.tool} failed on {where} (exit {result.returncode}): {last}")
 
 
 def device_tool(ctx: HubContext, device: str | None, component: type, tool: str) -> DeviceTool:

@@ -1,23 +1,13 @@
 """The ``ssh`` provider's plumbing: edgehub's agent run by the device's own Python and runtime.
 
-The agent zipapp goes once to ``~/.cache/edgehub/agent/edgehub-agent-<hash>.pyz`` on the device
-(named by its content, so it is sent again only when it changes). Each call stages its request
-and inputs in one tar stream; models (and any input of 1 MiB or more) are uploaded separately to
-a path named by their content and reach the call as a link, so a model is sent once per
-context. With ``resident`` (the default), the first call starts an agent server on the device
-(``<workspace>/agent-<ns>.sock``) that keeps Python and the runtime loaded, and the runner's
-relay (``runners/ssh/relay.py``) hands it each later job in one round trip (a job it cannot
-hand over goes through ``exchange``, one channel per call); the runner stops relay and server
-when the context closes the connection.
-
-A dataset (`SupportsSharedInput`, which the runner an `AgentCall` here holds offers) goes once
-per device, across processes: to ``~/.cache/edgehub/datasets/<sha256[:32]>/`` (named by its
-content hash, made complete before it takes that name), and calls name it by that path instead
-of staging it; a call that finds it there touches its folder, and the connection's janitor
-(`runners.ssh.janitor`) removes datasets no run has used for 30 days. A copy found there is
-used only where the device's Python, hashing it as `hash_path` does (`DEVICE_HASH`), gives the
-host's content hash: one changed on the device (of whatever size and times) is sent again in its
-place, and the log says so.
+Everything large goes once, named by its content: the agent zipapp (to
+``~/.cache/edgehub/agent/``), models and inputs of 1 MiB or more (once per context, reaching
+each call as a link), and datasets (`SupportsSharedInput`: once per device, across processes,
+under ``~/.cache/edgehub/datasets/<sha256[:32]>/``, reused only where the device's Python,
+hashing it as `hash_path` does (`DEVICE_HASH`), gives the host's hash; the connection's
+janitor removes those unused for 30 days). With ``resident`` (the default) the first call
+starts an agent server on the device that keeps Python and the runtime loaded, and the
+runner's relay hands it each later job in one round trip.
 """
 
 from __future__ import annotations

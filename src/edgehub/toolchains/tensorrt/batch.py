@@ -1,10 +1,7 @@
 """`TRTBatchRunner`: a dataset through a TensorRT engine (agent ``trt.batch``) on this host's
-NVIDIA GPU, in the tensorrt-rtx image (the image that built the engine) with the GPU passed
-through. Without a GPU it refuses before anything starts (`GpuUnavailableError`).
-
-Besides the engine, each run gets the ONNX model the engine was built from (the compile's QDQ
-model for int8, else its input) and the compile's precision and shapes, which the layer search
-needs to build the engine again with intermediate tensors marked as outputs.
+NVIDIA GPU, in the tensorrt-rtx image that built it. Each run also gets the ONNX model the engine
+was built from and the compile's precision and shapes, which the layer search needs to build
+the engine again with intermediate tensors marked as outputs.
 """
 
 from __future__ import annotations

@@ -10,11 +10,7 @@ from edgehub.core.component.base import NoProviderError
 from edgehub.core.component.outputs import CompiledModel
 from edgehub.core.values.shapes import InputShape, InputShapeRange
 from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
-from edgehub.toolchains.outputs import (
-    InvocationResult,
-    ProfilingMethod,
-    ProfilingResult,
-)
+from edgehub.toolchains.outputs import InvocationResult, ProfilingMethod, ProfilingResult
 from edgehub.tracking.run_type import RunType
 
 if TYPE_CHECKING:

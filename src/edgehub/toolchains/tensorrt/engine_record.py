@@ -1,10 +1,7 @@
-"""What was recorded of an engine's build: the TensorRT flavor, version and targets.
-
-Looked up for an engine about to run (`recorded_engine`) so the agent can refuse it before
-loading where its TensorRT or GPU differs (`edgehub.agent.trt.engine_check`). A sidecar
-``ENGINE.json`` beside the file (what the build writes, stored as the ``engine_info`` artifact)
-comes first; else the newest finished compile in the store whose engine has the file's content.
-An engine with neither is run unchecked, as before.
+"""What was recorded of an engine's build (TensorRT flavor, version and targets), so the agent
+can refuse an engine before loading it where its TensorRT or GPU differs: the ``ENGINE.json``
+sidecar the build writes beside the file, else the newest finished compile in the store whose
+engine has the file's content. An engine with neither is run unchecked.
 """
 
 from __future__ import annotations

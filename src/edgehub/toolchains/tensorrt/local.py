@@ -1,10 +1,7 @@
-"""The ``local`` providers of the TensorRT components.
-
-Compile: the tensorrt-rtx image (TensorRT for RTX from PyPI) builds engines for a chosen compute
-capability with or without a GPU; int8 from ``calibration_data`` first quantizes the model to QDQ
-in the onnxruntime image. Profile and invoke run an engine, which needs an NVIDIA GPU: without one
-they fail before starting anything; with one they use trtexec in the full tensorrt image, whose
-output is read by :mod:`.trtexec_parse`.
+"""The ``local`` providers of the TensorRT components: the tensorrt-rtx image builds engines
+with or without a GPU (int8 from ``calibration_data`` quantizes the model to QDQ in the
+onnxruntime image first); profile and invoke run trtexec in the full tensorrt image on this
+host's NVIDIA GPU, and without one fail before starting anything.
 """
 
 from __future__ import annotations
@@ -17,7 +14,6 @@ from edgehub.agent.trt.engine_file import engine_problem
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import (
     CompileError,
-    GpuUnavailableError,
     InputDataError,
     InvokeError,
     ProfileError,
@@ -26,6 +22,7 @@ from edgehub.errors import (
 )
 from edgehub.limits import ResultLimits
 from edgehub.toolchains.agent_call import AgentCall
+from edgehub.toolchains.host_gpu import require_host_gpu
 from edgehub.toolchains.local_session import (
     CONTAINER_WORK,
     input_dict,
@@ -35,7 +32,7 @@ from edgehub.toolchains.local_session import (
     record_agent_result,
     saved_inputs,
 )
-from edgehub.toolchains.options import one_of, read_options, stability_request
+from edgehub.toolchains.options import read_options, stability_request
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.tensorrt import timing_cache, trtexec_parse
 from edgehub.toolchains.tensorrt.components import (
@@ -57,15 +54,10 @@ if TYPE_CHECKING:
 __all__ = ["gpu_agent", "inspect_model"]
 
 RUNTIME = "tensorrt"
-PRECISIONS = ("fp32", "fp16", "int8")
 # request keys that are container paths, not settings worth recording
 _PATH_KEYS = frozenset(
     {"model", "output", "layer_info", "build_log", "timing_cache_in", "timing_cache_out"}
 )
-
-
-def _model_file(path: Path | str) -> Path:
-    return regular_file(path, "model")
 
 
 def _check_calib_path(calib_path: Any) -> None:
@@ -86,17 +78,10 @@ def _quantize_first(
 ) -> Path:
     """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image; the
     nodes ``exclude`` names get no Q/DQ (kept in float)."""
-    from edgehub.toolchains.tensors import save_npz
+    from edgehub.toolchains.tensors import calibration_file
 
-    if isinstance(data, dict):
-        calibration = save_npz(ctx.artifact_dir / "calibration.npz", data)
-    else:
-        calibration = Path(data).expanduser()
-        if not calibration.exists():
-            raise InputDataError(
-                f"calibration data {calibration} not found; pass an .npz, a directory of "
-                "samples, or a dict of arrays"
-            )
+    calibration = calibration_file(ctx.artifact_dir, data)
+    assert calibration is not None
     ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
     agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
     name = f"calibration{calibration.suffix}"
@@ -119,8 +104,7 @@ def _quantize_first(
 @TensorRTCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRTCompiledModel:
     o = read_options(TensorRTCompiler, options)
-    model = _model_file(onnx_path)
-    one_of("precision", o.precision, PRECISIONS)
+    model = regular_file(onnx_path, "model")
     _check_calib_path(o.calib_path)
     static, shapes = shape_options(ctx, o.input_shape, o.input_shape_range, o.input_shapes)
     if o.calibration_data is not None and o.precision != "int8":
@@ -159,8 +143,10 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRT
     }
     try:
         result = agent.call("trt.build", request, inputs=inputs, failure=CompileError)
-    except (ToolchainError, UsageError):
-        _keep_build_log(ctx, agent)
+    except (ToolchainError, UsageError):  # a failed build keeps TensorRT's log with the run
+        logs = sorted(agent.local_dir.glob("*-trt_build/out/build.log"))
+        if logs:
+            ctx.client.log_artifact(logs[-1], name="build_log")
         raise
     record_agent_result(ctx, result, skip=_PATH_KEYS)
     ctx.client.log_param("calib_path", None)
@@ -171,40 +157,16 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TensorRT
         version = str(result.params.get("tensorrt_version"))
         timing_cache.keep(ctx.store.root, digest, version, o.target, returned)
     ctx.client.log_artifact(result.file("layer_info.json"), name="layer_info")
-    if exclude:
-        _record_float_layers(ctx, result.file("layer_info.json"), exclude)
+    if exclude:  # which layers the nodes kept in float became, and a warning for each problem
+        from edgehub.toolchains.tensorrt.precision import float_layers
+
+        info = json.loads(result.file("layer_info.json").read_text(encoding="utf-8"))
+        found = float_layers(info.get("layers") or [], exclude)
+        ctx.client.log_params({"excluded_nodes": exclude, "float_layers": found.layers})
+        for problem in found.problems:
+            ctx.events.warning(problem)
     ctx.client.log_artifact(result.file("build.log"), name="build_log")
     return TensorRTCompiledModel.from_current_run(ctx)
-
-
-def _record_float_layers(ctx: HubContext, layer_info: Path, exclude: list[str]) -> None:
-    """Record which network layers the nodes kept in float became, and warn about any that
-    still reads quantized weights or that the parser left no layer of."""
-    from edgehub.toolchains.tensorrt.precision import float_layers
-
-    info = json.loads(layer_info.read_text(encoding="utf-8"))
-    found = float_layers(info.get("layers") or [], exclude)
-    ctx.client.log_params({"excluded_nodes": exclude, "float_layers": found.layers})
-    for problem in found.problems:
-        ctx.events.warning(problem)
-
-
-def _keep_build_log(ctx: HubContext, agent: AgentCall) -> None:
-    """A failed build keeps TensorRT's log with the run."""
-    logs = sorted(agent.local_dir.glob("*-trt_build/out/build.log"))
-    if logs:
-        ctx.client.log_artifact(logs[-1], name="build_log")
-
-
-def _require_gpu(component: str) -> None:
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            f"{component} runs the engine on an NVIDIA GPU and this machine has none "
-            f"({gpu.describe()}); nothing was started. Run it on a GPU device through the "
-            "'trtexec' provider over SSH (a hub.toml device with provider 'trtexec'), which needs "
-            "no GPU here, or on a host with a GPU and the full tensorrt image"
-        )
 
 
 def gpu_agent(ctx: HubContext, device: str | None) -> AgentCall:
@@ -225,7 +187,12 @@ def _engine_agent(
     """The engine (a wrong file is the user's to fix first, before the GPU is looked for),
     recorded, and an agent on the GPU."""
     engine = engine_file(ctx, model)
-    _require_gpu(component)
+    require_host_gpu(
+        f"{component} runs the engine",
+        "Run it on a GPU device through the 'trtexec' provider over SSH (a hub.toml device with "
+        "provider 'trtexec'), which needs no GPU here, or on a host with a GPU and the full "
+        "tensorrt image",
+    )
     log_input(ctx, RUNTIME, engine)
     return engine, gpu_agent(ctx, device)
 
@@ -256,15 +223,22 @@ def _profile_local(
         result,
         skip=frozenset({"engine", "log", "times_json", "profile_json", "engine_record"}),
     )
-    document = profile_document(result.files)
-    ctx.client.log_metrics(document["metrics"])
-    ctx.client.log_metric("$latency", float(document["metrics"]["latency_median_ms"]))
-    ctx.client.log_metric("fps", 1000.0 / float(document["metrics"]["latency_mean_ms"]))
-    profile = result.files / "profile.json"
+    record_profile(ctx, result.files)
+    return TensorRTProfilingResult.from_current_run(ctx)
+
+
+def record_profile(ctx: HubContext, files: Path) -> None:
+    """Record a trtexec profile run's figures (`profile_document` of ``files``), its
+    ``profile.json`` and its log on the current run."""
+    document = profile_document(files)
+    metrics = document["metrics"]
+    ctx.client.log_metrics(metrics)
+    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
+    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    profile = files / "profile.json"
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(result.file("trtexec.log"), name="trtexec_log")
-    return TensorRTProfilingResult.from_current_run(ctx)
+    ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
 
 
 def _device_file(path: Path, *, tail: bool = False) -> bytes:
@@ -367,7 +341,7 @@ def _invoke_local(
 def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> dict[str, Any]:
     """An ONNX model's (or, on a GPU, an engine's) inputs and outputs, read in the
     tensorrt-rtx container."""
-    path = _model_file(model)
+    path = regular_file(model, "model")
     request: dict[str, Any] = {"model": f"in/{path.name}"}
     if engine_problem(path.name) is None:
         request["engine_record"] = recorded_engine(ctx, path)

@@ -1,10 +1,7 @@
 """Which TensorRT layers the ONNX nodes kept in float became, read from a build's layer info.
 
-TensorRT for RTX builds strongly typed networks only: a layer's precision is not a hint set on
-the builder (``layer.precision`` and the precision-constraint builder flags are refused there)
-but follows from its tensors' types. An int8 engine comes from a QDQ model, so a node is kept in
-float by quantizing the model without Q/DQ around it (``exclude_nodes``); TensorRT then has to
-compute it in float32, a constraint it cannot drop. `float_layers` checks that this happened:
+TensorRT for RTX builds strongly typed networks only, so a node is kept in float by quantizing
+the model without Q/DQ around it (``exclude_nodes``). `float_layers` checks that this happened:
 each kept node's network layers (by name, or by the ``[ONNX Layer: NAME]`` metadata the parser
 writes), and a problem for a node with no layer or whose layers still read dequantized constant
 weights (what TensorRT fuses into an int8 kernel).

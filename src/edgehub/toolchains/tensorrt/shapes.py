@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.core.values.shapes import KINDS
 from edgehub.errors import UsageError
+from edgehub.toolchains.tensors import plain_shape
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -22,14 +23,6 @@ DEPRECATED = (
 
 def _shape(value: Any) -> list[int]:
     return [int(d) for d in value]
-
-
-def _static(value: Any) -> list[int] | dict[str, list[int]] | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return {str(k): _shape(v) for k, v in value.items()}
-    return _shape(value)
 
 
 def _ranges(value: Any) -> dict[str, Any] | None:
@@ -64,7 +57,7 @@ def shape_options(
             )
         ctx.events.warning(DEPRECATED)
         input_shape_range = input_shapes
-    return _static(input_shape), _ranges(input_shape_range)
+    return plain_shape(input_shape), _ranges(input_shape_range)
 
 
 def runtime_shapes(input_shape: Any) -> dict[str, list[int]] | None:

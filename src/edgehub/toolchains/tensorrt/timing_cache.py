@@ -1,20 +1,18 @@
-"""TensorRT timing caches kept in the run store, one per (TensorRT version, target).
+"""TensorRT timing caches kept in the run store at ``<store>/timing_cache/<version>/<target>.cache``
+(target ``current``: this host's GPU).
 
-A cache lives at ``<store>/timing_cache/<version>/<target>.cache``. A build learns its image's
-TensorRT version only from the build itself, so ``images.json`` beside the caches names the
-version each image digest reported: the next build on that image sends the cache of its version
-and target in, and the cache the build returns replaces it. ``current`` as a target is this
-host's GPU (the store belongs to one project on one host). TensorRT for RTX has no timing cache:
-its builds return none and record ``timing_cache: unsupported``.
+A build learns its image's TensorRT version only from the build itself, so ``images.json``
+beside the caches names the version each image digest reported: the next build on that image
+sends the cache of its version and target in, and the cache it returns replaces it.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
+
+from edgehub.fsutil import atomic_write
 
 __all__ = ["keep", "stored"]
 
@@ -53,10 +51,7 @@ def stored(root: Path, image_digest: str | None, target: str | None) -> Path | N
 
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(tmp, path)
+    atomic_write(path, data, durable=False)
 
 
 def keep(

@@ -1,15 +1,9 @@
 """The ``trtexec`` providers: NVIDIA's ``trtexec`` on a device (a Jetson, a GPU box) over SSH.
 
-Build: the engine and its layer information (``--exportLayerInfo`` with detailed verbosity) are
-written on the device and fetched with trtexec's log. Profile: ``--exportTimes`` (and, for
-``LAYERWISE``, ``--exportProfile``) give the per-query samples, summarised into the same
-statistics as the other profilers (`local.profile_document`). Invoke: inputs go up as raw files
-(``--loadInputs``), outputs come back from ``--exportOutput`` in the engine's own dtypes when
-the build's layer information names them.
-
-``trtexec_cli_args`` add to the flags edgehub sets; a flag set by both is an error naming both.
-Each call is one upload, one remote command and one download (an invoke, where the runner
-offers ``exchange``, all three in one round trip); no version probe.
+Profiles are summarised into the same statistics as the other profilers
+(`local.record_profile`); an invoke's outputs come back in the engine's own dtypes where the
+build's layer information names them. ``trtexec_cli_args`` add to the flags edgehub sets; a flag
+set by both is an error naming both.
 """
 
 from __future__ import annotations
@@ -145,15 +139,9 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
 
 
 @provides(trt.TensorRTCompiler, ProviderType.TRTEXEC, *_COMPILE)
-def _compile(
-    ctx: HubContext,
-    onnx_path: Path,
-    **options: Any,
-) -> trt.TensorRTCompiledModel:
+def _compile(ctx: HubContext, onnx_path: Path, **options: Any) -> trt.TensorRTCompiledModel:
     o = read_options(trt.TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
-    if o.precision not in ("fp32", "fp16", "int8"):
-        raise UsageError(f"precision must be fp32, fp16 or int8, got {o.precision!r}")
     tool, config = _tool(ctx, o.device, trt.TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
     stage = ctx.artifact_dir / "device_stage"
@@ -208,12 +196,10 @@ def _version(text: str) -> tuple[int, ...]:
 
 @provides(trt.TensorRTProfiler, ProviderType.TRTEXEC, *_PROFILE)
 def _profile(
-    ctx: HubContext,
-    model: trt.TensorRTCompiledModel,
-    **options: Any,
+    ctx: HubContext, model: trt.TensorRTCompiledModel, **options: Any
 ) -> trt.TensorRTProfilingResult:
     o = read_options(trt.TensorRTProfiler, options)
-    from edgehub.toolchains.tensorrt.local import profile_document
+    from edgehub.toolchains.tensorrt.local import record_profile
 
     shapes = runtime_shapes(o.input_shape)
 
@@ -234,15 +220,7 @@ def _profile(
     result = tool.call(argv, failure=ProfileError, make_dirs=[out])
     files = tool.fetch(out, ctx.artifact_dir / "profile")
     (files / "trtexec.log").write_text(result.stdout)
-    document = profile_document(files)
-    metrics = document["metrics"]
-    ctx.client.log_metrics(metrics)
-    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
-    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
-    profile = files / "profile.json"
-    profile.write_text(json.dumps(document, indent=1))
-    ctx.client.log_artifact(profile, name="output_file")
-    ctx.client.log_artifact(files / "trtexec.log", name="trtexec_log")
+    record_profile(ctx, files)
     return trt.TensorRTProfilingResult.from_current_run(ctx)
 
 

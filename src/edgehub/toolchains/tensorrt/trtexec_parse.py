@@ -1,15 +1,9 @@
-"""Reading what trtexec writes: its performance summary, per-query times, per-layer profile,
-layer information and exported outputs. One parser for every provider that runs trtexec (the
-local full-TensorRT image and the SSH ``trtexec`` provider).
+"""Reading what trtexec writes (its summary, per-query times, per-layer profile and exported
+outputs), for every provider that runs trtexec.
 
-Formats handled (from TensorRT's ``samples/common/sampleReporting.cpp``):
-
-- TensorRT 8.6 and 10.x: each statistic line ends with one ``percentile(P%)`` per requested
-  percentile (default 90, 95, 99); no end-to-end line.
-- TensorRT 8.0 to 8.5: a single ``percentile(P%)`` (default 99) and an extra
-  ``End-to-End Host Latency`` line.
-
-Lines may carry a ``[date-time] [I]`` prefix or none. Numbers may be in exponent notation.
+The summary lines of TensorRT 8.6 and 10.x end with one ``percentile(P%)`` per requested
+percentile; 8.0 to 8.5 print one and an extra ``End-to-End Host Latency`` line. Lines may
+carry a ``[date-time] [I]`` prefix; numbers may be in exponent notation.
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ __all__ = [
     "Statistic",
     "TrtexecSummary",
     "parse_exported_outputs",
-    "parse_layer_info",
     "parse_layer_profile",
     "parse_summary",
     "parse_times",
@@ -118,14 +111,11 @@ def parse_summary(text: str) -> TrtexecSummary:
                 float(m.group("p")): float(m.group("v"))
                 for m in _PERCENTILE.finditer(stat.group("rest"))
             }
-            key = SUMMARY_STATISTICS[stat.group("name")]
-            summary.statistics[key] = Statistic(
-                min=float(stat.group("min")),
-                max=float(stat.group("max")),
-                mean=float(stat.group("mean")),
-                median=float(stat.group("median")),
-                percentiles=percentiles,
+            low, high, mean, median = (
+                float(stat.group(k)) for k in ("min", "max", "mean", "median")
             )
+            key = SUMMARY_STATISTICS[stat.group("name")]
+            summary.statistics[key] = Statistic(low, high, mean, median, percentiles)
             continue
         for pattern, attribute in (
             (_THROUGHPUT, "throughput_qps"),
@@ -136,12 +126,10 @@ def parse_summary(text: str) -> TrtexecSummary:
             match = pattern.search(line)
             if match:
                 setattr(summary, attribute, float(match.group("v")))
-        trace = _TRACE.search(line)
-        if trace:
-            summary.queries = int(trace.group("n"))
-        warmup = _WARMUP.search(line)
-        if warmup:
-            summary.warmup_queries = int(warmup.group("n"))
+        for pattern, attribute in ((_TRACE, "queries"), (_WARMUP, "warmup_queries")):
+            match = pattern.search(line)
+            if match:
+                setattr(summary, attribute, int(match.group("n")))
         if "[W]" in line and "* " in line:  # trtexec's own advice, e.g. "* GPU compute time ..."
             summary.warnings.append(line.split("* ", 1)[1].strip())
     return summary
@@ -156,10 +144,8 @@ def summary_metrics(summary: TrtexecSummary) -> dict[str, float]:
     """Flat metrics: ``<stat>_{min,max,mean,median,pNN}_ms``, throughput, walltime."""
     metrics: dict[str, float] = {}
     for key, stat in summary.statistics.items():
-        metrics[f"{key}_min_ms"] = stat.min
-        metrics[f"{key}_max_ms"] = stat.max
-        metrics[f"{key}_mean_ms"] = stat.mean
-        metrics[f"{key}_median_ms"] = stat.median
+        for name in ("min", "max", "mean", "median"):
+            metrics[f"{key}_{name}_ms"] = getattr(stat, name)
         for percent, value in stat.percentiles.items():
             metrics[f"{key}_{_ms_key(percent)}_ms"] = value
     for name in ("throughput_qps", "host_walltime_s", "gpu_compute_total_s", "unstable_cov_pct"):
@@ -225,25 +211,6 @@ def parse_layer_profile(text: str | bytes) -> list[dict[str, Any]]:
                 "runs": runs,
             }
         )
-    return rows
-
-
-def parse_layer_info(text: str | bytes) -> list[dict[str, Any]]:
-    """``--exportLayerInfo`` or the engine inspector's JSON: ``{"Layers": [...]}`` where each
-    layer is a name (``layer_names_only``) or an object (``detailed``: Name, LayerType, ...).
-    Returns ``{name, type, ...}`` rows keeping every detailed field."""
-    document = _load(text, "layer information")
-    layers = document.get("Layers") if isinstance(document, Mapping) else document
-    if not isinstance(layers, list):
-        raise ValueError("trtexec's layer information has no 'Layers' list")
-    rows: list[dict[str, Any]] = []
-    for layer in layers:
-        if isinstance(layer, str):
-            rows.append({"name": layer, "type": None})
-        elif isinstance(layer, Mapping):
-            row = {"name": str(layer.get("Name", "")), "type": layer.get("LayerType")}
-            row.update({k: v for k, v in layer.items() if k not in ("Name", "LayerType")})
-            rows.append(row)
     return rows
 
 

@@ -1,17 +1,7 @@
-"""LiteRT's ``benchmark_model`` output read into edgehub's profile figures.
-
-The tool prints (TensorFlow Lite 2.4 to LiteRT 1.x, with or without the ``INFO:`` prefix):
-
-- ``count=N first=US curr=US min=US max=US avg=US std=US`` per phase (warm-up, then the timed
-  runs), newer versions adding ``p5=US median=US p95=US``;
-- ``Inference timings in us: Init: US, First inference: US, Warmup (avg): US, Inference (avg): US``;
-- ``Memory footprint delta from the start of the tool (MB): init=X overall=Y`` (older:
-  ``Peak memory footprint (MB): init=X overall=Y``) and, newer,
-  ``Overall peak memory footprint (MB) via periodic monitoring: Z``;
-- ``Explicitly applied <X> delegate, and the model graph will be completely|partially executed``;
-- with ``--enable_op_profiling=true`` (stdout mode) the table "Operator-wise Profiling Info for
-  Regular Benchmark Runs", whose "Run Order" rows are ``[node type] [first] [avg ms] [%] [cdf%]
-  [mem KB] [times called] [Name]``.
+"""LiteRT's ``benchmark_model`` output (TensorFlow Lite 2.4 to LiteRT 1.x) read into edgehub's
+profile figures: the per-phase ``count=N ... avg=US`` lines, the inference timings, the memory
+footprint lines, the delegate line, and with ``--enable_op_profiling=true`` (stdout mode) the
+"Run Order" table of the regular runs.
 
 Only aggregates are printed (no per-run samples), so the statistics are the tool's own:
 ``$latency`` is its median where printed, else its average.
@@ -137,12 +127,9 @@ def parse_benchmark_log(text: str) -> BenchmarkLog:
         us = 1000.0
         out.metrics["runs"] = timed["count"]
         out.metrics["latency_mean_ms"] = round(timed["avg"] / us, 6)
-        for key, name in (("min", "min"), ("max", "max"), ("std", "std")):
+        for key in ("min", "max", "std", "median", "p5", "p95"):
             if key in timed:
-                out.metrics[f"latency_{name}_ms"] = round(timed[key] / us, 6)
-        for key, name in (("median", "median"), ("p5", "p5"), ("p95", "p95")):
-            if key in timed:
-                out.metrics[f"latency_{name}_ms"] = round(timed[key] / us, 6)
+                out.metrics[f"latency_{key}_ms"] = round(timed[key] / us, 6)
         latency = out.metrics.get("latency_median_ms", out.metrics["latency_mean_ms"])
         out.metrics["latency"] = latency
         if out.metrics["latency_mean_ms"] > 0:

@@ -1,10 +1,6 @@
-"""``benchmark_params``: TFLite benchmark_model's parameters, mapped onto the local profiler.
-
-The keys are those benchmark_model documents (its README and delegate registrar): any other key
-is a `UsageError` naming the closest known one. Values may be strings (as on its command line),
-numbers or booleans. The keys the LiteRT Python interpreter can honour become profiler options;
-the rest (other delegates, CSV output, memory tracing, ...) are recorded and reported as not
-applicable locally.
+"""``benchmark_params``: TFLite benchmark_model's documented parameters (any other key is a
+`UsageError` naming the closest known one), mapped onto the local profiler: those the LiteRT
+Python interpreter can honour become profiler options, the rest are recorded as not applicable.
 """
 
 from __future__ import annotations
@@ -28,67 +24,30 @@ _APPLIED: dict[str, tuple[str, str]] = {
     "max_secs": ("max_secs", "float"),
     "run_delay": ("run_delay", "float"),
 }
-_NOT_APPLICABLE = frozenset(
-    {
-        # the model is the profiler's model argument
-        "graph",
-        # benchmark tool behaviour
-        "min_secs",
-        "warmup_min_secs",
-        "run_frequency",
-        "benchmark_name",
-        "output_prefix",
-        "verbose",
-        "dry_run",
-        "max_profiling_buffer_entries",
-        "allow_dynamic_profiling_buffer_increase",
-        "profiling_output_csv_file",
-        "op_profiling_output_mode",
-        "op_profiling_output_file",
-        "print_preinvoke_state",
-        "print_postinvoke_state",
-        "report_peak_memory_footprint",
-        "memory_footprint_check_interval_ms",
-        "release_dynamic_tensors",
-        "optimize_memory_for_large_tensors",
-        "enable_platform_tracing",
-        # model inputs (use input_data / input_shape instead)
-        "input_layer",
-        "input_layer_shape",
-        "input_layer_value_range",
-        "input_layer_value_files",
-        # delegates
-        "max_delegated_partitions",
-        "min_nodes_per_partition",
-        "delegate_serialize_dir",
-        "delegate_serialize_token",
-        "require_full_delegation",
-        "allow_fp16",
-        "use_gpu",
-        "gpu_precision_loss_allowed",
-        "gpu_experimental_enable_quant",
-        "gpu_inference_for_sustained_speed",
-        "gpu_backend",
-        "gpu_wait_type",
-        "use_nnapi",
-        "nnapi_execution_preference",
-        "nnapi_execution_priority",
-        "nnapi_accelerator_name",
-        "disable_nnapi_cpu",
-        "nnapi_allow_fp16",
-        "nnapi_allow_dynamic_dimensions",
-        "nnapi_use_burst_mode",
-        "use_hexagon",
-        "hexagon_profiling",
-        "hexagon_lib_path",
-        "xnnpack_force_fp16",
-        "use_coreml",
-        "coreml_version",
-        "external_delegate_path",
-        "external_delegate_options",
-        "stable_delegate_loader_settings",
-    }
-)
+_NOT_APPLICABLE = frozenset((
+    # the model is the profiler's model argument
+    "graph",
+    # benchmark tool behaviour
+    "min_secs", "warmup_min_secs", "run_frequency", "benchmark_name", "output_prefix",
+    "verbose", "dry_run", "max_profiling_buffer_entries",
+    "allow_dynamic_profiling_buffer_increase", "profiling_output_csv_file",
+    "op_profiling_output_mode", "op_profiling_output_file", "print_preinvoke_state",
+    "print_postinvoke_state", "report_peak_memory_footprint",
+    "memory_footprint_check_interval_ms", "release_dynamic_tensors",
+    "optimize_memory_for_large_tensors", "enable_platform_tracing",
+    # model inputs (use input_data / input_shape instead)
+    "input_layer", "input_layer_shape", "input_layer_value_range", "input_layer_value_files",
+    # delegates
+    "max_delegated_partitions", "min_nodes_per_partition", "delegate_serialize_dir",
+    "delegate_serialize_token", "require_full_delegation", "allow_fp16", "use_gpu",
+    "gpu_precision_loss_allowed", "gpu_experimental_enable_quant",
+    "gpu_inference_for_sustained_speed", "gpu_backend", "gpu_wait_type", "use_nnapi",
+    "nnapi_execution_preference", "nnapi_execution_priority", "nnapi_accelerator_name",
+    "disable_nnapi_cpu", "nnapi_allow_fp16", "nnapi_allow_dynamic_dimensions",
+    "nnapi_use_burst_mode", "use_hexagon", "hexagon_profiling", "hexagon_lib_path",
+    "xnnpack_force_fp16", "use_coreml", "coreml_version", "external_delegate_path",
+    "external_delegate_options", "stable_delegate_loader_settings",
+))  # fmt: skip
 BENCHMARK_KEYS = frozenset(_APPLIED) | _NOT_APPLICABLE
 
 

@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from edgehub.core.component.base import NoProviderError
+from edgehub.core.component.outputs import CompiledModel
 from edgehub.core.values.shapes import InputShape
 from edgehub.toolchains.options import STABILITY_BOUNDS, BuiltinComponent
 from edgehub.toolchains.outputs import CompiledWithNames, InvocationResult, ProfilingResult
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 Precision = Literal["float32", "float16", "dynamic_int8", "int8", "int16x8"]
-PRECISIONS: tuple[str, ...] = ("float32", "float16", "dynamic_int8", "int8", "int16x8")
 SIDECAR_SUFFIX = ".mapping.json"
 T = TypeVar("T", bound="TFLiteCompiledModel")
 
@@ -67,17 +67,10 @@ class TFLiteCompiledModel(CompiledWithNames):
         target = model.path.file_path
         if isinstance(target, Path) and "mapping" not in extra:
             sidecar = mapping_sidecar(target)
-            if sidecar.is_file():
-                artifact = LoggedArtifact(
-                    id="",
-                    file_name=sidecar.name,
-                    file_size=sidecar.stat().st_size,
-                    logged_at=0.0,
-                    file_path=sidecar,
-                    name="$mapping",
-                    artifact_dir=sidecar.parent,
-                )
-                model = dataclasses.replace(model, mapping=artifact)
+            if sidecar.is_file():  # wrapped as a model file is, named as the compiler logs it
+                artifact = CompiledModel.from_path(sidecar).path
+                mapping = dataclasses.replace(artifact, name="$mapping")
+                model = dataclasses.replace(model, mapping=mapping)
         return model._with_names()
 
     @property
@@ -175,13 +168,8 @@ class TFLiteProfiler(BuiltinComponent):
     ``use_xnnpack``, ``enable_op_profiling``, ``max_secs``, ``run_delay``, ...); those entries take
     precedence over the options, the others are recorded and reported as not applicable, and unknown
     keys are an error. ``input_data`` (arrays by input name, or an ``.npz``) replaces the random
-    inputs; ``input_shape`` sets the random inputs' shapes for dynamic dimensions. ``until_stable``:
-    the timed runs come in windows (``runs`` runs, repeated until the window has lasted
-    ``stable_window_s``, default 1 s) until the last three windows (medians and means) agree within
-    ``stable_tolerance`` (a fraction), with other processes taking at most
-    ``stable_max_other_share`` (default 0.25, 1: no limit) of the CPUs in each, or ``stable_max_s``
-    pass; ``stable_converged`` (1/0, not converging does not fail the run), ``stable_windows`` and
-    ``stable_spread_pct`` record it.
+    inputs; ``input_shape`` sets the random inputs' shapes for dynamic dimensions.
+    ``until_stable`` and its ``stable_*`` settings: as `ONNXRuntimeProfiler`'s.
     """
 
     run_type = RunType.PROFILE
@@ -217,9 +205,8 @@ class TFLiteInvoker(BuiltinComponent):
     """Runs a ``.tflite`` model on input tensors.
 
     Inputs are keyed by the ONNX names in the ONNX layout, and outputs come back the same way
-    (through the model's mapping; int8 tensors are quantized and dequantized at the edges),
-    unless ``use_compiled_names``: then the TFLite names, layout and dtypes are used as they
-    are.
+    (through the model's mapping; int8 tensors are quantized and dequantized at the edges), unless
+    ``use_compiled_names``: then the TFLite names, layout and dtypes are used as they are.
     """
 
     run_type = RunType.INFERENCE

@@ -6,21 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.provider_type import ProviderType
-from edgehub.errors import (
-    CompileError,
-    InvokeError,
-    ModelError,
-    ProfileError,
-    UsageError,
-)
+from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
-from edgehub.toolchains.agent_call import AgentResult
-from edgehub.toolchains.options import one_of, read_options, stability_request
-from edgehub.toolchains.remote.select import device_agent
-from edgehub.toolchains.tensors import arrays_file, calibration_file
+from edgehub.toolchains.options import read_options, stability_request
+from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
-    PRECISIONS,
     TFLiteCompiledModel,
     TFLiteCompiler,
     TFLiteInvocationResult,
@@ -49,16 +40,6 @@ def _is_tflite(path: Path) -> bool:
         return False
 
 
-def _onnx_file(path: Path | str) -> Path:
-    model = regular_file(path, "model")
-    if _is_tflite(model):
-        raise ModelError(
-            f"{model.name} is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
-            "or invoke it with TFLiteProfiler / TFLiteInvoker"
-        )
-    return model
-
-
 def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) -> Path:
     path = Path(model.path.to_local(ctx).local())
     if not path.is_file():
@@ -71,17 +52,6 @@ def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) ->
         )
         raise ModelError(f"{path.name} is not a TFLite model, but {component} takes one: {takes}")
     return path
-
-
-def _shape(value: Any) -> Any:
-    if value is None or isinstance(value, dict):
-        return None if value is None else {k: [int(d) for d in v] for k, v in value.items()}
-    return [int(d) for d in value]
-
-
-def _log_toolchain(ctx: HubContext, result: AgentResult) -> None:
-    versions = result.data.get("toolchain") or {}
-    ctx.client.log_environment({k: v for k, v in versions.items() if v})
 
 
 def _model_files(
@@ -101,10 +71,14 @@ def _model_files(
 @TFLiteCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCompiledModel:
     o = read_options(TFLiteCompiler, options)
-    model = _onnx_file(onnx_path)
+    model = regular_file(onnx_path, "model")
+    if _is_tflite(model):
+        raise ModelError(
+            f"{model.name} is a TFLite model, but TFLiteCompiler takes an ONNX model: profile "
+            "or invoke it with TFLiteProfiler / TFLiteInvoker"
+        )
     integer = o.calibration_data is not None or o.quantize_io
     chosen = o.precision or ("int8" if integer else "float32")
-    one_of("precision", chosen, PRECISIONS)
     session.log_input(ctx, RUNTIME, model)
     agent = session.local_agent(ctx, RUNTIME, o.device, TFLiteCompiler)
     output = f"compiled_{model.stem}.tflite"
@@ -115,7 +89,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         "output": f"out/{output}",
         "mapping": f"out/{sidecar}",
         "precision": chosen,
-        "input_shape": _shape(o.input_shape),
+        "input_shape": plain_shape(o.input_shape),
         "quantize_io": bool(o.quantize_io),
         "per_channel": bool(o.per_channel),
     }
@@ -135,7 +109,6 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
-    _log_toolchain(ctx, result)
     ctx.client.log_artifact(result.file(output), name="path")
     ctx.client.log_artifact(result.file(sidecar), name="mapping")
     return TFLiteCompiledModel.from_current_run(ctx)
@@ -164,7 +137,7 @@ def _profile_local(
             "cold_starts": int(o.cold_starts),
             "threads": o.threads,
             "xnnpack": bool(o.xnnpack),
-            "input_shape": _shape(o.input_shape),
+            "input_shape": plain_shape(o.input_shape),
             "profile_json": "out/profile.json",
         }
     )
@@ -173,10 +146,9 @@ def _profile_local(
     if o.input_data is not None:
         files["input.npz"] = _input_file(ctx, o.input_data)
         request["input"] = "in/input.npz"
-    agent = device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
+    agent = session.device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
-    _log_toolchain(ctx, result)
     metrics = result.metrics
     ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
     if metrics.get("peak_rss_mb") is not None:
@@ -210,12 +182,11 @@ def _invoke_local(
             "use_compiled_names": bool(o.use_compiled_names),
         }
     )
-    agent = device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
+    agent = session.device_agent(ctx, RUNTIME, o.device, TFLiteInvoker)
     result = agent.call("tflite.invoke", request, inputs=files, failure=InvokeError)
     session.record_agent_result(
         ctx, result, skip=frozenset({"model", "mapping", "input", "output"})
     )
-    _log_toolchain(ctx, result)
     return TFLiteInvocationResult.from_current_run(ctx, output=session.stored_outputs(ctx, result))
 
 

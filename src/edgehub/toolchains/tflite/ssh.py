@@ -1,7 +1,5 @@
-"""The ``ssh`` providers of the TFLite profiler and invoker: the ``local`` providers' own
-bodies, with edgehub's agent run by the device's Python and LiteRT (ai-edge-litert or
-tflite-runtime) over SSH (`edgehub.toolchains.remote.select.device_agent` picks it). Compiling
-(onnx2tf + TensorFlow) stays on this host."""
+"""The ``ssh`` providers of the TFLite profiler and invoker: the ``local`` providers' own bodies,
+whose `device_agent` is then the device's (compiling stays on this host)."""
 
 from __future__ import annotations
 
