@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,43 @@ def _leases_held() -> list[str]:
     return held
 
 
+def _field_value(session: Any, label: str) -> str | None:
+    """The value the screen shows in the form field labelled ``label`` (an empty field shows
+    its placeholder; None: no value at all)."""
+    for line in session.screen().splitlines():
+        found = re.search(rf"(?:^|│)\s*{label}\s+([^\s│]+)", line)
+        if found:
+            return found[1]
+    return None
+
+
+def _settled(page: Any, session: Any, label: str) -> str | None:
+    """The field's value once it has stayed the same for 2 s (keys sent may still land)."""
+    shown = _field_value(session, label)
+    for _ in range(15):
+        page.wait_for_timeout(2000)
+        if (now := _field_value(session, label)) == shown:
+            break
+        shown = now
+    return shown
+
+
+def _type_into(page: Any, session: Any, label: str, text: str) -> None:
+    """Type ``text`` into the focused field ``label`` until the screen shows it there. On a
+    busy machine a key can land before the field has focus (the form is still being built):
+    then what did land is cleared and the text typed again."""
+    for _ in range(3):
+        page.keyboard.type(text, delay=50)
+        if until(page, lambda: _field_value(session, label) == text, 20):
+            return
+        if _settled(page, session, label) == text:
+            return
+        page.keyboard.press("End")
+        page.keyboard.press("Control+u")
+        _settled(page, session, label)  # empty: the field shows its placeholder
+    raise AssertionError(f"{label} shows {_field_value(session, label)!r}, not {text!r}")
+
+
 def test_closing_the_tab_mid_run_cancels_the_run_and_frees_the_lease(
     ort_image: str, cold: None, served: Served, browser: Any, project: Path
 ) -> None:
@@ -54,16 +92,13 @@ def test_closing_the_tab_mid_run_cancels_the_run_and_frees_the_lease(
         assert until(page, lambda: "profile options" in session.screen()), session.screen()
         page.wait_for_timeout(1000)  # the options form is built once the screen has settled
         page.keyboard.press("Shift+Tab")  # from the Pick button back to the model field
-        page.keyboard.type("model.onnx", delay=50)
-        assert until(page, lambda: "model.onnx" in session.screen()), session.screen()
+        _type_into(page, session, "model", "model.onnx")
         page.wait_for_timeout(1000)  # the options follow the model: let them settle
         for _ in range(5):  # pick, runtime, step, device: on to the runs option
             page.keyboard.press("Tab")
         page.keyboard.press("End")
         page.keyboard.press("Control+u")
-        page.wait_for_timeout(500)  # a key sent right after ^u could be lost
-        page.keyboard.type("900000", delay=50)
-        assert until(page, lambda: "runs          900000" in session.screen()), session.screen()
+        _type_into(page, session, "runs", "900000")
         page.keyboard.press("Control+r")
         assert until(page, lambda: "timing: 900000 runs" in session.screen(), 120), session.screen()
         assert run_statuses(project) == ["RUNNING"]
