@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +21,23 @@ MAX_JSON_BYTES = 256 << 20
 
 
 def read_json(path: Path) -> Any:
-    """The JSON in a stored file; None when unreadable or larger than `MAX_JSON_BYTES`."""
+    """The JSON in a stored file; None when unreadable, not a regular file (a FIFO is not
+    waited on) or larger than `MAX_JSON_BYTES` (refused before any of it is read)."""
     try:
-        with path.open("rb") as stream:
-            raw = stream.read(MAX_JSON_BYTES + 1)
-        return None if len(raw) > MAX_JSON_BYTES else json.loads(raw)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_JSON_BYTES:
+            return None
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as stream:
+            return json.loads(stream.read(MAX_JSON_BYTES + 1))
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
 
 
 @dataclass
