@@ -45,7 +45,6 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))
-sys.path.insert(0, str(REPO / "tests"))
 
 from bench_ssh_transfer import _rates, _scp_args  # noqa: E402
 
