@@ -20,7 +20,10 @@ Starts the SSH test device (tests/ssh_device) and prints, each measured in this 
     each round's pair (a load swing on a shared machine hits one side of a round).
 
 Medians; methods take turns in each round (the order reversed every other round), so load
-swings on a shared machine hit all alike; a ratio is the median of the rounds' own ratios.
+swings on a shared machine hit all alike; a ratio is the median of the rounds' own ratios, with
+the 95% interval of that median. The device's ``embedl-onnxruntime`` starts a fresh Python per
+call, whose time swings by tens of ms: (a) needs about 200 rounds (``--repeat 201``) for an
+interval a few percent wide, enough to tell a 1.05x goal apart.
 ``--only-invoke`` times (a) and (b) alone, with each side's host CPU per call (user + system
 of this process: edgehub's work, and paramiko's on both sides) and what each side does.
 """
