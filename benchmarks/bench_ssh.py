@@ -31,7 +31,6 @@ of this process: edgehub's work, and paramiko's on both sides) and what each sid
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import socket
 import statistics
@@ -61,6 +60,7 @@ from edgehub.toolchains.onnxruntime import (  # noqa: E402
     ONNXRuntimeProfiler,
 )
 from edgehub.toolchains.remote.config import SSHAgentConfig  # noqa: E402
+from edgehub.tracking.percentiles import percentile_ci  # noqa: E402
 from ssh_device.device import SSHDevice, ssh_device  # noqa: E402
 from unit.agent_models import make_cnn  # noqa: E402
 
@@ -159,13 +159,14 @@ def _walls_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, l
 def _paired(side: list[float], bare: list[float]) -> tuple[float, float, float]:
     """The median of the rounds' ratios and its 95% interval: each round's two calls ran back
     to back, so a load swing on a shared machine hits both and cancels in their ratio. The
-    interval is the median's own (distribution-free, from the order statistics), so it
-    narrows with more rounds: a goal is met when the top of the interval is at or under it."""
-    ratios = sorted(a / b for a, b in zip(side, bare, strict=True))
-    count = len(ratios)
-    # ranks count/2 -+ 1.96 sqrt(count)/2 bound the median with 95% confidence
-    low = max(0, math.floor((count - 1.96 * math.sqrt(count)) / 2) - 1)
-    return statistics.median(ratios), ratios[low], ratios[count - 1 - low]
+    interval is the median's own (`percentile_ci`: distribution-free, from the order
+    statistics), so it narrows with more rounds: a goal is met when the top of the interval is
+    at or under it. Too few rounds for one: the smallest and largest ratio."""
+    ratios = [a / b for a, b in zip(side, bare, strict=True)]
+    median = percentile_ci(np.asarray(ratios), 0.5)
+    low = min(ratios) if median.low is None else median.low
+    high = max(ratios) if median.high is None else median.high
+    return median.value, low, high
 
 
 def _cpu_ms(rounds: int, methods: dict[str, Callable[[], Any]]) -> dict[str, float]:
