@@ -4,13 +4,13 @@ point against the real ONNX Runtime image.
 - `--input` feeds the profiler: a dynamic-shape model profiled at two sizes records both shapes,
   and the larger one is slower; a model whose graph fails on 1-sized dynamic dimensions (a
   reflect Pad) profiles with `--input` (and fails on random inputs).
-- `hub runs compare A B --max-regression 50% --min-effect 10%`: two profiles of the same model
-  compare as not significant and are not flagged; a profile of a model with 4x the layers (~6x
-  the work) is significant and flagged, with exit code 5. The limits are wide because two
-  profiles of one model minutes apart on a loaded 2-core machine were seen up to 23 % apart:
-  machine drift between runs, which the samples of one run cannot show. Where the recorded
-  conditions show the machine was busy, the gate answers "not comparable" (exit 7) instead,
-  and the slower model is judged with `--allow-incomparable`.
+- `hub runs compare A B --max-regression 100% --min-effect 10%`: two profiles of the same model
+  are not flagged; a profile of a model with 4x the layers (~6x the work) is significant and
+  flagged, with exit code 5. The limits are wide because two profiles of one model minutes
+  apart on a loaded 2-core machine were seen up to 23 % apart here (and a ~25 us model 48 %
+  apart in CI): machine drift between runs, which the samples of one run cannot show. Where
+  the recorded conditions show the machine was busy, the gate answers "not comparable" (exit
+  7) instead, and the slower model is judged with `--allow-incomparable`.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_the_regression_gate(project: Path) -> None:
     again = profile(project, "base.onnx", *runs)["run_id"]
     slower = profile(project, "slower.onnx", *runs)["run_id"]
 
-    gate = ("--max-regression", "50%", "--min-effect", "10%", "--json")
+    gate = ("--max-regression", "100%", "--min-effect", "10%", "--json")
     same = hub("runs", "compare", first, again, *gate, cwd=project)
     # On a loaded machine (other processes above 25 % of the CPUs while either profile ran) the
     # gate says "not comparable" (exit 7) rather than judging the drift between the two runs.
@@ -144,7 +144,7 @@ def test_the_regression_gate(project: Path) -> None:
     if same.returncode == EXIT_INCOMPARABLE:
         assert compared["comparability"]["reasons"], compared["comparability"]
     else:  # two sequential runs of one model may drift past 10 % (what `hub exec ab` is for),
-        # never past the 50 % gate
+        # never past the 2x gate
         assert verdict["regressed"] is False, verdict
     assert verdict["min_effect"] == 0.1
 
@@ -152,7 +152,7 @@ def test_the_regression_gate(project: Path) -> None:
     assert worse.returncode == EXIT_REGRESSION, worse.stderr
     latency = json.loads(worse.stdout)["latency"]
     assert latency["regressed"] is True and latency["significant"] is True
-    assert latency["median"]["delta_pct"] > 50
+    assert latency["median"]["delta_pct"] > 100
 
     help_text = hub("--help", cwd=project).stdout
     assert f"{EXIT_REGRESSION}  `hub runs compare --max-regression`" in help_text
