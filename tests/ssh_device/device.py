@@ -217,7 +217,9 @@ def _wheel_list() -> dict[str, str]:
 
 def _stage_wheels(destination: Path) -> None:
     """Copy the listed wheels from edgehub's wheel cache (downloading missing ones with the
-    host's pip first) into ``destination``, each checked against its sha256."""
+    host's pip first) into ``destination``, each checked against its sha256. LiteRT's wheel
+    carries only the manylinux_2_27 tag, which pip does not infer from manylinux_2_28 when
+    platforms are given: both are named."""
     from edgehub.images import wheel_cache_dir
 
     cache = wheel_cache_dir()
@@ -229,7 +231,8 @@ def _stage_wheels(destination: Path) -> None:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
              "--python-version", "3.11", "--platform", "manylinux_2_28_x86_64",
-             "--platform", "any", "--disable-pip-version-check", "-d", str(cache), *specs],
+             "--platform", "manylinux_2_27_x86_64", "--platform", "any",
+             "--disable-pip-version-check", "-d", str(cache), *specs],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if done.returncode != 0:
