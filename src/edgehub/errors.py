@@ -8,9 +8,17 @@ the CLI as its flag, ``--input``), and ``str()`` gives the field's own name.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 FIELD = "{field}"  # where a message names the option it is about
+
+
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``; did you mean 'X'?`` for the choice nearest ``word``, else "" (a message's hint)."""
+    import difflib  # only for a word that is not known
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class EdgehubError(Exception):

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from edgehub.agent.atomic import atomic_write, replacing  # the one implementation
 
-__all__ = ["atomic_write", "copy_range", "link_or_copy", "link_tree", "replacing"]
+__all__ = ["atomic_write", "copy_range", "link_or_copy", "link_tree", "replacing", "sha256_file"]
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """The sha256 of a file's content, in hex, read in blocks of 1 MiB."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def link_or_copy(src: str, dst: str) -> str:
@@ -21,12 +32,15 @@ def link_or_copy(src: str, dst: str) -> str:
     return dst
 
 
-def link_tree(source: Path, target: Path) -> None:
-    """Hard-link (or copy) a file or a whole directory to ``target``."""
+def link_tree(
+    source: Path, target: Path, copy_function: Callable[[str, str], str] = link_or_copy
+) -> None:
+    """Hard-link (or copy) a file or a whole directory to ``target``, each file through
+    ``copy_function``."""
     if source.is_dir():
-        shutil.copytree(source, target, copy_function=link_or_copy)
+        shutil.copytree(source, target, copy_function=copy_function)
     else:
-        link_or_copy(str(source), str(target))
+        copy_function(str(source), str(target))
 
 
 def copy_range(source: int, target: int, size: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -55,34 +56,26 @@ def cache_subdir(*parts: str) -> Path:
     the cache folder down checked before anything is written in it (`_private_folder`)."""
     root = cache_dir()
     root.parent.mkdir(parents=True, exist_ok=True)  # the user's own (~/.cache): may be a link
-    fd = _private_folder(None, str(root), root, top=True, create=True)
-    path = root
-    try:
-        for part in parts:
-            path = path / part
-            inner = _private_folder(fd, part, path, top=False, create=True)
-            os.close(fd)
-            fd = inner
-    finally:
-        os.close(fd)
-    return path
+    return _walk(root, parts, create=True)
 
 
 def existing_cache_subdir(*parts: str) -> Path | None:
     """`cache_subdir` without making anything: None where a folder on the way is missing."""
     root = cache_dir()
     try:
-        fd = _private_folder(None, str(root), root, top=True, create=False)
+        return _walk(root, parts, create=False)
     except FileNotFoundError:
         return None
+
+
+def _walk(root: Path, parts: tuple[str, ...], *, create: bool) -> Path:
+    """``root/parts…``, each folder checked (`_private_folder`) through its parent's descriptor."""
+    fd = _private_folder(None, str(root), root, top=True, create=create)
     path = root
     try:
         for part in parts:
             path = path / part
-            try:
-                inner = _private_folder(fd, part, path, top=False, create=False)
-            except FileNotFoundError:
-                return None
+            inner = _private_folder(fd, part, path, top=False, create=create)
             os.close(fd)
             fd = inner
     finally:
@@ -101,10 +94,8 @@ def _private_folder(parent: int | None, name: str, path: Path, *, top: bool, cre
     which may be the user's own choice) must not be writable by others. Anything else is
     refused: `~edgehub.errors.EnvironmentProblem` naming the path."""
     if create:
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(name, 0o700, dir_fd=parent)
-        except FileExistsError:
-            pass
     found = os.stat(name, dir_fd=parent, follow_symlinks=False)
     flags = _DIRECTORY
     if top and stat.S_ISLNK(found.st_mode) and found.st_uid == os.geteuid():
@@ -121,15 +112,8 @@ def _private_folder(parent: int | None, name: str, path: Path, *, top: bool, cre
             problem = "is a symbolic link or not a folder"
         else:
             now = os.fstat(fd)
-            problem = (
-                _problem(now, top)
-                if (now.st_dev, now.st_ino)
-                == (
-                    found.st_dev,
-                    found.st_ino,
-                )
-                else "changed while it was checked"
-            )
+            same = (now.st_dev, now.st_ino) == (found.st_dev, found.st_ino)
+            problem = _problem(now, top) if same else "changed while it was checked"
             if problem is None:
                 if not top and stat.S_IMODE(now.st_mode) & 0o077:
                     os.fchmod(fd, 0o700)  # ours: through the descriptor, never a link
@@ -158,6 +142,5 @@ def _problem(found: os.stat_result, top: bool) -> str | None:
 def user_config_dir() -> Path:
     """The user's own edgehub settings, never a project's: ``$XDG_CONFIG_HOME/edgehub``, by
     default ``~/.config/edgehub``."""
-    root = os.environ.get("XDG_CONFIG_HOME")
-    base = Path(root).expanduser() if root and Path(root).expanduser().is_absolute() else None
-    return (base or Path.home() / ".config") / "edgehub"
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or "").expanduser()
+    return (base if base.is_absolute() else Path.home() / ".config") / "edgehub"

@@ -32,11 +32,9 @@ def owner_alive(pid: int, started: str | None) -> bool:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:
-        pass
-    except (OverflowError, ValueError):
+        pass  # it runs, as another user
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     if started:
         current = start_ticks(pid)

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from edgehub.errors import InputDataError, ModelError, StorageError, UsageError
+from edgehub.fsutil import link_tree
 
 __all__ = [
     "copy_regular",
@@ -114,17 +115,10 @@ def tree_size(path: Path) -> int:
     return total
 
 
-def _existing(directory: Path) -> Path:
-    for folder in (directory, *directory.parents):
-        if folder.exists():
-            return folder
-    return directory
-
-
 def ensure_room(size: int, destination: Path, what: str) -> None:
     """Refuse (exit 3) a copy of ``size`` bytes that would leave less than `HEADROOM` free on
     the file system of ``destination`` (a directory, made or not yet)."""
-    place = _existing(destination)
+    place = next((f for f in (destination, *destination.parents) if f.exists()), destination)
     try:
         info = os.statvfs(place)
     except OSError:
@@ -168,19 +162,13 @@ def link_or_copy_checked(source: Path, target: Path) -> None:
     """Hard-link ``source`` (a file or a directory's files) to ``target``; where a link is
     impossible (another file system), copy it after `ensure_room` and through `copy_regular`."""
     try:
-        if source.is_dir():
-            shutil.copytree(source, target, copy_function=_link)
-        else:
-            _link(str(source), str(target))
+        link_tree(source, target, _link)
         return
     except OSError:
         shutil.rmtree(target, ignore_errors=True) if target.is_dir() else target.unlink(True)
     ensure_room(tree_size(source), target.parent, f"a copy of {source}")
     try:
-        if source.is_dir():
-            shutil.copytree(source, target, copy_function=copy_regular)
-        else:
-            copy_regular(str(source), str(target))
+        link_tree(source, target, copy_regular)
     except OSError as why:  # the source went away, or cannot be read
         raise ModelError(f"cannot copy {source}: {why.strerror or why}; check the file") from None
 

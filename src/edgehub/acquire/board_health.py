@@ -161,7 +161,7 @@ class HealthBook:
     def _write(self, records: dict[str, BoardHealth]) -> None:
         data = {k: v.to_dict() for k, v in records.items() if v.failures or v.quarantined_until}
         temporary = self.folder / f".{_FILE}.{os.getpid()}.tmp"
-        with open(temporary, "w", opener=_no_follow_create) as handle:
+        with open(temporary, "w", opener=_no_follow) as handle:
             json.dump(data, handle, indent=1)
         os.replace(temporary, self.folder / _FILE)
 
@@ -227,11 +227,7 @@ def _refused(name: str, record: BoardHealth) -> DeviceUnhealthyError:
 
 
 def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW)
-
-
-def _no_follow_create(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NOFOLLOW, 0o600)
+    return os.open(path, flags | os.O_NOFOLLOW, 0o600)  # a file it makes: the user's only
 
 
 def health_book(config: HubConfig) -> HealthBook:
@@ -292,14 +288,12 @@ def board_keys(config: HubConfig, name: str) -> list[tuple[str, str]]:
     """(label, board key) of each board device ``name`` measures on: its own, or each matching
     place of its labgrid pool."""
     from edgehub.acquire.boards import board_key, place_board_key
-    from edgehub.acquire.labgrid_pool import device_places
+    from edgehub.acquire.labgrid_pool import device_places, pool_config
     from edgehub.config.devices import to_device
-    from edgehub.core.device.configs import LabgridConfig
 
-    section = config.devices[name]
-    if section.labgrid is None:
+    pool = pool_config(config, name)
+    if pool is None:
         return [(name, board_key(to_device(config, name)))]
-    pool = LabgridConfig(**section.labgrid.values)
     return [(p.name, place_board_key(p, pool)) for p in device_places(config, name) or []]
 
 

@@ -17,6 +17,7 @@ block ends, however it ends (an exception, Ctrl-C, a cancellation).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -74,60 +75,36 @@ def hold(
         # SSH settings unusable as configured (a secret or known_hosts file not allowed, an
         # unset password variable): the configuration, not the board; no lease, probe or count
         raise ConfigError(runner.network_address.unusable)
-    check = _probe_board if probe else None
-    with _board(config, device, timeout, command, events, cancelled, check) as place:
-        if place is None or not place.address or device.in_container:
-            yield HeldDevice(device, place)  # its tools run in containers here, not on the board
-            return
-        runner = place_runner(device, place)
-        try:
-            yield HeldDevice(dataclasses.replace(device, runner=runner), place)
-        finally:
-            runner.__exit__(None, None, None)
-
-
-@contextmanager
-def _board(
-    config: HubConfig,
-    device: Device,
-    timeout: float | None,
-    command: str,
-    events: EventSink,
-    cancelled: Callable[[float], bool],
-    probe: Callable[[Device, PlaceInfo | None], None] | None,
-) -> Iterator[PlaceInfo | None]:
-    """The board's lease, after a place of the device's labgrid pool when it has one (that
-    place yielded; else None)."""
     from edgehub.acquire.board_health import health_book
     from edgehub.acquire.boards import board_key, place_board_key
+    from edgehub.acquire.labgrid_pool import pool_config
     from edgehub.acquire.leases import check_lease_timeout, device_lease
 
     check_lease_timeout(timeout)
     book = health_book(config)
-    section = config.devices.get(device.name)
-    if section is None or section.labgrid is None:
+    lease = functools.partial(
+        device_lease, device=device.name, timeout=timeout, command=command,
+        on_wait=events.warning, cancelled=cancelled,
+    )  # fmt: skip
+    labgrid = pool_config(config, device.name)
+    if labgrid is None:
         board = board_key(device)
-        if probe is not None:
+        if probe:
             book.check(board, device.name, lambda: None)  # a quarantined board: refused now
-        with device_lease(
-            board, device=device.name, timeout=timeout, command=command,
-            on_wait=events.warning, cancelled=cancelled,
-        ):  # fmt: skip
-            if probe is not None:
-                book.check(board, device.name, lambda: probe(device, None), events.warning)
-            yield None
+        with lease(board):
+            if probe:
+                book.check(board, device.name, lambda: _probe_board(device, None), events.warning)
+            yield HeldDevice(device)
         return
     from edgehub.acquire.labgrid_pool import hold_place, open_pool
-    from edgehub.core.device.configs import LabgridConfig
     from edgehub.errors import EdgehubError, OperationCancelled
 
-    labgrid = LabgridConfig(**section.labgrid.values)
     failed: dict[str, str] = {}
 
     def passed_over(place: PlaceInfo) -> str | None:
         if place.name in failed:
             return f"failed its health check just now ({failed[place.name]})"
-        return book.skip_reason(place_board_key(place, labgrid)) if probe is not None else None
+        return book.skip_reason(place_board_key(place, labgrid)) if probe else None
 
     pool = open_pool(labgrid)
     try:
@@ -139,8 +116,9 @@ def _board(
                 board = place_board_key(place, labgrid)
                 said: list[str] = []
                 try:
-                    if probe is not None:
-                        book.check(board, device.name, lambda: probe(device, place), said.append)
+                    if probe:
+                        check = functools.partial(_probe_board, device, place)
+                        book.check(board, device.name, check, said.append)
                 except OperationCancelled:
                     raise
                 except EdgehubError as error:
@@ -150,14 +128,25 @@ def _board(
                     continue
                 where = f"{place.username or '?'}@{place.address}:{place.port or 22}"
                 events.info(f"device {device.name!r}: holding labgrid place {place.name} ({where})")
-                with device_lease(
-                    board, device=device.name, timeout=timeout,
-                    command=command, on_wait=events.warning, cancelled=cancelled,
-                ):  # fmt: skip
-                    yield place
+                with lease(board), _reaching(device, place) as held:
+                    yield held
                 return
     finally:
         pool.close()
+
+
+@contextmanager
+def _reaching(device: Device, place: PlaceInfo) -> Iterator[HeldDevice]:
+    """``device`` held on ``place``: through a runner to the place's address, made here and
+    closed after (as configured where its tools run in containers here, not on the board)."""
+    if not place.address or device.in_container:
+        yield HeldDevice(device, place)
+        return
+    runner = place_runner(device, place)
+    try:
+        yield HeldDevice(dataclasses.replace(device, runner=runner), place)
+    finally:
+        runner.__exit__(None, None, None)
 
 
 def _probe_board(device: Device, place: PlaceInfo | None) -> None:
@@ -201,14 +190,12 @@ def board_count(config: HubConfig, device: str) -> int:
     the matching places that have their resources (an address) and are not quarantined."""
     from edgehub.acquire.board_health import health_book
     from edgehub.acquire.boards import place_board_key
-    from edgehub.acquire.labgrid_pool import device_places
-    from edgehub.core.device.configs import LabgridConfig
+    from edgehub.acquire.labgrid_pool import device_places, pool_config
 
+    labgrid = pool_config(config, device)
     places = device_places(config, device)
-    if places is None:
+    if labgrid is None or places is None:
         return 1
-    section = config.devices[device].labgrid
-    labgrid = LabgridConfig(**section.values) if section is not None else LabgridConfig()
     book = health_book(config)
     usable = [
         p for p in places if p.address and book.skip_reason(place_board_key(p, labgrid)) is None

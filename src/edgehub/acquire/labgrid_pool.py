@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from edgehub.errors import DeviceBusyError, DeviceUnhealthyError, OperationCancelled
+from edgehub.acquire.leases import Wait
+from edgehub.errors import DeviceBusyError, DeviceUnhealthyError
 
 if TYPE_CHECKING:
     from edgehub.config.schema import HubConfig
@@ -138,15 +139,22 @@ def open_pool(config: LabgridConfig) -> PlacePool:
     return _Shared(config.coordinator)
 
 
-def device_places(config: HubConfig, device: str) -> list[PlaceInfo] | None:
-    """The places of ``device``'s labgrid pool that match it, with who holds each (for `hub
-    devices`, the TUI and the sweep); None when the device is not a labgrid pool device."""
+def pool_config(config: HubConfig, device: str) -> LabgridConfig | None:
+    """``device``'s labgrid pool settings (its ``[devices.X.labgrid]`` table), or None."""
     from edgehub.core.device.configs import LabgridConfig
 
     section = config.devices.get(device)
     if section is None or section.labgrid is None:
         return None
-    labgrid = LabgridConfig(**section.labgrid.values)
+    return LabgridConfig(**section.labgrid.values)
+
+
+def device_places(config: HubConfig, device: str) -> list[PlaceInfo] | None:
+    """The places of ``device``'s labgrid pool that match it, with who holds each (for `hub
+    devices`, the TUI and the sweep); None when the device is not a labgrid pool device."""
+    labgrid = pool_config(config, device)
+    if labgrid is None:
+        return None
     pool = open_pool(labgrid)
     try:
         return matching_places(pool.places(), labgrid)
@@ -226,8 +234,7 @@ def hold_place(
     from edgehub.acquire.place_holders import Renewal
 
     limit = config.acquire_timeout if timeout is None else timeout
-    deadline = time.monotonic() + limit
-    told = False
+    wait = Wait(limit, "a labgrid place", on_wait, cancelled, _POLL_S)
     seen: dict[str, tuple[str, float]] = {}
     while True:
         candidates = matching_places(pool.places(), config)
@@ -261,19 +268,11 @@ def hold_place(
             raise DeviceUnhealthyError(
                 f"every labgrid {_describe(config)} is passed over: {holders}; see `hub devices`"
             )
-        if time.monotonic() >= deadline:
-            raise DeviceBusyError(
-                f"every labgrid {_describe(config)} is still held ({holders}) after "
-                f"{limit:g} s; try again later"
-            )
-        if not told and on_wait is not None:
-            on_wait(f"labgrid {_describe(config)}: all held ({holders}); waiting")
-            told = True
-        if cancelled is not None:
-            if cancelled(_POLL_S):
-                raise OperationCancelled("cancelled while waiting for a labgrid place")
-        else:
-            time.sleep(_POLL_S)
+        wait.turn(
+            f"every labgrid {_describe(config)} is still held ({holders}) after "
+            f"{limit:g} s; try again later",
+            f"labgrid {_describe(config)}: all held ({holders}); waiting",
+        )
     fresh = next((p for p in pool.places() if p.name == held.name), held)
     _thread.held = held.name
     try:

@@ -28,11 +28,12 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancelled, UsageError
+from edgehub.procid import owner_alive
 from edgehub.text import visible
 
 __all__ = ["LeaseHolder", "check_lease_timeout", "device_lease", "lease_holder", "lease_path"]
@@ -56,6 +57,36 @@ def check_lease_timeout(seconds: float | None) -> float:
     return float(seconds)
 
 
+@dataclass
+class Wait:
+    """A wait for a board or place that others hold, polled every ``poll_s`` seconds: each
+    `turn` raises `DeviceBusyError` (``busy``) once ``limit`` seconds have passed, tells
+    ``on_wait`` once (``waiting``), then sleeps; ``cancelled(seconds)`` sleeps instead and
+    returns True to give up (`OperationCancelled`, while waiting for ``what``)."""
+
+    limit: float
+    what: str
+    on_wait: Callable[[str], None] | None
+    cancelled: Callable[[float], bool] | None
+    poll_s: float = _POLL_S
+    told: bool = False
+    deadline: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.limit
+
+    def turn(self, busy: str, waiting: str) -> None:
+        if time.monotonic() >= self.deadline:
+            raise DeviceBusyError(busy)
+        if not self.told and self.on_wait is not None:
+            self.on_wait(waiting)
+            self.told = True
+        if self.cancelled is None:
+            time.sleep(self.poll_s)
+        elif self.cancelled(self.poll_s):
+            raise OperationCancelled(f"cancelled while waiting for {self.what}")
+
+
 @dataclass(frozen=True)
 class LeaseHolder:
     """Who holds (or last held) a board's lease, as its lock file says (printable text)."""
@@ -70,15 +101,7 @@ class LeaseHolder:
     @property
     def alive(self) -> bool:
         """False when the holder ran on this host and its process is gone (stale record)."""
-        if self.host != socket.gethostname():
-            return True
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except (PermissionError, OverflowError, ValueError):
-            return True
-        return True
+        return self.host != socket.gethostname() or owner_alive(self.pid, None)
 
     def describe(self) -> str:
         started = time.strftime("%H:%M:%S", time.localtime(self.since)) if self.since else "?"
@@ -142,27 +165,21 @@ def _open_lock(path: Path) -> tuple[int, bool]:
     """The lock file at ``path``, opened (made if missing) without following a link; and
     whether we may write it (ours, one name)."""
     mode = 0o600 if not os.stat(path.parent).st_mode & 0o077 else 0o644
-    fd, writable = -1, True
+    writable = True
     for _ in range(10):
         try:
-            fd = os.open(path, os.O_RDWR | _OPEN)
-        except FileNotFoundError:
             try:
+                fd = os.open(path, os.O_RDWR | _OPEN)
+            except FileNotFoundError:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _OPEN, mode)
                 os.fchmod(fd, mode)  # the file we just made: readable by all in a shared dir
-            except FileExistsError:
-                continue
-            except OSError as error:
-                raise _refused(path, error) from error
-        except PermissionError:  # another user's lock file: flock works on a read-only one
-            try:
+            except PermissionError:  # another user's lock file: flock works on a read-only one
                 fd, writable = os.open(path, os.O_RDONLY | _OPEN), False
-            except OSError as error:
-                raise _refused(path, error) from error
+        except FileExistsError:  # made by another process since: open it again
+            continue
         except OSError as error:
             raise _refused(path, error) from error
-        if fd >= 0:
-            break
+        break
     else:
         raise EnvironmentProblem(f"lease file {path} keeps changing; check who writes there")
     info = os.fstat(fd)
@@ -230,31 +247,20 @@ def device_lease(
     folder = shared_directory(lease_dir) if lease_dir is not None else lease_directory()
     fd, ours = _open_lock(lease_path(board, folder))
     try:
-        deadline = time.monotonic() + limit
-        told = False
+        wait = Wait(limit, "a device", on_wait, cancelled)
         while True:
-            try:
+            with contextlib.suppress(BlockingIOError):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
-                pass
             holder = _read_record(fd)
             who = holder.describe() if holder else "another process"
             if holder is not None and holder.device and holder.device != name:
                 who += f" (the same board: {board})"
-            if time.monotonic() >= deadline:
-                raise DeviceBusyError(
-                    f"device {name!r} is still held by {who} after {limit:g} s; try again "
-                    "later or raise --lease-timeout"
-                )
-            if not told and on_wait is not None:
-                on_wait(f"device {name!r} is held by {who}; waiting (up to {limit:g} s)")
-                told = True
-            if cancelled is not None:
-                if cancelled(_POLL_S):
-                    raise OperationCancelled("cancelled while waiting for a device")
-            else:
-                time.sleep(_POLL_S)
+            wait.turn(
+                f"device {name!r} is still held by {who} after {limit:g} s; try again "
+                "later or raise --lease-timeout",
+                f"device {name!r} is held by {who}; waiting (up to {limit:g} s)",
+            )
         if ours:
             _record_self(fd, command or " ".join(["hub", *sys.argv[1:]]), name)
         try:

@@ -101,10 +101,9 @@ class Renewal:
 
     def _run(self) -> None:
         while not self._stop.wait(self.ttl / 3):
-            try:
+            # a lost session: the next try may reach the coordinator again
+            with contextlib.suppress(Exception):
                 self._write()
-            except Exception:  # a lost session: the next try may reach the coordinator again
-                continue
 
     def stop(self) -> None:
         """Stop renewing and give the place its comment back."""
@@ -120,24 +119,22 @@ def release_device(config: HubConfig, name: str, *, force: bool = False) -> list
     a line per place. A device without a ``labgrid`` table has only its local lease, which the
     kernel frees when its holder ends: nothing to release."""
     from edgehub.acquire.boards import board_key
-    from edgehub.acquire.labgrid_pool import matching_places, open_pool
+    from edgehub.acquire.labgrid_pool import matching_places, open_pool, pool_config
     from edgehub.acquire.leases import lease_holder
     from edgehub.config.devices import to_device
-    from edgehub.core.device.configs import LabgridConfig
     from edgehub.errors import UsageError
 
-    section = config.devices.get(name)
-    if section is None:
+    if name not in config.devices:
         known = ", ".join(config.devices)
         raise UsageError(f"device {name!r} not in hub.toml; known: {known}")
-    if section.labgrid is None:
+    labgrid = pool_config(config, name)
+    if labgrid is None:
         local = lease_holder(board_key(to_device(config, name)))
         state = f"last held by {local.describe()}" if local else "not held"
         return [
             f"{name}: a local lease ({state}); the kernel frees it when its holder exits, "
             "so there is nothing to release"
         ]
-    labgrid = LabgridConfig(**section.labgrid.values)
     pool = open_pool(labgrid)
     said = []
     try:

@@ -6,7 +6,6 @@ and line. See `edgehub.config.schema` for the format.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import re
@@ -18,7 +17,6 @@ from typing import Any
 from edgehub.config.schema import (
     CLOUD_PROVIDERS,
     DEVICE_NAME_PATTERN,
-    ENV_NAME,
     ClusterSection,
     DeviceSection,
     HubConfig,
@@ -31,12 +29,19 @@ from edgehub.config.schema import (
 )
 from edgehub.config.settings import ProviderSettings, SettingsTable, provider_tables, settings_table
 from edgehub.core.device.configs import LabgridConfig
-from edgehub.core.values import Range, ValueProblem, from_data, split_annotated, without_none
+from edgehub.core.values import (
+    Matches,
+    Range,
+    ValueProblem,
+    from_data,
+    split_annotated,
+    without_none,
+)
+from edgehub.errors import did_you_mean
 
 __all__ = ["build_config", "check_device_name"]
 
 _DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides", "labgrid")
-_SSH_KEYS = tuple(f.name for f in dataclasses.fields(SSHSection))
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
 
 # --- checking parsed TOML -------------------------------------------------------------------
@@ -55,13 +60,11 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def _suggest(word: str, choices: Sequence[str]) -> str:
-    import difflib  # only for a word that is not known
-
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    if close:
-        return f"; did you mean {close[0]!r}?"
-    return f"; valid: {', '.join(choices)}" if choices else ""
+def _suggest(word: str, choices: Sequence[str], otherwise: str | None = None) -> str:
+    """``; did you mean ...?`` for a close choice, else ``otherwise`` (default: the choices)."""
+    if otherwise is None:
+        otherwise = f"; valid: {', '.join(choices)}" if choices else ""
+    return did_you_mean(word, choices) or otherwise
 
 
 class _Table:
@@ -152,25 +155,15 @@ def build_config(data: Mapping[str, Any], *, path: Path | None, root: Path) -> H
         devices["local"] = DeviceSection(
             name="local", provider="local", settings=ProviderSettings(docker), implicit=True
         )
-    cluster = ClusterSection(
-        _Table(top.data.get("cluster", {}), ("cluster",), ("address",)).string("address")
-    )
+    cluster = ClusterSection(**_fields(top.data.get("cluster", {}), ("cluster",), ClusterSection))
     return HubConfig(
         path=path, project=project, images=images, devices=devices, root=root, cluster=cluster
     )
 
 
 def _project(data: object, root: Path) -> ProjectSection:
-    table = _Table(data, ("project",), ("name", "store", "quarantine_after", "quarantine_cooldown"))
-    given: dict[str, Any] = {
-        "quarantine_after": table.integer("quarantine_after", 1, 1000),
-        "quarantine_cooldown": table.number("quarantine_cooldown", positive=True),
-    }
-    return ProjectSection(
-        name=table.string("name") or root.name or "edgehub",
-        store=table.string("store") or ".hub",
-        **{key: value for key, value in given.items() if value is not None},
-    )
+    given = _fields(data, ("project",), ProjectSection)
+    return ProjectSection(**{"name": root.name or "edgehub", **given})
 
 
 def _images(data: object) -> ImagesSection:
@@ -276,40 +269,35 @@ def _misplaced(
 
 
 def _ssh(data: object, key: KeyPath) -> SSHSection:
-    table = _Table(data, key, _SSH_KEYS)
-    bounds = _ssh_bounds()
-    password_env = table.string("password_env")
-    if password_env is not None and not ENV_NAME.holds(password_env):
-        raise table.wrong("password_env", ENV_NAME.description, password_env)
-
-    values: dict[str, Any] = {
-        name: table.number(name, positive=bounds[name].open_low)
-        for name in ("connect_timeout", "keepalive", "step_timeout")
-    }
-    for name in ("port", "keepalive_count"):
-        low, high = bounds[name].low, bounds[name].high
-        assert low is not None and high is not None
-        values[name] = table.integer(name, int(low), int(high))
-    return SSHSection(
-        host=table.required("host"),
-        user=table.required("user"),
-        key=table.string("key"),
-        known_hosts=table.string("known_hosts"),
-        password_env=password_env,
-        jump_host=table.string("jump_host"),
-        **{name: value for name, value in values.items() if value is not None},
-    )
+    return SSHSection(**_fields(data, key, SSHSection, required=("host", "user")))
 
 
-def _ssh_bounds() -> dict[str, Range]:
-    """The `Range` of each bounded key of `SSHSection` (declared on its annotations)."""
-    hints = typing.get_type_hints(SSHSection, include_extras=True)
-    return {
-        name: meta
-        for name, hint in hints.items()
-        for meta in split_annotated(without_none(hint))[1]
-        if isinstance(meta, Range)
-    }
+def _fields(
+    data: object, key: KeyPath, section: type, required: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The values the table ``data`` at ``key`` gives for the fields of dataclass ``section``
+    (its keys), each checked as its annotation declares: an integer or a number within its
+    `Range`, else a string (of its `Matches`); the ``required`` ones must be given."""
+    hints = typing.get_type_hints(section, include_extras=True)
+    table = _Table(data, key, tuple(hints))
+    values: dict[str, Any] = {}
+    for name, hint in hints.items():
+        tp, meta = split_annotated(without_none(hint))
+        bound = next((item for item in meta if isinstance(item, Range)), Range(0))
+        value: Any
+        if tp is int:
+            assert bound.low is not None and bound.high is not None
+            value = table.integer(name, int(bound.low), int(bound.high))
+        elif tp is float:
+            value = table.number(name, positive=bound.open_low)
+        else:
+            value = table.required(name) if name in required else table.string(name)
+        for item in meta:
+            if isinstance(item, Matches) and value is not None and not item.holds(value):
+                raise table.wrong(name, item.description, value)
+        if value is not None:
+            values[name] = value
+    return values
 
 
 def _settings(schema: SettingsTable, data: object, key: KeyPath) -> ProviderSettings:
@@ -358,13 +346,10 @@ def _check_component(component: str, ckey: KeyPath, key: KeyPath) -> None:
     known = [c.__name__ for r in all_runtimes().values() for c in r.components]
     if component in known:
         return
-    import difflib  # only for a word that is not known
-
-    close = difflib.get_close_matches(component, known, n=1, cutoff=0.6)
-    hint = (
-        f"; did you mean {close[0]!r}?"
-        if close
-        else f"; known: {', '.join(known)} (name your own components by their qualified name "
-        'in quotes: "mypkg.module.MyCompiler")'
+    hint = _suggest(
+        component,
+        known,
+        f"; known: {', '.join(known)} (name your own components by their qualified name "
+        'in quotes: "mypkg.module.MyCompiler")',
     )
     raise SchemaError(ckey, f"unknown component {component!r} in {format_key(key)}{hint}")

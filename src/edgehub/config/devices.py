@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from edgehub.config.schema import DeviceSection, HubConfig, SSHSection
+from edgehub.config.schema import CLOUD_PROVIDERS, DeviceSection, HubConfig, SSHSection
 from edgehub.config.settings import ProviderSettings, settings_table
 from edgehub.config.user_trust import known_hosts_refusal, password_env_refusal
 from edgehub.core.device.spec import Device, DeviceSpec, ProviderConfig
@@ -113,7 +113,7 @@ def _device(
 def _runner(
     config: HubConfig, section: DeviceSection, environ: Mapping[str, str] | None
 ) -> CommandRunner | None:
-    if section.provider in ("qai_hub", "aws"):
+    if section.provider in CLOUD_PROVIDERS:
         return None
     if section.ssh is None:
         return LocalCommandRunner()

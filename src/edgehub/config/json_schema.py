@@ -2,10 +2,10 @@
 
 Generated from the declarations the checker uses: the `ProviderConfig` dataclasses of the
 settings tables (their fields' types, bounds, defaults and help), `LabgridConfig`, the
-`SSHSection` and `ProjectSection` dataclasses, the registered runtimes' image names and
-component names. The rules that tie keys together (a settings table belongs to its provider,
-``ssh`` not on ``local`` or cloud providers, cloud providers need ``spec``) become
-``if``/``then`` clauses. What the checker refuses, the schema refuses too (the tests hold the
+`SSHSection`, `ProjectSection` and `ClusterSection` dataclasses, the registered runtimes'
+image names and component names. The rules that tie keys together (a settings table belongs to
+its provider, ``ssh`` not on ``local`` or cloud providers, cloud providers need ``spec``)
+become ``if``/``then`` clauses. What the checker refuses, the schema refuses too (the tests hold the
 two to a list of cases); `hub` itself never reads the schema, it runs the checker.
 """
 
@@ -14,13 +14,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import PurePath
 from typing import Any, Literal
 
 from edgehub.config.schema import (
     CLOUD_PROVIDERS,
     DEVICE_NAME_PATTERN,
+    ClusterSection,
     ProjectSection,
     SSHSection,
 )
@@ -31,6 +32,16 @@ __all__ = ["SCHEMA_DIALECT", "hub_toml_schema"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _TEXT = {"type": "string", "pattern": r"\S"}  # the checker refuses blank strings
+_PROJECT_HELP = {
+    "name": "default: the directory holding hub.toml",
+    "store": "run store",
+    "quarantine_after": "failed health checks in a row that quarantine a board",
+    "quarantine_cooldown": "seconds a quarantined board is passed over",
+}
+_CLUSTER_HELP = {
+    "address": "the Ray cluster of `hub exec sweep --cluster`: "
+    '"ray://HOST:PORT", "HOST:PORT", "auto" or "local:N"'
+}
 
 
 def hub_toml_schema() -> dict[str, Any]:
@@ -49,40 +60,14 @@ def hub_toml_schema() -> dict[str, Any]:
         "description": "The configuration of an edgehub project.",
         "type": "object",
         "properties": {
-            "project": _closed(
-                {
-                    "name": {**_TEXT, "description": "default: the directory holding hub.toml"},
-                    "store": {**_TEXT, "default": ProjectSection.store, "description": "run store"},
-                    "quarantine_after": {
-                        "type": "integer",
-                        "minimum": 1,
-                        "maximum": 1000,
-                        "default": ProjectSection.quarantine_after,
-                        "description": "failed health checks in a row that quarantine a board",
-                    },
-                    "quarantine_cooldown": {
-                        "type": "number",
-                        "exclusiveMinimum": 0,
-                        "default": ProjectSection.quarantine_cooldown,
-                        "description": "seconds a quarantined board is passed over",
-                    },
-                }
-            ),
+            "project": _dataclass_schema(ProjectSection, _PROJECT_HELP, required=False),
             "images": _closed(
                 {
                     "base": {**_TEXT, "description": "base image for `hub images build`"},
                     **{name: {**_TEXT, "description": f"{name} image tag"} for name in images},
                 }
             ),
-            "cluster": _closed(
-                {
-                    "address": {
-                        **_TEXT,
-                        "description": "the Ray cluster of `hub exec sweep --cluster`: "
-                        '"ray://HOST:PORT", "HOST:PORT", "auto" or "local:N"',
-                    }
-                }
-            ),
+            "cluster": _dataclass_schema(ClusterSection, _CLUSTER_HELP),
             "devices": {
                 "type": "object",
                 "propertyNames": {"pattern": f"^{DEVICE_NAME_PATTERN}$"},
@@ -193,18 +178,25 @@ def _settings_schema(table: SettingsTable) -> dict[str, Any]:
     return schema
 
 
-def _dataclass_schema(cls: type[Any]) -> dict[str, Any]:
+def _dataclass_schema(
+    cls: type[Any], descriptions: Mapping[str, str] | None = None, *, required: bool = True
+) -> dict[str, Any]:
+    """The table whose keys are ``cls``'s fields (described by ``descriptions``); with
+    ``required``, a field without a default must be given."""
     hints = typing.get_type_hints(cls, include_extras=True)
     properties: dict[str, Any] = {}
-    required: list[str] = []
+    needed: list[str] = []
     for item in dataclasses.fields(cls):
         schema = _value_schema(without_none(hints[item.name]))
         if item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
-            required.append(item.name)
+            if required:
+                needed.append(item.name)
         elif isinstance(item.default, (bool, int, float, str)):
             schema["default"] = item.default
+        if descriptions and item.name in descriptions:
+            schema["description"] = descriptions[item.name]
         properties[item.name] = schema
-    return _closed(properties, required)
+    return _closed(properties, needed)
 
 
 def _value_schema(tp: Any) -> dict[str, Any]:

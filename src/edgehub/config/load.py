@@ -55,11 +55,8 @@ _AT = re.compile(r"\s*\(at (?:line (?P<line>\d+), column (?P<column>\d+)|end of 
 def find_config(start: Path | None = None) -> Path | None:
     """The nearest ``hub.toml`` in ``start`` (default: the cwd) or its parents, else ``None``."""
     here = (start or Path.cwd()).absolute()
-    for directory in (here, *here.parents):
-        candidate = directory / CONFIG_FILENAME
-        if candidate.is_file():
-            return candidate
-    return None
+    candidates = (directory / CONFIG_FILENAME for directory in (here, *here.parents))
+    return next((candidate for candidate in candidates if candidate.is_file()), None)
 
 
 def default_config(root: Path | None = None) -> HubConfig:

@@ -160,10 +160,7 @@ class ConfigDocument:
         self._new_device_name(new)
 
         def apply(data: dict[str, Any]) -> None:
-            devices = data["devices"]
-            data["devices"] = {
-                (new if key == old else key): value for key, value in devices.items()
-            }
+            data["devices"] = {(new if k == old else k): v for k, v in data["devices"].items()}
 
         with self._edit(apply):
             devices = self._container(("devices",), create=False)
@@ -255,16 +252,14 @@ class ConfigDocument:
         apply(expected)
         try:
             yield
-            after = parse_toml(self.text)
+            if parse_toml(self.text) != expected:
+                raise ConfigError(
+                    f"{self._name}: this edit cannot be made without changing other settings "
+                    "(unusual table layout); make it by hand"
+                )
         except BaseException:
             self._doc = tomlkit.parse(before)
             raise
-        if after != expected:
-            self._doc = tomlkit.parse(before)
-            raise ConfigError(
-                f"{self._name}: this edit cannot be made without changing other settings "
-                "(unusual table layout); make it by hand"
-            )
 
 
 def _digest(data: bytes) -> str:

@@ -152,10 +152,13 @@ class SchemaError(ConfigError):
 
 @dataclass(frozen=True)
 class ProjectSection:
+    """``[project]``: its keys are these fields, their bounds the ``Range`` of the annotations
+    (read by the checker and by `edgehub.config.json_schema`)."""
+
     name: str
     store: str = ".hub"
-    quarantine_after: int = 3
-    quarantine_cooldown: float = 600.0
+    quarantine_after: Annotated[int, Range(1, 1000)] = 3
+    quarantine_cooldown: Annotated[float, Range(0, open_low=True)] = 600.0
 
 
 @dataclass(frozen=True)
@@ -239,11 +242,7 @@ class HubConfig:
 
 def nearest_line(lines: Mapping[KeyPath, int], key: KeyPath) -> int | None:
     """The line of ``key``, else of the nearest enclosing table found in ``lines``."""
-    for end in range(len(key), 0, -1):
-        line = lines.get(key[:end])
-        if line is not None:
-            return line
-    return None
+    return next((lines[key[:end]] for end in range(len(key), 0, -1) if key[:end] in lines), None)
 
 
 def location(path: Path | None, line: int | None, column: int | None = None) -> str:

@@ -44,10 +44,8 @@ def default_store_dir(start: Path | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "hub.toml").is_file():
-            return folder / ".hub"
-    return here / ".hub"
+    project = next((f for f in (here, *here.parents) if (f / "hub.toml").is_file()), here)
+    return project / ".hub"
 
 
 def host_description() -> str:
@@ -330,8 +328,7 @@ class HubContext:
             raise RuntimeError("HubContext is not active: use `with HubContext(...) as ctx:`")
         from edgehub import __version__
 
-        env = {"host": host_description(), "python": python_version()}
-        env["edgehub"] = __version__
+        env = {"host": host_description(), "python": python_version(), "edgehub": __version__}
         for device in devices:
             env[f"device.{device.name}"] = device.spec.device_name or device.name
         with self.client.start_run(
@@ -405,17 +402,14 @@ class HubContext:
         if _holds_work_folder(runner):
             # this connection's (a new one after a reconnection)
             base = cast(SupportsWorkFolder, runner).work_folder()
-            if path is None or path.parent != base:
-                path = base / self._id
-                runner.run(["mkdir", "-p", str(path)], hide=True)
-                with self._lock:
-                    self._workspaces[device_name] = path
-        elif path is None:
-            path = PurePosixPath(f"/tmp/edgehub-{self._id}")
-            runner.run(["mkdir", "-p", str(path)], hide=True)
+            wanted = path if path is not None and path.parent == base else base / self._id
+        else:
+            wanted = path or PurePosixPath(f"/tmp/edgehub-{self._id}")
+        if wanted != path:
+            runner.run(["mkdir", "-p", str(wanted)], hide=True)
             with self._lock:
-                self._workspaces[device_name] = path
-        return path
+                self._workspaces[device_name] = wanted
+        return wanted
 
     def device_run_dir(self, device_name: str) -> PurePosixPath:
         """The current run's directory on a device (created on first use)."""

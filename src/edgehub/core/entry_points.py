@@ -10,6 +10,7 @@ cache, another key, an unreadable file) means a fresh scan.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -49,11 +50,10 @@ def entry_point_list(group: str, warn: Callable[[str], None]) -> list[Point]:
 def _scan(group: str) -> list[Point]:
     from importlib.metadata import entry_points
 
-    found: list[Point] = []
-    for point in entry_points(group=group):
-        dist = getattr(getattr(point, "dist", None), "name", None) or "?"
-        found.append((point.name, point.value, dist))
-    return found
+    return [
+        (point.name, point.value, getattr(getattr(point, "dist", None), "name", None) or "?")
+        for point in entry_points(group=group)
+    ]
 
 
 def _key() -> list[object]:
@@ -104,7 +104,5 @@ def _write(cache: Path | None, layouts: dict[str, object]) -> None:
         return
     from edgehub.fsutil import atomic_write  # only when the cache is written, not every start
 
-    try:
+    with contextlib.suppress(OSError):
         atomic_write(cache, json.dumps(layouts).encode("utf-8"), new_mode=0o600)
-    except OSError:
-        pass

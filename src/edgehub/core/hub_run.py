@@ -6,8 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from edgehub.core.component.outputs import ComponentOutput
-from edgehub.tracking.run_log import RunLog
+from edgehub.core.component.outputs import parent_run_id
 from edgehub.tracking.run_type import RunType
 
 if TYPE_CHECKING:
@@ -30,9 +29,7 @@ def hub_run(
         def wrapper(ctx: HubContext, *args: Any, **kwargs: Any) -> R:
             if not getattr(ctx, "is_active", False):
                 raise RuntimeError(f"Cannot call {run_name!r} outside of an active HubContext")
-            given = (*args, *kwargs.values())  # the first run a value comes from is the parent
-            logs = (v.run_log if isinstance(v, ComponentOutput) else v for v in given)
-            parent = next((log.run_id for log in logs if isinstance(log, RunLog)), None)
+            parent = parent_run_id((*args, *kwargs.values()))
             with ctx.open_run(run_type, run_name, component=fn.__name__, parent_run_id=parent):
                 return fn(ctx, *args, **kwargs)
 

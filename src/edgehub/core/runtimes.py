@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.core.entry_points import entry_point_list
-from edgehub.errors import UsageError
+from edgehub.errors import UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
@@ -205,10 +205,7 @@ def get_runtime(name: str) -> RuntimeDescriptor:
         runtimes = all_runtimes()
         runtime = runtimes.get(name)
     if runtime is None:
-        import difflib  # only for a word that is not known
-
-        close = difflib.get_close_matches(name, runtimes, n=1, cutoff=0.4)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(name, runtimes, cutoff=0.4)
         raise UsageError(f"unknown runtime {name!r}{hint} (known: {', '.join(runtimes)})")
     if not runtime.available:
         runtimes = runtimes or all_runtimes()

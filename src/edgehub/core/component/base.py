@@ -19,6 +19,7 @@ from edgehub.core.component.options import (
     DEFAULT_BOUNDS,
     OptionSpec,
     check_bounds_declaration,
+    check_known,
     check_options,
     option_specs,
 )
@@ -91,9 +92,7 @@ class ComponentMeta(ABCMeta):
             return dispatch(self, ctx, args, kwargs)
 
         cls.run = run  # type: ignore[attr-defined]
-        abstract = set(getattr(cls, "__abstractmethods__", ()))
-        abstract.discard("run")
-        cls.__abstractmethods__ = frozenset(abstract)
+        cls.__abstractmethods__ = frozenset(getattr(cls, "__abstractmethods__", ())) - {"run"}
         register_component(cls)  # type: ignore[arg-type]
         return cls
 
@@ -152,12 +151,7 @@ class Component(metaclass=ComponentMeta):
         name = kwargs.pop("name", None)
         self._name = name if name is not None else type(self).__name__
         known = type(self).keyword_options()
-        unknown = set(kwargs) - set(known)
-        if unknown:
-            raise TypeError(
-                f"{type(self).__name__}() got unexpected keyword arguments: "
-                f"{', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}"
-            )
+        check_known(f"{type(self).__name__}()", kwargs, known)
         if known:
             check_options(type(self), kwargs)
         self._defaults = {**known, **kwargs}

@@ -10,11 +10,10 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from edgehub.core.component.options import check_options
-from edgehub.core.component.outputs import ComponentOutput
+from edgehub.core.component.options import check_known, check_options
+from edgehub.core.component.outputs import parent_run_id
 from edgehub.errors import DeviceError, ProviderError, UsageError
 from edgehub.paths import is_remote
-from edgehub.tracking.run_log import RunLog
 from edgehub.user_files import regular_file
 
 if TYPE_CHECKING:
@@ -36,12 +35,7 @@ def resolve_device(component: type[Component], ctx: HubContext, name: Any) -> De
     if name is not None:
         if not isinstance(name, str):
             raise TypeError(f"device must be a device name (str), got {type(name).__name__}")
-        if name not in ctx.devices:
-            raise DeviceError(
-                f"device {name!r} not in {ctx.device_source}; known: "
-                f"{', '.join(ctx.devices) or 'none'}"
-            )
-        return ctx.devices[name]
+        return ctx.device(name)
     for dev in ctx.devices.values():  # the implicit `local` device comes last
         if dev.provider_type in providers:
             return dev
@@ -57,15 +51,6 @@ def _bind_inputs(cls_name: str, positional: list[str], args: tuple[Any, ...]) ->
             f"{cls_name}.run takes {len(positional)} input(s) after ctx "
             f"({', '.join(positional) or 'none'}), got {len(args)}"
         )
-
-
-def _parent_run_id(values: list[Any]) -> str | None:
-    for value in values:
-        if isinstance(value, ComponentOutput) and value.run_log is not None:
-            return value.run_log.run_id
-        if isinstance(value, RunLog):
-            return value.run_id
-    return None
 
 
 def _select_provider(
@@ -100,12 +85,7 @@ def dispatch(
         )
     signature = cls._run_signature
     _bind_inputs(cls.__name__, list(signature.positional), args)
-    unknown = set(kwargs) - set(signature.options)
-    if unknown:
-        raise TypeError(
-            f"'{cls.__name__}' got unexpected keyword arguments: {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(signature.options))}"
-        )
+    check_known(f"'{cls.__name__}'", kwargs, signature.options)
     check_options(cls, kwargs)
     _check_path_inputs(cls, args)
     resolved = {
@@ -133,7 +113,7 @@ def dispatch(
                 f"{selected[0].provider_type!r} provider (device {selected[0].name!r}), which "
                 f"serves only its default {signature.options[key]!r}"
             )
-    parent = _parent_run_id([*args, *kwargs.values()])
+    parent = parent_run_id((*args, *kwargs.values()))
     with ctx.open_run(
         cls.run_type,
         component.name,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import inspect
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -85,8 +85,7 @@ def option_types(cls: type[Component]) -> dict[str, Any]:
     for param in inspect.signature(run).parameters.values():
         if param.kind is not inspect.Parameter.KEYWORD_ONLY or param.name in _UNCHECKED:
             continue
-        annotation = param.annotation
-        tp = Any if annotation is inspect.Parameter.empty else resolve(annotation, namespace)
+        tp = _resolved(param, namespace)
         bounded = any(isinstance(item, Range) for item in split_annotated(tp)[1])
         if param.name in bounds and tp is not Any and not bounded:
             tp = Annotated[tp, bounds[param.name]]
@@ -191,12 +190,13 @@ def input_types(cls: type[Component]) -> dict[str, Any]:
     run = cls._call_interface
     namespace = getattr(run, "__globals__", {})
     params = inspect.signature(run).parameters
-    result: dict[str, Any] = {}
-    for name in cls._run_signature.positional:
-        annotation = params[name].annotation
-        empty = annotation is inspect.Parameter.empty
-        result[name] = Any if empty else resolve(annotation, namespace)
-    return result
+    return {name: _resolved(params[name], namespace) for name in cls._run_signature.positional}
+
+
+def _resolved(param: inspect.Parameter, namespace: Mapping[str, Any]) -> Any:
+    """``param``'s annotation resolved in ``namespace`` (`Any` where it has none)."""
+    annotation = param.annotation
+    return Any if annotation is inspect.Parameter.empty else resolve(annotation, namespace)
 
 
 def option_type(cls: type[Component], option: str) -> Any:
@@ -211,6 +211,16 @@ def _problem(cls: type[Component], option: str, problem: ValueProblem, shown: st
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_known(label: str, given: Iterable[str], known: Collection[str]) -> None:
+    """Refuse (`TypeError`) keyword arguments of ``label`` (a call) that are not ``known``."""
+    unknown = set(given) - set(known)
+    if unknown:
+        raise TypeError(
+            f"{label} got unexpected keyword arguments: {', '.join(sorted(unknown))}; known: "
+            f"{', '.join(sorted(known))}"
+        )
 
 
 def check_options(cls: type[Component], values: Mapping[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import types
 import typing
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, Union
@@ -40,9 +41,9 @@ def _tracked_kind(annotation: Any) -> tuple[type | None, bool]:
         text = annotation.replace(" ", "")
         optional = "None" in text or text.startswith("Optional[")
         for cls in _TRACKED:
-            for form in (cls.__name__, f"{cls.__name__}|None", f"Optional[{cls.__name__}]"):
-                if text == form or text == f"None|{cls.__name__}":
-                    return cls, optional
+            name = cls.__name__
+            if text in (name, f"{name}|None", f"None|{name}", f"Optional[{name}]"):
+                return cls, optional
         return None, False
     if annotation in _TRACKED:
         return annotation, False
@@ -127,6 +128,13 @@ class ComponentOutput:
     @property
     def run_id(self) -> str | None:
         return self.run_log.run_id if self.run_log is not None else None
+
+
+def parent_run_id(values: Iterable[Any]) -> str | None:
+    """The run of the first value that comes from one (a run's output or its `RunLog`): the
+    parent of a run given those values."""
+    logs = (v.run_log if isinstance(v, ComponentOutput) else v for v in values)
+    return next((log.run_id for log in logs if isinstance(log, RunLog)), None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from edgehub.errors import did_you_mean
+
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
 
@@ -16,14 +18,10 @@ def register_component(cls: type[Component]) -> None:
     _COMPONENTS.setdefault(cls.__name__, cls)
 
 
-def _load_builtins() -> None:
+def all_components() -> dict[str, type[Component]]:
     from edgehub.core.runtimes import all_runtimes
 
     all_runtimes()  # importing each runtime's package registers its components
-
-
-def all_components() -> dict[str, type[Component]]:
-    _load_builtins()
     return dict(_COMPONENTS)
 
 
@@ -32,8 +30,5 @@ def component_class(name: str) -> type[Component]:
     components = all_components()
     if name in components:
         return components[name]
-    import difflib  # only for a word that is not known
-
-    close = difflib.get_close_matches(name, components, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(sorted(components))}"
+    hint = did_you_mean(name, components) or f"; known: {', '.join(sorted(components))}"
     raise KeyError(f"unknown component {name!r}{hint}")

@@ -16,6 +16,7 @@ from edgehub.core.values.types import (
     Range,
     ValueProblem,
     describe,
+    first_fit,
     split_annotated,
     union_members,
 )
@@ -27,16 +28,7 @@ def check(value: Any, tp: Any) -> None:
     tp, meta = split_annotated(tp)
     members = union_members(tp)
     if members is not None:
-        problems = []
-        for member in members:
-            try:
-                check(value, member)
-            except ValueProblem as problem:
-                problems.append(problem)
-                continue
-            break
-        else:
-            raise next((p for p in problems if p.bound), ValueProblem(describe(full)))
+        first_fit(members, lambda member: check(value, member), full)
     else:
         try:
             _check_plain(value, tp)

@@ -5,6 +5,7 @@ no annotation."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
@@ -18,6 +19,7 @@ from edgehub.core.values.check import check
 from edgehub.core.values.types import (
     ValueProblem,
     describe,
+    first_fit,
     split_annotated,
     text_form,
     union_members,
@@ -45,13 +47,7 @@ def _parse_plain(text: str, tp: Any) -> Any:
     inner, _ = split_annotated(tp)
     members = union_members(inner)
     if members is not None:
-        problems = []
-        for member in sorted(members, key=_preference):
-            try:
-                return parse(text, member)
-            except ValueProblem as problem:
-                problems.append(problem)
-        raise next((p for p in problems if p.bound), ValueProblem(describe(tp)))
+        return first_fit(sorted(members, key=_preference), lambda m: parse(text, m), tp)
     try:
         return _parse_one(text, inner)
     except ValueProblem as problem:
@@ -149,10 +145,8 @@ def guess(text: str) -> Any:
     """Text of an option whose type is unknown: JSON where it parses, ``1,3,224`` as a tuple of
     integers, ``none``/``null`` as ``None``, else the string."""
     if "," in text and not text.startswith(("[", "{")):
-        try:
+        with contextlib.suppress(ValueError):
             return tuple(int(part) for part in text.split(","))
-        except ValueError:
-            pass
     if text.lower() in ("none", "null"):
         return None
     try:
@@ -177,16 +171,12 @@ def _convert(value: Any, tp: Any) -> Any:
         plain = [split_annotated(m)[0] for m in members]
         if type(value) is int and float in plain and int not in plain:
             return float(value)
-        try:
+        with contextlib.suppress(ValueProblem):
             check(value, tp)
             return value  # fits as it is: keep it (a string stays a string in `Path | str`)
-        except ValueProblem:
-            pass
         for member in members:
-            try:
+            with contextlib.suppress(ValueProblem):
                 return from_data(value, member)
-            except ValueProblem:
-                continue
         return value
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is float and type(value) is int:

@@ -4,6 +4,7 @@ annotations, and `describe` (what an annotation expects, in words)."""
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 import types
@@ -81,10 +82,8 @@ def resolve(annotation: Any, namespace: Mapping[str, Any]) -> Any:
     resolve become `Any`, and so does an annotation that does not resolve at all."""
     if not isinstance(annotation, str):
         return annotation
-    try:
+    with contextlib.suppress(Exception):
         return eval(annotation, dict(namespace))  # annotations are the module's own source
-    except Exception:
-        pass
     parts = _split_union(annotation)
     if len(parts) < 2:
         return Any
@@ -127,6 +126,18 @@ def union_members(tp: Any) -> list[Any] | None:
     if origin is Union or origin is types.UnionType:
         return list(typing.get_args(tp))
     return None
+
+
+def first_fit(members: list[Any], attempt: Callable[[Any], Any], union: Any) -> Any:
+    """What ``attempt`` gives for the first member of ``union`` it takes without a
+    `ValueProblem`; else the first problem of a bound, or what ``union`` expects."""
+    problems = []
+    for member in members:
+        try:
+            return attempt(member)
+        except ValueProblem as problem:
+            problems.append(problem)
+    raise next((p for p in problems if p.bound), ValueProblem(describe(union)))
 
 
 def _plural(text: str) -> str:
