@@ -1,5 +1,5 @@
 """The runner base (timeouts, cancel, streaming, outcome) on the fake transport of
-`edgehub.runners.testing`, and the same contract on the real local transport."""
+`fake_runner`, and the same contract on the real local transport."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fake_runner import KILLED, FakeCommand, FakeRunner, Reply
 
 from edgehub.errors import CommandCancelled, CommandError, CommandTimeout, RunnerError
 from edgehub.events import EventSink, LogEvent, use_sink
 from edgehub.runners.base import cancel_all, open_runners
 from edgehub.runners.local import LocalCommandRunner
 from edgehub.runners.protocol import CommandRunner, SupportsExchange
-from edgehub.runners.testing import KILLED, FakeCommand, FakeRunner, Reply
 
 
 def _events() -> tuple[EventSink, list[LogEvent]]:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgehub.errors import ImageNotBuiltError
+from edgehub.fsutil import sha256_file
 from edgehub.images.catalog import (
     EXTERNAL_BASE_MARKER,
-    _sha256,
     _spec,
     default_base,
     image_tag,
@@ -105,7 +105,7 @@ def _run_build(
 
     labels = {
         "org.edgehub.runtime": runtime,
-        "org.edgehub.lock-sha256": _sha256(context / "requirements.lock"),
+        "org.edgehub.lock-sha256": sha256_file(context / "requirements.lock"),
     }
     if effective_base:
         labels["org.edgehub.base"] = effective_base

@@ -118,14 +118,6 @@ def default_base(runtime: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def needs_external_base(runtime: str) -> bool:
     """Whether ``runtime``'s image builds only from a base that must come from a registry we
     cannot reach (its directory holds an ``EXTERNAL_BASE`` marker)."""

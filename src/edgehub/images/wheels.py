@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edgehub.errors import UsageError
-from edgehub.images.catalog import ImageSpec, _sha256
+from edgehub.fsutil import link_or_copy, sha256_file
+from edgehub.images.catalog import ImageSpec
 
 Progress = Callable[[str], None]
 
@@ -72,7 +72,7 @@ def _find_cached(
     for entry in entries:
         prefix = f"{re.sub(r'[-_.]+', '_', entry.name).lower()}-{entry.version}-"
         for wheel in wheels:
-            if wheel.name.lower().startswith(prefix) and _sha256(wheel) in entry.hashes:
+            if wheel.name.lower().startswith(prefix) and sha256_file(wheel) in entry.hashes:
                 found[entry.pin] = wheel
                 break
         else:
@@ -131,8 +131,4 @@ def _download(entries: list[LockEntry], spec: ImageSpec, cache: Path, progress: 
 def _stage_wheels(wheels: Iterable[Path], destination: Path) -> None:
     destination.mkdir(parents=True, exist_ok=True)
     for wheel in wheels:
-        target = destination / wheel.name
-        try:
-            os.link(wheel, target)
-        except OSError:
-            shutil.copy2(wheel, target)
+        link_or_copy(str(wheel), str(destination / wheel.name))

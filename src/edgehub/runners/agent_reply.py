@@ -9,7 +9,8 @@ The Docker runner reads it from the agent's socket, the SSH runner from its rela
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import json
+from collections.abc import Iterable, Iterator, Sequence
 
 from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START
 
@@ -28,6 +29,32 @@ def check_start(line: bytes) -> None:
         raise Refused(line[len(REFUSED) :].decode("utf-8", "replace").strip())
     if not line.startswith(START):
         raise Refused("the server did not start the job")
+
+
+def read_start(chunks: Iterable[bytes]) -> bytes:
+    """Read the answer's start line from ``chunks`` (`check_start`); the bytes after it."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        if b"\n" in pending:
+            break
+    line, newline, rest = pending.partition(b"\n")
+    if not newline:
+        raise Refused("the server closed the connection")
+    check_start(line)
+    return rest
+
+
+def staged_request(
+    argv: Sequence[str], cwd: str, stage: bytes, fetch: str, links: str | None = None
+) -> bytes:
+    """A job as a server takes it with its files: the request line, then the tar ``stage``
+    (``fetch``: its folder to send back; ``links``: see ``edgehub.agent.server.wire``)."""
+    files: dict[str, object] = {"size": len(stage), "fetch": fetch}
+    if links is not None:
+        files["links"] = links
+    request = {"argv": [str(word) for word in argv], "cwd": cwd, "stage": files}
+    return json.dumps(request).encode() + b"\n" + stage
 
 
 class Reply:

@@ -97,18 +97,17 @@ class _Tree:
         if not parts:
             return  # "." itself: the target (`list_members` refused anything else unnamed)
         parent = self.resolve(parts[:-1])
-        if parent is None:
+        is_link = member.issym() or member.islnk()
+        # a file is also refused where it would be written through a symlink
+        if parent is None or (not is_link and self.resolve([*parent, parts[-1]]) is None):
             raise UnsafeArchiveError(f"refusing archive entry {name!r}: its path leaves the target")
-        escape = UnsafeArchiveError(
-            f"refusing archive link {name!r} -> {member.linkname!r}: it leaves the target"
-        )
-        if member.issym() or member.islnk():
+        if is_link:
             base = parent if member.issym() else []  # hard links name a path from the root
             link = member.linkname
             if link.startswith("/") or self.resolve([*base, *link.split("/")]) is None:
-                raise escape
-        elif self.resolve([*parent, parts[-1]]) is None:  # a file written through a symlink
-            raise UnsafeArchiveError(f"refusing archive entry {name!r}: its path leaves the target")
+                raise UnsafeArchiveError(
+                    f"refusing archive link {name!r} -> {link!r}: it leaves the target"
+                )
         self.links["/".join([*parent, parts[-1]])] = member.linkname if member.issym() else None
 
 

@@ -12,6 +12,7 @@ and interpreter exit.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 import time
 import weakref
@@ -89,10 +90,8 @@ def cancel_all() -> None:
     """Close every open runner: commands in flight are stopped, containers that are not warm
     are removed. Safe from a signal handler on the main thread, and from any other thread."""
     for runner in open_runners():
-        try:
+        with contextlib.suppress(Exception):  # one failing runner must not keep others alive
             runner.close()
-        except Exception:  # best effort: one failing runner must not keep others alive
-            pass
 
 
 atexit.register(cancel_all)

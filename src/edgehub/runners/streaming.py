@@ -101,9 +101,6 @@ class LineCollector:
         """The lines kept (head, a note of what was dropped, tail)."""
         return self._kept.lines()
 
-    def feed_line(self, line: str) -> None:
-        self._emit(cut_line(line, self.limits.max_line))
-
     def _emit(self, line: str) -> None:
         self._kept.add(line)
         if self.sink is not None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import shutil
 import socket
@@ -29,7 +28,7 @@ from edgehub.agent.server.wire import socket_address
 from edgehub.errors import EnvironmentProblem
 from edgehub.fsutil import copy_range
 from edgehub.paths import cache_dir, cache_subdir
-from edgehub.runners.agent_reply import Refused, ReplyJob, check_start
+from edgehub.runners.agent_reply import Refused, ReplyJob, read_start, staged_request
 
 __all__ = [
     "CHANNEL_MOUNT",
@@ -68,10 +67,8 @@ def channel_dir(key: str) -> Path:
     to the container's user when this process may give it away. A link or anything but a
     folder at ``key`` is refused (`EnvironmentProblem`), never followed."""
     folder = cache_subdir("warm") / key
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
     if not stat.S_ISDIR(os.lstat(folder).st_mode):
         raise EnvironmentProblem(
             f"cache folder {folder} is a symbolic link or not a folder; edgehub will not use "
@@ -86,9 +83,7 @@ class AgentJob(ReplyJob):
     ``fetch`` the folder of ``cwd`` sent back. Raises `Refused` when nothing ran."""
 
     def __init__(self, host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str):
-        request = {"argv": argv, "cwd": cwd, "stage": {"size": len(stage), "fetch": fetch}}
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._killed = False
         try:
             # The container may write in its folder: connect only to a socket it made there,
             # never through a link it may have put in its place.
@@ -98,43 +93,24 @@ class AgentJob(ReplyJob):
             with socket_address(str(host_socket)) as address:
                 self._sock.connect(address)
             self._sock.settimeout(START_TIMEOUT_S)
-            self._sock.sendall(json.dumps(request).encode() + b"\n" + stage)
-            self._pending = self._first_line()
+            self._sock.sendall(staged_request(argv, cwd, stage, fetch))
+            self._pending = read_start(iter(lambda: self._sock.recv(65536), b""))
         except (OSError, Refused) as error:
             self._sock.close()
             raise Refused(str(error)) from error
         self._sock.settimeout(None)
 
-    def _first_line(self) -> bytes:
-        data = b""
-        while b"\n" not in data:
-            chunk = self._sock.recv(65536)
-            if not chunk:
-                raise Refused("the server closed the connection")
-            data += chunk
-        line, _, rest = data.partition(b"\n")
-        check_start(line)
-        return rest
-
     def _chunks(self) -> Iterator[bytes]:
         if self._pending:
             yield self._pending
-        while True:
-            try:
-                chunk = self._sock.recv(65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            yield chunk
+        with contextlib.suppress(OSError):  # a closed connection ends the answer
+            while chunk := self._sock.recv(65536):
+                yield chunk
 
     def kill(self) -> None:
         """End the job: the server kills it when the connection closes."""
-        self._killed = True
-        try:
+        with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def close(self) -> None:
         self.kill()
@@ -181,18 +157,15 @@ def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
     shared earlier go, oldest first, once they hold more than `SHARED_MAX_BYTES`."""
     name = f"{digest[:32]}{source.suffix}"
     size = source.stat().st_size
-    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-    base = os.open(channel, directory)
+    base = os.open(channel, _DIRECTORY)
     try:
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(SHARED, 0o755, dir_fd=base)
-        except FileExistsError:
-            pass
-        folder = os.open(SHARED, directory, dir_fd=base)
+        folder = os.open(SHARED, _DIRECTORY, dir_fd=base)
     finally:
         os.close(base)
     try:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             found = os.stat(name, dir_fd=folder, follow_symlinks=False)
             if (
                 stat.S_ISREG(found.st_mode)
@@ -200,8 +173,6 @@ def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
                 and _hashes_to(folder, name, digest)
             ):
                 return f"{CHANNEL_MOUNT}/{SHARED}/{name}", False
-        except FileNotFoundError:
-            pass
         part = f".{name}.{os.getpid()}.part"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         handle = os.open(part, flags, 0o644, dir_fd=folder)
@@ -211,10 +182,8 @@ def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
             os.replace(part, name, src_dir_fd=folder, dst_dir_fd=folder)
             _prune(folder, keep=name)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(part, dir_fd=folder)
-            except OSError:
-                pass
             raise
     finally:
         os.close(folder)
@@ -300,16 +269,12 @@ def collect_file(channel: Path, box: str, name: str, local: Path, max_bytes: int
 
 def discard_outbox(channel: Path, box: str) -> None:
     """Remove ``OUTBOX/box`` of the channel and what is in it (never through a link)."""
-    try:
+    with contextlib.suppress(OSError):  # else the reaper removes it with its container
         folder = _open_folder(channel, OUTBOX)
-    except OSError:
-        return
-    try:
-        _remove(folder, box)
-    except OSError:
-        pass  # the reaper removes the channel with its container
-    finally:
-        os.close(folder)
+        try:
+            _remove(folder, box)
+        finally:
+            os.close(folder)
 
 
 def _remove(parent: int, name: str, depth: int = 8) -> None:

@@ -10,9 +10,11 @@ Both raise `DockerAPIError` (`DockerNotFound` for 404) and satisfy `DockerClient
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +77,36 @@ class ExecSocket(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class SocketStream:
+    """An `ExecSocket` over an attached socket (or a channel offering the same calls), set to
+    no time limit (a quiet command may print nothing for a long time); ``pending``: bytes read
+    from it already (with an HTTP head), handed out first."""
+
+    def __init__(self, raw: Any, pending: bytes = b"") -> None:
+        self._raw = raw
+        self._pending = pending
+        if hasattr(raw, "settimeout"):
+            raw.settimeout(None)
+
+    def recv(self, size: int) -> bytes:
+        if self._pending:
+            chunk, self._pending = self._pending[:size], self._pending[size:]
+            return chunk
+        data: bytes = self._raw.recv(size)
+        return data
+
+    def sendall(self, data: bytes) -> None:
+        self._raw.sendall(data)
+
+    def close_write(self) -> None:
+        self._raw.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._raw.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in recv
+        self._raw.close()
 
 
 class DockerClient(Protocol):
@@ -242,13 +274,11 @@ def connect(timeout: int = 120, *, host: str | None = None, ping: bool = True) -
     try:
         client.ping()
     except (OSError, DockerAPIError) as error:
-        from edgehub.runners.docker.sdk import unavailable
-
-        raise unavailable(error, host) from error
+        raise _unavailable(error, host) from error
     return client
 
 
-def _unavailable(error: OSError, host: str | None) -> Exception:
+def _unavailable(error: BaseException, host: str | None) -> Exception:
     from edgehub.runners.docker.sdk import unavailable
 
     return unavailable(error, host)

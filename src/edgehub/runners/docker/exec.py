@@ -9,12 +9,13 @@ daemon closes that stdin and the job reads end of file.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Sequence
 
 from edgehub.ids import uuid4_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket, ExecSpec
-from edgehub.runners.docker.frames import frames
+from edgehub.runners.docker.frames import output
 from edgehub.runners.docker.owner import owner_marker
 
 __all__ = ["EXEC_MARKER", "KILL_SCRIPT", "OCI_FAILURE", "ExecProcess", "exec_quiet", "exit_code"]
@@ -51,12 +52,27 @@ def exit_code(client: DockerClient, exec_id: str) -> int:
     return -1
 
 
-def _read(sock: ExecSocket) -> Iterator[tuple[str, bytes]]:
-    try:
-        for kind, payload in frames(sock):
-            yield ("stdout" if kind == 1 else "stderr"), payload
-    except OSError:  # a closed stream ends the output
-        return
+def send_stdin(sock: ExecSocket, data: bytes | None, *, close: bool = True) -> None:
+    """Send ``data`` on an attached stdin, then (``close``) end it; a command that stops
+    reading (e.g. tar is missing) is no error here: its exit status says why."""
+    with contextlib.suppress(OSError):
+        if data is not None:
+            sock.sendall(data)
+        if close:
+            sock.close_write()
+
+
+class AttachedProcess:
+    """The `~edgehub.runners.base.Process` calls of a command on an attached stream."""
+
+    _sock: ExecSocket
+
+    def read(self) -> Iterator[tuple[str, bytes]]:
+        return output(self._sock)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
 
 
 def exec_quiet(
@@ -65,26 +81,22 @@ def exec_quiet(
     """Run a short helper command to its end without streaming; (code, stdout, stderr)."""
     exec_id = client.exec_create(container, ExecSpec(argv, stdin=stdin is not None))
     sock = client.exec_start(exec_id)
-    output = {"stdout": bytearray(), "stderr": bytearray()}
+    collected = {"stdout": bytearray(), "stderr": bytearray()}
     try:
         if stdin is not None:
-            try:
-                sock.sendall(stdin)
-                sock.close_write()
-            except OSError:
-                pass  # it stopped reading (e.g. tar is missing); its exit code says why
-        for kind, payload in _read(sock):
-            output[kind] += payload
+            send_stdin(sock, stdin)
+        for kind, payload in output(sock):
+            collected[kind] += payload
     finally:
         sock.close()
     return (
         exit_code(client, exec_id),
-        output["stdout"].decode("utf-8", "replace"),
-        output["stderr"].decode("utf-8", "replace"),
+        collected["stdout"].decode("utf-8", "replace"),
+        collected["stderr"].decode("utf-8", "replace"),
     )
 
 
-class ExecProcess:
+class ExecProcess(AttachedProcess):
     """One command exec'd into ``container``.
 
     ``stdin`` is sent first; with ``hold_stdin`` the stdin stays open (and unwritten) until the
@@ -109,21 +121,10 @@ class ExecProcess:
         environment = [*env, self.marker, owner_marker()]
         self.exec_id = client.exec_create(container, ExecSpec(argv, attach, environment, workdir))
         self._sock = client.exec_start(self.exec_id)
-        self._killed = False
-        try:
-            if stdin is not None:
-                self._sock.sendall(stdin)
-            if attach and not hold_stdin:
-                self._sock.close_write()
-        except OSError:
-            pass  # the command ended without reading it all; its exit status says why
-
-    def read(self) -> Iterator[tuple[str, bytes]]:
-        return _read(self._sock)
+        send_stdin(self._sock, stdin, close=attach and not hold_stdin)
 
     def kill(self) -> None:
         """Kill the exec's processes (found by their marker) until the exec has ended."""
-        self._killed = True
         argv = ["sh", "-c", KILL_SCRIPT, "edgehub-kill", self.marker]
         deadline = time.monotonic() + _KILL_WAIT_S
         while time.monotonic() < deadline:
@@ -140,9 +141,3 @@ class ExecProcess:
             return exit_code(self._client, self.exec_id)
         except (DockerAPIError, OSError):
             return -1
-
-    def close(self) -> None:
-        try:
-            self._sock.close()
-        except OSError:
-            pass

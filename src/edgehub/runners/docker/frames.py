@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Iterator
 from typing import Protocol
@@ -18,16 +19,20 @@ def frames(raw: _Readable) -> Iterator[tuple[int, bytes]]:
     stream number, 3 padding bytes and the payload size (big-endian)."""
     buffer = b""
     while True:
-        while len(buffer) < 8:
-            chunk = raw.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        kind, size = buffer[0], struct.unpack(">I", buffer[4:8])[0]
-        while len(buffer) < 8 + size:
-            chunk = raw.recv(1 << 16)
-            if not chunk:
-                return
-            buffer += chunk
-        yield kind, buffer[8 : 8 + size]
-        buffer = buffer[8 + size :]
+        size = struct.unpack(">I", buffer[4:8])[0] if len(buffer) >= 8 else 0
+        if len(buffer) >= 8 + size:
+            yield buffer[0], buffer[8 : 8 + size]
+            buffer = buffer[8 + size :]
+            continue
+        chunk = raw.recv(1 << 16)
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def output(raw: _Readable) -> Iterator[tuple[str, bytes]]:
+    """``("stdout" | "stderr", payload)`` per frame, as a `Process` reads them; a closed
+    stream (OSError) ends the output."""
+    with contextlib.suppress(OSError):
+        for kind, payload in frames(raw):
+            yield ("stdout" if kind == 1 else "stderr"), payload

@@ -16,6 +16,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote, urlencode
@@ -25,6 +26,7 @@ from edgehub.runners.docker.client import (
     DockerNotFound,
     ExecSocket,
     ExecSpec,
+    SocketStream,
     Strings,
     build_context,
     docker_host,
@@ -156,33 +158,6 @@ class _Response:
         self._sock.close()
 
 
-class _Hijacked:
-    """The raw stream of an attached exec; bytes read with the HTTP head come first."""
-
-    def __init__(self, sock: socket.socket, pending: bytes) -> None:
-        self._raw = sock
-        self._pending = pending
-
-    def recv(self, size: int) -> bytes:
-        if self._pending:
-            chunk, self._pending = self._pending[:size], self._pending[size:]
-            return chunk
-        return self._raw.recv(size)
-
-    def sendall(self, data: bytes) -> None:
-        self._raw.sendall(data)
-
-    def close_write(self) -> None:
-        self._raw.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        try:
-            self._raw.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in recv
-        except OSError:
-            pass
-        self._raw.close()
-
-
 class LiteClient:
     """A `DockerClient` for the daemon listening on the unix socket ``path``."""
 
@@ -249,23 +224,19 @@ class LiteClient:
             raise
         return response
 
-    def _call(self, method: str, url: str, body: Any = None) -> Any:
+    def _call(self, method: str, url: str, body: Any = None, *, forever: bool = False) -> Any:
         payload = None if body is None else json.dumps(body).encode()
-        response = self._open(method, url, payload, "application/json")
-        try:
+        response = self._open(method, url, payload, "application/json", forever=forever)
+        with closing(response):
             data = response.read()
-        finally:
-            response.close()
         return json.loads(data) if data else {}
 
     def ping(self) -> bool:
         response = self._open("GET", "/_ping", None, "", timeout=min(self.timeout, 5.0))
-        try:
+        with closing(response):
             if response.status != 200:
                 raise _error(response.status, response.read())
             return True
-        finally:
-            response.close()
 
     def inspect_image(self, name: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/images/{quote(name, safe=':@')}/json")
@@ -296,12 +267,7 @@ class LiteClient:
 
     def wait_container(self, container: str) -> int:
         url = f"/containers/{quote(container, safe='')}/wait"
-        response = self._open("POST", url, None, "", forever=True)
-        try:
-            data = response.read()
-        finally:
-            response.close()
-        return int(json.loads(data)["StatusCode"])
+        return int(self._call("POST", url, forever=True)["StatusCode"])
 
     def kill_container(self, container: str) -> None:
         self._call("POST", f"/containers/{quote(container, safe='')}/kill")
@@ -326,9 +292,7 @@ class LiteClient:
     def _upgrade(self, url: str, body: bytes | None) -> ExecSocket:
         """POST ``url`` and take the connection over as a raw stream."""
         response = self._open("POST", url, body, "application/json", upgrade=True)
-        sock, pending = response.take_over()
-        sock.settimeout(None)  # a quiet command may print nothing for a long time
-        return _Hijacked(sock, pending)
+        return SocketStream(*response.take_over())
 
     def exec_inspect(self, exec_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", f"/exec/{exec_id}/json")
@@ -338,10 +302,8 @@ class LiteClient:
         query = urlencode({"path": path})
         url = f"/containers/{quote(container, safe='')}/archive?{query}"
         response = self._open("PUT", url, data, "application/x-tar")
-        try:
+        with closing(response):
             response.read()
-        finally:
-            response.close()
 
     def get_archive(self, container: str, path: str) -> tuple[Iterator[bytes], dict[str, Any]]:
         query = urlencode({"path": path})
@@ -351,11 +313,9 @@ class LiteClient:
         stat: dict[str, Any] = json.loads(base64.b64decode(header)) if header else {}
 
         def chunks() -> Iterator[bytes]:
-            try:
+            with closing(response):
                 while block := response.read(1 << 20):
                     yield block
-            finally:
-                response.close()
 
         return chunks(), stat
 
@@ -371,10 +331,8 @@ class LiteClient:
             response = self._open(
                 "POST", f"/build?{urlencode(params)}", tar, "application/x-tar", forever=True
             )
-        try:
+        with closing(response):
             yield from json_messages(iter(lambda: response.read(1 << 16), b""))
-        finally:
-            response.close()
 
     def close(self) -> None:
         return None

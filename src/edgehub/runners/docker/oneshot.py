@@ -25,10 +25,10 @@ while the caller goes on with the results, and all of them when the runner is re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from edgehub.errors import RunnerError
 from edgehub.ids import random_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
 from edgehub.runners.docker.container import Container
-from edgehub.runners.docker.frames import frames
+from edgehub.runners.docker.exec import AttachedProcess, send_stdin
 from edgehub.runners.docker.owner import owner_labels
 
 __all__ = ["OneShotProcess", "OneShots"]
@@ -44,7 +44,7 @@ __all__ = ["OneShotProcess", "OneShots"]
 _KILLED = 137  # 128 + SIGKILL: a kill, or the memory limit's OOM killer
 
 
-class OneShotProcess:
+class OneShotProcess(AttachedProcess):
     """One job as the main process of a new container ``name`` made from ``config``; the
     container is created, attached, started and sent ``stdin`` on construction."""
 
@@ -62,27 +62,14 @@ class OneShotProcess:
         try:
             client.start_container(self.id)
             self._exit.start()
-            try:
-                self._sock.sendall(stdin)
-                self._sock.close_write()
-            except OSError:
-                pass  # it ended without reading it all; its exit status says why
+            send_stdin(self._sock, stdin)
         except BaseException:
             self._sock.close()
             raise
 
-    def read(self) -> Iterator[tuple[str, bytes]]:
-        try:
-            for kind, payload in frames(self._sock):
-                yield ("stdout" if kind == 1 else "stderr"), payload
-        except OSError:  # a closed stream ends the output
-            return
-
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(DockerAPIError, OSError):  # it may have ended, or be gone
             self._client.kill_container(self.id)
-        except (DockerAPIError, OSError):  # it has ended already, or is gone
-            pass
 
     def _wait_for_exit(self) -> None:
         try:
@@ -100,12 +87,6 @@ class OneShotProcess:
     def wait(self) -> int:
         self._exit.join()
         return -1 if self._status is None else self._status
-
-    def close(self) -> None:
-        try:
-            self._sock.close()
-        except OSError:
-            pass
 
 
 class OneShots:

@@ -14,6 +14,7 @@ at the start of every command asks the daemon only when a recorded owner has die
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -48,36 +49,29 @@ WARM_KEY = "org.edgehub.warm-key"
 OWNER_ENV = "EDGEHUB_OWNER"
 
 
-def _records_dir(*, create: bool = False) -> Path | None:
-    """``owners`` in the cache folder (checked as `edgehub.paths.cache_subdir` does; made with
-    ``create``), or None where there is none."""
-    return cache_subdir("owners") if create else existing_cache_subdir("owners")
-
-
 _recorded: set[int] = set()
 
 
-def _record_owner() -> None:
-    """Leave this process's owner record (once; see the module docstring)."""
+def _own_marker() -> str:
+    """``host:pid:ticks`` of this process, which leaves its owner record (``owners`` in the
+    cache folder, `edgehub.paths.cache_subdir`) once; see the module docstring."""
     pid = os.getpid()
-    if pid in _recorded:
-        return
-    try:
-        folder = _records_dir(create=True)
-        assert folder is not None
-        (folder / f"{socket.gethostname()}:{pid}:{start_ticks(pid) or ''}").touch()
-    except OSError:
-        return  # an unwritable folder: `dead_owner_records` says "unknown" for it too
-    _recorded.add(pid)
+    marker = f"{socket.gethostname()}:{pid}:{start_ticks(pid) or ''}"
+    if pid not in _recorded:
+        # an unwritable folder: `dead_owner_records` says "unknown" for it too
+        with contextlib.suppress(OSError):
+            (cache_subdir("owners") / marker).touch()
+            _recorded.add(pid)
+    return marker
 
 
 def dead_owner_records() -> list[Path] | None:
     """The records of owners on this host that have died; None when the records cannot tell
     (no folder yet, or one this process cannot write): the daemon must be asked then."""
     try:
-        folder = _records_dir()
+        folder = existing_cache_subdir("owners")
     except EdgehubError:
-        return None  # refused where this process records (`_record_owner`), in one line
+        return None  # refused where this process records (`_own_marker`), in one line
     if folder is None or not os.access(folder, os.W_OK | os.X_OK):
         return None
     host = socket.gethostname()
@@ -96,22 +90,17 @@ def dead_owner_records() -> list[Path] | None:
 def forget_owner_records(records: list[Path]) -> None:
     """After a complete clean-up: remove the records of the owners it covered, and make the
     folder where there is none, so that from now on the records can tell."""
-    try:
-        _records_dir(create=True)
-    except (OSError, EdgehubError):
-        pass  # the reaper never raises; this process's own use refuses in one line
+    with contextlib.suppress(OSError, EdgehubError):
+        cache_subdir("owners")  # the reaper never raises; this process's own use refuses it
     for record in records:
-        try:
+        with contextlib.suppress(OSError):
             record.unlink()
-        except OSError:
-            pass
 
 
 def owner_labels() -> dict[str, str]:
     """The labels naming this process as a container's owner (recorded as an owner)."""
-    _record_owner()
-    labels = {MANAGED: "1", OWNER_PID: str(os.getpid()), OWNER_HOST: socket.gethostname()}
-    started = start_ticks(os.getpid())
+    host, pid, started = _own_marker().rsplit(":", 2)
+    labels = {MANAGED: "1", OWNER_PID: pid, OWNER_HOST: host}
     if started:
         labels[OWNER_STARTED] = started
     return labels
@@ -120,5 +109,4 @@ def owner_labels() -> dict[str, str]:
 def owner_marker() -> str:
     """``EDGEHUB_OWNER=host:pid:ticks`` for this process, for the environment of an exec
     (recorded as an owner)."""
-    _record_owner()
-    return f"{OWNER_ENV}={socket.gethostname()}:{os.getpid()}:{start_ticks(os.getpid()) or ''}"
+    return f"{OWNER_ENV}={_own_marker()}"

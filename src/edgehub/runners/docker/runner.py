@@ -169,8 +169,7 @@ class DockerCommandRunner(BaseRunner):
         try:
             with container.lock:
                 container.inspect_image()
-                assert container.client is not None
-                reap(container.client, jobs=False)  # never fails
+                reap(container.connect(), jobs=False)  # never fails
         except BaseException:
             self.release()
             raise

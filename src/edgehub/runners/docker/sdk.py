@@ -14,8 +14,8 @@ key, port, user and ``ProxyCommand`` for the host from ``~/.ssh/config``.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
-import socket
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,6 +27,7 @@ from edgehub.runners.docker.client import (
     DockerAPIError,
     DockerNotFound,
     ExecSpec,
+    SocketStream,
     Strings,
     build_context,
     docker_host,
@@ -111,34 +112,21 @@ def _translated(call: Callable[[], _T]) -> _T:
         raise DockerAPIError(0, str(error)) from error
 
 
-class _SDKExecSocket:
+class _SDKExecSocket(SocketStream):
     """An attached exec's stream as the SDK hands it out (a socket, or a paramiko channel)."""
 
     def __init__(self, handle: Any) -> None:
+        super().__init__(getattr(handle, "_sock", handle))
         self._handle = handle
-        self._raw = getattr(handle, "_sock", handle)
-        if hasattr(self._raw, "settimeout"):
-            self._raw.settimeout(None)  # a quiet command may print nothing for a long time
-
-    def recv(self, size: int) -> bytes:
-        data: bytes = self._raw.recv(size)
-        return data
-
-    def sendall(self, data: bytes) -> None:
-        self._raw.sendall(data)
 
     def close_write(self) -> None:
         try:
-            self._raw.shutdown(socket.SHUT_WR)
+            super().close_write()
         except (AttributeError, TypeError):
             self._raw.shutdown_write()  # a paramiko channel (DOCKER_HOST=ssh://...)
 
     def close(self) -> None:
-        try:
-            self._raw.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in recv
-        except Exception:
-            pass
-        self._raw.close()
+        super().close()
         self._handle.close()
 
 
@@ -165,10 +153,8 @@ def _close_shared() -> None:
         clients = list(_SHARED.values())
         _SHARED.clear()
     for client in clients:
-        try:
+        with contextlib.suppress(Exception):  # leaving anyway
             client.close()
-        except Exception:  # leaving anyway
-            pass
 
 
 class SDKClient:
@@ -190,19 +176,13 @@ class SDKClient:
         return bool(_translated(self._api.ping))
 
     def inspect_image(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = _translated(lambda: self._api.inspect_image(name))
-        return result
+        return _translated(lambda: self._api.inspect_image(name))
 
     def inspect_container(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = _translated(lambda: self._api.inspect_container(name))
-        return result
+        return _translated(lambda: self._api.inspect_container(name))
 
     def containers(self, labels: Sequence[str]) -> list[dict[str, Any]]:
-        filters = {"label": list(labels)}
-        result: list[dict[str, Any]] = _translated(
-            lambda: self._api.containers(all=True, filters=filters)
-        )
-        return result
+        return _translated(lambda: self._api.containers(all=True, filters={"label": list(labels)}))
 
     def create_container(self, config: Mapping[str, Any], name: str) -> str:
         body = dict(config)
@@ -259,8 +239,7 @@ class SDKClient:
         return _SDKExecSocket(_translated(lambda: self._api.exec_start(exec_id, socket=True)))
 
     def exec_inspect(self, exec_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = _translated(lambda: self._api.exec_inspect(exec_id))
-        return result
+        return _translated(lambda: self._api.exec_inspect(exec_id))
 
     def put_archive(self, container: str, path: str, data: bytes) -> None:
         _translated(lambda: self._api.put_archive(container, path, data))

@@ -125,9 +125,8 @@ def _channel(container: Container, key: str) -> Path | None:
     daemon on another machine, or a container user that this process can neither be nor
     give the folder to."""
     uid = container.uid()
-    if container.client is None or not container.client.local or uid is None:
-        return None
-    if os.geteuid() not in (0, uid):
+    client = container.client
+    if client is None or not client.local or uid is None or os.geteuid() not in (0, uid):
         return None
     try:
         folder = channel_dir(key)

@@ -68,34 +68,14 @@ def open_transport(config: SSHConfig, name: str | None = None) -> Any:
         _check_key_mode(key)
     trusted, revoked = load_known_hosts(config)
     jump = _open_jump(config) if config.jump_host else None
+    sock: Link | None = None
+    transport: Any = None
     try:
         sock = Link(open_socket(config) if jump is None else _tunnel(jump, config))
-    except BaseException:
-        if jump is not None:
-            close_transport(jump)
-        raise
-    transport = paramiko.Transport(
-        sock, default_window_size=COMMAND_WINDOW_SIZE, default_max_packet_size=MAX_PACKET_SIZE
-    )
-    try:
-        transport.banner_timeout = config.connect_timeout + 1
-        options = transport.get_security_options()
-        options.key_types = prefer_known_types(list(options.key_types), trusted)
-        options.ciphers = [name for name in _CIPHERS if name in options.ciphers] or options.ciphers
-        negotiated = threading.Event()
-        transport.start_client(event=negotiated)
-        if not negotiated.wait(config.connect_timeout):
-            raise SSHConnectionError(
-                f"SSH handshake with {config.host}:{config.port} timed out after "
-                f"{config.connect_timeout:g} s; check that the device is not frozen and that an "
-                "SSH server (not another service) listens on that port"
-            )
-        if not transport.is_active():
-            raise SSHConnectionError(
-                f"SSH handshake with {config.host}:{config.port} failed "
-                f"({transport.get_exception() or 'connection closed'}); check that an SSH server "
-                "listens on that port and shares an algorithm with paramiko"
-            )
+        transport = paramiko.Transport(
+            sock, default_window_size=COMMAND_WINDOW_SIZE, default_max_packet_size=MAX_PACKET_SIZE
+        )
+        handshake(transport, config, trusted)
         verify_host_key(config, transport.get_remote_server_key(), trusted, revoked)
         _authenticate(transport, config, name)
         watchdog = None
@@ -103,14 +83,38 @@ def open_transport(config: SSHConfig, name: str | None = None) -> Any:
             watchdog = Watchdog(transport, sock, config.keepalive_s, config.keepalive_count)
             watchdog.start()
     except BaseException:
-        transport.close()
-        sock.close()
+        for opened in (transport, sock):
+            if opened is not None:
+                opened.close()
         if jump is not None:
             close_transport(jump)
         raise
     with _UNDER_LOCK:
         _UNDER[transport] = _Under(jump, watchdog)  # closed with it (`close_transport`)
     return transport
+
+
+def handshake(transport: Any, config: SSHConfig, trusted: list[Any]) -> None:
+    """Negotiate with the device's sshd (the host key types that ``trusted``, from known_hosts,
+    holds asked for first, so a match is a match; the fastest ciphers first)."""
+    transport.banner_timeout = config.connect_timeout + 1
+    options = transport.get_security_options()
+    options.key_types = prefer_known_types(list(options.key_types), trusted)
+    options.ciphers = [name for name in _CIPHERS if name in options.ciphers] or options.ciphers
+    negotiated = threading.Event()
+    transport.start_client(event=negotiated)
+    if not negotiated.wait(config.connect_timeout):
+        raise SSHConnectionError(
+            f"SSH handshake with {config.host}:{config.port} timed out after "
+            f"{config.connect_timeout:g} s; check that the device is not frozen and that an "
+            "SSH server (not another service) listens on that port"
+        )
+    if not transport.is_active():
+        raise SSHConnectionError(
+            f"SSH handshake with {config.host}:{config.port} failed "
+            f"({transport.get_exception() or 'connection closed'}); check that an SSH server "
+            "listens on that port and shares an algorithm with paramiko"
+        )
 
 
 @dataclass(frozen=True)

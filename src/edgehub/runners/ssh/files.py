@@ -14,6 +14,7 @@ it is zeros.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import posixpath
@@ -30,11 +31,12 @@ from typing import IO, Any, cast
 
 from edgehub.errors import DeviceOutputError, RunnerError
 from edgehub.events import current_sink
+from edgehub.fsutil import sha256_file
 from edgehub.limits import FetchLimits
 from edgehub.runners.archive import SPARSE_FLAG, SparseWriter, human_size
 from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.ssh.session import SSHSession
-from edgehub.runners.ssh.shell import start_command
+from edgehub.runners.streaming import last_line
 
 __all__ = ["RemoteFiles", "TransferStats"]
 
@@ -166,10 +168,9 @@ class RemoteFiles:
         day), so the device's caches prune by last use (`runners.ssh.janitor`)."""
         now = time.time()
         if now - float(info.st_mtime or 0) > TOUCH_AFTER_S:
-            try:
+            # not ours to touch (another user's cache): it is pruned by upload time
+            with contextlib.suppress(OSError):
                 sftp.utime(target, (now, now))
-            except OSError:
-                pass  # not ours to touch (another user's cache): it is pruned by upload time
 
     def _put_file(self, sftp: Any, local: Path, target: str, content_named: bool = False) -> None:
         before = local.stat()
@@ -183,27 +184,28 @@ class RemoteFiles:
             target = posixpath.join(target, local.name)
             info = self._remote_stat(sftp, target)
         digest = _remembered_sha256(local, before)
-        if content_named and info is not None and info.st_size == size:
+        if info is not None and info.st_size == size:
             digest = digest or _local_sha256(local)
-            found = self._remote_sha256(target)
-            if found == digest:
-                self._touch_if_stale(sftp, target, info)
-                self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
-                self._stats.cache_hits += 1
-                return
-            if found is not None:  # None: the device cannot hash it; sent again all the same
-                current_sink().warning(
-                    f"{target} on {self.config.host} was changed there (its sha256 is not "
-                    f"{local.name}'s, {digest[:12]}…): sent again"
+            there = _Uploaded(digest, size, int(info.st_mtime or 0))
+            if content_named:
+                found = self._remote_sha256(target)
+                same = found == digest
+                if same:
+                    self._touch_if_stale(sftp, target, info)
+                elif found is not None:  # None: the device cannot hash it; sent again all the same
+                    current_sink().warning(
+                        f"{target} on {self.config.host} was changed there (its sha256 is not "
+                        f"{local.name}'s, {digest[:12]}…): sent again"
+                    )
+            else:
+                known = self._uploaded.get(target)
+                same = known == there or (
+                    known is None
+                    and size >= REMOTE_HASH_MIN_BYTES
+                    and self._remote_sha256(target) == digest
                 )
-        elif info is not None and info.st_size == size:
-            digest = digest or _local_sha256(local)
-            known = self._uploaded.get(target)
-            same = known == _Uploaded(digest, size, int(info.st_mtime or 0))
-            if not same and known is None and size >= REMOTE_HASH_MIN_BYTES:
-                same = self._remote_sha256(target) == digest
             if same:
-                self._uploaded[target] = _Uploaded(digest, size, int(info.st_mtime or 0))
+                self._uploaded[target] = there
                 self._stats.cache_hits += 1
                 return
         self._uploaded.pop(target, None)
@@ -227,10 +229,8 @@ class RemoteFiles:
                     sftp.remove(target)
                 sftp.rename(partial, target)
         except OSError as error:
-            try:
+            with contextlib.suppress(OSError):
                 sftp.remove(partial)
-            except OSError:
-                pass
             raise RunnerError(
                 f"cannot upload {local} to {target} on {self.config.host}: {error}"
             ) from error
@@ -250,16 +250,16 @@ class RemoteFiles:
         for cached in [path for path in self._uploaded if path.startswith(prefix)]:
             del self._uploaded[cached]
         quoted = shlex.quote(target)
-        channel = self._session.open_channel()
+        channel = self._session.start(
+            f"mkdir -p -- {quoted} && tar -x -o -f - -C {quoted}", keep_stdin=True
+        )
         try:
-            channel.exec_command(f"mkdir -p -- {quoted} && tar -x -o -f - -C {quoted}")
             sink = _ChannelWriter(channel)
-            try:
+            # the remote side may stop reading (_RemoteClosed); its exit status says why
+            with contextlib.suppress(_RemoteClosed):
                 writer = cast(IO[bytes], sink)
                 with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
                     tar.add(str(local), arcname=".")
-            except _RemoteClosed:
-                pass  # the remote side stopped reading; its exit status says why
             channel.shutdown_write()
             status = channel.recv_exit_status()
             errors = _drain(channel, lambda _: None)
@@ -268,7 +268,7 @@ class RemoteFiles:
         if status != 0:
             raise RunnerError(
                 f"cannot unpack {local} into {target} on {self.config.host}: "
-                f"{_last_line(errors) or f'exit code {status}'}"
+                f"{last_line(errors) or f'exit code {status}'}"
             )
         self._stats.uploads += 1
         self._stats.upload_bytes += sink.sent
@@ -309,10 +309,9 @@ class RemoteFiles:
     def _get_dir(self, source: str, local: Path) -> None:
         if local.exists() and not local.is_dir():
             raise RunnerError(f"cannot download directory {source} onto file {local}")
-        channel = self._session.open_channel()
         with ArchiveSpool(local.parent) as spool:
+            channel = self._session.start(_TAR_OUT.format(shlex.quote(source)))
             try:
-                start_command(channel, _TAR_OUT.format(shlex.quote(source)), self.config)
                 errors = _drain(channel, spool.write)
                 status = channel.recv_exit_status()
             finally:
@@ -320,7 +319,7 @@ class RemoteFiles:
             if status != 0:
                 raise RunnerError(
                     f"cannot pack {source} on {self.config.host}: "
-                    f"{_last_line(errors) or f'exit code {status}'}"
+                    f"{last_line(errors) or f'exit code {status}'}"
                 )
             spool.extract(local)
         self._stats.downloads += 1
@@ -400,15 +399,6 @@ def _remember_sha256(path: Path, before: os.stat_result, digest: str) -> bool:
 
 def _local_sha256(path: Path) -> str:
     before = path.stat()
-    hasher = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b""):
-            hasher.update(block)
-    digest = hasher.hexdigest()
+    digest = sha256_file(path)
     _remember_sha256(path, before, digest)
     return digest
-
-
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1] if lines else ""

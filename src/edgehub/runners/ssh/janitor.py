@@ -25,7 +25,7 @@ from typing import Any
 from edgehub.errors import SSHConnectionError
 from edgehub.runners.archive import SPARSE_FLAG
 from edgehub.runners.ssh.session import SSHSession
-from edgehub.runners.ssh.shell import build_command, start_command
+from edgehub.runners.ssh.shell import build_command
 
 __all__ = ["WORK_BASE", "Janitor"]
 
@@ -88,11 +88,9 @@ class Janitor:
 
     def __init__(self, session: SSHSession) -> None:
         self.generation = session.generation
-        self._channel: Any = session.open_channel()
         argv = ["sh", "-c", _SCRIPT, "edgehub-janitor", secrets.token_hex(6), str(CACHE_KEEP_DAYS)]
+        self._channel: Any = session.start(build_command(argv, None, None), keep_stdin=True)
         try:
-            start_command(self._channel, build_command(argv, None, None), session.config,
-                          keep_stdin=True)  # fmt: skip
             self._channel.settimeout(max(session.config.connect_timeout, 10.0))
             text = b""
             while text.count(b"\n") < 2 and len(text) < 4096:
@@ -100,13 +98,12 @@ class Janitor:
                 if not chunk:
                     break
                 text += chunk
-        except (OSError, EOFError) as error:
+        except BaseException as error:
             self._channel.close()
-            raise SSHConnectionError(
-                f"{session.label} did not set up a work folder ({error}); check the connection"
-            ) from error
-        except BaseException:
-            self._channel.close()
+            if isinstance(error, (OSError, EOFError)):
+                raise SSHConnectionError(
+                    f"{session.label} did not set up a work folder ({error}); check the connection"
+                ) from error
             raise
         path, _, tar = text.decode("utf-8", "replace").partition("\n")
         if not path.startswith("/") or tar.strip() not in ("sparse", "plain"):

@@ -20,9 +20,9 @@ from typing import Any
 
 from edgehub.agent.server.relay import DATA, END, NOT_TAKEN
 from edgehub.errors import DeviceOutputError
-from edgehub.runners.agent_reply import Refused, ReplyJob, check_start
+from edgehub.runners.agent_reply import Refused, ReplyJob, read_start
 from edgehub.runners.ssh.session import SSHSession
-from edgehub.runners.ssh.shell import build_command, start_command
+from edgehub.runners.ssh.shell import build_command
 
 __all__ = ["MAX_RELAY_STAGE_BYTES", "AgentRelay", "RelayJob"]
 
@@ -43,13 +43,7 @@ class AgentRelay:
         self.generation = session.generation
         self.jobs = 0  # jobs the server took through this relay
         self._buffer = b""
-        self._channel: Any = session.open_channel()
-        try:
-            start_command(self._channel, build_command(argv, None, None), session.config,
-                          keep_stdin=True)  # fmt: skip
-        except BaseException:
-            self._channel.close()
-            raise
+        self._channel: Any = session.start(build_command(argv, None, None), keep_stdin=True)
 
     @property
     def closed(self) -> bool:
@@ -107,19 +101,7 @@ class RelayJob(ReplyJob):
             relay.settimeout(START_TIMEOUT_S)
             relay.send(payload)
             self._frames = relay.frames()
-            pending = b""
-            for kind, data in self._frames:
-                if kind == NOT_TAKEN:  # the relay is fine and waits for the next job
-                    raise _NotTaken(data.decode("utf-8", "replace"))
-                if kind != DATA:
-                    raise Refused("the server closed the connection")
-                pending += data
-                if b"\n" in pending:
-                    break
-            line, newline, self._rest = pending.partition(b"\n")
-            if not newline:
-                raise Refused("the relay ended")
-            check_start(line)
+            self._rest = read_start(self._answer_start())
             relay.settimeout(None)
         except _NotTaken as error:
             raise Refused(str(error)) from None
@@ -127,6 +109,15 @@ class RelayJob(ReplyJob):
             relay.close()  # what is left of that answer would come before the next one
             raise Refused(str(error)) from error
         relay.jobs += 1
+
+    def _answer_start(self) -> Iterator[bytes]:
+        """The answer's first data frames (up to its start line, `read_start`)."""
+        for kind, data in self._frames:
+            if kind == NOT_TAKEN:  # the relay is fine and waits for the next job
+                raise _NotTaken(data.decode("utf-8", "replace"))
+            if kind != DATA:
+                raise Refused("the server closed the connection")
+            yield data
 
     def _chunks(self) -> Iterator[bytes]:
         if self._rest:

@@ -17,28 +17,28 @@ never as the command's own failure. paramiko is imported only when a connection 
 from __future__ import annotations
 
 import codecs
-import json
+import contextlib
 import secrets
 import select
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from edgehub.errors import CommandTimeout, RunnerError, SSHConnectionError
-from edgehub.runners.agent_reply import Refused
+from edgehub.runners.agent_reply import Refused, staged_request
 from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
-from edgehub.runners.exchange import exchange, split_script
+from edgehub.runners.exchange import Start, exchange, split_script
 from edgehub.runners.protocol import CommandResult, Exchange
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
 from edgehub.runners.ssh.janitor import Janitor
 from edgehub.runners.ssh.relay import MAX_RELAY_STAGE_BYTES, AgentRelay, RelayJob
 from edgehub.runners.ssh.session import SSHSession
-from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script, start_command
+from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script
 
 __all__ = ["SSHCommandRunner"]
 
@@ -129,12 +129,9 @@ class SSHCommandRunner(BaseRunner):
         # a device that does not answer now is not waited for: what runs there ends with the
         # connection anyway (the janitor and the commands' lifelines)
         answers = bool(hooks or self._janitor) and self._session.answers(within=ANSWER_S)
-        for command in hooks:
-            if answers:
-                try:
-                    self._session.capture(command, timeout=STOP_GRACE_S)
-                except Exception:
-                    pass
+        for command in hooks if answers else []:
+            with contextlib.suppress(Exception):
+                self._session.capture(command, timeout=STOP_GRACE_S)
         with self._janitor_lock:
             janitor, self._janitor = self._janitor, None
         if janitor is not None:
@@ -154,11 +151,6 @@ class SSHCommandRunner(BaseRunner):
     def limit(self, timeout: float | None) -> float | None:
         """``timeout``, else the config's ``step_timeout``."""
         return self.config.step_timeout if timeout is None else timeout
-
-    def _link_error(self, wait: float = 2.0) -> SSHConnectionError | None:
-        """The error to raise when the connection went down under a call, else None."""
-        lost = self._session.lost(wait=wait)
-        return None if lost is None else SSHConnectionError(lost)
 
     @property
     def channels_opened(self) -> int:
@@ -194,20 +186,33 @@ class SSHCommandRunner(BaseRunner):
     def check_result(
         self, argv: list[str], cwd: str | PurePath | None, result: CommandResult
     ) -> None:
-        if result.returncode == -1:
-            lost = self._link_error()
-            if lost is not None:
-                raise lost
+        if result.returncode == -1:  # cut off: no exit status
+            self._raise_if_lost()
+
+    def _raise_if_lost(self, cause: BaseException | None = None, wait: float = 2.0) -> None:
+        """Raise `SSHConnectionError` when the connection went down under a call (``cause``:
+        the error the call raised, unless it says so itself)."""
+        lost = None if isinstance(cause, SSHConnectionError) else self._session.lost(wait=wait)
+        if lost is not None:
+            raise SSHConnectionError(lost) from cause
+
+    @contextlib.contextmanager
+    def _link_checked(self, timeout: float | None = None) -> Iterator[None]:
+        """A call's own failure, or the lost connection's error where the link went down
+        under it; a timeout says where its limit comes from (``timeout``: the caller's)."""
+        try:
+            yield
+        except CommandTimeout as error:
+            raise self.timed_out(error, timeout) from None
+        except (RunnerError, OSError, EOFError, ValueError) as error:
+            self._raise_if_lost(error, wait=1.0)
+            raise
 
     def put(self, local: Path, remote: str | PurePath, *, content_named: bool = False) -> None:
-        """Upload a file or directory; an unchanged file is not sent again to the same path.
-        ``content_named``: the remote name holds the content's hash, so a file of the same size
-        there is taken as it."""
-        try:
+        """Upload a file or directory; an unchanged file is not sent again to the same path
+        (``content_named``: see `RemoteFiles.put`)."""
+        with self._link_checked():
             self._files.put(local, remote, content_named=content_named)
-        except (RunnerError, OSError, EOFError) as error:
-            self._raise_if_lost(error)
-            raise
 
     def put_content(self, local: Path, remote: str | PurePath) -> None:
         """`put` to a path named by the content (`SupportsContentUpload`)."""
@@ -215,35 +220,26 @@ class SSHCommandRunner(BaseRunner):
 
     def get(self, remote: str | PurePath, local: Path) -> None:
         """Download a file or directory (directories come as a tar stream, safely extracted)."""
-        try:
+        with self._link_checked():
             self._files.get(remote, local)
-        except (RunnerError, OSError, EOFError) as error:
-            self._raise_if_lost(error)
-            raise
 
-    def _raise_if_lost(self, error: BaseException) -> None:
-        if not isinstance(error, SSHConnectionError):
-            lost = self._link_error(wait=1.0)
-            if lost is not None:
-                raise lost from error
-
-    def _checked_link(
-        self, call: Callable[[], CommandResult], timeout: float | None
+    def _exchange(
+        self,
+        job: Exchange,
+        start: Start,
+        target: PurePosixPath,
+        *,
+        packed: bytes | None = None,
+        sparse: bool | None = None,
     ) -> CommandResult:
-        """``call``'s result, or the lost connection's error where the link went down under
-        it (a command cut off has no exit status, and its output may be cut off anywhere).
-        ``timeout``: the caller's (None: the step_timeout applies)."""
-        try:
-            result = call()
-        except CommandTimeout as error:
-            raise self.timed_out(error, timeout) from None
-        except (RunnerError, OSError, EOFError, ValueError) as error:
-            self._raise_if_lost(error)
-            raise
+        """`exchange` of ``job`` (the step_timeout applies where it sets no timeout), or the
+        lost connection's error where the link went down under it (a command cut off has no
+        exit status, and its output may be cut off anywhere)."""
+        limited = replace(job, timeout=self.limit(job.timeout))
+        with self._link_checked(job.timeout):
+            result = exchange(self.execute, start, limited, target, packed=packed, sparse=sparse)
         if result.returncode == -1:
-            lost = self._link_error()
-            if lost is not None:
-                raise lost
+            self._raise_if_lost()
         return result
 
     def exchange(self, job: Exchange) -> CommandResult:
@@ -256,11 +252,7 @@ class SSHCommandRunner(BaseRunner):
             unpack, command, send_back = split_script(words)
             return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
 
-        limited = replace(job, timeout=self.limit(job.timeout))
-        sparse = self._sparse_tar()
-        return self._checked_link(
-            lambda: exchange(self.execute, start, limited, target, sparse=sparse), job.timeout
-        )
+        return self._exchange(job, start, target, sparse=self._sparse_tar())
 
     def _sparse_tar(self) -> bool | None:
         """Whether the device's tar makes sparse archives, as this connection's janitor found
@@ -287,23 +279,15 @@ class SSHCommandRunner(BaseRunner):
             return None
         try:
             target = PurePosixPath(self.absolute_path(job.remote))
-            words = [str(word) for word in job.argv]
             data = pack(job.stage, arcname=target.name)
             if len(data) > MAX_RELAY_STAGE_BYTES:
                 return None
-            files: dict[str, object] = {"size": len(data), "fetch": job.fetch}
-            if job.links is not None:
-                files["links"] = job.links
-            request = {"argv": words, "cwd": str(target), "stage": files}
-            payload = json.dumps(request).encode() + b"\n" + data
+            payload = staged_request(job.argv, str(target), data, job.fetch, job.links)
 
             def start(_words: list[str], _stdin: bytes) -> Process:
                 return RelayJob(relay, payload)
 
-            limited = replace(job, timeout=self.limit(job.timeout))
-            return self._checked_link(
-                lambda: exchange(self.execute, start, limited, target, packed=data), job.timeout
-            )
+            return self._exchange(job, start, target, packed=data)
         except Refused:
             return None
         finally:
@@ -342,21 +326,19 @@ class _RemoteProcess:
     ) -> None:
         self._session = session
         self._marker = marker
-        self._channel: Any = session.open_channel()
+        self._channel: Any = session.start(command, keep_stdin=True)
         self._kill_requested = threading.Event()
         self._kill_sent = threading.Lock()
         self._killed = False
         try:
-            start_command(self._channel, command, session.config, keep_stdin=True)
             if stdin:
                 self._channel.sendall(stdin)
-        except OSError as error:
+        except BaseException as error:
             self._channel.close()
-            raise SSHConnectionError(
-                f"cannot send files to {session.config.address}: {error}; check the connection"
-            ) from error
-        except BaseException:
-            self._channel.close()
+            if isinstance(error, OSError):
+                raise SSHConnectionError(
+                    f"cannot send files to {session.config.address}: {error}; check the connection"
+                ) from error
             raise
 
     def read(self) -> Iterator[tuple[str, bytes]]:
@@ -401,10 +383,8 @@ class _RemoteProcess:
             self._killed = True
         if not self._session.answers(within=ANSWER_S):
             return  # not answering: the lifeline stops it when the connection ends
-        try:
+        with contextlib.suppress(Exception):
             self._session.capture(kill_script(pid), timeout=STOP_GRACE_S)
-        except Exception:
-            pass
 
     def wait(self) -> int:
         channel = self._channel

@@ -9,6 +9,7 @@ command, `lost` says why in one line naming the device: it stopped answering (th
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import threading
 import time
@@ -117,10 +118,8 @@ class SSHSession:
             self._sftp = self._transport = self._home = None
         for thing in (sftp, transport):
             if thing is not None:
-                try:
+                with contextlib.suppress(Exception):
                     close_transport(thing) if thing is transport else thing.close()
-                except Exception:
-                    pass
 
     def open_channel(self) -> Any:
         import paramiko
@@ -139,11 +138,21 @@ class SSHSession:
                 "check MaxSessions in the device's sshd_config"
             ) from error
 
-    def capture(self, command: str, timeout: float = 30.0) -> tuple[int, bytes, bytes]:
-        """Run a shell line of our own to its end; (exit status, stdout, stderr)."""
+    def start(self, command: str, *, keep_stdin: bool = False) -> Any:
+        """A new channel running the shell line ``command`` (`start_command`); closed again
+        where it does not start."""
         channel = self.open_channel()
         try:
-            start_command(channel, command, self.config)
+            start_command(channel, command, self.config, keep_stdin=keep_stdin)
+        except BaseException:
+            channel.close()
+            raise
+        return channel
+
+    def capture(self, command: str, timeout: float = 30.0) -> tuple[int, bytes, bytes]:
+        """Run a shell line of our own to its end; (exit status, stdout, stderr)."""
+        channel = self.start(command)
+        try:
             channel.settimeout(timeout)
             stdout = channel.makefile("rb").read()
             stderr = channel.makefile_stderr("rb").read()

@@ -8,14 +8,13 @@ man-in-the-middle looks like, and the user has to remove the old entry knowingly
 from __future__ import annotations
 
 import base64
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from edgehub.errors import HostKeyError, SSHConnectionError
+from edgehub.errors import HostKeyError
 from edgehub.fsutil import atomic_write
 from edgehub.runners.ssh.config import SSHConfig
-from edgehub.runners.ssh.connect import open_socket
+from edgehub.runners.ssh.connect import handshake, open_socket
 from edgehub.runners.ssh.known_hosts import fingerprint, load_known_hosts
 
 __all__ = ["OfferedHostKey", "add_known_host", "offered_host_key"]
@@ -49,19 +48,7 @@ def offered_host_key(config: SSHConfig) -> OfferedHostKey:
     sock = open_socket(config)
     transport = paramiko.Transport(sock)
     try:
-        if trusted:  # ask for the key type known_hosts lists, so a match is a match
-            options = transport.get_security_options()
-            known = [key.get_name() for key in trusted]
-            options.key_types = [t for t in options.key_types if t in known] + [
-                t for t in options.key_types if t not in known
-            ]
-        done = threading.Event()
-        transport.start_client(event=done)
-        if not done.wait(config.connect_timeout) or not transport.is_active():
-            raise SSHConnectionError(
-                f"no SSH handshake with {config.host}:{config.port} within "
-                f"{config.connect_timeout:g} s; check that sshd listens there"
-            )
+        handshake(transport, config, trusted)
         key = transport.get_remote_server_key()
     finally:
         transport.close()
