@@ -216,11 +216,9 @@ def reap_nodes() -> None:
         strategy = NodeAffinitySchedulingStrategy(node_id, soft=False)
         refs.append(reaper.options(scheduling_strategy=strategy).remote())
     deadline = time.monotonic() + 30
-    for ref in refs:
-        try:
+    for ref in refs:  # a node that cannot answer: `hub doctor` there reaps later
+        with contextlib.suppress(Exception):
             ray.get(ref, timeout=max(0.1, deadline - time.monotonic()))
-        except Exception:  # a node that cannot answer: `hub doctor` there reaps later
-            continue
 
 
 def check_feasible(asked: dict[str, Any], what: str) -> None:
@@ -380,20 +378,20 @@ def _failed_run(
     own record was lost with its node or worker."""
     result.error = why
     end: Exception = OperationCancelled(why) if killed else _AttemptFailed(why)
-    with session.project.context() as ctx:
-        try:
-            with ctx.open_run("SWEEP_CELL", cell.label, parent_run_id=session.parent) as run:
-                result.run_id = run.run_id
-                params = {"model": result.model, "device": cell.device, "runtime": cell.runtime}
-                params.update({"cluster.attempt": str(attempt), "error": why})
-                if node is not None:
-                    params["cluster.node"] = node
-                if pid is not None:
-                    params["cluster.worker_pid"] = str(pid)
-                ctx.client.log_params(params)
-                raise end
-        except (_AttemptFailed, OperationCancelled):
-            pass
+    with (
+        session.project.context() as ctx,
+        contextlib.suppress(_AttemptFailed, OperationCancelled),
+        ctx.open_run("SWEEP_CELL", cell.label, parent_run_id=session.parent) as run,
+    ):
+        result.run_id = run.run_id
+        params = {"model": result.model, "device": cell.device, "runtime": cell.runtime}
+        params.update({"cluster.attempt": str(attempt), "error": why})
+        if node is not None:
+            params["cluster.node"] = node
+        if pid is not None:
+            params["cluster.worker_pid"] = str(pid)
+        ctx.client.log_params(params)
+        raise end
 
 
 class _AttemptFailed(EnvironmentProblem):

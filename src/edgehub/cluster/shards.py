@@ -17,6 +17,7 @@ reaps the containers they left.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,7 +37,7 @@ from edgehub.cluster.dispatch import (
     hub_toml_text,
     reap_nodes,
 )
-from edgehub.cluster.worker import image_id, node_name, node_refusal
+from edgehub.cluster.worker import image_id, node_name, node_refusal, task_project
 from edgehub.errors import EdgehubError, EnvironmentProblem
 
 if TYPE_CHECKING:
@@ -159,13 +160,9 @@ def _slots(asked: dict[str, Any]) -> int:
 def _bounds(count: int, slots: int) -> list[tuple[int, int]]:
     """``count`` samples cut into ``slots`` contiguous shards of near-equal size (none empty)."""
     shards = max(1, min(count, slots))
-    size, extra = divmod(count, shards)
-    bounds, start = [], 0
-    for index in range(shards):
-        stop = start + size + (1 if index < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
+    size, extra = divmod(count, shards)  # the first ``extra`` shards take one sample more
+    starts = [index * size + min(index, extra) for index in range(shards + 1)]
+    return list(itertools.pairwise(starts))
 
 
 def _shipped(ctx: HubContext, run: ModelRun) -> ShippedRun:
@@ -256,12 +253,9 @@ def _merged(
 @contextmanager
 def _shard_context(job: ShardJob, folder: Path) -> Iterator[HubContext]:
     """A context on a store of the task's own, inside a throwaway run."""
-    from edgehub.cluster.worker import _CellProject
-    from edgehub.config import load_config
     from edgehub.core import RunType
 
-    (folder / "hub.toml").write_text(job.hub_toml)
-    project = _CellProject(load_config(folder / "hub.toml"), root=folder / ".hub")
+    project = task_project(folder, job.hub_toml)
     with project.context() as ctx, ctx.open_run(RunType.EVAL, f"shard-{job.index}"):
         yield ctx
 
@@ -327,8 +321,6 @@ class _Placed:
 def _placed(folder: Path, index: int, run: ShippedRun) -> _Placed:
     own = folder / "models" / str(index)
     own.mkdir(parents=True)
-    paths = {}
     for name, data in run.files.items():
         (own / name).write_bytes(data)
-        paths[name] = own / name
-    return _Placed(paths, run.fields)
+    return _Placed({name: own / name for name in run.files}, run.fields)

@@ -159,6 +159,15 @@ class _CellProject(Project):
         return self.root
 
 
+def task_project(folder: Path, hub_toml: str) -> Project:
+    """The project of the driver's ``hub_toml`` (written into ``folder``), with its store in
+    ``folder/.hub``: a task's own."""
+    from edgehub.config import load_config
+
+    (folder / "hub.toml").write_text(hub_toml)
+    return _CellProject(load_config(folder / "hub.toml"), root=folder / ".hub")
+
+
 def _refusal(job: CellJob, node: str) -> str | None:
     """Why this node cannot run ``job``'s cell, in one line naming it; None when it can."""
     images = {job.cell.runtime: job.image_id} if job.needs_docker else None
@@ -258,7 +267,6 @@ def run_cell_task(
     ``boards``: the `Boards` actor)."""
     import ray
 
-    from edgehub.config import load_config
     from edgehub.ops.bundles import export_runs
     from edgehub.ops.cancel import Cancellation
     from edgehub.ops.sweep import SweepSession
@@ -270,9 +278,8 @@ def run_cell_task(
         return CellOutcome(node, attempt, refused=refused)
     with tempfile.TemporaryDirectory(prefix="edgehub-cell-") as tmp:
         folder = Path(tmp)
-        (folder / "hub.toml").write_text(job.hub_toml)
+        project = task_project(folder, job.hub_toml)
         cell = _placed(job, folder, model, inputs)
-        project = _CellProject(load_config(folder / "hub.toml"), root=folder / ".hub")
         grid = dataclasses.replace(job.grid, inputs=None)
         session = SweepSession(
             project, grid, job.parent, None, Cancellation(), None, job.lease_timeout, job.timeout

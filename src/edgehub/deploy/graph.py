@@ -91,13 +91,7 @@ class Graph:
 
     # -- edits ------------------------------------------------------------------------------
     def unique_name(self, hint: str) -> str:
-        taken = self._idx.names
-        name, counter = hint, 0
-        while name in taken:
-            counter += 1
-            name = f"{hint}_{counter}"
-        taken.add(name)
-        return name
+        return _free_name(hint, self._idx.names)
 
     def add_initializer(self, array: np.ndarray, hint: str) -> str:
         from onnx import numpy_helper
@@ -165,14 +159,7 @@ class Graph:
     def _names_unique(self) -> None:
         seen: set[str] = set()
         for i, node in enumerate(self.model.graph.node):
-            if not node.name or node.name in seen:
-                base = node.name or f"{node.op_type}_{i}"
-                name, counter = base, 0
-                while name in seen:
-                    counter += 1
-                    name = f"{base}_{counter}"
-                node.name = name
-            seen.add(node.name)
+            node.name = _free_name(node.name or f"{node.op_type}_{i}", seen)
 
     def _evaluate(self, tensor: str) -> np.ndarray | None:
         init = self._idx.initializers.get(tensor)
@@ -206,6 +193,16 @@ class _Index:
         self.shapes: dict[str, list[int | None]] | None = None
         self.names = {n.name for n in graph.node} | set(self.producer) | set(self.initializers)
         self.names |= {i.name for i in graph.input}
+
+
+def _free_name(hint: str, taken: set[str]) -> str:
+    """``hint``, or ``hint_<n>`` for the first ``n`` not in ``taken``; added to ``taken``."""
+    name, counter = hint, 0
+    while name in taken:
+        counter += 1
+        name = f"{hint}_{counter}"
+    taken.add(name)
+    return name
 
 
 def _fold_fast(

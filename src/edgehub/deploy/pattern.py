@@ -79,12 +79,8 @@ class Pattern:
     @classmethod
     def match(cls, graph: Graph) -> list[Match]:
         """Every place in ``graph`` the pattern applies, in node order."""
-        found = []
-        for node in list(graph.nodes):
-            hit = cls.match_at(graph, node)
-            if hit is not None:
-                found.append(hit)
-        return found
+        found = (cls.match_at(graph, node) for node in list(graph.nodes))
+        return [hit for hit in found if hit is not None]
 
     @classmethod
     def match_at(cls, graph: Graph, node: onnx.NodeProto) -> Match | None:

@@ -44,10 +44,7 @@ def quantize(
         report.stats(pattern)
     for stage in (smooth, quantized):
         matches = find_matches(graph, stage)
-        observe: dict[str, int | None] = {}
-        for match in matches:
-            if match.apply:
-                observe.update(match.observe)
+        observe = {name: axis for m in matches if m.apply for name, axis in m.observe.items()}
         graph.stats = calibrate(graph.model, samples, observe)
         apply_matches(graph, matches, report)
     report.set_after(graph.model)

@@ -250,24 +250,7 @@ class ArtifactStore:
             _unlink_planted(final.parent)
             if _is_stored_copy(source, final) or _intact(final, known, size, source):
                 return final, known, size
-            ensure_room(tree_size(source), self.root, f"a copy of {source}")
-            make_private_dir(self.root)
-            staging = make_staging(self.root)
-            try:
-                staged = staging / name
-                if source.is_dir():
-                    shutil.copytree(source, staged, copy_function=clone_or_copy)
-                    sha = hash_path(staged)  # of the copy: the source may change meanwhile
-                else:
-                    sha = copy_hashed(str(source), str(staged))
-                final = self.path_for(sha, name)
-                _unlink_planted(final.parent)
-                make_private_dir(final.parent)
-                restrict(staged)  # the copy keeps its source's times, not its modes
-                self._install(staged, final, sha)
-            finally:
-                _drop_staging(staging)
-        return final, sha, path_size(final)
+            return self._copy_in(source, name, tree_size(source), reuse=False)
 
     def holds(self, path: Path, sha: str, size: int) -> bool:
         """Whether ``path`` is the store's copy of content ``sha`` as recorded: a regular file
@@ -301,23 +284,31 @@ class ArtifactStore:
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
-            ensure_room(size, self.root, f"a copy of {source}")
-            make_private_dir(self.root)
-            staging = make_staging(self.root)
-            try:
-                staged = staging / name
+            return self._copy_in(source, name, size, reuse=True)
+
+    def _copy_in(self, source: Path, name: str, room: int, *, reuse: bool) -> tuple[Path, str, int]:
+        """Copy ``source`` (``room`` bytes) through a staging folder into its content's
+        folder, hashed as it is copied. ``reuse``: a verified copy stored already stays, the
+        new one is dropped."""
+        ensure_room(room, self.root, f"a copy of {source}")
+        make_private_dir(self.root)
+        staging = make_staging(self.root)
+        try:
+            staged = staging / name
+            if source.is_dir():
+                shutil.copytree(source, staged, copy_function=clone_or_copy)
+                sha = hash_path(staged)  # of the copy: the source may change meanwhile
+            else:
                 sha = copy_hashed(str(source), str(staged))
-                size = staged.stat().st_size
-                final = self.path_for(sha, name)
-                _unlink_planted(final.parent)
-                if _intact(final, sha, size, staged):  # stored already: that copy stays
-                    return final, sha, size
+            final = self.path_for(sha, name)
+            _unlink_planted(final.parent)
+            if not (reuse and _intact(final, sha, path_size(staged), staged)):
                 make_private_dir(final.parent)
                 restrict(staged)  # the copy keeps its source's times, not its modes
                 self._install(staged, final, sha)
-            finally:
-                _drop_staging(staging)
-        return final, sha, size
+        finally:
+            _drop_staging(staging)
+        return final, sha, path_size(final)
 
     def _install(self, staged: Path, final: Path, sha: str) -> None:
         """Move ``staged`` to ``final``. A file there is replaced (a damaged copy, or a hard

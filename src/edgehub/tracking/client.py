@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, TextIO
+from typing import Any
 
 from edgehub.errors import OperationCancelled, StorageError, UsageError
 from edgehub.events import EventSink, LogEvent
@@ -27,13 +27,6 @@ from edgehub.tracking.store import RunStore
 from edgehub.user_files import ensure_room, regular_file
 
 __all__ = ["Client"]
-
-
-def _close_quietly(handle: RunLogFile | TextIO) -> None:
-    try:
-        handle.close()
-    except OSError:
-        pass
 
 
 def new_run_id() -> str:
@@ -99,31 +92,21 @@ class Client:
         run_dir = self.store.root / "runs" / f"{safe_name}_{stamp}_{run_id[:8]}"
         with translate_storage_errors(run_dir.parent, "create a directory for the run"):
             run_dir.mkdir(mode=0o700, parents=True)  # private, as the store
-        kind = RunType.coerce(run_type)
-        run = RunLog(
-            run_id=run_id,
-            name=name,
-            run_type=str(kind),
-            project=self.project,
-            component=component,
-            parent_run_id=parent_run_id,
-            started_at=started,
-            artifact_dir=run_dir,
-        )
+        fields: dict[str, Any] = {  # the run's, as a `RunLog` and as the store records it
+            "run_id": run_id,
+            "name": name,
+            "run_type": str(RunType.coerce(run_type)),
+            "project": self.project,
+            "component": component,
+            "parent_run_id": parent_run_id,
+            "started_at": started,
+            "artifact_dir": run_dir,
+        }
+        run = RunLog(**fields)
         stack: list[RunLog] = getattr(self._local, "stack", [])
         try:
             with self.store.batch():
-                self.store.create_run(
-                    run_id=run_id,
-                    project=self.project,
-                    name=name,
-                    run_type=str(kind),
-                    component=component,
-                    parent_run_id=parent_run_id,
-                    artifact_dir=run_dir,
-                    started_at=started,
-                    device=device,
-                )
+                self.store.create_run(**fields, device=device)
                 for key, value in (tags or {}).items():
                     self.log_tag_for(run, key, value)
                 if environment:
@@ -141,13 +124,12 @@ class Client:
         def record(event: LogEvent) -> None:
             if event.run_id != run_id or event.kind == "progress":
                 return
-            with lock:
+            with lock, suppress(OSError):
                 if not log_file.closed:
                     try:
                         log_file.write(f"[{event.kind}] {event.message}\n")
-                        log_file.flush()
                     except OSError:  # e.g. a full disk: the run goes on, its log stops
-                        _close_quietly(log_file)
+                        log_file.close()
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None
@@ -175,21 +157,17 @@ class Client:
         finally:
             self._pending.pop(run_id, None)
             unsubscribe()
-            with lock:
-                _close_quietly(log_file)
-            try:
+            with lock, suppress(OSError):
+                log_file.close()
+            with suppress(OSError):
                 restrict(run_dir)  # what the run wrote in its folder: private, as the store
-            except OSError:
-                pass
             try:
                 with self.store.batch():  # the last records and the end: one transaction
                     for artifact in stored:
                         self._record(run, artifact)
-                    if log_path.stat().st_size:
-                        try:
+                    if log_path.stat().st_size:  # else, or failing, it stays in the run's folder
+                        with suppress(OSError, StorageError):
                             self._store_artifact(run, log_path, name="log")
-                        except (OSError, StorageError):
-                            pass  # the log stays in the run's directory
                     run.status, run.error, run.ended_at = status, error, time.time()
                     self.store.end_run(
                         run_id,
@@ -209,8 +187,9 @@ class Client:
 
     # -- logging -------------------------------------------------------------------------
     def log_param(self, name: str, value: Any) -> None:
-        run = self._run()
-        now = time.time()
+        self._param_for(self._run(), name, value, time.time())
+
+    def _param_for(self, run: RunLog, name: str, value: Any, now: float) -> None:
         run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
         self.store.log_param(run.run_id, name, value, now)
 
@@ -227,18 +206,15 @@ class Client:
     def log_metric(self, name: str, value: float, step: int | None = None) -> None:
         run = self._run()
         now = time.time()
-        metric = LoggedMetric(name=name, value=float(value), step=step, logged_at=now)
-        run.metrics[name] = metric
-        run.metric_history.setdefault(name, []).append(metric)
+        _remember_metric(run, LoggedMetric(name=name, value=float(value), step=step, logged_at=now))
         self.store.log_metric(run.run_id, name, float(value), step, now)
 
     def log_metrics(self, values: dict[str, float]) -> None:
-        run = self._run()
-        now = time.time()
+        self._metrics_for(self._run(), values, time.time())
+
+    def _metrics_for(self, run: RunLog, values: dict[str, float], now: float) -> None:
         for name, value in values.items():
-            metric = LoggedMetric(name=name, value=float(value), logged_at=now)
-            run.metrics[name] = metric
-            run.metric_history.setdefault(name, []).append(metric)
+            _remember_metric(run, LoggedMetric(name=name, value=float(value), logged_at=now))
         self.store.log_metrics(run.run_id, values, now)
 
     def annotate(
@@ -248,14 +224,9 @@ class Client:
         now = time.time()
         with self.store.batch():
             for name, value in params.items():
-                run.params[name] = LoggedParam(name=name, value=value, logged_at=now)
-                self.store.log_param(run.run_id, name, value, now)
+                self._param_for(run, name, value, now)
             if metrics:
-                for name, number in metrics.items():
-                    metric = LoggedMetric(name=name, value=float(number), logged_at=now)
-                    run.metrics[name] = metric
-                    run.metric_history.setdefault(name, []).append(metric)
-                self.store.log_metrics(run.run_id, metrics, now)
+                self._metrics_for(run, metrics, now)
 
     def log_tag(self, name: str, value: str) -> None:
         self.log_tag_for(self._run(), name, value)
@@ -311,9 +282,7 @@ class Client:
             and self.store.artifacts.holds(path, artifact.sha256, artifact.file_size)
         ):
             return self.log_artifact(path, name=artifact.name)
-        again = replace(artifact, id=uuid4_hex(), logged_at=time.time())
-        self._remember(run, again)
-        return again
+        return self._remember(run, replace(artifact, id=uuid4_hex(), logged_at=time.time()))
 
     def _store_artifact(
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None = None
@@ -337,8 +306,7 @@ class Client:
             artifact_dir=stored.parent,
             sha256=sha,
         )
-        self._remember(run, artifact)
-        return artifact
+        return self._remember(run, artifact)
 
     def _is_own(self, run: RunLog, real: Path, store: Path) -> bool:
         """Made by the run (inside its directory), or already stored content (``real``: the
@@ -406,15 +374,16 @@ class Client:
             name=name,
             device=device,
         )
-        self._remember(run, artifact)
-        return artifact
+        return self._remember(run, artifact)
 
-    def _remember(self, run: RunLog, artifact: LoggedArtifact) -> None:
+    def _remember(self, run: RunLog, artifact: LoggedArtifact) -> LoggedArtifact:
+        """Add ``artifact`` to ``run`` and record it; returns it."""
         if artifact.name:
             run.artifacts[artifact.name] = artifact
         else:
             run.unnamed_artifacts.append(artifact)
         self._record(run, artifact)
+        return artifact
 
     def _record(self, run: RunLog, artifact: LoggedArtifact) -> None:
         self.store.log_artifact(
@@ -430,3 +399,8 @@ class Client:
             device=artifact.device,
             logged_at=artifact.logged_at,
         )
+
+
+def _remember_metric(run: RunLog, metric: LoggedMetric) -> None:
+    run.metrics[metric.name] = metric
+    run.metric_history.setdefault(metric.name, []).append(metric)

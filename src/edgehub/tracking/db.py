@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -135,14 +135,18 @@ def diagnose(error: BaseException, path: Path) -> Problem:
     return Problem(f"{detail} at {path}", "check the file system and the permissions there")
 
 
-def unwritable_folder(folder: Path) -> Problem:
-    """Why ``folder`` of the store cannot be written: a read-only mount, else its modes."""
-    try:
+def _read_only_mount(folder: Path) -> Problem | None:
+    with suppress(OSError):
         if os.statvfs(folder).f_flag & os.ST_RDONLY:
             return diagnose(OSError(errno.EROFS, "read-only file system"), folder)
-    except OSError:
-        pass
-    return Problem(f"the store directory {folder} is not writable", _WRITABLE_PLACE)
+    return None
+
+
+def unwritable_folder(folder: Path) -> Problem:
+    """Why ``folder`` of the store cannot be written: a read-only mount, else its modes."""
+    return _read_only_mount(folder) or Problem(
+        f"the store directory {folder} is not writable", _WRITABLE_PLACE
+    )
 
 
 def storage_error(error: BaseException, path: Path, doing: str) -> StorageError:
@@ -183,13 +187,10 @@ def configure(conn: sqlite3.Connection, patience_s: float) -> sqlite3.Connection
 def _why_read_only(path: Path) -> Problem | None:
     """Why the database cannot be written, as far as we can tell without trying."""
     folder = path.parent
-    try:
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return diagnose(OSError(errno.EROFS, "read-only file system"), folder)
-    except OSError:
-        pass
     if path.exists() and not os.access(path, os.W_OK):
-        return Problem(f"the database file {path} is read-only", _WRITABLE_PLACE)
+        return _read_only_mount(folder) or Problem(
+            f"the database file {path} is read-only", _WRITABLE_PLACE
+        )
     if not os.access(folder, os.W_OK):
         return unwritable_folder(folder)
     return None

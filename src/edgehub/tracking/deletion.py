@@ -10,6 +10,7 @@ whatever a row says, and links are removed themselves, never followed.
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,7 +74,5 @@ def remove_stored(path: Path) -> None:
     content folder once empty."""
     remove_staging(path)  # the same removal: never through a link
     if path.parent.parent.name == "artifacts":
-        try:
+        with suppress(OSError):
             path.parent.rmdir()  # the <sha256> folder, if nothing else is in it
-        except OSError:
-            pass

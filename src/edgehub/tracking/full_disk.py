@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
 
 from edgehub.errors import StorageError
+from edgehub.tracking.staging import remove_staging
 
 __all__ = ["disk_full", "full_disk_error", "keep_only_log"]
 
@@ -73,12 +74,6 @@ def keep_only_log(run_dir: Path) -> None:
     except OSError:
         return
     for entry in entries:
-        if entry.name == "run.log":
-            continue
-        try:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-        except OSError:
-            pass
+        if entry.name != "run.log":
+            with suppress(OSError):
+                remove_staging(entry)  # the same removal: never through a link

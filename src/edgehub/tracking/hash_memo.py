@@ -35,6 +35,7 @@ import os
 import socket
 import stat
 import threading
+from contextlib import suppress
 from pathlib import Path
 
 from edgehub.paths import cache_dir
@@ -153,9 +154,8 @@ class HashMemo:
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             found = os.lstat(folder)
-            if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
-                return
-            if found.st_mode & 0o022:
+            mine = stat.S_ISDIR(found.st_mode) and found.st_uid == os.geteuid()
+            if not mine or found.st_mode & 0o022:
                 return
             text = json.dumps({"version": 1, "hashes": dict(kept)}, separators=(",", ":"))
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -164,10 +164,8 @@ class HashMemo:
                 handle.write(text.encode())
             os.replace(temp, self.path)
         except OSError:
-            try:
+            with suppress(OSError):
                 temp.unlink()
-            except OSError:
-                pass
 
 
 def _memo_path() -> Path:

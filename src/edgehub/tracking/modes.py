@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 
 from edgehub.errors import ConfigError
@@ -65,17 +66,19 @@ def create_private_file(path: Path) -> None:
     """Make an empty file at ``path`` with mode 0600 where there is none yet (so a database
     that SQLite creates there, and its journal files, which copy its mode, are private)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        os.close(os.open(path, flags, 0o600 if private() else 0o666))
-    except FileExistsError:
-        pass
+    with suppress(FileExistsError):
+        os.close(os.open(path, flags, _file_mode()))
 
 
 def write_private(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` (not through a link), a new file made 0600."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    with os.fdopen(os.open(path, flags, 0o600 if private() else 0o666), "wb") as handle:
+    with os.fdopen(os.open(path, flags, _file_mode()), "wb") as handle:
         handle.write(data)
+
+
+def _file_mode() -> int:
+    return 0o600 if private() else 0o666
 
 
 def _private_mode(mode: int) -> int:
@@ -114,9 +117,7 @@ def tighten(root: Path) -> None:
     if not private():
         return
     for path in (root, *(root / name for name in _TOP + _FILES)):
-        try:
+        with suppress(OSError):  # not there, or not ours to change: it stays as it is
             found = os.lstat(path)
             if stat.S_ISDIR(found.st_mode) or stat.S_ISREG(found.st_mode):
                 _chmod(str(path), found)
-        except OSError:
-            continue  # not there, or not ours to change: it stays as it is

@@ -73,10 +73,7 @@ class PercentileCI:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["label"] = self.label
-        data["note"] = self.note
-        return data
+        return {**asdict(self), "label": self.label, "note": self.note}
 
 
 def min_samples(q: float, confidence: float = CONFIDENCE) -> int:

@@ -94,11 +94,10 @@ def create_or_migrate(conn: sqlite3.Connection) -> int:
         found = schema_version(conn)  # another process may have done it meanwhile
         if found < SCHEMA_VERSION:
             _execute_script(conn, _TABLES)
+            for column in _V2_COLUMNS:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             if found == 1:
                 _migrate_v1_to_v2(conn)
-            else:
-                for column in _V2_COLUMNS:
-                    conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
             _execute_script(conn, _V2_INDEXES)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
@@ -116,8 +115,7 @@ def _execute_script(conn: sqlite3.Connection, script: str) -> None:
 
 
 def _migrate_v1_to_v2(conn: sqlite3.Connection) -> None:
-    for column in _V2_COLUMNS:
-        conn.execute(f"ALTER TABLE runs ADD COLUMN {column} TEXT")
+    """Fill the summary columns (the caller added them) and make paths relative."""
     summary: dict[str, dict[str, Any]] = {}
     for run_id, name, value in conn.execute(
         "SELECT run_id, name, value FROM params WHERE name IN ('device', '$runtime')"
@@ -145,19 +143,15 @@ def _migrate_v1_to_v2(conn: sqlite3.Connection) -> None:
 
 def _relative_paths(conn: sqlite3.Connection) -> None:
     """Absolute (or cwd-relative) paths into the store become relative to its root."""
-    artifact_rows = conn.execute(
-        "SELECT id, path FROM artifacts WHERE device IS NULL AND sha256 IS NOT NULL"
-    ).fetchall()
-    updates = []
-    for artifact_id, path in artifact_rows:
-        match = _STORED_ARTIFACT.search(path)
-        if match:
-            updates.append((match.group(1), artifact_id))
-    conn.executemany("UPDATE artifacts SET path = ? WHERE id = ?", updates)
-    run_rows = conn.execute("SELECT id, artifact_dir FROM runs WHERE artifact_dir IS NOT NULL")
-    dirs = []
-    for run_id, artifact_dir in run_rows.fetchall():
-        match = _RUN_DIR.search(artifact_dir)
-        if match:
-            dirs.append((match.group(1), run_id))
-    conn.executemany("UPDATE runs SET artifact_dir = ? WHERE id = ?", dirs)
+    _relative(conn, "artifacts", "path", _STORED_ARTIFACT, "device IS NULL AND sha256 IS NOT NULL")
+    _relative(conn, "runs", "artifact_dir", _RUN_DIR, "artifact_dir IS NOT NULL")
+
+
+def _relative(
+    conn: sqlite3.Connection, table: str, column: str, form: re.Pattern[str], where: str
+) -> None:
+    """``column`` of the rows of ``table`` that ``where`` selects: the part ``form`` finds."""
+    rows = conn.execute(f"SELECT id, {column} FROM {table} WHERE {where}").fetchall()
+    found = ((form.search(path), row_id) for row_id, path in rows)
+    updates = [(match.group(1), row_id) for match, row_id in found if match]
+    conn.executemany(f"UPDATE {table} SET {column} = ? WHERE id = ?", updates)

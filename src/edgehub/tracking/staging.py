@@ -16,6 +16,7 @@ import socket
 import stat
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 from edgehub.procid import ProcessId, owner_alive, this_process
@@ -60,10 +61,8 @@ def _newest_change(path: Path) -> float:
     if path.is_dir() and not path.is_symlink():
         for folder, dirs, files in os.walk(path):
             for name in dirs + files:
-                try:
+                with suppress(OSError):
                     newest = max(newest, os.lstat(os.path.join(folder, name)).st_mtime)
-                except OSError:
-                    pass
     return newest
 
 
@@ -109,10 +108,8 @@ def inspect_staging(path: Path) -> Staging:
 
 def remove_staging(path: Path) -> None:
     """Remove an unfinished copy without following links (a link is removed itself)."""
-    try:
+    with suppress(FileNotFoundError):  # removed meanwhile (another `hub doctor --repair`)
         if path.is_symlink() or not path.is_dir():
             path.unlink()
         else:
             shutil.rmtree(path)
-    except FileNotFoundError:
-        pass  # removed meanwhile (another `hub doctor --repair`)

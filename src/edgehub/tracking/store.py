@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -95,7 +95,7 @@ class RunStore:
 
     # -- opening -------------------------------------------------------------------------
     def _open(self, read_only: bool) -> Database:
-        lock = _init_lock(self.root / ".init.lock") if not read_only else _no_lock()
+        lock = _init_lock(self.root / ".init.lock") if not read_only else nullcontext()
         forced = OPENED_READ_ONLY if read_only else None
         with translate_storage_errors(self.db_path, "open the run store"), lock:
             db = open_database(self.db_path, patience_s=self.patience_s, read_only=forced)
@@ -191,10 +191,8 @@ class RunStore:
             yield
         except BaseException:
             self._batch.writes = None
-            try:
+            with suppress(StorageError):  # the error on its way out says more
                 self._commit(writes)
-            except StorageError:
-                pass  # the error on its way out says more
             raise
         self._batch.writes = None
         self._commit(writes)
@@ -360,24 +358,29 @@ class RunStore:
         found = [str(row["id"]) for row in rows]
         if not found or not self.writable:
             return found
-        try:
-            with self._write("record runs of dead processes as KILLED") as conn:
-                conn.execute(
-                    f"UPDATE runs SET status = 'KILLED', ended_at = COALESCE(ended_at, ?),"
-                    f" error = COALESCE(error, 'its process ended without closing the run')"
-                    f" WHERE {dead}",
-                    (time.time(), HOSTNAME),
-                )
-        except StorageError:
-            pass  # busy or full: the status is computed on reading all the same
+        with (  # busy or full: the status is computed on reading all the same
+            suppress(StorageError),
+            self._write("record runs of dead processes as KILLED") as conn,
+        ):
+            conn.execute(
+                f"UPDATE runs SET status = 'KILLED', ended_at = COALESCE(ended_at, ?),"
+                f" error = COALESCE(error, 'its process ended without closing the run')"
+                f" WHERE {dead}",
+                (time.time(), HOSTNAME),
+            )
         return found
 
     # -- reading -------------------------------------------------------------------------
-    def _query(self, sql: str, args: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+    def _flush_batch(self) -> None:
+        """Commit what this thread's open `batch` holds so far (a read sees it; a transaction
+        comes after it)."""
         writes: _Writes | None = getattr(self._batch, "writes", None)
-        if writes is not None:  # a read sees what this thread recorded before it
+        if writes is not None:
             self._commit(writes)
             writes.clear()
+
+    def _query(self, sql: str, args: tuple[Any, ...] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        self._flush_batch()
         with self._lock, translate_storage_errors(self.db_path, "read the run store"):
             return list(self._db.conn.execute(sql, args).fetchall())
 
@@ -456,10 +459,7 @@ class RunStore:
     @contextmanager
     def transaction(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One write transaction; ``doing`` names it in a storage error."""
-        writes: _Writes | None = getattr(self._batch, "writes", None)
-        if writes is not None:  # what this thread recorded before comes first
-            self._commit(writes)
-            writes.clear()
+        self._flush_batch()  # what this thread recorded before comes first
         with self._transaction(doing) as conn:
             yield conn
 
@@ -527,11 +527,6 @@ class _Writes:
 
     def executemany(self, sql: str, parameters: Any, /) -> None:
         self.calls.append((sql, list(parameters), True))
-
-
-@contextmanager
-def _no_lock() -> Iterator[None]:
-    yield
 
 
 def _migrated_copy(conn: sqlite3.Connection) -> sqlite3.Connection:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["UNREPAIRABLE", "ArtifactProblem", "ArtifactReport", "verify_artifacts"]
 
 UNREPAIRABLE = frozenset({"missing", "stray"})
+_STRAY = "not a file the store made; remove or move it by hand"
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,7 @@ def _check_entry(
     if entry.is_symlink():
         return [_link(entry, repair, runs)]
     if not entry.is_file() and not entry.is_dir():  # a FIFO or a device: never opened
-        detail = "not a file the store made; remove or move it by hand"
-        return [ArtifactProblem("stray", entry, detail, runs=runs)]
+        return [ArtifactProblem("stray", entry, _STRAY, runs=runs)]
     actual = hash_path(entry)
     if actual != sha:
         done = None
@@ -161,8 +162,7 @@ def _check_top(
     elif entry.is_symlink():
         report.problems.append(_link(entry, repair))
     elif not entry.is_dir():
-        detail = "not a file the store made; remove or move it by hand"
-        report.problems.append(ArtifactProblem("stray", entry, detail))
+        report.problems.append(ArtifactProblem("stray", entry, _STRAY))
     else:
         for item in sorted(entry.iterdir()):
             report.checked += 1
@@ -180,10 +180,9 @@ def verify_artifacts(store: RunStore, repair: bool = False) -> ArtifactReport:
     with translate_storage_errors(root, doing):
         users, missing = _users(store)
         for entry in sorted(root.iterdir()) if root.is_dir() else []:
-            try:
+            # one finished or removed meanwhile (a running `hub`, another doctor) is skipped
+            with suppress(FileNotFoundError):
                 _check_top(entry, users, quarantine, repair, report)
-            except FileNotFoundError:
-                continue  # finished or removed meanwhile (a running `hub`, another doctor)
         gone = [p for p in report.problems if p.kind == "mismatch" and p.repaired]
         report.problems.extend(
             ArtifactProblem("missing", p.path, f"{use} is now in quarantine (edited in place); "

@@ -100,9 +100,8 @@ def run_rows(
     the rows and how many entries were left out."""
     (row,) = query("SELECT * FROM runs WHERE id = ?", (run_id,))
     run = {column: row[column] for column in RUN_COLUMNS}
-    for column in ("error",):
-        if run[column] is not None:
-            run[column] = scrub(run[column])
+    if run["error"] is not None:
+        run["error"] = scrub(run["error"])
     dropped = 0
     data: dict[str, Any] = {"run": run}
     for table, columns in TABLES.items():
@@ -134,23 +133,15 @@ def _canonical(data: Any) -> bytes:
 def insert_runs(conn: sqlite3.Connection, runs: Iterable[dict[str, Any]]) -> None:
     """Insert the rows of ``runs`` (as `run_rows` made them) in the open transaction."""
     for data in runs:
-        run = data["run"]
-        marks = ",".join("?" * len(RUN_COLUMNS))
-        conn.execute(
-            f"INSERT INTO runs ({','.join(RUN_COLUMNS)}) VALUES ({marks})",
-            [run[c] for c in RUN_COLUMNS],
-        )
+        conn.execute(_insert("runs", RUN_COLUMNS), [data["run"][c] for c in RUN_COLUMNS])
         for table, columns in TABLES.items():
-            conn.executemany(
-                f"INSERT INTO {table} ({','.join(columns)}) "
-                f"VALUES ({','.join('?' * len(columns))})",
-                [list(r) for r in data[table]],
-            )
-        conn.executemany(
-            f"INSERT INTO artifacts ({','.join(ARTIFACT_COLUMNS)}) VALUES "
-            f"({','.join('?' * len(ARTIFACT_COLUMNS))})",
-            [[a[c] for c in ARTIFACT_COLUMNS] for a in data["artifacts"]],
-        )
+            conn.executemany(_insert(table, columns), [list(r) for r in data[table]])
+        artifacts = [[a[c] for c in ARTIFACT_COLUMNS] for a in data["artifacts"]]
+        conn.executemany(_insert("artifacts", ARTIFACT_COLUMNS), artifacts)
+
+
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})"
 
 
 def unmarked(data: dict[str, Any]) -> dict[str, Any]:

@@ -304,12 +304,14 @@ def _load_json(path: Path, what: str, reader: _Reader) -> Any:
         raise reader.refuse(f"{what} is not valid JSON ({error})") from error
 
 
+def _folders(staging: Path, name: str) -> list[Path]:
+    root = staging / name
+    return sorted(root.iterdir()) if root.is_dir() else []
+
+
 def _check_artifacts(staging: Path, reader: _Reader) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    root = staging / "artifacts"
-    if not root.is_dir():
-        return found
-    for folder in sorted(root.iterdir()):
+    for folder in _folders(staging, "artifacts"):
         for entry in sorted(folder.iterdir()):  # one content may be stored under two names
             if hash_path(entry) != folder.name:
                 raise reader.refuse(
@@ -322,10 +324,7 @@ def _check_artifacts(staging: Path, reader: _Reader) -> dict[str, Path]:
 
 def _check_images(staging: Path, reader: _Reader) -> list[ImageLock]:
     locks: list[ImageLock] = []
-    root = staging / "images"
-    if not root.is_dir():
-        return locks
-    for folder in sorted(root.iterdir()):
+    for folder in _folders(staging, "images"):
         match = IMAGE_DIR.fullmatch(folder.name)
         assert match is not None, "member names were checked"
         parts = [folder / name for name in IMAGE_FILES]

@@ -48,6 +48,11 @@ def _text(value: Any, what: str, *, optional: bool = False) -> None:
         _fail(f"{what} is not text")
 
 
+def _form(value: Any, form: re.Pattern[str], why: str, *, optional: bool = False) -> None:
+    if not (optional and value is None) and not (isinstance(value, str) and form.fullmatch(value)):
+        _fail(why)
+
+
 def _time(value: Any, what: str, now: float, *, after: float = _EARLIEST) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         _fail(f"{what} is not a number")
@@ -73,19 +78,16 @@ def _file_name(value: Any, what: str) -> None:
 def _check_record(run: dict[str, Any], run_id: str, now: float) -> None:
     if set(run) != set(RUN_COLUMNS) or run["id"] != run_id:
         _fail("its record has the wrong fields or id")
-    if not HEX_ID.fullmatch(run_id):
-        _fail(f"its id {run_id!r} is not a run id (32 hex digits)")
+    _form(run_id, HEX_ID, f"its id {run_id!r} is not a run id (32 hex digits)")
     for column in ("project", "name"):
         _text(run[column], column)
     for column in ("component", "host", "output_type", "error", "device", "runtime"):
         _text(run[column], column, optional=True)
-    if not isinstance(run["type"], str) or not _TYPE.fullmatch(run["type"]):
-        _fail(f"type {run['type']!r} is not a run type")
+    _form(run["type"], _TYPE, f"type {run['type']!r} is not a run type")
     if run["status"] not in _ENDED:
         _fail(f"status {run['status']!r} is not an ended run's; only ended runs move")
     parent = run["parent_id"]
-    if parent is not None and (not isinstance(parent, str) or not HEX_ID.fullmatch(parent)):
-        _fail(f"parent {parent!r} is not a run id")
+    _form(parent, HEX_ID, f"parent {parent!r} is not a run id", optional=True)
     if parent == run_id:
         _fail("it is its own parent")
     started = _time(run["started_at"], "started_at", now)
@@ -93,8 +95,7 @@ def _check_record(run: dict[str, Any], run_id: str, now: float) -> None:
         _time(run["ended_at"], "ended_at", now, after=started)
     _integer(run["pid"], "pid", optional=True)
     sha = run["model_sha256"]
-    if sha is not None and (not isinstance(sha, str) or not _SHA.fullmatch(sha)):
-        _fail(f"model_sha256 {sha!r} is not a sha256")
+    _form(sha, _SHA, f"model_sha256 {sha!r} is not a sha256", optional=True)
     folder = run["artifact_dir"]
     if folder is not None:
         _text(folder, "folder")
@@ -144,8 +145,8 @@ def _check_artifacts(rows: Any, run: dict[str, Any], sizes: dict[str, int], now:
             _fail("it has an artifact of other fields")
         if entry["run_id"] != run["id"]:
             _fail("it has an artifact of another run")
-        if not isinstance(entry["id"], str) or not HEX_ID.fullmatch(entry["id"]):
-            _fail(f"artifact id {entry['id']!r} is not an artifact id (32 hex digits)")
+        ident = entry["id"]
+        _form(ident, HEX_ID, f"artifact id {ident!r} is not an artifact id (32 hex digits)")
         name = entry["file_name"]
         _file_name(name, "an artifact's file name")
         _text(entry["name"], f"artifact {name!r}'s name", optional=True)
@@ -154,8 +155,7 @@ def _check_artifacts(rows: Any, run: dict[str, Any], sizes: dict[str, int], now:
         _integer(entry["size"], f"artifact {name!r}'s size")
         _time(entry["logged_at"], f"artifact {name!r}'s time", now)
         sha, path = entry["sha256"], entry["path"]
-        if sha is not None and (not isinstance(sha, str) or not _SHA.fullmatch(sha)):
-            _fail(f"artifact {name!r}'s sha256 {sha!r} is not a sha256")
+        _form(sha, _SHA, f"artifact {name!r}'s sha256 {sha!r} is not a sha256", optional=True)
         if entry["device"] is not None:
             continue  # a path on a device: a record, never read here
         if sha is not None:

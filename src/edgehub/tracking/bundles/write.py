@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from edgehub.errors import UsageError
+from edgehub.fsutil import sha256_file
 from edgehub.tracking.bundles.format import FORMAT, MANIFEST, VERSION, BundleContents
 
 __all__ = ["write_bundle"]
-
-_CHUNK = 1 << 20
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
@@ -37,14 +36,6 @@ def _artifact_files(key: str, stored: Path) -> Iterable[tuple[str, Path]]:
             yield f"{base}/{child.relative_to(stored).as_posix()}", child
     else:
         yield base, stored
-
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _zstd_compressor(target: Path) -> Any:
@@ -100,7 +91,7 @@ def write_bundle(contents: BundleContents, target: Path) -> int:
                     files[member] = {"sha256": hashlib.sha256(source).hexdigest(),
                                      "size": len(source)}  # fmt: skip
                 else:
-                    files[member] = {"sha256": _hash_file(source), "size": source.stat().st_size}
+                    files[member] = {"sha256": sha256_file(source), "size": source.stat().st_size}
             manifest = {"format": FORMAT, "version": VERSION, "created_at": now,
                         "runs": sorted(contents.runs), "files": files}  # fmt: skip
             _add_bytes(tar, MANIFEST, json.dumps(manifest, indent=1).encode(), now)
