@@ -4,6 +4,7 @@ of a compiled model on its device, the pairing of its outputs with the reference
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -55,22 +56,18 @@ def model_signature(ctx: HubContext, model: Path) -> dict[str, Any]:
     from edgehub.tracking.artifacts import content_hash
 
     cache = ctx.project_dir / "cache" / "signatures" / f"{content_hash(model)}.json"
-    try:
+    with contextlib.suppress(OSError, ValueError):
         kept = json.loads(cache.read_text(encoding="utf-8"))
         if isinstance(kept, dict) and isinstance(kept.get("inputs"), list):
             return kept
-    except (OSError, ValueError):
-        pass
     inspect = reference_runtime().inspect
     assert inspect is not None  # the reference runtime reads any ONNX model's signature
     signature = inspect(ctx, model, None)
-    try:
+    with contextlib.suppress(OSError):  # a store that cannot keep it asks again next time
         cache.parent.mkdir(parents=True, exist_ok=True)
         partial = cache.with_name(f".{cache.name}.{os.getpid()}")
         partial.write_text(json.dumps(signature), encoding="utf-8")
         os.replace(partial, cache)
-    except OSError:
-        pass  # a store that cannot keep it asks again next time
     return signature
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,70 +104,66 @@ def _reference(ctx: HubContext, model: CompiledModel, reference: Path | None) ->
     return path
 
 
-def _provider(runtime: str) -> Any:
+def _evaluate(
+    runtime: str, ctx: HubContext, model: CompiledModel, dataset: Path, **options: Any
+) -> EvaluationResult:
     """The provider of every evaluator of ``runtime`` (the runner differs by device)."""
+    from edgehub.toolchains.batch import BatchJob
+    from edgehub.toolchains.datasets import load_dataset, tensor_specs
+    from edgehub.toolchains.evaluation import (
+        batch_runner,
+        check_figures,
+        model_signature,
+        pair_outputs,
+        run_both,
+        score_outputs,
+    )
+    from edgehub.toolchains.metrics import task_metric
+    from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
 
-    def provide(
-        ctx: HubContext, model: CompiledModel, dataset: Path, **options: Any
-    ) -> EvaluationResult:
-        from edgehub.toolchains.batch import BatchJob
-        from edgehub.toolchains.datasets import load_dataset, tensor_specs
-        from edgehub.toolchains.evaluation import (
-            batch_runner,
-            check_figures,
-            model_signature,
-            pair_outputs,
-            run_both,
-            score_outputs,
+    opts = read_options(ONNXRuntimeEvaluator, options)  # the three evaluators' options agree
+    names = list(dict.fromkeys(opts.metrics or []))
+    for metric in names:
+        task_metric(metric)  # unknown names fail before anything runs
+    source = _reference(ctx, model, opts.reference)
+    signature = model_signature(ctx, source)
+    data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), opts.labels)
+    ctx.client.log_params(
+        {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
+         "task_metrics": names}
+    )  # fmt: skip
+    ctx.client.log_artifact(source, name="reference")
+    runner = batch_runner(ctx, runtime, opts.device)
+    local = ctx.device(opts.device or "local").provider_type == ProviderType.LOCAL
+    same = isinstance(runner, ORTBatchRunner) and local
+    runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
+    jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
+    with data.watch():  # failed on a dataset cut short: recorded as that
+        model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
+        ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
+        ctx.client.log_artifact(
+            reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
         )
-        from edgehub.toolchains.metrics import task_metric
-        from edgehub.toolchains.onnxruntime.batch import ORTBatchRunner
-
-        opts = read_options(ONNXRuntimeEvaluator, options)  # the three evaluators' options agree
-        names = list(dict.fromkeys(opts.metrics or []))
-        for metric in names:
-            task_metric(metric)  # unknown names fail before anything runs
-        source = _reference(ctx, model, opts.reference)
-        signature = model_signature(ctx, source)
-        data = load_dataset(Path(dataset), tensor_specs(signature["inputs"]), opts.labels)
-        ctx.client.log_params(
-            {"$runtime": runtime, "dataset_sha256": data.sha256, "samples": len(data),
-             "task_metrics": names}
-        )  # fmt: skip
-        ctx.client.log_artifact(source, name="reference")
-        runner = batch_runner(ctx, runtime, opts.device)
-        local = ctx.device(opts.device or "local").provider_type == ProviderType.LOCAL
-        same = isinstance(runner, ORTBatchRunner) and local
-        runners = (runner, runner if same else ORTBatchRunner(ctx, None, "reference"))
-        jobs = (BatchJob(model, "model"), BatchJob(source, "reference"))
-        with data.watch():  # failed on a dataset cut short: recorded as that
-            model_out, reference_out = run_both(runners, jobs, data.path, data.stacked, data.sha256)
-            ctx.client.log_artifact(model_out.path, name="output_file", file_name="outputs.npz")
-            ctx.client.log_artifact(
-                reference_out.path, name="reference_outputs", file_name="reference_outputs.npz"
-            )
-            scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
-                                   names, opts.worst)  # fmt: skip
-            data.check_unchanged()
-        figures: dict[str, float] = {"$samples": float(len(data))}
-        for output, values in scores.outputs.items():
-            figures.update({f"{output}.{k}": v for k, v in values.items()})
-        for metric, values in scores.tasks.items():
-            figures[metric] = float(values["model"])
-            figures[f"reference.{metric}"] = float(values["reference"])
-        ctx.client.log_metrics(check_figures(figures))
-        path = ctx.artifact_dir / "per_sample.json"
-        path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
-        ctx.client.log_artifact(path, name="per_sample")
-        return EvaluationResult.from_current_run(
-            ctx, outputs=scores.outputs, tasks=scores.tasks, worst=scores.worst, samples=len(data)
-        )
-
-    return provide
+        scores = score_outputs(pair_outputs(ctx, model_out.arrays, reference_out.arrays), data,
+                               names, opts.worst)  # fmt: skip
+        data.check_unchanged()
+    figures: dict[str, float] = {"$samples": float(len(data))}
+    for output, values in scores.outputs.items():
+        figures.update({f"{output}.{k}": v for k, v in values.items()})
+    for metric, values in scores.tasks.items():
+        figures[metric] = float(values["model"])
+        figures[f"reference.{metric}"] = float(values["reference"])
+    ctx.client.log_metrics(check_figures(figures))
+    path = ctx.artifact_dir / "per_sample.json"
+    path.write_text(json.dumps({"samples": data.names, **scores.per_sample}))
+    ctx.client.log_artifact(path, name="per_sample")
+    return EvaluationResult.from_current_run(
+        ctx, outputs=scores.outputs, tasks=scores.tasks, worst=scores.worst, samples=len(data)
+    )
 
 
 for _provider_type in PROVIDERS:
-    ONNXRuntimeEvaluator.provider(_provider_type)(_provider("onnxruntime"))
-    TFLiteEvaluator.provider(_provider_type)(_provider("tflite"))
+    ONNXRuntimeEvaluator.provider(_provider_type)(partial(_evaluate, "onnxruntime"))
+    TFLiteEvaluator.provider(_provider_type)(partial(_evaluate, "tflite"))
 del _provider_type
-TensorRTEvaluator.provider(ProviderType.LOCAL)(_provider("tensorrt"))
+TensorRTEvaluator.provider(ProviderType.LOCAL)(partial(_evaluate, "tensorrt"))

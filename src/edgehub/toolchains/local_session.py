@@ -169,6 +169,23 @@ def record_agent_result(
             ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
 
 
+def stage_calibration(
+    ctx: HubContext, data: Any, files: dict[str, Path], request: dict[str, Any]
+) -> Path | None:
+    """Stage calibration ``data`` (`~edgehub.toolchains.tensors.calibration_file`) for the
+    agent as ``in/calibration[.npz]``, named by ``request["calibration"]`` and kept with the run
+    for reruns; None (nothing staged) for none."""
+    from edgehub.toolchains.tensors import calibration_file
+
+    calibration = calibration_file(ctx.artifact_dir, data)
+    if calibration is not None:
+        name = f"calibration{calibration.suffix}"
+        files[name] = calibration
+        request["calibration"] = f"in/{name}"
+        ctx.client.log_artifact(calibration, name="calibration_data")
+    return calibration
+
+
 def log_input(ctx: HubContext, runtime: str, model: Path) -> None:
     """Record the runtime a provider runs and the model file it was given."""
     with ctx.client.batch():

@@ -212,33 +212,26 @@ def _replace(data: memoryview, number: int, make: Callable[[memoryview], bytes])
     return bytes(out)
 
 
-def _shape(sizes: tuple[int, ...]) -> Callable[[memoryview], bytes]:
-    def make(shape: memoryview) -> bytes:
-        out, index = bytearray(), 0
-        for field, wire, start, end in _fields(shape):
-            if field != 1 or wire != 2 or index >= len(sizes):
-                out += shape[start:end]
-                continue
-            entry = _value(shape, start, end)
-            kept = b"".join(
-                bytes(entry[s:e]) for n, _, s, e in _fields(entry) if n not in (1, 2)
-            )  # the denotation stays
-            dim = _encode_varint(1 << 3 | 0) + _encode_varint(sizes[index]) + kept
-            out += _length_field(1, dim)
-            index += 1
-        return bytes(out)
-
-    return make
+def _sized(shape: memoryview, sizes: tuple[int, ...]) -> bytes:
+    """A ``TensorShapeProto`` with its first dims set to ``sizes`` (each one's denotation kept)."""
+    out, index = bytearray(), 0
+    for field, wire, start, end in _fields(shape):
+        if field != 1 or wire != 2 or index >= len(sizes):
+            out += shape[start:end]
+            continue
+        entry = _value(shape, start, end)
+        kept = b"".join(bytes(entry[s:e]) for n, _, s, e in _fields(entry) if n not in (1, 2))
+        dim = _encode_varint(1 << 3 | 0) + _encode_varint(sizes[index]) + kept
+        out += _length_field(1, dim)
+        index += 1
+    return bytes(out)
 
 
 def _fixed_input(value_info: memoryview, sizes: tuple[int, ...]) -> bytes:
     """A ``ValueInfoProto`` with its tensor shape's dims set to ``sizes``."""
 
-    def tensor(data: memoryview) -> bytes:
-        return _replace(data, 2, _shape(sizes))
-
-    def type_proto(data: memoryview) -> bytes:
-        return _replace(data, 1, tensor)
+    def type_proto(data: memoryview) -> bytes:  # its tensor_type (1), that one's shape (2)
+        return _replace(data, 1, lambda tensor: _replace(tensor, 2, lambda s: _sized(s, sizes)))
 
     return _replace(value_info, 2, type_proto)
 

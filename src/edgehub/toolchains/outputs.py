@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgehub.core.component.outputs import CompiledModel, ComponentOutput
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from edgehub.core.context import HubContext
 
 __all__ = ["CompiledWithNames", "InvocationResult", "ProfilingMethod", "ProfilingResult"]
 
@@ -45,6 +48,30 @@ class ProfilingResult(ComponentOutput):
     output_file: LoggedArtifact | None = None
     peak_memory_usage: LoggedMetric | None = None
     load_time: LoggedMetric | None = None
+
+
+OWN_FIGURES = frozenset({"latency", "peak_memory_usage", "load_time"})  # logged as '$' names
+
+
+def log_figures(ctx: HubContext, figures: Mapping[str, Any]) -> None:
+    """Log a profile's ``figures`` on the current run, `ProfilingResult`'s own (`OWN_FIGURES`)
+    under '$' names (``latency`` as ``$latency``); a None figure is left out."""
+    named = {(f"${k}" if k in OWN_FIGURES else k): v for k, v in figures.items()}
+    ctx.client.log_metrics({k: float(v) for k, v in named.items() if v is not None})
+
+
+def agent_figures(metrics: Mapping[str, Any], load: str = "session_create_ms") -> dict[str, Any]:
+    """`ProfilingResult`'s figures from an agent's profile ``metrics``: the median latency, the
+    peak RSS, the load time (metric ``load``), and fps from the mean where the agent gave none."""
+    figures = {
+        "latency": metrics["latency_median_ms"],
+        "peak_memory_usage": metrics.get("peak_rss_mb"),
+        "load_time": metrics.get(load),
+    }
+    if "fps" not in metrics:
+        mean = float(metrics["latency_mean_ms"])
+        figures["fps"] = 1000.0 / mean if mean > 0 else 0.0
+    return figures
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,6 +35,7 @@ from edgehub.toolchains.aws.package import (
 from edgehub.toolchains.aws.transfer import download, read_members
 from edgehub.toolchains.aws.uploads import content_upload
 from edgehub.toolchains.options import provides, read_options
+from edgehub.toolchains.outputs import log_figures
 from edgehub.toolchains.polling import pause
 from edgehub.toolchains.tflite.benchmark_log import parse_benchmark_log
 from edgehub.toolchains.tflite.components import (
@@ -51,7 +52,6 @@ __all__ = ["resume_device_farm_run"]
 
 QUEUED = {"PENDING", "PENDING_CONCURRENCY", "PENDING_DEVICE", "PROCESSING", "SCHEDULING"}
 GOOD_RESULTS = {"PASSED", "WARNED"}
-INTERNAL = {"latency", "peak_memory_usage", "load_time"}
 _RESUME: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "edgehub_aws_resume", default=None
 )
@@ -278,9 +278,7 @@ def _profile_tflite_aws(
     ctx.client.log_environment(
         {"aws_device": label, **{f"device.{k}": v for k, v in props.items()}}
     )
-    ctx.client.log_metrics(
-        {(f"${k}" if k in INTERNAL else k): v for k, v in parsed.metrics.items()}
-    )
+    log_figures(ctx, parsed.metrics)
     ctx.client.log_params(parsed.params)
     metrics = parsed.metrics
     ctx.events.info(

@@ -5,6 +5,7 @@ nothing is written under a name from it."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ipaddress
 import posixpath
@@ -24,11 +25,9 @@ def _checked(url: str) -> str:
     if parts.scheme == "https":
         return url
     if parts.scheme == "http":
-        try:
+        with contextlib.suppress(ValueError):
             if ipaddress.ip_address(parts.hostname or "").is_loopback:
                 return url
-        except ValueError:
-            pass
     raise DeviceOutputError(f"AWS Device Farm gave a URL edgehub will not use: {parts.scheme}://…")
 
 

@@ -19,7 +19,6 @@ fixed to ``input_shape`` (or the shapes of the inputs given), see
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
 from edgehub.toolchains.onnxruntime import components as ort
-from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.outputs import ProfilingMethod, log_figures
 from edgehub.toolchains.remote.device_tool import DeviceTool, device_file_name, device_tool
 from edgehub.toolchains.static_model import static_model
 from edgehub.user_files import link_or_copy_checked
@@ -49,9 +48,7 @@ _AVERAGE = re.compile(r"Average inference time:\s+(?P<ms>[0-9.]+)\s*ms")
 def _tool(
     ctx: HubContext, device: str | None, component: type
 ) -> tuple[DeviceTool, EmbedlONNXRuntimeConfig]:
-    tool = device_tool(ctx, device, component, TOOL)
-    config = tool.device.get_provider_config(EmbedlONNXRuntimeConfig, component)
-    config = config or EmbedlONNXRuntimeConfig()
+    tool, config = device_tool(ctx, device, component, TOOL, EmbedlONNXRuntimeConfig)
     ctx.client.log_params(  # one transaction
         {
             "$runtime": RUNTIME,
@@ -92,10 +89,8 @@ def _compile(
         raise InputDataError(
             f"calibration_method must be minmax or entropy, got {calibration_method!r}"
         )
-    stage = ctx.artifact_dir / "device_stage"
     name = device_file_name(model.name, "model")
-    try:  # the staged copies go however the step ends
-        stage.mkdir()
+    with tool.staged() as stage:
         link_or_copy_checked(model, stage / name)
         samples = _calibration_samples(calibration_data, stage / "calibration_data")
         method = (calibration_method or "minmax") if samples else "random"
@@ -105,8 +100,6 @@ def _compile(
                 "(--calib-method random); pass calibration_data for a usable INT8 model"
             )
         remote = tool.push(stage, "compile")
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     argv = [str(config.embedl_onnxruntime_path), "quantize-static",
             "--model", str(remote / name), "--calib-method", method]  # fmt: skip
     if samples:
@@ -138,6 +131,8 @@ def _calibration_samples(data: Any, directory: Path) -> int:
     """
     import numpy as np
 
+    from edgehub.toolchains.tensors import load_npz
+
     if data is None:
         return 0
     if not isinstance(data, dict):
@@ -154,8 +149,7 @@ def _calibration_samples(data: Any, directory: Path) -> int:
             raise InputDataError(
                 f"calibration data {path} is not an .npz or a directory of .npy samples"
             )
-        with np.load(path, allow_pickle=False) as loaded:
-            data = {key: loaded[key] for key in loaded.files}
+        data = load_npz(path)
     per_input: dict[str, list[Any]] = {}
     for key, value in data.items():
         if isinstance(value, (list, tuple)):
@@ -215,9 +209,8 @@ def _profile(
             "'Average inference time: X ms' line"
         )
     mean_ms = float(found["ms"])
-    ctx.client.log_metric("$latency", mean_ms)
-    ctx.client.log_metric("latency_mean_ms", mean_ms)
-    ctx.client.log_metric("fps", 1000.0 / mean_ms if mean_ms > 0 else 0.0)
+    fps = 1000.0 / mean_ms if mean_ms > 0 else 0.0
+    log_figures(ctx, {"latency": mean_ms, "latency_mean_ms": mean_ms, "fps": fps})
     ctx.client.log_param("latency_resolution_ms", 0.01)
     return ort.ONNXRuntimeProfilingResult.from_current_run(ctx)
 
@@ -255,26 +248,25 @@ def _invoke(
         model_path = static_model(ctx, model_path, shapes, tool=CLI, what="input_data")
     # the inputs are written where they are sent from (the staged run directory), and the
     # folder moves to the run's own directory once sent: no copy of them
-    stage = ctx.artifact_dir / "device_stage"
-    staged_inputs = stage / "input"
-    try:
-        staged_inputs.mkdir(parents=True)
-        (stage / "output").mkdir()
-        save_npz(staged_inputs / "data.npz", input_data)
-        ctx.client.log_artifact(staged_inputs / "data.npz", name="input_data")
-        remote_model = tool.push_model(model_path)
-        # inputs up, run-inference, outputs back: one round trip where the runner offers it
-        remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
-        argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model",
-                str(remote_model), "--input-dir", str(remote_inputs), "--output-dir",
-                str(remote_outputs), "--use-npz", *config.cli_args]  # fmt: skip
-        outputs_dir = tool.exchange(
-            stage, argv, fetch="output", local=ctx.artifact_dir / "output", failure=InvokeError
-        )
-    finally:
-        if staged_inputs.is_dir():
-            staged_inputs.replace(ctx.artifact_dir / "input")
-        shutil.rmtree(stage, ignore_errors=True)
+    with tool.staged() as stage:
+        staged_inputs = stage / "input"
+        try:
+            staged_inputs.mkdir()
+            (stage / "output").mkdir()
+            save_npz(staged_inputs / "data.npz", input_data)
+            ctx.client.log_artifact(staged_inputs / "data.npz", name="input_data")
+            remote_model = tool.push_model(model_path)
+            # inputs up, run-inference, outputs back: one round trip where the runner offers it
+            remote_inputs, remote_outputs = tool.run_dir / "input", tool.run_dir / "output"
+            argv = [str(config.embedl_onnxruntime_path), "run-inference", "--model",
+                    str(remote_model), "--input-dir", str(remote_inputs), "--output-dir",
+                    str(remote_outputs), "--use-npz", *config.cli_args]  # fmt: skip
+            outputs_dir = tool.exchange(
+                stage, argv, fetch="output", local=ctx.artifact_dir / "output", failure=InvokeError
+            )
+        finally:
+            if staged_inputs.is_dir():
+                staged_inputs.replace(ctx.artifact_dir / "input")
     output: dict[str, Any] = {}
     files = sorted(outputs_dir.glob("*.npz"))
     for file in files:
@@ -296,24 +288,15 @@ def _invoke(
 def _random_inputs(model: Path) -> dict[str, Any]:
     """Random inputs (seed 0) from the model's declared inputs, read here with ``onnx`` (the
     device CLI cannot make any); dynamic dimensions become 1."""
+    from edgehub.toolchains.qai_hub.input_specs import declared_inputs
     from edgehub.toolchains.tensors import random_inputs
 
     try:
-        import onnx
-        from onnx import helper
+        declared = declared_inputs(model)
     except ImportError:
         raise InputDataError(
             "the embedl_onnxruntime invoker needs input_data (or the onnx package here to make "
             "random inputs: pip install onnx)"
         ) from None
-    graph = onnx.load(str(model), load_external_data=False).graph
-    weights = {init.name for init in graph.initializer}
-    signature = []
-    for value in graph.input:
-        if value.name in weights:
-            continue
-        tensor = value.type.tensor_type
-        dims = [dim.dim_value if dim.HasField("dim_value") else 0 for dim in tensor.shape.dim]
-        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
-        signature.append({"name": value.name, "dtype": str(dtype), "shape": dims})
+    signature = [{"name": name, "dtype": dtype, "shape": dims} for name, dims, dtype in declared]
     return random_inputs(signature, seed=0)

@@ -15,6 +15,7 @@ from edgehub.toolchains.local_session import (
     log_input,
     record_agent_result,
     saved_inputs,
+    stage_calibration,
     stored_outputs,
 )
 from edgehub.toolchains.npz_arrays import NpzArrays
@@ -27,7 +28,7 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfilingResult,
 )
 from edgehub.toolchains.options import read_options, stability_request
-from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.outputs import ProfilingMethod, agent_figures, log_figures
 from edgehub.toolchains.tensors import arrays_file, plain_shape
 from edgehub.user_files import regular_file
 
@@ -58,11 +59,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> ONNXRunt
         request["quantize_io"] = bool(o.quantize_io)
         if o.exclude_nodes:
             request["exclude_nodes"] = [str(name) for name in o.exclude_nodes]
-        calibration = _data_file(ctx, o.calibration_data, "calibration")
-        if calibration is not None:
-            inputs[f"calibration{calibration.suffix}"] = calibration
-            request["calibration"] = f"in/calibration{calibration.suffix}"
-            ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
+        stage_calibration(ctx, o.calibration_data, inputs, request)
     elif o.calibration_data is not None or o.quantize_io or o.per_channel or o.exclude_nodes:
         ctx.events.warning(
             "calibration_data, per_channel, quantize_io and exclude_nodes apply to static "
@@ -82,18 +79,13 @@ def _start(
     return device_agent(ctx, RUNTIME, device, component), {model.name: model}
 
 
-def _data_file(ctx: HubContext, data: Any, what: str) -> Path | None:
-    """``data`` (a dict of arrays, an .npz or a directory of samples) as a file or directory
-    to stage; a dict is saved as ``<what>.npz`` in the run's directory."""
-    accepted = "an .npz, a directory of samples, or a dict of arrays"
-    return arrays_file(data, ctx.artifact_dir / f"{what}.npz", what, accepted)
-
-
 def _stage_input_data(
     ctx: HubContext, data: Any, inputs: dict[str, Path], request: dict[str, Any]
 ) -> None:
-    """Stage ``input_data`` for the agent (``in/input_data[.npz]``), kept with the run."""
-    staged = _data_file(ctx, data, "input_data")
+    """Stage ``input_data`` (a dict of arrays, saved as the run's ``input_data.npz``, an .npz or
+    a directory of samples) for the agent (``in/input_data[.npz]``), kept with the run."""
+    accepted = "an .npz, a directory of samples, or a dict of arrays"
+    staged = arrays_file(data, ctx.artifact_dir / "input_data.npz", "input_data", accepted)
     if staged is None:
         return
     name = "input_data" if staged.is_dir() else f"input_data{staged.suffix}"
@@ -126,14 +118,7 @@ def _profile_local(
     _stage_input_data(ctx, o.input_data, inputs, request)
     result = agent.call("ort.profile", request, inputs=inputs, failure=ProfileError)
     record_agent_result(ctx, result)
-    metrics = result.metrics
-    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
-    if "peak_rss_mb" in metrics:
-        ctx.client.log_metric("$peak_memory_usage", float(metrics["peak_rss_mb"]))
-    if "session_create_ms" in metrics:
-        ctx.client.log_metric("$load_time", float(metrics["session_create_ms"]))
-    if "fps" not in metrics:
-        ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    log_figures(ctx, agent_figures(result.metrics))
     ctx.client.log_artifact(result.file("profile.json"), name="output_file")
     return ONNXRuntimeProfilingResult.from_current_run(ctx)
 

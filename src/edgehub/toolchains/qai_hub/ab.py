@@ -15,7 +15,6 @@ from edgehub.toolchains.qai_hub.client import hub_call
 from edgehub.toolchains.qai_hub.devices import hub_devices, start_on_device
 from edgehub.toolchains.qai_hub.jobs import wait_for_job
 from edgehub.toolchains.qai_hub.profile_summary import ProfileSummary, summarize_profile
-from edgehub.toolchains.qai_hub.session import session_for
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
@@ -50,8 +49,7 @@ def profile_pair(
     """Profile each of ``models`` (side -> file) on ``device``: submit one job per model, then
     wait for them in turn. Each job's id and URL are logged on the current run
     (``qai_hub_profile_job_id_<side>``) as soon as it is submitted."""
-    _, config = start_on_device(ctx, device, component, ProfileError)
-    hub = session_for(ctx).hub
+    hub, config = start_on_device(ctx, device, component, ProfileError)
     options = config.job_options("profile")
     ctx.client.log_param("qai_hub_profile_options", options)
     jobs: dict[str, Any] = {}

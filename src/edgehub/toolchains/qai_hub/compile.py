@@ -140,8 +140,7 @@ def _register(
             check(ctx, o)
         source = Path(onnx_path).expanduser()
         onnx_file(source)
-        _, config = start_on_device(ctx, o.device, component, CompileError)
-        hub = session_for(ctx).hub
+        hub, config = start_on_device(ctx, o.device, component, CompileError)
         ctx.client.log_param("$runtime", target_runtime)
         ctx.client.log_artifact(source, name="input")
         specs = onnx_input_specs(source, o.input_shape)

@@ -1,10 +1,11 @@
 """AI Hub datasets (``{input name: [sample, ...]}``, in the model's input order) from
-calibration data: a dict of arrays or an ``.npz`` whose leading axis counts samples, or a
-directory with one ``.npz`` sample per file (``.npy`` files for a single-input model)."""
+calibration data: a dict of arrays whose leading axis counts samples, or a path the agent's
+`~edgehub.agent.calibration.load_calibration` reads (an ``.npz`` of the same, or a directory
+of samples)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,56 +42,35 @@ def _check(name: str, sample: np.ndarray, spec: InputSpec) -> np.ndarray:
     return sample
 
 
-def _from_samples(
-    samples: Sequence[Mapping[str, Any]], specs: Mapping[str, InputSpec]
-) -> dict[str, list[np.ndarray]]:
-    import numpy as np
+def _loaded(path: Path, specs: Mapping[str, InputSpec]) -> list[dict[str, Any]]:
+    """The samples of a calibration file or directory, read and checked by the agent's loader
+    (its float casts made silently, as for a dict)."""
+    import io
 
-    entries: dict[str, list[np.ndarray]] = {name: [] for name in specs}
-    for index, sample in enumerate(samples):
-        if sorted(sample) != sorted(specs):
-            raise InputDataError(
-                f"calibration sample {index} has inputs {sorted(sample)}; the model takes "
-                f"{', '.join(specs)}"
-            )
-        for name, spec in specs.items():
-            entries[name].append(_check(name, np.asarray(sample[name]), spec))
-    return entries
+    from edgehub.agent.calibration import load_calibration
+    from edgehub.agent.protocol import UserError
+    from edgehub.agent.report import Report
+    from edgehub.agent.tensors import TensorSpec
 
-
-def _directory(folder: Path, specs: Mapping[str, InputSpec]) -> list[dict[str, Any]]:
-    import numpy as np
-
-    from edgehub.toolchains.tensors import load_npz
-
-    files = sorted(folder.glob("*.npz"))
-    if files:
-        return [dict(load_npz(f)) for f in files]
-    arrays = sorted(folder.glob("*.npy"))
-    if arrays and len(specs) == 1:
-        (name,) = specs
-        return [{name: np.load(f, allow_pickle=False)} for f in arrays]
-    raise InputDataError(
-        f"calibration folder {folder} holds no .npz samples (or .npy for a single-input model)"
-    )
+    if not path.exists():
+        raise InputDataError(
+            f"calibration data {path} not found; pass an .npz, a folder of samples, or a dict "
+            "of arrays"
+        )
+    tensors = [TensorSpec(name, dtype, list(shape)) for name, (shape, dtype) in specs.items()]
+    try:
+        return load_calibration(str(path), tensors, Report(io.StringIO()))
+    except UserError as error:
+        raise InputDataError(str(error)) from None
 
 
 def calibration_entries(data: Any, specs: Mapping[str, InputSpec]) -> dict[str, list[Any]]:
     """Calibration ``data`` as dataset entries checked against the model's ``specs``."""
     import numpy as np
 
-    from edgehub.toolchains.tensors import load_npz
-
     if isinstance(data, (str, Path)):
-        path = Path(data).expanduser()
-        if path.is_dir():
-            return _from_samples(_directory(path, specs), specs)
-        if not path.is_file():
-            raise InputDataError(
-                f"calibration data {path} not found; pass an .npz, a folder of samples, or a "
-                "dict of arrays"
-            )
-        data = load_npz(path)
+        samples = _loaded(Path(data).expanduser(), specs)
+        return {name: [sample[name] for sample in samples] for name in specs}
     if not isinstance(data, Mapping):
         raise InputDataError(
             f"calibration_data must be a path or a dict of arrays, got {type(data).__name__}"
@@ -103,8 +83,7 @@ def calibration_entries(data: Any, specs: Mapping[str, InputSpec]) -> dict[str, 
     counts = {len(v) for v in split.values()}
     if len(counts) != 1 or 0 in counts:
         raise InputDataError("calibration data needs the same number (> 0) of samples per input")
-    samples = [{name: split[name][i] for name in specs} for i in range(counts.pop())]
-    return _from_samples(samples, specs)
+    return {name: [_check(name, s, specs[name]) for s in split[name]] for name in specs}
 
 
 def sample_entries(inputs: Mapping[str, Any]) -> dict[str, list[Any]]:

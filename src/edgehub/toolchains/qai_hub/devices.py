@@ -64,8 +64,8 @@ def hub_device(
 def start_on_device(
     ctx: HubContext, device: str | None, component: type[Any], failure: type[ToolchainError]
 ) -> tuple[Any, QAIHubConfig]:
-    """Check the client, resolve the device and record both on the run: returns the
-    ``qai_hub.Device`` and the device's config for ``component``."""
+    """Check the client, resolve the device and record both on the run: returns the client
+    (the ``qai_hub`` module) and the device's config for ``component``."""
     if device is None:
         raise DeviceError(f"{component.__name__} on qai_hub needs a device")
     session = session_for(ctx)
@@ -74,7 +74,7 @@ def start_on_device(
     ctx.client.log_environment(
         {"qai_hub_client": getattr(session.hub, "__version__", None), "qai_hub_device": target.name}
     )
-    return target, hub_config(ctx, device, component)
+    return session.hub, hub_config(ctx, device, component)
 
 
 def hub_devices(

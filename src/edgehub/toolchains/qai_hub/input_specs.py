@@ -26,7 +26,9 @@ def onnx_file(path: Path) -> Path:
     return path
 
 
-def _declared_inputs(path: Path) -> list[tuple[str, list[int | None], str]]:
+def declared_inputs(path: Path) -> list[tuple[str, list[int | None], str]]:
+    """The model's inputs that are not initializers: name, dims (None where dynamic), dtype;
+    read with ``onnx`` (an ImportError without it)."""
     import onnx
     from onnx import helper
 
@@ -70,7 +72,7 @@ def _requested(names: Sequence[str], input_shape: Any) -> dict[str, tuple[int, .
 
 def onnx_input_specs(path: Path, input_shape: Any = None) -> dict[str, InputSpec]:
     """``{name: (shape, dtype)}`` in the model's input order, for ``input_specs``."""
-    declared = _declared_inputs(path)
+    declared = declared_inputs(path)
     requested = _requested([name for name, _, _ in declared], input_shape)
     specs: dict[str, InputSpec] = {}
     for name, dims, dtype in declared:

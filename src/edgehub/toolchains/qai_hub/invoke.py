@@ -117,7 +117,6 @@ def _register(component: type[Any], output_type: type[InvocationResult], runtime
             )
         path = local_model(ctx, model)
         _, config = start_on_device(ctx, o.device, component, InvokeError)
-        session_for(ctx)  # the client and its token, checked before anything is logged
         input_mapping = getattr(model, "input_name_mapping", None)
         output_mapping = getattr(model, "output_name_mapping", None)
         if not o.use_compiled_names and input_mapping:

@@ -15,20 +15,17 @@ from edgehub.toolchains.onnxruntime.components import (
     ONNXRuntimeProfilingResult,
 )
 from edgehub.toolchains.options import provides, read_options
-from edgehub.toolchains.outputs import ProfilingResult
+from edgehub.toolchains.outputs import ProfilingResult, log_figures
 from edgehub.toolchains.qai_hub.ab import fetched_profile
 from edgehub.toolchains.qai_hub.assets import uploaded_model
 from edgehub.toolchains.qai_hub.devices import start_on_device
 from edgehub.toolchains.qai_hub.jobs import record_qairt, run_job
-from edgehub.toolchains.qai_hub.session import session_for
 from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfilingResult
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
 __all__ = ["local_model"]
-
-INTERNAL = {"latency", "peak_memory_usage", "load_time"}  # the output's own fields: '$' names
 
 
 def local_model(ctx: HubContext, model: Any) -> Path:
@@ -63,8 +60,7 @@ def _register(
     def profile_on_qai_hub(ctx: HubContext, model: Any, **options: Any) -> Any:
         o = read_options(component, options)
         path = local_model(ctx, model)
-        _, config = start_on_device(ctx, o.device, component, ProfileError)
-        hub = session_for(ctx).hub
+        hub, config = start_on_device(ctx, o.device, component, ProfileError)
         ctx.client.log_param("$runtime", runtime)
         ctx.client.log_artifact(path, name="input")
         runs = o.runs if "runs" in serves else None
@@ -92,9 +88,7 @@ def _register(
             raise ProfileError(
                 f"qai_hub profile job {job.job_id} reported no inference time ({job.url})"
             )
-        ctx.client.log_metrics(
-            {(f"${k}" if k in INTERNAL else k): v for k, v in summary.metrics.items()}
-        )
+        log_figures(ctx, summary.metrics)
         ctx.client.log_params(summary.params)
         _report(ctx, summary.metrics, summary.layers)
         profile_json = ctx.artifact_dir / "profile.json"

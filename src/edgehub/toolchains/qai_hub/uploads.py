@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from edgehub.fsutil import atomic_write
+from edgehub.fsutil import atomic_write, sha256_file
 
 __all__ = ["UploadCache", "dataset_hash", "file_hash"]
 
@@ -23,11 +23,11 @@ REUSE_MARGIN_S = 24 * 3600.0
 
 def file_hash(path: Path) -> str:
     """SHA-256 of a file, or of a directory's files (relative names and contents)."""
+    if not path.is_dir():
+        return sha256_file(path)
     digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for item in files:
-        if path.is_dir():
-            digest.update(item.relative_to(path).as_posix().encode() + b"\0")
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(item.relative_to(path).as_posix().encode() + b"\0")
         with item.open("rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)

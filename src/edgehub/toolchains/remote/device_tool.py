@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from edgehub.errors import DeviceError, ToolchainError
 from edgehub.runners.outcome import killed_note
@@ -27,9 +29,11 @@ from edgehub.runners.streaming import last_line
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
-    from edgehub.core.device.spec import Device
+    from edgehub.core.device.spec import Device, ProviderConfig
 
 __all__ = ["DeviceTool", "device_tool"]
+
+C = TypeVar("C", bound="ProviderConfig")
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,120}\Z")
 # `sh -c` prologue: make the directories named before the command, then exec the command.
@@ -69,6 +73,17 @@ class DeviceTool:
     def run_dir(self) -> PurePosixPath:
         """This run's directory on the device (made by the first `put` or `call` that needs it)."""
         return self.ctx.device_workspace(self.device.name) / self.ctx.artifact_dir.name
+
+    @contextmanager
+    def staged(self) -> Iterator[Path]:
+        """A new directory (the run's ``device_stage``) to gather what goes up in, removed
+        however the step ends."""
+        stage = self.ctx.artifact_dir / "device_stage"
+        try:
+            stage.mkdir()
+            yield stage
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
     def push_model(self, model: Path) -> PurePosixPath:
         """Upload ``model`` under its content hash (skipped when already there); its path."""
@@ -160,12 +175,16 @@ class DeviceTool:
         raise failure(f"{self.tool} failed on {where} (exit {result.returncode}): {last}")
 
 
-def device_tool(ctx: HubContext, device: str | None, component: type, tool: str) -> DeviceTool:
-    """The `DeviceTool` for ``device`` (a name resolved by the component's dispatch)."""
+def device_tool(
+    ctx: HubContext, device: str | None, component: type, tool: str, settings: type[C]
+) -> tuple[DeviceTool, C]:
+    """The `DeviceTool` for ``device`` (a name resolved by the component's dispatch), and the
+    device's ``settings`` for ``component`` (their defaults where it gives none)."""
     dev = ctx.device(device or "local")
     if dev.runner is None:
         raise DeviceError(
             f"device {dev.name!r} has no runner; give it an [devices.{dev.name}.ssh] table in "
             "hub.toml"
         )
-    return DeviceTool(ctx, dev, dev.runner, tool)
+    config = dev.get_provider_config(settings, component) or settings()
+    return DeviceTool(ctx, dev, dev.runner, tool), config

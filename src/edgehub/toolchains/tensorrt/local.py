@@ -31,9 +31,10 @@ from edgehub.toolchains.local_session import (
     log_input,
     record_agent_result,
     saved_inputs,
+    stage_calibration,
 )
 from edgehub.toolchains.options import read_options, stability_request
-from edgehub.toolchains.outputs import ProfilingMethod
+from edgehub.toolchains.outputs import ProfilingMethod, agent_figures, log_figures
 from edgehub.toolchains.tensorrt import timing_cache, trtexec_parse
 from edgehub.toolchains.tensorrt.components import (
     TensorRTCompiledModel,
@@ -78,23 +79,17 @@ def _quantize_first(
 ) -> Path:
     """A QDQ copy of ``model`` made by ONNX Runtime's static quantization in its image; the
     nodes ``exclude`` names get no Q/DQ (kept in float)."""
-    from edgehub.toolchains.tensors import calibration_file
-
-    calibration = calibration_file(ctx.artifact_dir, data)
-    assert calibration is not None
-    ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
-    agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
-    name = f"calibration{calibration.suffix}"
     request: dict[str, Any] = {
         "model": f"in/{model.name}",
         "output": f"out/qdq_{model.name}",
         "mode": "quantize-static",
-        "calibration": f"in/{name}",
     }
     if exclude:
         request["exclude_nodes"] = exclude
-    inputs = {model.name: model, name: calibration}
-    ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
+    inputs = {model.name: model}
+    stage_calibration(ctx, data, inputs, request)
+    ctx.events.info("int8: quantizing to QDQ with ONNX Runtime (symmetric activations)")
+    agent = local_agent(ctx, "onnxruntime", device, TensorRTCompiler)
     result = agent.call("ort.compile", request, inputs=inputs, failure=CompileError)
     qdq = result.file(f"qdq_{model.name}")
     ctx.client.log_artifact(qdq, name="qdq_model")
@@ -232,9 +227,7 @@ def record_profile(ctx: HubContext, files: Path) -> None:
     ``profile.json`` and its log on the current run."""
     document = profile_document(files)
     metrics = document["metrics"]
-    ctx.client.log_metrics(metrics)
-    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
-    ctx.client.log_metric("fps", 1000.0 / float(metrics["latency_mean_ms"]))
+    log_figures(ctx, {**metrics, **agent_figures(metrics)})
     profile = files / "profile.json"
     profile.write_text(json.dumps(document, indent=1))
     ctx.client.log_artifact(profile, name="output_file")

@@ -69,8 +69,7 @@ def _flag(word: str) -> str:
 
 
 def _tool(ctx: HubContext, device: str | None, component: type) -> tuple[DeviceTool, TrtexecConfig]:
-    tool = device_tool(ctx, device, component, TOOL)
-    config = tool.device.get_provider_config(TrtexecConfig, component) or TrtexecConfig()
+    tool, config = device_tool(ctx, device, component, TOOL, TrtexecConfig)
     ctx.client.log_param("$runtime", RUNTIME)
     ctx.client.log_param("trtexec_path", str(config.trtexec_path))
     ctx.client.log_param("trtexec_cli_args", list(config.trtexec_cli_args))
@@ -144,17 +143,13 @@ def _compile(ctx: HubContext, onnx_path: Path, **options: Any) -> trt.TensorRTCo
     model = regular_file(onnx_path, "model")
     tool, config = _tool(ctx, o.device, trt.TensorRTCompiler)
     ctx.client.log_artifact(model, name="input")
-    stage = ctx.artifact_dir / "device_stage"
     name = device_file_name(model.name, "model")
-    try:  # the staged copies go however the step ends
-        stage.mkdir()
+    with tool.staged() as stage:
         link_or_copy_checked(model, stage / name)
         if o.calib_path is not None:
             calib = regular_file(o.calib_path, "calib_path", InputDataError)
             link_or_copy_checked(calib, stage / "calibration.cache")
         remote = tool.push(stage, "build")
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     engine = f"{device_file_name(model.stem, 'model')}.trt"
     old = o.tensorrt_version is not None and _version(o.tensorrt_version) < (8, 6)
     ours = ["--buildOnly" if old else "--skipInference", f"--onnx={remote / name}",
@@ -262,12 +257,11 @@ def _invoke(
     ctx.client.log_artifact(engine, name="input")
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")
     # the raw inputs go up, trtexec runs, its export comes back: one round trip where offered
-    stage = ctx.artifact_dir / "device_stage"
-    (stage / "inputs").mkdir(parents=True)
-    (stage / "outputs").mkdir()
     remote = tool.run_dir
     loads: list[str] = []
-    try:
+    with tool.staged() as stage:
+        (stage / "inputs").mkdir()
+        (stage / "outputs").mkdir()
         for index, (name, array) in enumerate(input_data.items()):
             if any(c in str(name) for c in ",:"):
                 raise InputDataError(
@@ -283,8 +277,6 @@ def _invoke(
         back = tool.exchange(
             stage, argv, fetch="outputs", local=ctx.artifact_dir / "outputs", failure=InvokeError
         )
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     exported = back / "output.json"
     if not exported.is_file():
         raise InvokeError(f"trtexec on device {tool.device.name!r} exported no outputs")

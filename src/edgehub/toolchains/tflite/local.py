@@ -9,7 +9,8 @@ from edgehub.core.component.provider_type import ProviderType
 from edgehub.errors import CompileError, InvokeError, ModelError, ProfileError, UsageError
 from edgehub.toolchains import local_session as session
 from edgehub.toolchains.options import read_options, stability_request
-from edgehub.toolchains.tensors import arrays_file, calibration_file, plain_shape
+from edgehub.toolchains.outputs import agent_figures, log_figures
+from edgehub.toolchains.tensors import arrays_file, plain_shape
 from edgehub.toolchains.tflite.benchmark_params import parse_benchmark_params
 from edgehub.toolchains.tflite.components import (
     TFLiteCompiledModel,
@@ -54,18 +55,22 @@ def _tflite_file(model: TFLiteCompiledModel, ctx: HubContext, component: str) ->
     return path
 
 
+def _files(path: Path, sidecar: Path | None) -> tuple[dict[str, Path], dict[str, Any]]:
+    """The model (and its mapping ``sidecar``, where that is a file) to send, and the request
+    fields naming them."""
+    files = {path.name: path}
+    request: dict[str, Any] = {"model": f"in/{path.name}"}
+    if sidecar is not None and sidecar.is_file():
+        files[sidecar.name] = sidecar
+        request["mapping"] = f"in/{sidecar.name}"
+    return files, request
+
+
 def _model_files(
     ctx: HubContext, model: TFLiteCompiledModel, path: Path
 ) -> tuple[dict[str, Path], dict[str, Any]]:
-    """The model (and its mapping, when it has one) to send, and the request fields naming them."""
-    files = {path.name: path}
-    request: dict[str, Any] = {"model": f"in/{path.name}"}
-    if model.mapping is not None:
-        sidecar = Path(model.mapping.to_local(ctx).local())
-        if sidecar.is_file():
-            files[sidecar.name] = sidecar
-            request["mapping"] = f"in/{sidecar.name}"
-    return files, request
+    mapping = model.mapping
+    return _files(path, Path(mapping.to_local(ctx).local()) if mapping is not None else None)
 
 
 @TFLiteCompiler.provider(ProviderType.LOCAL)
@@ -102,11 +107,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
         inputs["param_replacement.json"] = replacement
         request["param_replacement"] = "in/param_replacement.json"
         ctx.client.log_artifact(replacement, name="param_replacement")  # kept for reruns
-    calibration = calibration_file(ctx.artifact_dir, o.calibration_data)
-    if calibration is not None:
-        inputs[f"calibration{calibration.suffix}"] = calibration
-        request["calibration"] = f"in/calibration{calibration.suffix}"
-        ctx.client.log_artifact(calibration, name="calibration_data")  # kept for reruns
+    session.stage_calibration(ctx, o.calibration_data, inputs, request)
     result = agent.call("tflite.compile", request, inputs=inputs, failure=CompileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "output", "mapping"}))
     ctx.client.log_artifact(result.file(output), name="path")
@@ -143,25 +144,18 @@ def _profile_local(
     )
     request.update(settings.options)
     request.update(stability_request(o))
-    if o.input_data is not None:
-        files["input.npz"] = _input_file(ctx, o.input_data)
+    given = arrays_file(
+        o.input_data, ctx.artifact_dir / "input.npz", "input data", "an .npz or a dict"
+    )
+    if given is not None:
+        files["input.npz"] = given
         request["input"] = "in/input.npz"
     agent = session.device_agent(ctx, RUNTIME, o.device, TFLiteProfiler)
     result = agent.call("tflite.profile", request, inputs=files, failure=ProfileError)
     session.record_agent_result(ctx, result, skip=frozenset({"model", "mapping", "profile_json"}))
-    metrics = result.metrics
-    ctx.client.log_metric("$latency", float(metrics["latency_median_ms"]))
-    if metrics.get("peak_rss_mb") is not None:
-        ctx.client.log_metric("$peak_memory_usage", float(metrics["peak_rss_mb"]))
-    ctx.client.log_metric("$load_time", float(metrics["load_ms"]))
+    log_figures(ctx, agent_figures(result.metrics, load="load_ms"))
     ctx.client.log_artifact(result.file("profile.json"), name="output_file")
     return TFLiteProfilingResult.from_current_run(ctx)
-
-
-def _input_file(ctx: HubContext, data: Any) -> Path:
-    path = arrays_file(data, ctx.artifact_dir / "input.npz", "input data", "an .npz or a dict")
-    assert path is not None
-    return path
 
 
 @TFLiteInvoker.provider(ProviderType.LOCAL)
@@ -198,12 +192,8 @@ def inspect_model(ctx: HubContext, model: Path, device: str | None = None) -> di
     path = Path(model).expanduser()
     if not path.exists():
         raise ModelError(f"model {path} not found; check the path")
-    files = {path.name: path}
-    request: dict[str, Any] = {"model": f"in/{path.name}"}
-    sidecar = mapping_sidecar(path)
-    if path.is_file() and _is_tflite(path) and sidecar.is_file():
-        files[sidecar.name] = sidecar
-        request["mapping"] = f"in/{sidecar.name}"
+    tflite = path.is_file() and _is_tflite(path)
+    files, request = _files(path, mapping_sidecar(path) if tflite else None)
     return session.inspect_in_image(
         ctx, RUNTIME, device, TFLiteInvoker, "tflite.inspect", request, files
     )
