@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
+from edgehub.ops.reports import log_json
 from edgehub.tracking.paired import MIN_EFFECT, PairedVerdict
 
 if TYPE_CHECKING:
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from edgehub.toolchains.agent_call import AgentResult
     from edgehub.tracking.profile_compare import ProfileComparison
     from edgehub.tracking.records import RunRecord
+    from edgehub.tracking.run_log import RunLog
 
 __all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
@@ -275,15 +279,12 @@ def _recorded(
     from edgehub.tracking.paired import paired_verdict
 
     a, b = request.model_a.resolve(), request.model_b.resolve()
-    name = request.name or f"ab {a.name} vs {b.name}"
-    devices = [ctx.device(device)]
     rounds_asked = DEFAULT_ROUNDS if request.rounds is None else request.rounds
     min_effect = MIN_EFFECT if settings.min_effect is None else settings.min_effect
-    with ctx.open_run(AB_RUN, name, devices=devices) as parent:
-        log_ab_params(
-            ctx, request, rounds=rounds_asked, seed=seed, block_ms=settings.block_ms,
-            burn_ins=settings.warmup, min_effect=min_effect,
-        )  # fmt: skip
+    with ab_run(
+        ctx, request, device, rounds=rounds_asked, seed=seed, block_ms=settings.block_ms,
+        burn_ins=settings.warmup, min_effect=min_effect,
+    ) as parent:  # fmt: skip
         ctx.events.info(f"A/B on {device}: {rounds_asked} rounds, order seed {seed}")
         assert runtime.ab is not None  # `_check`
         result = runtime.ab(
@@ -309,23 +310,10 @@ def _recorded(
             seed=seed,
         )
         children = {
-            side: _child(
-                ctx, parent.run_id, side, model, result, devices, request.runtime, runtime.profiler
-            )
+            side: _child(ctx, parent, side, model, result, request.runtime, runtime.profiler)
             for side, model in (("a", a), ("b", b))
         }
         ctx.client.log_params({"run_a": children["a"], "run_b": children["b"]})
-        ctx.client.log_metrics(
-            {
-                "ratio_median": verdict.median_ratio,
-                "ratio_ci_low": verdict.ci[0],
-                "ratio_ci_high": verdict.ci[1],
-                "sign_p": verdict.sign_p,
-                "significant": float(verdict.significant),
-                "regressed": float(verdict.regressed),
-            }
-        )
-        ctx.events.info(verdict.verdict)
         report = AbReport(
             run_id=parent.run_id,
             run_a=children["a"],
@@ -338,20 +326,66 @@ def _recorded(
             runs_per_block={k: int(v) for k, v in result.data["runs_per_block"].items()},
             rounds=rounds,
         )
-        summary = ctx.artifact_dir / "ab.json"
-        summary.write_text(json.dumps(report.to_dict(), indent=1))
-        ctx.client.log_artifact(summary, name="ab")
-    return report
+        ratios = {
+            "ratio_median": verdict.median_ratio,
+            "ratio_ci_low": verdict.ci[0],
+            "ratio_ci_high": verdict.ci[1],
+            "sign_p": verdict.sign_p,
+        }
+        return record_report(ctx, report, ratios)
 
 
-def log_ab_params(ctx: HubContext, request: AbRequest, **params: Any) -> None:
-    """The comparison run's params: the runtime, both models, ``params`` and the regression
-    asked for."""
+@contextmanager
+def ab_run(ctx: HubContext, request: AbRequest, device: str, **params: Any) -> Iterator[RunLog]:
+    """The comparison's ``AB`` run on ``device``, with its params: the runtime, both models,
+    ``params`` and the regression asked for."""
     a, b = request.model_a.resolve(), request.model_b.resolve()
-    ctx.client.log_params({"$runtime": request.runtime, "model_a": str(a), "model_b": str(b)})
-    ctx.client.log_params(params)
-    if request.max_regression is not None:
-        ctx.client.log_param("max_regression", request.max_regression)
+    name = request.name or f"ab {a.name} vs {b.name}"
+    with ctx.open_run(AB_RUN, name, devices=[ctx.device(device)]) as run:
+        ctx.client.log_params({"$runtime": request.runtime, "model_a": str(a), "model_b": str(b)})
+        ctx.client.log_params(params)
+        if request.max_regression is not None:
+            ctx.client.log_param("max_regression", request.max_regression)
+        yield run
+
+
+@contextmanager
+def child_run(
+    ctx: HubContext,
+    parent: RunLog,
+    side: str,
+    model: Path,
+    runtime: str,
+    profiler: type[Any],
+    **params: Any,
+) -> Iterator[str]:
+    """One model's ``PROFILE`` run under the comparison ``parent``, with its params (``params``
+    too) and the model as its input; yields its id."""
+    label = side.upper()
+    with ctx.open_run(
+        "PROFILE",
+        f"ab {label}: {model.name}",
+        component=profiler.__name__,
+        parent_run_id=parent.run_id,
+        devices=[ctx.device(name) for name in parent.devices],  # the comparison's
+    ) as run:
+        ctx.client.log_params(
+            {"$runtime": runtime, "ab.side": label, "ab.run": parent.run_id, **params}
+        )
+        ctx.client.log_artifact(model, name="input")
+        yield run.run_id
+
+
+def record_report(ctx: HubContext, report: AbReport, metrics: dict[str, float]) -> AbReport:
+    """Record ``report`` on the comparison run: ``metrics`` and the verdict's, and ``ab.json``."""
+    verdict = report.verdict
+    outcome = {"significant": float(verdict.significant), "regressed": float(verdict.regressed)}
+    ctx.client.log_metrics({**metrics, **outcome})
+    ctx.events.info(
+        verdict.verdict + ("" if report.method == INTERLEAVED else f" [{report.method}]")
+    )
+    log_json(ctx, "ab.json", report.to_dict(), name="ab", indent=1)
+    return report
 
 
 def _shape(value: Any) -> Any:
@@ -362,40 +396,30 @@ def _shape(value: Any) -> Any:
 
 def _child(
     ctx: HubContext,
-    parent: str,
+    parent: RunLog,
     side: str,
     model: Path,
     result: AgentResult,
-    devices: list[Any],
     runtime: str,
     profiler: type[Any],
 ) -> str:
     """One model's PROFILE run under the comparison, with its samples and statistics."""
-    label = side.upper()
     prefix = f"{side}_"
     metrics = {
         k[len(prefix) :]: float(v)
         for k, v in result.metrics.items()
         if k.startswith(prefix) and isinstance(v, (int, float))
     }
-    with ctx.open_run(
-        "PROFILE",
-        f"ab {label}: {model.name}",
-        component=profiler.__name__,
-        parent_run_id=parent,
-        devices=devices,
-    ) as run:
-        ctx.client.log_params({"$runtime": runtime, "ab.side": label, "ab.run": parent})
+    with child_run(ctx, parent, side, model, runtime, profiler) as run_id:
         conditions = result.data.get("conditions")
         if isinstance(conditions, dict):  # the rounds of both models ran under these
             ctx.client.log_environment({f"conditions.{k}": v for k, v in conditions.items()})
-        ctx.client.log_artifact(model, name="input")
         ctx.client.log_metrics(metrics)
         ctx.client.log_metric("$latency", metrics["latency_median_ms"])
         if "session_create_ms" in metrics:
             ctx.client.log_metric("$load_time", metrics["session_create_ms"])
         ctx.client.log_artifact(result.files / f"profile_{side}.json", name="output_file")
-        return run.run_id
+        return run_id
 
 
 def paired_from_parent(

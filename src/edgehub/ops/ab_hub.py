@@ -10,7 +10,6 @@ with one ``PROFILE`` child per model holding its job, samples and statistics.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.ops.ab import AbReport, AbRequest
     from edgehub.toolchains.qai_hub.ab import HubProfile
+    from edgehub.tracking.run_log import RunLog
 
 __all__ = ["NOT_INTERLEAVED", "UNPAIRED_TEST", "recorded_on_hub"]
 
@@ -36,7 +36,7 @@ def recorded_on_hub(
     import numpy as np
 
     from edgehub.core.runtimes import get_runtime
-    from edgehub.ops.ab import AB_RUN, UNPAIRED, AbReport, log_ab_params
+    from edgehub.ops.ab import UNPAIRED, AbReport, ab_run, record_report
     from edgehub.toolchains.qai_hub.ab import profile_pair
     from edgehub.toolchains.qai_hub.session import session_for
     from edgehub.tracking.profile_compare import MIN_EFFECT, compare_samples
@@ -45,15 +45,13 @@ def recorded_on_hub(
     profiler = get_runtime(request.runtime).profiler
     a, b = request.model_a.resolve(), request.model_b.resolve()
     effect = MIN_EFFECT if min_effect is None else min_effect
-    devices = [ctx.device(device)]
-    with ctx.open_run(AB_RUN, request.name or f"ab {a.name} vs {b.name}", devices=devices) as run:
-        log_ab_params(
-            ctx, request, method=UNPAIRED, test=UNPAIRED_TEST, seed=seed, min_effect=effect
-        )
+    with ab_run(
+        ctx, request, device, method=UNPAIRED, test=UNPAIRED_TEST, seed=seed, min_effect=effect
+    ) as run:
         ctx.events.info(f"{NOT_INTERLEAVED}: both submitted, then both waited for")
         found = profile_pair(ctx, {"a": a, "b": b}, device=device, component=profiler)
         children = {
-            side: _child(ctx, run.run_id, side, model, found[side], devices, request.runtime)
+            side: _child(ctx, run, side, model, found[side], request.runtime, profiler)
             for side, model in (("a", a), ("b", b))
         }
         ctx.client.log_params({"run_a": children["a"], "run_b": children["b"]})
@@ -67,17 +65,6 @@ def recorded_on_hub(
             seed=seed,
         )
         median = verdict.median
-        ctx.client.log_metrics(
-            {
-                "ratio_median": median.b_ms / median.a_ms if median.a_ms else float("nan"),
-                "ratio_ci_low": 1.0 + median.ci_pct[0] / 100.0,
-                "ratio_ci_high": 1.0 + median.ci_pct[1] / 100.0,
-                "mann_whitney_p": verdict.mann_whitney_p,
-                "significant": float(verdict.significant),
-                "regressed": float(verdict.regressed),
-            }
-        )
-        ctx.events.info(f"{verdict.verdict} [{UNPAIRED}]")
         report = AbReport(
             run_id=run.run_id,
             run_a=children["a"],
@@ -92,47 +79,33 @@ def recorded_on_hub(
             method=UNPAIRED,
             jobs={side: {"id": p.job_id, "url": p.url} for side, p in found.items()},
         )
-        summary = ctx.artifact_dir / "ab.json"
-        summary.write_text(json.dumps(report.to_dict(), indent=1))
-        ctx.client.log_artifact(summary, name="ab")
-    return report
+        differences = {
+            "ratio_median": median.b_ms / median.a_ms if median.a_ms else float("nan"),
+            "ratio_ci_low": 1.0 + median.ci_pct[0] / 100.0,
+            "ratio_ci_high": 1.0 + median.ci_pct[1] / 100.0,
+            "mann_whitney_p": verdict.mann_whitney_p,
+        }
+        return record_report(ctx, report, differences)
 
 
 def _child(
     ctx: HubContext,
-    parent: str,
+    parent: RunLog,
     side: str,
     model: Path,
     found: HubProfile,
-    devices: list[Any],
     runtime: str,
+    profiler: type[Any],
 ) -> str:
     """One model's PROFILE run under the comparison: its job, samples and statistics."""
-    from edgehub.core.runtimes import get_runtime
+    from edgehub.ops.ab import child_run
+    from edgehub.ops.reports import log_json
 
-    label = side.upper()
-    with ctx.open_run(
-        "PROFILE",
-        f"ab {label}: {model.name}",
-        component=get_runtime(runtime).profiler.__name__,
-        parent_run_id=parent,
-        devices=devices,
-    ) as run:
-        ctx.client.log_params(
-            {
-                "$runtime": runtime,
-                "ab.side": label,
-                "ab.run": parent,
-                "qai_hub_profile_job_id": found.job_id,
-                "qai_hub_profile_job_url": found.url,
-            }
-        )
+    job = {"qai_hub_profile_job_id": found.job_id, "qai_hub_profile_job_url": found.url}
+    with child_run(ctx, parent, side, model, runtime, profiler, **job) as run_id:
         ctx.client.log_tag("qai_hub_profile_job", found.job_id)
-        ctx.client.log_artifact(model, name="input")
         metrics = found.summary.metrics
         ctx.client.log_metrics({(f"${k}" if k in _INTERNAL else k): v for k, v in metrics.items()})
         ctx.client.log_params(found.summary.params)
-        document = ctx.artifact_dir / "profile.json"
-        document.write_text(json.dumps(found.document(), indent=1), encoding="utf-8")
-        ctx.client.log_artifact(document, name="output_file")
-        return run.run_id
+        log_json(ctx, "profile.json", found.document(), name="output_file", indent=1)
+        return run_id

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import EdgehubError, OperationCancelled
 
@@ -69,34 +70,31 @@ class Cancellation:
                 return
             self._stop(contexts)
 
+    def _add(self, items: list[Any], item: Any) -> bool:
+        """Append ``item`` to ``items``; True if this one is already cancelled."""
+        with self._lock:
+            items.append(item)
+            return self._event.is_set()
+
+    def _discard(self, items: list[Any], item: Any) -> None:
+        with self._lock:
+            if item in items:
+                items.remove(item)
+
     def link(self, other: Cancellation) -> Callable[[], None]:
         """Cancel ``other`` too when this one is cancelled; returns the undo."""
-        with self._lock:
-            self._linked.append(other)
-            cancelled = self._event.is_set()
-        if cancelled:
+        if self._add(self._linked, other):
             other.cancel()
-
-        def unlink() -> None:
-            with self._lock:
-                if other in self._linked:
-                    self._linked.remove(other)
-
-        return unlink
+        return functools.partial(self._discard, self._linked, other)
 
     def bind(self, ctx: HubContext) -> None:
         """Called by an operation once its context is open."""
-        with self._lock:
-            self._contexts.append(ctx)
-            cancelled = self._event.is_set()
-        if cancelled:
+        if self._add(self._contexts, ctx):
             ctx.cancel(self.reason)
         self.check()
 
     def release(self, ctx: HubContext) -> None:
-        with self._lock:
-            if ctx in self._contexts:
-                self._contexts.remove(ctx)
+        self._discard(self._contexts, ctx)
 
     @contextmanager
     def bound(self, ctx: HubContext) -> Iterator[HubContext]:

@@ -94,22 +94,15 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
     if section.provider == "qai_hub":
         from edgehub.toolchains.qai_hub import check_qai_hub
 
-        qai = check_qai_hub()
-        report.reachable = qai.ok
-        report.error = None if qai.ok else qai.message
-        report.providers = ["qai_hub"] if qai.ok else []
-        return report
+        return _service(report, check_qai_hub())
     if section.provider == "aws":
         from edgehub.toolchains.aws.check import check_device_farm
         from edgehub.toolchains.aws.config import DeviceFarmConfig
 
         farm_config = device.get_provider_config(DeviceFarmConfig) or DeviceFarmConfig()
         farm = check_device_farm(farm_config, section.spec, name)
-        report.reachable = farm.ok
-        report.error = None if farm.ok else farm.message
-        report.providers = ["aws"] if farm.ok else []
         report.os = farm.message if farm.ok else ""
-        return report
+        return _service(report, farm)
     if device.runner is None or section.provider == "local":
         return _local(report)
     argv = ["sh", "-c", _PROBE_SH, "edgehub-check", *_tool_paths(device), _probe_py()]
@@ -124,6 +117,14 @@ def inspect_device(project: Project, name: str, *, timeout: float = 20.0) -> Dev
         return report
     report.reachable = True
     _read_probe(report, result.stdout)
+    return report
+
+
+def _service(report: DeviceReport, check: Any) -> DeviceReport:
+    """``report`` of a cloud service's device, from the offline ``check`` of its client."""
+    report.reachable = check.ok
+    report.error = None if check.ok else check.message
+    report.providers = [report.provider] if check.ok else []
     return report
 
 

@@ -44,8 +44,7 @@ class DeviceIdentity:
     @property
     def key(self) -> str:
         """A short stable hash of the whole identity."""
-        text = "\0".join((self.address, self.provider, self.settings))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return _short_hash("\0".join((self.address, self.provider, self.settings)))
 
     def describe(self) -> str:
         """``ssh 10.0.0.5:22, embedl_onnxruntime, settings 1a2b3c4d``, for messages."""
@@ -107,5 +106,8 @@ def _settings_hash(section: DeviceSection) -> str:
         "settings": values(section.settings),
         "overrides": {name: values(s) for name, s in sorted(section.overrides.items())},
     }
-    text = json.dumps(data, sort_keys=True, default=str)
+    return _short_hash(json.dumps(data, sort_keys=True, default=str))
+
+
+def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]

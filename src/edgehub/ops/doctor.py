@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -146,9 +147,7 @@ def _problem_check(problem: ArtifactProblem) -> Check:
 
 
 def _count(problems: list[ArtifactProblem], label: int) -> str:
-    counts: dict[str, int] = {}
-    for problem in problems:
-        counts[problem.kind] = counts.get(problem.kind, 0) + 1
+    counts = Counter(problem.kind for problem in problems)
     return ", ".join(f"{_WHAT[kind][label]}: {n}" for kind, n in sorted(counts.items()))
 
 

@@ -30,7 +30,6 @@ from edgehub.user_files import input_data_path, regular_file
 
 if TYPE_CHECKING:
     from edgehub.core.component.base import Component
-    from edgehub.core.component.options import OptionSpec
     from edgehub.core.component.outputs import CompiledModel
     from edgehub.core.context import HubContext
     from edgehub.core.device.spec import Device
@@ -132,18 +131,13 @@ def _check(request: ExecRequest, runtime: Runtime) -> None:
         regular_file(request.model, "model")
     if request.inputs is not None:
         input_data_path(request.inputs)
+    every = step_components(runtime, "pipeline")
     for step, options in request.options.items():  # --set input_data=PATH: checked as --input is
-        declared = _components(runtime, step)
+        declared = every[step].declared_options() if step in every else {}
         for name, value in options.items():
             spec = declared.get(name)
             if spec is not None and spec.path and isinstance(value, (str, os.PathLike)):
                 regular_file(value, name, InputDataError, directory_ok=True)
-
-
-def _components(runtime: Runtime, step: str) -> dict[str, OptionSpec]:
-    """The declared options of ``step``'s component (none for a name that is no step)."""
-    component = step_components(runtime, "pipeline").get(step)
-    return component.declared_options() if component is not None else {}
 
 
 @contextmanager

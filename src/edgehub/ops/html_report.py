@@ -188,15 +188,15 @@ def build_report(
     if not runs:
         raise UsageError("give the runs to report: hub runs report RUN... -o report.html")
     data = ReportData(title="edgehub report: " + ", ".join(r.run_id[:8] for r in runs))
+    sections: dict[str, tuple[Any, list[Any]]] = {
+        "PROFILE": (_profile, data.profiles),
+        "EVAL": (_eval, data.evals),
+        "FIX": (_fix, data.fixes),
+        "SWEEP": (_sweep, data.sweeps),
+    }
     for run in runs:
-        if run.run_type == "PROFILE":
-            data.profiles.append(_profile(run))
-        elif run.run_type == "EVAL":
-            data.evals.append(_eval(run))
-        elif run.run_type == "FIX":
-            data.fixes.append(_fix(run))
-        else:
-            data.sweeps.append(_sweep(run))
+        read, section = sections[run.run_type]
+        section.append(read(run))
     data.verdicts = _verdicts(project, data.profiles)
     return data
 

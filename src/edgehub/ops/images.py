@@ -89,10 +89,9 @@ def _build_one(
 
         def line(text: str) -> None:
             log.write(text.rstrip() + "\n")
-            match = _STEP.match(text)
             if progress is None:
                 return
-            if match:
+            if match := _STEP.match(text):
                 progress(runtime, match[3][:60], int(match[1]), int(match[2]))
             elif text.startswith(("downloading", "all ", "building ", "built ")):
                 progress(runtime, text[:60], 0, 0)

@@ -20,6 +20,7 @@ with ``+``; the axis orders labels by graph position, the unmapped last.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -56,11 +57,7 @@ class GraphNodes:
     def __post_init__(self) -> None:
         self._by_name = {name: i for i, name in enumerate(self.names) if name}
         self._writer = {t: i for i, outs in enumerate(self.outputs) for t in outs if t}
-        readers: dict[str, int] = {}
-        for ins in self.inputs:
-            for tensor in ins:
-                readers[tensor] = readers.get(tensor, 0) + 1
-        self._readers = readers
+        self._readers = Counter(tensor for ins in self.inputs for tensor in ins)
 
     def group(self, layer: str, op: str) -> NodeGroup:
         """The nodes engine layer ``layer`` (of op ``op``) came from; see the module."""

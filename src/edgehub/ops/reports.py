@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from edgehub.core.component.outputs import ComponentOutput
+    from edgehub.core.context import HubContext
     from edgehub.toolchains.accuracy import OutputAccuracy
 
 __all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "read_json", "summarize"]
@@ -38,6 +39,15 @@ def read_json(path: Path) -> Any:
         return None
     finally:
         os.close(fd)
+
+
+def log_json(
+    ctx: HubContext, file_name: str, data: Any, *, name: str, indent: int | None = None
+) -> None:
+    """Write ``data`` as ``file_name`` in the run's artifact folder and log it as ``name``."""
+    path = ctx.artifact_dir / file_name
+    path.write_text(json.dumps(data, indent=indent), encoding="utf-8")
+    ctx.client.log_artifact(path, name=name)
 
 
 @dataclass

@@ -129,57 +129,55 @@ def rerun(
     steps = [kid for kid in sorted(kids, key=lambda r: r.started_at)
              if kid.run_type in ("PROFILE", "INFERENCE")]  # fmt: skip
     images = {r.run_id: recorded_image(r, image) for r in (original, *steps)}  # refused up front
-    result = _rerun_one(project, original, device, images[original.run_id], None, subscriber,
-                        cancel)  # fmt: skip
-    model = _artifact_path(_record(project, result.rerun.run_id), "path")
+    run = _Runner(project, subscriber, cancel)
+    result, again = _rerun_one(run, original, device, images[original.run_id], None)
+    model = _artifact_path(again, "path")
     for kid in steps:
         if model is not None:
-            again = _rerun_one(project, kid, device, images[kid.run_id], model, subscriber, cancel)
-            result.children.append(again)
+            result.children.append(_rerun_one(run, kid, device, images[kid.run_id], model)[0])
     return result
 
 
-def _record(project: Project, run_id: str) -> RunRecord:
-    with closing(project.store()) as store:
-        return store.get_run(run_id)
+@dataclass(frozen=True)
+class _Runner:
+    """Runs one step through `execute` on the project, as the rerun was asked to."""
+
+    project: Project
+    subscriber: Subscriber | None
+    cancel: Cancellation | None
+
+    def __call__(self, request: ExecRequest) -> tuple[RunReport, RunRecord]:
+        """The step's report and its run's record."""
+        from edgehub.ops.reports import RunReport
+
+        report = execute(self.project, request, subscriber=self.subscriber, cancel=self.cancel)
+        assert isinstance(report, RunReport), "one step makes one run"
+        with closing(self.project.store()) as store:
+            return report, store.get_run(report.run_id)
 
 
 def _rerun_one(
-    project: Project,
+    run: _Runner,
     original: RunRecord,
     device: str | None,
     image: tuple[dict[str, str], str],
     model: Path | None,
-    subscriber: Subscriber | None,
-    cancel: Cancellation | None,
-) -> RerunReport:
+) -> tuple[RerunReport, RunRecord]:
+    """The rerun of ``original`` and what matched; its run's record."""
     request = _request(original, device)
     if model is not None:
         request.model = model  # a child of a compile rerun: the model it compiled
     request.image_tags, where = image
-    result = RerunReport(original, _one_run(project, request, subscriber, cancel), where)
-    again = _record(project, result.rerun.run_id)
+    report, again = run(request)
+    result = RerunReport(original, report, where)
     step = request.step
     if step == "invoke":
         _compare_outputs(result, original, again)
     elif step == "profile":
         _compare_latency(result, original, again)
     else:
-        _compare_compiles(project, result, original, again, subscriber, cancel)
-    return result
-
-
-def _one_run(
-    project: Project,
-    request: ExecRequest,
-    subscriber: Subscriber | None,
-    cancel: Cancellation | None,
-) -> RunReport:
-    from edgehub.ops.reports import RunReport
-
-    report = execute(project, request, subscriber=subscriber, cancel=cancel)
-    assert isinstance(report, RunReport), "one step makes one run"
-    return report
+        _compare_compiles(run, result, original, again)
+    return result, again
 
 
 # -- the request from the record ---------------------------------------------------------------
@@ -335,12 +333,7 @@ def _compare_latency(result: RerunReport, original: RunRecord, again: RunRecord)
 
 
 def _compare_compiles(
-    project: Project,
-    result: RerunReport,
-    original: RunRecord,
-    again: RunRecord,
-    subscriber: Subscriber | None,
-    cancel: Cancellation | None,
+    run: _Runner, result: RerunReport, original: RunRecord, again: RunRecord
 ) -> None:
     a, b = _artifact_sha(original, "path"), _artifact_sha(again, "path")
     result.artifacts["path"] = (a, b)
@@ -363,7 +356,7 @@ def _compare_compiles(
         "compile is not guaranteed to be deterministic, so their outputs on the same inputs "
         "are compared"
     )
-    outputs = _invoke_both(project, original, first, second, subscriber, cancel)
+    outputs = _invoke_both(run, original, first, second)
     result.outputs = outputs
     result.matched = all(o.identical for o in outputs)
     verdict = "bit-exact" if result.matched else "DIFFER"
@@ -371,14 +364,7 @@ def _compare_compiles(
     result.summary.extend(f"  {o.name}: {o.note}" for o in outputs if not o.identical)
 
 
-def _invoke_both(
-    project: Project,
-    original: RunRecord,
-    first: Path,
-    second: Path,
-    subscriber: Subscriber | None,
-    cancel: Cancellation | None,
-) -> list[OutputMatch]:
+def _invoke_both(run: _Runner, original: RunRecord, first: Path, second: Path) -> list[OutputMatch]:
     """Invoke both compiled models on the same (random, seed 0) inputs; their outputs."""
     runtime = original.runtime or ""
     tags = {RERUN_TAG: original.run_id}
@@ -389,8 +375,7 @@ def _invoke_both(
             step="invoke", runtime=runtime, model=model, device=original.device,
             inputs=inputs, tags=tags,
         )  # fmt: skip
-        report = _one_run(project, request, subscriber, cancel)
-        record = _record(project, report.run_id)
+        _, record = run(request)
         inputs = inputs or _artifact_path(record, "input_data")
         output = _artifact_path(record, "output_file")
         if output is None:

@@ -121,6 +121,25 @@ class Comparison:
         return self.comparability is None or self.comparability.comparable
 
     @property
+    def paired_heading(self) -> str | None:
+        """Two profiles of one A/B run: the line that says its paired rounds decide."""
+        if self.paired is None:
+            return None
+        return f"the {self.paired.rounds} paired rounds of their A/B run decide:"
+
+    def condition_lines(self) -> tuple[list[str], list[str]]:
+        """The conditions check in `hub runs compare`'s words: NOT COMPARABLE with its reasons
+        (empty where comparable), and its notes."""
+        found = self.comparability
+        if found is None:
+            return [], []
+        notes = [f"note: {note}" for note in found.notes]
+        if found.comparable:
+            return [], notes
+        header = "NOT COMPARABLE, by the conditions the runs recorded:"
+        return [header, *(f"  - {reason}" for reason in found.reasons)], notes
+
+    @property
     def regressed(self) -> bool:
         if self.paired is not None:
             return self.paired.regressed

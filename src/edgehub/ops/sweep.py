@@ -366,12 +366,8 @@ def _check_options(grid: SweepGrid, cells: list[SweepCell]) -> None:
     """Every runtime known and every option value valid, before anything runs."""
     from edgehub.core.runtimes import get_runtime
 
-    checked: set[tuple[str, str]] = set()
-    for cell in cells:
-        seen = (cell.runtime, json.dumps(cell.settings, default=str))
-        if seen in checked:
-            continue
-        checked.add(seen)
+    distinct = {(cell.runtime, json.dumps(cell.settings, default=str)): cell for cell in cells}
+    for cell in distinct.values():
         components = step_components(get_runtime(cell.runtime), grid.step)
         try:
             option_values(cell.settings, components, given_as="sweep option")

@@ -40,6 +40,7 @@ from typing import Any
 from edgehub.config.load import TOMLDecodeError, parse_toml
 from edgehub.core.runtimes import reference_runtime
 from edgehub.errors import UsageError
+from edgehub.fsutil import sha256_file
 from edgehub.user_files import input_data_path, regular_file
 
 __all__ = ["SWEEP_STEPS", "SweepCell", "SweepGrid", "load_grid", "value_text"]
@@ -59,14 +60,10 @@ def value_text(value: Any) -> str:
 
 
 def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return sha256_file(path)[:16]
     except OSError:
         return "missing"
-    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)

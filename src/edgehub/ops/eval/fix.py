@@ -17,11 +17,11 @@ the table of accuracy against latency. Every run (compiles, evals, profiles) is 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+from edgehub.ops.reports import log_json
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -65,7 +65,7 @@ class FixReport:
 def check_fix(request: EvalRequest, runtime: Runtime) -> None:
     """Usage errors of ``--fix`` before anything runs (what the runtime's ``repair`` says of
     the compile's options among them)."""
-    from edgehub.core.runtimes import all_runtimes, reference_runtime
+    from edgehub.core.runtimes import all_runtimes
 
     if request.fix is None:
         return
@@ -89,10 +89,17 @@ def check_fix(request: EvalRequest, runtime: Runtime) -> None:
         raise UsageError(
             "{field} takes the most layers to keep in float, a positive number", field="fix"
         )
-    if request.reference not in (None, reference_runtime().name):
+    if stored_reference(request):
         raise UsageError(
             "{field} runs the reference model; drop the stored reference run for it", field="fix"
         )
+
+
+def stored_reference(request: EvalRequest) -> bool:
+    """Whether ``request.reference`` names a stored EVAL run (not the reference runtime)."""
+    from edgehub.core.runtimes import reference_runtime
+
+    return request.reference is not None and request.reference != reference_runtime().name
 
 
 def propose(rows: list[LayerRow], first: LayerRow, kept: list[str]) -> list[str]:
@@ -289,6 +296,4 @@ def _record(ctx: HubContext, fix: FixReport) -> None:
         metrics[f"{row['model']}.latency_median_ms"] = row["latency_median_ms"]
         metrics[f"{row['model']}.cosine"] = row["cosine"]
     ctx.client.log_metrics(metrics)
-    path = ctx.artifact_dir / "fix.json"
-    path.write_text(json.dumps(fix.to_dict(), indent=1))
-    ctx.client.log_artifact(path, name="fix")
+    log_json(ctx, "fix.json", fix.to_dict(), name="fix", indent=1)

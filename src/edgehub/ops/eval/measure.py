@@ -8,7 +8,6 @@ first divergent layer when asked (`layers`), and records every figure with the r
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.errors import UsageError
 from edgehub.ops.eval.goals import check_goal
 from edgehub.ops.eval.report import EvalReport
+from edgehub.ops.reports import log_json
 from edgehub.toolchains.evaluation import (
     batch_runner,
     check_figures,
@@ -249,12 +249,9 @@ def _record(ctx: HubContext, report: EvalReport) -> None:
         first = report.layers["first_divergent"]
         metrics["layers.runs"] = float(report.layers["runs"])
         ctx.client.log_param("first_divergent_layer", first["node"] if first else None)
-        layers = ctx.artifact_dir / "layers.json"
-        layers.write_text(json.dumps(report.layers))
-        ctx.client.log_artifact(layers, name="layers")
+        log_json(ctx, "layers.json", report.layers, name="layers")
     ctx.client.log_metrics(check_figures(metrics))
     worst = {output: [row["sample"] for row in rows] for output, rows in report.worst.items()}
     ctx.client.log_param("worst_samples", worst)  # names; their figures: per_sample.json
-    path = ctx.artifact_dir / "per_sample.json"
-    path.write_text(json.dumps({"samples": report.sample_names, **report.per_sample}))
-    ctx.client.log_artifact(path, name="per_sample")
+    per_sample = {"samples": report.sample_names, **report.per_sample}
+    log_json(ctx, "per_sample.json", per_sample, name="per_sample")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import ModelError, UsageError
 from edgehub.ops.cancel import Cancellation
-from edgehub.ops.eval.fix import FixReport, check_fix, compile_model, repair
+from edgehub.ops.eval.fix import FixReport, check_fix, compile_model, repair, stored_reference
 from edgehub.ops.eval.goals import Goal, parse_goal
 from edgehub.ops.eval.measure import measure
 from edgehub.ops.eval.report import EvalReport
@@ -96,17 +96,15 @@ def _plan(request: EvalRequest, runtime: Runtime) -> tuple[list[Goal], list[str]
         raise UsageError(
             "{field} takes a positive threshold (relative L2), e.g. 0.2", field="layers"
         )
-    if _stored_reference(request) and request.layers is not None:
+    if stored_reference(request) and request.layers is not None:
         raise UsageError(
             "{field} runs the reference model; drop the stored reference run for it", field="layers"
         )
     check_fix(request, runtime)
     goals = [parse_goal(text) for text in request.goals]
-    names: list[str] = []
-    for name in [*request.metrics, *(m for g in goals for m in g.task_metrics)]:
-        if name not in names:
-            task_metric(name)  # unknown names fail here
-            names.append(name)
+    names = list(dict.fromkeys([*request.metrics, *(m for g in goals for m in g.task_metrics)]))
+    for name in names:
+        task_metric(name)  # unknown names fail here
     if any(g.degradation is not None for g in goals) and not names:
         raise UsageError(
             "max-degradation compares task metrics; name one with --metric (e.g. top1)"
@@ -157,8 +155,12 @@ def evaluate_and_fix(
             from edgehub.ops.eval.shards import check_shardable
 
             check_shardable(request, runtime, target.in_container, str(provider))
-        if runtime.host_gpu:
-            check_host_device(request, target.in_container, str(provider))
+        if runtime.host_gpu and not target.in_container:  # its batch runner: a container here
+            raise UsageError(
+                f"hub exec eval {request.runtime} runs the compiled model on this host's NVIDIA "
+                f"GPU; device {request.device!r} uses {str(provider)!r}: drop --device (or pick a "
+                "local device)"
+            )
         if provider == "qai_hub" and (request.layers is not None or request.fix is not None):
             raise UsageError(
                 "--layers and --fix run the model on a local or ssh device; drop them for "
@@ -199,17 +201,6 @@ def evaluate_and_fix(
                     cancel, stored, shards,
                 )  # fmt: skip
         return report, None
-
-
-def check_host_device(request: EvalRequest, in_container: bool, provider: str) -> None:
-    """Refuse an eval of a ``host_gpu`` runtime on another device than this host: its batch
-    runner starts a container here with the GPU passed through."""
-    if not in_container:
-        raise UsageError(
-            f"hub exec eval {request.runtime} runs the compiled model on this host's NVIDIA "
-            f"GPU; device {request.device!r} uses {provider!r}: drop --device (or pick a local "
-            "device)"
-        )
 
 
 def check_host_gpu(ctx: HubContext, request: EvalRequest) -> None:
@@ -289,15 +280,9 @@ def _dataset_shapes(inputs: list[dict[str, Any]], dataset: Dataset) -> dict[str,
     return shapes
 
 
-def _stored_reference(request: EvalRequest) -> bool:
-    from edgehub.core.runtimes import reference_runtime
-
-    return request.reference is not None and request.reference != reference_runtime().name
-
-
 def _reference_run(ctx: HubContext, request: EvalRequest, dataset: Dataset) -> RunLog | None:
     """The EVAL run ``--reference`` names, checked to have run on this very dataset."""
-    if not _stored_reference(request):
+    if not stored_reference(request):
         return None
     assert request.reference is not None
     log = ctx.store.run_log(request.reference, run_type="EVAL", imported_ok=True)  # data only
