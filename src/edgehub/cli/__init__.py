@@ -6,8 +6,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+
+
+def flush_std() -> None:
+    """Flush stdout and stderr; a closed pipe there is no error (nothing more can be said)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
 
 
 def run() -> None:
@@ -17,11 +25,7 @@ def run() -> None:
 
         served = through_resident(sys.argv[1:])
         if served is not None:
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
+            flush_std()
             os._exit(served)
     from edgehub.cli.main import run as run_here
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from edgehub.cli.options import Flags, split_pair, tags
+from edgehub.cli.options import Flags, project_of, split_pair, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_REGRESSION, UsageError
 
@@ -39,7 +39,6 @@ def ab_flags() -> Flags:
 
 def handle_ab(args: argparse.Namespace) -> int:
     from edgehub.ops.ab import AbRequest, run_ab
-    from edgehub.ops.project import open_project
 
     if args.runtime is None or args.model is None or args.model_b is None:
         raise UsageError(
@@ -60,11 +59,8 @@ def handle_ab(args: argparse.Namespace) -> int:
         lease_timeout=args.lease_timeout,
         timeout=args.timeout,
     )
-    printer = LogPrinter(quiet=args.quiet)
-    try:
-        report = run_ab(open_project(args.config), request, subscriber=printer)
-    finally:
-        printer.done()
+    with LogPrinter(quiet=args.quiet) as printer:
+        report = run_ab(project_of(args), request, subscriber=printer)
     if args.json:
         print_json(report.to_dict())
     else:

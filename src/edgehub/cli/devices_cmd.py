@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgehub.cli.options import project_of
 from edgehub.cli.output import print_json, table
 
 
@@ -63,9 +64,8 @@ def add_parser(commands: Any) -> None:
 
 def _devices(args: argparse.Namespace) -> int:
     from edgehub.ops.devices import list_devices
-    from edgehub.ops.project import open_project
 
-    rows = list_devices(open_project(args.config))
+    rows = list_devices(project_of(args))
     if args.json:
         print_json([row.to_dict() for row in rows])
     else:
@@ -83,9 +83,8 @@ def _devices(args: argparse.Namespace) -> int:
 
 def _release(args: argparse.Namespace) -> int:
     from edgehub.ops.devices import release_device
-    from edgehub.ops.project import open_project
 
-    for line in release_device(open_project(args.config), args.name, force=args.force):
+    for line in release_device(project_of(args), args.name, force=args.force):
         print(line)
     return 0
 
@@ -93,9 +92,8 @@ def _release(args: argparse.Namespace) -> int:
 def _unquarantine(args: argparse.Namespace) -> int:
     from edgehub.errors import UsageError
     from edgehub.ops.devices import unquarantine
-    from edgehub.ops.project import open_project
 
-    project = open_project(args.config)
+    project = project_of(args)
     if args.name not in project.config.devices:
         known = ", ".join(project.config.devices)
         raise UsageError(f"device {args.name!r} not in hub.toml; known: {known}")
@@ -109,9 +107,8 @@ def _unquarantine(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from edgehub.ops.device_check import inspect_device
-    from edgehub.ops.project import open_project
 
-    report = inspect_device(open_project(args.config), args.name, timeout=args.timeout)
+    report = inspect_device(project_of(args), args.name, timeout=args.timeout)
     if args.json:
         print_json(report.to_dict())
         return 0 if report.reachable else 3
@@ -129,25 +126,22 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _trust(args: argparse.Namespace) -> int:
-    from edgehub.errors import UsageError
-    from edgehub.ops.project import open_project
+    from edgehub.cli.terminal import confirmed
     from edgehub.ops.trust import host_key_of, trust_host_key
 
-    offer = host_key_of(open_project(args.config), args.name)
+    offer = host_key_of(project_of(args), args.name)
     print(f"{args.name} ({offer.host}) offers {offer.key_type} key {offer.fingerprint}")
     if offer.state == "trusted":
         print(f"already trusted in {offer.known_hosts}")
         return 0
-    if offer.state == "unknown" and not args.yes:
-        if not sys.stdin.isatty():
-            raise UsageError(
-                "not asking without a terminal; compare the fingerprint with the device's "
-                "(`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` there) and pass --yes"
-            )
-        answer = input(f"Trust this key and add it to {offer.known_hosts}? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("not trusted")
-            return 1
+    unasked = (
+        "not asking without a terminal; compare the fingerprint with the device's "
+        "(`ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` there) and pass --yes"
+    )
+    question = f"Trust this key and add it to {offer.known_hosts}?"
+    if offer.state == "unknown" and not args.yes and not confirmed(question, unasked):
+        print("not trusted")
+        return 1
     path = trust_host_key(offer)  # refuses changed and revoked keys
     print(f"trusted: added to {path}")
     return 0

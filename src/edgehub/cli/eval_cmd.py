@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.cli.options import Flags, tags
+from edgehub.cli.options import Flags, project_of, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import EXIT_GOAL_FAILED, UsageError
 
@@ -100,7 +100,6 @@ def handle_eval(args: argparse.Namespace) -> int:
     from edgehub.core.runtimes import get_runtime
     from edgehub.ops.eval import EvalRequest, evaluate_and_fix
     from edgehub.ops.options import parse_sets
-    from edgehub.ops.project import open_project
 
     if args.runtime is None:
         raise UsageError(
@@ -126,7 +125,7 @@ def handle_eval(args: argparse.Namespace) -> int:
         reference=args.reference,
         fix=args.fix,
     )
-    project = open_project(args.config)
+    project = project_of(args)
     shards = _shards(args, project.config)
     printer = LogPrinter(quiet=args.quiet)
     try:
@@ -147,14 +146,10 @@ def handle_eval(args: argparse.Namespace) -> int:
 def _shards(args: argparse.Namespace, config: HubConfig) -> RayShards | None:
     """The Ray cluster ``--cluster`` names (else hub.toml's), to split the samples across;
     None without the flag (Ray is imported only with it)."""
-    from edgehub.cluster import cluster_address
+    from edgehub.cluster import cluster_address, ray_shards
 
     address = cluster_address(getattr(args, "cluster", None), config.cluster.address)
-    if address is None:
-        return None
-    from edgehub.cluster import ray_shards
-
-    return ray_shards(address, config)
+    return None if address is None else ray_shards(address, config)
 
 
 CALIBRATION_SOURCES = {"dataset": "the dataset evaluated", "given": "the calibration_data given"}

@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from edgehub.cli.options import Flags, path, tags
+from edgehub.cli.options import Flags, path, project_of, tags
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import UsageError
 
@@ -139,7 +139,6 @@ def handle(args: argparse.Namespace) -> int:
     from edgehub.core.runtimes import get_runtime
     from edgehub.ops.execute import ExecRequest, execute, step_components
     from edgehub.ops.options import parse_sets
-    from edgehub.ops.project import open_project
     from edgehub.ops.reports import PipelineReport
 
     measure_options(args)  # --stable-tolerance without --until-stable: refused first
@@ -169,12 +168,9 @@ def handle(args: argparse.Namespace) -> int:
         no_cache=given.get("no_cache", False),
         pin_cpus=args.pin_cpus,
     )
-    project = open_project(args.config)
-    printer = LogPrinter(quiet=args.quiet)
-    try:
+    project = project_of(args)
+    with LogPrinter(quiet=args.quiet) as printer:
         report = execute(project, request, subscriber=printer)
-    finally:
-        printer.done()
     if args.json:
         print_json(report.to_dict())
     elif isinstance(report, PipelineReport):

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from edgehub.cli.options import project_of
 from edgehub.cli.output import ProgressBar, print_json, table
 
 
@@ -30,7 +31,6 @@ def add_parser(commands: Any) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from edgehub.ops.images import BuildFailed, build_images
-    from edgehub.ops.project import open_project
 
     bar = ProgressBar()
 
@@ -44,7 +44,7 @@ def _build(args: argparse.Namespace) -> int:
 
     try:
         built = build_images(
-            open_project(args.config),
+            project_of(args),
             args.runtimes,
             base=args.base,
             offline=args.offline,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from edgehub import __version__
+from edgehub.cli import flush_std
 from edgehub.errors import EdgehubError, OperationCancelled
 
 EXIT_INTERNAL = 1
@@ -217,19 +218,11 @@ def _end_after_exit_handlers() -> None:
     where `exit_now` asked for it. The atexit module offers no public way to run the handlers
     and then end without the interpreter's teardown; this is that way."""
     if _fast_exit:
-        _flush()
+        flush_std()
         os._exit(_fast_exit[0])
 
 
 atexit.register(_end_after_exit_handlers)
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass  # a closed pipe: nothing more can be said there
 
 
 def exit_now(code: int) -> NoReturn:
@@ -238,7 +231,7 @@ def exit_now(code: int) -> NoReturn:
     last step; `benchmarks/bench_ort_local.py` (e) times a warm invoke's CLI).
     Where a thread of ours still works, or a profiler or debugger watches, exit the ordinary
     way."""
-    _flush()
+    flush_std()
     main_thread = threading.main_thread()
     working = any(
         t.is_alive() and not t.daemon and t is not main_thread for t in threading.enumerate()

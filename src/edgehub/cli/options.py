@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
+
+if TYPE_CHECKING:
+    from edgehub.ops.project import Project
 
 
 class Flags:
@@ -29,6 +32,13 @@ class Flags:
         self.names += [name for name in names if name.startswith("-")]
         action: argparse.Action = self._target.add_argument(*names, **kwargs)
         return action
+
+
+def project_of(args: argparse.Namespace) -> Project:
+    """The project of ``--config`` (else of the nearest hub.toml) a command works on."""
+    from edgehub.ops.project import open_project
+
+    return open_project(args.config)
 
 
 def path(text: str) -> Path:

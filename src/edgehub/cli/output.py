@@ -98,6 +98,12 @@ class LogPrinter:
         with self._lock:
             self.progress.clear()
 
+    def __enter__(self) -> LogPrinter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done()
+
 
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, default=str, sort_keys=False)

@@ -21,6 +21,7 @@ The client imports only the standard library: it is what the shell starts.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import signal
@@ -149,11 +150,9 @@ def _start_server(path: str) -> None:
     import subprocess
 
     marker = path.removesuffix(".sock") + ".starting"
-    try:
+    with contextlib.suppress(OSError):
         if time.time() - os.stat(marker).st_mtime < _START_WAIT:
             return  # another call is starting it
-    except OSError:
-        pass
     try:
         with open(marker, "w"):
             pass
@@ -182,10 +181,8 @@ def _run_remotely(conn: socket.socket) -> int:
     child = int(first[1])
 
     def forward(signum: int, _frame: object) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(child, signum)
-        except OSError:
-            pass
 
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGWINCH):
         signal.signal(signum, forward)
@@ -294,22 +291,18 @@ def serve(path: Path) -> socket.socket | None:
 
 def _reap() -> None:
     """Wait for every child that has ended (so the kernel adds its CPU time to ours)."""
-    try:
+    with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             pass
-    except ChildProcessError:
-        pass
 
 
 def _withdraw(path: Path, bound: os.stat_result, listener: socket.socket) -> None:
     """Remove ``path`` where it is still this process's socket (``bound``), and close it."""
-    try:
+    with contextlib.suppress(OSError):
         now = os.stat(path)
         if (now.st_ino, now.st_dev) == (bound.st_ino, bound.st_dev):
             path.unlink()
             path.with_suffix(".pid").unlink(missing_ok=True)
-    except OSError:
-        pass
     listener.close()
 
 
@@ -358,17 +351,13 @@ def _child(conn: socket.socket) -> None:
 
     def report() -> None:  # registered first of this command's handlers: runs after them
         done.set()
-        try:
+        with contextlib.suppress(OSError):
             conn.sendall(f"exit {code[0]}\n".encode())
-        except OSError:
-            pass
 
     def watch() -> None:  # the client gone (killed) before the end: stop as on SIGTERM
-        try:
+        with contextlib.suppress(OSError):
             while conn.recv(1):
                 pass
-        except OSError:
-            pass
         if not done.is_set():
             os.kill(os.getpid(), signal.SIGTERM)
 

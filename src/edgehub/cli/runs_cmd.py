@@ -8,7 +8,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from edgehub.cli.options import fraction
+from edgehub.cli.options import fraction, project_of
 from edgehub.cli.output import print_json, table
 from edgehub.cli.report_cmd import add_report_parser
 from edgehub.errors import EXIT_INCOMPARABLE, EXIT_NOT_REPRODUCED, EXIT_REGRESSION
@@ -16,7 +16,6 @@ from edgehub.text import visible
 
 if TYPE_CHECKING:
     from edgehub.ops.eval.compare import AccuracyComparison
-    from edgehub.ops.project import Project
     from edgehub.ops.runs import Comparison
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.percentiles import PercentileCI
@@ -152,12 +151,6 @@ def add_parser(commands: Any) -> None:
     add_report_parser(sub)
 
 
-def _project(args: argparse.Namespace) -> Project:
-    from edgehub.ops.project import open_project
-
-    return open_project(args.config)
-
-
 def _when(timestamp: float | None) -> str:
     if not timestamp:
         return "-"
@@ -190,7 +183,7 @@ def _list(args: argparse.Namespace) -> int:
 
     given = vars(args)  # each flag of `runs list` is the filter field of its name
     run_filter = RunFilter(**{f.name: given[f.name] for f in fields(RunFilter) if f.name in given})
-    runs = list_runs(_project(args), run_filter)
+    runs = list_runs(project_of(args), run_filter)
     if args.json:
         print_json([run.to_dict() for run in runs])
         return 0
@@ -205,7 +198,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from edgehub.ops.runs import latency_percentiles, show_run
 
-    run = show_run(_project(args), args.run_id)
+    run = show_run(project_of(args), args.run_id)
     percentiles = latency_percentiles(run)
     if args.json:
         data = run.to_dict()
@@ -271,7 +264,7 @@ def _compare(args: argparse.Namespace) -> int:
     from edgehub.ops.runs import compare_runs
 
     result = compare_runs(
-        _project(args),
+        project_of(args),
         args.run_a,
         args.run_b,
         max_regression=args.max_regression,
@@ -287,9 +280,8 @@ def _compare(args: argparse.Namespace) -> int:
         if result.accuracy is not None:
             print()
             _print_accuracy_comparison(result.accuracy)
-        if result.paired is not None:
-            print(f"\nthe {result.paired.rounds} paired rounds of their A/B run decide:")
-            print(result.paired.verdict)
+        if result.paired_heading is not None:
+            print(f"\n{result.paired_heading}\n{result.verdict}")
         _print_comparability(result, args)
     if not result.comparable and args.max_regression is not None and not args.allow_incomparable:
         return EXIT_INCOMPARABLE
@@ -297,18 +289,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _print_comparability(result: Comparison, args: argparse.Namespace) -> None:
-    found = result.comparability
-    if found is None:
+    if result.comparability is None:
         return
-    print()
-    for note in found.notes:
-        print(f"note: {note}")
-    if found.comparable:
-        return
-    print("NOT COMPARABLE, by the conditions the runs recorded:")
-    for reason in found.reasons:
-        print(f"  - {reason}")
-    if args.max_regression is not None and not args.allow_incomparable:
+    warning, notes = result.condition_lines()
+    print("", *notes, *warning, sep="\n")
+    if warning and args.max_regression is not None and not args.allow_incomparable:
         print(
             f"the regression verdict does not count (exit {EXIT_INCOMPARABLE}): measure both "
             "again under the same conditions, or pass --allow-incomparable"
@@ -327,7 +312,7 @@ def _export(args: argparse.Namespace) -> int:
         raise UsageError("--tracking-uri and --experiment apply to --to mlflow")
     if not args.output:
         raise UsageError("hub runs export needs -o FILE (runs.tar, runs.tar.gz) or --to mlflow")
-    result = export_runs(_project(args), args.run_ids, Path(args.output))
+    result = export_runs(project_of(args), args.run_ids, Path(args.output))
     print(
         f"wrote {result.path}: {len(result.runs)} runs, {result.artifacts} artifacts, "
         f"{len(result.images)} image locks, {result.size} bytes"
@@ -344,7 +329,7 @@ def _export_mlflow(args: argparse.Namespace) -> int:
     if args.output:
         raise UsageError("give either -o FILE (a bundle) or --to mlflow, not both")
     result = export_to_mlflow(
-        _project(args), args.run_ids, tracking_uri=args.tracking_uri, experiment=args.experiment
+        project_of(args), args.run_ids, tracking_uri=args.tracking_uri, experiment=args.experiment
     )
     for what, runs in (("created", result.created), ("updated", result.updated)):
         for ours, theirs in runs.items():
@@ -361,7 +346,7 @@ def _import(args: argparse.Namespace) -> int:
 
     from edgehub.ops.bundles import import_runs
 
-    result = import_runs(_project(args), Path(args.bundle))
+    result = import_runs(project_of(args), Path(args.bundle))
     print(
         f"imported {len(result.imported)} runs ({len(result.already_present)} already here), "
         f"{result.artifacts_added} artifacts, {len(result.images_added)} image locks"
@@ -374,18 +359,15 @@ def _rerun(args: argparse.Namespace) -> int:
     from edgehub.ops.rerun import rerun
     from edgehub.ops.sweep_rerun import SweepRerun
 
-    printer = LogPrinter(quiet=args.quiet)
-    try:
+    with LogPrinter(quiet=args.quiet) as printer:
         result = rerun(
-            _project(args),
+            project_of(args),
             args.run_id,
             device=args.device,
             image=args.image,
             children=args.children,
             subscriber=printer,
         )
-    finally:
-        printer.done()
     reports = [] if isinstance(result, SweepRerun) else [result, *result.children]
     differ = any(report.matched is False for report in reports)
     if args.json:
@@ -418,25 +400,20 @@ def _rerun(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    import sys
-
-    from edgehub.errors import UsageError
+    from edgehub.cli.terminal import confirmed
     from edgehub.ops.run_delete import delete_runs, deletion_plan
 
-    project = _project(args)
+    project = project_of(args)
     plan = deletion_plan(project, args.run_id)
     run = plan.run
     what = f"run {run.run_id} ({run.run_type} {run.name}, started {_when(run.started_at)})"
     if plan.children:
         what += f" and its {len(plan.children)} child runs"
     what = visible(what)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise UsageError(f"not asking without a terminal; to delete {what}, pass --yes")
-        answer = input(f"Delete {what}? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("not deleted")
-            return 1
+    unasked = f"not asking without a terminal; to delete {what}, pass --yes"
+    if not args.yes and not confirmed(f"Delete {what}?", unasked):
+        print("not deleted")
+        return 1
     result = delete_runs(project, plan)
     print(
         f"deleted {len(result.run_ids)} runs ({result.files_removed} stored files and folders "

@@ -11,6 +11,7 @@ exits 128 + its number.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from types import FrameType
@@ -31,13 +32,11 @@ class Stopped(KeyboardInterrupt):
 
 
 def _silence_terminal() -> None:
-    try:
+    with contextlib.suppress(OSError):
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, 1)
         os.dup2(null, 2)
         os.close(null)
-    except OSError:
-        pass
 
 
 _received: list[int] = []

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.cli.options import Flags
+from edgehub.cli.options import Flags, project_of
 from edgehub.cli.output import LogPrinter, print_json, table
 from edgehub.errors import UsageError
 
@@ -105,11 +105,10 @@ def _grid(args: argparse.Namespace) -> SweepGrid:
 
 
 def handle_sweep(args: argparse.Namespace) -> int:
-    from edgehub.ops.project import open_project
     from edgehub.ops.sweep import run_sweep
 
     grid = _grid(args)
-    project = open_project(args.config)
+    project = project_of(args)
     executor = _executor(args.cluster, project.config.cluster.address)
     printer = LogPrinter(quiet=args.quiet)
     try:
@@ -138,14 +137,10 @@ def handle_sweep(args: argparse.Namespace) -> int:
 
 def _executor(flag: str | None, configured: str | None) -> RayExecutor | None:
     """The Ray executor ``--cluster`` asks for (its address, else hub.toml's); None without."""
-    from edgehub.cluster import cluster_address
+    from edgehub.cluster import cluster_address, ray_executor
 
     address = cluster_address(flag, configured)
-    if address is None:
-        return None
-    from edgehub.cluster import ray_executor
-
-    return ray_executor(address)
+    return None if address is None else ray_executor(address)
 
 
 def _live_line(cell: CellResult) -> None:

@@ -39,6 +39,16 @@ def raw(stream: TextIO) -> TextIO:
     return stream.raw if isinstance(stream, Guarded) else stream
 
 
+def confirmed(question: str, unasked: str) -> bool:
+    """Whether the user answers y or yes to ``question``; without a terminal to ask on, a
+    `UsageError` saying ``unasked`` (what to pass instead)."""
+    from edgehub.errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError(unasked)
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
 @contextlib.contextmanager
 def guarded() -> Iterator[None]:
     """sys.stdout and sys.stderr guarded for the block (each once, however nested)."""

@@ -267,10 +267,8 @@ class EdgehubApp(App[int]):
         return True
 
     def _hub_screen(self) -> HubScreen | None:
-        for screen in reversed(self.screen_stack):
-            if isinstance(screen, HubScreen):
-                return screen
-        return None
+        stack = reversed(self.screen_stack)
+        return next((screen for screen in stack if isinstance(screen, HubScreen)), None)
 
     def _run_to_cancel(self) -> str | None:
         """The run in view, else the only one going."""

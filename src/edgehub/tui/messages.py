@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from textual.message import Message
@@ -13,43 +14,34 @@ if TYPE_CHECKING:
 __all__ = ["BuildProgress", "ConfigReloaded", "LinesReady", "RunEnded"]
 
 
+@dataclass(eq=False)
 class LinesReady(Message):
     """A run pane's buffer has lines to show (one per drain, however many lines)."""
 
-    def __init__(self, pane_id: str) -> None:
-        super().__init__()
-        self.pane_id = pane_id
+    pane_id: str
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, LinesReady) and message.pane_id == self.pane_id
 
 
+@dataclass(eq=False)
 class RunEnded(Message):
     """A launched run returned: its status, its report, or the error that ended it."""
 
-    def __init__(
-        self,
-        pane_id: str,
-        status: str,
-        report: RunReport | PipelineReport | EvalReport | None = None,
-        error: str | None = None,
-    ) -> None:
-        super().__init__()
-        self.pane_id = pane_id
-        self.status = status
-        self.report = report
-        self.error = error
+    pane_id: str
+    status: str
+    report: RunReport | PipelineReport | EvalReport | None = None
+    error: str | None = None
 
 
+@dataclass(eq=False)
 class BuildProgress(Message):
     """A step of an image build."""
 
-    def __init__(self, runtime: str, label: str, step: int, steps: int) -> None:
-        super().__init__()
-        self.runtime = runtime
-        self.label = label
-        self.step = step
-        self.steps = steps
+    runtime: str
+    label: str
+    step: int
+    steps: int
 
 
 class ConfigReloaded(Message):

@@ -12,11 +12,11 @@ over the path as editors save).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgehub.fsutil import sha256_file
 from edgehub.ops.project import Project, open_project
 from edgehub.tui.clock import Clock
 
@@ -31,7 +31,7 @@ def _digest(path: Path | None) -> str | None:
     if path is None:
         return None
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_file(path)
     except OSError:
         return None
 

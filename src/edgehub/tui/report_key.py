@@ -23,12 +23,10 @@ def write_report_of(screen: HubScreen, runs: Sequence[str], sweeps: Sequence[str
     project = screen.state.project
     output = report_path(project, [*runs, *sweeps])
     screen.notify("writing the report…", markup=False)
-    screen.run_worker(
+    screen.in_thread(
+        REPORT_WORKER,
         lambda: str(write_report(project, runs, output, sweeps=sweeps)),
-        name=REPORT_WORKER,
         group="report",
-        thread=True,
-        exit_on_error=False,
     )
 
 

@@ -87,7 +87,7 @@ def _plain(name: str) -> str:
 def run_detail(project: Project, run_id: str) -> RunDetail:
     """A run with its log's last lines and, for a profile, the raw latencies `hub runs compare`
     would judge (none when they cannot enter a verdict: NaN, text, zero)."""
-    from edgehub.ops.runs import latency_samples, show_run
+    from edgehub.ops.runs import latency_percentiles, latency_samples, show_run
 
     run = show_run(project, run_id)
     artifacts = {_plain(a.name or a.file_name): str(a.file_path) for a in run.all_artifacts}
@@ -97,13 +97,8 @@ def run_detail(project: Project, run_id: str) -> RunDetail:
         metrics={_plain(k): v for k, v in run.metrics.items()},
         artifacts=artifacts,
         samples_us=[1000.0 * s for s in latency_samples(run)],
+        percentiles=latency_percentiles(run),
     )
-    if detail.samples_us:
-        import numpy as np
-
-        from edgehub.tracking.percentiles import percentile_cis
-
-        detail.percentiles = percentile_cis(np.asarray(detail.samples_us) / 1000.0)
     log = artifacts.get("log")
     if log and Path(log).is_file():
         detail.log_lines = Path(log).read_text(errors="replace").splitlines()[-_LOG_TAIL:]
@@ -129,20 +124,13 @@ def percentile_lines(percentiles: list[PercentileCI]) -> list[str]:
 def verdict_lines(comparison: Comparison) -> list[str]:
     """What decides, first: NOT COMPARABLE with its reasons (in `hub runs compare`'s words),
     what could not be compared and why, the verdict, then the conditions check's notes."""
-    lines: list[str] = []
-    found = comparison.comparability
-    if found is not None and not found.comparable:
-        lines.append("NOT COMPARABLE, by the conditions the runs recorded:")
-        lines += [f"  - {reason}" for reason in found.reasons]
-    lines += comparison.problems
-    paired = comparison.paired
-    if paired is not None:
-        lines.append(f"the {paired.rounds} paired rounds of their A/B run decide: {paired.verdict}")
+    warning, notes = comparison.condition_lines()
+    lines = warning + comparison.problems
+    if comparison.paired_heading is not None:
+        lines.append(f"{comparison.paired_heading} {comparison.verdict}")
     elif comparison.verdict is not None:
         lines.append(comparison.verdict)
-    if found is not None:
-        lines += [f"note: {note}" for note in found.notes]
-    return lines
+    return lines + notes
 
 
 def _text(value: Any) -> str:

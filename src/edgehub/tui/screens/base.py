@@ -11,16 +11,23 @@ the field, as Escape does: the next ``3`` or ``q`` is a shortcut, never text.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.screen import Screen
-from textual.widgets import Input
+from textual.widgets import DataTable, Header, Input
 from textual.worker import Worker, WorkerState
 
 from edgehub.errors import EdgehubError
 from edgehub.tui.messages import ConfigReloaded
 from edgehub.tui.project_state import ProjectState
 from edgehub.tui.widgets.config_banner import ConfigBanner, banner_text
+from edgehub.tui.widgets.hub_footer import HubFooter
+from edgehub.tui.widgets.nav_bar import NavBar
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from textual.app import ComposeResult
 
 __all__ = ["TEXT_FIELDS", "HubScreen"]
 
@@ -31,11 +38,46 @@ class HubScreen(Screen[None]):
     """A screen over ``state``. A worker's result goes to `worker_done` (by worker name); a
     worker's error becomes a notification (an unexpected one is also logged), never a crash."""
 
+    NAV: str | None = None  # the screen's name in the `NavBar` (None: no bar, a screen pushed)
+
     def __init__(self, state: ProjectState) -> None:
         super().__init__()
         self.state = state
         self._seen_generation = state.generation
         self._completed = False  # `build_later` has run (or is running)
+
+    def compose(self) -> ComposeResult:
+        """The frame of every screen: the header, the `NavBar`, the screen's `body`, the footer."""
+        yield Header()
+        if self.NAV is not None:
+            yield NavBar(self.NAV)
+        yield from self.body()
+        yield HubFooter()
+
+    def body(self) -> ComposeResult:
+        """Override: what the screen shows between its header (and `NavBar`) and footer."""
+        yield from ()
+
+    def in_thread(self, name: str, work: Callable[[], Any], **options: Any) -> None:
+        """Run ``work`` in a thread worker called ``name``: its result goes to `worker_done`,
+        its error to `worker_failed`."""
+        self.run_worker(work, name=name, thread=True, exit_on_error=False, **options)
+
+    def ended(self, where: str, work: Callable[[], Any]) -> tuple[str, Any, str | None]:
+        """Run ``work`` (a launched run, in its worker) to its end, for the worker to post:
+        (its ``status``, it, None); cancelled: ("KILLED", None, "cancelled"); failed: ("FAILED",
+        None, why), an unexpected error also logged as ``where``."""
+        from edgehub.errors import OperationCancelled
+
+        try:
+            result = work()
+        except OperationCancelled:
+            return "KILLED", None, "cancelled"
+        except Exception as error:  # the caller shows it
+            if not isinstance(error, EdgehubError):
+                self.log_unexpected(where, error)
+            return "FAILED", None, str(error) or type(error).__name__
+        return getattr(result, "status", "FINISHED"), result, None
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -116,6 +158,19 @@ class HubScreen(Screen[None]):
 
     def config_reloaded(self) -> None:
         """Override: hub.toml was (re)loaded since this screen last showed it."""
+
+
+def row_key(table: DataTable[Any]) -> str | None:
+    """The key of ``table``'s highlighted row; None while it has no rows."""
+    if table.row_count == 0:
+        return None
+    return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+
+
+def move_to_row(table: DataTable[Any], key: str | None) -> None:
+    """Put ``table``'s cursor on the row keyed ``key``, where there is one."""
+    if key is not None and key in {str(k.value) for k in table.rows}:
+        table.move_cursor(row=table.get_row_index(key))
 
 
 def _one_line(error: BaseException | None) -> str:

@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Header, Label, Static
+from textual.widgets import DataTable, Label, Static
 
 from edgehub.text import visible
 from edgehub.tui.cells import plain
 from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.runs_data import Row, comparison_sections, verdict_lines
 from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.hub_footer import HubFooter
 
 if TYPE_CHECKING:
     from edgehub.ops.runs import Comparison
@@ -43,24 +42,17 @@ class CompareScreen(HubScreen):
         self._rows: dict[str, Row] = {}  # full values by row key
         self.only_differences = False
 
-    def compose(self) -> ComposeResult:
-        yield Header()
+    def body(self) -> ComposeResult:
         yield Label("comparing…", id="compare-title", classes="screen-title", markup=False)
         yield DataTable(id="compare", cursor_type="row", zebra_stripes=True)
         yield Static("", id="compare-full", markup=False)
-        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns("", "a", "b", "b/a")
         from edgehub.ops.runs import compare_runs
 
         project, a, b = self.state.project, self.run_a, self.run_b
-        self.run_worker(
-            lambda: compare_runs(project, a, b, strict=False),
-            name="compare",
-            thread=True,
-            exit_on_error=False,
-        )
+        self.in_thread("compare", lambda: compare_runs(project, a, b, strict=False))
 
     def worker_done(self, name: str, result: Any) -> None:
         if name == "compare":

@@ -86,18 +86,14 @@ class DeviceEditScreen(ModalScreen[Edit | None]):
     def on_mount(self) -> None:
         self._show_provider_parts()
 
-    def _settings_form(self, values: dict[str, Any]) -> FieldForm:
-        table = settings_table(self.provider)
-        return FieldForm(
-            settings_fields(self.provider), values.get(table or "") or {}, id="settings"
-        )
+    def _settings_form(self, values: dict[str, Any], id: str = "settings") -> FieldForm:
+        """The provider's settings table (``values`` holds it by name) as a form."""
+        table = settings_table(self.provider) or ""
+        return FieldForm(settings_fields(self.provider), values.get(table) or {}, id=id)
 
     def _override(self, component: str, tables: dict[str, Any]) -> FieldForm:
         self._forms += 1
-        table = settings_table(self.provider) or ""
-        form = FieldForm(
-            settings_fields(self.provider), tables.get(table) or {}, id=f"override-{self._forms}"
-        )
+        form = self._settings_form(tables, id=f"override-{self._forms}")
         form.border_title = component
         form.add_class("override")
         return form

@@ -11,16 +11,14 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Header, Label
+from textual.widgets import DataTable, Label
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
 from edgehub.tui.cells import plain
-from edgehub.tui.screens.base import HubScreen
+from edgehub.tui.screens.base import HubScreen, move_to_row, row_key
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
-from edgehub.tui.widgets.hub_footer import HubFooter
-from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["DevicesScreen"]
 
@@ -38,13 +36,11 @@ class DevicesScreen(HubScreen):
         Binding("t", "trust", "Trust key"),
         Binding("d", "duplicate", "Duplicate"),
     ]
+    NAV = "devices"
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield NavBar("devices")
+    def body(self) -> ComposeResult:
         yield Label("", id="devices-title", classes="screen-title", markup=False)
         yield DataTable(cursor_type="row", zebra_stripes=True, id="devices")
-        yield HubFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -67,7 +63,7 @@ class DevicesScreen(HubScreen):
         if document is not None and self.state.dirty:
             project = Project(document.validate())
         table = self.query_one(DataTable)
-        current = select or self._selected()
+        current = select or row_key(table)
         table.clear()
         for row in list_devices(project):
             table.add_row(
@@ -80,18 +76,13 @@ class DevicesScreen(HubScreen):
                 ),
                 key=row.name,
             )
-        if current is not None and current in {str(k.value) for k in table.rows}:
-            table.move_cursor(row=table.get_row_index(current))
+        move_to_row(table, current)
         where = self.state.shown_path
         mark = "  [modified: w saves]" if self.state.dirty else ""
         self.query_one("#devices-title", Label).update(f"Devices of {where}{mark}")
 
     def _selected(self) -> str | None:
-        table = self.query_one(DataTable)
-        if table.row_count == 0:
-            return None
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        return str(key.value)
+        return row_key(self.query_one(DataTable))
 
     def _document(self) -> Any:
         if self.state.document is None:
@@ -201,25 +192,14 @@ class DevicesScreen(HubScreen):
             return
         self._checks[name] = "checking…"
         self.refresh_table()
-        self.run_worker(
-            lambda: _check_device(self.state, name),
-            name=f"check {name}",
-            thread=True,
-            exit_on_error=False,
-        )
+        self.in_thread(f"check {name}", lambda: _check_device(self.state, name))
 
     # -- trusting an SSH host key ------------------------------------------------------------
 
     def action_trust(self) -> None:
         name = self._selected()
-        if name is None:
-            return
-        self.run_worker(
-            lambda: _offered_key(self.state, name),
-            name=f"trust {name}",
-            thread=True,
-            exit_on_error=False,
-        )
+        if name is not None:
+            self.in_thread(f"trust {name}", lambda: _offered_key(self.state, name))
 
     def _ask_trust(self, name: str, offer: Any) -> None:
         if offer.state == "trusted":
@@ -238,9 +218,7 @@ class DevicesScreen(HubScreen):
 
         def answer(yes: bool | None) -> None:
             if yes:
-                self.run_worker(
-                    lambda: _trust(offer), name=f"trusted {name}", thread=True, exit_on_error=False
-                )
+                self.in_thread(f"trusted {name}", lambda: _trust(offer))
 
         question = (
             f"Trust {name}'s host key?\n{offer.host} {offer.key_type}\n{offer.fingerprint}\n"

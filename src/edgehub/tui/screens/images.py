@@ -9,13 +9,11 @@ from typing import Any
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Header, Label, Log, ProgressBar
+from textual.widgets import DataTable, Label, Log, ProgressBar
 
 from edgehub.text import visible
 from edgehub.tui.messages import BuildProgress
-from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.hub_footer import HubFooter
-from edgehub.tui.widgets.nav_bar import NavBar
+from edgehub.tui.screens.base import HubScreen, row_key
 
 __all__ = ["ImagesScreen"]
 
@@ -27,14 +25,13 @@ def _size(size: int | None) -> str:
 class ImagesScreen(HubScreen):
     AUTO_FOCUS = "#images"
     BINDINGS = [Binding("b", "build", "Build"), Binding("r", "refresh_images", "Refresh")]
+    NAV = "images"
 
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self.building: str | None = None
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield NavBar("images")
+    def body(self) -> ComposeResult:
         yield Label(
             "Toolchain images (the tag follows the Dockerfile and lock file)",
             classes="screen-title",
@@ -46,7 +43,6 @@ class ImagesScreen(HubScreen):
         # second) even while hidden
         yield ProgressBar(total=1, show_eta=False, id="build-progress")
         yield Log(id="build-log", max_lines=500)
-        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).add_columns(
@@ -59,9 +55,7 @@ class ImagesScreen(HubScreen):
         self.action_refresh_images()
 
     def action_refresh_images(self) -> None:
-        self.run_worker(
-            _image_rows, name="list", group="list", thread=True, exclusive=True, exit_on_error=False
-        )
+        self.in_thread("list", _image_rows, group="list", exclusive=True)
 
     def worker_done(self, name: str, result: Any) -> None:
         if name == "list":
@@ -103,10 +97,9 @@ class ImagesScreen(HubScreen):
             )
 
     def action_build(self) -> None:
-        table = self.query_one(DataTable)
-        if table.row_count == 0 or self.building:
+        runtime = row_key(self.query_one(DataTable))
+        if runtime is None or self.building:
             return
-        runtime = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         self.building = runtime
         bar = self.query_one("#build-progress", ProgressBar)
         bar.update(total=None, progress=0)  # until the build says how many steps

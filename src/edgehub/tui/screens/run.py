@@ -15,15 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import (
-    Button,
-    Header,
-    Input,
-    Label,
-    Select,
-    TabbedContent,
-    TabPane,
-)
+from textual.widgets import Button, Input, Label, Select, TabbedContent, TabPane
 
 from edgehub.errors import EdgehubError, UsageError
 from edgehub.ops.cancel import Cancellation
@@ -35,8 +27,6 @@ from edgehub.tui.run_summary import summary_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.screens.model_pick import ModelPickScreen
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid, field_row
-from edgehub.tui.widgets.hub_footer import HubFooter
-from edgehub.tui.widgets.nav_bar import NavBar
 from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
 
 if TYPE_CHECKING:
@@ -52,17 +42,16 @@ class RunScreen(HubScreen):
         Binding("ctrl+t", "pick", "Pick model"),
         Binding("ctrl+l", "close_tab", "Close tab"),  # ^w deletes a word in fields
     ]
+    NAV = "run"
 
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self._launched = 0
         self._options_for: tuple[str | None, str | None] | None = None  # the form's choices
 
-    def compose(self) -> ComposeResult:
+    def body(self) -> ComposeResult:
         from edgehub.core.runtimes import runtime_names
 
-        yield Header()
-        yield NavBar("run")
         with Horizontal(id="run-body"):
             with VerticalScroll(id="run-form"):
                 model = Input(placeholder="path to an ONNX model", id="model", compact=True)
@@ -83,7 +72,6 @@ class RunScreen(HubScreen):
             with Vertical(id="run-panes"):
                 yield Label("No runs yet: fill in the form and launch.", id="no-runs", markup=False)
                 yield TabbedContent(id="panes")
-        yield HubFooter()
 
     def _devices(self) -> list[tuple[str, str]]:
         from edgehub.ops.devices import list_devices
@@ -247,27 +235,19 @@ class RunScreen(HubScreen):
     def _execute(
         self, pane_id: str, request: ExecRequest | EvalRequest, buffer: Any, cancel: Cancellation
     ) -> None:
-        from edgehub.errors import OperationCancelled
         from edgehub.ops.execute import execute
 
         project, push = self.state.project, buffer.push
-        report: Any
-        try:
-            if isinstance(request, ExecRequest):
-                report = execute(project, request, subscriber=push, cancel=cancel)
-            else:
-                from edgehub.ops.eval import evaluate
 
-                report = evaluate(project, request, subscriber=push, cancel=cancel)
-        except OperationCancelled:
-            self.post_message(RunEnded(pane_id, "KILLED", error="cancelled"))
-        except Exception as error:  # shown in its pane and as a notification
-            if not isinstance(error, EdgehubError):
-                self.log_unexpected(f"run {pane_id}", error)
-            self.post_message(RunEnded(pane_id, "FAILED", error=str(error) or type(error).__name__))
-        else:
-            status = getattr(report, "status", "FINISHED")
-            self.post_message(RunEnded(pane_id, status, report=report))
+        def run() -> Any:
+            if isinstance(request, ExecRequest):
+                return execute(project, request, subscriber=push, cancel=cancel)
+            from edgehub.ops.eval import evaluate
+
+            return evaluate(project, request, subscriber=push, cancel=cancel)
+
+        # an error is shown in its pane and as a notification
+        self.post_message(RunEnded(pane_id, *self.ended(f"run {pane_id}", run)))
 
     def on_lines_ready(self, message: LinesReady) -> None:
         self._pane(message.pane_id).drain()

@@ -8,14 +8,13 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Header, Label, Log, TabbedContent, TabPane
+from textual.widgets import DataTable, Label, Log, TabbedContent, TabPane
 
 from edgehub.text import visible
 from edgehub.tui.accuracy_data import Accuracy
 from edgehub.tui.cells import plain
 from edgehub.tui.runs_data import RunDetail, percentile_lines
 from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.hub_footer import HubFooter
 from edgehub.tui.widgets.latency_histogram import LatencyHistogram
 
 __all__ = ["RunDetailScreen"]
@@ -39,8 +38,7 @@ class RunDetailScreen(HubScreen):
         super().__init__(state)
         self.run_id = run_id
 
-    def compose(self) -> ComposeResult:
-        yield Header()
+    def body(self) -> ComposeResult:
         yield Label(
             f"run {self.run_id[:8]}: loading…", id="run-title", classes="screen-title", markup=False
         )
@@ -53,7 +51,6 @@ class RunDetailScreen(HubScreen):
                     yield DataTable(id=f"table-{name}", cursor_type="row")
             with TabPane("log", id="tab-log"):
                 yield Log(id="run-log", max_lines=5000)
-        yield HubFooter()
 
     def on_mount(self) -> None:
         for name in _TABLES:
@@ -61,9 +58,7 @@ class RunDetailScreen(HubScreen):
         from edgehub.tui.runs_data import run_detail
 
         project, run_id = self.state.project, self.run_id
-        self.run_worker(
-            lambda: run_detail(project, run_id), name="detail", thread=True, exit_on_error=False
-        )
+        self.in_thread("detail", lambda: run_detail(project, run_id))
 
     def action_toggle_log(self) -> None:
         self.query_one("#histogram", LatencyHistogram).toggle_log()

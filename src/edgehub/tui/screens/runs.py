@@ -16,14 +16,12 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Header, Input, Label, Select
+from textual.widgets import DataTable, Input, Label, Select
 
 from edgehub.tui.cells import plain
 from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.runs_data import FILTER_KEYS, matches, store_stamp
-from edgehub.tui.screens.base import HubScreen
-from edgehub.tui.widgets.hub_footer import HubFooter
-from edgehub.tui.widgets.nav_bar import NavBar
+from edgehub.tui.screens.base import HubScreen, move_to_row, row_key
 from edgehub.tui.widgets.vi_table import ViTable
 
 if TYPE_CHECKING:
@@ -46,6 +44,7 @@ class RunsScreen(HubScreen):
         Binding("slash", "search", "Filter"),
         Binding("escape", "clear_search", "Clear filter", show=False),
     ]
+    NAV = "runs"
 
     def __init__(self, state: Any) -> None:
         from edgehub.tracking.records import RunFilter
@@ -60,9 +59,7 @@ class RunsScreen(HubScreen):
         self._search = ""  # the `/` filter, lower case
         self._stamp: tuple[int, ...] | None = None  # the store as last read
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield NavBar("runs")
+    def body(self) -> ComposeResult:
         with Horizontal(id="filters"):
             for key in FILTER_KEYS:
                 yield Select([], prompt=f"{_PROMPTS[key]}: any", id=f"filter-{key}", compact=True)
@@ -73,7 +70,6 @@ class RunsScreen(HubScreen):
             compact=True,
         )
         yield Label("reading runs…", id="runs-count", classes="status", markup=False)
-        yield HubFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#runs", DataTable)
@@ -179,8 +175,7 @@ class RunsScreen(HubScreen):
                 ),
                 key=row.run_id,
             )
-        if keep is not None and keep in {row.run_id for row in shown}:
-            table.move_cursor(row=table.get_row_index(keep))
+        move_to_row(table, keep)
         more = "" if self._exhausted else "+ (more load as you scroll)"
         count = f"{self._loaded}{more} runs"
         if self._search:
@@ -238,10 +233,7 @@ class RunsScreen(HubScreen):
     # -- opening and comparing -------------------------------------------------------------
 
     def _highlighted(self) -> str | None:
-        table = self.query_one("#runs", DataTable)
-        if table.row_count == 0:
-            return None
-        return str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        return row_key(self.query_one("#runs", DataTable))
 
     def action_open(self) -> None:
         from edgehub.tui.screens.run_detail import RunDetailScreen

@@ -7,6 +7,7 @@ cell comes back as a `CellChanged` message (no widget is touched from the worker
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Checkbox, DataTable, Header, Input, Label, Select
+from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.cancel import Cancellation
@@ -25,8 +26,6 @@ from edgehub.tui.cells import plain
 from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.field_form import field_row
-from edgehub.tui.widgets.hub_footer import HubFooter
-from edgehub.tui.widgets.nav_bar import NavBar
 
 __all__ = ["CellChanged", "SweepEnded", "SweepScreen"]
 
@@ -34,16 +33,16 @@ SWEEP_RUN = "sweep"  # the sweep's key among the state's runs
 COLUMNS = ("model", "device", "runtime", "options", "status", "median ms", "p99 ms", "cosine")
 
 
+@dataclass(eq=False)
 class CellChanged(Message):
-    def __init__(self, cell: CellResult) -> None:
-        super().__init__()
-        self.cell = cell
+    cell: CellResult
 
 
+@dataclass(eq=False)
 class SweepEnded(Message):
-    def __init__(self, status: str, report: SweepReport | None, error: str | None) -> None:
-        super().__init__()
-        self.status, self.report, self.error = status, report, error
+    status: str
+    report: SweepReport | None
+    error: str | None
 
 
 def _number(value: float | None) -> str:
@@ -60,15 +59,14 @@ class SweepScreen(HubScreen):
         Binding("ctrl+r", "launch", "Launch sweep"),
         Binding("o", "report", "Report"),
     ]
+    NAV = "sweep"
 
     def __init__(self, state: Any) -> None:
         super().__init__(state)
         self.cancel: Cancellation | None = None
         self.sweep_run: str | None = None  # the SWEEP run of the last sweep launched here
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield NavBar("sweep")
+    def body(self) -> ComposeResult:
         with Horizontal(id="sweep-body"):
             with VerticalScroll(id="sweep-form"):
                 for name, hint in (
@@ -88,7 +86,6 @@ class SweepScreen(HubScreen):
             with Vertical(id="sweep-grid"):
                 yield Label("No sweep yet: give a grid and launch.", id="sweep-status")
                 yield DataTable(id="cells", cursor_type="row", zebra_stripes=True)
-        yield HubFooter()
 
     def on_mount(self) -> None:
         self.query_one("#cells", DataTable).add_columns(*COLUMNS)
@@ -147,20 +144,21 @@ class SweepScreen(HubScreen):
     def _run(
         self, grid: SweepGrid, resume: bool, cancel: Cancellation, cluster: str | None
     ) -> None:
-        from edgehub.errors import OperationCancelled
         from edgehub.ops.sweep import run_sweep
 
         def changed(cell: CellResult) -> None:
             self.post_message(CellChanged(CellResult(**cell.to_dict())))
 
-        executor = None
-        try:
+        executor: Any = None
+
+        def sweep() -> SweepReport:
+            nonlocal executor
             if cluster is not None:  # the cells as Ray tasks, as `hub exec sweep --cluster`
                 from edgehub.cluster import ray_executor
 
                 executor = ray_executor(cluster)
                 executor.connect()
-            report = run_sweep(
+            return run_sweep(
                 self.state.project,
                 grid,
                 resume=resume,
@@ -168,14 +166,9 @@ class SweepScreen(HubScreen):
                 on_cell=changed,
                 executor=executor,
             )
-        except OperationCancelled:
-            self.post_message(SweepEnded("KILLED", None, "cancelled"))
-        except Exception as error:  # shown as a notification
-            if not isinstance(error, EdgehubError):
-                self.log_unexpected("sweep", error)
-            self.post_message(SweepEnded("FAILED", None, str(error) or type(error).__name__))
-        else:
-            self.post_message(SweepEnded(report.status, report, None))
+
+        try:  # an error is shown as a notification
+            self.post_message(SweepEnded(*self.ended("sweep", sweep)))
         finally:
             if executor is not None:
                 executor.close()
