@@ -72,8 +72,7 @@ def _installed_hash() -> str:
 def _hash_sources(root: Path) -> str:
     digest = hashlib.sha256()
     for relative in _relative_sources(root):
-        with open(os.path.join(root, relative), "rb") as handle:
-            data = handle.read()
+        data = (root / relative).read_bytes()
         name = relative.encode()
         digest.update(len(name).to_bytes(4, "big") + name)
         digest.update(len(data).to_bytes(8, "big") + data)
@@ -105,10 +104,9 @@ def write_zipapp(target: Path, source_dir: Path | None = None) -> str:
     root = source_dir or AGENT_DIR
     digest = agent_hash(root)
     modules = [("__main__.py", MAIN.encode())]
-    for path in agent_sources(root):
-        relative = path.relative_to(root).as_posix()
+    for relative in _relative_sources(root):
         if relative not in EXCLUDED:
-            modules.append((f"{PACKAGE_NAME}/{relative}", path.read_bytes()))
+            modules.append((f"{PACKAGE_NAME}/{relative}", (root / relative).read_bytes()))
     info = f'"""Written by edgehub.agent.bundle."""\n\nAGENT_HASH = "{digest}"\n'
     modules.append((f"{PACKAGE_NAME}/_build_info.py", info.encode()))
     with target.open("wb") as fh:

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from . import AGENT_VERSION, PROTOCOL_VERSION
 from .argv import ArgvProblem, option_value, read_options
 from .commands import BUILTIN_COMMANDS, command_names, load_handler, namespace_of
+from .entry import flush_output
 from .env import collect_env
 from .protocol import (
     EXIT_OK,
@@ -104,10 +105,7 @@ class QuietStdout:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
+        flush_output()
         if self.saved_fd is not None:
             os.dup2(self.saved_fd, 1)
             os.close(self.saved_fd)
@@ -191,9 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             pass
     report = Report(sys.stderr)
     result_path = option_value(args, "--result")  # to report a bad line there too
-    previous = signal.getsignal(signal.SIGTERM)
     try:
-        signal.signal(signal.SIGTERM, _raise_cancelled)
+        previous = signal.signal(signal.SIGTERM, _raise_cancelled)
     except (ValueError, OSError):  # not the main thread
         previous = None
     uninstall_log_capture = install_log_capture(report)

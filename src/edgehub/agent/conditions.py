@@ -31,6 +31,11 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _read_first(*paths: str) -> str | None:
+    """The text of the first of ``paths`` that holds any (cgroup v2's file, then v1's)."""
+    return next((text for text in map(_read, paths) if text), None)
+
+
 def _cpu_model() -> str | None:
     text = _read("/proc/cpuinfo") or ""
     for line in text.splitlines():
@@ -140,26 +145,16 @@ def _cpu_quota() -> str | None:
     text = _read("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD" or "max PERIOD"
     if text:
         quota, _, period = text.partition(" ")
-        if quota == "max":
-            return "max"
-        try:
-            return str(round(int(quota) / int(period), 2))
-        except ValueError:
-            return None
-    quota_v1 = _read("/sys/fs/cgroup/cpu/cpu.cfs_quota_us") or _read(
-        "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"
-    )
-    period_v1 = _read("/sys/fs/cgroup/cpu/cpu.cfs_period_us") or _read(
-        "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us"
-    )
+    else:  # cgroup v1: a quota and a period file, the quota -1 where there is none
+        v1 = ("/sys/fs/cgroup/cpu/", "/sys/fs/cgroup/cpu,cpuacct/")
+        quota = _read_first(*(folder + "cpu.cfs_quota_us" for folder in v1)) or ""
+        period = _read_first(*(folder + "cpu.cfs_period_us" for folder in v1)) or ""
+    if quota == "max":
+        return "max"
     try:
-        if quota_v1 is not None and int(quota_v1) < 0:
-            return "max"
-        if quota_v1 and period_v1:
-            return str(round(int(quota_v1) / int(period_v1), 2))
+        return "max" if int(quota) < 0 else str(round(int(quota) / int(period), 2))
     except ValueError:
-        pass
-    return None
+        return None
 
 
 def _memory() -> dict[str, Any]:
@@ -170,9 +165,7 @@ def _memory() -> dict[str, Any]:
                 found["mem_available_mb"] = int(line.split()[1]) // 1024
             except (ValueError, IndexError):
                 pass
-    limit = _read("/sys/fs/cgroup/memory.max") or _read(
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes"
-    )
+    limit = _read_first("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
     if limit and limit != "max":
         try:
             value = int(limit) // (1024 * 1024)
@@ -200,8 +193,8 @@ def static_conditions() -> dict[str, Any]:
         if text and text.isdigit():
             record[key] = int(text) // 1000
     record["cpu_quota"] = _cpu_quota()
-    cpuset = _read("/sys/fs/cgroup/cpuset.cpus.effective") or _read(
-        "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"
+    cpuset = _read_first(
+        "/sys/fs/cgroup/cpuset.cpus.effective", "/sys/fs/cgroup/cpuset/cpuset.effective_cpus"
     )
     record["cpuset"] = cpuset[:200] if cpuset else None
     record.update(_memory())
@@ -213,28 +206,26 @@ class OtherCpuMeter:
     busy time less this process's, over the wall time and all CPUs; None where unreadable)."""
 
     def __init__(self) -> None:
-        self._busy, self._cpus = _host_busy()
+        self._busy = _host_busy()[0]
         self._own = _own_cpu()
         self._wall = time.monotonic()
 
     def reading(self) -> tuple[float, int, float] | None:
         """Since the last reading: the CPU seconds other processes took, the host's CPUs and
-        the wall seconds (None where ``/proc/stat`` is unreadable or no time passed)."""
+        their share (None where ``/proc/stat`` is unreadable or no time passed)."""
         busy, cpus = _host_busy()
         own, wall = _own_cpu(), time.monotonic()
         found = None
         elapsed = wall - self._wall
         if busy is not None and self._busy is not None and cpus and elapsed > 0:
-            found = max(0.0, (busy - self._busy) - (own - self._own)), cpus, elapsed
-        self._busy, self._cpus, self._own, self._wall = busy, cpus, own, wall
+            other = max(0.0, (busy - self._busy) - (own - self._own))
+            found = other, cpus, min(1.0, other / (elapsed * cpus))
+        self._busy, self._own, self._wall = busy, own, wall
         return found
 
     def __call__(self) -> float | None:
         found = self.reading()
-        if found is None:
-            return None
-        other, cpus, elapsed = found
-        return min(1.0, other / (elapsed * cpus))
+        return None if found is None else found[2]
 
 
 class ConditionsProbe:
@@ -261,10 +252,10 @@ class ConditionsProbe:
         elif flags is not None or flags_0 is not None:
             record["throttled"] = hex((flags or 0) | (flags_0 or 0))
         if others is not None:
-            other, cpus, elapsed = others
+            other, cpus, share = others
             record["host_cpus"] = cpus
             record["other_cpu_s"] = round(other, 3)
-            record["other_cpu_share"] = round(min(1.0, other / (elapsed * cpus)), 3)
+            record["other_cpu_share"] = round(share, 3)
         return {k: v for k, v in record.items() if v is not None}
 
 

@@ -60,9 +60,15 @@ def exit_now(code: int) -> None:
     tear-down: every file a command writes is closed (and its result renamed into place)
     before ``main`` returns, and the threads left are daemons. Unloading a runtime's
     libraries and freeing its objects one by one costs a cold job tens of milliseconds."""
+    flush_output()
+    os._exit(code & 0xFF)
+
+
+def flush_output() -> None:
+    """Flush stdout and stderr, ignoring any error (a closed or broken pipe: nothing more can be
+    said there): what follows (an exit, a fork) must happen whatever they do."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
-            pass  # a closed or broken pipe: nothing more can be said there
-    os._exit(code & 0xFF)
+        except BaseException:
+            pass

@@ -82,12 +82,11 @@ def cpu_model() -> str | None:
     return name or platform.processor() or None
 
 
-def memory_total_mb() -> float | None:
-    value = _read_key_values("/proc/meminfo", ["MemTotal"])
-    if not value:
-        return None
+def proc_mib(path: str, key: str) -> float | None:
+    """The ``KEY: N kB`` entry ``key`` of the /proc file ``path`` in MiB (one decimal)."""
+    value = _read_key_values(path, [key])
     try:
-        return round(int(value.split()[0]) / 1024.0, 1)
+        return round(int(value.split()[0]) / 1024.0, 1) if value else None
     except (ValueError, IndexError):
         return None
 
@@ -159,7 +158,7 @@ def _collect(namespaces: Sequence[str] | None) -> dict[str, Any]:
             "cpu_count": os.cpu_count(),
             "cpu_affinity_count": affinity,
             "cpu_model": cpu_model(),
-            "memory_total_mb": memory_total_mb(),
+            "memory_total_mb": proc_mib("/proc/meminfo", "MemTotal"),
         }
     )
     return env

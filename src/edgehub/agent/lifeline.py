@@ -22,6 +22,8 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from .exit_codes import EXIT_CANCELLED
+
 if TYPE_CHECKING:  # a job started here has no connection: socket is not imported for it
     import socket
 
@@ -30,7 +32,6 @@ HEARTBEAT_ENV = "EDGEHUB_AGENT_HEARTBEAT_FILE"
 LIFELINE_ENV = (WATCH_STDIN_ENV, HEARTBEAT_ENV)
 HEARTBEAT_S = 1.0
 GRACE_S = 2.0
-EXIT_CANCELLED = 130
 
 _lock = threading.Lock()
 _connection: socket.socket | None = None

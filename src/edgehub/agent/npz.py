@@ -75,8 +75,10 @@ def check_unpacked(path: Path, members: Any, limit: int | None = None) -> int:
     memory, where it can be told)."""
     total: int = sum(m.file_size for m in members if m.compress_type != zipfile.ZIP_STORED)
     if not total:
-        return 0  # nothing compressed: no limit to look up (memory_bytes reads the cgroup's)
-    cap = memory_bytes() if limit is None else limit
+        return 0  # nothing compressed: no limit to look up (memory_ceiling reads the cgroup's)
+    from .resources import memory_ceiling
+
+    cap = memory_ceiling() if limit is None else limit
     if cap is not None and total > cap:
         where = "this machine's memory" if limit is None else "the limit"
         raise NpzLimitError(
@@ -84,25 +86,6 @@ def check_unpacked(path: Path, members: Any, limit: int | None = None) -> int:
             f"{_size(cap)}; save them uncompressed (numpy.savez, not savez_compressed)"
         )
     return total
-
-
-def memory_bytes() -> int | None:
-    """This machine's memory, or its container's limit where lower; None where unknown."""
-    found = []
-    try:
-        found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        pass
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(limit) as handle:
-                text = handle.read(64).strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            found.append(int(text))
-    positive = [size for size in found if size > 0]
-    return min(positive) if positive else None
 
 
 def _size(count: int) -> str:
@@ -115,22 +98,28 @@ def _size(count: int) -> str:
 
 
 def _header(handle: Any) -> Any:
-    """(shape, fortran order, dtype) of the ``.npy`` header at ``handle``'s position."""
+    """(shape, fortran order, dtype, element count) of the ``.npy`` header at ``handle``'s
+    position; a ``ValueError`` for an object (pickled) array."""
+    import math
+
     import numpy as np
 
     version = np.lib.format.read_magic(handle)
     if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(handle)
-    if version == (2, 0):
-        return np.lib.format.read_array_header_2_0(handle)
-    raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+    else:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
+    if dtype.hasobject:
+        raise ValueError(PICKLED)
+    return shape, fortran, dtype, math.prod(int(size) for size in shape)
 
 
-def _count(shape: Any) -> int:
-    count = 1
-    for size in shape:
-        count *= int(size)
-    return count
+def _shaped(array: np.ndarray, shape: Any, fortran: bool) -> np.ndarray:
+    """The flat ``array`` in its header's ``shape`` and order."""
+    shaped: np.ndarray = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
+    return shaped
 
 
 def _unpacked(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
@@ -140,10 +129,7 @@ def _unpacked(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
 
     name = info.filename[:80]
     with archive.open(info) as handle:
-        shape, fortran, dtype = _header(handle)
-        if dtype.hasobject:
-            raise ValueError(PICKLED)
-        count = _count(shape)
+        shape, fortran, dtype, count = _header(handle)
         need = count * dtype.itemsize
         if need > info.file_size - handle.tell():
             raise ValueError(
@@ -159,8 +145,7 @@ def _unpacked(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarray:
                 raise ValueError(f"member {name!r} ends before its data: the archive is damaged")
             view[filled : filled + len(piece)] = piece
             filled += len(piece)
-    shaped: np.ndarray = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
-    return shaped
+    return _shaped(array, shape, fortran)
 
 
 def _stored(raw: BinaryIO, info: zipfile.ZipInfo, mapped: bool = False) -> np.ndarray | None:
@@ -178,12 +163,9 @@ def _stored(raw: BinaryIO, info: zipfile.ZipInfo, mapped: bool = False) -> np.nd
     start = info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
     raw.seek(start)
     try:
-        shape, fortran, dtype = _header(raw)
+        shape, fortran, dtype, count = _header(raw)
     except ValueError:
         return None  # read as a stream, which reports it
-    if dtype.hasobject:
-        raise ValueError(PICKLED)
-    count = _count(shape)
     if raw.tell() - start + count * dtype.itemsize != info.file_size:
         return None
     if mapped and count:
@@ -194,7 +176,4 @@ def _stored(raw: BinaryIO, info: zipfile.ZipInfo, mapped: bool = False) -> np.nd
         array = np.asarray(found)
     else:
         array = np.fromfile(raw, dtype=dtype, count=count)
-    if array.size != count:
-        return None
-    shaped: np.ndarray = array.reshape(shape[::-1]).transpose() if fortran else array.reshape(shape)
-    return shaped
+    return _shaped(array, shape, fortran) if array.size == count else None

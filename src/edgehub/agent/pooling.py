@@ -67,9 +67,7 @@ def _measured_sizes(model: Any, names: list[str]) -> dict[str, list[int | None]]
     from .tensors import random_inputs
 
     specs = graph_inputs(model)
-    if importlib.util.find_spec("onnxruntime") is None or any(
-        s.shape is None or not all(isinstance(d, int) for d in s.shape) for s in specs
-    ):
+    if importlib.util.find_spec("onnxruntime") is None or any(s.is_dynamic for s in specs):
         return {}
     import onnx
     import onnxruntime

@@ -247,8 +247,7 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
     """Write strict JSON to ``path`` through a temporary file and a rename (a job's output:
     atomic, not flushed to disk; see `.atomic`)."""
     target = Path(path)
-    if target.parent and not target.parent.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
     with replacing(target, durable=False) as tmp, open(tmp, "w", encoding="utf-8") as fh:
         fh.write(json_text(payload) + "\n")
 

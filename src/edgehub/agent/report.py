@@ -19,19 +19,16 @@ class Report:
         self.started = time.monotonic()
 
     def info(self, message: str) -> None:
-        self._write(message)
+        try:
+            self.stream.write(message.rstrip("\n") + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):  # stderr closed: progress is best effort
+            pass
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
-        self._write(f"warning: {message}")
-
-    def _write(self, line: str) -> None:
-        try:
-            self.stream.write(line.rstrip("\n") + "\n")
-            self.stream.flush()
-        except (OSError, ValueError):  # stderr closed: progress is best effort
-            pass
+        self.info(f"warning: {message}")
 
 
 def _add_collector(report: Report) -> Callable[[], None]:

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 def peak_rss_mb() -> float | None:
     """High-water resident set size of this process in MiB (VmHWM, else ru_maxrss)."""
-    try:
-        with open("/proc/self/status", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return round(int(line.split()[1]) / 1024.0, 1)
-    except (OSError, ValueError, IndexError):
-        pass
+    from .env import proc_mib
+
+    found = proc_mib("/proc/self/status", "VmHWM")
+    if found is not None:
+        return found
     try:
         import resource
         import sys
@@ -29,8 +27,14 @@ _LIMIT_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit
 
 def memory_ceiling() -> int | None:
     """The most memory this process may use, in bytes: the machine's RAM or, where lower, its
-    memory cgroup's limit (a container's); ``None`` when neither can be read."""
+    memory cgroup's limit (a container's); ``None`` when neither can be told."""
+    import os
+
     found: list[int] = []
+    try:
+        found.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        pass
     for path in _LIMIT_FILES:
         try:
             with open(path, encoding="utf-8") as fh:
@@ -39,12 +43,5 @@ def memory_ceiling() -> int | None:
             continue
         if text.isdigit():
             found.append(int(text))
-    try:
-        with open("/proc/meminfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("MemTotal:"):
-                    found.append(int(line.split()[1]) * 1024)
-                    break
-    except (OSError, ValueError, IndexError):
-        pass
-    return min(found) if found else None
+    positive = [size for size in found if size > 0]
+    return min(positive) if positive else None

@@ -99,7 +99,7 @@ class TensorSpec:
     def describe(self) -> str:
         if self.shape is None:
             return f"{self.name}: {self.dtype}[<unknown rank>]"
-        return f"{self.name}: {self.dtype}[{','.join(str(format_dim(d)) for d in self.shape)}]"
+        return f"{self.name}: {self.dtype}{_shape_str([format_dim(d) for d in self.shape])}"
 
     @property
     def is_dynamic(self) -> bool:
@@ -110,7 +110,7 @@ def describe_specs(specs: Sequence[TensorSpec]) -> str:
     return ", ".join(s.describe() for s in specs)
 
 
-def _shape_str(shape: Sequence[int]) -> str:
+def _shape_str(shape: Sequence[int | str]) -> str:
     return "[" + ",".join(str(d) for d in shape) + "]"
 
 
@@ -219,10 +219,9 @@ def random_array(spec: TensorSpec, shape: Sequence[int], rng: np.random.Generato
             return _random_array(spec, tuple(int(d) for d in shape), rng)
         except (MemoryError, ValueError) as error:
             problem = f"cannot be allocated here ({type(error).__name__})"
-    dims = ",".join(str(int(d)) for d in shape)
     raise UsageError(
-        f"input '{spec.name}' of shape [{dims}] needs {needed / (1 << 30):.3g} GiB "
-        f"({spec.dtype}), {problem}; give a smaller input_shape"
+        f"input '{spec.name}' of shape {_shape_str([int(d) for d in shape])} needs "
+        f"{needed / (1 << 30):.3g} GiB ({spec.dtype}), {problem}; give a smaller input_shape"
     )
 
 
@@ -274,10 +273,10 @@ def random_inputs(
     for spec in specs:
         override = shapes.get(spec.name)
         shape = concrete_shape(spec, override, symbols)
-        if override is None and spec.shape is not None:
-            if any(d is None or (isinstance(d, str) and d not in symbols) for d in spec.shape):
-                defaulted.append(spec.name)
-        elif override is None:
+        if override is None and (
+            spec.shape is None
+            or any(d is None or (isinstance(d, str) and d not in symbols) for d in spec.shape)
+        ):
             defaulted.append(spec.name)
         feeds[spec.name] = random_array(spec, shape, rng)
     return feeds, defaulted
@@ -310,11 +309,9 @@ def load_arrays(
         )
     except NpzLimitError as exc:
         raise InputDataError(f"{what} file '{p}' is too large: {exc}") from None
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ValueError) and "pickle" in str(exc).lower():
             raise pickled from exc
-        raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
         raise InputDataError(f"{what} file '{p}' is not a .npz/.npy file: {exc}") from exc
     if isinstance(loaded, (np.ndarray, dict)):
         return loaded

@@ -15,6 +15,7 @@ import sys
 import traceback
 from typing import Any, Iterable
 
+from ..entry import flush_output
 from .stage import StageError, remove_job_folder, send_back, unpack
 from .wire import START, CliMain, marker
 
@@ -128,11 +129,3 @@ def run_job(
     finally:
         flush_output()
         os._exit(code & 0xFF)
-
-
-def flush_output() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass

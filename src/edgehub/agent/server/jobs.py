@@ -25,6 +25,13 @@ class Job:
         self.buffer = b""  # control lines read from the client, not yet complete
         self.kill_at: float | None = None
 
+    def send_signal(self, signum: int) -> None:
+        """Signal the job's process group, and SIGKILL it after the grace period (counted from
+        the first such signal)."""
+        signal_group(self.pid, signum)
+        if self.kill_at is None:
+            self.kill_at = time.monotonic() + CANCEL_GRACE_S
+
 
 class JobTable:
     """The running jobs, by pid."""
@@ -45,8 +52,7 @@ class JobTable:
         job = Job(pid, conn)
         self.jobs[pid] = job
         if stopping:
-            signal_group(pid, signal.SIGTERM)
-            job.kill_at = time.monotonic() + CANCEL_GRACE_S
+            job.send_signal(signal.SIGTERM)
         return job
 
     def connections(self) -> list[socket.socket]:
@@ -62,17 +68,13 @@ class JobTable:
             if word == "signal" and value.strip().isdigit():
                 signum = int(value)
                 if signum in FORWARDED_SIGNALS:
-                    signal_group(job.pid, signum)
-                    if job.kill_at is None:
-                        job.kill_at = time.monotonic() + CANCEL_GRACE_S
+                    job.send_signal(signum)
         return len(job.buffer) <= MAX_LINE_BYTES
 
     def terminate_all(self) -> None:
         """SIGTERM to every job, SIGKILL after the grace period."""
-        deadline = time.monotonic() + CANCEL_GRACE_S
         for job in self.jobs.values():
-            signal_group(job.pid, signal.SIGTERM)
-            job.kill_at = min(job.kill_at or deadline, deadline)
+            job.send_signal(signal.SIGTERM)
 
     def deadlines(self) -> list[float]:
         return [j.kill_at for j in self.jobs.values() if j.kill_at is not None]

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 from ..argv import ArgvProblem, read_options
 from ..commands import preload_modules
+from ..entry import flush_output
 from ..env import collect_env
 from ..protocol import EXIT_OK, EXIT_USER, UsageError
 from .job import load_libc, run_job
@@ -114,16 +115,12 @@ def preload(namespaces: Sequence[str], modules: Sequence[str]) -> None:
 
 def answers(path: str) -> bool:
     """Whether something accepts connections on the Unix socket ``path``."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(2.0)
-    try:
-        with socket_address(path) as address:
-            probe.connect(address)
-        return True
-    except OSError:
-        return False
-    finally:
+    from .client import connect
+
+    probe = connect(path)
+    if probe is not None:
         probe.close()
+    return probe is not None
 
 
 def send_and_close(conn: socket.socket, data: bytes) -> None:
@@ -138,11 +135,10 @@ def send_and_close(conn: socket.socket, data: bytes) -> None:
 
 class Pending:
     def __init__(self, deadline: float) -> None:
-        self.buffer = b""
+        self.data = bytearray()  # the request line as it comes, then its stage's files
         self.deadline = deadline
         self.request: dict[str, Any] | None = None  # read; its stage still arriving
         self.stage_size = 0
-        self.upload = bytearray()
 
 
 class Server:
@@ -322,46 +318,33 @@ class Server:
         if not data:
             self.drop_pending(conn)
             return
-        if pending.request is not None:
-            pending.upload += data
-            self.collect_stage(conn, pending)
-            return
-        pending.buffer += data
-        line, newline, rest = pending.buffer.partition(b"\n")
-        if not newline:
-            if len(pending.buffer) > MAX_REQUEST_BYTES:
-                self.drop_pending(conn, "request too large")
-            return
-        try:
-            request = decode_request(line)
-        except ValueError as exc:
-            self.drop_pending(conn, f"bad request: {exc}")
-            return
-        reason = self.mismatch(request)
-        if reason:
-            self.drop_pending(conn, reason)
-            return
-        stage = request.get("stage")
-        if stage is not None:  # its files follow the line: wait for all of them
-            pending.request, pending.stage_size = request, stage["size"]
-            pending.upload, pending.buffer = bytearray(rest), b""
-            self.collect_stage(conn, pending)
-            return
-        self.pending.pop(conn)
-        self.selector.unregister(conn)
-        self.start(conn, request, rest)
-
-    def collect_stage(self, conn: socket.socket, pending: Pending) -> None:
-        """Start the job once its files have all come (control lines may follow them)."""
+        pending.data += data
+        if pending.request is None:
+            line, newline, rest = pending.data.partition(b"\n")
+            if not newline:
+                if len(pending.data) > MAX_REQUEST_BYTES:
+                    self.drop_pending(conn, "request too large")
+                return
+            try:
+                request = decode_request(bytes(line))
+            except ValueError as exc:
+                self.drop_pending(conn, f"bad request: {exc}")
+                return
+            reason = self.mismatch(request)
+            if reason:
+                self.drop_pending(conn, reason)
+                return
+            stage = request.get("stage")  # its files follow the line: wait for all of them
+            pending.request, pending.data = request, rest
+            pending.stage_size = 0 if stage is None else stage["size"]
         pending.deadline = time.monotonic() + REQUEST_TIMEOUT_S  # a stalled upload is dropped
-        if len(pending.upload) < pending.stage_size or pending.request is None:
-            return
-        upload = bytes(pending.upload[: pending.stage_size])
-        rest = bytes(pending.upload[pending.stage_size :])
-        pending.upload = bytearray()
-        self.pending.pop(conn)
-        self.selector.unregister(conn)
-        self.start(conn, pending.request, rest, upload)
+        size = pending.stage_size
+        if len(pending.data) >= size:  # all the files have come (control lines may follow)
+            self.pending.pop(conn)
+            self.selector.unregister(conn)
+            self.start(
+                conn, pending.request, bytes(pending.data[size:]), bytes(pending.data[:size])
+            )
 
     def mismatch(self, request: dict[str, Any]) -> str | None:
         """Why this server cannot run the request as a fresh process would, if it cannot."""
@@ -388,11 +371,7 @@ class Server:
         selector_fd = getattr(self.selector, "fileno", None)
         if callable(selector_fd):
             inherited.append(selector_fd())
-        for stream in (sys.stdout, sys.stderr):  # or the child would repeat what is buffered
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        flush_output()  # or the child would repeat what is buffered
         server_pid = os.getpid()
         try:
             with warnings.catch_warnings():  # 3.12+ frowns on forking with threads (BLAS's)
