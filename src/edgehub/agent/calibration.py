@@ -18,9 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
-
-from .inputs import sample_files
+from .inputs import sample_files, unstack
 from .protocol import CalibrationDataError, InputDataError
 from .report import Report
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_arrays, random_inputs
@@ -41,37 +39,6 @@ def _cast_floats(sample: Arrays, specs: Sequence[TensorSpec], casts: list[str]) 
             if spec.name not in casts:
                 casts.append(spec.name)
     return out
-
-
-def _split_npz(arrays: Arrays, specs: Sequence[TensorSpec], source: str) -> list[Arrays]:
-    names = [s.name for s in specs]
-    if sorted(arrays) != sorted(names):
-        raise CalibrationDataError(
-            f"calibration file '{source}' has arrays {sorted(arrays)}, not the model's inputs; "
-            f"{_expected(specs)} (leading axis = samples)"
-        )
-    per_input: dict[str, list[np.ndarray]] = {}
-    for spec in specs:
-        array = arrays[spec.name]
-        rank = len(spec.shape) if spec.shape is not None else None
-        if rank is not None and array.ndim == rank + 1:
-            per_input[spec.name] = [array[i] for i in range(array.shape[0])]
-        elif rank is not None and array.ndim == rank and rank > 0:
-            per_input[spec.name] = [array[i : i + 1] for i in range(array.shape[0])]
-        else:
-            raise CalibrationDataError(
-                f"calibration array '{spec.name}' in '{source}' has shape "
-                f"{list(array.shape)}; it needs the input's shape with a leading samples axis; "
-                f"{_expected(specs)}"
-            )
-    counts = {name: len(samples) for name, samples in per_input.items()}
-    if len(set(counts.values())) > 1:
-        raise CalibrationDataError(
-            f"calibration file '{source}' has different sample counts per input {counts}: "
-            "every input needs the same number of samples along the leading axis"
-        )
-    count = next(iter(counts.values())) if counts else 0
-    return [{name: per_input[name][i] for name in per_input} for i in range(count)]
 
 
 def _from_directory(directory: Path, specs: Sequence[TensorSpec]) -> list[Arrays]:
@@ -105,14 +72,15 @@ def load_calibration(path_arg: str, specs: Sequence[TensorSpec], report: Report)
         samples = _from_directory(path, specs)
     else:
         loaded = load_arrays(path, "calibration")
-        if not isinstance(loaded, dict):
-            if len(specs) != 1:
-                raise CalibrationDataError(
-                    f"calibration file '{path_arg}' is one .npy array but the model has "
-                    f"{len(specs)} inputs: use an .npz keyed by input name; {_expected(specs)}"
-                )
-            loaded = {specs[0].name: loaded}
-        samples = _split_npz(loaded, specs, path_arg)
+        if isinstance(loaded, dict) and sorted(loaded) != sorted(s.name for s in specs):
+            raise CalibrationDataError(
+                f"calibration file '{path_arg}' has arrays {sorted(loaded)}, not the model's "
+                f"inputs; {_expected(specs)} (leading axis = samples)"
+            )
+        try:  # split by `..inputs.split_stacked`'s rule; checked below, after the casts
+            samples = unstack(loaded, path_arg, specs, "calibration file")
+        except InputDataError as exc:
+            raise CalibrationDataError(str(exc)) from exc
     if not samples:
         raise CalibrationDataError(f"calibration data '{path_arg}' holds no samples")
     casts: list[str] = []
@@ -173,9 +141,20 @@ def warn_if_few(count: int, model: Any, report: Report) -> None:
     )
 
 
-def random_calibration(
-    specs: Sequence[TensorSpec], count: int, seed: int, report: Report
+def calibration_samples(
+    path_arg: str | None,
+    specs: Sequence[TensorSpec],
+    count: int,
+    seed: int,
+    model: Any,
+    report: Report,
 ) -> list[Arrays]:
+    """The samples in ``path_arg`` (`load_calibration`; `warn_if_few` for ``model``), else
+    ``count`` random ones from ``seed``, with a warning."""
+    if path_arg is not None:
+        samples = load_calibration(path_arg, specs, report)
+        warn_if_few(len(samples), model, report)
+        return samples
     samples = [random_inputs(specs, seed=seed + i)[0] for i in range(count)]
     report.warn(
         f"no calibration data: calibrated on {count} random samples (dynamic dims set to 1), so "

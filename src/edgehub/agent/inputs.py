@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .protocol import InputDataError, UsageError
+from .protocol import CommandOutput, InputDataError, Params, RuntimeFailure, UsageError
 from .report import Report
 from .shapes import parse_input_shape
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_inputs, random_inputs
@@ -57,9 +57,48 @@ def stacked_info(outputs: Arrays) -> list[dict[str, Any]]:
     ]
 
 
-def totals(results: list[dict[str, Any]], *keys: str) -> dict[str, Any]:
-    """Each of ``keys`` summed over a batch's runs."""
-    return {key: sum(r[key] for r in results) for key in keys}
+class OutputStack:
+    """A batch's outputs stacked over its ``count`` samples along a new leading axis, each
+    sample's written in place into one array per output."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.stacked: dict[str, Any] = {}
+
+    def add(self, index: int, name: str, value: Any) -> None:
+        """Sample ``index``'s value of output ``name``; refused where its shape differs from
+        sample #0's."""
+        import numpy as np
+
+        value = np.asarray(value)
+        if index == 0:
+            self.stacked[name] = np.empty((self.count, *value.shape), value.dtype)
+        elif value.shape != self.stacked[name].shape[1:]:
+            shapes = sorted({tuple(self.stacked[name].shape[1:]), tuple(value.shape)})
+            raise RuntimeFailure(
+                f"output '{name}' changes shape across samples ({shapes[:3]}...); "
+                "eval compares outputs of one shape per dataset"
+            )
+        self.stacked[name][index] = value
+
+
+def batch_request(params: Params, command: str) -> tuple[str, bool, list[Any]]:
+    """A batch command's ``samples``, ``stacked`` and ``runs`` (a non-empty list)."""
+    samples_arg = params.path("samples")
+    stacked = params.boolean("stacked", False)
+    runs = params.raw_value("runs")
+    if not isinstance(runs, list) or not runs:
+        raise UsageError(f"{command}: parameter 'runs' must be a non-empty list of runs")
+    return samples_arg, stacked, runs
+
+
+def batch_output(
+    params: Params, results: list[dict[str, Any]], samples: list[Arrays] | None, *keys: str
+) -> CommandOutput:
+    """A batch's result: its runs' ``results``, with each of ``keys`` summed over them."""
+    metrics = {key: sum(r[key] for r in results) for key in keys}
+    data = {"samples": len(samples or []), "runs": results}
+    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 
 
 def describe(feeds: Arrays) -> str:
@@ -87,16 +126,24 @@ def prepare_inputs(
         count = f"{len(samples)} samples, " if len(samples) > 1 else ""
         report.info(f"inputs: {input_data} ({count}{describe(samples[0])})")
         return samples
+    hint = "pass input_data (an .npz, or a directory of them) or input_shape to run at the shapes"
+    feeds = random_sample(specs, raw_shape, seed, report, f"{hint} you use")
+    report.info(f"inputs: random, seed {seed} ({describe(feeds)})")
+    return [feeds]
+
+
+def random_sample(
+    specs: Sequence[TensorSpec], raw_shape: Any, seed: int, report: Report, hint: str
+) -> Arrays:
+    """Random data for ``specs`` from ``seed`` at ``input_shape`` ``raw_shape``; dynamic dims
+    it leaves are 1, with a warning that ends in ``hint``."""
     shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
     feeds, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
-    report.info(f"inputs: random, seed {seed} ({describe(feeds)})")
     if defaulted:
         report.warn(
-            "random inputs with dynamic dimensions set to 1 for "
-            f"{', '.join(defaulted)}; pass input_data (an .npz, or a directory of them) or "
-            "input_shape to run at the shapes you use"
+            f"random inputs with dynamic dimensions set to 1 for {', '.join(defaulted)}; {hint}"
         )
-    return [feeds]
+    return feeds
 
 
 def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:
@@ -137,8 +184,20 @@ def split_arrays(
     loaded: Any, path_arg: str, specs: Sequence[TensorSpec], what: str = "dataset"
 ) -> list[Arrays]:
     """`split_stacked` on the arrays ``loaded`` from ``path_arg`` (a dict, or one array)."""
+    samples = unstack(loaded, path_arg, specs, what)
+    try:  # slices of the same arrays: every sample has the first one's names, dtypes, shapes
+        check_arrays(samples[0], specs, f"{what} sample #0")
+    except InputDataError as exc:
+        raise InputDataError(
+            f"{exc} (a single .npz holds every sample along a leading axis)"
+        ) from exc
+    return samples
 
-    from .tensors import by_name, check_arrays
+
+def unstack(loaded: Any, path_arg: str, specs: Sequence[TensorSpec], what: str) -> list[Arrays]:
+    """The samples of the arrays ``loaded`` from ``path_arg`` (a dict, or one array) split
+    along their leading samples axis by `split_stacked`'s rule, not yet checked."""
+    from .tensors import by_name
 
     loaded = by_name(loaded, specs, f"{what} '{path_arg}'")
     counts = {name: int(array.shape[0]) if array.ndim else 0 for name, array in loaded.items()}
@@ -165,14 +224,7 @@ def split_arrays(
             return array[i : i + 1]
         return array[i]
 
-    samples = [
+    return [
         {name: take(name, array, i) for name, array in loaded.items()}
         for i in range(min(counts.values()))
     ]
-    try:  # slices of the same arrays: every sample has the first one's names, dtypes, shapes
-        check_arrays(samples[0], specs, f"{what} sample #0")
-    except InputDataError as exc:
-        raise InputDataError(
-            f"{exc} (a single .npz holds every sample along a leading axis)"
-        ) from exc
-    return samples

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from .protocol import MissingDependencyError, ModelError, one_line
 from .tensors import ONNX_ELEM_TYPES, Dim, Shape, TensorSpec, is_named_dim
@@ -314,6 +314,15 @@ def describe_model(model: Any) -> dict[str, Any]:
     }
 
 
+def inspect_onnx(path: Path) -> dict[str, Any]:
+    """The ``inspect`` data of the ONNX model at ``path`` (read with onnx, without its external
+    data): `describe_model`'s, with ``source: "onnx"``, ``size_bytes`` and ``path``."""
+    model = load_model(path, load_external_data=False)
+    data = describe_model(model)
+    data.update(source="onnx", size_bytes=model_size_bytes(path, model), path=str(path))
+    return data
+
+
 def graph_nodes(path: Path) -> list[dict[str, Any]]:
     """The nodes of the model at ``path`` in graph order: ``{name, op, inputs, outputs}`` (a
     node without a name is named ``<op>_<index>``)."""
@@ -352,6 +361,40 @@ def self_contained(src: Path, tmp: Path) -> Path:
     return inline
 
 
+def replace_items(field: Any, items: Iterable[Any]) -> None:
+    """Make the repeated protobuf ``field`` (a graph's nodes, say) hold ``items`` in order."""
+    items = list(items)
+    del field[:]
+    field.extend(items)
+
+
+def tensors_read(nodes: Iterable[Any]) -> set[str]:
+    """The tensor names ``nodes`` read, with those their subgraphs (If/Loop/Scan bodies, at any
+    depth) read or give as outputs."""
+    read: set[str] = set()
+    for node in nodes:
+        read.update(node.input)
+        for attr in node.attribute:
+            for graph in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                read |= tensors_read(graph.node) | {o.name for o in graph.output}
+    return read
+
+
+def drop_unused(model: Any, names: set[str]) -> None:
+    """Remove the initializers, graph inputs and Constant nodes among ``names`` nothing reads
+    any more."""
+    graph = model.graph
+    unused = names - tensors_read(graph.node) - {o.name for o in graph.output}
+    if not unused:
+        return
+    replace_items(graph.initializer, [t for t in graph.initializer if t.name not in unused])
+    replace_items(graph.input, [i for i in graph.input if i.name not in unused])
+    replace_items(
+        graph.node,
+        [n for n in graph.node if not (n.op_type == "Constant" and n.output[0] in unused)],
+    )
+
+
 def drop_initializer_inputs(model: Any) -> int:
     """For IR < 4 models, which must list every initializer as a graph input too: drop those
     inputs and raise the IR version to 4, so tools see only the real inputs (ONNX Runtime's
@@ -362,7 +405,6 @@ def drop_initializer_inputs(model: Any) -> int:
     real = [i for i in model.graph.input if i.name not in names]
     dropped = len(model.graph.input) - len(real)
     if dropped:
-        del model.graph.input[:]
-        model.graph.input.extend(real)
+        replace_items(model.graph.input, real)
     model.ir_version = 4
     return dropped

@@ -31,17 +31,10 @@ from typing import Any
 from .. import ab_rounds
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
-from ..protocol import Cancelled, CommandOutput, Params, RuntimeFailure, one_line
+from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..tensors import Arrays
-from .sessions import (
-    OPTIMIZATION_LEVELS,
-    create_session,
-    input_specs,
-    resolve_providers,
-    run_once,
-    session_options,
-)
+from .sessions import SessionSettings, input_specs, run_failures, run_once
 
 
 def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
@@ -52,40 +45,24 @@ def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
-    try:
+    with run_failures():
         for i in range(runs):
             feeds = inputs[(start_at + i) % count]
             begin = clock()
             run(None, feeds)
             samples[i] = clock() - begin
-    except Cancelled:
-        raise
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
     return samples
 
 
 def run(params: Params, report: Report) -> CommandOutput:
     request = ab_rounds.read_request(params)
     input_data = params.path("input_data", required=False)
-    intra = params.integer("intra_op_threads", None, minimum=0)
-    inter = params.integer("inter_op_threads", None, minimum=0)
-    providers = resolve_providers(params.string_list("providers"))
-    params.resolved["providers"] = providers
-    level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
+    settings = SessionSettings.read(params, optimization_level=True)
     raw_shape = params.raw_value("input_shape")
     params.finish()
     models = {side: resolve_model_path(request.paths[side]) for side in ab_rounds.SIDES}
-    options_args = {
-        "intra_op_threads": intra,
-        "inter_op_threads": inter,
-        "optimization_level": level,
-    }
-
     # 1. two session sets, created in opposite orders
-    sessions, load_ms = ab_rounds.session_sets(
-        lambda side: create_session(models[side], session_options(**options_args), providers)
-    )
+    sessions, load_ms = ab_rounds.session_sets(lambda side: settings.create(models[side]))
     inputs: dict[str, list[Arrays]] = {}
     for side in ab_rounds.SIDES:
         specs = input_specs(sessions[0][side], models[side] if input_data is None else None)

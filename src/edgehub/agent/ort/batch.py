@@ -21,27 +21,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import dataset, stacked_info, totals
+from ..inputs import OutputStack, batch_output, batch_request, dataset, stacked_info
 from ..models import graph_nodes, with_graph_outputs
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..stats import ms
 from ..tensors import Arrays, save_npz
-from .sessions import create_session, input_specs, resolve_providers, session_options
+from .sessions import SessionSettings, create_session, input_specs
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    samples_arg = params.path("samples")
-    stacked = params.boolean("stacked", False)
-    runs = params.raw_value("runs")
-    providers = resolve_providers(params.string_list("providers"))
-    params.resolved["providers"] = providers
-    intra = params.integer("intra_op_threads", None, minimum=0)
-    inter = params.integer("inter_op_threads", None, minimum=0)
+    samples_arg, stacked, runs = batch_request(params, "ort.batch")
+    settings = SessionSettings.read(params)
     params.finish()
-    if not isinstance(runs, list) or not runs:
-        raise UsageError("ort.batch: parameter 'runs' must be a non-empty list of runs")
-    options = session_options(intra_op_threads=intra, inter_op_threads=inter)
+    options = settings.options()
     samples: list[Arrays] | None = None
     results: list[dict[str, Any]] = []
     for index, raw in enumerate(runs):
@@ -55,7 +48,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         if extra:
             path = _with_outputs(path, extra, nodes)
         start = time.perf_counter_ns()
-        session = create_session(path, options, providers)
+        session = create_session(path, options, settings.providers)
         created = time.perf_counter_ns() - start
         specs = input_specs(session)
         start = time.perf_counter_ns()
@@ -78,18 +71,13 @@ def run(params: Params, report: Report) -> CommandOutput:
         if graph:
             result["graph"] = nodes
         results.append(result)
-    metrics = totals(results, "inference_ms", "session_create_ms")
-    data = {"samples": len(samples or []), "runs": results}
-    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+    return batch_output(params, results, samples, "inference_ms", "session_create_ms")
 
 
 def _run_all(session: Any, samples: list[Arrays]) -> tuple[dict[str, Any], int]:
-    """Each output stacked over the samples (written in place into one array per output),
-    and the nanoseconds spent in ``session.run``."""
-    import numpy as np
-
+    """Each output stacked over the samples, and the nanoseconds spent in ``session.run``."""
     names = [o.name for o in session.get_outputs()]
-    stacked: dict[str, Any] = {name: np.zeros((0,)) for name in names}
+    stack = OutputStack(len(samples))
     elapsed = 0
     for index, feeds in enumerate(samples):
         start = time.perf_counter_ns()
@@ -101,17 +89,8 @@ def _run_all(session: Any, samples: list[Arrays]) -> tuple[dict[str, Any], int]:
             ) from exc
         elapsed += time.perf_counter_ns() - start
         for name, value in zip(names, values):
-            value = np.asarray(value)
-            if index == 0:
-                stacked[name] = np.empty((len(samples), *value.shape), value.dtype)
-            elif value.shape != stacked[name].shape[1:]:
-                shapes = sorted({tuple(stacked[name].shape[1:]), tuple(value.shape)})
-                raise RuntimeFailure(
-                    f"output '{name}' changes shape across samples ({shapes[:3]}...); "
-                    "eval compares outputs of one shape per dataset"
-                )
-            stacked[name][index] = value
-    return stacked, elapsed
+            stack.add(index, name, value)
+    return stack.stacked, elapsed
 
 
 def _with_outputs(path: Path, names: list[str], nodes: list[dict[str, Any]]) -> Path:

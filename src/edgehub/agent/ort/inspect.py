@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import describe_model, load_model, model_size_bytes, resolve_model_path
+from ..models import inspect_onnx, resolve_model_path
 from ..protocol import CommandOutput, MissingDependencyError, Params
 from ..report import Report
 from .sessions import create_session, session_signature
@@ -34,14 +34,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     path = resolve_model_path(model_arg)
     report.info(f"inspect: {path}")
     try:
-        model = load_model(path, load_external_data=False)
+        data = inspect_onnx(path)
     except MissingDependencyError:
         data = inspect_with_ort(path)
-        data["source"] = "onnxruntime"
-        data["size_bytes"] = path.stat().st_size
-    else:
-        data = describe_model(model)
-        data["source"] = "onnx"
-        data["size_bytes"] = model_size_bytes(path, model)
-    data["path"] = str(path)
+        data.update(source="onnxruntime", size_bytes=path.stat().st_size, path=str(path))
     return CommandOutput(params=params.resolved, metrics={}, data=data)

@@ -21,11 +21,11 @@ from typing import Any
 
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
-from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError, one_line
+from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from ..stats import ms
 from ..tensors import array_info, save_npz
-from .sessions import create_session, input_specs, resolve_providers, session_options
+from .sessions import SessionSettings, create_session, input_specs, run_failures
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -35,16 +35,13 @@ def run(params: Params, report: Report) -> CommandOutput:
     inputs_out = params.path("inputs_out", required=False)
     raw_shape = params.raw_value("input_shape")
     seed = params.integer("seed", 0)
-    providers = resolve_providers(params.string_list("providers"))
-    params.resolved["providers"] = providers
-    intra = params.integer("intra_op_threads", None, minimum=0)
-    inter = params.integer("inter_op_threads", None, minimum=0)
+    settings = SessionSettings.read(params)
     params.finish()
 
     path = resolve_model_path(model_arg)
-    options = session_options(intra_op_threads=intra, inter_op_threads=inter)
+    options = settings.options()
     start = time.perf_counter_ns()
-    session = create_session(path, options, providers)
+    session = create_session(path, options, settings.providers)
     created = time.perf_counter_ns() - start
     specs = input_specs(session, path if input_arg is None else None)
     samples = prepare_inputs(specs, input_arg, raw_shape, seed, report)
@@ -55,10 +52,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     feeds = samples[0]
     names = [o.name for o in session.get_outputs()]
     start = time.perf_counter_ns()
-    try:
+    with run_failures():
         values = session.run(names, feeds)
-    except Exception as exc:
-        raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
     elapsed = time.perf_counter_ns() - start
     outputs: dict[str, Any] = dict(zip(names, values))
     save_npz(output_arg, outputs)

@@ -46,11 +46,8 @@ from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
 from ..protocol import (
-    Cancelled,
     CommandOutput,
     Params,
-    RuntimeFailure,
-    one_line,
     write_json_atomic,
 )
 from ..report import Report
@@ -58,14 +55,7 @@ from ..resources import peak_rss_mb
 from ..stable import Stability, latency_metrics, timed_loop
 from ..stats import mean, ms
 from ..tensors import Arrays
-from .sessions import (
-    OPTIMIZATION_LEVELS,
-    create_session,
-    input_specs,
-    resolve_providers,
-    run_once,
-    session_options,
-)
+from .sessions import SessionSettings, create_session, input_specs, run_failures, run_once
 from .trace import TraceSummary, parse_trace
 
 MAX_PROFILED_RUNS = 20
@@ -94,15 +84,15 @@ def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
 
 
 def trace_profile(
-    path: Path, options_args: dict[str, Any], providers: list[str], inputs: list[Arrays], runs: int
+    path: Path, settings: SessionSettings, inputs: list[Arrays], runs: int
 ) -> TraceSummary:
     """Run a separate profiling session and parse (then delete) its trace."""
     tmp = tempfile.mkdtemp(prefix="edgehub-agent-trace-")
     try:
-        options = session_options(**options_args)
+        options = settings.options()
         options.enable_profiling = True
         options.profile_file_prefix = os.path.join(tmp, "ort_profile")
-        session = create_session(path, options, providers)
+        session = create_session(path, options, settings.providers)
         run_once(session, inputs[0])  # first run of a new session: dropped from the summary
         for i in range(runs):
             run_once(session, inputs[i % len(inputs)])
@@ -120,22 +110,13 @@ def run(params: Params, report: Report) -> CommandOutput:
     cold_starts = params.integer("cold_starts", 1, minimum=1)
     method = params.choice("method", ("python", "layerwise", "model"), "python")
     input_data = params.path("input_data", required=False)
-    intra = params.integer("intra_op_threads", None, minimum=0)
-    inter = params.integer("inter_op_threads", None, minimum=0)
     profile_json = params.path("profile_json", required=False)
-    providers = resolve_providers(params.string_list("providers"))
-    params.resolved["providers"] = providers
+    session_settings = SessionSettings.read(params, optimization_level=True)
     seed = params.integer("seed", 0)
-    level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
     raw_shape = params.raw_value("input_shape")
     stability = Stability.read(params)
     params.finish()
     path = resolve_model_path(model_arg)
-    options_args = {
-        "intra_op_threads": intra,
-        "inter_op_threads": inter,
-        "optimization_level": level,
-    }
 
     cold: list[dict[str, float]] = []
     session: Any = None
@@ -143,9 +124,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     for index in range(cold_starts):
         session = None
         gc.collect()
-        options = session_options(**options_args)
+        options = session_settings.options()
         start = time.perf_counter_ns()
-        session = create_session(path, options, providers)
+        session = create_session(path, options, session_settings.providers)
         created = time.perf_counter_ns() - start
         if index == 0:
             specs = input_specs(session, path if input_data is None else None)
@@ -167,14 +148,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     report.info(f"timing: {runs} runs" + (" per window, until stable" if stability else ""))
 
     def window() -> list[int]:
-        try:
+        with run_failures():
             return timed_runs(session, inputs, runs)
-        except Cancelled:
-            raise
-        except Exception as exc:
-            raise RuntimeFailure(
-                f"onnxruntime failed running the model: {one_line(str(exc))}"
-            ) from exc
 
     # No gc.collect() here: measured in the image, a collection right before the timed loop
     # made session.run ~2-6 % slower than a bare loop's (the loop must match a bare one).
@@ -195,7 +170,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     if method in ("layerwise", "model"):
         profiled = min(runs, MAX_PROFILED_RUNS)
         report.info(f"{method}: {profiled} runs with onnxruntime profiling")
-        trace = trace_profile(path, options_args, providers, inputs, profiled)
+        trace = trace_profile(path, session_settings, inputs, profiled)
         metrics["model_run_mean_ms"] = trace.model_run_mean_ms
         metrics["profiled_runs"] = trace.model_runs
         if trace.truncated:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models import constant_tensors
+from ..models import constant_tensors, drop_unused
 from ..report import Report
 from ..tensors import ONNX_ELEM_TYPES
 
@@ -99,30 +99,10 @@ def strip_io_qdq(model: Any, report: Report) -> dict[str, dict[str, dict[str, An
         _rename_input(graph, quantized, value_info.name)
         result["outputs"][value_info.name] = _quantized(value_info, *params)
 
-    _drop_unused(graph, removed_params)
+    drop_unused(model, set(removed_params))
     if skipped:
         report.warn(
             f"quantize_io: {', '.join(skipped)} stay float (not a single per-tensor "
             "QuantizeLinear/DequantizeLinear at the graph boundary)"
         )
     return result
-
-
-def _used_names(graph: Any) -> list[str]:
-    """Every tensor name read by a node of ``graph`` or of its subgraphs, and its outputs."""
-    used = [v.name for v in graph.output] + [v.name for v in graph.input]
-    for node in graph.node:
-        used.extend(node.input)
-        for attr in node.attribute:
-            subgraphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
-            for subgraph in subgraphs:
-                used.extend(_used_names(subgraph))
-    return used
-
-
-def _drop_unused(graph: Any, candidates: list[str]) -> None:
-    """Remove the Q/DQ parameter initializers that no longer have a reader."""
-    used = set(_used_names(graph))
-    for tensor in list(graph.initializer):
-        if tensor.name in candidates and tensor.name not in used:
-            graph.initializer.remove(tensor)

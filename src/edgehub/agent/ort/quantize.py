@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from ..calibration import load_calibration, random_calibration, warn_if_few
+from ..calibration import calibration_samples
 from ..models import (
     EXTERNAL_DATA_THRESHOLD,
     default_opset,
@@ -93,13 +93,9 @@ def quantize_static(
             f"per_channel quantization needs opset >= 13 but the model has opset {opset}: "
             "re-export with opset 13+ or set per_channel to false"
         )
-    if calibration is not None:
-        samples = load_calibration(calibration, specs, report)
-        source = "directory" if Path(calibration).is_dir() else "npz"
-        warn_if_few(len(samples), model, report)
-    else:
-        samples = random_calibration(specs, random_samples, seed, report)
-        source = "random"
+    samples = calibration_samples(calibration, specs, random_samples, seed, model, report)
+    directory = calibration is not None and Path(calibration).is_dir()
+    source = "random" if calibration is None else ("directory" if directory else "npz")
     report.info(f"calibration: {len(samples)} samples ({source}), method {method}")
 
     excluded = list(exclude_nodes or [])

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..protocol import (
+    Cancelled,
     MissingDependencyError,
     ModelError,
+    Params,
     RuntimeFailure,
     UsageError,
     UserError,
@@ -49,6 +53,37 @@ def session_options(
     return options
 
 
+@dataclass
+class SessionSettings:
+    """A request's ``providers`` (checked here, recorded resolved), ``intra_op_threads``,
+    ``inter_op_threads`` and, where the command takes it, ``graph_optimization_level``."""
+
+    providers: list[str]
+    intra_op_threads: int | None
+    inter_op_threads: int | None
+    optimization_level: str = "all"
+
+    @classmethod
+    def read(cls, params: Params, optimization_level: bool = False) -> SessionSettings:
+        providers = resolve_providers(params.string_list("providers"))
+        params.resolved["providers"] = providers
+        intra = params.integer("intra_op_threads", None, minimum=0)
+        inter = params.integer("inter_op_threads", None, minimum=0)
+        if not optimization_level:
+            return cls(providers, intra, inter)
+        level = params.choice("graph_optimization_level", OPTIMIZATION_LEVELS, "all")
+        return cls(providers, intra, inter, level)
+
+    def options(self) -> Any:
+        return session_options(
+            self.intra_op_threads, self.inter_op_threads, self.optimization_level
+        )
+
+    def create(self, path: Path) -> Any:
+        """A session for ``path`` with these settings."""
+        return create_session(path, self.options(), self.providers)
+
+
 def resolve_providers(requested: Sequence[str] | None) -> list[str]:
     """``None`` means CPU only (reproducible); otherwise every name must be available here."""
     ort = import_ort()
@@ -83,12 +118,21 @@ def create_session(path: Path, options: Any = None, providers: list[str] | None 
         ) from exc
 
 
-def run_once(session: Any, feeds: Any) -> None:
-    """``session.run`` on ``feeds``, a failure a `RuntimeFailure` in one line."""
+@contextmanager
+def run_failures() -> Iterator[None]:
+    """A failure of onnxruntime's inside, as a `RuntimeFailure` in one line (`Cancelled` as is)."""
     try:
-        session.run(None, feeds)
+        yield
+    except Cancelled:
+        raise
     except Exception as exc:
         raise RuntimeFailure(f"onnxruntime failed running the model: {one_line(str(exc))}") from exc
+
+
+def run_once(session: Any, feeds: Any) -> None:
+    """``session.run`` on ``feeds`` (`run_failures`)."""
+    with run_failures():
+        session.run(None, feeds)
 
 
 def input_specs(session: Any, model_path: Path | None = None) -> list[TensorSpec]:

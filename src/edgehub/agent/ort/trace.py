@@ -131,10 +131,7 @@ def summarize(events: list[Event], skip_runs: int = 0, truncated: bool = False) 
         op_type = str(args.get("op_name", ""))
         provider = str(args.get("provider", ""))
         node = name[: -len(KERNEL_SUFFIX)] or f"(unnamed {op_type or 'node'})"
-        key = (node, op_type, provider)
-        row = rows.get(key)
-        if row is None:
-            row = rows[key] = LayerRow(node, op_type, provider)
+        row = rows.setdefault((node, op_type, provider), LayerRow(node, op_type, provider))
         row.calls += 1
         row.total_us += float(event.get("dur", 0))
     grand_total = sum(r.total_us for r in rows.values())

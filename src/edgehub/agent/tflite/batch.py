@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import load_samples, split_stacked, stacked_info, totals
-from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
+from ..inputs import OutputStack, batch_output, batch_request, dataset, stacked_info
+from ..protocol import CommandOutput, ModelError, Params, UsageError
 from ..report import Report
 from ..stats import ms
-from ..tensors import save_npz
+from ..tensors import Arrays, save_npz
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, resolve_tflite_path
@@ -36,14 +36,11 @@ from .marking import dequantized, tensor_names, with_outputs
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    samples_arg = params.path("samples")
-    stacked = params.boolean("stacked", False)
-    runs = params.raw_value("runs")
+    samples_arg, stacked, runs = batch_request(params, "tflite.batch")
     threads = params.integer("threads", None, minimum=1)
     xnnpack = params.boolean("xnnpack", True)
     params.finish()
-    if not isinstance(runs, list) or not runs:
-        raise UsageError("tflite.batch: parameter 'runs' must be a non-empty list of runs")
+    samples: list[Arrays] | None = None
     results: list[dict[str, Any]] = []
     for index, raw in enumerate(runs):
         job = Params(raw, f"tflite.batch run {index}")
@@ -60,9 +57,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         interpreter = load_interpreter(probe, threads=threads, xnnpack=xnnpack)
         loaded = time.perf_counter_ns() - start
         edges = ModelEdges(interpreter, mapping)
-        specs = edges.original_specs()
-        loader = split_stacked if stacked else load_samples
-        samples = loader(samples_arg, specs, "dataset")
+        samples = dataset(samples, samples_arg, stacked, edges.original_specs())
         named = _by_tensor_name(edges)
         outputs, elapsed = _run_all(edges, samples, marked, named)
         save_npz(output_arg, outputs, compress=False)
@@ -76,9 +71,7 @@ def run(params: Params, report: Report) -> CommandOutput:
                 **({"tensors": {m.onnx_name: n for n, m in named.items()}} if graph else {}),
             }
         )
-    metrics = totals(results, "inference_ms", "load_ms")
-    data = {"samples": results[0]["samples"], "runs": results}
-    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+    return batch_output(params, results, samples, "inference_ms", "load_ms")
 
 
 def _marked(path: Path, names: list[str]) -> dict[str, int]:
@@ -114,17 +107,15 @@ def _run_all(
     marked: dict[str, int],
     maps: dict[str, TensorMap],
 ) -> tuple[dict[str, Any], int]:
-    import numpy as np
-
-    collected: dict[str, list[Any]] = {}
+    stack = OutputStack(len(samples))
     elapsed = 0
-    for arrays in samples:
+    for number, arrays in enumerate(samples):
         edges.set_inputs(edges.feeds(arrays, False))
         start = time.perf_counter_ns()
         edges.invoke()
         elapsed += time.perf_counter_ns() - start
         for name, value in edges.results(False).items():
-            collected.setdefault(name, []).append(np.array(value))
+            stack.add(number, name, value)
         for name, index in marked.items():
             value = dequantized(edges.interpreter, index)
             entry = maps.get(name)
@@ -133,13 +124,5 @@ def _run_all(
                     f"the mapping's layout {entry.perm} of tensor '{name}' does not fit its "
                     f"shape {list(value.shape)}: recompile the model"
                 )
-            collected.setdefault(name, []).append(entry.to_onnx(value) if entry else value)
-    outputs: dict[str, Any] = {}
-    for name, values in collected.items():
-        if len({tuple(v.shape) for v in values}) > 1:
-            raise RuntimeFailure(
-                f"output '{name}' changes shape across samples; eval compares outputs of one "
-                "shape per dataset"
-            )
-        outputs[name] = np.stack(values)
-    return outputs, elapsed
+            stack.add(number, name, entry.to_onnx(value) if entry else value)
+    return stack.stacked, elapsed

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..calibration import load_calibration, random_calibration, warn_if_few
+from ..calibration import calibration_samples
 from ..models import (
     graph_inputs,
     graph_outputs,
@@ -98,12 +98,10 @@ def _samples(
         if calibration is not None:
             report.warn(f"calibration only applies to int8 and int16x8; ignored for {precision}")
         return []
+    samples = calibration_samples(calibration, specs, count, seed, model, report)
     if calibration is not None:
-        samples = load_calibration(calibration, specs, report)
         report.info(f"calibration: {len(samples)} sample(s) from {calibration}")
-        warn_if_few(len(samples), model, report)
-        return samples
-    return random_calibration(specs, count, seed, report)
+    return samples
 
 
 def _warn_if_inexact(

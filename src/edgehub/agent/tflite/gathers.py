@@ -13,13 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..models import constant_tensors, static_shapes
-from .graph_rewrites import (
-    _set_nodes,
-    _subgraph_inputs,
-    add_initializer,
-    drop_unused,
-)
+from ..models import constant_tensors, drop_unused, replace_items, static_shapes, tensors_read
+from .graph_rewrites import add_initializer
 
 # ops whose output depends on their input's shape only, never its values
 _SHAPE_ONLY = ("Shape", "Size")
@@ -155,7 +150,7 @@ def gathers_as_reshapes(model: Any) -> list[str]:
         nodes[nodes.index(gather)] = reshape
         changed.append(name)
     if changed:
-        _set_nodes(graph, _live(nodes, {o.name for o in graph.output}))
+        replace_items(graph.node, _live(nodes, {o.name for o in graph.output}))
         drop_unused(model, set(constants))
     return changed
 
@@ -163,8 +158,7 @@ def gathers_as_reshapes(model: Any) -> list[str]:
 def _live(nodes: list[Any], outputs: set[str]) -> list[Any]:
     """``nodes`` less those nothing reads (transitively) and that make no graph output."""
     while True:
-        read = {i for n in nodes for i in n.input} | outputs
-        read |= {i for n in nodes for a in n.attribute for i in _subgraph_inputs(a)}
+        read = tensors_read(nodes) | outputs
         kept = [n for n in nodes if any(o in read for o in n.output if o)]
         if len(kept) == len(nodes):
             return nodes

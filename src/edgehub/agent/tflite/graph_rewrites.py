@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..models import constant_tensors, inferred_dims
+from ..models import constant_tensors, drop_unused, inferred_dims, replace_items
 
 _BROADCASTING = ("Add", "Sub", "Mul", "Div", "Pow")
 
@@ -45,15 +45,24 @@ def add_initializer(model: Any, array: np.ndarray, name: str) -> str:
     return name
 
 
-def scalars_as_vectors(model: Any) -> list[str]:
-    """Give each broadcasting binary node (`_BROADCASTING`) whose operand is a 0-d float
-    constant, and whose other operand has rank >= 1, that constant as a 1-element tensor;
-    returns the nodes changed."""
-    from onnx import numpy_helper
-
+def _constant_operands(
+    model: Any,
+    suffix: str,
+    rule: Callable[[Any, str, dict[str, Any], Callable[[], dict[str, int]]], Any],
+) -> list[str]:
+    """Give each broadcasting binary node (`_BROADCASTING`) the value ``rule(constant, other
+    operand, constants, ranks)`` gives one of its constant operands (None: kept), as the
+    initializer ``<constant>_<suffix>``; returns the nodes changed. ``ranks()`` infers the
+    model's ranks once, where a rule asks."""
     graph = model.graph
     constants = constant_tensors(graph)
-    ranks: dict[str, int] | None = None
+    inferred: list[dict[str, int]] = []
+
+    def ranks() -> dict[str, int]:
+        if not inferred:
+            inferred.append(_ranks(model))
+        return inferred[0]
+
     made: dict[str, str] = {}
     changed = []
     for node in graph.node:
@@ -63,17 +72,14 @@ def scalars_as_vectors(model: Any) -> list[str]:
             continue
         for index, name in enumerate(node.input):
             tensor = constants.get(name)
-            if tensor is None or len(tensor.dims) != 0:
+            value = (
+                None if tensor is None else rule(tensor, node.input[1 - index], constants, ranks)
+            )
+            if value is None:
                 continue
-            value = numpy_helper.to_array(tensor)
-            if value.dtype.kind != "f":
-                continue
-            if ranks is None:
-                ranks = _ranks(model)
-            if ranks.get(node.input[1 - index], 0) < 1:
-                continue  # a scalar op (or one of unknown rank): its output must stay 0-d
             if name not in made:
-                made[name] = add_initializer(model, value.reshape(1), f"{name}_vector")
+                made[name] = add_initializer(model, value, f"{name}_{suffix}")
+                constants[made[name]] = graph.initializer[-1]
             node.input[index] = made[name]
             changed.append(node.name or node.output[0])
     if made:
@@ -81,31 +87,21 @@ def scalars_as_vectors(model: Any) -> list[str]:
     return changed
 
 
-def drop_unused(model: Any, names: set[str]) -> None:
-    """Remove the initializers and Constant nodes among ``names`` nothing reads any more."""
-    graph = model.graph
-    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
-    used |= {
-        name for node in graph.node for attr in node.attribute for name in _subgraph_inputs(attr)
-    }
-    unused = names - used
-    if not unused:
-        return
-    kept = [t for t in graph.initializer if t.name not in unused]
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    kept_inputs = [i for i in graph.input if i.name not in unused]
-    del graph.input[:]
-    graph.input.extend(kept_inputs)
-    kept_nodes = [n for n in graph.node if not (n.op_type == "Constant" and n.output[0] in unused)]
-    del graph.node[:]
-    graph.node.extend(kept_nodes)
+def scalars_as_vectors(model: Any) -> list[str]:
+    """Give each broadcasting binary node (`_BROADCASTING`) whose operand is a 0-d float
+    constant, and whose other operand has rank >= 1, that constant as a 1-element tensor;
+    returns the nodes changed."""
+    from onnx import numpy_helper
 
+    def vector(tensor: Any, other: str, constants: Any, ranks: Callable[[], Any]) -> Any:
+        if len(tensor.dims) != 0:
+            return None
+        value = numpy_helper.to_array(tensor)
+        if value.dtype.kind != "f" or ranks().get(other, 0) < 1:
+            return None  # a scalar op (or one of unknown rank): its output must stay 0-d
+        return value.reshape(1)
 
-def _subgraph_inputs(attr: Any) -> set[str]:
-    """Tensor names the subgraphs of an attribute (If/Loop/Scan bodies) read."""
-    graphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
-    return {name for g in graphs for node in g.node for name in node.input}
+    return _constant_operands(model, "vector", vector)
 
 
 # ops that read an input's axis 1 as channels: an input they read is laid out channels-first
@@ -182,13 +178,12 @@ def zero_states_at_run_time(model: Any) -> list[str]:
         made.append(helper.make_node("MatMul", [steps, matrix], [zero], name=zero))
         inputs = list(node.input) + [""] * (7 - len(node.input))
         inputs[5] = inputs[6] = zero
-        del node.input[:]
-        node.input.extend(inputs)
+        replace_items(node.input, inputs)
         where = nodes.index(node)
         nodes[where:where] = made
         changed.append(name)
     if changed:
-        _set_nodes(graph, nodes)
+        replace_items(graph.node, nodes)
     return changed
 
 
@@ -219,12 +214,6 @@ def _is_zero(tensor: str, constants: dict[str, Any], producers: dict[str, Any]) 
             return False
         tensor = node.input[0]
     return False
-
-
-def _set_nodes(graph: Any, nodes: list[Any]) -> None:
-    """Replace ``graph``'s nodes with ``nodes`` (in that order)."""
-    del graph.node[:]
-    graph.node.extend(nodes)
 
 
 def expectations_as_conv(model: Any) -> list[str]:
@@ -275,7 +264,7 @@ def expectations_as_conv(model: Any) -> list[str]:
         nodes[where:where] = made
         changed.append(name)
     if changed:
-        _set_nodes(graph, nodes)
+        replace_items(graph.node, nodes)
     return changed
 
 
@@ -355,40 +344,20 @@ def constants_below_rank3(model: Any) -> list[str]:
     leading 1s, down to rank 2 (the same values by broadcasting); returns the nodes changed."""
     from onnx import numpy_helper
 
-    graph = model.graph
-    constants = constant_tensors(graph)
-    producers = {out: node for node in graph.node for out in node.output}
-    ranks: dict[str, int] | None = None
-    made: dict[str, str] = {}
-    changed = []
-    for node in graph.node:
-        if node.op_type not in _BROADCASTING or len(node.input) != 2:
-            continue
-        if node.domain not in ("", "ai.onnx"):
-            continue
-        for index, name in enumerate(node.input):
-            tensor, other = constants.get(name), node.input[1 - index]
-            if tensor is None or len(tensor.dims) < 3 or tensor.dims[0] != 1:
-                continue
-            if tensor.data_type != 1 or other in constants:  # FLOAT
-                continue
-            if not _in_onnx_order(other, constants, producers):
-                continue
-            if ranks is None:
-                ranks = _ranks(model)
-            if ranks.get(other, 0) < len(tensor.dims):
-                continue
-            value = numpy_helper.to_array(tensor)
-            lowered = value
-            while lowered.ndim > 2 and lowered.shape[0] == 1:
-                lowered = lowered[0]
-            if lowered.ndim > 2:
-                continue
-            if name not in made:
-                made[name] = add_initializer(model, np.ascontiguousarray(lowered), f"{name}_low")
-                constants[made[name]] = graph.initializer[-1]
-            node.input[index] = made[name]
-            changed.append(node.name or node.output[0])
-    if made:
-        drop_unused(model, set(made))
-    return changed
+    producers = {out: node for node in model.graph.node for out in node.output}
+
+    def lowered(tensor: Any, other: str, constants: Any, ranks: Callable[[], Any]) -> Any:
+        if len(tensor.dims) < 3 or tensor.dims[0] != 1:
+            return None
+        if tensor.data_type != 1 or other in constants:  # FLOAT
+            return None
+        if not _in_onnx_order(other, constants, producers):
+            return None
+        if ranks().get(other, 0) < len(tensor.dims):
+            return None
+        value = numpy_helper.to_array(tensor)
+        while value.ndim > 2 and value.shape[0] == 1:
+            value = value[0]
+        return None if value.ndim > 2 else np.ascontiguousarray(value)
+
+    return _constant_operands(model, "low", lowered)

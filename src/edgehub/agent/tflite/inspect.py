@@ -12,9 +12,8 @@ An ONNX model is described as ``ort.inspect`` does (``source: "onnx"``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ..models import describe_model, load_model, model_size_bytes, resolve_model_path
+from ..models import inspect_onnx, resolve_model_path
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from .edges import ModelEdges
@@ -40,11 +39,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     params.finish()
     path = Path(model_arg)
     if path.is_dir() or not is_tflite_file(path):
-        onnx_path = resolve_model_path(model_arg)
-        model = load_model(onnx_path, load_external_data=False)
-        data: dict[str, Any] = describe_model(model)
-        data.update({"source": "onnx", "size_bytes": model_size_bytes(onnx_path, model)})
-        data["path"] = str(onnx_path)
+        data = inspect_onnx(resolve_model_path(model_arg))
         return CommandOutput(params=params.resolved, data=data)
 
     report.info(f"inspect: {path}")

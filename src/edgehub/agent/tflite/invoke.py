@@ -43,8 +43,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     interpreter = load_interpreter(path, threads=threads, xnnpack=xnnpack)
     loaded = time.perf_counter_ns() - start
     edges = ModelEdges(interpreter, find_mapping(Path(path), mapping_arg, report))
-    specs = edges.compiled_specs() if compiled else edges.original_specs()
-    arrays = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
+    arrays = load_model_inputs(input_arg, edges, compiled)
     report.info(f"invoke: {describe(arrays)}")
     feeds = edges.feeds(arrays, compiled)
     edges.set_inputs(feeds)
@@ -65,8 +64,11 @@ def run(params: Params, report: Report) -> CommandOutput:
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)
 
 
-def load_compiled_inputs(input_arg: str, edges: ModelEdges) -> Any:
-    """Inputs keyed by TFLite name; the dtype check happens after quantizing, in ``feeds``."""
+def load_model_inputs(input_arg: str, edges: ModelEdges, compiled: bool) -> Any:
+    """The inputs in ``input_arg``, keyed by ONNX name and checked; ``compiled``: keyed by
+    TFLite name, the dtype check after quantizing, in ``feeds``."""
+    if not compiled:
+        return load_inputs(input_arg, edges.original_specs())
     from ..tensors import by_name, load_arrays
 
     return by_name(load_arrays(input_arg), edges.compiled_specs(), f"input file '{input_arg}'")

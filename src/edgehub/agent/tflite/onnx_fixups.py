@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..models import constant_tensors, graph_inputs, static_shapes
+from ..models import constant_tensors, drop_unused, graph_inputs, replace_items, static_shapes
 from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
@@ -30,9 +30,7 @@ from ..shapes import fix_input_shapes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
-    _set_nodes,
     add_initializer,
-    drop_unused,
     expectations_as_conv,
     scalars_as_vectors,
     zero_states_at_run_time,
@@ -138,7 +136,7 @@ def flatten_old_softmax(model: Any, report: Report) -> list[str]:
         nodes[index : index + 1] = [flatten, node, reshape]
         rewritten.append(name)
     if rewritten:
-        _set_nodes(model.graph, nodes)
+        replace_items(model.graph.node, nodes)
         report.info(
             f"{len(rewritten)} pre-opset-13 Softmax-like node(s) rewritten as Flatten + op + "
             "Reshape (onnx2tf converts their axis wrongly)"
@@ -173,7 +171,7 @@ def expand_erf(model: Any, report: Report) -> list[str]:
         index = nodes.index(node)
         nodes[index : index + 1] = made
         rewritten.append(name)
-    _set_nodes(graph, nodes)
+    replace_items(graph.node, nodes)
     report.info(
         f"Erf written with LiteRT builtins ({len(rewritten)} node(s); within 5e-7 of erf): "
         "LiteRT has no Erf of its own"

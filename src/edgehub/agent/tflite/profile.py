@@ -31,17 +31,16 @@ from pathlib import Path
 from typing import Any
 
 from ..env import collect_env
+from ..inputs import random_sample
 from ..protocol import CommandOutput, Params, write_json_atomic
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..shapes import parse_input_shape
 from ..stable import Stability, latency_metrics, timed_loop
 from ..stats import mean, ms
-from ..tensors import load_inputs, random_inputs
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, op_list, resolve_tflite_path, toolchain_versions
-from .invoke import load_compiled_inputs
+from .invoke import load_model_inputs
 
 OP_PROFILING_NOTE = (
     "per-operator times are not available: the LiteRT Python interpreter has no op profiler "
@@ -85,18 +84,11 @@ def model_feeds(
     report: Report,
 ) -> dict[int, Any]:
     """Inputs by tensor index: from ``input_arg`` or random, named as the class says."""
-    specs = edges.compiled_specs() if compiled else edges.original_specs()
     if input_arg is not None:
-        load = load_compiled_inputs(input_arg, edges) if compiled else load_inputs(input_arg, specs)
-        return edges.feeds(load, compiled)
-    shapes = parse_input_shape(raw_shape, specs) if raw_shape is not None else {}
-    arrays, defaulted = random_inputs(specs, seed=seed, shapes=shapes)
-    if defaulted:
-        report.warn(
-            "random inputs with dynamic dimensions set to 1 for "
-            f"{', '.join(defaulted)}; pass input (an .npz) or input_shape to profile other shapes"
-        )
-    return edges.feeds(arrays, compiled)
+        return edges.feeds(load_model_inputs(input_arg, edges, compiled), compiled)
+    specs = edges.compiled_specs() if compiled else edges.original_specs()
+    hint = "pass input (an .npz) or input_shape to profile other shapes"
+    return edges.feeds(random_sample(specs, raw_shape, seed, report, hint), compiled)
 
 
 def run(params: Params, report: Report) -> CommandOutput:

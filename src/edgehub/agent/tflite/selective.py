@@ -14,7 +14,6 @@ it and a cancelled compile kills it.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,16 +21,8 @@ from typing import Any, Iterator
 from ..models import load_model
 from ..protocol import UsageError
 from ..report import Report
-from . import converter
+from . import converter, simplifier
 from .layout import TensorMap
-
-
-def _agent_root() -> str:
-    """The folder (or zip archive) holding this agent's top-level package."""
-    root = os.path.dirname(os.path.abspath(__file__))
-    for _ in (__package__ or "").split("."):
-        root = os.path.dirname(root)
-    return root
 
 
 def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list[str],
@@ -45,7 +36,7 @@ def command(saved_model: Path, calibration: dict[str, Path], float_tensors: list
         "output": str(output),
     }
     code = (
-        f"import sys; sys.path.insert(0, {_agent_root()!r}); "
+        f"import sys; sys.path.insert(0, {str(simplifier.agent_root())!r}); "
         f"from {__package__} import selective; selective.main(sys.argv[1])"
     )
     return [sys.executable, "-c", code, json.dumps(job)]

@@ -73,6 +73,11 @@ sys.exit(code)
 """
 
 
+def agent_root() -> Path:
+    """The folder (or zip archive) holding this agent's top-level package."""
+    return Path(__file__).resolve().parents[__name__.count(".")]
+
+
 def write_shim(folder: Path, passes: list[str], env: dict[str, str], rewrite: bool = False) -> bool:
     """Write ``folder/onnxsim`` running the ``onnxsim`` found on ``env``'s PATH with
     ``passes`` skipped (and, with ``rewrite``, `rewrite_simplified` on its output), and put
@@ -87,9 +92,8 @@ def write_shim(folder: Path, passes: list[str], env: dict[str, str], rewrite: bo
     if rewrite:
         # onnxsim runs in the shim's own interpreter (one start, one onnx import), then the
         # rewrite; this package is found where it is (a source tree or the agent's zipapp)
-        root = Path(__file__).resolve().parents[__name__.count(".")]
         text = _PYTHON_SHIM.format(
-            python=sys.executable, root=str(root), real=real, extra=extra, module=__name__
+            python=sys.executable, root=str(agent_root()), real=real, extra=extra, module=__name__
         )
     else:
         words = " ".join(shlex.quote(word) for word in extra)

@@ -22,13 +22,13 @@ from typing import Any
 
 from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds, read_request, session_sets
 from ..ab_rounds import warm_up as interleaved_warm_up
-from ..protocol import CommandOutput, ModelError, Params, RuntimeFailure, UsageError
+from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stats import ms
 from .cuda import Cuda
-from .engine_file import engine_problem
+from .engine_check import require_engine_file
 from .gpu import gpu_visible
-from .runtime import import_tensorrt
+from .runtime import import_tensorrt, load_engine, tensor_mode
 
 
 def open_cuda() -> Cuda:
@@ -36,14 +36,10 @@ def open_cuda() -> Cuda:
     return Cuda()
 
 
-def _mode(engine: Any, name: str) -> str:
-    return str(getattr(engine.get_tensor_mode(name), "name", "")).split(".")[-1]
-
-
 def _shapes(engine: Any, raw: Any, label: str) -> dict[str, list[int]]:
     """The shape each input of ``engine`` runs at."""
     names = [engine.get_tensor_name(i) for i in range(engine.num_io_tensors)]
-    inputs = [n for n in names if _mode(engine, n) == "INPUT"]
+    inputs = [n for n in names if tensor_mode(engine, n) == "INPUT"]
     if raw is None:
         asked: dict[str, Any] = {}
     elif isinstance(raw, list) and inputs:
@@ -155,9 +151,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     raw_shape = params.raw_value("input_shape")
     params.finish()
     for side in SIDES:
-        problem = engine_problem(request.paths[side])
-        if problem is not None:
-            raise UsageError(problem)
+        require_engine_file(request.paths[side])
     if not gpu_visible():
         raise UsageError(
             "trt.ab runs TensorRT engines, which needs an NVIDIA GPU, and none is visible here: "
@@ -171,14 +165,9 @@ def run(params: Params, report: Report) -> CommandOutput:
     for side in SIDES:  # each engine deserialised once
         path = request.paths[side]
         begin = time.perf_counter_ns()
-        with open(path, "rb") as fh:
-            engines[side] = runtime.deserialize_cuda_engine(fh.read())
+        label = f"engine {side.upper()} ({path.rsplit('/', 1)[-1]})"
+        engines[side] = load_engine(runtime, path, label)
         load_ms[side] = ms(time.perf_counter_ns() - begin)
-        if engines[side] is None:
-            raise ModelError(
-                f"engine {side.upper()} ({path.rsplit('/', 1)[-1]}) cannot be opened by this "
-                "TensorRT: build it with the same TensorRT version and flavor, for this GPU"
-            )
     shapes = {side: _shapes(engines[side], raw_shape, side.upper()) for side in SIDES}
     feeds = {side: _feeds(trt, engines[side], shapes[side], request.input_seed) for side in SIDES}
     params.resolved["shapes_a"] = shapes["a"]

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..inputs import dataset, stacked_info, totals
+from ..inputs import batch_output, batch_request, dataset, stacked_info
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from ..stats import ms
 from ..tensors import Arrays, save_npz
 from .cuda import Cuda
-from .engine_file import engine_problem
+from .engine_check import require_engine_file
 from .engine_run import EngineRunner
 from .gpu import gpu_visible
 from .logger import make_logger
@@ -48,12 +48,8 @@ def _require_gpu() -> None:
 
 
 def run(params: Params, report: Report) -> CommandOutput:
-    samples_arg = params.path("samples")
-    stacked = params.boolean("stacked", False)
-    runs = params.raw_value("runs")
+    samples_arg, stacked, runs = batch_request(params, "trt.batch")
     params.finish()
-    if not isinstance(runs, list) or not runs:
-        raise UsageError("trt.batch: parameter 'runs' must be a non-empty list of runs")
     jobs = [_job(raw, index) for index, raw in enumerate(runs)]
     _require_gpu()
     trt = import_tensorrt()
@@ -101,9 +97,7 @@ def run(params: Params, report: Report) -> CommandOutput:
             results.append(result)
     finally:
         cuda.close()
-    metrics = totals(results, "inference_ms", "load_ms")
-    data = {"samples": len(samples or []), "runs": results}
-    return CommandOutput(params=params.resolved, metrics=metrics, data=data)
+    return batch_output(params, results, samples, "inference_ms", "load_ms")
 
 
 def _job(raw: Any, index: int) -> dict[str, Any]:
@@ -115,9 +109,7 @@ def _job(raw: Any, index: int) -> dict[str, Any]:
     extra = job.string_list("extra_outputs") or []
     graph = job.boolean("graph", False)
     job.finish()
-    problem = engine_problem(model)
-    if problem is not None:
-        raise UsageError(problem)
+    require_engine_file(model)
     if not isinstance(build, dict) or build.get("precision", "fp32") not in PRECISIONS:
         raise UsageError(
             f"trt.batch run {index}: 'build' must be {{precision: one of "

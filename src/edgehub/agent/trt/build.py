@@ -139,6 +139,15 @@ def open_engine(trt: TensorRT, logger: Any, blob: Any, report: Report) -> dict[s
         return None
 
 
+def parse_network(trt: TensorRT, builder: Any, logger: Any, source: Path) -> tuple[Any, Any, bool]:
+    """A strongly typed network of ``builder`` parsed from the ONNX model ``source``: the
+    network, its parser and whether the parse succeeded."""
+    flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    network = builder.create_network(flags)
+    parser = trt.module.OnnxParser(network, logger)
+    return network, parser, parser.parse_from_file(str(source))
+
+
 def all_static(network: Any) -> bool:
     """Whether every input of a parsed network has a fixed shape (no dim to name)."""
     return all(-1 not in tuple(network.get_input(i).shape) for i in range(network.num_inputs))
@@ -175,10 +184,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         source, notes = prepare_model(path, scratch, precision, report, raw_static, raw_shapes)
         prepared = time.perf_counter()
         builder = trt.module.Builder(logger)
-        flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-        network = builder.create_network(flags)
-        parser = trt.module.OnnxParser(network, logger)
-        parsed_ok = parser.parse_from_file(str(source))
+        network, parser, parsed_ok = parse_network(trt, builder, logger, source)
         dim_names: DimNames = {}
         renamed: dict[str, Any] = {}
         # Unnamed dynamic dims get names of their own before TensorRT's parse counts, and an
@@ -198,11 +204,10 @@ def run(params: Params, report: Report) -> CommandOutput:
             if renamed:
                 notes["renamed_unknown_dims"] = renamed
             if renamed or rewrites:
-                source, network = named, builder.create_network(flags)
-                parser = trt.module.OnnxParser(network, logger)
+                source = named
                 logger.lines.clear()  # the first parse's messages are of another model
                 logger.errors.clear()
-                parsed_ok = parser.parse_from_file(str(source))
+                network, parser, parsed_ok = parse_network(trt, builder, logger, source)
         if not parsed_ok:
             if build_log:
                 logger.write(build_log)

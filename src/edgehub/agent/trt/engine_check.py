@@ -10,9 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..protocol import UsageError
-from .engine_file import engine_mismatch
+from .engine_file import engine_mismatch, engine_problem
 from .gpu import compute_capability
 from .runtime import import_tensorrt
+
+
+def require_engine_file(name: str) -> None:
+    """Raise `engine_file.engine_problem`'s `UsageError` where the file ``name`` is not a
+    TensorRT engine to run."""
+    problem = engine_problem(name)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def check_engine(record: Any) -> None:

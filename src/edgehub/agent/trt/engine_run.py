@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..inputs import OutputStack
 from ..protocol import ModelError, RuntimeFailure
 from ..tensors import Arrays, TensorSpec
 from .cuda import Cuda
@@ -53,7 +54,7 @@ class EngineRunner:
         import numpy as np
 
         context = self.engine.create_execution_context()
-        stacked: dict[str, Any] = {}
+        stack = OutputStack(len(samples))
         elapsed = 0
         for index, feeds in enumerate(samples):
             start = time.perf_counter_ns()
@@ -80,12 +81,5 @@ class EngineRunner:
                 cuda.download(value, cuda.buffer(name, value.nbytes))
             elapsed += time.perf_counter_ns() - start
             for name, value in results.items():
-                if index == 0:
-                    stacked[name] = np.empty((len(samples), *value.shape), value.dtype)
-                elif value.shape != stacked[name].shape[1:]:
-                    raise RuntimeFailure(
-                        f"output '{name}' changes shape across samples; eval compares outputs "
-                        "of one shape per dataset"
-                    )
-                stacked[name][index] = value
-        return stacked, elapsed
+                stack.add(index, name, value)
+        return stack.stacked, elapsed

@@ -2,14 +2,15 @@
 
 Request: ``{"model": PATH}``. An ``.onnx`` file is read with onnx; anything else is opened as a
 serialized engine, which needs a GPU. Data: ``{inputs, outputs, source}`` (each tensor
-``{name, dtype, shape}``, dynamic dims as ``"?"`` or their symbol).
+``{name, dtype, shape}``, dynamic dims as ``"?"`` or their symbol); an ONNX model's as
+``ort.inspect`` gives it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..models import describe_model, load_model, resolve_model_path
+from ..models import inspect_onnx, resolve_model_path
 from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from .engine_check import check_engine
@@ -23,9 +24,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     params.finish()
     path = resolve_model_path(model_arg)
     if path.suffix.lower() == ".onnx":
-        data = describe_model(load_model(path, load_external_data=False))
-        data["source"] = "onnx"
-        return CommandOutput(params=params.resolved, metrics={}, data=data)
+        return CommandOutput(params=params.resolved, metrics={}, data=inspect_onnx(path))
     check_engine(record)
     if not gpu_visible():
         raise UsageError(

@@ -11,30 +11,24 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..protocol import CommandOutput, InputDataError, ModelError, Params, UsageError
+from ..protocol import CommandOutput, InputDataError, Params, UsageError
 from ..report import Report
 from ..tensors import TensorSpec, array_info, load_inputs
-from .engine_check import check_engine
-from .engine_file import engine_problem
-from .runtime import import_tensorrt
+from .engine_check import check_engine, require_engine_file
+from .runtime import import_tensorrt, load_engine, tensor_mode
 from .trtexec import require_gpu_and_trtexec, run_trtexec
 
 
 def engine_specs(engine_path: str) -> list[dict[str, Any]]:
     """[{name, mode, dtype, shape}] of an engine's I/O tensors (opening it needs a GPU)."""
     trt = import_tensorrt()
-    logger = trt.module.Logger(trt.module.Logger.WARNING)
-    with open(engine_path, "rb") as fh:
-        engine = trt.module.Runtime(logger).deserialize_cuda_engine(fh.read())
-    if engine is None:
-        raise ModelError(
-            f"'{os.path.basename(engine_path)}' cannot be opened by this TensorRT: build it "
-            "with the same TensorRT version and flavor, for this GPU"
-        )
+    logger = trt.module.Logger(trt.module.Logger.WARNING)  # alive as long as the runtime
+    runtime = trt.module.Runtime(logger)
+    engine = load_engine(runtime, engine_path, f"'{os.path.basename(engine_path)}'")
     specs = []
     for index in range(engine.num_io_tensors):
         name = engine.get_tensor_name(index)
-        mode = str(getattr(engine.get_tensor_mode(name), "name", "")).split(".")[-1]
+        mode = tensor_mode(engine, name)
         dtype = trt.module.nptype(engine.get_tensor_dtype(name))
         shape = [int(d) for d in engine.get_tensor_shape(name)]
         specs.append({"name": name, "mode": mode, "dtype": dtype.__name__, "shape": shape})
@@ -48,9 +42,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     log = params.path("log")
     record = params.raw_value("engine_record")
     params.finish()
-    problem = engine_problem(str(engine))
-    if problem is not None:
-        raise UsageError(problem)
+    require_engine_file(str(engine))
     check_engine(record)
     trtexec = require_gpu_and_trtexec("trt.invoke")
     specs = engine_specs(engine)

@@ -17,7 +17,7 @@ from .. import models
 from ..protocol import ModelError, UsageError
 from ..report import Report
 from ..scratch import Scratch
-from .build import build_failure, parser_error
+from .build import build_failure, parse_network, parser_error
 from .gpu import gpu_visible
 from .layers import network_io
 from .logger import make_logger
@@ -73,10 +73,8 @@ class Parsed:
         named = self._tmp.file(f"n_{source.name}")
         prepared, self.dim_names, _ = name_unknown_dims(prepared, named, report)
         self.builder = trt.module.Builder(self.logger)
-        flags = 1 << int(trt.module.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-        self.network = self.builder.create_network(flags)
-        self.parser = trt.module.OnnxParser(self.network, self.logger)
-        if not self.parser.parse_from_file(str(prepared)):
+        self.network, self.parser, parsed = parse_network(trt, self.builder, self.logger, prepared)
+        if not parsed:
             self.close()
             raise parser_error(self.parser, source)
         self.tensors = network_tensors(self.network)

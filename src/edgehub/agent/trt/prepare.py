@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..models import attach_external_data, graph_inputs, load_model, save_model
+from ..models import attach_external_data, graph_inputs, load_model, replace_items, save_model
 from ..pooling import globalize_pools
 from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
 from ..report import Report
@@ -77,8 +77,7 @@ def fold_int32_dequantize(model: Any) -> int:
         real = ((values - zero) * scale).astype(np.float32)
         model.graph.initializer.append(numpy_helper.from_array(real, node.output[0]))
         folded += 1
-    del model.graph.node[:]
-    model.graph.node.extend(kept)
+    replace_items(model.graph.node, kept)
     return folded
 
 

@@ -24,8 +24,7 @@ from typing import Any, Callable
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
 from ..stable import Stability, measure_until_stable, stable_metrics
-from .engine_check import check_engine
-from .engine_file import engine_problem
+from .engine_check import check_engine, require_engine_file
 from .trtexec import check_extra_args, require_gpu_and_trtexec, run_trtexec
 
 MAX_TIMES_BYTES = 256 * 1024 * 1024
@@ -83,9 +82,7 @@ def run(params: Params, report: Report) -> CommandOutput:
     stability = Stability.read(params, windows=False)
     record = params.raw_value("engine_record")
     params.finish()
-    problem = engine_problem(str(engine))
-    if problem is not None:
-        raise UsageError(problem)
+    require_engine_file(str(engine))
     if shapes is not None and not (
         isinstance(shapes, dict) and all(isinstance(v, list) for v in shapes.values())
     ):

@@ -11,7 +11,7 @@ import importlib
 import re
 from typing import Any, NamedTuple
 
-from ..protocol import MissingDependencyError, UsageError
+from ..protocol import MissingDependencyError, ModelError, UsageError
 
 RTX_MODULES = ("tensorrt_rtx_bindings", "tensorrt_rtx")
 FULL_MODULE = "tensorrt"
@@ -39,6 +39,24 @@ def import_tensorrt() -> TensorRT:
         "no TensorRT Python module can be imported here (" + "; ".join(problems) + "): run "
         "in the tensorrt-rtx image (hub images build tensorrt-rtx) or the full tensorrt image"
     )
+
+
+def load_engine(runtime: Any, path: str, label: str) -> Any:
+    """The engine serialized in the file ``path``, deserialized by ``runtime`` (a GPU's);
+    ``label`` names it where it cannot be."""
+    with open(path, "rb") as fh:
+        engine = runtime.deserialize_cuda_engine(fh.read())
+    if engine is None:
+        raise ModelError(
+            f"{label} cannot be opened by this TensorRT: build it with the same TensorRT "
+            "version and flavor, for this GPU"
+        )
+    return engine
+
+
+def tensor_mode(engine: Any, name: str) -> str:
+    """``INPUT`` or ``OUTPUT``: the I/O mode of ``engine``'s tensor ``name``."""
+    return str(getattr(engine.get_tensor_mode(name), "name", "")).split(".")[-1]
 
 
 def describe_flavor(trt: TensorRT) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..models import load_model, save_model, uses_external_data
+from ..models import load_model, replace_items, save_model, uses_external_data
 from ..protocol import UsageError
 from ..report import Report
 from ..tensors import is_named_dim
@@ -209,8 +209,7 @@ def name_unknown_dims(
         full = load_model(src)
         for mine, theirs in zip(model.graph.input, full.graph.input):
             theirs.CopyFrom(mine)
-        del full.graph.output[:]
-        full.graph.output.extend(model.graph.output)
+        replace_items(full.graph.output, model.graph.output)
         model = full
     save_model(model, dst)
     return dst, names, renamed
