@@ -124,12 +124,13 @@ class Client:
         def record(event: LogEvent) -> None:
             if event.run_id != run_id or event.kind == "progress":
                 return
-            with lock, suppress(OSError):
+            with lock:  # every line of a tool's output passes here: no more than needed
                 if not log_file.closed:
                     try:
                         log_file.write(f"[{event.kind}] {event.message}\n")
                     except OSError:  # e.g. a full disk: the run goes on, its log stops
-                        log_file.close()
+                        with suppress(OSError):
+                            log_file.close()
 
         unsubscribe = self.events.subscribe(record)
         status, error = "FINISHED", None
