@@ -20,6 +20,7 @@ from .conditions import ConditionsProbe, conditions_lines
 from .env import collect_env
 from .protocol import CommandOutput, Params, RuntimeFailure, write_json_atomic
 from .report import Report
+from .stable import timed_runs
 from .stats import latency_stats, ms
 
 MIN_BLOCK_RUNS = 3
@@ -82,6 +83,13 @@ def warm_up(warmup: int, run_once: Callable[[str, int, int], None]) -> None:
         for index in (0, 1):
             for side in SIDES if (i + index) % 2 == 0 else SIDES[::-1]:
                 run_once(side, index, i)
+
+
+def timed_block(call: Callable[[], object], runs: int) -> list[int]:
+    """One block: ``SWITCH_IN`` untimed calls of ``call``, then ``runs`` timed ones (ns)."""
+    for _ in range(SWITCH_IN):
+        call()
+    return timed_runs(call, runs)
 
 
 @dataclass

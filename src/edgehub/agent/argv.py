@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-__all__ = ["ArgvProblem", "option_value", "read_options", "take_option", "wants_help"]
-
 
 class ArgvProblem(Exception):
     """What is wrong with a command line, in one line."""

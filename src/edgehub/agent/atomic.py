@@ -17,8 +17,6 @@ import os
 import stat
 from typing import Iterator, Union
 
-__all__ = ["atomic_write", "replacing"]
-
 PathLike = Union[str, "os.PathLike[str]"]
 
 

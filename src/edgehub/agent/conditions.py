@@ -20,6 +20,8 @@ import os
 import time
 from typing import Any
 
+from .env import first_value
+
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (not idle, iowait)
 
 
@@ -37,12 +39,8 @@ def _read_first(*paths: str) -> str | None:
 
 
 def _cpu_model() -> str | None:
-    text = _read("/proc/cpuinfo") or ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("model name", "Model", "Hardware") and value.strip():
-            return value.strip()[:120]
-    return None
+    name = first_value("/proc/cpuinfo", ["model name", "Model", "Hardware"])
+    return name[:120] if name else None
 
 
 def _cpu_list_count(text: str | None) -> int | None:

@@ -64,7 +64,8 @@ def runtime_envs(namespaces: Sequence[str] | None) -> dict[str, Any]:
     return merged
 
 
-def _read_key_values(path: str, keys: list[str]) -> str | None:
+def first_value(path: str, keys: list[str]) -> str | None:
+    """The value of the first ``KEY: VALUE`` line of the file ``path`` whose key is in ``keys``."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             for line in fh:
@@ -78,13 +79,13 @@ def _read_key_values(path: str, keys: list[str]) -> str | None:
 
 def cpu_model() -> str | None:
     """The CPU's model name, from /proc/cpuinfo (x86 and Arm variants) or the platform."""
-    name = _read_key_values("/proc/cpuinfo", ["model name", "Model", "Hardware", "cpu model"])
+    name = first_value("/proc/cpuinfo", ["model name", "Model", "Hardware", "cpu model"])
     return name or platform.processor() or None
 
 
 def proc_mib(path: str, key: str) -> float | None:
     """The ``KEY: N kB`` entry ``key`` of the /proc file ``path`` in MiB (one decimal)."""
-    value = _read_key_values(path, [key])
+    value = first_value(path, [key])
     try:
         return round(int(value.split()[0]) / 1024.0, 1) if value else None
     except (ValueError, IndexError):

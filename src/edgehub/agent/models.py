@@ -85,16 +85,22 @@ def attach_external_data(model: Any, path: Path) -> None:
         ) from exc
 
 
+def _subgraphs(node: Any) -> list[Any]:
+    """The graphs ``node``'s attributes hold (If/Loop/Scan bodies)."""
+    return [
+        graph
+        for attr in node.attribute
+        for graph in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
+    ]
+
+
 def _initializers(model: Any) -> list[Any]:
     found = list(model.graph.initializer)
     stack = list(model.graph.node)
-    while stack:  # initializers of subgraphs (If/Loop/Scan bodies)
-        node = stack.pop()
-        for attr in node.attribute:
-            graphs = ([attr.g] if attr.HasField("g") else []) + list(attr.graphs)
-            for graph in graphs:
-                found.extend(graph.initializer)
-                stack.extend(graph.node)
+    while stack:  # initializers of subgraphs, at any depth
+        for graph in _subgraphs(stack.pop()):
+            found.extend(graph.initializer)
+            stack.extend(graph.node)
     return found
 
 
@@ -233,16 +239,11 @@ def index_limits(model: Any) -> dict[str, int]:
     from onnx import numpy_helper
 
     graph = model.graph
-    tables: dict[str, list[int]] = {t.name: list(t.dims) for t in graph.initializer}
-    values = {t.name: t for t in graph.initializer}
+    values = constant_tensors(graph)
+    tables: dict[str, list[int]] = {name: list(t.dims) for name, t in values.items()}
     consumers: dict[str, list[tuple[Any, int]]] = {}
     for node in graph.node:
-        if node.op_type == "Constant":
-            for attr in node.attribute:
-                if attr.name == "value" and node.output:
-                    tables[node.output[0]] = list(attr.t.dims)
-                    values[node.output[0]] = attr.t
-        elif node.op_type in _TABLE_PRESERVING and node.input and node.input[0] in tables:
+        if node.op_type in _TABLE_PRESERVING and node.input and node.input[0] in tables:
             tables[node.output[0]] = tables[node.input[0]]
         for position, name in enumerate(node.input):
             consumers.setdefault(name, []).append((node, position))
@@ -374,9 +375,8 @@ def tensors_read(nodes: Iterable[Any]) -> set[str]:
     read: set[str] = set()
     for node in nodes:
         read.update(node.input)
-        for attr in node.attribute:
-            for graph in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                read |= tensors_read(graph.node) | {o.name for o in graph.output}
+        for graph in _subgraphs(node):
+            read |= tensors_read(graph.node) | {o.name for o in graph.output}
     return read
 
 

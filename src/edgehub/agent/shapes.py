@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .protocol import UsageError
-from .tensors import TensorSpec, describe_specs, is_named_dim
+from .tensors import TensorSpec, describe_specs, is_named_dim, positive_ints
 
 
 def shape_example(specs: Sequence[TensorSpec]) -> str:
@@ -55,11 +55,7 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
                 f"input_shape names unknown input '{name}'; model inputs: "
                 f"{describe_specs(specs)}; {shape_example(specs)}"
             )
-        if (
-            not isinstance(shape, list)
-            or not shape
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)
-        ):
+        if not shape or not positive_ints(shape):
             raise UsageError(
                 f"input_shape for '{name}' must be a non-empty list of positive ints, got {shape!r}"
             )

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .conditions import ConditionsProbe, OtherCpuMeter, conditions_lines
+from .env import collect_env
+from .protocol import Params, write_json_atomic
 from .stats import latency_stats
 
 if TYPE_CHECKING:
-    from .protocol import Params
     from .report import Report
 
 WINDOWS = 3
@@ -81,6 +82,17 @@ def warm_up(run: Callable[[int], object], seconds: float = WARMUP_S) -> int:
         run(count)
         count += 1
     return count
+
+
+def timed_runs(call: Callable[[], object], runs: int) -> list[int]:
+    """``runs`` samples in ns, perf_counter_ns tightly around each ``call()``."""
+    clock = time.perf_counter_ns
+    samples = [0] * runs
+    for i in range(runs):
+        start = clock()
+        call()
+        samples[i] = clock() - start
+    return samples
 
 
 def _thinned(window: list[int]) -> list[int]:
@@ -235,6 +247,35 @@ def latency_metrics(
             "warmup/runs"
         )
     return metrics
+
+
+def write_profile(
+    target: str,
+    samples: list[int],
+    cold: list[dict[str, float]],
+    metrics: dict[str, Any],
+    settings: dict[str, Any],
+    conditions: dict[str, Any],
+    windows: list[dict[str, Any]],
+    report: Report,
+    **extra: Any,
+) -> None:
+    """Write a profile's ``profile_json`` document at ``target``: ``samples_us``,
+    ``cold_starts``, ``stats``, ``env``, ``settings`` (with how percentiles are taken),
+    ``conditions``, ``windows`` (when until stable) and ``extra``."""
+    settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
+    document = {
+        "samples_us": [round(s / 1000.0, 3) for s in samples],
+        "cold_starts": cold,
+        "stats": metrics,
+        "env": collect_env(),
+        "settings": settings,
+        "conditions": conditions,
+        **({"windows": windows} if windows else {}),
+        **extra,
+    }
+    write_json_atomic(target, document)
+    report.info(f"profile written to {target}")
 
 
 @dataclass(frozen=True)

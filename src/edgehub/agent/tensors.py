@@ -58,6 +58,13 @@ def normalize_dim(dim: Any) -> Dim:
     return None
 
 
+def positive_ints(value: Any) -> bool:
+    """Whether ``value`` is a list of positive ints (a bool is not one)."""
+    return isinstance(value, list) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value
+    )
+
+
 def format_dim(dim: Dim) -> int | str:
     return "?" if dim is None else dim
 

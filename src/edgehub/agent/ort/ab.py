@@ -25,33 +25,14 @@ documents (``samples_us``, ``stats``, ``env``, ``settings``, ``conditions``).
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from .. import ab_rounds
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..tensors import Arrays
+from .profile import timed_runs
 from .sessions import SessionSettings, input_specs, run_failures, run_once
-
-
-def _block(session: Any, inputs: list[Arrays], runs: int, start_at: int) -> list[int]:
-    """``SWITCH_IN`` untimed runs, then ``runs`` timed ones (ns), inputs cycling."""
-    count = len(inputs)
-    for i in range(ab_rounds.SWITCH_IN):
-        run_once(session, inputs[(start_at + i) % count])
-    run = session.run
-    clock = time.perf_counter_ns
-    samples = [0] * runs
-    with run_failures():
-        for i in range(runs):
-            feeds = inputs[(start_at + i) % count]
-            begin = clock()
-            run(None, feeds)
-            samples[i] = clock() - begin
-    return samples
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -77,7 +58,11 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     # 3.-4. calibration and the rounds (:mod:`..ab_rounds`)
     def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
-        return _block(sessions[index][side], inputs[side], runs, start_at)
+        session, feeds = sessions[index][side], inputs[side]
+        for i in range(ab_rounds.SWITCH_IN):  # untimed, then the timed runs, inputs cycling
+            run_once(session, feeds[(start_at + i) % len(feeds)])
+        with run_failures():
+            return timed_runs(session, feeds, runs, start_at)
 
     found = ab_rounds.measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     sessions = []

@@ -42,17 +42,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..env import collect_env
 from ..inputs import prepare_inputs, shapes_record
 from ..models import resolve_model_path
-from ..protocol import (
-    CommandOutput,
-    Params,
-    write_json_atomic,
-)
+from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import Stability, latency_metrics, timed_loop
+from ..stable import Stability, latency_metrics, timed_loop, write_profile
 from ..stats import mean, ms
 from ..tensors import Arrays
 from .sessions import SessionSettings, create_session, input_specs, run_failures, run_once
@@ -61,9 +56,9 @@ from .trace import TraceSummary, parse_trace
 MAX_PROFILED_RUNS = 20
 
 
-def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
+def timed_runs(session: Any, inputs: list[Arrays], runs: int, start_at: int = 0) -> list[int]:
     """``runs`` samples in ns, perf_counter_ns tightly around each session.run; the inputs
-    cycle (one sample: the same feeds every run, exactly as a bare loop)."""
+    cycle from ``start_at`` (one sample: the same feeds every run, exactly as a bare loop)."""
     run = session.run
     clock = time.perf_counter_ns
     samples = [0] * runs
@@ -76,7 +71,7 @@ def timed_runs(session: Any, inputs: list[Arrays], runs: int) -> list[int]:
         return samples
     count = len(inputs)
     for i in range(runs):
-        feeds = inputs[i % count]
+        feeds = inputs[(start_at + i) % count]
         start = clock()
         run(None, feeds)
         samples[i] = clock() - start
@@ -186,14 +181,11 @@ def run(params: Params, report: Report) -> CommandOutput:
 
     params.resolved["shapes"] = shapes_record(inputs)
     params.resolved["input_samples"] = len(inputs)
-    settings = dict(params.resolved)
-    settings["model_path"] = str(path)
-    settings["input_source"] = "npz" if input_data else "random"
-    settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
+    source = "npz" if input_data else "random"
     data: dict[str, Any] = {
         "cold_starts": cold,
         "shapes": params.resolved["shapes"],
-        "input_source": settings["input_source"],
+        "input_source": source,
         "conditions": conditions,
     }
     if windows:
@@ -204,21 +196,14 @@ def run(params: Params, report: Report) -> CommandOutput:
     if trace is not None:
         data["model_run_mean_ms"] = trace.model_run_mean_ms
     if profile_json:
-        document: dict[str, Any] = {
-            "samples_us": [round(s / 1000.0, 3) for s in samples],
-            "cold_starts": cold,
-            "stats": metrics,
-            "env": collect_env(),
-            "settings": settings,
-            "conditions": conditions,
-            **({"windows": windows} if windows else {}),
-        }
+        extra: dict[str, Any] = {}
         if trace is not None:
-            document["layers"] = layers
             summary = trace.to_json()
             summary.pop("layers")
-            document["trace"] = summary
-        write_json_atomic(profile_json, document)
+            extra = {"layers": layers, "trace": summary}
+        settings = dict(params.resolved, model_path=str(path), input_source=source)
+        write_profile(
+            profile_json, samples, cold, metrics, settings, conditions, windows, report, **extra
+        )
         data["profile_json"] = profile_json
-        report.info(f"profile written to {profile_json}")
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)

@@ -110,10 +110,7 @@ def summarize(events: list[Event], skip_runs: int = 0, truncated: bool = False) 
     kept = runs[skip_runs:]
 
     def run_index(ts: float) -> int | None:
-        for index, (start, dur) in enumerate(runs):
-            if start <= ts <= start + dur:
-                return index
-        return None
+        return next((i for i, (start, dur) in enumerate(runs) if start <= ts <= start + dur), None)
 
     rows: dict[tuple[str, str, str], LayerRow] = {}
     for event in events:

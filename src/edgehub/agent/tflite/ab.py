@@ -12,30 +12,20 @@ in each model's own TFLite names and dtypes (``input_seed``; ``input_shape`` for
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..ab_rounds import (
     SIDES,
-    SWITCH_IN,
     ab_output,
     measure_rounds,
     read_request,
     session_sets,
+    timed_block,
     warm_up,
 )
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from .edges import ModelEdges
 from .interpreter import load_interpreter, resolve_tflite_path
-from .profile import model_feeds, timed_runs
-
-
-def _block(edges: ModelEdges, feeds: dict[int, Any], runs: int) -> list[int]:
-    edges.set_inputs(feeds)
-    invoke = edges.interpreter.invoke
-    for _ in range(SWITCH_IN):
-        invoke()
-    return timed_runs(invoke, runs)
+from .profile import model_feeds
 
 
 def run(params: Params, report: Report) -> CommandOutput:
@@ -64,7 +54,8 @@ def run(params: Params, report: Report) -> CommandOutput:
     warm_up(request.warmup, once)
 
     def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
-        return _block(sets[index][side], feeds[side], runs)
+        sets[index][side].set_inputs(feeds[side])
+        return timed_block(sets[index][side].interpreter.invoke, runs)
 
     found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     sets = []

@@ -142,8 +142,3 @@ class ModelEdges:
                 array = dequantize(array, tensor).astype(entry.onnx_dtype)
             out[entry.onnx_name] = entry.to_onnx(array)
         return out
-
-    def run(self, arrays: Mapping[str, np.ndarray], compiled_names: bool = False) -> Arrays:
-        self.set_inputs(self.feeds(arrays, compiled_names))
-        self.invoke()
-        return self.results(compiled_names)

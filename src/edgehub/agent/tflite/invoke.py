@@ -22,7 +22,7 @@ from ..inputs import describe
 from ..protocol import CommandOutput, Params
 from ..report import Report
 from ..stats import ms
-from ..tensors import array_info, load_inputs, save_npz
+from ..tensors import array_info, by_name, load_arrays, load_inputs, save_npz
 from .edges import ModelEdges
 from .inspect import find_mapping
 from .interpreter import load_interpreter, resolve_tflite_path, toolchain_versions
@@ -69,6 +69,4 @@ def load_model_inputs(input_arg: str, edges: ModelEdges, compiled: bool) -> Any:
     TFLite name, the dtype check after quantizing, in ``feeds``."""
     if not compiled:
         return load_inputs(input_arg, edges.original_specs())
-    from ..tensors import by_name, load_arrays
-
     return by_name(load_arrays(input_arg), edges.compiled_specs(), f"input file '{input_arg}'")

@@ -30,12 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..env import collect_env
 from ..inputs import random_sample
-from ..protocol import CommandOutput, Params, write_json_atomic
+from ..protocol import CommandOutput, Params, UsageError
 from ..report import Report
 from ..resources import peak_rss_mb
-from ..stable import Stability, latency_metrics, timed_loop
+from ..stable import Stability, latency_metrics, timed_loop, timed_runs, write_profile
 from ..stats import mean, ms
 from .edges import ModelEdges
 from .inspect import find_mapping
@@ -46,17 +45,6 @@ OP_PROFILING_NOTE = (
     "per-operator times are not available: the LiteRT Python interpreter has no op profiler "
     "(benchmark_model's enable_op_profiling is C++ only); the operators are listed without times"
 )
-
-
-def timed_runs(invoke: Any, runs: int) -> list[int]:
-    """``runs`` samples in ns, perf_counter_ns tightly around each ``invoke()``."""
-    clock = time.perf_counter_ns
-    samples = [0] * runs
-    for i in range(runs):
-        start = clock()
-        invoke()
-        samples[i] = clock() - start
-    return samples
 
 
 def paced_runs(invoke: Any, runs: int, max_secs: float | None, delay: float) -> list[int]:
@@ -111,8 +99,6 @@ def run(params: Params, report: Report) -> CommandOutput:
     params.finish()
     for key, value in (("max_secs", max_secs), ("run_delay", run_delay)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            from ..protocol import UsageError
-
             raise UsageError(f"tflite.profile: parameter '{key}' must be a number, got {value!r}")
 
     path = resolve_tflite_path(model_arg, "TFLiteProfiler")
@@ -184,22 +170,11 @@ def run(params: Params, report: Report) -> CommandOutput:
         report.warn(OP_PROFILING_NOTE)
         data["layers"] = layers
     if profile_json:
-        settings = dict(params.resolved)
-        settings["model_path"] = str(path)
-        settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
-        document = {
-            "samples_us": [round(s / 1000.0, 3) for s in samples],
-            "cold_starts": cold,
-            "stats": metrics,
-            "ops": layers,
-            "op_profiling": OP_PROFILING_NOTE if op_profiling else "off",
-            "env": collect_env(),
-            "toolchain": data["toolchain"],
-            "settings": settings,
-            "conditions": conditions,
-            **({"windows": windows} if windows else {}),
-        }
-        write_json_atomic(profile_json, document)
+        note = OP_PROFILING_NOTE if op_profiling else "off"
+        extra = {"ops": layers, "op_profiling": note, "toolchain": data["toolchain"]}
+        settings = dict(params.resolved, model_path=str(path))
+        write_profile(
+            profile_json, samples, cold, metrics, settings, conditions, windows, report, **extra
+        )
         data["profile_json"] = profile_json
-        report.info(f"profile written to {profile_json}")
     return CommandOutput(params=params.resolved, metrics=metrics, data=data)

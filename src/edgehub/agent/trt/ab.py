@@ -20,7 +20,7 @@ import math
 import time
 from typing import Any
 
-from ..ab_rounds import SIDES, SWITCH_IN, ab_output, measure_rounds, read_request, session_sets
+from ..ab_rounds import SIDES, ab_output, measure_rounds, read_request, session_sets, timed_block
 from ..ab_rounds import warm_up as interleaved_warm_up
 from ..protocol import CommandOutput, Params, RuntimeFailure, UsageError
 from ..report import Report
@@ -134,18 +134,6 @@ def _feeds(trt: Any, engine: Any, shapes: dict[str, list[int]], seed: int) -> di
     return feeds
 
 
-def _block(run: EngineRun, runs: int) -> list[int]:
-    for _ in range(SWITCH_IN):
-        run.run()
-    clock = time.perf_counter_ns
-    samples = [0] * runs
-    for i in range(runs):
-        begin = clock()
-        run.run()
-        samples[i] = clock() - begin
-    return samples
-
-
 def run(params: Params, report: Report) -> CommandOutput:
     request = read_request(params)
     raw_shape = params.raw_value("input_shape")
@@ -184,7 +172,7 @@ def run(params: Params, report: Report) -> CommandOutput:
         interleaved_warm_up(request.warmup, lambda side, index, i: sets[index][side].run())
 
         def block(side: str, index: int, runs: int, start_at: int) -> list[int]:
-            return _block(sets[index][side], runs)
+            return timed_block(sets[index][side].run, runs)
 
         found = measure_rounds(block, request.rounds, request.block_ms, request.seed, report)
     finally:

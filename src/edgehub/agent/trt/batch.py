@@ -36,22 +36,16 @@ from .marking import Parsed, graph_nodes, require_source
 from .prepare import PRECISIONS
 from .runtime import import_tensorrt
 
-__all__ = ["run"]
-
-
-def _require_gpu() -> None:
-    if not gpu_visible():
-        raise UsageError(
-            "trt.batch runs TensorRT engines, which needs an NVIDIA GPU, and none is visible "
-            "here: run the container with the GPU passed through (docker --gpus all)"
-        )
-
 
 def run(params: Params, report: Report) -> CommandOutput:
     samples_arg, stacked, runs = batch_request(params, "trt.batch")
     params.finish()
     jobs = [_job(raw, index) for index, raw in enumerate(runs)]
-    _require_gpu()
+    if not gpu_visible():
+        raise UsageError(
+            "trt.batch runs TensorRT engines, which needs an NVIDIA GPU, and none is visible "
+            "here: run the container with the GPU passed through (docker --gpus all)"
+        )
     trt = import_tensorrt()
     logger = make_logger(trt.module, report)
     cuda = Cuda()

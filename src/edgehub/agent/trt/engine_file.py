@@ -8,8 +8,6 @@ from collections.abc import Mapping
 
 ENGINE_SUFFIXES = (".engine", ".plan", ".trt")
 
-__all__ = ["ENGINE_SUFFIXES", "engine_mismatch", "engine_problem", "engine_record"]
-
 
 def engine_problem(name: str) -> str | None:
     """Why the file ``name`` is not a TensorRT engine to run, in one line; None when it is."""
@@ -33,7 +31,7 @@ def engine_record(flavor: str, version: str, targets: list[str]) -> dict[str, ob
     return {"tensorrt_flavor": flavor, "tensorrt_version": version, "targets": list(targets)}
 
 
-def _flavor_name(flavor: object) -> str:
+def flavor_name(flavor: object) -> str:
     return "TensorRT for RTX" if flavor == "rtx" else "TensorRT"
 
 
@@ -55,14 +53,14 @@ def engine_mismatch(
     targets = _targets(record.get("targets"))
     differs: list[str] = []
     if built_flavor and built_flavor != flavor:
-        differs.append(f"flavor {_flavor_name(built_flavor)} vs {_flavor_name(flavor)} here")
+        differs.append(f"flavor {flavor_name(built_flavor)} vs {flavor_name(flavor)} here")
     elif built_version and str(built_version) != version:
         differs.append(f"version {built_version} vs {version} here")
     if capability and targets and "current" not in targets and capability not in targets:
         differs.append(f"GPU {', '.join(targets)} vs {capability} here")
     if not differs:
         return None
-    built = f"{_flavor_name(built_flavor)} {built_version or '?'} for {', '.join(targets) or '?'}"
+    built = f"{flavor_name(built_flavor)} {built_version or '?'} for {', '.join(targets) or '?'}"
     return (
         f"the engine was built with {built} and cannot load here ({'; '.join(differs)}): "
         "compile the ONNX model again for this runtime and GPU (hub exec compile tensorrt ...)"

@@ -16,11 +16,8 @@ from ..report import Report
 def _nvidia_smi() -> str | None:
     """The ``nvidia-smi`` on PATH (what ``shutil.which`` finds, without importing ``shutil``:
     milliseconds of every cold build's start), or None."""
-    for folder in os.get_exec_path():
-        candidate = os.path.join(folder, "nvidia-smi")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
+    candidates = (os.path.join(folder, "nvidia-smi") for folder in os.get_exec_path())
+    return next((c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
 def _smi_lines(*args: str) -> list[str] | None:

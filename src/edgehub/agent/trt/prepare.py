@@ -24,6 +24,7 @@ from ..pooling import globalize_pools
 from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
 from ..report import Report
 from ..scratch import Scratch
+from ..tensors import positive_ints
 
 PRECISIONS = ("fp32", "fp16", "int8")
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
@@ -128,9 +129,7 @@ def static_shapes(model: Any, raw_static: Any, raw_ranges: Any) -> dict[str, lis
     return {
         name: [int(d) for d in shape]
         for name, shape in given.items()
-        if name in names
-        and isinstance(shape, list)
-        and all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape)
+        if name in names and positive_ints(shape)
     }
 
 

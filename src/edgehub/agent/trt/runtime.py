@@ -12,6 +12,7 @@ import re
 from typing import Any, NamedTuple
 
 from ..protocol import MissingDependencyError, ModelError, UsageError
+from .engine_file import flavor_name
 
 RTX_MODULES = ("tensorrt_rtx_bindings", "tensorrt_rtx")
 FULL_MODULE = "tensorrt"
@@ -60,8 +61,7 @@ def tensor_mode(engine: Any, name: str) -> str:
 
 
 def describe_flavor(trt: TensorRT) -> str:
-    name = "TensorRT for RTX" if trt.flavor == "rtx" else "TensorRT"
-    return f"{name} {trt.version}"
+    return f"{flavor_name(trt.flavor)} {trt.version}"
 
 
 def rtx_targets(module: Any) -> list[str]:

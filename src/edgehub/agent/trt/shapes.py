@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional
 from ..models import load_model, replace_items, save_model, uses_external_data
 from ..protocol import UsageError
 from ..report import Report
-from ..tensors import is_named_dim
+from ..tensors import is_named_dim, positive_ints
 
 Profile = Dict[str, Dict[str, List[int]]]
 DimNames = Dict[str, List[Optional[str]]]  # input -> the named dim of each axis (None: unnamed)
@@ -35,9 +35,7 @@ def _dims_example(tensor: dict[str, Any]) -> str:
 def _shape(what: str, value: Any, tensor: dict[str, Any]) -> list[int]:
     fixed = tensor["shape"]
     hint = f"the input is {_describe(tensor)}: give e.g. {tensor['name']}:{_dims_example(tensor)}"
-    if not isinstance(value, list) or not all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in value
-    ):
+    if not positive_ints(value):
         raise UsageError(f"{what} must be a list of positive ints, got {value!r}; {hint}")
     if len(value) != len(fixed):
         raise UsageError(f"{what} has rank {len(value)}, but {hint}")
