@@ -23,7 +23,7 @@ def test_describing_a_runtime_imports_no_other_provider_nor_what_only_some_comma
         from edgehub.core.runtimes import get_runtime
         ort = get_runtime("onnxruntime")
         print(ort.invoker.providers())
-        for name in ("onnxruntime.ssh", "onnxruntime.batch", "ab_agent", "qai_hub.compile",
+        for name in ("remote.ssh_agent", "onnxruntime.batch", "ab_agent", "qai_hub.compile",
                      "onnxruntime.embedl_onnxruntime"):
             print(name, f"edgehub.toolchains.{name}" in sys.modules)
         """

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.core.runtimes import RuntimeDescriptor
 
-__all__ = ["AB_PROVIDERS", "agent_ab", "check_rounds"]
 
 AB_PROVIDERS = ("local", "ssh")  # where one agent process can hold both models
 

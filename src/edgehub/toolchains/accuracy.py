@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["OutputAccuracy", "compare_outputs"]
-
 
 @dataclass(frozen=True)
 class OutputAccuracy:

@@ -32,8 +32,6 @@ from edgehub.runners.streaming import last_line
 from edgehub.toolchains.npz_arrays import check_unpacked_size
 from edgehub.user_files import link_or_copy_checked
 
-__all__ = ["AgentCall", "AgentResult"]
-
 AGENT_NAME = "edgehub-agent.pyz"
 _USER_ERRORS: dict[str, type[EdgehubError]] = {
     "ModelError": ModelError,

@@ -24,6 +24,7 @@ from edgehub.runners.protocol import (
     SupportsSharedInput,
 )
 from edgehub.toolchains.local_session import device_agent, record_agent_result
+from edgehub.toolchains.outputs import number
 from edgehub.toolchains.tensors import load_npz
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.agent_call import AgentCall
 
-__all__ = ["BatchJob", "BatchOutputs", "BatchRunner"]
 
 _SHARED_NOTES = {
     RESENT: "changed on the device (its sha256 there is not this host's): sent again",
@@ -150,7 +150,7 @@ class BatchRunner:
         found = []
         for index, job in enumerate(jobs):
             data = dict(result.data["runs"][index])
-            metrics = {k: float(v) for k, v in data.items() if _is_number(v)}
+            metrics = {k: n for k, v in data.items() if (n := number(v)) is not None}
             self.ctx.client.log_metrics({f"{job.role}.{k}": v for k, v in metrics.items()})
             path = result.files / f"outputs-{index}.npz"
             arrays = load_npz(path, mapped=True)  # a copy of this run's own, just made
@@ -189,7 +189,3 @@ def _prefixed(
         for key, value in fields.items()
     }
     return renamed, moved
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

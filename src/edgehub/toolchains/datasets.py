@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.agent.protocol import depth_over
 from edgehub.errors import InputDataError, OperationCancelled
 from edgehub.limits import env_size, human_size
+from edgehub.toolchains.outputs import number
 from edgehub.tracking.artifacts import content_hash
 from edgehub.user_files import regular_file
 
@@ -34,14 +35,6 @@ if TYPE_CHECKING:
 
     from edgehub.agent.tensors import TensorSpec
 
-__all__ = [
-    "Dataset",
-    "check_dataset_files",
-    "first_non_finite",
-    "load_dataset",
-    "non_finite_kind",
-    "tensor_specs",
-]
 
 MAX_LABELS_JSON = 256 << 20
 MAX_LABELS_DEPTH = 34
@@ -382,8 +375,6 @@ def _json_labels(path: Path, dataset: Dataset) -> list[Any]:
 
 
 def _numeric(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, (int, float)):
+    if number(value) is not None:
         return True
     return isinstance(value, list) and bool(value) and all(_numeric(v) for v in value)

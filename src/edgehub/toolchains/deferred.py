@@ -9,8 +9,6 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["deferred"]
-
 
 def deferred(target: str) -> Callable[..., Any]:
     """A function calling ``module:name`` (imported when first called) with its arguments."""

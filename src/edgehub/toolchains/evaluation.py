@@ -22,16 +22,6 @@ if TYPE_CHECKING:
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
 
-__all__ = [
-    "Scores",
-    "batch_runner",
-    "check_figures",
-    "model_signature",
-    "pair_outputs",
-    "run_both",
-    "runtime_batch_runner",
-    "score_outputs",
-]
 
 Pairs = list[tuple[str, "np.ndarray", "np.ndarray"]]
 

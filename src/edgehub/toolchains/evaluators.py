@@ -23,7 +23,6 @@ from edgehub.tracking.run_type import RunType
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["EvaluationResult", "ONNXRuntimeEvaluator", "TFLiteEvaluator", "TensorRTEvaluator"]
 
 PROVIDERS = (ProviderType.LOCAL, "ssh", ProviderType.QAI_HUB)  # "ssh": a plain string type
 

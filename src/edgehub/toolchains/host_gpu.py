@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from edgehub.agent.trt.gpu import gpu_devices
 from edgehub.errors import GpuUnavailableError
 
-__all__ = ["GpuStatus", "detect_gpu", "require_host_gpu"]
-
 
 @dataclass(frozen=True)
 class GpuStatus:

@@ -14,20 +14,12 @@ from edgehub.limits import env_seconds
 from edgehub.runners.outcome import KILLED
 from edgehub.runners.protocol import SupportsAgentRelay
 from edgehub.toolchains.agent_call import AgentCall, AgentResult
+from edgehub.toolchains.outputs import number
 
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.runners.docker import DockerCommandRunner
 
-__all__ = [
-    "device_agent",
-    "input_dict",
-    "local_agent",
-    "log_input",
-    "record_agent_result",
-    "saved_inputs",
-    "stored_outputs",
-]
 
 CONTAINER_WORK = PurePosixPath("/work")
 
@@ -139,11 +131,8 @@ def record_agent_result(
         for key, value in result.params.items():
             if key not in skip:
                 ctx.client.log_param(key, value)
-        numeric = {
-            k: float(v)
-            for k, v in result.metrics.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in skip
-        }
+        metrics = result.metrics.items()
+        numeric = {k: n for k, v in metrics if k not in skip and (n := number(v)) is not None}
         if numeric:
             ctx.client.log_metrics(numeric)
         if result.warnings:  # the agent printed them live; keep them with the run

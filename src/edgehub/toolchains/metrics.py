@@ -18,14 +18,6 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "OUTPUT_FIGURES",
-    "TaskMetric",
-    "output_figures",
-    "summarize_figures",
-    "task_metric",
-]
 
 ENTRY_POINT_GROUP = "edgehub.metrics"
 IDENTICAL_DB = 300.0

@@ -17,8 +17,6 @@ from typing import Any, TypeVar
 
 from edgehub.limits import FetchLimits, human_size
 
-__all__ = ["NpzArrays", "check_unpacked_size", "npz_signature", "plain_npz"]
-
 _MAGIC = b"\x93NUMPY"
 _KINDS = {"f": "float", "i": "int", "u": "uint", "c": "complex"}
 _MAX_HEADER = 1 << 20  # numpy itself refuses headers over 10,000 bytes unless told

@@ -17,8 +17,6 @@ from pathlib import Path
 
 from edgehub.errors import ModelError
 
-__all__ = ["GraphInput", "read_inputs", "write_fixed"]
-
 Dim = int | str | None  # a size, a dim_param, or unknown (neither set)
 
 _MODEL_GRAPH, _GRAPH_INPUT, _GRAPH_INITIALIZER, _TENSOR_NAME = 7, 11, 5, 8

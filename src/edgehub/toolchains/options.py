@@ -13,14 +13,6 @@ from typing import Any, TypeVar
 from edgehub.core.component.base import Component
 from edgehub.core.values import Range
 
-__all__ = [
-    "STABILITY_BOUNDS",
-    "BuiltinComponent",
-    "provides",
-    "read_options",
-    "stability_request",
-]
-
 F = TypeVar("F", bound=Callable[..., Any])
 # the settings of ``until_stable`` a profiler may declare, sent to the agent as floats
 STABILITY = ("stable_tolerance", "stable_max_s", "stable_window_s", "stable_max_other_share")

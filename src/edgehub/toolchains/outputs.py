@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["CompiledWithNames", "InvocationResult", "ProfilingMethod", "ProfilingResult"]
-
 
 class ProfilingMethod(str, Enum):
     """How latency is measured: wall clock around each run, the runtime's per-layer profiler,
@@ -48,6 +46,11 @@ class ProfilingResult(ComponentOutput):
     output_file: LoggedArtifact | None = None
     peak_memory_usage: LoggedMetric | None = None
     load_time: LoggedMetric | None = None
+
+
+def number(value: Any) -> float | None:
+    """``value`` as a float where it is a number (an int or float, not a bool), else None."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 OWN_FIGURES = frozenset({"latency", "peak_memory_usage", "load_time"})  # logged as '$' names

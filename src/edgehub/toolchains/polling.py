@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["pause"]
 
 STEP_S = 0.2
 

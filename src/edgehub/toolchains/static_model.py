@@ -24,7 +24,6 @@ from edgehub.toolchains.remote.device_tool import device_file_name
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["example_shapes", "shown_dims", "static_model"]
 
 _DIGEST = "sha256"  # beside a cached copy: the sha256 of its bytes when it was made
 

@@ -13,15 +13,6 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = [
-    "arrays_file",
-    "calibration_file",
-    "load_npz",
-    "plain_shape",
-    "random_inputs",
-    "save_npz",
-]
-
 
 def load_npz(
     path: Path, *, mapped: bool = False, max_unpacked: int | None = None

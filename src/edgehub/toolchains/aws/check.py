@@ -11,8 +11,6 @@ from edgehub.toolchains.aws.client import farm_call, make_client
 from edgehub.toolchains.aws.config import DeviceFarmConfig, farm_region
 from edgehub.toolchains.aws.devices import select_device
 
-__all__ = ["DeviceFarmCheck", "check_device_farm"]
-
 
 @dataclass(frozen=True)
 class DeviceFarmCheck:

@@ -12,16 +12,6 @@ from typing import Any
 
 from edgehub.errors import EnvironmentProblem, ToolchainError
 
-__all__ = [
-    "INSTALL_HINT",
-    "DeviceFarmUnreachable",
-    "client_factory",
-    "credential_source",
-    "farm_call",
-    "farm_pages",
-    "make_client",
-]
-
 INSTALL_HINT = "pip install 'edgehub[aws]'"
 CHAIN_HINT = (
     "no AWS credentials found; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE "

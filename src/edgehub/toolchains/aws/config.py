@@ -12,8 +12,6 @@ from edgehub.core.device.spec import ProviderConfig
 from edgehub.core.values import Matches, Range
 from edgehub.errors import ConfigError
 
-__all__ = ["DEFAULT_REGION", "DeviceFarmConfig", "farm_region"]
-
 DEFAULT_REGION = "us-west-2"  # where Device Farm lives
 
 _POSITIVE = Range(0, open_low=True)

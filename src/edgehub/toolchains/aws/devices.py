@@ -11,8 +11,6 @@ from edgehub.errors import DeviceError, ProfileError
 from edgehub.toolchains.aws.client import farm_call, farm_pages
 from edgehub.toolchains.aws.config import DeviceFarmConfig
 
-__all__ = ["Selection", "describe_device", "select_device"]
-
 _AVAILABILITY = {"HIGHLY_AVAILABLE": 0, "AVAILABLE": 1, "BUSY": 2, "TEMPORARY_NOT_AVAILABLE": 3}
 
 

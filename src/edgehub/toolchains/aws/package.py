@@ -20,15 +20,6 @@ from typing import Any
 from edgehub.errors import ModelError, UsageError
 from edgehub.toolchains.tflite.benchmark_params import BENCHMARK_KEYS
 
-__all__ = [
-    "BenchmarkPlan",
-    "build_test_package",
-    "build_test_spec",
-    "check_arm64_binary",
-    "model_file",
-    "plan_benchmark",
-]
-
 DEVICE_DIR = "/data/local/tmp/edgehub"
 LOG_NAME = "benchmark.log"
 EXIT_NAME = "benchmark.exit"

@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from edgehub.core.component.base import Component
     from edgehub.core.context import HubContext
 
-__all__ = ["resume_device_farm_run"]
 
 QUEUED = {"PENDING", "PENDING_CONCURRENCY", "PENDING_DEVICE", "PROCESSING", "SCHEDULING"}
 GOOD_RESULTS = {"PASSED", "WARNED"}

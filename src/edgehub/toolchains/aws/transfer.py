@@ -17,8 +17,6 @@ from edgehub.errors import DeviceOutputError
 from edgehub.limits import DeviceFarmLimits, FetchLimits
 from edgehub.toolchains.aws.client import DeviceFarmUnreachable
 
-__all__ = ["download", "put", "read_members"]
-
 
 def _checked(url: str) -> str:
     parts = urllib.parse.urlsplit(url)

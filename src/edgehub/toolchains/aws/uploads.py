@@ -15,7 +15,6 @@ from edgehub.toolchains.polling import pause
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["content_upload", "upload_name"]
 
 PROCESS_TIMEOUT_S = 600.0
 

@@ -67,7 +67,7 @@ for _component in (
     ONNXRuntimeInvoker,
 ):  # each imported when used; local and ssh count as registered (a second one is refused)
     _component.provider_module(ProviderType.LOCAL, local.__name__, registered=True)
-    _component.provider_module(SSHAgentConfig.provider_type, f"{__name__}.ssh", registered=True)
+    _component.provider_module(SSHAgentConfig.provider_type, local.__name__, registered=True)
     _component.provider_module(ProviderType.QAI_HUB, qai_hub.PROVIDERS[_component.run_type])
     _component.provider_module(ProviderType.EMBEDL_ONNXRUNTIME, f"{__name__}.embedl_onnxruntime")
 del _component

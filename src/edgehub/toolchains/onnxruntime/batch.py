@@ -5,8 +5,6 @@ from __future__ import annotations
 from edgehub.toolchains.batch import BatchRunner
 from edgehub.toolchains.onnxruntime.components import ONNXRuntimeInvoker
 
-__all__ = ["ORTBatchRunner"]
-
 
 class ORTBatchRunner(BatchRunner):
     runtime = "onnxruntime"

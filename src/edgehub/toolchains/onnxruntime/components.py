@@ -22,14 +22,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = [
-    "ONNXRuntimeCompiledModel",
-    "ONNXRuntimeCompiler",
-    "ONNXRuntimeInvocationResult",
-    "ONNXRuntimeInvoker",
-    "ONNXRuntimeProfiler",
-    "ONNXRuntimeProfilingResult",
-]
 
 CalibrationMethod = Literal["minmax", "entropy"]
 Quantization = Literal["static", "dynamic", "none"]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from edgehub.core.component.provider_type import ProviderType
 from edgehub.core.device.configs import EmbedlONNXRuntimeConfig
 from edgehub.errors import CompileError, InputDataError, InvokeError, ModelError, ProfileError
+from edgehub.toolchains.local_session import log_input
 from edgehub.toolchains.onnxruntime import components as ort
 from edgehub.toolchains.outputs import ProfilingMethod, log_figures
 from edgehub.toolchains.remote.device_tool import DeviceTool, device_file_name, device_tool
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__: list[str] = []
 
 RUNTIME = "onnxruntime"
 TOOL = "embedl_onnxruntime"
@@ -46,12 +46,12 @@ _AVERAGE = re.compile(r"Average inference time:\s+(?P<ms>[0-9.]+)\s*ms")
 
 
 def _tool(
-    ctx: HubContext, device: str | None, component: type
+    ctx: HubContext, device: str | None, component: type, model: Path
 ) -> tuple[DeviceTool, EmbedlONNXRuntimeConfig]:
     tool, config = device_tool(ctx, device, component, TOOL, EmbedlONNXRuntimeConfig)
+    log_input(ctx, RUNTIME, model)
     ctx.client.log_params(  # one transaction
         {
-            "$runtime": RUNTIME,
             "embedl_onnxruntime_path": str(config.embedl_onnxruntime_path),
             "cli_args": list(config.cli_args),
         }
@@ -80,8 +80,7 @@ def _compile(
     input_shape: Any = None,
 ) -> ort.ONNXRuntimeCompiledModel:
     model = _model_file(onnx_path)
-    tool, config = _tool(ctx, device, ort.ONNXRuntimeCompiler)
-    ctx.client.log_artifact(model, name="input")
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeCompiler, model)
     if input_shape is not None:  # quantize-static takes dynamic dims; fixed where asked
         model = static_model(ctx, model, input_shape, tool=CLI)
     # model and calibration samples go up together, in one transfer
@@ -187,8 +186,7 @@ def _profile(
     input_shape: Any = None,
 ) -> ort.ONNXRuntimeProfilingResult:
     model_path = _model_file(model.path.to_local(ctx).local())
-    tool, config = _tool(ctx, device, ort.ONNXRuntimeProfiler)
-    ctx.client.log_artifact(model_path, name="input")
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeProfiler, model_path)
     model_path = static_model(ctx, model_path, input_shape, tool=CLI)
     if ProfilingMethod(profiling_method) is not ProfilingMethod.PYTHON:
         ctx.client.log_param("profiling_method_requested", ProfilingMethod(profiling_method).value)
@@ -237,8 +235,7 @@ def _invoke(
             "the embedl_onnxruntime invoker takes input_data as a dict of input name -> array, "
             f"got {type(input_data).__name__}"
         )
-    tool, config = _tool(ctx, device, ort.ONNXRuntimeInvoker)
-    ctx.client.log_artifact(model_path, name="input")
+    tool, config = _tool(ctx, device, ort.ONNXRuntimeInvoker, model_path)
     if input_data is None and input_shape is not None:
         model_path = static_model(ctx, model_path, input_shape, tool=CLI)
         input_data = _random_inputs(model_path)

@@ -1,4 +1,6 @@
-"""The ``local`` providers of the ONNX Runtime components: the pinned ORT image + the agent."""
+"""The ``local`` providers of the ONNX Runtime components: the pinned ORT image + the agent.
+The same bodies are the ``ssh`` providers (a plain provider type string: the seeds fix
+ProviderType's members), whose `device_agent` is then the device's."""
 
 from __future__ import annotations
 
@@ -35,12 +37,12 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["inspect_model"]
 
 RUNTIME = "onnxruntime"
 MODES = {"static": "quantize-static", "dynamic": "quantize-dynamic", "none": "optimize"}
 
 
+@ONNXRuntimeCompiler.provider("ssh")
 @ONNXRuntimeCompiler.provider(ProviderType.LOCAL)
 def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> ONNXRuntimeCompiledModel:
     o = read_options(ONNXRuntimeCompiler, options)
@@ -97,6 +99,7 @@ def _stage_input_data(
         ctx.client.log_param("input_data", str(staged))
 
 
+@ONNXRuntimeProfiler.provider("ssh")
 @ONNXRuntimeProfiler.provider(ProviderType.LOCAL)
 def _profile_local(
     ctx: HubContext, model: ONNXRuntimeCompiledModel, **options: Any
@@ -123,6 +126,7 @@ def _profile_local(
     return ONNXRuntimeProfilingResult.from_current_run(ctx)
 
 
+@ONNXRuntimeInvoker.provider("ssh")
 @ONNXRuntimeInvoker.provider(ProviderType.LOCAL)
 def _invoke_local(
     ctx: HubContext, model: ONNXRuntimeCompiledModel, input_data: Any, **options: Any

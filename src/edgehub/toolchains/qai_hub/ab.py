@@ -19,8 +19,6 @@ from edgehub.toolchains.qai_hub.profile_summary import ProfileSummary, summarize
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["HubProfile", "profile_pair"]
-
 
 @dataclass
 class HubProfile:

@@ -14,8 +14,6 @@ from edgehub.toolchains.qai_hub.uploads import file_hash
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["remember_download", "uploaded_dataset", "uploaded_model"]
-
 
 def uploaded_model(ctx: HubContext, path: Path, failure: type[ToolchainError]) -> Any:
     """The service's ``Model`` for the file or folder ``path``; uploaded only if new."""

@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["QAIHubBatchRunner", "sample_lists"]
-
 
 def sample_lists(samples: Path, stacked: bool) -> dict[str, list[np.ndarray]]:
     """``{input name: [sample, ...]}`` of a directory of .npz samples or one stacked .npz."""

@@ -16,18 +16,6 @@ from typing import Any, TypeVar
 
 from edgehub.errors import EdgehubError, EnvironmentProblem, ToolchainError
 
-__all__ = [
-    "ACCEPTED_CLIENT",
-    "QAIHubCheck",
-    "QAIHubSetupError",
-    "QAIHubUnreachable",
-    "check_qai_hub",
-    "hub_call",
-    "load_qai_hub",
-    "one_line",
-    "ready_client",
-]
-
 ACCEPTED_CLIENT = "0.56"  # the minor release the pinned extra installs (qai-hub==0.56.0)
 INSTALL_HINT = "pip install 'edgehub[qai-hub]'"
 CONFIGURE_HINT = (

@@ -28,8 +28,6 @@ from edgehub.toolchains.tflite.components import TFLiteCompiledModel, TFLiteComp
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__: list[str] = []
-
 
 def _output_names(path: Path) -> list[str]:
     import onnx

@@ -12,8 +12,6 @@ from typing import ClassVar, Literal
 from edgehub.core.device.spec import ProviderConfig
 from edgehub.errors import UsageError
 
-__all__ = ["JobKind", "QAIHubConfig"]
-
 JobKind = Literal["quantize", "compile", "profile", "inference"]
 
 COMPUTE_UNITS = ("all", "npu", "gpu", "cpu")

@@ -15,8 +15,6 @@ from edgehub.toolchains.qai_hub.input_specs import InputSpec
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["calibration_entries", "sample_entries"]
-
 
 def _split(name: str, array: np.ndarray, spec: InputSpec) -> list[np.ndarray]:
     shape, dtype = spec

@@ -15,8 +15,6 @@ from edgehub.toolchains.qai_hub.session import session_for
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["hub_config", "hub_device", "service_devices"]
-
 
 def hub_config(ctx: HubContext, device: str, component: type[Any]) -> QAIHubConfig:
     """The device's `QAIHubConfig` for ``component`` (the defaults when none is set)."""

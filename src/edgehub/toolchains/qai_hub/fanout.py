@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from edgehub.core.component.base import Component
     from edgehub.core.context import HubContext
 
-__all__ = ["FanOutError", "run_on_devices"]
-
 
 class FanOutError(ToolchainError):
     """Some device runs of a fan-out failed; ``results`` holds the others' outputs."""

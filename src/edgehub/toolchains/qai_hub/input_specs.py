@@ -9,8 +9,6 @@ from typing import Any
 
 from edgehub.errors import ModelError, UsageError
 
-__all__ = ["InputSpec", "format_specs", "onnx_file", "onnx_input_specs"]
-
 InputSpec = tuple[tuple[int, ...], str]
 
 

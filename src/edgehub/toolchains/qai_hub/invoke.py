@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["flatten_outputs", "remap_input_names"]
-
 
 def remap_input_names(
     input_data: Mapping[str, Any], name_mapping: Mapping[str, str]

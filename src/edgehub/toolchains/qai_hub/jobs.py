@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,6 @@ from edgehub.toolchains.qai_hub.session import current_plan, session_for
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["obtain_job", "record_job", "run_job", "wait_for_job"]
 
 STATE_WORDS = {
     "CREATED": "created, waiting in the queue",
@@ -75,7 +75,8 @@ def obtain_job(ctx: HubContext, kind: JobKind, key: str, device: str | None, sub
         ctx.client.log_param("qai_hub_resumed_job_id", job.job_id)
         return job
     if plan is None or not plan.devices or (device is not None and device not in plan.devices):
-        return _single(submit([device] if device else []))
+        made = submit([device] if device else [])
+        return made[0] if isinstance(made, list) else made
     jobs = plan.submitted.get((kind, key))
     if jobs is None:
         names: list[str | None] = list(plan.devices) if device is not None else [None]
@@ -84,10 +85,6 @@ def obtain_job(ctx: HubContext, kind: JobKind, key: str, device: str | None, sub
         jobs = dict(zip(names, made_list, strict=True))
         plan.submitted[(kind, key)] = jobs
     return jobs[device]
-
-
-def _single(made: Any) -> Any:
-    return made[0] if isinstance(made, list) else made
 
 
 def record_job(ctx: HubContext, kind: JobKind, job: Any) -> None:
@@ -161,10 +158,8 @@ def record_qairt(ctx: HubContext, model: Any, config: QAIHubConfig) -> None:
     version = None
     key = getattr(getattr(hub, "ModelMetadataKey", None), "QAIRT_SDK_VERSION", None)
     if model is not None and key is not None:
-        try:
+        with contextlib.suppress(Exception):  # metadata comes lazily; a missing field is no error
             version = model.metadata.get(key)
-        except Exception:  # metadata is fetched lazily; a missing field is not an error
-            version = None
     if version:
         ctx.client.log_param("qairt_version", str(version))
         ctx.client.log_environment({"qairt": str(version)})

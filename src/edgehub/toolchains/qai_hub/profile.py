@@ -25,8 +25,6 @@ from edgehub.toolchains.tflite.components import TFLiteProfiler, TFLiteProfiling
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["local_model"]
-
 
 def local_model(ctx: HubContext, model: Any) -> Path:
     """The compiled model's file (or folder) on this machine."""

@@ -11,9 +11,8 @@ from typing import Any
 
 from edgehub.agent.stats import latency_stats
 from edgehub.errors import ProfileError
+from edgehub.toolchains.outputs import number
 from edgehub.tracking.verdict_numbers import number_problem
-
-__all__ = ["ProfileSummary", "summarize_profile"]
 
 MIB = float(1 << 20)
 STAGES = ("compile", "first_load", "warm_load", "inference")
@@ -27,10 +26,6 @@ class ProfileSummary:
     layers: list[dict[str, Any]] = field(default_factory=list)
     compute_units: dict[str, int] = field(default_factory=dict)
     samples_us: list[float] = field(default_factory=list)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _layers(detail: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -48,23 +43,23 @@ def _layers(detail: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "type": kind,
             "compute_unit": str(layer.get("compute_unit") or ""),
         }
-        if _number(layer.get("execution_time")) is not None:
+        if number(layer.get("execution_time")) is not None:
             row["time_us"] = float(layer["execution_time"])
-        if _number(layer.get("execution_cycles")) is not None:
+        if number(layer.get("execution_cycles")) is not None:
             row["cycles"] = int(layer["execution_cycles"])
         rows.append(row)
     return rows
 
 
 def _memory(summary: Mapping[str, Any], out: ProfileSummary) -> None:
-    peak = _number(summary.get("estimated_inference_peak_memory"))
+    peak = number(summary.get("estimated_inference_peak_memory"))
     if peak is not None:
         out.metrics["peak_memory_usage"] = round(peak / MIB, 3)
     for stage in STAGES:
         for kind in ("increase", "peak"):
             pair = summary.get(f"{stage}_memory_{kind}_range")
             if isinstance(pair, (list, tuple)) and len(pair) == 2:
-                low, high = (_number(v) for v in pair)
+                low, high = (number(v) for v in pair)
                 if low is not None and high is not None:
                     out.metrics[f"{stage}_memory_{kind}_min_mb"] = round(low / MIB, 3)
                     out.metrics[f"{stage}_memory_{kind}_max_mb"] = round(high / MIB, 3)
@@ -90,7 +85,7 @@ def summarize_profile(profile: Mapping[str, Any]) -> ProfileSummary:
             "recorded FAILED"
         )
     samples = [float(v) for v in raw]
-    estimated = _number(summary.get("estimated_inference_time"))
+    estimated = number(summary.get("estimated_inference_time"))
     if estimated is not None:
         out.metrics["estimated_inference_time_ms"] = round(estimated / 1000.0, 3)
     if samples:
@@ -102,7 +97,7 @@ def summarize_profile(profile: Mapping[str, Any]) -> ProfileSummary:
         out.metrics["latency"] = round(estimated / 1000.0, 3)
         out.metrics["fps"] = round(1e6 / estimated, 3)
     for stage in ("first_load", "warm_load", "compile"):
-        value = _number(summary.get(f"{stage}_time"))
+        value = number(summary.get(f"{stage}_time"))
         if value is not None:
             out.metrics[f"{stage}_time_ms"] = round(value / 1000.0, 3)
     if "warm_load_time_ms" in out.metrics:

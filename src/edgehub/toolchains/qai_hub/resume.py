@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.errors import ToolchainError
 
-__all__ = ["job_kind", "resume_job"]
 
 KINDS: dict[str, tuple[set[str], type[ToolchainError]]] = {
     RunType.COMPILE.value: ({"compile", "quantize"}, CompileError),

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.qai_hub.uploads import UploadCache
 
-__all__ = ["JobPlan", "QAIHubSession", "current_plan", "job_plan", "session_for"]
-
 
 @dataclass
 class QAIHubSession:

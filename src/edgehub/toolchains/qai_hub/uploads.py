@@ -15,8 +15,6 @@ from typing import Any
 
 from edgehub.fsutil import atomic_write, sha256_file
 
-__all__ = ["UploadCache", "dataset_hash", "file_hash"]
-
 DATASET_LIFETIME_S = 30 * 24 * 3600.0
 REUSE_MARGIN_S = 24 * 3600.0
 

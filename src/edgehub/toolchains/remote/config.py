@@ -7,8 +7,6 @@ from typing import ClassVar
 
 from edgehub.core.device.spec import ProviderConfig
 
-__all__ = ["SSHAgentConfig"]
-
 
 @dataclass(frozen=True)
 class SSHAgentConfig(ProviderConfig):

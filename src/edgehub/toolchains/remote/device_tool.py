@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.core.device.spec import Device, ProviderConfig
 
-__all__ = ["DeviceTool", "device_tool"]
 
 C = TypeVar("C", bound="ProviderConfig")
 

@@ -38,7 +38,6 @@ from edgehub.toolchains.remote.device_tool import put_content
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["DEVICE_HASH", "ssh_agent"]
 
 SHARED_MIN_BYTES = 1024 * 1024
 MODEL_SUFFIXES = frozenset({".onnx", ".tflite", ".data", ".onnx_data"})

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.errors import GpuUnavailableError, UsageError
+from edgehub.errors import UsageError
 from edgehub.toolchains.agent_call import AgentCall
 from edgehub.toolchains.batch import BatchRunner
+from edgehub.toolchains.host_gpu import require_host_gpu
 from edgehub.toolchains.local_session import CONTAINER_WORK
 from edgehub.toolchains.tensorrt.components import TensorRTInvoker
 from edgehub.toolchains.tensorrt.gpu import RTX_IMAGE, detect_gpu
@@ -20,20 +21,8 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["TRTBatchRunner", "build_settings", "require_gpu"]
 
 BUILD_PARAMS = ("precision", "shapes")  # shapes: the profile the build resolved
-
-
-def require_gpu(what: str) -> None:
-    """`GpuUnavailableError` (one line, what to do) where this host shows no NVIDIA GPU."""
-    gpu = detect_gpu()
-    if not gpu.visible:
-        raise GpuUnavailableError(
-            f"{what} runs the TensorRT engine on an NVIDIA GPU and this machine has none "
-            f"({gpu.describe()}); nothing was run. Run it on a host with a GPU (and the "
-            "NVIDIA Container Toolkit), or evaluate the onnxruntime or tflite compilation here"
-        )
 
 
 def build_settings(log: RunLog | None) -> dict[str, Any]:
@@ -58,7 +47,11 @@ class TRTBatchRunner(BatchRunner):
                 f"TensorRT eval runs on this host's GPU (a local device); device {device!r} "
                 f"uses {provider!r}"
             )
-        require_gpu("TensorRT eval")
+        require_host_gpu(
+            "TensorRT eval runs the TensorRT engine",
+            "Run it on a host with a GPU (and the NVIDIA Container Toolkit), or evaluate the "
+            "onnxruntime or tflite compilation here",
+        )
         self.ctx = ctx
         image = ctx.image_tags.get(RTX_IMAGE) or images.require_image(RTX_IMAGE).tag
         runner = ctx.docker_runner(image, gpus="all")

@@ -20,15 +20,6 @@ if TYPE_CHECKING:
 
 Precision = Literal["fp32", "fp16", "int8"]
 
-__all__ = [
-    "TensorRTCompiledModel",
-    "TensorRTCompiler",
-    "TensorRTInvocationResult",
-    "TensorRTInvoker",
-    "TensorRTProfiler",
-    "TensorRTProfilingResult",
-]
-
 
 @dataclass(frozen=True, kw_only=True)
 class TensorRTCompiledModel(CompiledModel):

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.tensorrt.components import TensorRTCompiledModel
 
-__all__ = ["recorded_engine"]
 
 _SIDECAR_MAX = 64 * 1024
 

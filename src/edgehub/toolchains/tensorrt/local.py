@@ -52,7 +52,6 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["gpu_agent", "inspect_model"]
 
 RUNTIME = "tensorrt"
 # request keys that are container paths, not settings worth recording

@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FloatLayers", "float_layers", "layer_nodes"]
-
 _ONNX_LAYER = re.compile(r"\[ONNX Layer: ([^\]]+)\]")
 
 

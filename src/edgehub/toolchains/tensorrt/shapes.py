@@ -13,7 +13,6 @@ from edgehub.toolchains.tensors import plain_shape
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["runtime_shapes", "shape_options"]
 
 DEPRECATED = (
     "input_shapes is deprecated: use input_shape_range (the same forms), or input_shape for "

@@ -14,8 +14,6 @@ from pathlib import Path
 
 from edgehub.fsutil import atomic_write
 
-__all__ = ["keep", "stored"]
-
 _DIR = "timing_cache"
 _INDEX = "images.json"
 

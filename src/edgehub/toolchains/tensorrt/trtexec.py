@@ -25,6 +25,7 @@ from edgehub.errors import (
     ProviderError,
     UsageError,
 )
+from edgehub.toolchains.local_session import log_input
 from edgehub.toolchains.options import provides, read_options
 from edgehub.toolchains.outputs import ProfilingMethod
 from edgehub.toolchains.remote.device_tool import DeviceTool, device_file_name, device_tool
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = ["binding_dtypes", "merge_args"]
 
 RUNTIME = "tensorrt"
 TOOL = "trtexec"
@@ -68,9 +68,11 @@ def _flag(word: str) -> str:
     return word.split("=", 1)[0]
 
 
-def _tool(ctx: HubContext, device: str | None, component: type) -> tuple[DeviceTool, TrtexecConfig]:
+def _tool(
+    ctx: HubContext, device: str | None, component: type, model: Path
+) -> tuple[DeviceTool, TrtexecConfig]:
     tool, config = device_tool(ctx, device, component, TOOL, TrtexecConfig)
-    ctx.client.log_param("$runtime", RUNTIME)
+    log_input(ctx, RUNTIME, model)
     ctx.client.log_param("trtexec_path", str(config.trtexec_path))
     ctx.client.log_param("trtexec_cli_args", list(config.trtexec_cli_args))
     return tool, config
@@ -113,7 +115,7 @@ def _shape_flags(static: Any, shapes: Any) -> list[str]:
 def _shapes_in(args: tuple[str, ...] | list[str]) -> bool:
     """Whether the device's own trtexec arguments already give shapes."""
     flags = ("--shapes", "--minShapes", "--optShapes", "--maxShapes")
-    return any(arg.split("=", 1)[0] in flags for arg in args)
+    return any(_flag(arg) in flags for arg in args)
 
 
 def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
@@ -141,8 +143,7 @@ def _named_shapes(model: Path, static: Any, ranges: Any) -> Any:
 def _compile(ctx: HubContext, onnx_path: Path, **options: Any) -> trt.TensorRTCompiledModel:
     o = read_options(trt.TensorRTCompiler, options)
     model = regular_file(onnx_path, "model")
-    tool, config = _tool(ctx, o.device, trt.TensorRTCompiler)
-    ctx.client.log_artifact(model, name="input")
+    tool, config = _tool(ctx, o.device, trt.TensorRTCompiler, model)
     name = device_file_name(model.name, "model")
     with tool.staged() as stage:
         link_or_copy_checked(model, stage / name)
@@ -200,8 +201,7 @@ def _profile(
 
     engine = engine_file(ctx, model)
     method = ProfilingMethod(o.profiling_method)
-    tool, config = _tool(ctx, o.device, trt.TensorRTProfiler)
-    ctx.client.log_artifact(engine, name="input")
+    tool, config = _tool(ctx, o.device, trt.TensorRTProfiler, engine)
     remote_engine = tool.push_model(engine)
     out = tool.run_dir / "profile"
     ours = [f"--loadEngine={remote_engine}", f"--iterations={int(o.iterations)}",
@@ -253,8 +253,7 @@ def _invoke(
     if not isinstance(input_data, dict) or not input_data:
         raise InputDataError("the trtexec invoker needs input_data, a dict of input name -> array")
     engine = engine_file(ctx, model)
-    tool, config = _tool(ctx, device, trt.TensorRTInvoker)
-    ctx.client.log_artifact(engine, name="input")
+    tool, config = _tool(ctx, device, trt.TensorRTInvoker, engine)
     ctx.client.log_artifact(save_npz(ctx.artifact_dir / "input.npz", input_data), "input_data")
     # the raw inputs go up, trtexec runs, its export comes back: one round trip where offered
     remote = tool.run_dir

@@ -15,18 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "SUMMARY_STATISTICS",
-    "Statistic",
-    "TrtexecSummary",
-    "parse_exported_outputs",
-    "parse_layer_profile",
-    "parse_summary",
-    "parse_times",
-    "parse_version",
-    "summary_metrics",
-]
-
 # statistic line name -> metric prefix
 SUMMARY_STATISTICS = {
     "Latency": "latency",

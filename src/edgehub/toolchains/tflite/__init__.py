@@ -81,7 +81,7 @@ RUNTIME = RuntimeDescriptor(
 
 for _component in (TFLiteCompiler, TFLiteProfiler, TFLiteInvoker):
     if _component is not TFLiteCompiler:  # ssh serves the profiler and invoker; registered
-        _component.provider_module(SSHAgentConfig.provider_type, f"{__name__}.ssh", registered=True)
+        _component.provider_module(SSHAgentConfig.provider_type, local.__name__, registered=True)
     _component.provider_module(
         ProviderType.QAI_HUB, qai_hub.PROVIDERS[_component.run_type]
     )  # imported when used

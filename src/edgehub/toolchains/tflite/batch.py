@@ -10,8 +10,6 @@ from edgehub.toolchains.batch import BatchRunner
 from edgehub.toolchains.tflite.components import TFLiteCompiledModel, TFLiteInvoker
 from edgehub.toolchains.tflite.local import model_request
 
-__all__ = ["TFLiteBatchRunner"]
-
 
 class TFLiteBatchRunner(BatchRunner):
     runtime = "tflite"

@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BenchmarkLog", "parse_benchmark_log"]
-
 _NUMBER = r"[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
 _STAT = re.compile(rf"\b(count|first|curr|min|max|avg|std|p5|median|p95)=({_NUMBER})")
 _TIMINGS = re.compile(r"Inference timings in us:(.*)")

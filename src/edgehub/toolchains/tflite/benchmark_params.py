@@ -12,8 +12,6 @@ from typing import Any
 
 from edgehub.errors import UsageError
 
-__all__ = ["BENCHMARK_KEYS", "BenchmarkSettings", "parse_benchmark_params"]
-
 # key -> (profiler option, value kind); option None: documented, not applicable locally.
 _APPLIED: dict[str, tuple[str, str]] = {
     "num_threads": ("threads", "int"),

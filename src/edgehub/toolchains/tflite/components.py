@@ -21,16 +21,6 @@ if TYPE_CHECKING:
 
     from edgehub.core.context import HubContext
 
-__all__ = [
-    "Precision",
-    "TFLiteCompiledModel",
-    "TFLiteCompiler",
-    "TFLiteInvocationResult",
-    "TFLiteInvoker",
-    "TFLiteProfiler",
-    "TFLiteProfilingResult",
-    "mapping_sidecar",
-]
 
 Precision = Literal["float32", "float16", "dynamic_int8", "int8", "int16x8"]
 SIDECAR_SUFFIX = ".mapping.json"

@@ -1,4 +1,7 @@
-"""The ``local`` providers of the TFLite components: the pinned tflite image + the agent."""
+"""The ``local`` providers of the TFLite components: the pinned tflite image + the agent. The
+profiler's and invoker's are also their ``ssh`` providers (a plain provider type string: the
+seeds fix ProviderType's members), whose `device_agent` is then the device's; compiling stays
+on this host."""
 
 from __future__ import annotations
 
@@ -25,7 +28,6 @@ from edgehub.user_files import regular_file
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["inspect_model", "model_request"]
 
 RUNTIME = "tflite"
 _TFLITE_MAGIC = b"TFL3"
@@ -115,6 +117,7 @@ def _compile_local(ctx: HubContext, onnx_path: Path, **options: Any) -> TFLiteCo
     return TFLiteCompiledModel.from_current_run(ctx)
 
 
+@TFLiteProfiler.provider("ssh")
 @TFLiteProfiler.provider(ProviderType.LOCAL)
 def _profile_local(
     ctx: HubContext, model: TFLiteCompiledModel, **options: Any
@@ -158,6 +161,7 @@ def _profile_local(
     return TFLiteProfilingResult.from_current_run(ctx)
 
 
+@TFLiteInvoker.provider("ssh")
 @TFLiteInvoker.provider(ProviderType.LOCAL)
 def _invoke_local(
     ctx: HubContext, model: TFLiteCompiledModel, input_data: Any, **options: Any
