@@ -14,25 +14,20 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from edgehub.agent.server.wire import EXIT, FILES, REFUSED, START
 
-__all__ = ["MAX_MARKER", "Refused", "Reply", "ReplyJob", "check_start"]
-
 MAX_MARKER = 4096  # a marker line (START, FILES, EXIT) is never longer
+# Bigger jobs go through an exec (`~edgehub.runners.exchange.exchange`), which streams their
+# files to disk: the server holds a job's files in memory until the job starts (over SSH,
+# models travel apart: ``toolchains/remote/ssh_agent.py``).
+MAX_STAGE_BYTES = 256 << 20
 
 
 class Refused(Exception):
     """The server did not take the job; nothing ran."""
 
 
-def check_start(line: bytes) -> None:
-    """Raise `Refused` unless ``line`` (the answer's first line) says the job started."""
-    if line.startswith(REFUSED):
-        raise Refused(line[len(REFUSED) :].decode("utf-8", "replace").strip())
-    if not line.startswith(START):
-        raise Refused("the server did not start the job")
-
-
 def read_start(chunks: Iterable[bytes]) -> bytes:
-    """Read the answer's start line from ``chunks`` (`check_start`); the bytes after it."""
+    """Read the answer's start line from ``chunks``; the bytes after it. Raises `Refused`
+    unless that line says the job started."""
     pending = b""
     for chunk in chunks:
         pending += chunk
@@ -41,7 +36,10 @@ def read_start(chunks: Iterable[bytes]) -> bytes:
     line, newline, rest = pending.partition(b"\n")
     if not newline:
         raise Refused("the server closed the connection")
-    check_start(line)
+    if line.startswith(REFUSED):
+        raise Refused(line[len(REFUSED) :].decode("utf-8", "replace").strip())
+    if not line.startswith(START):
+        raise Refused("the server did not start the job")
     return rest
 
 
@@ -49,7 +47,10 @@ def staged_request(
     argv: Sequence[str], cwd: str, stage: bytes, fetch: str, links: str | None = None
 ) -> bytes:
     """A job as a server takes it with its files: the request line, then the tar ``stage``
-    (``fetch``: its folder to send back; ``links``: see ``edgehub.agent.server.wire``)."""
+    (``fetch``: its folder to send back; ``links``: see ``edgehub.agent.server.wire``).
+    `Refused` where ``stage`` is over `MAX_STAGE_BYTES`."""
+    if len(stage) > MAX_STAGE_BYTES:
+        raise Refused(f"the job's files are over {MAX_STAGE_BYTES} bytes")
     files: dict[str, object] = {"size": len(stage), "fetch": fetch}
     if links is not None:
         files["links"] = links

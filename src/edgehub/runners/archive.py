@@ -147,12 +147,6 @@ def _rules(limits: FetchLimits) -> MemberRules:
     )
 
 
-def _clear(path: Path) -> None:
-    """Remove what is at ``path`` (not a directory) so a member can take its place."""
-    if path.is_symlink() or (path.exists() and not path.is_dir()):
-        path.unlink()
-
-
 def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
     """Write one checked member under ``target``; regular files keep their holes."""
     if _HAS_DATA_FILTER:
@@ -167,7 +161,8 @@ def _write(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> None:
         path.chmod(mode | 0o700)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    _clear(path)
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()  # what is there (not a directory) gives way to the member
     if member.issym():
         os.symlink(member.linkname, path)
     elif member.islnk():

@@ -27,8 +27,6 @@ from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import LineCollector
 
-__all__ = ["STOP_GRACE_S", "BaseRunner", "Process", "cancel_all", "open_runners"]
-
 STOP_GRACE_S = 10.0  # how long a killed command's output may take to end
 _Self = TypeVar("_Self", bound="BaseRunner")
 

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from edgehub.errors import RunnerError
 from edgehub.events import current_sink
+from edgehub.runners.agent_reply import Refused, staged_request
 from edgehub.runners.archive import SPARSE_FLAG, pack
 from edgehub.runners.base import Process
 from edgehub.runners.in_place import adopt_folder
@@ -27,8 +28,6 @@ from edgehub.runners.outcome import raise_for_outcome
 from edgehub.runners.protocol import CommandResult, Exchange
 from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.streaming import LineCollector, last_line
-
-__all__ = ["STAGING_FAILED", "exchange", "split_script"]
 
 STAGING_FAILED = 125
 # $p parent, $n name of the staged directory, $f folder to send back, $s size of the tar on
@@ -95,6 +94,24 @@ def exchange(
         else:
             adopt_folder(folder / fetch, local, spool.limits)
     return result
+
+
+def agent_exchange(
+    run: Callable[[Start, bytes], CommandResult],
+    job: Exchange,
+    target: PurePosixPath,
+    open_job: Callable[[bytes], Process],
+) -> CommandResult | None:
+    """``job`` (its ``remote`` resolved as ``target``) handed to a resident agent server:
+    ``open_job(request)`` sends the request (`staged_request`) and returns the job, or raises
+    `Refused` where no server took it; ``run(start, packed)`` is the transport's `exchange`.
+    None where nothing ran (refused, or files too big for the server to hold)."""
+    data = pack(job.stage, arcname=target.name)
+    try:
+        request = staged_request(job.argv, str(target), data, job.fetch, job.links)
+        return run(lambda _words, _stdin: open_job(request), data)
+    except Refused:
+        return None
 
 
 def split_script(words: Sequence[str]) -> tuple[str, list[str], str]:

@@ -20,8 +20,6 @@ from edgehub.errors import DeviceOutputError
 from edgehub.limits import FetchLimits
 from edgehub.runners.archive import human_size
 
-__all__ = ["adopt_folder"]
-
 _SPECIAL = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
 

@@ -13,8 +13,6 @@ from pathlib import Path, PurePath
 from edgehub.errors import RunnerError
 from edgehub.runners.base import BaseRunner, Process
 
-__all__ = ["LocalCommandRunner"]
-
 
 class LocalCommandRunner(BaseRunner):
     """Runs argv lists with `subprocess` (no shell, stdin closed, own process group)."""

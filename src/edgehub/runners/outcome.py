@@ -8,8 +8,6 @@ from edgehub.errors import CommandCancelled, CommandError, CommandTimeout
 from edgehub.runners.protocol import CommandResult
 from edgehub.runners.streaming import last_line
 
-__all__ = ["KILLED", "describe_failure", "killed_note", "raise_for_outcome"]
-
 KILLED = (137, -9)  # SIGKILL, as a shell reports it and as Python does: the OOM killer's signal
 
 

@@ -10,25 +10,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from edgehub.runners.ssh.config import SSHConfig
 
-__all__ = [
-    "FOUND",
-    "RESENT",
-    "SENT",
-    "UNCHECKED",
-    "CommandResult",
-    "CommandRunner",
-    "Exchange",
-    "SupportsAgentChannel",
-    "SupportsAgentRelay",
-    "SupportsContentUpload",
-    "SupportsDeviceName",
-    "SupportsExchange",
-    "SupportsNetworkAddress",
-    "SupportsSharedFolder",
-    "SupportsSharedInput",
-    "SupportsWorkFolder",
-]
-
 
 @dataclass(frozen=True)
 class CommandResult:

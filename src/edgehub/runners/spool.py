@@ -16,8 +16,6 @@ from edgehub.errors import DeviceOutputError
 from edgehub.limits import FetchLimits
 from edgehub.runners.archive import SparseWriter, human_size, safe_extract
 
-__all__ = ["ArchiveSpool"]
-
 _OVERHEAD_PER_FILE = 3 * 512  # a header, a pax header and its record, per entry
 _OVERHEAD = 48 << 20  # the headers' own cap, the end blocks and the record padding
 

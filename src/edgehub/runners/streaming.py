@@ -14,8 +14,6 @@ from collections import deque
 from edgehub.events import EventSink
 from edgehub.limits import LogLimits
 
-__all__ = ["HeadTail", "LineCollector", "cut_line", "last_line"]
-
 MESSAGE_LINE = 400  # characters of a command's output quoted in an error message
 
 
@@ -101,11 +99,6 @@ class LineCollector:
         """The lines kept (head, a note of what was dropped, tail)."""
         return self._kept.lines()
 
-    def _emit(self, line: str) -> None:
-        self._kept.add(line)
-        if self.sink is not None:
-            self.sink.line(self.kind, line, self.run_id)
-
     def feed_bytes(self, data: bytes) -> None:
         """Accept raw output; UTF-8 split across chunks is decoded whole, bad bytes replaced."""
         self.feed_text(self._decoder.decode(data))
@@ -132,7 +125,10 @@ class LineCollector:
         line = "".join(self._partial).rstrip("\r")
         cut, self._cut = self._cut, 0
         self._partial, self._partial_size = [], 0
-        self._emit(cut_line(line, self.limits.max_line, cut))
+        line = cut_line(line, self.limits.max_line, cut)
+        self._kept.add(line)
+        if self.sink is not None:
+            self.sink.line(self.kind, line, self.run_id)
 
     def close(self) -> None:
         """End of the stream: the last line counts even without its newline."""

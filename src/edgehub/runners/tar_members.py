@@ -23,8 +23,6 @@ from typing import BinaryIO
 
 from edgehub.limits import FetchLimits, human_size
 
-__all__ = ["BoundedReads", "MemberRules", "iter_members", "list_members", "member_problem"]
-
 MAX_HEADER = 1 << 20  # one tar header (a long name, pax records); no single read may be larger
 
 

@@ -30,21 +30,7 @@ from edgehub.fsutil import copy_range
 from edgehub.paths import cache_dir, cache_subdir
 from edgehub.runners.agent_reply import Refused, ReplyJob, read_start, staged_request
 
-__all__ = [
-    "CHANNEL_MOUNT",
-    "AgentJob",
-    "channel_dir",
-    "channels_base",
-    "collect_file",
-    "discard_outbox",
-    "open_agent_job",
-    "share_file",
-]
-
 CHANNEL_MOUNT = "/run/edgehub"
-# Bigger jobs go through `docker exec`, which streams their files to disk: the server holds a
-# job's files in memory until the job starts.
-MAX_CHANNEL_STAGE_BYTES = 256 << 20
 SHARED = "shared"  # the channel's folder of files placed by content (`share_file`)
 SHARED_MAX_BYTES = 4 << 30  # beyond this the oldest shared files go (`share_file`)
 OUTBOX = "outbox"  # the channel's folder of jobs' files for the host (`collect_file`)
@@ -78,11 +64,10 @@ def channel_dir(key: str) -> Path:
 
 
 class AgentJob(ReplyJob):
-    """One job on the resident agent at ``host_socket``: ``argv`` in ``cwd`` (a path in the
-    container), the directory's files from ``stage`` (a tar whose root is ``cwd``'s last part),
-    ``fetch`` the folder of ``cwd`` sent back. Raises `Refused` when nothing ran."""
+    """One job on the resident agent at ``host_socket``, sent as ``request`` (`staged_request`).
+    Raises `Refused` when nothing ran."""
 
-    def __init__(self, host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str):
+    def __init__(self, host_socket: Path, request: bytes) -> None:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             # The container may write in its folder: connect only to a socket it made there,
@@ -93,7 +78,7 @@ class AgentJob(ReplyJob):
             with socket_address(str(host_socket)) as address:
                 self._sock.connect(address)
             self._sock.settimeout(START_TIMEOUT_S)
-            self._sock.sendall(staged_request(argv, cwd, stage, fetch))
+            self._sock.sendall(request)
             self._pending = read_start(iter(lambda: self._sock.recv(65536), b""))
         except (OSError, Refused) as error:
             self._sock.close()
@@ -120,12 +105,12 @@ class AgentJob(ReplyJob):
 def open_agent_job(
     host_socket: Path, argv: list[str], cwd: str, stage: bytes, fetch: str
 ) -> AgentJob | None:
-    """The job started on the resident agent at ``host_socket``; None when none took it (or
-    its files are too big for the channel)."""
-    if len(stage) > MAX_CHANNEL_STAGE_BYTES:
-        return None
+    """The job ``argv`` in ``cwd`` (a path in the container) started on the resident agent at
+    ``host_socket``, the directory's files from ``stage`` (a tar whose root is ``cwd``'s last
+    part), ``fetch`` the folder of ``cwd`` sent back; None when none took it (or its files are
+    too big for the channel)."""
     try:
-        return AgentJob(host_socket, argv, cwd, stage, fetch)
+        return AgentJob(host_socket, staged_request(argv, cwd, stage, fetch))
     except Refused:
         return None
 
@@ -150,11 +135,11 @@ def share_file(channel: Path, source: Path, digest: str) -> tuple[str, bool]:
     `SHARED` folder, and whether it was copied now (False: a file of that name was there
     already, from an earlier call, and its bytes hash to ``digest`` now: one the container
     changed, whatever its size and times, is copied again). The container may write in the
-    channel: every step
-    goes through folder descriptors opened without following links, and the copy is made
-    under a new name and renamed into place, so nothing is ever written outside the channel
-    (a file the container put there in its place only spoils its own results). Files
-    shared earlier go, oldest first, once they hold more than `SHARED_MAX_BYTES`."""
+    channel: every step goes through folder descriptors opened without following links, and
+    the copy is made under a new name and renamed into place, so nothing is ever written
+    outside the channel (a file the container put there in its place only spoils its own
+    results). Files shared earlier go, oldest first, once they hold more than
+    `SHARED_MAX_BYTES`."""
     name = f"{digest[:32]}{source.suffix}"
     size = source.stat().st_size
     base = os.open(channel, _DIRECTORY)

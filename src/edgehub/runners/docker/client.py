@@ -23,20 +23,6 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from edgehub.runners.docker.lite import LiteClient
 
-__all__ = [
-    "DockerAPIError",
-    "DockerClient",
-    "DockerNotFound",
-    "ExecSocket",
-    "ExecSpec",
-    "Strings",
-    "build_context",
-    "connect",
-    "docker_host",
-    "json_messages",
-    "local_client",
-]
-
 
 Strings = Mapping[str, str] | None  # build arguments, labels
 

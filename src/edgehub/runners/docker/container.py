@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,16 +22,6 @@ from edgehub.errors import ImageNotBuiltError, RunnerError
 from edgehub.ids import random_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, connect
 from edgehub.runners.docker.owner import owner_labels
-
-__all__ = [
-    "DEFAULT_MEMORY",
-    "DEFAULT_PIDS",
-    "GID_LABEL",
-    "UID_LABEL",
-    "Container",
-    "ContainerSettings",
-    "parse_bytes",
-]
 
 DEFAULT_MEMORY = "4g"
 DEFAULT_PIDS = 1024  # threads count too: a runtime may start one per core and per session
@@ -164,6 +154,22 @@ class Container:
         uid = user.partition(":")[0]
         return int(uid) if uid.isdigit() else None
 
+    def shared_folder(self, make: Callable[[], Path]) -> Path | None:
+        """The host folder ``make()`` makes, given to the user the container runs as, to mount
+        there; None where that cannot work: a daemon on another machine, a container user that
+        this process can neither be nor give the folder to, or no folder made (OSError)."""
+        uid = self.uid()
+        client = self.client
+        if client is None or not client.local or uid is None or os.geteuid() not in (0, uid):
+            return None
+        try:
+            folder = make()
+            if os.geteuid() != uid:
+                os.chown(folder, uid, -1, follow_symlinks=False)
+        except OSError:
+            return None
+        return folder
+
     def start(self) -> str:
         """Create and start a container owned by this process; its id."""
         from edgehub.runners.docker.reaper import reap
@@ -192,17 +198,8 @@ class Container:
             target = self.id or self.pending_name
             self.id = self.pending_name = self.channel = None
             client = self.client
-        if target is None or client is None:
-            return
-        try:
-            client.remove_container(target)
-        except DockerNotFound:
-            pass
-        except DockerAPIError as error:
-            raise RunnerError(
-                f"cannot remove container {target[:12]}: {error.explanation}; "
-                f"remove it with: docker rm -f {target[:12]}"
-            ) from error
+        if target is not None and client is not None:
+            force_remove(client, target, target[:12])
 
     def forget(self) -> None:
         """Let go of the container without removing it (a warm one lives on)."""
@@ -216,6 +213,21 @@ class Container:
             client.close()
         elif client is not None:
             self.client = client  # a client handed in stays with its owner
+
+
+def force_remove(client: DockerClient, name: str, shown: str | None = None) -> None:
+    """Remove container ``name`` (gone already is fine); else a `RunnerError` saying how to
+    remove it by hand (naming it ``shown``, default ``name``)."""
+    try:
+        client.remove_container(name)
+    except DockerNotFound:
+        pass
+    except (DockerAPIError, OSError) as error:
+        shown = shown or name
+        explanation = getattr(error, "explanation", None) or error
+        raise RunnerError(
+            f"cannot remove container {shown}: {explanation}; remove it with: docker rm -f {shown}"
+        ) from error
 
 
 def _missing_image_message(image: str, host: str | None) -> str:

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from edgehub.ids import uuid4_hex
 from edgehub.runners.docker.client import DockerAPIError, DockerClient, ExecSocket, ExecSpec
 from edgehub.runners.docker.frames import output
 from edgehub.runners.docker.owner import owner_marker
 
-__all__ = ["EXEC_MARKER", "KILL_SCRIPT", "OCI_FAILURE", "ExecProcess", "exec_quiet", "exit_code"]
-
 EXEC_MARKER = "EDGEHUB_EXEC_ID"
 OCI_FAILURE = "OCI runtime exec failed:"
 _KILL_WAIT_S = 10.0
+KEPT_STDERR = 4096  # of a helper command's complaints, the last bytes are kept
 
 # Kills every process whose environment holds one of the given lines ($@), with its process
 # group. A second exec runs it as the container's user (root there may not read other users'
@@ -76,23 +75,35 @@ class AttachedProcess:
 
 
 def exec_quiet(
-    client: DockerClient, container: str, argv: Sequence[str], *, stdin: bytes | None = None
+    client: DockerClient,
+    container: str,
+    argv: Sequence[str],
+    *,
+    stdin: bytes | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
 ) -> tuple[int, str, str]:
-    """Run a short helper command to its end without streaming; (code, stdout, stderr)."""
+    """Run a helper command to its end without streaming; (code, stdout, the last
+    `KEPT_STDERR` bytes of stderr). ``on_stdout`` takes the stdout as it comes instead (its
+    stdout is then "")."""
     exec_id = client.exec_create(container, ExecSpec(argv, stdin=stdin is not None))
     sock = client.exec_start(exec_id)
-    collected = {"stdout": bytearray(), "stderr": bytearray()}
+    out, err = bytearray(), b""
     try:
         if stdin is not None:
             send_stdin(sock, stdin)
         for kind, payload in output(sock):
-            collected[kind] += payload
+            if kind == "stderr":
+                err = (err + payload)[-KEPT_STDERR:]
+            elif on_stdout is None:
+                out += payload
+            else:
+                on_stdout(payload)
     finally:
         sock.close()
     return (
         exit_code(client, exec_id),
-        collected["stdout"].decode("utf-8", "replace"),
-        collected["stderr"].decode("utf-8", "replace"),
+        out.decode("utf-8", "replace"),
+        err.decode("utf-8", "replace"),
     )
 
 

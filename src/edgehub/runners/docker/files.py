@@ -3,10 +3,10 @@ for images without ``tar``.
 
 An exec of ``tar`` costs a few tens of milliseconds and extracts as the container's own user;
 the archive API (several times slower a call) is the fallback when the image has no ``tar``
-(exit 126/127).
-Both are plain API calls, so they work on a remote daemon too. Downloads are spooled to disk as
-they arrive (`~edgehub.runners.spool.ArchiveSpool`: capped, zeros kept as holes), extracted with
-`safe_extract` in a scratch directory next to the destination and moved into place.
+(exit 126/127). Both are plain API calls, so they work on a remote daemon too. Downloads are
+spooled to disk as they arrive (`~edgehub.runners.spool.ArchiveSpool`: capped, zeros kept as
+holes), extracted with `safe_extract` in a scratch directory next to the destination and moved
+into place.
 """
 
 from __future__ import annotations
@@ -22,19 +22,15 @@ from typing import Any
 
 from edgehub.errors import RunnerError
 from edgehub.runners.archive import SPARSE_FLAG, pack
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound, ExecSpec
+from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
 from edgehub.runners.docker.container import Container, image_owner
-from edgehub.runners.docker.exec import exec_quiet, exit_code
-from edgehub.runners.docker.frames import frames
+from edgehub.runners.docker.exec import exec_quiet
 from edgehub.runners.spool import ArchiveSpool
-
-__all__ = ["NO_TAR", "ContainerFiles"]
 
 NO_TAR = (126, 127)  # exit codes of a shell that cannot find or run the command
 _PUT_SCRIPT = 'mkdir -p -- "$1" && exec tar -x -f - -C "$1"'
 # a sparse archive where the image's tar can make one (GNU tar)
 _GET_SCRIPT = SPARSE_FLAG + 'exec tar -c $S -f - -C "$1" -- "$2"'
-_KEPT_STDERR = 4096
 
 
 class ContainerFiles:
@@ -120,8 +116,9 @@ class ContainerFiles:
             ArchiveSpool(Path(scratch)) as spool,
         ):
             stat: dict[str, Any] = {"name": name}
+            argv = ["sh", "-c", _GET_SCRIPT, "edgehub-get", parent, name]
             try:
-                code, err = self._tar_out(container_id, parent, name, spool)
+                code, _, err = exec_quiet(self._client(), container_id, argv, on_stdout=spool.write)
                 if code in NO_TAR and not spool.received:  # no tar in the image: the archive API
                     chunks, stat = self._client().get_archive(container_id, source)
                     for chunk in chunks:
@@ -141,26 +138,6 @@ class ContainerFiles:
             if not top or not (item.exists() or item.is_symlink()):
                 raise RunnerError(f"cannot copy {source}: the container sent an empty archive")
             _move_into_place(item, local)
-
-    def _tar_out(
-        self, container_id: str, parent: str, name: str, target: ArchiveSpool
-    ) -> tuple[int, str]:
-        """Write a tar of ``parent/name`` to ``target`` through an exec of tar; (code, the
-        end of its stderr)."""
-        client = self._client()
-        argv = ["sh", "-c", _GET_SCRIPT, "edgehub-get", parent, name]
-        exec_id = client.exec_create(container_id, ExecSpec(argv))
-        sock = client.exec_start(exec_id)
-        errors = b""
-        try:
-            for kind, payload in frames(sock):
-                if kind == 1:
-                    target.write(payload)
-                else:
-                    errors = (errors + payload)[-_KEPT_STDERR:]
-        finally:
-            sock.close()
-        return exit_code(client, exec_id), errors.decode("utf-8", "replace")
 
 
 def _tar_error(stderr: str) -> str:

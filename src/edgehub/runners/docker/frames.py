@@ -7,8 +7,6 @@ import struct
 from collections.abc import Iterator
 from typing import Protocol
 
-__all__ = ["frames"]
-
 
 class _Readable(Protocol):
     def recv(self, size: int) -> bytes: ...

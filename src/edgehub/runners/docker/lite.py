@@ -33,8 +33,6 @@ from edgehub.runners.docker.client import (
     json_messages,
 )
 
-__all__ = ["LiteClient", "local_socket"]
-
 _TIMEOUT = 60.0
 
 
@@ -87,9 +85,6 @@ class _Response:
         self._left: int | None = None if self._chunked or length is None else int(length)
         self._chunk_left = 0
         self._done = self.status in (204, 304)
-
-    def getheader(self, name: str) -> str | None:
-        return self.headers.get(name.lower())
 
     def _fill(self) -> bool:
         data = self._sock.recv(65536)
@@ -309,7 +304,7 @@ class LiteClient:
         query = urlencode({"path": path})
         url = f"/containers/{quote(container, safe='')}/archive?{query}"
         response = self._open("GET", url, None, "")
-        header = response.getheader("X-Docker-Container-Path-Stat") or ""
+        header = response.headers.get("x-docker-container-path-stat", "")
         stat: dict[str, Any] = json.loads(base64.b64decode(header)) if header else {}
 
         def chunks() -> Iterator[bytes]:

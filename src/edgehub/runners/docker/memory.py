@@ -13,7 +13,6 @@ from edgehub.errors import RunnerError
 if TYPE_CHECKING:
     from edgehub.runners.docker.runner import DockerCommandRunner
 
-__all__ = ["oom_kills"]
 
 _COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
 _CONTAINER_KILLED = 1 << 30  # Docker says the container itself was OOM-killed

@@ -34,12 +34,10 @@ from typing import Any
 
 from edgehub.errors import RunnerError
 from edgehub.ids import random_hex
-from edgehub.runners.docker.client import DockerAPIError, DockerClient, DockerNotFound
-from edgehub.runners.docker.container import Container
+from edgehub.runners.docker.client import DockerAPIError, DockerClient
+from edgehub.runners.docker.container import Container, force_remove
 from edgehub.runners.docker.exec import AttachedProcess, send_stdin
 from edgehub.runners.docker.owner import owner_labels
-
-__all__ = ["OneShotProcess", "OneShots"]
 
 _KILLED = 137  # 128 + SIGKILL: a kill, or the memory limit's OOM killer
 
@@ -106,20 +104,18 @@ class OneShots:
         """A new folder in a new private (0700) folder in ``near``, owned by the container's
         user, to mount as a job's directory; None where that cannot work (see the module)."""
         container = self._container
-        client = container.connect()
+        container.connect()
         container.inspect_image()
-        uid = container.uid()
-        if not self.in_place or not client.local or uid is None or os.geteuid() not in (0, uid):
+        if not self.in_place:
             return None
-        try:
+
+        def make() -> Path:
             near.mkdir(parents=True, exist_ok=True)
             folder = Path(tempfile.mkdtemp(prefix=".edgehub-job-", dir=near)) / "job"
             folder.mkdir(mode=0o700)
-            if os.geteuid() != uid:
-                os.chown(folder, uid, -1)
-        except OSError:
-            return None
-        return folder
+            return folder
+
+        return container.shared_folder(make)
 
     def start(
         self, words: list[str], stdin: bytes, mount: tuple[Path, str] | None = None
@@ -183,16 +179,10 @@ class OneShots:
         if client is None:
             return
         try:
-            client.remove_container(name)
-        except DockerNotFound:
-            pass
-        except (DockerAPIError, OSError) as error:
-            if not loud:
-                return
-            explanation = getattr(error, "explanation", None) or error
-            raise RunnerError(
-                f"cannot remove container {name}: {explanation}; "
-                f"remove it with: docker rm -f {name}"
-            ) from error
+            force_remove(client, name)
+        except RunnerError:
+            if loud:
+                raise
+            return
         with self._lock:
             self._names.discard(name)

@@ -3,10 +3,10 @@
 `reap` removes edgehub's containers whose owning process (on this host) is gone, stops the
 jobs that dead processes left running inside shared warm containers (the daemon lists a
 container's execs, and a warm job's arguments name its owner), and removes the channel folders
-of warm containers that have expired. It is cheap enough to call at the
-start of every command: the light client only (no docker SDK), plain API calls (an exec only to
-kill), and it never raises — no daemon or any API error mean "nothing reaped". A remote daemon
-is reaped only through a client handed in (a runner's, `hub doctor`'s), never on its own.
+of warm containers that have expired. It is cheap enough to call at the start of every
+command: the light client only (no docker SDK), plain API calls (an exec only to kill), and it
+never raises — no daemon or any API error mean "nothing reaped". A remote daemon is reaped only
+through a client handed in (a runner's, `hub doctor`'s), never on its own.
 """
 
 from __future__ import annotations
@@ -37,8 +37,6 @@ from edgehub.runners.docker.owner import (
     parse_marker,
 )
 from edgehub.runners.docker.warm import JOB_WRAPPER
-
-__all__ = ["ReapReport", "reap", "reap_orphans"]
 
 _TIMEOUT_S = 5.0
 CHANNEL_GRACE_S = 300.0

@@ -23,14 +23,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePath, PurePosixPath
 
 from edgehub.errors import RunnerError
-from edgehub.runners.archive import pack
 from edgehub.runners.base import BaseRunner, Process
 from edgehub.runners.docker.channel import (
     CHANNEL_MOUNT,
     OUTBOX,
+    AgentJob,
     collect_file,
     discard_outbox,
-    open_agent_job,
     share_file,
 )
 from edgehub.runners.docker.client import DockerAPIError, DockerClient
@@ -45,10 +44,8 @@ from edgehub.runners.docker.files import ContainerFiles
 from edgehub.runners.docker.oneshot import OneShotProcess, OneShots
 from edgehub.runners.docker.owner import owner_marker
 from edgehub.runners.docker.warm import BUSY_DIR, JOB_WRAPPER, start_warm
-from edgehub.runners.exchange import exchange
+from edgehub.runners.exchange import agent_exchange, exchange
 from edgehub.runners.protocol import FOUND, SENT, CommandResult, Exchange
-
-__all__ = ["WATCH_STDIN_ENV", "DockerCommandRunner"]
 
 WATCH_STDIN_ENV = "EDGEHUB_AGENT_WATCH_STDIN"
 BUSY_DIR_ENV = "EDGEHUB_AGENT_BUSY_DIR"  # where a resident agent marks its running jobs
@@ -353,20 +350,9 @@ class DockerCommandRunner(BaseRunner):
             return None
         host_socket = channel / socket[len(CHANNEL_MOUNT) + 1 :]
         target = PurePosixPath(self._files.remote(job.remote))
-        words = [str(word) for word in job.argv]
-        data = pack(job.stage, arcname=target.name)
-
-        def start(_words: list[str], _stdin: bytes) -> Process:
-            opened = open_agent_job(host_socket, words, str(target), data, job.fetch)
-            if opened is None:
-                raise _NoServer
-            return opened
-
-        try:
-            return exchange(self.execute, start, job, target, packed=data)
-        except _NoServer:
-            return None
-
-
-class _NoServer(Exception):
-    """No resident agent took the job (nothing ran)."""
+        return agent_exchange(
+            lambda start, data: exchange(self.execute, start, job, target, packed=data),
+            job,
+            target,
+            lambda request: AgentJob(host_socket, request),
+        )

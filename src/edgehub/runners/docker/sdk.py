@@ -33,8 +33,6 @@ from edgehub.runners.docker.client import (
     docker_host,
 )
 
-__all__ = ["SDKClient", "docker_client", "unavailable"]
-
 _T = TypeVar("_T")
 
 
@@ -44,9 +42,8 @@ def _docker_host(host: str | None = None) -> str:
 
 def _defer_paramiko(host: str | None) -> None:
     """The docker SDK imports its SSH transport (and paramiko, slow to import) even for a local
-    daemon.
-    Unless the daemon is at ``ssh://``, mark that optional module absent, which the SDK allows
-    (so a process that first used a local daemon cannot reach an ``ssh://`` one)."""
+    daemon. Unless the daemon is at ``ssh://``, mark that optional module absent, which the SDK
+    allows (so a process that first used a local daemon cannot reach an ``ssh://`` one)."""
     if "docker" in sys.modules or _docker_host(host).startswith("ssh://"):
         return
     sys.modules.setdefault("docker.transport.sshconn", None)  # type: ignore[arg-type]

@@ -27,8 +27,6 @@ from edgehub.runners.docker.client import DockerAPIError, DockerNotFound
 from edgehub.runners.docker.container import Container
 from edgehub.runners.docker.owner import MANAGED, WARM, WARM_KEY
 
-__all__ = ["BUSY_DIR", "JOB_WRAPPER", "start_warm", "warm_key"]
-
 CHANNEL_VERSION = "channel-1"  # containers made before the channel are not adopted
 
 _ALIVE = "/tmp/.edgehub-alive"
@@ -83,7 +81,8 @@ def start_warm(container: Container, keep_warm: float) -> str:
     container.inspect_image()
     key = warm_key(container)
     name = f"edgehub-warm-{key}"
-    channel = _channel(container, key)
+    # the direct channel's host folder, where this process can share one with the container
+    channel = container.shared_folder(lambda: channel_dir(key))
     for _ in range(3):
         try:
             info = client.inspect_container(name)
@@ -118,23 +117,6 @@ def start_warm(container: Container, keep_warm: float) -> str:
         container.channel = channel
         return created
     raise RunnerError(f"cannot start or reuse the warm container {name}; try again")
-
-
-def _channel(container: Container, key: str) -> Path | None:
-    """The host folder to mount for the direct channel, or None where it cannot work: a
-    daemon on another machine, or a container user that this process can neither be nor
-    give the folder to."""
-    uid = container.uid()
-    client = container.client
-    if client is None or not client.local or uid is None or os.geteuid() not in (0, uid):
-        return None
-    try:
-        folder = channel_dir(key)
-        if os.geteuid() == 0 and uid != 0:
-            os.chown(folder, uid, -1, follow_symlinks=False)
-    except OSError:
-        return None
-    return folder
 
 
 def _mounts(info: dict[str, object], channel: Path | None) -> bool:

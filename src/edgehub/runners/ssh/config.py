@@ -7,8 +7,6 @@ from pathlib import Path
 
 from edgehub.errors import ConfigError
 
-__all__ = ["SSHConfig"]
-
 
 @dataclass(frozen=True)
 class SSHConfig:

@@ -21,17 +21,6 @@ from edgehub.runners.ssh.known_hosts import (
 )
 from edgehub.runners.ssh.watchdog import Link, Watchdog
 
-__all__ = [
-    "COMMAND_WINDOW_SIZE",
-    "MAX_PACKET_SIZE",
-    "WINDOW_SIZE",
-    "close_transport",
-    "key_setting",
-    "open_socket",
-    "open_transport",
-    "watchdog_of",
-]
-
 WINDOW_SIZE = 128 * 1024 * 1024  # SFTP: the device sends only the blocks asked for
 # A command's channel: what a device may send ahead of our reading, which paramiko holds in
 # memory (and reads from more slowly the longer it is). 16 MiB still carries 160 MB/s at a

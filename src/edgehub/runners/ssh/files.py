@@ -25,6 +25,7 @@ import stat
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import IO, Any, cast
@@ -37,8 +38,6 @@ from edgehub.runners.archive import SPARSE_FLAG, SparseWriter, human_size
 from edgehub.runners.spool import ArchiveSpool
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.streaming import last_line
-
-__all__ = ["RemoteFiles", "TransferStats"]
 
 SFTP_REQUEST_SIZE = 128 * 1024
 PREFETCH_REQUESTS = 64
@@ -261,15 +260,9 @@ class RemoteFiles:
                 with tarfile.open(fileobj=writer, mode="w|", format=tarfile.PAX_FORMAT) as tar:
                     tar.add(str(local), arcname=".")
             channel.shutdown_write()
-            status = channel.recv_exit_status()
-            errors = _drain(channel, lambda _: None)
+            self._tar_done(channel, lambda _: None, f"cannot unpack {local} into {target}")
         finally:
             channel.close()
-        if status != 0:
-            raise RunnerError(
-                f"cannot unpack {local} into {target} on {self.config.host}: "
-                f"{last_line(errors) or f'exit code {status}'}"
-            )
         self._stats.uploads += 1
         self._stats.upload_bytes += sink.sent
 
@@ -312,37 +305,35 @@ class RemoteFiles:
         with ArchiveSpool(local.parent) as spool:
             channel = self._session.start(_TAR_OUT.format(shlex.quote(source)))
             try:
-                errors = _drain(channel, spool.write)
-                status = channel.recv_exit_status()
+                self._tar_done(channel, spool.write, f"cannot pack {source}")
             finally:
                 channel.close()
-            if status != 0:
-                raise RunnerError(
-                    f"cannot pack {source} on {self.config.host}: "
-                    f"{last_line(errors) or f'exit code {status}'}"
-                )
             spool.extract(local)
         self._stats.downloads += 1
         self._stats.download_bytes += spool.received
 
-
-def _drain(channel: Any, on_stdout: Any) -> str:
-    """Pass a command's stdout to ``on_stdout`` as it comes, reading its stderr alongside (a
-    device that floods it cannot stall the transfer); the last of the stderr, as text."""
-    errors = b""
-    while True:
-        got = False
-        while channel.recv_ready():
-            on_stdout(channel.recv(1 << 20))
-            got = True
-        while channel.recv_stderr_ready():
-            errors = (errors + channel.recv_stderr(1 << 16))[-_KEPT_STDERR:]
-            got = True
-        if got:
-            continue
-        if channel.closed or (channel.eof_received and channel.exit_status_ready()):
-            return errors.decode("utf-8", "replace")
-        select.select([channel], [], [], 0.1)
+    def _tar_done(self, channel: Any, on_stdout: Callable[[bytes], None], failed: str) -> None:
+        """Pass a tar's stdout to ``on_stdout`` as it comes, reading its stderr alongside (a
+        device that floods it cannot stall the transfer), to its end; a `RunnerError`
+        (``failed`` then the last of the stderr) where it did not exit 0."""
+        errors = b""
+        while True:
+            got = False
+            while channel.recv_ready():
+                on_stdout(channel.recv(1 << 20))
+                got = True
+            while channel.recv_stderr_ready():
+                errors = (errors + channel.recv_stderr(1 << 16))[-_KEPT_STDERR:]
+                got = True
+            if got:
+                continue
+            if channel.closed or (channel.eof_received and channel.exit_status_ready()):
+                break
+            select.select([channel], [], [], 0.1)
+        status = channel.recv_exit_status()
+        if status != 0:
+            why = last_line(errors.decode("utf-8", "replace")) or f"exit code {status}"
+            raise RunnerError(f"{failed} on {self.config.host}: {why}")
 
 
 class _RemoteClosed(Exception):

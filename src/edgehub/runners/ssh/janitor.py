@@ -18,6 +18,7 @@ fills a dataset and an agent version at a time.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from pathlib import PurePosixPath
 from typing import Any
@@ -26,8 +27,6 @@ from edgehub.errors import SSHConnectionError
 from edgehub.runners.archive import SPARSE_FLAG
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import build_command
-
-__all__ = ["WORK_BASE", "Janitor"]
 
 WORK_BASE = ".cache/edgehub/work"  # under the device user's home
 CLOSE_WAIT_S = 10.0  # how long `close` waits for the folder to be gone
@@ -124,11 +123,10 @@ class Janitor:
         """End the lifeline; wait up to ``wait`` seconds for the folder to be removed."""
         channel = self._channel
         try:
-            if not channel.closed:
-                channel.shutdown_write()
-                if wait > 0:
-                    channel.status_event.wait(wait)
-        except Exception:  # the connection is gone: the janitor cleans up by itself
-            pass
+            with contextlib.suppress(Exception):  # a lost connection: the janitor cleans up alone
+                if not channel.closed:
+                    channel.shutdown_write()
+                    if wait > 0:
+                        channel.status_event.wait(wait)
         finally:
             channel.close()

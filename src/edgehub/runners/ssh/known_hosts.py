@@ -20,13 +20,6 @@ from edgehub.runners.ssh.config import SSHConfig
 if TYPE_CHECKING:
     import paramiko
 
-__all__ = [
-    "UnknownHostKeyError",
-    "fingerprint",
-    "load_known_hosts",
-    "prefer_known_types",
-    "verify_host_key",
-]
 
 _RSA_ALGORITHMS = ("rsa-sha2-512", "rsa-sha2-256")
 
@@ -148,11 +141,8 @@ def verify_host_key(
             "man-in-the-middle attack; if the device was reinstalled, check the new fingerprint "
             f"and replace the entry (`ssh-keygen -R '{name}'`)"
         )
-    scan = (
-        f"ssh-keyscan -p {config.port} {config.host}"
-        if config.port != 22
-        else (f"ssh-keyscan {config.host}")
-    )
+    port = f"-p {config.port} " if config.port != 22 else ""
+    scan = f"ssh-keyscan {port}{config.host}"
     raise UnknownHostKeyError(
         f"unknown SSH host key for {name} ({described}); after checking the fingerprint on the "
         f"device, run `{scan} >> ~/.ssh/known_hosts`, or set known_hosts in hub.toml",

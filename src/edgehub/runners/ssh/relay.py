@@ -24,13 +24,8 @@ from edgehub.runners.agent_reply import Refused, ReplyJob, read_start
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import build_command
 
-__all__ = ["MAX_RELAY_STAGE_BYTES", "AgentRelay", "RelayJob"]
-
 FRAME = struct.Struct(">cI")
 START_TIMEOUT_S = 10.0  # a job the server has not started by then is passed over
-# Bigger jobs go through `exchange`, which streams their files to disk: the server holds a
-# job's files in memory until the job starts (models travel apart, see ssh_agent.py).
-MAX_RELAY_STAGE_BYTES = 256 << 20
 MAX_FRAME = 1 << 20  # the relay sends frames of at most 64 KiB
 
 

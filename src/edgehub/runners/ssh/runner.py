@@ -28,19 +28,15 @@ from pathlib import Path, PurePath, PurePosixPath
 from typing import Any
 
 from edgehub.errors import CommandTimeout, RunnerError, SSHConnectionError
-from edgehub.runners.agent_reply import Refused, staged_request
-from edgehub.runners.archive import pack
 from edgehub.runners.base import STOP_GRACE_S, BaseRunner, Process
-from edgehub.runners.exchange import Start, exchange, split_script
+from edgehub.runners.exchange import Start, agent_exchange, exchange, split_script
 from edgehub.runners.protocol import CommandResult, Exchange
 from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.files import RemoteFiles, TransferStats
 from edgehub.runners.ssh.janitor import Janitor
-from edgehub.runners.ssh.relay import MAX_RELAY_STAGE_BYTES, AgentRelay, RelayJob
+from edgehub.runners.ssh.relay import AgentRelay, RelayJob
 from edgehub.runners.ssh.session import SSHSession
 from edgehub.runners.ssh.shell import PidMarker, build_command, kill_script
-
-__all__ = ["SSHCommandRunner"]
 
 RETRY_BACKOFF_S = 0.5
 ANSWER_S = 2.0  # how long a device may take to answer before clean-up stops waiting for it
@@ -158,11 +154,6 @@ class SSHCommandRunner(BaseRunner):
         return self._session.channels_opened
 
     def start(
-        self, argv: list[str], cwd: str | PurePath | None, env: Mapping[str, str] | None
-    ) -> Process:
-        return self._start(argv, cwd, env)
-
-    def _start(
         self,
         argv: list[str],
         cwd: str | PurePath | None,
@@ -171,6 +162,7 @@ class SSHCommandRunner(BaseRunner):
         finish: str | None = None,
         stdin: bytes = b"",
     ) -> Process:
+        """`BaseRunner.start`; ``setup``, ``finish``: see `build_command`, ``stdin``: sent first."""
         marker = PidMarker(secrets.token_hex(8))
         command = build_command(
             argv, cwd, env, marker.prefix, watched=True, setup=setup, finish=finish
@@ -250,7 +242,7 @@ class SSHCommandRunner(BaseRunner):
 
         def start(words: list[str], data: bytes) -> Process:
             unpack, command, send_back = split_script(words)
-            return self._start(command, None, None, setup=unpack, finish=send_back, stdin=data)
+            return self.start(command, None, None, setup=unpack, finish=send_back, stdin=data)
 
         return self._exchange(job, start, target, sparse=self._sparse_tar())
 
@@ -279,17 +271,12 @@ class SSHCommandRunner(BaseRunner):
             return None
         try:
             target = PurePosixPath(self.absolute_path(job.remote))
-            data = pack(job.stage, arcname=target.name)
-            if len(data) > MAX_RELAY_STAGE_BYTES:
-                return None
-            payload = staged_request(job.argv, str(target), data, job.fetch, job.links)
-
-            def start(_words: list[str], _stdin: bytes) -> Process:
-                return RelayJob(relay, payload)
-
-            return self._exchange(job, start, target, packed=data)
-        except Refused:
-            return None
+            return agent_exchange(
+                lambda start, data: self._exchange(job, start, target, packed=data),
+                job,
+                target,
+                lambda request: RelayJob(relay, request),
+            )
         finally:
             relay.lock.release()
 
@@ -326,20 +313,10 @@ class _RemoteProcess:
     ) -> None:
         self._session = session
         self._marker = marker
-        self._channel: Any = session.start(command, keep_stdin=True)
+        self._channel: Any = session.start(command, keep_stdin=True, stdin=stdin)
         self._kill_requested = threading.Event()
         self._kill_sent = threading.Lock()
         self._killed = False
-        try:
-            if stdin:
-                self._channel.sendall(stdin)
-        except BaseException as error:
-            self._channel.close()
-            if isinstance(error, OSError):
-                raise SSHConnectionError(
-                    f"cannot send files to {session.config.address}: {error}; check the connection"
-                ) from error
-            raise
 
     def read(self) -> Iterator[tuple[str, bytes]]:
         channel = self._channel

@@ -28,8 +28,6 @@ from edgehub.runners.ssh.connect import (
 from edgehub.runners.ssh.known_hosts import UnknownHostKeyError
 from edgehub.runners.ssh.shell import start_command
 
-__all__ = ["SSHSession"]
-
 
 class SSHSession:
     """The connection to ``config``'s device; every method is thread-safe."""
@@ -138,14 +136,20 @@ class SSHSession:
                 "check MaxSessions in the device's sshd_config"
             ) from error
 
-    def start(self, command: str, *, keep_stdin: bool = False) -> Any:
-        """A new channel running the shell line ``command`` (`start_command`); closed again
-        where it does not start."""
+    def start(self, command: str, *, keep_stdin: bool = False, stdin: bytes = b"") -> Any:
+        """A new channel running the shell line ``command`` (`start_command`), sent ``stdin``
+        first (with ``keep_stdin``); closed again where it does not start."""
         channel = self.open_channel()
         try:
             start_command(channel, command, self.config, keep_stdin=keep_stdin)
-        except BaseException:
+            if stdin:
+                channel.sendall(stdin)
+        except BaseException as error:
             channel.close()
+            if isinstance(error, OSError):
+                raise SSHConnectionError(
+                    f"cannot send files to {self.config.address}: {error}; check the connection"
+                ) from error
             raise
         return channel
 

@@ -11,8 +11,6 @@ from typing import Any
 from edgehub.errors import SSHConnectionError
 from edgehub.runners.ssh.config import SSHConfig
 
-__all__ = ["PidMarker", "build_command", "kill_script", "start_command"]
-
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 

@@ -17,8 +17,6 @@ from edgehub.runners.ssh.config import SSHConfig
 from edgehub.runners.ssh.connect import handshake, open_socket
 from edgehub.runners.ssh.known_hosts import fingerprint, load_known_hosts
 
-__all__ = ["OfferedHostKey", "add_known_host", "offered_host_key"]
-
 
 @dataclass(frozen=True)
 class OfferedHostKey:
@@ -36,15 +34,12 @@ class OfferedHostKey:
         return f"{self.host} {self.key_type} {self.key_base64}"
 
 
-def default_known_hosts(config: SSHConfig) -> Path:
-    return config.known_hosts or Path.home() / ".ssh" / "known_hosts"
-
-
 def offered_host_key(config: SSHConfig) -> OfferedHostKey:
     """Connect, take the host key from the handshake, disconnect (no authentication)."""
     import paramiko
 
-    trusted, revoked = load_known_hosts(config) if _readable(config) else ([], set())
+    readable = config.known_hosts is None or config.known_hosts.is_file()
+    trusted, revoked = load_known_hosts(config) if readable else ([], set())
     sock = open_socket(config)
     transport = paramiko.Transport(sock)
     try:
@@ -66,12 +61,8 @@ def offered_host_key(config: SSHConfig) -> OfferedHostKey:
         key_base64=base64.b64encode(blob).decode("ascii"),
         fingerprint=fingerprint(key),
         state=state,
-        known_hosts=default_known_hosts(config),
+        known_hosts=config.known_hosts or Path.home() / ".ssh" / "known_hosts",
     )
-
-
-def _readable(config: SSHConfig) -> bool:
-    return config.known_hosts is None or config.known_hosts.is_file()
 
 
 def add_known_host(offer: OfferedHostKey) -> Path:

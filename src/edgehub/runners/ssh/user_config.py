@@ -15,8 +15,6 @@ from typing import Any
 from edgehub.errors import ConfigError
 from edgehub.runners.ssh.config import SSHConfig
 
-__all__ = ["jump_config", "resolve"]
-
 
 def _config_path(config: SSHConfig) -> Path:
     return config.ssh_config or Path.home() / ".ssh" / "config"

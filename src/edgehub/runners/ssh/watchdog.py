@@ -16,8 +16,6 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["Link", "Watchdog"]
-
 KEEPALIVE_REQUEST = "keepalive@openssh.com"
 
 
