@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 from edgehub.errors import EnvironmentProblem, UsageError
 
-__all__ = ["ClusterAddress", "parse_address"]
-
 _FORMS = '"ray://HOST:10001", "HOST:6379", "auto" or "local:N"'
 
 

@@ -38,19 +38,10 @@ if TYPE_CHECKING:
     from edgehub.ops.sweep import CellResult, Pending, SweepSession
     from edgehub.ops.sweep_grid import SweepCell
 
-__all__ = [
-    "MAX_RETRIES",
-    "RayExecutor",
-    "check_feasible",
-    "device_resources",
-    "first_line",
-    "hub_toml_text",
-    "reap_nodes",
-]
 
 MAX_RETRIES = 2  # a cell runs at most three times when its nodes keep dying
 _HEAD = "node:__internal_head__"  # Ray's resource of the head node
-_POLL_S = 0.2
+POLL_S = 0.2  # how often the driver looks at its tasks (and at a cancel)
 
 
 def _warm_up() -> None:
@@ -164,7 +155,7 @@ class RayExecutor:
         started, slots = 0, {slot: result for slot, _, result in out.values()}
         while out:
             session.cancel.check()
-            done, rest = ray.wait(list(out), num_returns=1, timeout=_POLL_S)
+            done, rest = ray.wait(list(out), num_returns=1, timeout=POLL_S)
             if done and rest:  # and every other one finished by now
                 more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
                 done += more

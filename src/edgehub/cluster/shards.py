@@ -30,6 +30,7 @@ import ray
 from edgehub.cluster.address import ClusterAddress
 from edgehub.cluster.dispatch import (
     MAX_RETRIES,
+    POLL_S,
     RayExecutor,
     check_feasible,
     device_resources,
@@ -49,10 +50,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.shards import ModelRun
     from edgehub.toolchains.batch import BatchOutputs
     from edgehub.toolchains.datasets import Dataset
-
-__all__ = ["RayShards", "ShardJob", "run_shard_task"]
-
-_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -198,7 +195,7 @@ def _collect(out: dict[Any, int], cancel: Cancellation) -> list[ShardOutcome]:
     waiting = list(out)
     while waiting:
         cancel.check()
-        done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=_POLL_S)
+        done, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=POLL_S)
         for ref in done:
             try:
                 outcome: ShardOutcome = ray.get(ref)

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Attempts", "Boards", "CellJob", "CellOutcome", "node_name", "run_cell_task"]
 
 _LEASE_POLL_S = 0.25
 

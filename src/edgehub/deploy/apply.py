@@ -9,8 +9,6 @@ from edgehub.deploy.model_io import save_model
 from edgehub.deploy.report import TransformReport
 from edgehub.deploy.transform import transform
 
-__all__ = ["apply_backend"]
-
 
 def apply_backend(
     model_path: str | Path, backend_name: str | None, out_path: str | Path

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from edgehub.deploy.model_io import load_model
 from edgehub.errors import InputDataError
 
 if TYPE_CHECKING:
@@ -53,21 +54,15 @@ def calibrate(
     if not observe:
         return {}
     import onnx
-    import onnxruntime as ort
 
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
+    probe = load_model(model)
     outputs = {o.name for o in probe.graph.output}
     for name in observe:
         if name not in outputs:
             probe.graph.output.append(
                 onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
             )
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    session = ort.InferenceSession(
-        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    session = cpu_session(probe)
     names = list(observe)
     ranges: dict[str, np.ndarray] = {}
     for feed in samples:
@@ -76,6 +71,20 @@ def calibrate(
             previous = ranges.get(name)
             ranges[name] = current if previous is None else np.maximum(previous, current)
     return ranges
+
+
+def cpu_session(model: onnx.ModelProto, threads: int | None = None) -> Any:
+    """An ONNX Runtime session on ``model`` on the CPU, its warnings off (``threads``: its
+    intra-op threads; None: ONNX Runtime's choice)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
 
 
 def _absmax(value: np.ndarray, axis: int | None) -> np.ndarray:

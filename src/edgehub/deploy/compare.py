@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from edgehub.deploy.calibrate import model_inputs
+from edgehub.deploy.calibrate import cpu_session, model_inputs
 
 if TYPE_CHECKING:
     import onnx
@@ -24,11 +24,9 @@ _NUMPY_TYPES = {
 def ramp_inputs(model: onnx.ModelProto) -> dict[str, np.ndarray]:
     """Deterministic inputs (``arange(n) / n`` in the input's shape; unknown dims are 1), the
     way ONNX's backend tests feed its ``light`` models."""
-    inits = {t.name for t in model.graph.initializer}
+    fed = set(model_inputs(model))
     feeds: dict[str, np.ndarray] = {}
-    for info in model.graph.input:
-        if info.name in inits:
-            continue
+    for info in (i for i in model.graph.input if i.name in fed):
         tensor = info.type.tensor_type
         shape = [d.dim_value if d.HasField("dim_value") else 1 for d in tensor.shape.dim]
         count = int(np.prod(shape)) if shape else 1
@@ -48,14 +46,7 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
 
 def run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     """All outputs of ``model`` on ``feeds`` (ONNX Runtime, CPU, one thread: reproducible)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.log_severity_level = 3
-    session = ort.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    session = cpu_session(model, threads=1)
     return [np.asarray(v) for v in session.run(None, {k: feeds[k] for k in model_inputs(model)})]
 
 

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 
     from edgehub.deploy.graph import Graph
 
-__all__ = ["Match", "Pattern", "PatternPhaseError", "Phase", "split_phases"]
-
 
 class Phase(str, Enum):
     """Where a pattern runs: conversions to a fixpoint, then one fusion pass; smooth and

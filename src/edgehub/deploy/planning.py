@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from edgehub.deploy.graph import Graph
     from edgehub.deploy.report import TransformReport
 
-__all__ = ["Plan", "PlanError", "apply_matches", "find_matches"]
-
 
 class PlanError(UsageError, ValueError):
     """A plan cannot be applied as edited (overlapping enabled matches, stale nodes)."""

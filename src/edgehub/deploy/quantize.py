@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
     import onnx
 
-__all__ = ["MIN_QDQ_OPSET", "quantize"]
 
 MIN_QDQ_OPSET = 13  # per-axis DequantizeLinear
 
@@ -38,10 +37,7 @@ def quantize(
     smooth, quantized = split_phases(patterns, (Phase.SMOOTH, Phase.QUANTIZED), "quantize()")
     graph = Graph(_at_least(load_model(model), MIN_QDQ_OPSET))
     samples = as_samples(graph.model, calibration_data)
-    report = TransformReport()
-    report.set_before(graph.model)
-    for pattern in (*smooth, *quantized):
-        report.stats(pattern)
+    report = TransformReport.starting(graph.model, (*smooth, *quantized))
     for stage in (smooth, quantized):
         matches = find_matches(graph, stage)
         observe = {name: axis for m in matches if m.apply for name, axis in m.observe.items()}

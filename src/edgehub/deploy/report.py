@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import onnx
 
     from edgehub.deploy.pattern import Pattern
@@ -39,6 +41,15 @@ class TransformReport:
     converged: bool = True
     backend: str | None = None
 
+    @classmethod
+    def starting(cls, model: onnx.ModelProto, patterns: Iterable[type[Pattern]]) -> TransformReport:
+        """The report on ``model`` before any rewrite: its size, and a row for every pattern in
+        run order (even one that never matches)."""
+        report = cls(nodes_before=len(model.graph.node), ops_before=_ops(model))
+        for pattern in patterns:
+            report.stats(pattern)
+        return report
+
     def stats(self, pattern: type[Pattern]) -> PatternStats:
         """The row for ``pattern``, added on first use."""
         for row in self.patterns:
@@ -51,9 +62,6 @@ class TransformReport:
     def fired(self) -> dict[str, int]:
         """Pattern name -> rewrites applied, for the patterns that applied at least once."""
         return {row.name: row.applied for row in self.patterns if row.applied}
-
-    def set_before(self, model: onnx.ModelProto) -> None:
-        self.nodes_before, self.ops_before = len(model.graph.node), _ops(model)
 
     def set_after(self, model: onnx.ModelProto) -> None:
         self.nodes_after, self.ops_after = len(model.graph.node), _ops(model)

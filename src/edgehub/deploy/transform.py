@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
     import onnx
 
-__all__ = ["TransformResult", "plan", "transform"]
 
 MAX_CONVERSION_ROUNDS = 8
 
@@ -37,10 +36,7 @@ def plan(
     """Apply the conversions to a copy of ``model``, then plan the fusions on the result."""
     conversions, fusions = split_phases(patterns, (Phase.CONVERSION, Phase.FUSION), "transform()")
     graph = Graph(load_model(model))
-    report = TransformReport()
-    report.set_before(graph.model)
-    for pattern in (*conversions, *fusions):
-        report.stats(pattern)  # every pattern gets a row, in run order, even with no match
+    report = TransformReport.starting(graph.model, (*conversions, *fusions))
     for _ in range(max_rounds):
         matches = find_matches(graph, conversions)
         if not any(m.apply for m in matches):

@@ -22,21 +22,12 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from edgehub.errors import UsageError
-from edgehub.fsutil import copy_range
+from edgehub.fsutil import copy_range, sha256_file
 from edgehub.tracking.db import translate_storage_errors
 from edgehub.tracking.hash_memo import SMALL_BYTES, memo, settled, stamp_key, worth_remembering
 from edgehub.tracking.modes import make_private_dir, restrict
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room, regular_file, tree_size
-
-__all__ = [
-    "ArtifactStore",
-    "clone_or_copy",
-    "content_hash",
-    "copy_hashed",
-    "hash_path",
-    "path_size",
-]
 
 _CHUNK = 1 << 20
 _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
@@ -45,12 +36,7 @@ _FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 class _Digest(Protocol):
     """What hashing needs of a `hashlib` object (whose type has no public name)."""
 
-    def update(self, data: bytes, /) -> None: ...
-
-
-def _hash_file(path: Path, digest: _Digest) -> None:
-    with path.open("rb") as handle:
-        _hash_handle(handle, digest)
+    def update(self, data: bytes | memoryview, /) -> None: ...
 
 
 def _hash_handle(handle: BinaryIO, digest: _Digest) -> None:
@@ -60,14 +46,14 @@ def _hash_handle(handle: BinaryIO, digest: _Digest) -> None:
 
 def hash_path(path: Path) -> str:
     """sha256 of a file, or of a directory's relative names and file contents, in order."""
+    if not path.is_dir():
+        return sha256_file(path)
     digest = hashlib.sha256()
-    if path.is_dir():
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(child.relative_to(path).as_posix().encode() + b"\0")
-            _hash_file(child, digest)
-            digest.update(b"\0")
-    else:
-        _hash_file(path, digest)
+    for child in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(child.relative_to(path).as_posix().encode() + b"\0")
+        with child.open("rb") as handle:
+            _hash_handle(handle, digest)
+        digest.update(b"\0")
     return digest.hexdigest()
 
 
@@ -162,19 +148,32 @@ def _copy_sparse(source: int, target: int, size: int) -> bool:
     return True
 
 
+def _copy_file(src: str, dst: str, digest: _Digest | None) -> bool:
+    """`clone_or_copy` (``copy_file_range`` only without ``digest``); True where ``digest``
+    took the bytes as this process wrote them."""
+    with open(src, "rb") as source, open(dst, "xb") as target:
+        size = os.fstat(source.fileno()).st_size
+        fds = source.fileno(), target.fileno()
+        done = _reflink(*fds) or _copy_sparse(*fds, size)
+        if not (done or (digest is None and copy_range(*fds, size))):
+            source.seek(0)
+            target.seek(0)
+            target.truncate()
+            buffer = bytearray(_CHUNK)
+            view = memoryview(buffer)
+            while count := source.readinto(buffer):
+                if digest is not None:
+                    digest.update(view[:count])
+                target.write(view[:count])
+    shutil.copystat(src, dst)
+    return not done and digest is not None
+
+
 def clone_or_copy(src: str, dst: str) -> str:
     """Copy file ``src`` to a new file ``dst``: reflink, else by data segments for a file with
     holes (they stay holes), else ``copy_file_range``, else a plain copy. ``dst`` never shares
     an inode with ``src``. Returns ``dst``."""
-    with open(src, "rb") as source, open(dst, "xb") as target:
-        size = os.fstat(source.fileno()).st_size
-        fds = source.fileno(), target.fileno()
-        if not (_reflink(*fds) or _copy_sparse(*fds, size) or copy_range(*fds, size)):
-            source.seek(0)
-            target.seek(0)
-            target.truncate()
-            shutil.copyfileobj(source, target, _CHUNK)
-    shutil.copystat(src, dst)
+    _copy_file(src, dst, None)
     return dst
 
 
@@ -182,22 +181,8 @@ def copy_hashed(src: str, dst: str) -> str:
     """`clone_or_copy`, returning the sha256 of the copy: of the bytes as they are written
     where this process copies them (one read of ``src``), else (a reflink, a file with holes
     copied by its data segments) of the copy as read back."""
-    with open(src, "rb") as source, open(dst, "xb") as target:
-        size = os.fstat(source.fileno()).st_size
-        fds = source.fileno(), target.fileno()
-        digest = None
-        if not (_reflink(*fds) or _copy_sparse(*fds, size)):
-            source.seek(0)
-            target.seek(0)
-            target.truncate()
-            digest = hashlib.sha256()
-            buffer = bytearray(_CHUNK)
-            view = memoryview(buffer)
-            while count := source.readinto(buffer):
-                digest.update(view[:count])
-                target.write(view[:count])
-    shutil.copystat(src, dst)
-    return digest.hexdigest() if digest is not None else hash_path(Path(dst))
+    digest = hashlib.sha256()
+    return digest.hexdigest() if _copy_file(src, dst, digest) else hash_path(Path(dst))
 
 
 class ArtifactStore:
@@ -238,14 +223,15 @@ class ArtifactStore:
                 raise FileNotFoundError(f"cannot log artifact {source}: no such file or directory")
             regular_file(source, "artifact", UsageError, directory_ok=True)
         name = file_name or source.name
-        if fresh and _large_file(source):
-            return self._add_fresh(source, name)
+        copy_first = fresh and _large_file(source)
         try:
-            known = content_hash(source)
+            known = None if copy_first else content_hash(source)
             size = path_size(source)
         except OSError as error:
             raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
         with translate_storage_errors(self.root, f"store artifact {name!r}"):
+            if known is None:  # hashed as it is copied
+                return self._copy_in(source, name, size, reuse=True)
             final = self.path_for(known, name)
             _unlink_planted(final.parent)
             if _is_stored_copy(source, final) or _intact(final, known, size, source):
@@ -277,14 +263,6 @@ class ArtifactStore:
                 elif not stat.S_ISDIR(entry.st_mode):
                     return False  # a link, or a file shared with another name
         return total == size
-
-    def _add_fresh(self, source: Path, name: str) -> tuple[Path, str, int]:
-        try:
-            size = source.stat().st_size
-        except OSError as error:
-            raise UsageError(f"cannot read {source}: {error.strerror or error}") from error
-        with translate_storage_errors(self.root, f"store artifact {name!r}"):
-            return self._copy_in(source, name, size, reuse=True)
 
     def _copy_in(self, source: Path, name: str, room: int, *, reuse: bool) -> tuple[Path, str, int]:
         """Copy ``source`` (``room`` bytes) through a staging folder into its content's

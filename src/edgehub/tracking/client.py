@@ -26,8 +26,6 @@ from edgehub.tracking.run_type import RunType
 from edgehub.tracking.store import RunStore
 from edgehub.user_files import ensure_room, regular_file
 
-__all__ = ["Client"]
-
 
 def new_run_id() -> str:
     return uuid4_hex()
@@ -297,17 +295,7 @@ class Client:
             return self._defer(run, path.absolute(), name=name, file_name=file_name)
         fresh = not real.is_relative_to(store)
         stored, sha, size = self.store.artifacts.add(path, file_name, fresh=fresh, checked=True)
-        artifact = LoggedArtifact(
-            id=uuid4_hex(),
-            file_name=stored.name,
-            file_size=size,
-            logged_at=time.time(),
-            file_path=stored,
-            name=name,
-            artifact_dir=stored.parent,
-            sha256=sha,
-        )
-        return self._remember(run, artifact)
+        return self._remember(run, _local_artifact(stored, name, size, sha))
 
     def _is_own(self, run: RunLog, real: Path, store: Path) -> bool:
         """Made by the run (inside its directory), or already stored content (``real``: the
@@ -330,15 +318,7 @@ class Client:
     def _defer(
         self, run: RunLog, path: Path, *, name: str | None, file_name: str | None
     ) -> LoggedArtifact:
-        artifact = LoggedArtifact(
-            id=uuid4_hex(),
-            file_name=file_name or path.name,
-            file_size=path_size(path),
-            logged_at=time.time(),
-            file_path=path,
-            name=name,
-            artifact_dir=path.parent,
-        )
+        artifact = _local_artifact(path, name, path_size(path), file_name=file_name)
         # stored when the run ends: refuse now what the store's disk could not hold then
         ensure_room(artifact.file_size, self.store.artifacts.root, f"a copy of {path}")
         self._remember(run, artifact)
@@ -394,9 +374,7 @@ class Client:
             file_name=artifact.file_name,
             sha256=artifact.sha256,
             size=artifact.file_size,
-            path=artifact.file_path
-            if isinstance(artifact.file_path, Path)
-            else str(artifact.file_path),
+            path=artifact.file_path,
             device=artifact.device,
             logged_at=artifact.logged_at,
         )
@@ -405,3 +383,19 @@ class Client:
 def _remember_metric(run: RunLog, metric: LoggedMetric) -> None:
     run.metrics[metric.name] = metric
     run.metric_history.setdefault(metric.name, []).append(metric)
+
+
+def _local_artifact(
+    path: Path, name: str | None, size: int, sha256: str | None = None, file_name: str | None = None
+) -> LoggedArtifact:
+    """A new record (logged now) of the local file or folder ``path``."""
+    return LoggedArtifact(
+        id=uuid4_hex(),
+        file_name=file_name or path.name,
+        file_size=size,
+        logged_at=time.time(),
+        file_path=path,
+        name=name,
+        artifact_dir=path.parent,
+        sha256=sha256,
+    )

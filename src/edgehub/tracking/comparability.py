@@ -25,13 +25,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "MAX_OTHER_CPU_SHARE",
-    "MAX_TEMP_RISE_C",
-    "Comparability",
-    "check_comparability",
-]
-
 PREFIX = "conditions."
 MAX_OTHER_CPU_SHARE = 0.25  # of all host CPUs, during the timed loop
 MAX_TEMP_RISE_C = 15.0  # hottest zone, end of the timed loop less its start

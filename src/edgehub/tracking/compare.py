@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from edgehub.tracking.records import RunRecord
 
-__all__ = ["MetricDelta", "RunComparison", "ValueDiff", "compare_runs"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -78,22 +79,20 @@ class RunComparison:
         }
 
 
-def _side_by_side(a: dict[str, Any], b: dict[str, Any]) -> dict[str, ValueDiff]:
-    return {k: ValueDiff(a.get(k), b.get(k)) for k in sorted(set(a) | set(b))}
+def _side_by_side(
+    a: dict[str, Any], b: dict[str, Any], pair: Callable[[Any, Any], T]
+) -> dict[str, T]:
+    return {k: pair(a.get(k), b.get(k)) for k in sorted(set(a) | set(b))}
 
 
 def compare_runs(a: RunRecord, b: RunRecord) -> RunComparison:
     """Params, metrics and environment of ``a`` and ``b`` side by side."""
-    metrics = {
-        k: MetricDelta(a.metrics.get(k), b.metrics.get(k))
-        for k in sorted(set(a.metrics) | set(b.metrics))
-    }
     return RunComparison(
         run_a=a.run_id,
         run_b=b.run_id,
         run_type_a=a.run_type,
         run_type_b=b.run_type,
-        params=_side_by_side(a.params, b.params),
-        metrics=metrics,
-        environment=_side_by_side(a.environment, b.environment),
+        params=_side_by_side(a.params, b.params, ValueDiff),
+        metrics=_side_by_side(a.metrics, b.metrics, MetricDelta),
+        environment=_side_by_side(a.environment, b.environment, ValueDiff),
     )

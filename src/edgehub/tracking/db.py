@@ -19,19 +19,6 @@ from urllib.parse import quote
 
 from edgehub.errors import StorageError
 
-__all__ = [
-    "OPENED_READ_ONLY",
-    "Database",
-    "Problem",
-    "configure",
-    "diagnose",
-    "open_database",
-    "retry_while_locked",
-    "storage_error",
-    "translate_storage_errors",
-    "unwritable_folder",
-]
-
 T = TypeVar("T")
 
 _FREE_SPACE = (

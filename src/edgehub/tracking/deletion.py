@@ -19,7 +19,6 @@ from edgehub.tracking.staging import remove_staging
 if TYPE_CHECKING:
     from edgehub.tracking.store import RunStore
 
-__all__ = ["delete_runs", "remove_stored"]
 
 _TABLES = ("params", "metrics", "tags", "environment", "artifacts")
 _STORED = re.compile(r"artifacts/[0-9a-f]{64}/[^/\\\0]+")

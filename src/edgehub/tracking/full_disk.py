@@ -17,8 +17,6 @@ from pathlib import Path
 from edgehub.errors import StorageError
 from edgehub.tracking.staging import remove_staging
 
-__all__ = ["disk_full", "full_disk_error", "keep_only_log"]
-
 _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 

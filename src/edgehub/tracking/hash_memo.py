@@ -40,17 +40,6 @@ from pathlib import Path
 
 from edgehub.paths import cache_dir
 
-__all__ = [
-    "MAX_ENTRIES",
-    "SETTLED_NS",
-    "SMALL_BYTES",
-    "HashMemo",
-    "memo",
-    "settled",
-    "stamp_key",
-    "worth_remembering",
-]
-
 SETTLED_NS = 2_000_000_000
 MAX_ENTRIES = 4096
 MAX_FILE_BYTES = 4 << 20
@@ -168,10 +157,6 @@ class HashMemo:
                 temp.unlink()
 
 
-def _memo_path() -> Path:
-    return cache_dir() / "hashes.json"
-
-
 _memo: HashMemo | None = None
 
 
@@ -179,5 +164,5 @@ def memo() -> HashMemo:
     """This process's memo (its file read on first use)."""
     global _memo
     if _memo is None:
-        _memo = HashMemo(_memo_path())
+        _memo = HashMemo(cache_dir() / "hashes.json")
     return _memo

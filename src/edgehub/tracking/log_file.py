@@ -14,8 +14,6 @@ from pathlib import Path
 from edgehub.limits import LogLimits
 from edgehub.runners.streaming import cut_line
 
-__all__ = ["RunLogFile"]
-
 
 class RunLogFile:
     """Appends lines to ``path`` (`write_line`, or `write` as a text file); `close` writes the

@@ -18,16 +18,6 @@ from pathlib import Path
 
 from edgehub.errors import ConfigError
 
-__all__ = [
-    "ENV",
-    "create_private_file",
-    "make_private_dir",
-    "private",
-    "restrict",
-    "tighten",
-    "write_private",
-]
-
 ENV = "EDGEHUB_STORE_MODE"
 _TOP = ("artifacts", "runs", "images", "quarantine")
 _FILES = ("runs.db", "runs.db-wal", "runs.db-shm", ".init.lock")
@@ -81,14 +71,8 @@ def _file_mode() -> int:
     return 0o600 if private() else 0o666
 
 
-def _private_mode(mode: int) -> int:
-    if stat.S_ISDIR(mode):
-        return 0o700
-    return 0o700 if mode & 0o111 else 0o600
-
-
 def _chmod(path: str, found: os.stat_result) -> None:
-    wanted = _private_mode(found.st_mode)
+    wanted = 0o700 if stat.S_ISDIR(found.st_mode) or found.st_mode & 0o111 else 0o600
     if stat.S_IMODE(found.st_mode) != wanted and found.st_uid == os.geteuid():
         os.chmod(path, wanted, follow_symlinks=False)
 

@@ -22,15 +22,6 @@ from typing import Any
 
 from edgehub.errors import UsageError
 
-__all__ = [
-    "MIN_EFFECT",
-    "PairedVerdict",
-    "gate_note",
-    "paired_verdict",
-    "sign_test",
-    "verdict_dict",
-]
-
 MIN_EFFECT = 0.02  # interleaving resolves about 1 % on a loaded 2-core machine; 2 % is a safe floor
 CONFIDENCE = 0.95
 MIN_ROUNDS = 6  # fewer rounds cannot reach p < 0.05 in a two-sided sign test

@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 
     from edgehub.tracking.significance import FloatArray
 
-__all__ = [
-    "CONFIDENCE",
-    "PercentileCI",
-    "early_stopping_samples",
-    "min_samples",
-    "percentile_ci",
-    "percentile_cis",
-]
 
 CONFIDENCE = 0.95
 EARLY_STOPPING_CONFIDENCE = 0.99

@@ -31,9 +31,8 @@ from edgehub.tracking.significance import (
 from edgehub.tracking.verdict_numbers import checked_numbers
 
 if TYPE_CHECKING:
-    from edgehub.tracking.significance import FloatArray
+    from edgehub.tracking.significance import BootstrapDeltas, FloatArray
 
-__all__ = ["ProfileComparison", "QuantileDelta", "compare_profiles", "compare_samples"]
 
 CONFIDENCE = 0.95
 MIN_SAMPLES = 10
@@ -127,6 +126,7 @@ class ProfileComparison:
 def profile_samples(record: RunRecord) -> FloatArray:
     """The raw per-run latencies (ms) a profile run stored (``samples_us`` of its JSON); a
     run whose samples are not all finite positive numbers is refused (`UsageError`)."""
+    whose = f"run {record.run_id[:8]} ({record.run_type} {record.name})"
     candidates = [a for a in record.all_artifacts if a.is_stored and a.file_name.endswith(".json")]
     candidates.sort(key=lambda a: (a.name != "output_file", a.file_name != "profile.json"))
     for artifact in candidates:
@@ -137,28 +137,22 @@ def profile_samples(record: RunRecord) -> FloatArray:
             continue
         samples = document.get("samples_us") if isinstance(document, dict) else None
         if isinstance(samples, list) and samples:
-            whose = f"run {record.run_id[:8]} ({record.run_type} {record.name})"
             return checked_numbers(samples, whose=whose) / 1000.0
     raise UsageError(
-        f"run {record.run_id[:8]} ({record.run_type} {record.name}) has no raw latency samples "
-        "(a profile.json with samples_us); compare two profile runs"
+        f"{whose} has no raw latency samples (a profile.json with samples_us); compare two "
+        "profile runs"
     )
 
 
 def _delta(
-    q: float,
-    a: FloatArray,
-    b: FloatArray,
-    absolute: FloatArray,
-    relative: FloatArray,
-    min_effect: float,
+    q: float, a: FloatArray, b: FloatArray, boot: BootstrapDeltas, min_effect: float
 ) -> QuantileDelta:
     import numpy as np
 
     tail = (1.0 - CONFIDENCE) / 2.0
     qa, qb = quantile(a, q), quantile(b, q)
-    low, high = np.quantile(absolute, [tail, 1.0 - tail])
-    low_pct, high_pct = 100.0 * np.nanquantile(relative, [tail, 1.0 - tail])
+    low, high = np.quantile(boot.absolute[q], [tail, 1.0 - tail])
+    low_pct, high_pct = 100.0 * np.nanquantile(boot.relative[q], [tail, 1.0 - tail])
     return QuantileDelta(
         quantile=q,
         a_ms=qa,
@@ -206,8 +200,8 @@ def compare_samples(
         run_b=run_b,
         samples_a=len(x),
         samples_b=len(y),
-        median=_delta(0.5, x, y, boot.absolute[0.5], boot.relative[0.5], min_effect),
-        p99=_delta(0.99, x, y, boot.absolute[0.99], boot.relative[0.99], min_effect),
+        median=_delta(0.5, x, y, boot, min_effect),
+        p99=_delta(0.99, x, y, boot, min_effect),
         mann_whitney_u=u,
         mann_whitney_p=p,
         max_regression=max_regression,

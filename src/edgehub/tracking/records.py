@@ -14,8 +14,6 @@ from typing import Any
 
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 
-__all__ = ["IMPORTED_TAG", "RUN_STATUSES", "RunFilter", "RunRecord"]
-
 RUN_STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED")
 # the tag `hub runs import` sets on each run it adds ("<bundle file name>, <time>"): a run made
 # elsewhere, never a compile-cache hit nor a --from-run model

@@ -14,8 +14,6 @@ from typing import Any
 from edgehub.errors import RunNotFoundError
 from edgehub.tracking.run_type import RunType
 
-__all__ = ["parse_run_type", "resolve_run_ref"]
-
 Query = Callable[[str, "tuple[Any, ...] | dict[str, Any]"], list[sqlite3.Row]]
 
 _ALIASES = {"INVOKE": RunType.INFERENCE.value}

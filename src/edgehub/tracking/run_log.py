@@ -12,8 +12,6 @@ from typing import Any, Protocol
 
 from edgehub.paths import LocalPath, RemotePath, is_remote
 
-__all__ = ["LoggedArtifact", "LoggedMetric", "LoggedParam", "MovesArtifacts", "RunLog"]
-
 
 class MovesArtifacts(Protocol):
     """What moves a logged artifact's file between this machine and a device: the context

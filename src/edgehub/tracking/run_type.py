@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["RunType"]
-
 
 class RunType(str, Enum):
     """What a run did. Values are the upper-case names."""

@@ -13,8 +13,6 @@ import re
 import sqlite3
 from typing import Any
 
-__all__ = ["SCHEMA_VERSION", "create_or_migrate", "schema_version"]
-
 SCHEMA_VERSION = 2
 
 _TABLES = """
@@ -138,11 +136,7 @@ def _migrate_v1_to_v2(conn: sqlite3.Connection) -> None:
             for run_id, v in summary.items()
         ],
     )
-    _relative_paths(conn)
-
-
-def _relative_paths(conn: sqlite3.Connection) -> None:
-    """Absolute (or cwd-relative) paths into the store become relative to its root."""
+    # absolute (or cwd-relative) paths into the store become relative to its root
     _relative(conn, "artifacts", "path", _STORED_ARTIFACT, "device IS NULL AND sha256 IS NOT NULL")
     _relative(conn, "runs", "artifact_dir", _RUN_DIR, "artifact_dir IS NOT NULL")
 

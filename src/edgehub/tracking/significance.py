@@ -16,8 +16,6 @@ if TYPE_CHECKING:
 
     FloatArray = npt.NDArray[np.float64]
 
-__all__ = ["BootstrapDeltas", "bootstrap_quantile_deltas", "mann_whitney_u", "quantile"]
-
 
 def quantile(values: FloatArray, q: float) -> float:
     """The ``q`` quantile with linear interpolation between closest ranks."""

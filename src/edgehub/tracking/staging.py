@@ -21,8 +21,6 @@ from pathlib import Path
 
 from edgehub.procid import ProcessId, owner_alive, this_process
 
-__all__ = ["LEGACY_AGE_S", "PREFIX", "Staging", "inspect_staging", "make_staging", "remove_staging"]
-
 PREFIX = ".incoming-"
 LEGACY_AGE_S = 24 * 3600.0
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext, suppress
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from edgehub.errors import StorageError, UsageError
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # reads and deletions load their modules when asked for (not 
     from edgehub.tracking.compare import RunComparison
     from edgehub.tracking.records import RunFilter, RunRecord
 
-__all__ = ["RunStore"]
 
 HOSTNAME = socket.gethostname()
 DEFAULT_PATIENCE_S = float(os.environ.get("EDGEHUB_STORE_LOCK_TIMEOUT") or 30.0)
@@ -320,12 +319,12 @@ class RunStore:
         file_name: str,
         sha256: str | None,
         size: int,
-        path: Path | str,
+        path: Path | PurePosixPath | str,
         device: str | None,
         logged_at: float,
     ) -> None:
         """Record an artifact (insert, or update the row ``artifact_id`` once it is stored)."""
-        text = self._rel(path) if isinstance(path, Path) else path
+        text = self._rel(path) if isinstance(path, Path) else str(path)
         with self._write(f"record artifact {file_name!r}") as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",

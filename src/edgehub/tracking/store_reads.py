@@ -19,8 +19,6 @@ from edgehub.tracking.records import RUN_STATUSES, RunFilter, RunRecord
 from edgehub.tracking.refs import Query, parse_run_type
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric
 
-__all__ = ["load_details", "run_filter_sql", "select_run", "select_runs"]
-
 _DEAD = "(host = :host AND pid IS NOT NULL AND NOT edgehub_pid_alive(pid))"
 _EFFECTIVE = f"CASE WHEN status = 'RUNNING' AND {_DEAD} THEN 'KILLED' ELSE status END"
 _CHUNK = 500

@@ -22,8 +22,6 @@ from edgehub.errors import EdgehubError, InvalidMeasurementError
 if TYPE_CHECKING:
     from edgehub.tracking.significance import FloatArray
 
-__all__ = ["checked_numbers", "number_problem", "uncomparable"]
-
 
 def _shown(value: Any) -> str:
     """A bad value as quoted in a message: NaN and inf by name, text cut short and escaped."""
@@ -88,11 +86,5 @@ def checked_numbers(
 
     problem = number_problem(values, what, positive=positive)
     if problem is not None:
-        raise error(uncomparable(whose, problem))
+        raise error(f"{whose} has {problem}; it cannot be compared")
     return np.asarray(_plain(values), dtype=np.float64)
-
-
-def uncomparable(whose: str, problem: str) -> str:
-    """The one line that refuses a comparison: "run 1a2b3c4d has non-finite latency samples
-    (NaN; 1 of 100); it cannot be compared"."""
-    return f"{whose} has {problem}; it cannot be compared"

@@ -27,7 +27,6 @@ from edgehub.tracking.staging import PREFIX, Staging, inspect_staging, remove_st
 if TYPE_CHECKING:
     from edgehub.tracking.store import RunStore
 
-__all__ = ["UNREPAIRABLE", "ArtifactProblem", "ArtifactReport", "verify_artifacts"]
 
 UNREPAIRABLE = frozenset({"missing", "stray"})
 _STRAY = "not a file the store made; remove or move it by hand"

@@ -43,8 +43,6 @@ from edgehub.tracking.bundles.validate import check_run
 from edgehub.tracking.staging import make_staging
 from edgehub.user_files import ensure_room
 
-__all__ = ["StagedBundle", "read_bundle"]
-
 _CHUNK = 1 << 20
 _MAX_JSON = 64 << 20  # the manifest or one run's rows
 _PER_MEMBER = 4096  # a member's header, pax records and padding, as `hub runs export` writes

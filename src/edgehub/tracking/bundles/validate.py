@@ -18,12 +18,9 @@ import time
 from pathlib import PurePosixPath
 from typing import Any, NoReturn
 
-from edgehub.tracking.bundles.format import ARTIFACT_COLUMNS, RUN_COLUMNS, TABLES
-
-__all__ = ["HEX_ID", "check_run"]
+from edgehub.tracking.bundles.format import ARTIFACT_COLUMNS, RUN_COLUMNS, SHA, TABLES
 
 HEX_ID = re.compile(r"[0-9a-f]{32}")  # `tracking.client.new_run_id`, and artifact ids
-_SHA = re.compile(r"[0-9a-f]{64}")
 _TYPE = re.compile(r"[A-Z][A-Z0-9_]{0,31}")
 _ENDED = ("FINISHED", "FAILED", "KILLED")
 _EARLIEST = 946684800.0  # 2000-01-01: older times are not of a run this edgehub made
@@ -95,7 +92,7 @@ def _check_record(run: dict[str, Any], run_id: str, now: float) -> None:
         _time(run["ended_at"], "ended_at", now, after=started)
     _integer(run["pid"], "pid", optional=True)
     sha = run["model_sha256"]
-    _form(sha, _SHA, f"model_sha256 {sha!r} is not a sha256", optional=True)
+    _form(sha, SHA, f"model_sha256 {sha!r} is not a sha256", optional=True)
     folder = run["artifact_dir"]
     if folder is not None:
         _text(folder, "folder")
@@ -155,7 +152,7 @@ def _check_artifacts(rows: Any, run: dict[str, Any], sizes: dict[str, int], now:
         _integer(entry["size"], f"artifact {name!r}'s size")
         _time(entry["logged_at"], f"artifact {name!r}'s time", now)
         sha, path = entry["sha256"], entry["path"]
-        _form(sha, _SHA, f"artifact {name!r}'s sha256 {sha!r} is not a sha256", optional=True)
+        _form(sha, SHA, f"artifact {name!r}'s sha256 {sha!r} is not a sha256", optional=True)
         if entry["device"] is not None:
             continue  # a path on a device: a record, never read here
         if sha is not None:

@@ -18,8 +18,6 @@ from edgehub.errors import UsageError
 from edgehub.fsutil import sha256_file
 from edgehub.tracking.bundles.format import FORMAT, MANIFEST, VERSION, BundleContents
 
-__all__ = ["write_bundle"]
-
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
     info = tarfile.TarInfo(name)
