@@ -17,22 +17,11 @@ if TYPE_CHECKING:
     from edgehub.ops.sweep_grid import SweepGrid
 
 
-def _listed(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _values(text: str) -> list[str]:
-    """``--vary`` values: split on ``;`` when the text has one (values keep their commas),
-    else on ``,``."""
-    parts = text.split(";") if ";" in text else text.split(",")
-    return [part.strip() for part in parts if part.strip()]
-
-
 def sweep_flags() -> Flags:
     flags = Flags("sweep", "the flags add to (or replace) the grid file's lists")
-    flags.add_argument("--models", type=_listed, metavar="A.onnx,B.onnx", help="models to sweep")
-    flags.add_argument("--devices", type=_listed, metavar="D1,D2", help="hub.toml devices")
-    flags.add_argument("--runtimes", type=_listed, metavar="R1,R2", help="runtimes to sweep")
+    flags.add_argument("--models", metavar="A.onnx,B.onnx", help="models to sweep")
+    flags.add_argument("--devices", metavar="D1,D2", help="hub.toml devices")
+    flags.add_argument("--runtimes", metavar="R1,R2", help="runtimes to sweep")
     flags.add_argument(
         "--vary",
         action="append",
@@ -69,39 +58,38 @@ def cluster_flags() -> Flags:
 
 
 def _grid(args: argparse.Namespace) -> SweepGrid:
-    from edgehub.ops.sweep_grid import SweepGrid, load_grid
+    from edgehub.ops.sweep_grid import build_grid, listed
 
-    grid = load_grid(args.grid) if args.grid else SweepGrid(models=[])
-    if args.models:
-        grid.models = [Path(m) for m in args.models]
-    if args.devices:
-        grid.devices = args.devices
-    elif args.device:
-        grid.devices = [args.device]
-    if args.runtimes:
-        grid.runtimes = args.runtimes
-    varied: dict[str, list[str]] = {}
-    for pair in args.vary:
-        key, sep, values = pair.partition("=")
-        if not sep or not _values(values):
-            raise UsageError(
-                f"--vary needs KEY=V1,V2 (or KEY='V1;V2' for values holding commas), got {pair!r}"
-            )
-        varied.setdefault(key.strip(), []).extend(_values(values))
-    grid.vary.update(varied)
-    for pair in args.set:
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise UsageError(f"--set needs KEY=VALUE, got {pair!r}")
-        if key not in varied:
-            grid.vary.pop(key, None)  # replaces the grid file's values of that option
-        grid.fix(key, value.strip())
-    if args.sweep_step:
-        grid.step = args.sweep_step
+    grid = build_grid(
+        args.grid,
+        models=[Path(m) for m in listed(args.models or "")],
+        devices=listed(args.devices or "") or ([args.device] if args.device else []),
+        runtimes=listed(args.runtimes or ""),
+        vary=map(_vary, args.vary),
+        fixed=map(_fixed, args.set),
+        step=args.sweep_step,
+    )
     if args.input is not None:
         grid.inputs = args.input
     return grid
+
+
+def _vary(pair: str) -> tuple[str, list[str]]:
+    from edgehub.ops.sweep_grid import vary_pair
+
+    parsed = vary_pair(pair)
+    if parsed is None:
+        raise UsageError(
+            f"--vary needs KEY=V1,V2 (or KEY='V1;V2' for values holding commas), got {pair!r}"
+        )
+    return parsed
+
+
+def _fixed(pair: str) -> tuple[str, str]:
+    key, sep, value = pair.partition("=")
+    if not sep or not key.strip():
+        raise UsageError(f"--set needs KEY=VALUE, got {pair!r}")
+    return key.strip(), value.strip()
 
 
 def handle_sweep(args: argparse.Namespace) -> int:

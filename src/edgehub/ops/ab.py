@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["AB_RUN", "AbReport", "AbRequest", "paired_from_parent", "run_ab"]
 
 AB_RUN = "AB"
 INTERLEAVED = "interleaved"

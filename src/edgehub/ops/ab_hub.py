@@ -19,14 +19,12 @@ if TYPE_CHECKING:
     from edgehub.toolchains.qai_hub.ab import HubProfile
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["NOT_INTERLEAVED", "UNPAIRED_TEST", "recorded_on_hub"]
 
 NOT_INTERLEAVED = "AI Hub: one profile job per model; not interleaved"
 UNPAIRED_TEST = (
     "unpaired: Mann-Whitney U test and bootstrap 95 % CI of the median difference of the two "
     "jobs' per-iteration times"
 )
-_INTERNAL = {"latency", "peak_memory_usage", "load_time"}  # the output's own fields: '$' names
 
 
 def recorded_on_hub(
@@ -100,12 +98,12 @@ def _child(
     """One model's PROFILE run under the comparison: its job, samples and statistics."""
     from edgehub.ops.ab import child_run
     from edgehub.ops.reports import log_json
+    from edgehub.toolchains.outputs import log_figures
 
     job = {"qai_hub_profile_job_id": found.job_id, "qai_hub_profile_job_url": found.url}
     with child_run(ctx, parent, side, model, runtime, profiler, **job) as run_id:
         ctx.client.log_tag("qai_hub_profile_job", found.job_id)
-        metrics = found.summary.metrics
-        ctx.client.log_metrics({(f"${k}" if k in _INTERNAL else k): v for k, v in metrics.items()})
+        log_figures(ctx, found.summary.metrics)
         ctx.client.log_params(found.summary.params)
         log_json(ctx, "profile.json", found.document(), name="output_file", indent=1)
         return run_id

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.tracking.store import RunStore
 
-__all__ = ["ExportResult", "export_runs", "import_runs"]
 
 _IMAGES = "images"  # the store's folder of image locks brought in by imports
 

@@ -14,7 +14,6 @@ from edgehub.errors import EdgehubError, OperationCancelled
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["Cancellation"]
 
 _AGAIN_S = 0.5  # how often a cancelled operation's commands are stopped again
 

@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from edgehub.runners.docker.client import DockerClient
     from edgehub.runners.docker.reaper import ReapReport
 
-__all__ = ["WarmContainer", "reap_leftovers", "reap_leftovers_in_background", "warm_containers"]
-
 
 @dataclass(frozen=True)
 class WarmContainer:

@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["CACHED_FROM", "KEY_TAG", "CacheKey", "cache_key", "find_cached", "remember", "reuse"]
 
 KEY_TAG = "cache.key"
 CACHED_FROM = "cached_from"

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from edgehub.config.save import ConfigDocument
 
-__all__ = ["copy_name", "duplicate_device", "write_device"]
-
 
 def write_device(
     document: ConfigDocument, name: str, values: Mapping[str, Any], *, previous: str | None = None

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from edgehub.errors import UsageError
 
-__all__ = ["config_schema_text", "write_config_schema"]
-
 
 def config_schema_text() -> str:
     """The JSON Schema (draft 2020-12) of hub.toml, indented JSON ending in a newline."""

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from edgehub.core.device.spec import Device
     from edgehub.ops.project import Project
 
-__all__ = ["DeviceReport", "check_device", "inspect_device"]
 
 # $1 embedl-onnxruntime, $2 trtexec, $3 python, $4 the Python probe; one line per finding.
 _PROBE_SH = r"""

@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from edgehub.config.schema import DeviceSection, HubConfig, SSHSection
     from edgehub.config.settings import ProviderSettings
 
-__all__ = ["DeviceIdentity", "device_identity"]
-
 
 @dataclass(frozen=True)
 class DeviceIdentity:

@@ -10,8 +10,6 @@ from typing import Any
 from edgehub.errors import UsageError
 from edgehub.ops.project import Project
 
-__all__ = ["DeviceRow", "init_project", "list_devices", "release_device", "unquarantine"]
-
 TEMPLATE = Path(__file__).with_name("hub_template.toml")  # the repository's hub.toml, bar two lines
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,8 +14,6 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.runners.docker.client import DockerClient
     from edgehub.tracking.verify import ArtifactProblem, ArtifactReport
-
-__all__ = ["Check", "doctor"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +60,6 @@ def doctor(
 def _resident_checks() -> list[Check]:
     """One row per resident host process of this user's cache (``EDGEHUB_RESIDENT=on``) that
     serves; the socket and pid file of one that died (killed outright) are removed."""
-    import os
-
     from edgehub.paths import existing_cache_subdir
 
     try:
@@ -234,8 +231,6 @@ def _docker_checks() -> list[Check]:
 def device_daemons(project: Project) -> dict[str, list[str]]:
     """The Docker daemons that devices name (``[devices.X.docker] host``, or an override's)
     other than ``$DOCKER_HOST``'s, each with the devices that use it."""
-    import os
-
     from edgehub.core.device.configs import DockerConfig
 
     found: dict[str, list[str]] = {}
@@ -276,8 +271,6 @@ def _device_daemon_checks(project: Project) -> list[Check]:
 
 
 def _daemon_address() -> str:
-    import os
-
     from edgehub.runners.docker.client import docker_host
 
     host = docker_host()  # checked by the connection this follows

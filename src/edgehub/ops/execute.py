@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from edgehub.core.device.spec import Device
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
-__all__ = ["STEPS", "ExecRequest", "execute", "step_components"]
 
 STEPS = ("compile", "profile", "invoke", "pipeline")
 

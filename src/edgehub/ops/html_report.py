@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgehub.errors import UsageError
 from edgehub.ops.reports import read_json
+from edgehub.toolchains.outputs import number
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,21 +31,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.percentiles import PercentileCI
     from edgehub.tracking.records import RunRecord
 
-__all__ = [
-    "REPORT_TYPES",
-    "EvalSection",
-    "FixPoint",
-    "LayerTime",
-    "Overhead",
-    "ProfileSection",
-    "ReportData",
-    "SweepCell",
-    "Verdict",
-    "build_report",
-    "pareto_front",
-    "report_path",
-    "write_report",
-]
 
 REPORT_TYPES = ("PROFILE", "EVAL", "FIX", "SWEEP")
 
@@ -252,7 +238,7 @@ def _profile(run: RunRecord) -> ProfileSection:
 def _layers(run: RunRecord, document: dict[str, Any]) -> list[LayerTime]:
     """The traced layers, each on the ONNX node(s) of the run's model it came from
     (`ops.layer_nodes`); without a readable ONNX model, each on its own name, unmapped."""
-    from edgehub.ops.layer_nodes import NodeGroup, load_graph_nodes
+    from edgehub.ops.layer_nodes import GraphNodes, load_graph_nodes
 
     rows = [
         row
@@ -260,13 +246,13 @@ def _layers(run: RunRecord, document: dict[str, Any]) -> list[LayerTime]:
         if isinstance(row, dict) and isinstance(row.get("mean_us"), (int, float))
     ]
     model = run.artifacts.get("input")
-    graph = None
+    graph = GraphNodes([], [], [], [])  # no readable ONNX model: every layer unmapped
     if rows and model is not None and model.is_stored:
-        graph = load_graph_nodes(model.local())
+        graph = load_graph_nodes(model.local()) or graph
     layers = []
     for row in rows:
         name, op = str(row["name"]), str(row.get("op_type", ""))
-        group = graph.group(name, op) if graph else NodeGroup(f"{name} (unmapped)", 1 << 30, False)
+        group = graph.group(name, op)
         ms = float(row["mean_us"]) / 1000.0
         layers.append(LayerTime(name, group.label, op, ms, group.position, group.mapped))
     return layers
@@ -313,17 +299,13 @@ def _eval(run: RunRecord) -> EvalSection:
     )
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def _fix(run: RunRecord) -> FixSection:
     stored = _artifact_json(run, "fix") or {}
     points = [
         FixPoint(
             model=str(row.get("model", "?")),
-            latency_ms=_number(row.get("latency_median_ms")),
-            accuracy=_number(row.get("cosine")),
+            latency_ms=number(row.get("latency_median_ms")),
+            accuracy=number(row.get("cosine")),
             passed=bool(row.get("passed")),
             kept_in_float=[str(n) for n in row.get("kept_in_float") or []],
         )
@@ -343,7 +325,7 @@ def _sweep(run: RunRecord) -> SweepSection:
         if not isinstance(cell, dict):
             continue
         settings = " ".join(f"{k}={v}" for k, v in sorted((cell.get("settings") or {}).items()))
-        metrics = {m: v for m in SWEEP_METRICS if (v := _number(cell.get(m))) is not None}
+        metrics = {m: v for m in SWEEP_METRICS if (v := number(cell.get(m))) is not None}
         cells.append(
             SweepCell(
                 row=f"{cell.get('model', '?')} {settings}".strip(),

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from edgehub.images import ImageStatus
     from edgehub.ops.project import Project
 
-__all__ = ["BuildFailed", "BuiltImage", "build_images", "list_images"]
 
 StepProgress = Callable[[str, str, int, int], None]  # runtime, label, step, steps
 _STEP = re.compile(r"^Step (\d+)/(\d+)\s*:\s*(.*)")

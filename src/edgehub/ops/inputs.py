@@ -12,8 +12,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.core.runtimes import RuntimeDescriptor as Runtime
 
-__all__ = ["makes_own_inputs", "model_inputs", "npz_inputs"]
-
 
 def makes_own_inputs(invoker: type[Component]) -> bool:
     """Whether ``invoker.run`` declares that its input data may be None: it then makes random

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["GraphNodes", "NodeGroup", "load_graph_nodes"]
 
 # what ONNX Runtime's optimizers append to a node's or tensor's name
 _SUFFIX = re.compile(r"(_token_\d+|_nchwc|_fused|_NchwcTransformer|_output_\d+)$", re.IGNORECASE)

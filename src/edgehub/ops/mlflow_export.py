@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project
     from edgehub.tracking.records import RunRecord
 
-__all__ = ["RUN_ID_TAG", "MlflowExport", "export_to_mlflow"]
 
 RUN_ID_TAG = "edgehub.run_id"
 _BAD = re.compile(r"[^0-9A-Za-z_\-. /]")

@@ -13,8 +13,6 @@ if TYPE_CHECKING:  # the classes come with the components given; core loads with
     from edgehub.core.component.base import Component
     from edgehub.core.component.options import OptionSpec
 
-__all__ = ["component_options", "option_values", "parse_sets", "parse_value"]
-
 
 def component_options(component: type[Component], *, aliases: bool = True) -> dict[str, OptionSpec]:
     """The options a caller may give (every keyword option of ``run`` but the device), as

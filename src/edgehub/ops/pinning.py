@@ -17,7 +17,6 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.core.context import HubContext
 
-__all__ = ["PINNABLE", "check_cpu_list", "pin_cpus"]
 
 PINNABLE = ("local", "ssh")
 _CPU_LIST = re.compile(r"\d{1,4}(-\d{1,4})?(,\d{1,4}(-\d{1,4})?)*")

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from edgehub.events import LogEvent
     from edgehub.tracking.store import RunStore
 
-__all__ = ["Project", "Subscriber", "open_project"]
 
 Subscriber = Callable[["LogEvent"], None]
 

@@ -16,7 +16,6 @@ from edgehub.errors import ImageNotBuiltError, UsageError
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
 
-__all__ = ["IMAGE_CHOICES", "names_digest", "recorded_image", "short_digest"]
 
 IMAGE_CHOICES = ("recorded", "current")
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
         SweepSection,
     )
 
-__all__ = ["ECDF_POINTS", "MAX_OUTLIERS", "render_html"]
 
 ECDF_POINTS = 2000
 MAX_OUTLIERS = 500

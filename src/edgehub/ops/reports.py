@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from edgehub.core.context import HubContext
     from edgehub.toolchains.accuracy import OutputAccuracy
 
-__all__ = ["LATENCY_KEYS", "PipelineReport", "RunReport", "read_json", "summarize"]
 
 LATENCY_KEYS = ("mean", "median", "min", "max", "p90", "p95", "p99", "std")
 MAX_JSON_BYTES = 256 << 20

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.store import RunStore
 
-__all__ = ["DeletionPlan", "DeletionResult", "delete_runs", "deletion_plan", "with_descendants"]
-
 
 @dataclass(frozen=True)
 class DeletionPlan:

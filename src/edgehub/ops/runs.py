@@ -32,15 +32,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunFilter, RunRecord
     from edgehub.tracking.significance import FloatArray
 
-__all__ = [
-    "Comparison",
-    "compare_runs",
-    "filter_values",
-    "latency_percentiles",
-    "latency_samples",
-    "list_runs",
-    "show_run",
-]
 
 _T = TypeVar("_T")
 

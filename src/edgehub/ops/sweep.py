@@ -36,7 +36,7 @@ from edgehub.errors import OperationCancelled, UsageError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.execute import ExecRequest, execute, step_components
 from edgehub.ops.options import option_values
-from edgehub.ops.reports import PipelineReport, RunReport
+from edgehub.ops.reports import PipelineReport, RunReport, log_json
 from edgehub.ops.sweep_grid import value_text
 
 if TYPE_CHECKING:
@@ -45,15 +45,6 @@ if TYPE_CHECKING:
     from edgehub.ops.project import Project, Subscriber
     from edgehub.ops.sweep_grid import SweepCell, SweepGrid
 
-__all__ = [
-    "CELL_RUN",
-    "CellExecutor",
-    "CellResult",
-    "LocalExecutor",
-    "SweepReport",
-    "SweepSession",
-    "run_sweep",
-]
 
 SWEEP_RUN = "SWEEP"
 CELL_RUN = "SWEEP_CELL"
@@ -455,8 +446,5 @@ def run_sweep(
                         "cells_failed": len(report.failed),
                     }
                 )
-                sweep_file = parent.artifact_dir / "sweep.json" if parent.artifact_dir else None
-                if sweep_file is not None:
-                    sweep_file.write_text(json.dumps(report.to_dict(), indent=2))
-                    ctx.client.log_artifact(sweep_file, name="sweep")
+                log_json(ctx, "sweep.json", report.to_dict(), name="sweep", indent=2)
     return report

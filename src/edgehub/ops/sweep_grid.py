@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,6 @@ from edgehub.core.runtimes import reference_runtime
 from edgehub.errors import UsageError
 from edgehub.fsutil import sha256_file
 from edgehub.user_files import input_data_path, regular_file
-
-__all__ = ["SWEEP_STEPS", "SweepCell", "SweepGrid", "load_grid", "value_text"]
 
 SWEEP_STEPS = ("profile", "pipeline")
 
@@ -226,4 +225,47 @@ def load_grid(path: Path) -> SweepGrid:
         values = _strings(table, name, str(path))
         if values is not None:
             setattr(grid, name, values)
+    return grid
+
+
+def listed(text: str) -> list[str]:
+    """The items of a comma-separated list (``--models``, a form's field), blanks dropped."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def vary_pair(text: str) -> tuple[str, list[str]] | None:
+    """``KEY=V1,V2`` as the option and its values, split on ``;`` where the text has one (values
+    keep their commas); None without ``=`` or a value."""
+    key, sep, values = text.partition("=")
+    items = [v.strip() for v in values.split(";" if ";" in values else ",") if v.strip()]
+    return (key.strip(), items) if sep and items else None
+
+
+def build_grid(
+    file: Path | None,
+    *,
+    models: list[Path],
+    devices: list[str],
+    runtimes: list[str],
+    vary: Iterable[tuple[str, list[str]]],
+    fixed: Iterable[tuple[str, Any]] = (),
+    step: str | None = None,
+) -> SweepGrid:
+    """The grid of a front end (`hub exec sweep`, the TUI's Sweep form): ``file``'s (else an
+    empty one), each list given replacing the file's, the values of ``vary`` (a key given twice
+    gets both) and the ``fixed`` options (``--set``) replacing the file's values of theirs.
+    ``vary`` and ``fixed`` are read after the file. Unchecked (`SweepGrid.check`)."""
+    grid = load_grid(file) if file else SweepGrid(models=[])
+    grid.models = models or grid.models
+    grid.devices = devices or grid.devices
+    grid.runtimes = runtimes or grid.runtimes
+    varied: dict[str, list[str]] = {}
+    for key, values in vary:
+        varied.setdefault(key, []).extend(values)
+    grid.vary.update(varied)
+    for key, value in fixed:
+        if key not in varied:
+            grid.vary.pop(key, None)  # replaces the grid file's values of that option
+        grid.fix(key, value)
+    grid.step = step or grid.step
     return grid

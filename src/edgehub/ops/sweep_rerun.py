@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tracking.store import RunStore
 
-__all__ = ["SweepRerun", "rerun_sweep"]
 
 _MODEL_STEP = {"pipeline": "COMPILE", "profile": "PROFILE"}  # the run whose input is the model
 

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     from edgehub.runners.ssh import SSHConfig
     from edgehub.runners.ssh.trust import OfferedHostKey
 
-__all__ = ["host_key_of", "ssh_config_of", "trust_host_key"]
-
 
 def ssh_config_of(project: Project, name: str) -> SSHConfig:
     """The `SSHConfig` of hub.toml's device ``name``; a device without ``ssh`` is an error."""

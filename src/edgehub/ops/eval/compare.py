@@ -18,7 +18,6 @@ from edgehub.errors import UsageError
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
 
-__all__ = ["AccuracyComparison", "FigureDelta", "compare_evals"]
 
 RESAMPLES = 2000
 MAX_PER_SAMPLE_BYTES = 512 << 20

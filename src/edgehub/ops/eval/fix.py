@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.run import EvalRequest
     from edgehub.toolchains.datasets import Dataset
 
-__all__ = ["FIX_RUN", "FixReport", "check_fix", "propose", "repair"]
 
 FIX_RUN = "FIX"
 DEFAULT_THRESHOLD = 0.2

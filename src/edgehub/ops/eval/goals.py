@@ -21,8 +21,6 @@ from typing import Any
 from edgehub.errors import UsageError
 from edgehub.toolchains.metrics import OUTPUT_FIGURES
 
-__all__ = ["Goal", "GoalResult", "parse_goal"]
-
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     "<=": operator.le,

@@ -32,7 +32,6 @@ from edgehub.toolchains.metrics import IDENTICAL_DB
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["LayerRow", "LayerSearch", "layer_rows", "qdq_match", "tensor_errors"]
 
 # a channel whose reference norm is under this share of the median channel's is judged
 # against that share (see `tensor_errors`)

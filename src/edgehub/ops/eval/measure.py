@@ -37,8 +37,6 @@ if TYPE_CHECKING:
     from edgehub.toolchains.datasets import Dataset
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["measure"]
-
 
 def measure(
     ctx: HubContext,

@@ -9,8 +9,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.goals import GoalResult
     from edgehub.ops.eval.layers import LayerRow
 
-__all__ = ["EvalReport"]
-
 
 @dataclass
 class EvalReport:

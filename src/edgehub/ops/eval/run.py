@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval.shards import SampleExecutor
     from edgehub.tracking.run_log import RunLog
 
-__all__ = ["EvalRequest", "eval_runtimes", "evaluate", "evaluate_and_fix"]
 
 EVAL_PROVIDERS = ("local", "ssh", "qai_hub")
 

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from edgehub.toolchains.batch import BatchJob, BatchOutputs, BatchRunner
     from edgehub.toolchains.datasets import Dataset
 
-__all__ = ["ModelRun", "SampleExecutor", "check_shardable"]
-
 
 @dataclass(frozen=True)
 class ModelRun:

@@ -19,8 +19,6 @@ from edgehub.toolchains.metrics import OUTPUT_FIGURES
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
 
-__all__ = ["stored_report"]
-
 
 def stored_report(run: RunRecord) -> EvalReport:
     """The report of EVAL run ``run`` as `hub exec eval` printed it (per-sample lists aside)."""

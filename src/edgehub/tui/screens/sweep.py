@@ -21,13 +21,11 @@ from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select
 from edgehub.errors import EdgehubError
 from edgehub.ops.cancel import Cancellation
 from edgehub.ops.sweep import CellResult, SweepReport
-from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, value_text
+from edgehub.ops.sweep_grid import SWEEP_STEPS, SweepGrid, build_grid, listed, value_text, vary_pair
 from edgehub.tui.cells import plain
 from edgehub.tui.report_key import REPORT_WORKER, report_written, write_report_of
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.field_form import field_row
-
-__all__ = ["CellChanged", "SweepEnded", "SweepScreen"]
 
 SWEEP_RUN = "sweep"  # the sweep's key among the state's runs
 COLUMNS = ("model", "device", "runtime", "options", "status", "median ms", "p99 ms", "cosine")
@@ -47,10 +45,6 @@ class SweepEnded(Message):
 
 def _number(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
-
-
-def _listed(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 class SweepScreen(HubScreen):
@@ -97,23 +91,19 @@ class SweepScreen(HubScreen):
 
     def grid(self) -> SweepGrid:
         """The grid the form describes (the file first, the fields add to it)."""
-        from edgehub.ops.sweep_grid import load_grid
-
         root = self.state.root
         file_text = self._text("grid-file")
-        grid = load_grid(root / file_text) if file_text else SweepGrid(models=[])
-        if models := _listed(self._text("models")):
-            grid.models = [p if p.is_absolute() else root / p for p in map(Path, models)]
-        if devices := _listed(self._text("devices")):
-            grid.devices = devices
-        if runtimes := _listed(self._text("runtimes")):
-            grid.runtimes = runtimes
-        for pair in filter(None, (p.strip() for p in self._text("vary").split(";"))):
-            key, _, values = pair.partition("=")
-            grid.vary[key.strip()] = _listed(values)
-        if not file_text:
-            grid.step = str(self.query_one("#step", Select).value)
-        grid.check()
+        models = map(Path, listed(self._text("models")))
+        pairs = filter(None, (p.strip() for p in self._text("vary").split(";")))
+        grid = build_grid(
+            root / file_text if file_text else None,
+            models=[p if p.is_absolute() else root / p for p in models],
+            devices=listed(self._text("devices")),
+            runtimes=listed(self._text("runtimes")),
+            vary=((vary_pair(p) or (p.partition("=")[0].strip(), [])) for p in pairs),
+            step=None if file_text else str(self.query_one("#step", Select).value),
+        )
+        grid.check()  # a pair without values: "sweep option ... has no values"
         return grid
 
     @on(Button.Pressed, "#launch")
