@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["EventSink", "LogEvent", "current_sink", "use_sink"]
-
 
 @dataclass(frozen=True)
 class LogEvent:

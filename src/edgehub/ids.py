@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["random_hex", "uuid4_hex"]
-
 
 def uuid4_hex() -> str:
     """What ``uuid.uuid4().hex`` returns: 32 hex digits, random but for the version (4) and

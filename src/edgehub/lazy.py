@@ -8,8 +8,6 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["names_from"]
-
 
 def names_from(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]:
     """The module ``__getattr__`` of ``package``: a name in ``homes`` (name -> its module: one

@@ -16,17 +16,6 @@ from typing import ClassVar, TypeVar
 
 from edgehub.errors import ConfigError, DeviceOutputError
 
-__all__ = [
-    "BundleLimits",
-    "DeviceFarmLimits",
-    "FetchLimits",
-    "LogLimits",
-    "ResultLimits",
-    "env_seconds",
-    "env_size",
-    "human_size",
-]
-
 _SIZE = re.compile(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 

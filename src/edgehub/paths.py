@@ -8,16 +8,6 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-__all__ = [
-    "LocalPath",
-    "RemotePath",
-    "cache_dir",
-    "cache_subdir",
-    "existing_cache_subdir",
-    "is_remote",
-    "user_config_dir",
-]
-
 LocalPath = Path
 RemotePath = PurePosixPath
 

@@ -14,8 +14,6 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessId", "owner_alive", "parse_marker", "start_ticks", "this_process"]
-
 
 def start_ticks(pid: int) -> str | None:
     """When a process started (clock ticks since boot), to tell a reused pid from its owner."""

@@ -9,8 +9,6 @@ Python escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so the text reads the same an
 
 from __future__ import annotations
 
-__all__ = ["visible"]
-
 # Not printable for `str.isprintable` but harmless on a terminal: spaces other than " "
 # (no-break space, ...), private-use characters (icon fonts) and the zero-width joiners that
 # emoji and some scripts need.

@@ -19,15 +19,6 @@ from pathlib import Path
 from edgehub.errors import InputDataError, ModelError, StorageError, UsageError
 from edgehub.fsutil import link_tree
 
-__all__ = [
-    "copy_regular",
-    "ensure_room",
-    "input_data_path",
-    "link_or_copy_checked",
-    "regular_file",
-    "tree_size",
-]
-
 _KERNEL_TREES = ("/proc", "/sys")
 HEADROOM = 64 << 20
 """Bytes a copy leaves free on its file system (the run store's database and logs need some)."""

@@ -3,6 +3,7 @@ defined, and no import cycle joins two packages."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -217,3 +218,44 @@ def test_the_seam_checks_can_fail() -> None:
     assert re.search(PROVIDER_SWITCH, "if dev.provider_type in AB_PROVIDERS:")
     assert re.search(PROVIDER_SWITCH, 'if str(device.provider_type) == "qai_hub":')
     assert not re.search(RUNTIME_NAMES, "runtime = get_runtime(request.runtime)")
+
+
+# A module's public names are those without a leading underscore. `__all__` is written only where
+# a module re-exports names it imports: a package's `__init__`, the seed API under `core/` and
+# `deploy/backend.py`, and a few modules that pass a name on.
+def _needless_all(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for alias in node.names
+    }
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets
+        ):
+            listed = ast.literal_eval(node.value)
+            return not imported.intersection(listed)
+    return False
+
+
+def test_internal_modules_list_no_all_of_their_own_names() -> None:
+    found = [
+        path.relative_to(SRC).as_posix()
+        for path in sorted(SRC.rglob("*.py"))
+        if path.name != "__init__.py"
+        and not path.relative_to(SRC).as_posix().startswith("core/")
+        and path.relative_to(SRC).as_posix() != "deploy/backend.py"
+        and _needless_all(path)
+    ]
+    assert found == []
+
+
+def test_the_all_check_can_fail(tmp_path: Path) -> None:
+    own = tmp_path / "own.py"
+    own.write_text('__all__ = ["f"]\n\n\ndef f() -> None: ...\n')
+    passed_on = tmp_path / "passed_on.py"
+    passed_on.write_text('from x import f\n\n__all__ = ["f"]\n')
+    assert _needless_all(own)
+    assert not _needless_all(passed_on)

@@ -39,15 +39,6 @@ if TYPE_CHECKING:
     from edgehub.core.device.spec import Device
     from edgehub.runners.protocol import CommandRunner
 
-__all__ = [
-    "BoardHealth",
-    "HealthBook",
-    "board_keys",
-    "device_health",
-    "health_book",
-    "probe_board",
-    "unquarantine",
-]
 
 _FILE = "board_health.json"
 _FILE_MAX = 1 << 20

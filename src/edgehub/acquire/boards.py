@@ -34,15 +34,6 @@ if TYPE_CHECKING:
     from edgehub.core.device.spec import Device
     from edgehub.runners.ssh.config import SSHConfig
 
-__all__ = [
-    "SSHBoard",
-    "board_key",
-    "docker_board_key",
-    "docker_endpoint",
-    "place_board_key",
-    "ssh_board",
-    "ssh_board_key",
-]
 
 _LOOKUP_S = 5.0
 

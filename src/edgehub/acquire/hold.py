@@ -31,8 +31,6 @@ if TYPE_CHECKING:
     from edgehub.events import EventSink
     from edgehub.runners.protocol import CommandRunner
 
-__all__ = ["HeldDevice", "board_count", "hold", "needs_hold", "place_runner"]
-
 
 @dataclasses.dataclass(frozen=True)
 class HeldDevice:

@@ -16,8 +16,6 @@ from typing import Any, TypeVar
 from edgehub.acquire.labgrid_pool import PlaceInfo
 from edgehub.errors import EnvironmentProblem
 
-__all__ = ["LabgridSession"]
-
 T = TypeVar("T")
 _CALL_TIMEOUT_S = 30.0
 

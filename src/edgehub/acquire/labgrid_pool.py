@@ -32,16 +32,6 @@ if TYPE_CHECKING:
     from edgehub.config.schema import HubConfig
     from edgehub.core.device.configs import LabgridConfig
 
-__all__ = [
-    "PlaceInfo",
-    "PlacePool",
-    "avoiding",
-    "device_places",
-    "hold_place",
-    "last_held_place",
-    "matching_places",
-    "open_pool",
-]
 
 _POLL_S = 0.5
 _GRACE_S = 1.0  # a gone holder must be seen gone this long before its place is taken

@@ -23,8 +23,6 @@ from pathlib import Path
 
 from edgehub.errors import EnvironmentProblem
 
-__all__ = ["lease_directory", "shared_directory"]
-
 _FIX = "set EDGEHUB_LEASE_DIR to a directory of your own"
 
 

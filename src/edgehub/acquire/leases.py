@@ -36,8 +36,6 @@ from edgehub.errors import DeviceBusyError, EnvironmentProblem, OperationCancell
 from edgehub.procid import owner_alive
 from edgehub.text import visible
 
-__all__ = ["LeaseHolder", "check_lease_timeout", "device_lease", "lease_holder", "lease_path"]
-
 DEFAULT_TIMEOUT_S = 3600.0
 _POLL_S = 0.25
 _RECORD_MAX = 4096

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from edgehub.acquire.labgrid_pool import PlacePool
     from edgehub.config.schema import HubConfig
 
-__all__ = ["PlaceHolder", "Renewal", "holder_of", "release_device", "with_holder", "without_holder"]
 
 _RECORD = re.compile(
     r" ?\[edgehub held by ([A-Za-z0-9._-]{1,255}:\d{1,10}:\d{0,20}) since (\d{1,12}) "

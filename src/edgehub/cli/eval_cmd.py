@@ -153,12 +153,13 @@ def _shards(args: argparse.Namespace, config: HubConfig) -> RayShards | None:
 
 
 CALIBRATION_SOURCES = {"dataset": "the dataset evaluated", "given": "the calibration_data given"}
-FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 
 
 def print_report(report: EvalReport, *, final: bool = True) -> None:
     """An eval's figures, goals and layers; ``final``: also the exit a missed goal gives (not
     for a report read back from the store, `hub runs show`)."""
+    from edgehub.toolchains.metrics import OUTPUT_FIGURES
+
     print(
         f"eval: run {report.run_id[:8]} {report.status} on {report.device}, "
         f"{report.samples} samples ({report.dataset})"
@@ -172,7 +173,7 @@ def print_report(report: EvalReport, *, final: bool = True) -> None:
         print(f"  calibrated on: {CALIBRATION_SOURCES.get(report.calibration, report.calibration)}")
     table(
         ["output", "cosine", "cosine min", "max abs", "mean abs", "SNR dB", "PSNR dB"],
-        [[name, *(f[figure] for figure in FIGURES)] for name, f in report.outputs.items()],
+        [[name, *(f[figure] for figure in OUTPUT_FIGURES)] for name, f in report.outputs.items()],
     )
     if report.tasks:
         table(

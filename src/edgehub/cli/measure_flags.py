@@ -58,11 +58,8 @@ def _max_seconds(text: str) -> float:
 def measure_options(args: argparse.Namespace) -> dict[str, Any]:
     """The profiler options the flags ask for (empty when none is given, or the verb takes
     none); a usage error for tolerance/time limit without ``--until-stable``."""
-    given = {
-        "stable_tolerance": getattr(args, "stable_tolerance", None),
-        "stable_max_s": getattr(args, "stable_max_s", None),
-    }
-    options = {k: v for k, v in given.items() if v is not None}
+    keys = ("stable_tolerance", "stable_max_s")
+    options = {k: v for k in keys if (v := getattr(args, k, None)) is not None}
     if not getattr(args, "until_stable", None):
         if options:
             flags = ", ".join("--" + k.replace("_", "-") for k in options)

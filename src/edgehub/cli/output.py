@@ -22,7 +22,7 @@ from edgehub.cli.terminal import raw
 from edgehub.events import LogEvent
 from edgehub.text import visible
 
-__all__ = ["LogPrinter", "ProgressBar", "print_json", "table"]
+_PREFIXES = {"stdout": "  | ", "stderr": "  | ", "warning": "warning: "}
 
 
 class ProgressBar:
@@ -83,15 +83,14 @@ class LogPrinter:
                 if not self.quiet:
                     self.progress.update(event.message, event.done or 0, event.total)
                 return
-            if self.quiet and event.kind not in ("warning",):
+            if self.quiet and event.kind != "warning":
                 return
             self.progress.clear()
-            prefix = {"stdout": "  | ", "stderr": "  | ", "warning": "warning: ", "error": ""}
             if event.kind == "error":
                 return  # the CLI prints the error itself, once
             # a device's output line, or a message quoting one: shown escaped, never obeyed
             message = visible(event.message, lines=True)
-            raw(self.stream).write(f"{prefix.get(event.kind, '')}{message}\n")
+            raw(self.stream).write(f"{_PREFIXES.get(event.kind, '')}{message}\n")
             self.stream.flush()
 
     def done(self) -> None:

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["plain_table"]
-
 _GAP = "   "  # a cell's right padding, the column divider (a space), the next one's left padding
 
 

@@ -7,8 +7,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_report_parser"]
-
 REF = "a run id, a unique prefix or 'latest:<type>'"
 
 
@@ -33,11 +31,11 @@ def add_report_parser(sub: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from edgehub.cli.options import project_of
     from edgehub.ops.html_report import write_report
-    from edgehub.ops.project import open_project
 
     written = write_report(
-        open_project(args.config),
+        project_of(args),
         args.run_ids,
         Path(args.output),
         sweeps=args.sweep,

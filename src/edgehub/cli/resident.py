@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["ENV", "serve", "through_resident"]
 
 ENV = "EDGEHUB_RESIDENT"
 _ON = ("1", "on", "true", "yes")

@@ -16,8 +16,6 @@ import os
 import signal
 from types import FrameType
 
-__all__ = ["Stopped", "install", "received"]
-
 _SIGNALS = tuple(
     s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s
 )

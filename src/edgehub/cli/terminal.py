@@ -12,8 +12,6 @@ from typing import Any, TextIO
 
 from edgehub.text import visible
 
-__all__ = ["Guarded", "guarded", "raw"]
-
 
 class Guarded:
     """A text stream that shows what is written to it with `visible`; the rest is the

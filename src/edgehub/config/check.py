@@ -39,8 +39,6 @@ from edgehub.core.values import (
 )
 from edgehub.errors import did_you_mean
 
-__all__ = ["build_config", "check_device_name"]
-
 _DEVICE_FIXED_KEYS = ("provider", "spec", "ssh", "overrides", "labgrid")
 _SECRET_KEYS = ("password", "passphrase", "token", "api_token", "api_key", "secret")
 

@@ -32,8 +32,6 @@ from edgehub.errors import ConfigError, DeviceError
 from edgehub.runners.local import LocalCommandRunner
 from edgehub.runners.protocol import CommandRunner
 
-__all__ = ["ComponentLookup", "default_component_lookup", "to_device", "to_devices"]
-
 ComponentLookup = Callable[[str], type]
 
 

@@ -28,10 +28,9 @@ from edgehub.config.schema import (
 from edgehub.config.settings import SettingsTable, provider_tables, settings_table
 from edgehub.core.values import Matches, Range, split_annotated, union_members, without_none
 
-__all__ = ["SCHEMA_DIALECT", "hub_toml_schema"]
-
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 _TEXT = {"type": "string", "pattern": r"\S"}  # the checker refuses blank strings
+_SCALARS = {bool: "boolean", int: "integer", float: "number"}
 _PROJECT_HELP = {
     "name": "default: the directory holding hub.toml",
     "store": "run store",
@@ -225,12 +224,8 @@ def _value_schema(tp: Any) -> dict[str, Any]:
 
 def _plain_schema(tp: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is int:
-        return {"type": "integer"}
-    if tp is float:
-        return {"type": "number"}
+    if tp in _SCALARS:
+        return {"type": _SCALARS[tp]}
     if tp is str or (isinstance(tp, type) and issubclass(tp, PurePath)):
         return dict(_TEXT)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):

@@ -33,17 +33,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10: the same parser, published as tomli
     tomllib = importlib.import_module("tomli")
 
-__all__ = [
-    "TOMLDecodeError",
-    "config_file",
-    "default_config",
-    "find_config",
-    "key_lines",
-    "load_config",
-    "missing_config",
-    "parse_config",
-    "parse_toml",
-]
 
 TOMLDecodeError = tomllib.TOMLDecodeError  # what `parse_toml` raises
 _DOTTED = DOTTED_KEY_PATTERN

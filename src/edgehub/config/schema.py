@@ -166,10 +166,6 @@ class ImagesSection:
     base: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
 
-    def tag_for(self, runtime: str) -> str | None:
-        """The tag configured for ``runtime``, or ``None`` to use the derived one."""
-        return self.tags.get(runtime)
-
 
 @dataclass(frozen=True)
 class ClusterSection:

@@ -26,15 +26,6 @@ from edgehub.core.device.configs import DockerConfig, EmbedlONNXRuntimeConfig, T
 from edgehub.core.device.spec import ProviderConfig
 from edgehub.core.values import resolve
 
-__all__ = [
-    "BUILTIN_CONFIGS",
-    "ProviderSettings",
-    "SettingsKey",
-    "SettingsTable",
-    "provider_tables",
-    "settings_table",
-]
-
 BUILTIN_CONFIGS: tuple[type[ProviderConfig], ...] = (
     DockerConfig,
     EmbedlONNXRuntimeConfig,

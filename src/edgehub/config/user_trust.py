@@ -27,16 +27,6 @@ from edgehub.config.schema import HubConfig, SSHSection
 from edgehub.errors import ConfigError
 from edgehub.paths import user_config_dir
 
-__all__ = [
-    "PASSWORD_PREFIX",
-    "UserTrust",
-    "known_hosts_refusal",
-    "password_env_refusal",
-    "project_tree",
-    "trust_file",
-    "user_trust",
-]
-
 PASSWORD_PREFIX = "EDGEHUB_SSH_PASSWORD"
 PASSWORD_ENVS_VAR = "EDGEHUB_PASSWORD_ENVS"
 KNOWN_HOSTS_VAR = "EDGEHUB_KNOWN_HOSTS"

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Accuracy", "LayerTable", "accuracy_of"]
-
 _NOT_FIGURES = ("reference.", "layers.")
 
 

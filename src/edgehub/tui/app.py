@@ -38,7 +38,6 @@ from edgehub.tui.screens.sweep import SweepScreen
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-__all__ = ["EdgehubApp", "run"]
 
 SCREENS = {
     "devices": DevicesScreen,

@@ -9,8 +9,6 @@ from rich.text import Text
 
 from edgehub.text import visible
 
-__all__ = ["plain"]
-
 
 def plain(*values: object) -> list[Text]:
     """``values`` as text cells, without markup, control characters escaped (Text values

@@ -7,8 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 
-__all__ = ["Clock", "frozen_clock"]
-
 
 @dataclass(frozen=True)
 class Clock:

@@ -6,7 +6,6 @@ these, so a new provider settings table or component option appears without TUI 
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from dataclasses import dataclass
 from enum import Enum
@@ -16,15 +15,7 @@ from edgehub.config.schema import CLOUD_PROVIDERS, SSHSection
 from edgehub.config.settings import SettingsTable, provider_tables
 from edgehub.core.component.options import OptionSpec
 from edgehub.core.component.provider_type import ProviderType
-
-__all__ = [
-    "FieldSpec",
-    "component_names",
-    "option_fields",
-    "provider_choices",
-    "settings_fields",
-    "ssh_fields",
-]
+from edgehub.core.values import split_annotated, without_none
 
 
 @dataclass(frozen=True)
@@ -43,13 +34,8 @@ class FieldSpec:
 
 
 def _kind(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        return _kind(typing.get_args(hint)[0])
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if origin in (typing.Union, types.UnionType) and len(args) == 1:
-        return _kind(args[0])
-    if origin is tuple or hint is tuple:
+    hint, _ = split_annotated(without_none(hint))  # `Annotated[float, ...] | None`: float
+    if typing.get_origin(hint) is tuple or hint is tuple:
         return "list"
     if isinstance(hint, type) and issubclass(hint, bool):
         return "bool"

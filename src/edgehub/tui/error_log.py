@@ -7,8 +7,6 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["LOG_NAME", "record_error"]
-
 LOG_NAME = "tui.log"
 
 

@@ -12,7 +12,6 @@ from edgehub.tui.config_fields import FieldSpec
 if TYPE_CHECKING:
     from edgehub.ops.eval import EvalRequest
 
-__all__ = ["EVAL_FIELDS", "EVAL_STEP", "eval_request", "missing_paths"]
 
 EVAL_STEP = "eval"
 EVAL_FIELDS = [

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from edgehub.events import LogEvent
 
-__all__ = ["Drained", "LineBuffer"]
-
 
 @dataclass(slots=True)
 class Drained:

@@ -11,8 +11,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval import EvalReport
     from edgehub.ops.reports import PipelineReport, RunReport
 
-__all__ = ["BuildProgress", "ConfigReloaded", "LinesReady", "RunEnded"]
-
 
 @dataclass(eq=False)
 class LinesReady(Message):

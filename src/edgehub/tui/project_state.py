@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from edgehub.config.save import ConfigDocument
     from edgehub.ops.cancel import Cancellation
 
-__all__ = ["DiskRead", "ProjectState"]
-
 
 def _digest(path: Path | None) -> str | None:
     if path is None:
@@ -170,7 +168,7 @@ class ProjectState:
     @staticmethod
     def _open(path: Path | None) -> Project:
         """The project of ``path``; the defaults when ``path`` names a file not made yet."""
-        if path is not None and not path.exists() and not path.is_dir():
+        if path is not None and not path.exists():
             from edgehub.config.load import default_config
 
             return Project(default_config(path.absolute().parent))

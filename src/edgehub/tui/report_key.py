@@ -11,7 +11,6 @@ if TYPE_CHECKING:
 
     from edgehub.tui.screens.base import HubScreen
 
-__all__ = ["REPORT_WORKER", "report_written", "write_report_of"]
 
 REPORT_WORKER = "report"
 

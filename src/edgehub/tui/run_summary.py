@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from edgehub.ops.eval import EvalReport
     from edgehub.ops.reports import PipelineReport, RunReport
 
-__all__ = ["shown_value", "summary_lines"]
 
 # the recorded conditions (agent/conditions.py) worth a glance, in this order
 CONDITIONS = ("other_cpu_share", "load_1m", "governor", "cpu_quota", "cpuset", "cpu_affinity")

@@ -17,18 +17,6 @@ if TYPE_CHECKING:
     from edgehub.tracking.records import RunRecord
     from edgehub.tui.accuracy_data import Accuracy
 
-__all__ = [
-    "FILTER_KEYS",
-    "Row",
-    "RunDetail",
-    "comparison_sections",
-    "filter_choices",
-    "matches",
-    "percentile_lines",
-    "run_detail",
-    "store_stamp",
-    "verdict_lines",
-]
 
 FILTER_KEYS = ("run_type", "runtime", "device", "status")
 STATUSES = ("FINISHED", "FAILED", "KILLED", "RUNNING")

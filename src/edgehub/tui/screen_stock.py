@@ -20,8 +20,6 @@ from textual.screen import Screen
 
 from edgehub.tui.screens.base import HubScreen
 
-__all__ = ["ScreenStock"]
-
 PAUSE_S = 0.05  # between two screens built ahead: input and paints queued meanwhile go first
 
 

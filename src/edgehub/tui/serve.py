@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
     from edgehub.tui.serve_guard import Guard
 
-__all__ = ["HOST", "bind", "serve", "serve_command"]
 
 HOST = "127.0.0.1"
 # the page: textual-serve's, loading nothing from outside

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-__all__ = ["LOOPBACK_NAMES", "OPEN_ROUTES", "Guard", "guard_middleware"]
-
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 # routes without the token: textual-serve's own scripts and styles, and files the app delivers
 # (under a random key; the page opens them in a new tab, so they cannot carry the token)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import types
 import typing
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from edgehub.core.values import without_none
 from edgehub.paths import LocalPath, is_remote
 from edgehub.tracking.run_log import LoggedArtifact, LoggedMetric, LoggedParam, RunLog
 
@@ -45,13 +45,9 @@ def _tracked_kind(annotation: Any) -> tuple[type | None, bool]:
             if text in (name, f"{name}|None", f"None|{name}", f"Optional[{name}]"):
                 return cls, optional
         return None, False
-    if annotation in _TRACKED:
-        return annotation, False
-    origin = typing.get_origin(annotation)
-    if origin is Union or origin is types.UnionType:
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) == 1 and args[0] in _TRACKED and len(typing.get_args(annotation)) == 2:
-            return args[0], True
+    plain = without_none(annotation)
+    if plain in _TRACKED:  # `LoggedX`, or `LoggedX | None` (optional)
+        return plain, plain is not annotation
     return None, False
 
 

@@ -21,6 +21,7 @@ __all__ = ["DockerConfig", "EmbedlONNXRuntimeConfig", "LabgridConfig", "TrtexecC
 _POSITIVE = Range(0, open_low=True)
 _SIZE = Matches(r"[0-9]+(\.[0-9]+)?[bkmg]?", 'a size like "4g" or "512m"')
 _DOCKER_HOST = Matches(r"(unix|ssh|tcp)://\S+", 'a daemon address like "ssh://user@host"')
+_CLI_ARGS = {"toml": "cli_args", "help": "extra arguments of every call"}
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,7 @@ class EmbedlONNXRuntimeConfig(ProviderConfig):
         default="embedl-onnxruntime",
         metadata={"toml": "path", "tool_path": True, "help": "the embedl-onnxruntime command"},
     )
-    cli_args: tuple[str, ...] = field(
-        default_factory=tuple, metadata={"help": "extra arguments of every call"}
-    )
+    cli_args: tuple[str, ...] = field(default_factory=tuple, metadata=_CLI_ARGS)
 
 
 @dataclass(frozen=True)
@@ -48,10 +47,7 @@ class TrtexecConfig(ProviderConfig):
         default="trtexec",
         metadata={"toml": "path", "tool_path": True, "help": "the trtexec command"},
     )
-    trtexec_cli_args: tuple[str, ...] = field(
-        default_factory=tuple,
-        metadata={"toml": "cli_args", "help": "extra arguments of every call"},
-    )
+    trtexec_cli_args: tuple[str, ...] = field(default_factory=tuple, metadata=_CLI_ARGS)
 
 
 @dataclass(frozen=True)

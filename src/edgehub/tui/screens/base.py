@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
     from textual.app import ComposeResult
 
-__all__ = ["TEXT_FIELDS", "HubScreen"]
 
 TEXT_FIELDS = (Input,)  # the widgets that take printable keys as text (no TextArea here)
 

@@ -24,8 +24,6 @@ from edgehub.tui.screens.base import HubScreen
 if TYPE_CHECKING:
     from edgehub.ops.runs import Comparison
 
-__all__ = ["CompareScreen"]
-
 
 class CompareScreen(HubScreen):
     BINDINGS = [

@@ -8,8 +8,6 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
-__all__ = ["ConfirmScreen"]
-
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [

@@ -32,8 +32,6 @@ from edgehub.tui.config_fields import (
 )
 from edgehub.tui.widgets.field_form import FieldForm, FormInvalid, field_row
 
-__all__ = ["DeviceEditScreen"]
-
 Edit = tuple[str, dict[str, Any]]
 
 

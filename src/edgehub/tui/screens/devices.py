@@ -15,12 +15,11 @@ from textual.widgets import DataTable, Label
 
 from edgehub.errors import EdgehubError
 from edgehub.ops.config_edit import duplicate_device, write_device
+from edgehub.ops.trust import host_key_of, trust_host_key
 from edgehub.tui.cells import plain
 from edgehub.tui.screens.base import HubScreen, move_to_row, row_key
 from edgehub.tui.screens.confirm import ConfirmScreen
 from edgehub.tui.screens.device_edit import DeviceEditScreen, Edit
-
-__all__ = ["DevicesScreen"]
 
 COLUMNS = ("device", "provider", "spec", "reached through", "check")
 
@@ -199,7 +198,7 @@ class DevicesScreen(HubScreen):
     def action_trust(self) -> None:
         name = self._selected()
         if name is not None:
-            self.in_thread(f"trust {name}", lambda: _offered_key(self.state, name))
+            self.in_thread(f"trust {name}", lambda: host_key_of(self.state.project, name))
 
     def _ask_trust(self, name: str, offer: Any) -> None:
         if offer.state == "trusted":
@@ -218,7 +217,7 @@ class DevicesScreen(HubScreen):
 
         def answer(yes: bool | None) -> None:
             if yes:
-                self.in_thread(f"trusted {name}", lambda: _trust(offer))
+                self.in_thread(f"trusted {name}", lambda: trust_host_key(offer))
 
         question = (
             f"Trust {name}'s host key?\n{offer.host} {offer.key_type}\n{offer.fingerprint}\n"
@@ -255,15 +254,3 @@ def _check_device(state: Any, name: str) -> tuple[str, str, str]:
 
     check = check_device(state.project, name)
     return name, check.state, check.detail
-
-
-def _offered_key(state: Any, name: str) -> Any:
-    from edgehub.ops.trust import host_key_of
-
-    return host_key_of(state.project, name)
-
-
-def _trust(offer: Any) -> Any:
-    from edgehub.ops.trust import trust_host_key
-
-    return trust_host_key(offer)

@@ -10,8 +10,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
-__all__ = ["HelpScreen", "key_rows"]
-
 _NAMES = {"question_mark": "?", "escape": "Esc", "enter": "Enter", "delete": "Del"}
 _NAMES.update({f"f{number}": f"F{number}" for number in range(1, 6)})
 

@@ -15,8 +15,6 @@ from edgehub.text import visible
 from edgehub.tui.messages import BuildProgress
 from edgehub.tui.screens.base import HubScreen, row_key
 
-__all__ = ["ImagesScreen"]
-
 
 def _size(size: int | None) -> str:
     return f"{size / 1e6:.0f} MB" if size else "-"

@@ -11,8 +11,6 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DirectoryTree, Label
 
-__all__ = ["MODEL_SUFFIXES", "ModelPickScreen"]
-
 MODEL_SUFFIXES = (".onnx", ".tflite", ".engine", ".plan", ".trt")
 
 

@@ -32,8 +32,6 @@ from edgehub.tui.widgets.run_pane import LOG_LIMIT, RunPane
 if TYPE_CHECKING:
     from edgehub.ops.eval import EvalRequest
 
-__all__ = ["RunScreen"]
-
 
 class RunScreen(HubScreen):
     AUTO_FOCUS = "#pick"

@@ -17,8 +17,6 @@ from edgehub.tui.runs_data import RunDetail, percentile_lines
 from edgehub.tui.screens.base import HubScreen
 from edgehub.tui.widgets.latency_histogram import LatencyHistogram
 
-__all__ = ["RunDetailScreen"]
-
 _TABLES = ("metrics", "params", "artifacts", "environment")
 
 

@@ -27,7 +27,6 @@ from edgehub.tui.widgets.vi_table import ViTable
 if TYPE_CHECKING:
     from edgehub.tracking.records import RunFilter, RunRecord
 
-__all__ = ["PAGE", "RunsScreen"]
 
 PAGE = 200
 _PROMPTS = {"run_type": "type", "runtime": "runtime", "device": "device", "status": "status"}

@@ -9,13 +9,11 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Label
 
+from edgehub.toolchains.metrics import OUTPUT_FIGURES
 from edgehub.tui.accuracy_data import Accuracy, LayerTable
 from edgehub.tui.cells import plain
 
-__all__ = ["FIRST_DIVERGENT", "AccuracyView"]
-
 FIRST_DIVERGENT = "◀ first divergent"
-FIGURES = ("cosine", "cosine_min", "max_abs", "mean_abs", "snr_db", "psnr_db")
 _HIGHLIGHT = "bold white on dark_red"
 _LABELS = {"snr_db": "SNR dB", "psnr_db": "PSNR dB"}
 _LAYER_FIGURES = ("rel_l2", "channel_rel_l2", "growth", "cosine", "snr_db")
@@ -82,7 +80,7 @@ class AccuracyView(VerticalScroll):
                 delta = None if reference is None else model - reference
                 tasks.add_row(*plain(name, _number(model), _number(reference), _number(delta)))
         figures = self.query_one("#accuracy-figures", DataTable)
-        shown = [f for f in FIGURES if any(f in v for v in accuracy.figures.values())]
+        shown = [f for f in OUTPUT_FIGURES if any(f in v for v in accuracy.figures.values())]
         others = sorted({f for v in accuracy.figures.values() for f in v} - set(shown))
         names = [_LABELS.get(f, f.replace("_", " ")) for f in [*shown, *others]]
         figures.add_columns("output", *names)

@@ -11,8 +11,6 @@ from textual.widgets import DataTable, Label
 
 from edgehub.tui.cells import plain
 
-__all__ = ["LABELS", "ConditionsView", "disturbances"]
-
 LABELS = {
     "cpu_model": "CPU model",
     "governor": "frequency governor",

@@ -7,9 +7,6 @@ from textual.widgets import Label
 
 from edgehub.text import visible
 
-__all__ = ["ConfigBanner", "banner_text"]
-
-
 LIMIT = 300  # characters of the error shown
 
 

@@ -15,8 +15,6 @@ from textual.widgets import Input, Label, Select, Switch
 
 from edgehub.tui.config_fields import FieldSpec
 
-__all__ = ["FieldForm", "FormInvalid", "field_row"]
-
 
 def field_row(label: str, editor: Widget, **kwargs: Any) -> Horizontal:
     """A form's line: ``label``, then ``editor`` (the ``.field`` style)."""

@@ -12,8 +12,6 @@ from textual.app import ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey  # no public name: the keys' type
 
-__all__ = ["HubFooter"]
-
 
 class HubFooter(Footer):
     def compose(self) -> ComposeResult:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 from textual_plotext import PlotextPlot
 
-__all__ = ["Bins", "LatencyHistogram", "overflow_bars", "robust_bins"]
-
 FENCE = 3.0  # interquartile ranges beyond the quartiles
 
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-__all__ = ["SCREEN_KEYS", "NavBar"]
-
 SCREEN_KEYS = (
     ("1", "devices", "Devices"),
     ("2", "run", "Run"),

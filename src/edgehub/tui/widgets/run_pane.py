@@ -18,8 +18,6 @@ from edgehub.text import visible
 from edgehub.tui.clock import Clock
 from edgehub.tui.line_buffer import LineBuffer
 
-__all__ = ["RunPane"]
-
 LOG_LIMIT = 5000
 _WAITING = "; waiting (up to "  # how a lease wait is told (acquire.leases)
 

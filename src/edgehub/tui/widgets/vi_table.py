@@ -7,8 +7,6 @@ from __future__ import annotations
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-__all__ = ["ViTable"]
-
 
 class ViTable(DataTable[str]):
     BINDINGS = [
