@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .report import Report
 
 WINDOWS = 3
+PERCENTILES = "linear interpolation between closest ranks (numpy 'linear')"
 MAX_WINDOWS = 1000
 MIN_WINDOW_S = 1.0
 MAX_KEPT_PER_WINDOW = 10_000
@@ -263,13 +264,12 @@ def write_profile(
     """Write a profile's ``profile_json`` document at ``target``: ``samples_us``,
     ``cold_starts``, ``stats``, ``env``, ``settings`` (with how percentiles are taken),
     ``conditions``, ``windows`` (when until stable) and ``extra``."""
-    settings["percentiles"] = "linear interpolation between closest ranks (numpy 'linear')"
     document = {
         "samples_us": [round(s / 1000.0, 3) for s in samples],
         "cold_starts": cold,
         "stats": metrics,
         "env": collect_env(),
-        "settings": settings,
+        "settings": {**settings, "percentiles": PERCENTILES},
         "conditions": conditions,
         **({"windows": windows} if windows else {}),
         **extra,

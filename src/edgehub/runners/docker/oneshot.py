@@ -104,7 +104,6 @@ class OneShots:
         """A new folder in a new private (0700) folder in ``near``, owned by the container's
         user, to mount as a job's directory; None where that cannot work (see the module)."""
         container = self._container
-        container.connect()
         container.inspect_image()
         if not self.in_place:
             return None
