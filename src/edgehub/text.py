@@ -5,9 +5,14 @@ A terminal acts on control characters instead of showing them: ESC and the C1 CS
 start sequences that set the window title, clear the screen or write the clipboard (OSC 52);
 bidi overrides (U+202E) reorder what is shown. `visible` writes each such character as its
 Python escape (``\\x1b``, ``\\x9b``, ``\\u202e``), so the text reads the same and does nothing.
+Colour and style sequences (SGR, ``ESC [ 1;31 m``), which toolchains write into their logs
+(onnxruntime colours its errors), are dropped instead: they only style, and escaped they bury
+the words.
 """
 
 from __future__ import annotations
+
+import re
 
 # Not printable for `str.isprintable` but harmless on a terminal: spaces other than " "
 # (no-break space, ...), private-use characters (icon fonts) and the zero-width joiners that
@@ -15,6 +20,7 @@ from __future__ import annotations
 _HARMLESS = frozenset("\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
                       "\u2009\u200a\u202f\u205f\u3000\u200c\u200d")  # fmt: skip
 _LINES = str.maketrans("\n\t", "  ")
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _shown(char: str, keep: str) -> str:
@@ -27,11 +33,12 @@ def _shown(char: str, keep: str) -> str:
 
 
 def visible(text: str, *, lines: bool = False) -> str:
-    """``text`` with every terminal control character written as a visible escape: C0
-    controls (newline and tab kept when ``lines``, for text shown over several lines), ESC,
-    DEL, C1 controls (U+0080-U+009F), format characters such as the bidi overrides, line and
-    paragraph separators and lone surrogates. Printable text comes back as it is, at once."""
+    """``text`` without colour sequences (SGR) and with every other terminal control character
+    written as a visible escape: C0 controls (newline and tab kept when ``lines``, for text
+    shown over several lines), ESC, DEL, C1 controls (U+0080-U+009F), format characters such
+    as the bidi overrides, line and paragraph separators and lone surrogates. Printable text
+    comes back as it is, at once."""
     if text.isprintable() or (lines and text.translate(_LINES).isprintable()):
         return text
     keep = "\n\t" if lines else ""
-    return "".join([_shown(char, keep) for char in text])
+    return "".join([_shown(char, keep) for char in _SGR.sub("", text)])

@@ -271,6 +271,24 @@ def test_tflite_pairs_an_output_with_a_dynamic_batch(project: Path) -> None:
     assert "softmax_0.tmp_0" in json.dumps(outputs), outputs
 
 
+def test_a_model_that_cannot_run_at_guessed_sizes_is_told_the_shape_to_pass(
+    project: Path,
+) -> None:
+    """The README's pipeline on a detector without ``input_shape``: its random calibration
+    inputs are 1x1, which it cannot run; the error is one line that says so and offers a
+    shape, with no traceback, and the shape it offers runs."""
+    model = valid_conv_detector(project / "det.onnx")
+    failed = hub("exec", "pipeline", "onnxruntime", str(model), cwd=project)
+    assert failed.returncode != 0 and "Traceback" not in failed.stderr
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith("hub: error: onnxruntime failed while calibrating the model: "), last
+    assert "dynamic dims set to 1 (images: float32[1,3,1,1])" in last
+    offered = "input_shape=1x3x32x32"
+    assert f"{offered} (the first input)" in last and last.endswith("with calibration data")
+    done = hub("exec", "pipeline", "onnxruntime", str(model), "--set", offered, cwd=project)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_eval_takes_shapes_and_calibration_from_the_dataset(project: Path) -> None:
     """An eval of a model that cannot run at 1x1 compiles at the dataset's shape and
     calibrates on the dataset's samples (no input_shape, no calibration_data given), and says

@@ -138,5 +138,5 @@ def test_dynamic_classifier_profiles_with_input_shape_and_without_fails_in_one_l
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().splitlines()[-1] == (
         "hub: error: input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and embedl-onnxruntime "
-        "takes static shapes only: give its shape, for example --set input_shape=x:1x3x1x1"
+        "takes static shapes only: give its shape, for example --set input_shape=x:1x3x32x32"
     )

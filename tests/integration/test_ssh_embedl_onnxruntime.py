@@ -235,7 +235,7 @@ def test_dynamic_classifier_runs_as_a_fixed_copy_and_without_a_shape_fails_in_on
     )
     assert str(caught.value) == (
         "input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and embedl-onnxruntime takes static "
-        "shapes only: give its shape, for example --set input_shape=x:1x3x1x1"
+        "shapes only: give its shape, for example --set input_shape=x:1x3x32x32"
     )
     assert len(list((tmp_path / "store" / "cache" / "static_models").iterdir())) == 1
 

@@ -100,6 +100,6 @@ def test_dynamic_model_needs_a_shape_and_takes_a_plain_one(
         built = TensorRTCompiler(input_shape=(1, 3, 48, 192)).run(ctx, model)
     assert str(caught.value) == (
         "input 'x' of cls.onnx is dynamic [-1, 3, '?', '?'] and trtexec needs its shape: give "
-        "--set input_shape=x:1x3x1x1 (or input_shape_range)"
+        "--set input_shape=x:1x3x32x32 (or input_shape_range)"
     )
     assert built.run_log is not None and built.run_log.status == "FINISHED"

@@ -243,3 +243,28 @@ def test_files_that_are_not_arrays_and_labels_that_are_not_finite(tmp_path: Path
     (tmp_path / "labels.txt").write_text("1\n2\n")
     with pytest.raises(InputDataError, match=r"labels: .*labels.txt is not an .npz or .npy"):
         load_dataset(good, SPECS, tmp_path / "labels.txt")
+
+
+def test_the_layer_table_counts_hundreds_of_fused_nodes_instead_of_naming_each(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An exported detector's layer search leaves hundreds of Shape/Gather/Constant nodes
+    without a counterpart: the table's note names the first few and counts the rest by op."""
+    from edgehub.cli.eval_cmd import FUSED_SHOWN, _print_layers
+
+    ops = ["Constant"] * 120 + ["Shape"] * 30 + ["Gather"] * 20 + ["Concat", "Div"]
+    layers = {
+        "layers": 200, "runs": 3, "samples": 4, "threshold": 0.2, "measured": [],
+        "first_divergent": None,
+        "fused_or_renamed": [{"node": f"/detect/n{i}", "op": op} for i, op in enumerate(ops)],
+    }  # fmt: skip
+    _print_layers(layers)
+    (note,) = [line for line in capsys.readouterr().out.splitlines() if "fused or" in line]
+    assert "172 nodes (Constant 120, Shape 30, Gather 20, Concat 1, Div 1)" in note
+    assert f"/detect/n{FUSED_SHOWN - 1} (Constant); --json lists all" in note
+    assert f"/detect/n{FUSED_SHOWN} " not in note and len(note) < 400
+
+    layers["fused_or_renamed"] = layers["fused_or_renamed"][:2]
+    _print_layers(layers)
+    out = capsys.readouterr().out
+    assert "(not compared): /detect/n0 (Constant), /detect/n1 (Constant)\n" in out

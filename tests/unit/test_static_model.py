@@ -83,7 +83,7 @@ def test_named_symbol_carries_to_the_other_input(tmp_path: Path) -> None:
     ("shape", "error", "text"),
     [
         (None, ModelError, "input 'a' of m.onnx is dynamic ['?', '?'] and the tool takes static "
-         "shapes only: give its shape, for example --set input_shape=a:1x1"),
+         "shapes only: give its shape, for example --set input_shape=a:1x32"),
         ((2, 3, 4), UsageError, "input_shape for 'a' has 3 dims but the input has 2"),
         ({"b": (2, 5)}, UsageError, "input_shape names unknown input 'b'; model inputs: a"),
     ],

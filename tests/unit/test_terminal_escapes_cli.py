@@ -85,6 +85,16 @@ def test_visible_escapes_control_characters_and_keeps_text() -> None:
     assert visible(shown) == shown and shown.isprintable()
 
 
+def test_visible_drops_colour_and_still_escapes_what_it_leaves() -> None:
+    """onnxruntime colours its error lines: the colour goes, the words stay; any other CSI,
+    and an ESC left behind once a colour sequence is cut out, are escaped as before."""
+    logged = "\x1b[1;31m2026 [E:onnxruntime:, sequential_executor.cc] Concat failed\x1b[m"
+    assert visible(logged) == "2026 [E:onnxruntime:, sequential_executor.cc] Concat failed"
+    assert visible("a\x1b[2Jb\x1b[31;1Hc") == "a\\x1b[2Jb\\x1b[31;1Hc"
+    assert visible("\x1b\x1b[31m[2J") == "\\x1b[2J"  # the cut does not make a live sequence
+    assert visible("\x9b31m") == "\\x9b31m"  # the C1 CSI form stays escaped
+
+
 def test_runs_show_and_list_show_escapes(hostile_run: tuple[Path, str]) -> None:
     project, run_id = hostile_run
     shown = hub("runs", "show", run_id[:8], cwd=project)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from .inputs import sample_files, unstack
+from .inputs import note_guessed, sample_files, unstack
 from .protocol import CalibrationDataError, InputDataError
 from .report import Report
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_arrays, random_inputs
@@ -155,7 +155,11 @@ def calibration_samples(
         samples = load_calibration(path_arg, specs, report)
         warn_if_few(len(samples), model, report)
         return samples
-    samples = [random_inputs(specs, seed=seed + i)[0] for i in range(count)]
+    drawn = [random_inputs(specs, seed=seed + i) for i in range(count)]
+    samples = [feeds for feeds, _ in drawn]
+    guessed = drawn[0][1]
+    if guessed:
+        note_guessed(report, {n: samples[0][n] for n in guessed}, specs, "calibration data")
     report.warn(
         f"no calibration data: calibrated on {count} random samples (dynamic dims set to 1), so "
         "the int8 accuracy will be poor; pass calibration (an .npz keyed by input name with a "

@@ -28,6 +28,7 @@ from .protocol import (
     Cancelled,
     CommandOutput,
     Params,
+    RuntimeFailure,
     UsageError,
     error_payload,
     json_safe,
@@ -148,6 +149,8 @@ def execute(argv: list[str], report: Report) -> tuple[dict[str, Any], int]:
         if isinstance(exc, SystemExit):
             raise
         error = error_payload(exc, command)
+        if isinstance(exc, RuntimeFailure) and report.guessed_shapes:
+            error["message"] += f"; {report.guessed_shapes}"
         payload = {"ok": False, "command": command, "error": error}
         if error["kind"] != "Cancelled" and error["exit_code"] == 1:
             import traceback

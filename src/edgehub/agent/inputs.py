@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from .protocol import CommandOutput, InputDataError, Params, RuntimeFailure, UsageError
 from .report import Report
-from .shapes import parse_input_shape
+from .shapes import parse_input_shape, shape_example
 from .tensors import Arrays, TensorSpec, check_arrays, describe_specs, load_inputs, random_inputs
 
 
@@ -143,7 +143,18 @@ def random_sample(
         report.warn(
             f"random inputs with dynamic dimensions set to 1 for {', '.join(defaulted)}; {hint}"
         )
+        note_guessed(report, {name: feeds[name] for name in defaulted}, specs, "input data")
     return feeds
+
+
+def note_guessed(report: Report, guessed: Arrays, specs: Sequence[TensorSpec], data: str) -> None:
+    """Keep on ``report`` what to add to a `RuntimeFailure` of a run on random ``guessed``
+    inputs, whose dynamic dims were set to 1 (a model may not take that size)."""
+    report.guessed_shapes = (
+        f"the random inputs had their dynamic dims set to 1 ({describe(guessed)}), which the "
+        f"model may not take: run it at the shapes you use with input_shape "
+        f"({shape_example(specs)}) or with {data}"
+    )
 
 
 def shapes_record(samples: Sequence[Arrays]) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,8 @@ class Report:
         self.stream = stream if stream is not None else sys.stderr
         self.warnings: list[str] = []
         self.started = time.monotonic()
+        # where random inputs had dynamic dims guessed: added to a RuntimeFailure's message
+        self.guessed_shapes = ""
 
     def info(self, message: str) -> None:
         try:

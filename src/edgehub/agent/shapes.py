@@ -15,17 +15,25 @@ from .protocol import UsageError
 from .tensors import TensorSpec, describe_specs, is_named_dim, positive_ints
 
 
+def example_shapes(specs: Sequence[TensorSpec]) -> list[list[int]]:
+    """A shape per input for examples in messages: fixed dims as they are, a dynamic dim 1
+    where it leads a shape (a batch), else 32, and a named dim one size wherever it appears."""
+    leading = {s.shape[0] for s in specs if s.shape and isinstance(s.shape[0], str)}
+
+    def size(axis: int, dim: Any) -> int:
+        if isinstance(dim, int):
+            return dim
+        return 1 if axis == 0 or dim in leading else 32
+
+    return [[size(i, d) for i, d in enumerate(s.shape or [1])] for s in specs]
+
+
 def shape_example(specs: Sequence[TensorSpec]) -> str:
     """The accepted forms of ``input_shape``, with an example made of the model's own inputs."""
-
-    def dims(spec: TensorSpec) -> list[int]:  # unknown dims: 1 for a batch, else 32
-        return [
-            d if isinstance(d, int) else (32 if i else 1) for i, d in enumerate(spec.shape or [1])
-        ]
-
-    named = ",".join(f"{s.name}:{'x'.join(map(str, dims(s)))}" for s in specs[:3])
-    as_json = ", ".join(f'"{s.name}": {dims(s)}' for s in specs[:3])
-    first = "x".join(map(str, dims(specs[0]))) if specs else "1x3x224x224"
+    shapes = example_shapes(specs)[:3]
+    named = ",".join(f"{s.name}:{'x'.join(map(str, d))}" for s, d in zip(specs, shapes))
+    as_json = ", ".join(f'"{s.name}": {d}' for s, d in zip(specs, shapes))
+    first = "x".join(map(str, shapes[0])) if specs else "1x3x224x224"
     return (
         f"accepted forms: input_shape={first} (the first input), input_shape={named} "
         f"(per input), or JSON {{{as_json}}}"
@@ -72,11 +80,11 @@ def parse_input_shape(raw: Any, specs: Sequence[TensorSpec]) -> dict[str, list[i
                         f"it to {want} ({spec.describe()})"
                     )
         shapes[name] = [int(d) for d in shape]
-    _named_sizes(shapes, {name: spec.shape or [] for name, spec in by_name.items()})
+    named_sizes(shapes, {name: spec.shape or [] for name, spec in by_name.items()})
     return shapes
 
 
-def _named_sizes(shapes: dict[str, list[int]], dims: Mapping[str, Sequence[Any]]) -> dict[str, int]:
+def named_sizes(shapes: dict[str, list[int]], dims: Mapping[str, Sequence[Any]]) -> dict[str, int]:
     """The size ``shapes`` gives each named dim (a ``str`` among an input's ``dims``); inputs
     sharing one (``"batch"``) must give it one size (a UsageError otherwise)."""
     seen: dict[str, tuple[int, str]] = {}
@@ -108,7 +116,7 @@ def fix_input_shapes(model: Any, shapes: dict[str, list[int]]) -> list[str]:
         ]
         for v in model.graph.input
     }
-    symbols = _named_sizes(shapes, named)
+    symbols = named_sizes(shapes, named)
 
     def fix(value_info: Any, shape: Any) -> None:
         tensor_type = value_info.type.tensor_type

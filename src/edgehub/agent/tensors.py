@@ -177,10 +177,39 @@ def check_arrays(
             problems.append(f"'{spec.name}' has dtype {array.dtype.name}, expected {spec.dtype}")
         problems.extend(shape_problems(spec.name, array.shape, spec, bindings))
     if problems:
+        count = None if missing or unexpected else _stacked_count(arrays, specs)
+        stacked = (
+            f". They look like {count} samples stacked on a leading axis where one sample is "
+            "expected: pass a directory of .npz files, one sample each (eval's dataset takes "
+            "the stacked file as it is)"
+            if count
+            else ""
+        )
         raise InputDataError(
             f"{what} data does not match the model: {'; '.join(problems)}. "
-            f"Expected inputs: {describe_specs(specs)}"
+            f"Expected inputs: {describe_specs(specs)}{stacked}"
         )
+
+
+def _stacked_count(arrays: Mapping[str, np.ndarray], specs: Sequence[TensorSpec]) -> int | None:
+    """N where every array is N > 1 samples of its input stacked on a leading axis: a new
+    one, or the input's own batch dim, dynamic or 1 (as `~.inputs.split_stacked` reads a
+    dataset)."""
+    leading = {array.shape[0] if array.ndim else 0 for array in arrays.values()}
+    if len(leading) != 1 or min(leading) < 2:
+        return None
+    bindings: dict[str, tuple[int, str]] = {}
+    for spec in specs:
+        array = arrays[spec.name]
+        if spec.shape is None or not dtype_matches(array, spec.dtype):
+            return None
+        sample = array.shape[1:]
+        lead = spec.shape[0] if spec.shape else 0
+        if array.ndim == len(spec.shape) and (lead == 1 or not isinstance(lead, int)):
+            sample = (1, *sample)  # stacked on the input's own batch dim: 1, or dynamic
+        if shape_problems(spec.name, sample, spec, bindings):
+            return None
+    return leading.pop()
 
 
 def concrete_shape(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -223,6 +224,20 @@ def _print_fix(fix: FixReport) -> None:
         print(f"fix: {fix.reason} (limit {fix.limit}): goals missed, exit {EXIT_GOAL_FAILED}")
 
 
+FUSED_SHOWN = 8  # fused or renamed nodes named in the table's note; --json has them all
+
+
+def _fused_list(fused: list[dict[str, Any]]) -> str:
+    """The fused or renamed nodes, by name up to `FUSED_SHOWN`; past that, counted by op
+    (an exported detector has hundreds: its Shape/Gather/Constant arithmetic)."""
+    names = ", ".join(f"{f['node']} ({f['op']})" for f in fused[:FUSED_SHOWN])
+    if len(fused) <= FUSED_SHOWN:
+        return names
+    ops = Counter(f["op"] for f in fused).most_common()
+    counts = ", ".join(f"{op} {count}" for op, count in ops[:6]) + (", ..." if ops[6:] else "")
+    return f"{len(fused)} nodes ({counts}); the first {FUSED_SHOWN}: {names}; --json lists all"
+
+
 def _print_layers(layers: dict[str, Any]) -> None:
     print(
         f"layers: {layers['layers']} in graph order, {layers['runs']} extra runs of both models "
@@ -238,8 +253,7 @@ def _print_layers(layers: dict[str, Any]) -> None:
     )  # fmt: skip
     fused = layers["fused_or_renamed"]
     if fused:
-        names = ", ".join(f"{f['node']} ({f['op']})" for f in fused)
-        print(f"  fused or renamed in the compiled model (not compared): {names}")
+        print(f"  fused or renamed in the compiled model (not compared): {_fused_list(fused)}")
     first = layers["first_divergent"]
     if first is None:
         print(f"  no divergent layer above the threshold ({layers['threshold']:g})")

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgehub.agent.tensors import is_named_dim
+from edgehub.agent.shapes import example_shapes as agent_example_shapes
+from edgehub.agent.tensors import TensorSpec, is_named_dim
 from edgehub.errors import ModelError, UsageError
 from edgehub.toolchains.onnx_wire import Dim, GraphInput, read_inputs, write_fixed
 from edgehub.toolchains.remote.device_tool import device_file_name
@@ -37,12 +38,26 @@ def shown_dims(dims: Sequence[Dim] | None) -> str:
 
 
 def example_shapes(inputs: Sequence[GraphInput]) -> str:
-    """``input_shape`` text for ``inputs``: each dynamic dim shown as 1."""
-    return ",".join(
-        f"{entry.name}:"
-        + "x".join(str(d if isinstance(d, int) and d > 0 else 1) for d in entry.dims or (1,))
+    """``input_shape`` text for ``inputs``, sized as the agent's examples are
+    (`edgehub.agent.shapes.example_shapes`)."""
+    specs = [
+        TensorSpec(
+            entry.name,
+            "float32",
+            None if entry.dims is None else [_spec_dim(d) for d in entry.dims],
+        )
         for entry in inputs
+    ]
+    return ",".join(
+        f"{entry.name}:{'x'.join(map(str, shape))}"
+        for entry, shape in zip(inputs, agent_example_shapes(specs), strict=True)
     )
+
+
+def _spec_dim(dim: Dim) -> int | str | None:
+    if isinstance(dim, int):
+        return dim if dim > 0 else None
+    return dim if isinstance(dim, str) and is_named_dim(dim) else None
 
 
 def _requested(

@@ -23,7 +23,7 @@ from ..models import (
     save_model,
     self_contained,
 )
-from ..protocol import MissingDependencyError, ModelError, UsageError, one_line
+from ..protocol import MissingDependencyError, ModelError, RuntimeFailure, UsageError, one_line
 from ..report import Report
 from ..tensors import Arrays
 from .quant_io import strip_io_qdq
@@ -115,19 +115,26 @@ def quantize_static(
         "entropy": quantization.CalibrationMethod.Entropy,
     }
     report.info(f"quantize-static: QDQ, int8 activations/weights, per_channel={per_channel}")
-    quantization.quantize_static(
-        str(model_in),
-        str(out),
-        make_reader(samples),
-        quant_format=quantization.QuantFormat.QDQ,
-        per_channel=per_channel,
-        activation_type=quantization.QuantType.QInt8,
-        weight_type=quantization.QuantType.QInt8,
-        calibrate_method=methods[method],
-        use_external_data_format=big,
-        nodes_to_exclude=excluded,
-        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
-    )
+    try:
+        quantization.quantize_static(
+            str(model_in),
+            str(out),
+            make_reader(samples),
+            quant_format=quantization.QuantFormat.QDQ,
+            per_channel=per_channel,
+            activation_type=quantization.QuantType.QInt8,
+            weight_type=quantization.QuantType.QInt8,
+            calibrate_method=methods[method],
+            use_external_data_format=big,
+            nodes_to_exclude=excluded,
+            extra_options={"ActivationSymmetric": False, "WeightSymmetric": True},
+        )
+    except Exception as exc:  # onnxruntime's own error types: its calibration session failed
+        if not type(exc).__module__.startswith("onnxruntime."):
+            raise
+        raise RuntimeFailure(
+            f"onnxruntime failed while calibrating the model: {one_line(str(exc))}"
+        ) from exc
     params: dict[str, Any] = dict(STATIC_SETTINGS)
     params.update(
         {

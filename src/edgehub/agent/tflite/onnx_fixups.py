@@ -26,7 +26,7 @@ from ..models import constant_tensors, drop_unused, graph_inputs, replace_items,
 from ..pooling import globalize_pools
 from ..protocol import ModelError, UsageError
 from ..report import Report
-from ..shapes import fix_input_shapes, parse_input_shape, shape_example
+from ..shapes import fix_input_shapes, named_sizes, parse_input_shape, shape_example
 from ..tensors import TensorSpec
 from .gathers import gathers_as_reshapes
 from .graph_rewrites import (
@@ -44,23 +44,28 @@ _VALID_START = re.compile(r"^[A-Za-z0-9.]")
 def static_shapes_to_fix(
     specs: Sequence[TensorSpec], raw: Any, report: Report
 ) -> dict[str, list[int]]:
-    """Shapes to fix: ``raw`` (``input_shape``), plus a dynamic leading (batch) dim set to 1."""
+    """Shapes to fix: ``raw`` (``input_shape``); every other dynamic input's named dims from
+    the inputs that share them; a dynamic leading (batch) dim set nowhere else is 1, and so is
+    its name wherever it appears."""
     shapes = parse_input_shape(raw, specs) if raw is not None else {}
+    symbols = named_sizes(shapes, {spec.name: spec.shape or [] for spec in specs})
+    pending = [spec for spec in specs if spec.name not in shapes and spec.is_dynamic]
+    for spec in pending:
+        lead = spec.shape[0] if spec.shape else 0
+        if lead is None or (isinstance(lead, str) and lead not in symbols):
+            report.warn(f"input '{spec.name}' has a dynamic batch dimension: converted with 1")
+            if isinstance(lead, str):
+                symbols[lead] = 1
     unresolved = []
-    for spec in specs:
-        if spec.name in shapes or not spec.is_dynamic:
-            continue
+    for spec in pending:
         if spec.shape is None:
             unresolved.append(spec.describe())
             continue
-        dims = list(spec.shape)
-        if not isinstance(dims[0], int):
-            dims[0] = 1
-            spec = TensorSpec(spec.name, spec.dtype, dims)
-            report.warn(f"input '{spec.name}' has a dynamic batch dimension: converted with 1")
+        dims = [symbols.get(d, d) if isinstance(d, str) else d for d in spec.shape]
+        dims[0] = 1 if dims[0] is None else dims[0]
         fixed = [d for d in dims if isinstance(d, int)]
         if len(fixed) != len(dims):
-            unresolved.append(spec.describe())
+            unresolved.append(TensorSpec(spec.name, spec.dtype, dims).describe())
             continue
         shapes[spec.name] = fixed
     if unresolved:

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional
 from ..models import load_model, replace_items, save_model, uses_external_data
 from ..protocol import UsageError
 from ..report import Report
-from ..tensors import is_named_dim, positive_ints
+from ..shapes import example_shapes
+from ..tensors import TensorSpec, is_named_dim, positive_ints
 
 Profile = Dict[str, Dict[str, List[int]]]
 DimNames = Dict[str, List[Optional[str]]]  # input -> the named dim of each axis (None: unnamed)
@@ -47,14 +48,26 @@ def _shape(what: str, value: Any, tensor: dict[str, Any]) -> list[int]:
     return [int(d) for d in value]
 
 
-def _example(tensors: dict[str, dict[str, Any]]) -> str:
-    dims = _dims_example
-    listed = list(tensors.values())[:3]
-    named = ",".join(f"{t['name']}:{dims(t)}" for t in listed)
-    first = listed[0] if listed else {"name": "x", "shape": [1, 3, 224, 224]}
+def _example(tensors: dict[str, dict[str, Any]], names: DimNames | None = None) -> str:
+    """The accepted forms, sized as the agent's examples are (`..shapes.example_shapes`: a
+    named dim one size wherever it appears)."""
+    specs = []
+    for name, tensor in tensors.items():
+        axes = (names or {}).get(name) or []
+        dims = [
+            d if d >= 0 else (axes[i] if i < len(axes) else None)
+            for i, d in enumerate(tensor["shape"])
+        ]
+        specs.append(TensorSpec(name, "float32", dims))
+    sized = {
+        spec.name: "x".join(map(str, shape)) for spec, shape in zip(specs, example_shapes(specs))
+    }
+    listed = list(tensors)[:3]
+    named = ",".join(f"{name}:{sized[name]}" for name in listed)
+    first = (listed[0], sized[listed[0]]) if listed else ("x", "1x3x224x224")
     return (
-        f"give input_shape={dims(first)} (the first input) or input_shape={named}, or a range "
-        f"input_shape_range={first['name']}:{dims(first)}/{dims(first)}/{dims(first)} "
+        f"give input_shape={first[1]} (the first input) or input_shape={named}, or a range "
+        f"input_shape_range={first[0]}:{first[1]}/{first[1]}/{first[1]} "
         "(min/opt/max; JSON works too)"
     )
 
@@ -128,14 +141,40 @@ def parse_shapes(
                     f"got {low}, {mid}, {high}"
                 )
         profile[name] = shapes
+    _check_named(profile, names or {})
+    _tie(profile, [t for t in dynamic if t["name"] not in profile], names or {})
     missing = [t for t in dynamic if t["name"] not in profile]
     if missing:
         listed = ", ".join(_describe(t) for t in missing)
         raise UsageError(
-            f"dynamic input(s) {listed} need a shape to build for: {_example(tensors)}"
+            f"dynamic input(s) {listed} need a shape to build for: {_example(tensors, names)}"
         )
-    _check_named(profile, names or {})
     return profile
+
+
+def _tie(profile: Profile, missing: list[dict[str, Any]], names: DimNames) -> None:
+    """Add each input of ``missing`` whose dynamic dims are all named dims that ``profile``
+    already sizes (``h0 [2, batch, 96]`` once ``features [batch, frames, 40]`` is given)."""
+    bound: dict[str, list[int]] = {}  # a named dim's min, opt, max
+    for name, entry in profile.items():
+        for axis, symbol in enumerate(names.get(name, [])):
+            if symbol is not None and axis < len(entry["min"]):
+                bound.setdefault(symbol, [entry[kind][axis] for kind in KINDS])
+    for tensor in missing:
+        symbols = names.get(tensor["name"], [])
+        sizes: list[list[int]] = []
+        for axis, dim in enumerate(tensor["shape"]):
+            symbol = symbols[axis] if axis < len(symbols) else None
+            if dim >= 0:
+                sizes.append([dim] * len(KINDS))
+            elif symbol is not None and symbol in bound:
+                sizes.append(bound[symbol])
+            else:
+                break
+        else:
+            profile[tensor["name"]] = {
+                kind: [size[k] for size in sizes] for k, kind in enumerate(KINDS)
+            }
 
 
 def _check_named(profile: Profile, names: DimNames) -> None:
