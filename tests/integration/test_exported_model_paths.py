@@ -292,7 +292,7 @@ def test_a_model_that_cannot_run_at_guessed_sizes_is_told_the_shape_to_pass(
 def test_eval_takes_shapes_and_calibration_from_the_dataset(project: Path) -> None:
     """An eval of a model that cannot run at 1x1 compiles at the dataset's shape and
     calibrates on the dataset's samples (no input_shape, no calibration_data given), and says
-    so in the table and the JSON."""
+    so in the table and the JSON; an input_shape the samples do not have is refused first."""
     model = valid_conv_detector(project / "det.onnx")
     np.savez(project / "photos.npz", images=_images(12, (1, 3, 40, 56), seed=1))
     done = hub("exec", "eval", "onnxruntime", str(model), "--dataset", "photos.npz", "--json",
@@ -307,6 +307,14 @@ def test_eval_takes_shapes_and_calibration_from_the_dataset(project: Path) -> No
                 cwd=project)  # fmt: skip
     assert table.returncode == 0, table.stderr[-3000:]
     assert "calibrated on: the dataset evaluated" in table.stdout
+    other = hub("exec", "eval", "onnxruntime", str(model), "--dataset", "photos.npz",
+                "--set", "input_shape=1x3x32x32", cwd=project)  # fmt: skip
+    assert other.returncode == 2 and "Traceback" not in other.stderr
+    assert other.stderr.strip().splitlines()[-1] == (
+        "hub: error: input_shape gives images 1x3x32x32 but the dataset's samples are "
+        "1x3x40x56: eval compiles at the samples' shape by itself; drop input_shape, or give "
+        "samples of that shape"
+    )
 
 
 def test_layers_ignores_a_dead_channel_when_the_outputs_are_fine(project: Path) -> None:

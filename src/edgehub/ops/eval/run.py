@@ -243,7 +243,9 @@ def _from_dataset(
         given = "calibration_data" in log.artifacts
         return replace(request, calibration="given" if given else None)
     declared = runtime.compiler.declared_options()
-    if "input_shape" in declared and options.get("input_shape") is None:
+    if "input_shape" in declared and options.get("input_shape") is not None:
+        _check_given_shapes(options["input_shape"], inputs, _dataset_shapes(inputs, dataset))
+    elif "input_shape" in declared:
         shapes = _dataset_shapes(inputs, dataset)
         if shapes:
             options["input_shape"] = shapes
@@ -263,6 +265,25 @@ def _from_dataset(
         else:
             calibration = "random"
     return replace(request, options=options, calibration=calibration)
+
+
+def _check_given_shapes(
+    given: Any, inputs: list[dict[str, Any]], samples: dict[str, list[int]]
+) -> None:
+    """A UsageError where ``input_shape`` (a shape for the first input, or name -> shape)
+    sizes an input otherwise than its samples are: the compiled model could not take them."""
+    if isinstance(given, (list, tuple)):
+        given = {str(inputs[0]["name"]): given} if inputs else {}
+    if not isinstance(given, dict):
+        return
+    for name, shape in given.items():
+        wanted = samples.get(str(name))
+        if wanted is not None and [int(d) for d in shape] != wanted:
+            raise UsageError(
+                f"input_shape gives {name} {'x'.join(map(str, shape))} but the dataset's "
+                f"samples are {'x'.join(map(str, wanted))}: eval compiles at the samples' shape "
+                "by itself; drop input_shape, or give samples of that shape"
+            )
 
 
 def _dataset_shapes(inputs: list[dict[str, Any]], dataset: Dataset) -> dict[str, list[int]]:
