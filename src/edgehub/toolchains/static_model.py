@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgehub.agent.shapes import example_shapes as agent_example_shapes
-from edgehub.agent.tensors import TensorSpec, is_named_dim
+from edgehub.agent.tensors import TensorSpec, is_named_dim, normalize_dim
 from edgehub.errors import ModelError, UsageError
 from edgehub.toolchains.onnx_wire import Dim, GraphInput, read_inputs, write_fixed
 from edgehub.toolchains.remote.device_tool import device_file_name
@@ -44,7 +44,7 @@ def example_shapes(inputs: Sequence[GraphInput]) -> str:
         TensorSpec(
             entry.name,
             "float32",
-            None if entry.dims is None else [_spec_dim(d) for d in entry.dims],
+            None if entry.dims is None else [normalize_dim(d) for d in entry.dims],
         )
         for entry in inputs
     ]
@@ -52,12 +52,6 @@ def example_shapes(inputs: Sequence[GraphInput]) -> str:
         f"{entry.name}:{'x'.join(map(str, shape))}"
         for entry, shape in zip(inputs, agent_example_shapes(specs), strict=True)
     )
-
-
-def _spec_dim(dim: Dim) -> int | str | None:
-    if isinstance(dim, int):
-        return dim if dim > 0 else None
-    return dim if isinstance(dim, str) and is_named_dim(dim) else None
 
 
 def _requested(
